@@ -1,0 +1,67 @@
+# tempo build. `make` builds build/tempo; `make test` builds everything
+# (normal and ASan+UBSan) and runs the whole test suite; `make run` is the main job.
+CC      ?= gcc
+ifeq ($(origin CC),default)
+CC      := gcc
+endif
+WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+BASE    := -std=c11 -D_GNU_SOURCE -Isrc -fopenmp -g $(WARN)
+CFLAGS  ?= -O3 -march=x86-64-v2 -mtune=native
+SANFLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+LDLIBS  := -llzma -lsqlite3 -lm
+
+LIB_SRC  := $(shell find src -name '*.c' ! -path 'src/cli/*' | sort)
+CLI_SRC  := $(sort $(wildcard src/cli/*.c))
+TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
+HEADERS  := $(shell find src tests -name '*.h')
+
+OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=build/obj/%.o)
+SAN_OBJ  := $(LIB_SRC:%.c=build/asan/obj/%.o)
+TESTS    := $(TEST_SRC:tests/unit/%.c=build/tests/%)
+SAN_TESTS := $(TEST_SRC:tests/unit/%.c=build/asan/tests/%)
+
+.PHONY: all test unit asan run clean
+all: build/tempo
+
+build/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
+
+build/asan/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(SANFLAGS) -c $< -o $@
+
+build/libtempo.a: $(OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+build/asan/libtempo.a: $(SAN_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+build/tempo: $(CLI_OBJ) build/libtempo.a
+	$(CC) $(BASE) $(CFLAGS) $(CLI_OBJ) build/libtempo.a $(LDLIBS) -o $@
+
+build/tests/%: tests/unit/%.c build/libtempo.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) -Itests $< build/libtempo.a $(LDLIBS) -o $@
+
+build/asan/tests/%: tests/unit/%.c build/asan/libtempo.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(SANFLAGS) -Itests $< build/asan/libtempo.a $(LDLIBS) -o $@
+
+unit: $(TESTS)
+asan: $(SAN_TESTS)
+
+# The whole suite: unit tests (normal and sanitized), then end-to-end tests.
+test: build/tempo $(TESTS) $(SAN_TESTS)
+	bash tests/run_all.sh
+
+# The main job: prepare the bundled corpus, train under the default budget, report.
+BUDGET ?= 5m
+run: build/tempo
+	bash tests/../scripts/main_job.sh $(BUDGET)
+
+clean:
+	rm -rf build

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# run_all.sh - runs every unit test (normal and ASan+UBSan builds) and every
+# end-to-end test (tests/e2e/*.sh), then prints one closing line
+# "N passed, N failed" counting test programs/scripts. Exit 1 on any failure.
+set -u
+cd "$(dirname "$0")/.."
+export TEMPO_DATA="${TEMPO_DATA:-$(cd .. && pwd)/shared/data}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+passed=0; failed=0; failures=()
+run_one() {  # label, command...
+    local label=$1; shift
+    local start=$SECONDS
+    if "$@" >"build/log.$$" 2>&1; then
+        passed=$((passed + 1)); echo "ok   $label ($((SECONDS - start))s)"
+    else
+        failed=$((failed + 1)); failures+=("$label"); echo "FAIL $label ($((SECONDS - start))s)"
+        sed 's/^/     | /' "build/log.$$" | tail -40
+    fi
+}
+for t in build/tests/test_*; do run_one "unit $(basename "$t")" "$t"; done
+for t in build/asan/tests/test_*; do run_one "asan $(basename "$t")" "$t"; done
+for t in tests/e2e/*.sh; do
+    [ -e "$t" ] || continue
+    run_one "e2e $(basename "$t" .sh)" bash "$t"
+done
+rm -f "build/log.$$"
+[ ${#failures[@]} -eq 0 ] || printf 'failed: %s\n' "${failures[@]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
