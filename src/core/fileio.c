@@ -1,0 +1,165 @@
+/* fileio.c - atomic writes, whole-file reads, folders (see fileio.h). */
+#include "core/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int atomic_open(atomic_file *af, const char *path, tempo_error *err)
+{
+    memset(af, 0, sizeof *af);
+    if (strlen(path) >= sizeof af->path)
+        return tempo_fail(err, "%s: path too long", path);
+    snprintf(af->path, sizeof af->path, "%s", path);
+    snprintf(af->tmp_path, sizeof af->tmp_path, "%s.tmp.%d", path, (int)getpid());
+    af->f = fopen(af->tmp_path, "wb");
+    if (!af->f)
+        return tempo_fail(err, "%s: cannot write: %s", path, strerror(errno));
+    return 0;
+}
+
+int atomic_write(atomic_file *af, const void *data, size_t n, tempo_error *err)
+{
+    if (af->failed)
+        return -1;
+    if (n && fwrite(data, 1, n, af->f) != n) {
+        af->failed = 1;
+        return tempo_fail(err, "%s: write failed: %s", af->path, strerror(errno));
+    }
+    return 0;
+}
+
+static void fsync_dir_of(const char *path)
+{
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", path);
+    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+int atomic_commit(atomic_file *af, tempo_error *err)
+{
+    if (af->failed) {
+        atomic_abort(af);
+        return -1;
+    }
+    int bad = fflush(af->f) != 0 || fsync(fileno(af->f)) != 0;
+    int saved = errno;
+    bad |= fclose(af->f) != 0;
+    if (!bad && saved == 0)
+        saved = errno;
+    af->f = NULL;
+    if (bad) {
+        unlink(af->tmp_path);
+        return tempo_fail(err, "%s: write failed: %s", af->path, strerror(saved ? saved : EIO));
+    }
+    if (rename(af->tmp_path, af->path) != 0) {
+        int e = errno;
+        unlink(af->tmp_path);
+        return tempo_fail(err, "%s: cannot rename into place: %s", af->path, strerror(e));
+    }
+    fsync_dir_of(af->path);
+    return 0;
+}
+
+void atomic_abort(atomic_file *af)
+{
+    if (af->f)
+        fclose(af->f);
+    af->f = NULL;
+    if (af->tmp_path[0])
+        unlink(af->tmp_path);
+}
+
+int file_write_atomic(const char *path, const void *data, size_t n, tempo_error *err)
+{
+    atomic_file af;
+    if (atomic_open(&af, path, err))
+        return -1;
+    if (atomic_write(&af, data, n, err)) {
+        atomic_abort(&af);
+        return -1;
+    }
+    return atomic_commit(&af, err);
+}
+
+int file_read_all(const char *path, char **data, size_t *len, size_t max_len, tempo_error *err)
+{
+    *data = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return tempo_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return tempo_fail(err, "%s: not a regular file", path);
+    }
+    size_t n = (size_t)st.st_size;
+    if (max_len && n > max_len) {
+        fclose(f);
+        return tempo_fail(err, "%s: too large (%zu bytes, limit %zu)", path, n, max_len);
+    }
+    char *buf = malloc(n + 1);
+    if (!buf) {
+        fclose(f);
+        return tempo_fail(err, "%s: out of memory reading %zu bytes", path, n);
+    }
+    if (n && fread(buf, 1, n, f) != n) {
+        int e = ferror(f) ? errno : 0;
+        fclose(f);
+        free(buf);
+        return tempo_fail(err, "%s: read failed: %s", path, e ? strerror(e) : "file shrank");
+    }
+    fclose(f);
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+int dir_create(const char *path, tempo_error *err)
+{
+    char buf[1024];
+    if (strlen(path) >= sizeof buf)
+        return tempo_fail(err, "%s: path too long", path);
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return tempo_fail(err, "%s: cannot create folder: %s", buf, strerror(errno));
+            struct stat st;
+            if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
+                return tempo_fail(err, "%s: exists and is not a folder", buf);
+            *p = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    return 0;
+}
+
+int path_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+char *path_join(char *out, size_t n, const char *dir, const char *name)
+{
+    size_t dl = strlen(dir);
+    if (dl && dir[dl - 1] == '/')
+        snprintf(out, n, "%s%s", dir, name);
+    else
+        snprintf(out, n, "%s/%s", dir, name);
+    return out;
+}

@@ -1,0 +1,45 @@
+/* fileio.h - file helpers with tempo_error reporting: atomic writes (temp
+ * file, fsync, rename, fsync of the folder) so a crash never leaves a torn or
+ * half-written file under the final name; whole-file reads; folder creation.
+ * Nothing format-specific lives here. */
+#ifndef TEMPO_FILEIO_H
+#define TEMPO_FILEIO_H
+
+#include <stdio.h>
+#include <stddef.h>
+#include "core/error.h"
+
+typedef struct {
+    FILE *f;              /* write here */
+    char path[1024];      /* final name */
+    char tmp_path[1040];  /* path + ".tmp.<pid>" */
+    int failed;           /* set by atomic_write on a short write */
+} atomic_file;
+
+/* Open PATH.tmp.<pid> for writing. */
+int atomic_open(atomic_file *af, const char *path, tempo_error *err);
+/* Write n bytes; on failure (e.g. disk full) sets err naming the final path. */
+int atomic_write(atomic_file *af, const void *data, size_t n, tempo_error *err);
+/* Flush, fsync, close, rename over the final name, fsync the folder.
+ * On any failure the temp file is removed and the old file (if any) stays. */
+int atomic_commit(atomic_file *af, tempo_error *err);
+/* Close and remove the temp file; the final name is untouched. */
+void atomic_abort(atomic_file *af);
+
+/* Write a whole buffer atomically to path. */
+int file_write_atomic(const char *path, const void *data, size_t n, tempo_error *err);
+
+/* Read a whole file into a malloc'd buffer with a trailing NUL (not counted in
+ * *len). max_len > 0 refuses larger files. */
+int file_read_all(const char *path, char **data, size_t *len, size_t max_len, tempo_error *err);
+
+/* mkdir -p; error names the folder. */
+int dir_create(const char *path, tempo_error *err);
+
+/* 1 if path exists (any kind), 0 otherwise. */
+int path_exists(const char *path);
+
+/* Join folder and name into out (size n); returns out. */
+char *path_join(char *out, size_t n, const char *dir, const char *name);
+
+#endif
