@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/cli.h"
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -24,7 +26,16 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "tempo: %s: unknown command\n", argv[1]);
+    const char *c = argv[1];
+    if (!strcmp(c, "prepare"))
+        return cmd_prepare(argc - 1, argv + 1);
+    if (!strcmp(c, "train"))
+        return cmd_train(argc - 1, argv + 1);
+    if (!strcmp(c, "eval"))
+        return cmd_eval(argc - 1, argv + 1);
+    if (!strcmp(c, "bench"))
+        return cmd_bench(argc - 1, argv + 1);
+    fprintf(stderr, "tempo: %s: unknown command\n", c);
     usage(stderr);
     return 2;
 }

@@ -1,0 +1,45 @@
+/* cli.c - error reporting and result printing shared by subcommands. */
+#include "cli/cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "core/fileio.h"
+
+int cli_report(const tempo_error *err)
+{
+    fprintf(stderr, "tempo: %s\n", err->msg[0] ? err->msg : "unknown error");
+    return err->code == 2 ? 2 : 1;
+}
+
+int cli_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tempo: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 2;
+}
+
+int cli_emit_result(const strbuf *json, const char *out_dir)
+{
+    if (out_dir) {
+        char path[1024];
+        path_join(path, sizeof path, out_dir, "result.json");
+        tempo_error err;
+        tempo_error_clear(&err);
+        strbuf line = {0};
+        strbuf_append(&line, json->data, json->len);
+        strbuf_puts(&line, "\n");
+        int rc = file_write_atomic(path, line.data, line.len, &err);
+        strbuf_free(&line);
+        if (rc)
+            return cli_report(&err);
+    }
+    fwrite(json->data, 1, json->len, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    return 0;
+}
