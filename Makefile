@@ -26,30 +26,35 @@ all: build/tempo
 
 build/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
+	@echo CC $<
+	@$(CC) $(BASE) $(CFLAGS) -c $< -o $@
 
 build/asan/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(SANFLAGS) -c $< -o $@
+	@echo CC-SAN $<
+	@$(CC) $(BASE) $(SANFLAGS) -c $< -o $@
 
 build/libtempo.a: $(OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 build/asan/libtempo.a: $(SAN_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 build/tempo: $(CLI_OBJ) build/libtempo.a
-	$(CC) $(BASE) $(CFLAGS) $(CLI_OBJ) build/libtempo.a $(LDLIBS) -o $@
+	@echo LD $@
+	@$(CC) $(BASE) $(CFLAGS) $(CLI_OBJ) build/libtempo.a $(LDLIBS) -o $@
 
 build/tests/%: tests/unit/%.c build/libtempo.a $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(CFLAGS) -Itests $< build/libtempo.a $(LDLIBS) -o $@
+	@echo LD $@
+	@$(CC) $(BASE) $(CFLAGS) -Itests $< build/libtempo.a $(LDLIBS) -o $@
 
 build/asan/tests/%: tests/unit/%.c build/asan/libtempo.a $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(SANFLAGS) -Itests $< build/asan/libtempo.a $(LDLIBS) -o $@
+	@echo LD-SAN $@
+	@$(CC) $(BASE) $(SANFLAGS) -Itests $< build/asan/libtempo.a $(LDLIBS) -o $@
 
 unit: $(TESTS)
 asan: $(SAN_TESTS)

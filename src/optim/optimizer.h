@@ -1,0 +1,74 @@
+/* optimizer.h - parameter updates over the model's one contiguous parameter
+ * buffer: AdamW (decoupled weight decay, bias correction) for every tensor, or
+ * Muon (momentum + Newton-Schulz orthogonalisation) for 2-D hidden matrices
+ * with AdamW for the rest (embeddings, head, norms). Gradient-norm clipping.
+ * The optimizer knows tensors only as (offset, rows, cols, group); it knows
+ * nothing of models or files. Its state is two buffers the size of the
+ * parameters (m and v; Muon tensors use m as the momentum buffer), so a
+ * checkpoint saves them as two tensors. */
+#ifndef TEMPO_OPTIMIZER_H
+#define TEMPO_OPTIMIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+typedef enum {
+    GROUP_EMBED = 0,   /* token embedding (AdamW, lr_embed) */
+    GROUP_HEAD,        /* untied output head (AdamW, lr_head) */
+    GROUP_NORM,        /* gains and other scalars/vectors (AdamW, lr_scalar, no decay) */
+    GROUP_MATRIX,      /* 2-D hidden weights (Muon when enabled, else AdamW with lr) */
+    GROUP_COUNT
+} optim_group;
+
+typedef struct {
+    size_t offset, numel;
+    int rows, cols;      /* 2-D shape ([out, in]); vectors have rows = 1 */
+    optim_group group;
+} optim_tensor;
+
+typedef struct {
+    int use_muon;        /* 0: AdamW everywhere; 1: Muon for GROUP_MATRIX */
+    float lr;            /* AdamW lr for GROUP_MATRIX when not Muon */
+    float lr_embed, lr_head, lr_scalar;
+    float lr_muon;       /* Muon lr (scaled per tensor by sqrt(max(1, rows/cols))) */
+    float beta1, beta2, eps;
+    float weight_decay;  /* decoupled; applied to MATRIX and HEAD, never EMBED or NORM */
+    float muon_momentum; /* e.g. 0.95, Nesterov */
+    int ns_steps;        /* Newton-Schulz iterations, e.g. 5 */
+    float grad_clip;     /* clip the global gradient L2 norm to this; 0 = off */
+} optim_config;
+
+typedef struct {
+    optim_config cfg;
+    optim_tensor *tensors;
+    int n_tensors;
+    size_t n_params;
+    float *m, *v;        /* state, n_params each */
+    int64_t t;           /* AdamW steps taken (bias correction) */
+    float *ns_work;      /* Newton-Schulz scratch, sized for the largest matrix */
+    size_t ns_work_len;
+} optimizer;
+
+int optim_create(optimizer *o, const optim_config *cfg, const optim_tensor *tensors, int n_tensors,
+                 size_t n_params, tempo_error *err);
+void optim_free(optimizer *o);
+
+/* L2 norm of the whole gradient (double accumulation, deterministic). */
+double optim_grad_norm(const float *grads, size_t n);
+
+/* One update. lr_mult scales every learning rate (the schedule and the
+ * divergence guard). If grad_clip > 0 and grad_norm > grad_clip, gradients are
+ * scaled by grad_clip / grad_norm first. grads may be modified (Muon's
+ * momentum is formed in place). */
+void optim_step(optimizer *o, float *params, float *grads, double grad_norm, double lr_mult);
+
+/* Newton-Schulz orthogonalisation of G [rows x cols] in place: returns an
+ * approximation of U V^T from G = U S V^T (quintic iteration, Muon's
+ * coefficients). work must hold optim_ns_work_len floats, r = min(rows, cols),
+ * c = max(rows, cols): see optim_ns_work_len. */
+void optim_newton_schulz(float *G, int rows, int cols, int steps, float *work);
+size_t optim_ns_work_len(int rows, int cols);
+
+#endif

@@ -1,0 +1,153 @@
+/* test_optim.c - AdamW against its formula, Muon's Newton-Schulz against
+ * orthogonality, gradient clipping, the learning-rate schedule shape. */
+#include "test.h"
+
+#include "core/rng.h"
+#include "optim/optimizer.h"
+#include "optim/schedule.h"
+
+static optim_config base_config(void)
+{
+    optim_config c = {0};
+    c.lr = 0.1f; c.lr_embed = 0.2f; c.lr_head = 0.05f; c.lr_scalar = 0.3f; c.lr_muon = 0.02f;
+    c.beta1 = 0.9f; c.beta2 = 0.95f; c.eps = 1e-8f; c.weight_decay = 0.1f;
+    c.muon_momentum = 0.95f; c.ns_steps = 5;
+    return c;
+}
+
+/* AdamW written out in double for one scalar, the reference. */
+static void adamw_ref(double *p, double *m, double *v, double g, int t, double lr, double wd,
+                      const optim_config *c)
+{
+    *m = c->beta1 * *m + (1 - c->beta1) * g;
+    *v = c->beta2 * *v + (1 - c->beta2) * g * g;
+    double mh = *m / (1 - pow(c->beta1, t)), vh = *v / (1 - pow(c->beta2, t));
+    *p = *p * (1 - lr * wd) - lr * mh / (sqrt(vh) + c->eps);
+}
+
+static void test_adamw_matches_formula(void)
+{
+    optim_config c = base_config();
+    optim_tensor ts[3] = {
+        {0, 6, 2, 3, GROUP_EMBED}, {6, 4, 1, 4, GROUP_NORM}, {10, 6, 3, 2, GROUP_MATRIX}};
+    optimizer o;
+    tempo_error err;
+    CHECK(optim_create(&o, &c, ts, 3, 16, &err) == 0);
+    float p[16], g[16];
+    double pr[16], mr[16] = {0}, vr[16] = {0};
+    rng_state r;
+    rng_seed(&r, 1);
+    for (int i = 0; i < 16; i++) pr[i] = p[i] = (float)rng_normal(&r);
+    for (int step = 1; step <= 5; step++) {
+        for (int i = 0; i < 16; i++) g[i] = (float)rng_normal(&r);
+        double mult = 0.5 + 0.1 * step;
+        optim_step(&o, p, g, optim_grad_norm(g, 16), mult);
+        for (int i = 0; i < 16; i++) {
+            double lr = i < 6 ? c.lr_embed : i < 10 ? c.lr_scalar : c.lr;
+            double wd = i < 10 ? 0 : c.weight_decay;
+            adamw_ref(&pr[i], &mr[i], &vr[i], g[i], step, lr * mult, wd, &c);
+        }
+    }
+    for (int i = 0; i < 16; i++)
+        CHECK_NEAR(p[i], pr[i], 1e-5 * (1 + fabs(pr[i])));
+    optim_free(&o);
+}
+
+static void test_grad_clip(void)
+{
+    optim_config c = base_config();
+    c.grad_clip = 1.0f;
+    c.beta1 = 0; /* m = g: the first update shows the clipped gradient's direction */
+    optim_tensor t = {0, 4, 1, 4, GROUP_NORM};
+    optimizer o;
+    CHECK(optim_create(&o, &c, &t, 1, 4, NULL) == 0);
+    float p[4] = {0}, g[4] = {3, 4, 0, 0};
+    double norm = optim_grad_norm(g, 4);
+    CHECK_NEAR(norm, 5.0, 1e-12);
+    optim_step(&o, p, g, norm, 1.0);
+    /* clipped g = (0.6, 0.8); Adam's first step is -lr * sign(g) regardless of scale, and m = g*scale */
+    CHECK_NEAR(o.m[0], 0.6, 1e-6);
+    CHECK_NEAR(o.m[1], 0.8, 1e-6);
+    optim_free(&o);
+}
+
+static void check_orthogonal(int rows, int cols)
+{
+    rng_state r;
+    rng_seed(&r, (uint64_t)(rows * 1000 + cols));
+    size_t n = (size_t)rows * cols;
+    float *G = malloc(sizeof(float) * n);
+    float *work = malloc(sizeof(float) * optim_ns_work_len(rows, cols));
+    for (size_t i = 0; i < n; i++) G[i] = (float)rng_normal(&r);
+    optim_newton_schulz(G, rows, cols, 5, work);
+    /* The smaller Gram matrix should be close to the identity: Muon's quintic
+     * iteration only brings singular values into roughly [0.7, 1.2]. */
+    int k = rows < cols ? rows : cols;
+    double max_diag_err = 0, max_off = 0;
+    for (int a = 0; a < k; a++)
+        for (int b = 0; b < k; b++) {
+            double s = 0;
+            if (rows <= cols)
+                for (int j = 0; j < cols; j++) s += (double)G[(size_t)a * cols + j] * G[(size_t)b * cols + j];
+            else
+                for (int i = 0; i < rows; i++) s += (double)G[(size_t)i * cols + a] * G[(size_t)i * cols + b];
+            if (a == b) max_diag_err = fmax(max_diag_err, fabs(s - 1));
+            else max_off = fmax(max_off, fabs(s));
+        }
+    CHECK_MSG(max_diag_err < 0.6, "%dx%d diag err %g", rows, cols, max_diag_err);
+    CHECK_MSG(max_off < 0.35, "%dx%d off-diag %g", rows, cols, max_off);
+    free(G);
+    free(work);
+}
+
+static void test_newton_schulz_orthogonalises(void)
+{
+    check_orthogonal(16, 16);
+    check_orthogonal(12, 40);
+    check_orthogonal(40, 12);
+}
+
+static void test_muon_step_direction(void)
+{
+    /* With a rank-1 gradient, Muon's update is the (scaled) sign-free direction
+     * u v^T: every entry has the sign of the gradient's entry. */
+    optim_config c = base_config();
+    c.use_muon = 1;
+    c.weight_decay = 0;
+    optim_tensor t = {0, 12, 3, 4, GROUP_MATRIX};
+    optimizer o;
+    CHECK(optim_create(&o, &c, &t, 1, 12, NULL) == 0);
+    float p[12] = {0}, g[12];
+    float u[3] = {1, -2, 0.5f}, v[4] = {0.3f, 1, -1, 2};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) g[i * 4 + j] = u[i] * v[j];
+    optim_step(&o, p, g, optim_grad_norm(g, 12), 1.0);
+    for (int i = 0; i < 12; i++)
+        CHECK(p[i] * g[i] < 0);
+    optim_free(&o);
+}
+
+static void test_schedule_shape(void)
+{
+    lr_schedule s = {0.1, 0.4, 0.0};
+    CHECK(schedule_lr_mult(&s, 0.0) < 0.02);
+    CHECK(schedule_lr_mult(&s, 0.05) < schedule_lr_mult(&s, 0.09));
+    CHECK_NEAR(schedule_lr_mult(&s, 0.3), 1.0, 1e-12);
+    CHECK_NEAR(schedule_lr_mult(&s, 0.6), 1.0, 1e-12);
+    CHECK_NEAR(schedule_lr_mult(&s, 0.8), 0.5, 1e-12);
+    CHECK_NEAR(schedule_lr_mult(&s, 1.0), 0.0, 1e-12);
+    CHECK_NEAR(schedule_lr_mult(&s, 2.0), 0.0, 1e-12);
+    lr_schedule f = {0.0, 0.5, 0.1};
+    CHECK_NEAR(schedule_lr_mult(&f, 1.0), 0.1, 1e-12);
+    CHECK_NEAR(schedule_lr_mult(&f, 0.0), 1.0, 1e-12);
+}
+
+int main(void)
+{
+    RUN(test_adamw_matches_formula);
+    RUN(test_grad_clip);
+    RUN(test_newton_schulz_orthogonalises);
+    RUN(test_muon_step_direction);
+    RUN(test_schedule_shape);
+    return test_summary("test_optim");
+}
