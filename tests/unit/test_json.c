@@ -1,0 +1,228 @@
+/* test_json.c - the JSON parser: values, escapes and surrogates, raw bytes,
+ * strict grammar errors with columns, depth limit, writer round trip, and a
+ * fuzz loop of random and mutated inputs (must never crash; run under ASan). */
+#include "test.h"
+#include "core/json.h"
+#include "core/rng.h"
+#include "core/strbuf.h"
+
+static json_value *parse(const char *s)
+{
+    json_value *v = NULL;
+    tempo_error err;
+    tempo_error_clear(&err);
+    if (json_parse(s, strlen(s), &v, &err))
+        return NULL;
+    return v;
+}
+
+/* Parse must fail and the message must contain want. */
+static void expect_error(const char *s, size_t len, const char *want)
+{
+    json_value *v = (json_value *)1;
+    tempo_error err;
+    tempo_error_clear(&err);
+    int rc = json_parse(s, len, &v, &err);
+    CHECK_MSG(rc == -1 && v == NULL, "accepted: %.*s", (int)len, s);
+    CHECK_MSG(strstr(err.msg, want) != NULL, "'%s' lacks '%s'", err.msg, want);
+    if (rc == 0)
+        json_free(v);
+}
+
+static void test_values(void)
+{
+    json_value *v = parse(" {\"a\": [1, -2.5e3, true, false, null, \"x\"], \"b\": {}, \"c\": [], \"a\": 7} ");
+    CHECK(v && v->type == JSON_OBJECT && v->n == 4);
+    if (!v)
+        return;
+    const json_value *a = json_get(v, "a");
+    CHECK(a && a->type == JSON_ARRAY && a->n == 6);
+    CHECK(a->items[0].type == JSON_NUMBER && a->items[0].number == 1);
+    CHECK(a->items[1].number == -2500);
+    CHECK(a->items[2].type == JSON_BOOL && a->items[2].boolean == 1);
+    CHECK(a->items[3].type == JSON_BOOL && a->items[3].boolean == 0);
+    CHECK(a->items[4].type == JSON_NULL);
+    CHECK(a->items[5].type == JSON_STRING && !strcmp(a->items[5].string, "x"));
+    CHECK(json_get(v, "b")->type == JSON_OBJECT && json_get(v, "b")->n == 0);
+    CHECK(json_get(v, "c")->type == JSON_ARRAY && json_get(v, "c")->n == 0);
+    CHECK(json_get(v, "zz") == NULL);
+    CHECK(json_get(a, "a") == NULL); /* not an object */
+    CHECK(json_get(NULL, "a") == NULL);
+    CHECK(json_get_number(v, "a", 3.5) == 3.5);
+    json_free(v);
+    v = parse("0.125");
+    CHECK(v && v->type == JSON_NUMBER && v->number == 0.125);
+    json_free(v);
+    v = parse("-0");
+    CHECK(v && v->type == JSON_NUMBER && v->number == 0);
+    json_free(v);
+    v = parse("\"\"");
+    CHECK(v && v->type == JSON_STRING && v->string_len == 0 && v->string[0] == 0);
+    json_free(v);
+}
+
+static void test_escapes(void)
+{
+    json_value *v = parse("\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\\u0041\\u00e9\\u20ac\\ud83d\\ude00\"");
+    CHECK(v && v->type == JSON_STRING);
+    if (v) {
+        const char want[] = "a\"b\\c/d\b\f\n\r\tA\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+        CHECK(v->string_len == sizeof want - 1 && !memcmp(v->string, want, sizeof want));
+    }
+    json_free(v);
+    /* lone surrogates: 3-byte form; a high one followed by a non-low escape */
+    v = parse("\"\\ud800x\\udc00\\ud800\\u0041\"");
+    CHECK(v && v->type == JSON_STRING);
+    if (v) {
+        const char want[] = "\xed\xa0\x80x\xed\xb0\x80\xed\xa0\x80" "A";
+        CHECK(v->string_len == sizeof want - 1 && !memcmp(v->string, want, sizeof want));
+    }
+    json_free(v);
+    /* \u0000 gives a NUL byte inside the string */
+    v = parse("{\"k\\u0000\": \"a\\u0000b\"}");
+    CHECK(v && v->n == 1 && v->key_lens[0] == 2 && v->items[0].string_len == 3);
+    CHECK(v && v->items[0].string[1] == 0 && v->items[0].string[2] == 'b');
+    json_free(v);
+    /* raw invalid UTF-8 is kept byte-exact */
+    const char raw[] = "\"\xff\xfe\xc3(\x80\"";
+    v = parse(raw);
+    CHECK(v && v->string_len == 5 && !memcmp(v->string, raw + 1, 5));
+    json_free(v);
+}
+
+static void test_errors(void)
+{
+    expect_error("", 0, "column 1: empty input");
+    expect_error("   ", 3, "column 4: empty input");
+    expect_error("{\"a\":1,}", 8, "column 8: expected a string key");
+    expect_error("[1 2]", 5, "column 4: expected ',' or ']'");
+    expect_error("{\"a\" 1}", 7, "column 6: expected ':'");
+    expect_error("{\"a\":1", 6, "unterminated object");
+    expect_error("[1,", 3, "unexpected end of input");
+    expect_error("\"abc", 4, "column 1: unterminated string");
+    expect_error("\"a\tb\"", 5, "column 3: control character");
+    expect_error("\"\\x\"", 4, "column 2: bad escape");
+    expect_error("\"\\u12g4\"", 8, "bad \\u escape");
+    expect_error("\"\\u12\"", 6, "bad \\u escape");
+    expect_error("01", 2, "leading zero");
+    expect_error("1.", 2, "no digit after '.'");
+    expect_error("1e", 2, "no digit in exponent");
+    expect_error("+1", 2, "unexpected character");
+    expect_error("-", 1, "bad number");
+    expect_error("1e999", 5, "out of range");
+    expect_error("NaN", 3, "unexpected character");
+    expect_error("tru", 3, "unexpected character");
+    expect_error("nulll", 5, "column 5: unexpected text after");
+    expect_error("{} {}", 5, "column 4: unexpected text after");
+    expect_error("[1,\n 2,\n x]", 11, "line 3, column 2: unexpected character");
+    expect_error("\"a\0b\"", 5, "control character");
+    expect_error("1\0", 2, "unexpected text after");
+    /* depth limit: JSON_MAX_DEPTH nested arrays parse, one more does not */
+    char deep[2 * (JSON_MAX_DEPTH + 1) + 1];
+    for (int i = 0; i < JSON_MAX_DEPTH; i++) {
+        deep[i] = '[';
+        deep[2 * JSON_MAX_DEPTH - 1 - i] = ']';
+    }
+    json_value *v = NULL;
+    tempo_error err;
+    CHECK(json_parse(deep, 2 * JSON_MAX_DEPTH, &v, &err) == 0);
+    json_free(v);
+    for (int i = 0; i <= JSON_MAX_DEPTH; i++) {
+        deep[i] = '[';
+        deep[2 * JSON_MAX_DEPTH + 1 - i] = ']';
+    }
+    expect_error(deep, 2 * (JSON_MAX_DEPTH + 1), "nested too deeply");
+    /* an unclosed 100000-deep input fails at the limit instead of overflowing the stack */
+    size_t big = 100000;
+    char *open = malloc(big);
+    memset(open, '[', big);
+    expect_error(open, big, "nested too deeply");
+    memset(open, '{', big);
+    expect_error(open, big, "expected a string key");
+    free(open);
+}
+
+/* Valid UTF-8 strings written with strbuf_json_string parse back to the same bytes. */
+static void test_writer_round_trip(void)
+{
+    rng_state r;
+    rng_seed(&r, 11);
+    const char *pieces[] = {"a", "\"", "\\", "\n", "\x01", "\x1f", "\xc3\xa9", "\xe2\x82\xac",
+                            "\xf0\x9f\x98\x80", " ", "/", "\x7f", "\t"};
+    size_t n_pieces = sizeof pieces / sizeof pieces[0];
+    for (int iter = 0; iter < 500; iter++) {
+        strbuf s = {0}, js = {0};
+        size_t n = rng_below(&r, 40);
+        strbuf_append(&s, "", 0);
+        for (size_t i = 0; i < n; i++)
+            strbuf_puts(&s, pieces[rng_below(&r, n_pieces)]);
+        strbuf_json_string(&js, s.data, s.len);
+        json_value *v = NULL;
+        tempo_error err;
+        int rc = json_parse(js.data, js.len, &v, &err);
+        CHECK(rc == 0 && v->type == JSON_STRING && v->string_len == s.len &&
+              !memcmp(v->string, s.data, s.len));
+        json_free(v);
+        strbuf_free(&s);
+        strbuf_free(&js);
+    }
+}
+
+/* Random bytes and mutations of valid documents: parse must return 0 or -1
+ * with a message, never crash or leak (ASan/LSan check the rest). */
+static void test_fuzz(void)
+{
+    rng_state r;
+    rng_seed(&r, 1234);
+    const char *seeds[] = {
+        "{\"text\": \"hello \\u00e9 world\", \"n\": [1, 2.5, -3e2, true, null], \"o\": {\"k\": []}}",
+        "[[[[{\"a\":[\"\\ud83d\\ude00\",{}]}]]]]",
+        "{\"query\": \"q\", \"choices\": [\"a\", \"b\"], \"gold\": 1}",
+    };
+    const char alphabet[] = "{}[]\":,\\/ubfnrt0123456789-+.eE \n\tabcxyz\x80\xff\x00";
+    char buf[256];
+    int ok = 0, bad = 0;
+    for (int iter = 0; iter < 20000; iter++) {
+        size_t n;
+        if (iter % 2 == 0) {
+            n = rng_below(&r, 64);
+            for (size_t i = 0; i < n; i++)
+                buf[i] = alphabet[rng_below(&r, sizeof alphabet - 1)];
+        } else {
+            const char *s = seeds[rng_below(&r, 3)];
+            n = strlen(s);
+            memcpy(buf, s, n);
+            int edits = 1 + (int)rng_below(&r, 4);
+            for (int e = 0; e < edits && n > 0; e++) {
+                size_t at = rng_below(&r, n);
+                switch (rng_below(&r, 3)) {
+                case 0: buf[at] = alphabet[rng_below(&r, sizeof alphabet - 1)]; break;
+                case 1: memmove(buf + at, buf + at + 1, n - at - 1); n--; break;
+                default: n = at; break; /* truncate */
+                }
+            }
+        }
+        json_value *v = NULL;
+        tempo_error err;
+        tempo_error_clear(&err);
+        if (json_parse(buf, n, &v, &err) == 0) {
+            ok++;
+            CHECK(v != NULL);
+        } else {
+            bad++;
+            CHECK(v == NULL && (strncmp(err.msg, "column", 6) == 0 || strncmp(err.msg, "line", 4) == 0));
+        }
+        json_free(v);
+    }
+    CHECK(ok > 100 && bad > 100);
+}
+
+int main(void)
+{
+    RUN(test_values);
+    RUN(test_escapes);
+    RUN(test_errors);
+    RUN(test_writer_round_trip);
+    RUN(test_fuzz);
+    return test_summary("test_json");
+}
