@@ -1,0 +1,212 @@
+/* safetensors.c - safetensors reader/writer (see safetensors.h). */
+#include "core/safetensors.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "core/json.h"
+#include "core/strbuf.h"
+
+#define ST_MAX_HEADER (100u << 20)
+
+int safetensors_write(const char *path, const st_write_tensor *tensors, int n_tensors,
+                      const st_meta *meta, int n_meta, tempo_error *err)
+{
+    strbuf h = {0};
+    strbuf_puts(&h, "{");
+    if (n_meta > 0) {
+        strbuf_puts(&h, "\"__metadata__\":{");
+        for (int i = 0; i < n_meta; i++) {
+            if (i) strbuf_puts(&h, ",");
+            strbuf_json_string(&h, meta[i].key, strlen(meta[i].key));
+            strbuf_puts(&h, ":");
+            strbuf_json_string(&h, meta[i].value, strlen(meta[i].value));
+        }
+        strbuf_puts(&h, "}");
+    }
+    size_t offset = 0;
+    for (int i = 0; i < n_tensors; i++) {
+        const st_write_tensor *t = &tensors[i];
+        size_t numel = 1;
+        if (n_meta > 0 || i) strbuf_puts(&h, ",");
+        strbuf_json_string(&h, t->name, strlen(t->name));
+        strbuf_puts(&h, ":{\"dtype\":\"F32\",\"shape\":[");
+        for (int d = 0; d < t->ndim; d++) {
+            strbuf_printf(&h, d ? ",%lld" : "%lld", (long long)t->shape[d]);
+            numel *= (size_t)t->shape[d];
+        }
+        strbuf_printf(&h, "],\"data_offsets\":[%zu,%zu]}", offset, offset + numel * 4);
+        offset += numel * 4;
+    }
+    strbuf_puts(&h, "}");
+    while (h.len % 8) strbuf_puts(&h, " ");
+    if (h.oom) {
+        strbuf_free(&h);
+        return tempo_fail(err, "%s: out of memory building the header", path);
+    }
+    atomic_file af;
+    if (atomic_open(&af, path, err)) {
+        strbuf_free(&h);
+        return -1;
+    }
+    uint8_t len8[8];
+    uint64_t hl = h.len;
+    for (int i = 0; i < 8; i++) len8[i] = (uint8_t)(hl >> (8 * i));
+    int rc = atomic_write(&af, len8, 8, err) || atomic_write(&af, h.data, h.len, err);
+    strbuf_free(&h);
+    for (int i = 0; !rc && i < n_tensors; i++) {
+        size_t numel = 1;
+        for (int d = 0; d < tensors[i].ndim; d++) numel *= (size_t)tensors[i].shape[d];
+        rc = atomic_write(&af, tensors[i].data, numel * 4, err);
+    }
+    if (rc) {
+        atomic_abort(&af);
+        return -1;
+    }
+    return atomic_commit(&af, err);
+}
+
+void safetensors_close(safetensors_file *sf)
+{
+    for (int i = 0; i < sf->n_meta; i++) {
+        free(sf->meta_keys[i]);
+        free(sf->meta_values[i]);
+    }
+    free(sf->meta_keys);
+    free(sf->meta_values);
+    free(sf->tensors);
+    free(sf->file);
+    memset(sf, 0, sizeof *sf);
+}
+
+static int parse_tensor(safetensors_file *sf, st_tensor *t, const char *name, const json_value *v,
+                        size_t data_len, const char *data, tempo_error *err)
+{
+    const char *p = sf->path;
+    if (strlen(name) >= sizeof t->name)
+        return tempo_fail(err, "%s: tensor name too long", p);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    const json_value *dt = json_get(v, "dtype"), *sh = json_get(v, "shape"), *off = json_get(v, "data_offsets");
+    if (!dt || dt->type != JSON_STRING || !sh || sh->type != JSON_ARRAY || !off || off->type != JSON_ARRAY ||
+        off->n != 2)
+        return tempo_fail(err, "%s: tensor %s: malformed header entry", p, name);
+    if (strcmp(dt->string, "F32") != 0)
+        return tempo_fail(err, "%s: tensor %s: unsupported dtype %s (tempo reads F32)", p, name, dt->string);
+    if (sh->n > ST_MAX_DIMS)
+        return tempo_fail(err, "%s: tensor %s: too many dimensions (%zu)", p, name, sh->n);
+    t->ndim = (int)sh->n;
+    t->numel = 1;
+    for (size_t d = 0; d < sh->n; d++) {
+        double x = sh->items[d].number;
+        if (sh->items[d].type != JSON_NUMBER || x < 0 || x > 1e12 || x != (double)(int64_t)x)
+            return tempo_fail(err, "%s: tensor %s: bad shape", p, name);
+        t->shape[d] = (int64_t)x;
+        t->numel *= (size_t)x;
+    }
+    double b = off->items[0].number, e = off->items[1].number;
+    if (off->items[0].type != JSON_NUMBER || off->items[1].type != JSON_NUMBER || b < 0 || e < b ||
+        b != (double)(size_t)b || e != (double)(size_t)e)
+        return tempo_fail(err, "%s: tensor %s: bad data_offsets", p, name);
+    if ((size_t)e > data_len)
+        return tempo_fail(err, "%s: truncated (tensor %s ends at byte %.0f of %zu data bytes)", p, name, e,
+                          data_len);
+    if ((size_t)(e - b) != t->numel * 4)
+        return tempo_fail(err, "%s: tensor %s: data size does not match its shape", p, name);
+    t->data = (const float *)(const void *)(data + (size_t)b);
+    return 0;
+}
+
+static int parse_header(safetensors_file *sf, const json_value *root, const char *data, size_t data_len,
+                        tempo_error *err)
+{
+    const char *p = sf->path;
+    if (root->type != JSON_OBJECT)
+        return tempo_fail(err, "%s: not a safetensors file (header is not a JSON object)", p);
+    sf->tensors = calloc(root->n ? root->n : 1, sizeof *sf->tensors);
+    if (!sf->tensors)
+        return tempo_fail(err, "%s: out of memory", p);
+    for (size_t i = 0; i < root->n; i++) {
+        const json_value *v = &root->items[i];
+        if (!strcmp(root->keys[i], "__metadata__")) {
+            if (v->type != JSON_OBJECT)
+                return tempo_fail(err, "%s: __metadata__ is not an object", p);
+            sf->meta_keys = calloc(v->n ? v->n : 1, sizeof(char *));
+            sf->meta_values = calloc(v->n ? v->n : 1, sizeof(char *));
+            if (!sf->meta_keys || !sf->meta_values)
+                return tempo_fail(err, "%s: out of memory", p);
+            for (size_t k = 0; k < v->n; k++) {
+                if (v->items[k].type != JSON_STRING)
+                    return tempo_fail(err, "%s: __metadata__ value %s is not a string", p, v->keys[k]);
+                sf->meta_keys[k] = strdup(v->keys[k]);
+                sf->meta_values[k] = malloc(v->items[k].string_len + 1);
+                sf->n_meta = (int)k + 1;
+                if (!sf->meta_keys[k] || !sf->meta_values[k])
+                    return tempo_fail(err, "%s: out of memory", p);
+                memcpy(sf->meta_values[k], v->items[k].string, v->items[k].string_len + 1);
+            }
+            continue;
+        }
+        if (v->type != JSON_OBJECT)
+            return tempo_fail(err, "%s: tensor %s: malformed header entry", p, root->keys[i]);
+        if (parse_tensor(sf, &sf->tensors[sf->n_tensors], root->keys[i], v, data_len, data, err))
+            return -1;
+        sf->n_tensors++;
+    }
+    return 0;
+}
+
+int safetensors_open(safetensors_file *sf, const char *path, tempo_error *err)
+{
+    memset(sf, 0, sizeof *sf);
+    snprintf(sf->path, sizeof sf->path, "%s", path);
+    if (file_read_all(path, &sf->file, &sf->file_len, 0, err))
+        return -1;
+    if (sf->file_len < 8) {
+        safetensors_close(sf);
+        return tempo_fail(err, "%s: truncated (%s)", path, "shorter than the 8-byte header length");
+    }
+    const uint8_t *u = (const uint8_t *)sf->file;
+    uint64_t hl = 0;
+    for (int i = 0; i < 8; i++) hl |= (uint64_t)u[i] << (8 * i);
+    if (hl > ST_MAX_HEADER || hl < 2) {
+        safetensors_close(sf);
+        return tempo_fail(err, "%s: not a safetensors file (header length %llu)", path, (unsigned long long)hl);
+    }
+    if (hl > sf->file_len - 8) {
+        safetensors_close(sf);
+        return tempo_fail(err, "%s: truncated (header needs %llu bytes, file has %zu)", path,
+                          (unsigned long long)hl, sf->file_len - 8);
+    }
+    json_value *root = NULL;
+    tempo_error jerr;
+    if (json_parse(sf->file + 8, (size_t)hl, &root, &jerr)) {
+        safetensors_close(sf);
+        return tempo_fail(err, "%s: not a safetensors file (header: %s)", path, jerr.msg);
+    }
+    char *data = sf->file + 8 + hl;
+    size_t data_len = sf->file_len - 8 - (size_t)hl;
+    int rc = parse_header(sf, root, data, data_len, err);
+    json_free(root);
+    if (rc) {
+        safetensors_close(sf);
+        return -1;
+    }
+    return 0;
+}
+
+const st_tensor *safetensors_find(const safetensors_file *sf, const char *name)
+{
+    for (int i = 0; i < sf->n_tensors; i++)
+        if (!strcmp(sf->tensors[i].name, name))
+            return &sf->tensors[i];
+    return NULL;
+}
+
+const char *safetensors_meta(const safetensors_file *sf, const char *key)
+{
+    for (int i = 0; i < sf->n_meta; i++)
+        if (!strcmp(sf->meta_keys[i], key))
+            return sf->meta_values[i];
+    return NULL;
+}

@@ -1,0 +1,60 @@
+/* safetensors.h - reading and writing the safetensors format: an 8-byte
+ * little-endian header length, a JSON header mapping tensor names to
+ * {"dtype","shape","data_offsets"} plus an optional "__metadata__" object of
+ * string values, then raw little-endian tensor bytes. tempo writes F32 only.
+ * Writes are atomic (core/fileio.h); reads validate every offset so a
+ * truncated or foreign file is an error naming the file, never a crash.
+ * Nothing here knows about models or optimizers. */
+#ifndef TEMPO_SAFETENSORS_H
+#define TEMPO_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+#define ST_MAX_DIMS 4
+
+typedef struct {
+    const char *name;
+    const float *data;
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+} st_write_tensor;
+
+typedef struct {
+    const char *key;
+    const char *value;   /* any bytes valid as a JSON string after escaping */
+} st_meta;
+
+/* Write tensors (in the given order) and metadata to path atomically. */
+int safetensors_write(const char *path, const st_write_tensor *tensors, int n_tensors,
+                      const st_meta *meta, int n_meta, tempo_error *err);
+
+typedef struct {
+    char name[128];
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+    size_t numel;
+    const float *data;   /* points into the loaded file; aligned copy not guaranteed */
+} st_tensor;
+
+typedef struct {
+    char *file;          /* the whole file */
+    size_t file_len;
+    st_tensor *tensors;
+    int n_tensors;
+    char **meta_keys, **meta_values;
+    int n_meta;
+    char path[1024];
+} safetensors_file;
+
+/* Load and validate path. Errors: "<path>: not a safetensors file (...)",
+ * "<path>: truncated (...)", "<path>: tensor X: unsupported dtype BF16". */
+int safetensors_open(safetensors_file *sf, const char *path, tempo_error *err);
+void safetensors_close(safetensors_file *sf);
+const st_tensor *safetensors_find(const safetensors_file *sf, const char *name);
+/* The metadata value for key, or NULL. */
+const char *safetensors_meta(const safetensors_file *sf, const char *key);
+
+#endif
