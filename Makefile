@@ -66,7 +66,7 @@ test: build/tempo $(TESTS) $(SAN_TESTS)
 # The main job: prepare the bundled corpus, train under the default budget, report.
 BUDGET ?= 5m
 run: build/tempo
-	bash tests/../scripts/main_job.sh $(BUDGET)
+	bash scripts/main_job.sh $(BUDGET)
 
 clean:
 	rm -rf build
