@@ -23,5 +23,7 @@ int cmd_prepare(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_judge(int argc, char **argv);
+int cmd_leaderboard(int argc, char **argv);
 
 #endif

@@ -12,7 +12,9 @@ static void usage(FILE *f)
             "  prepare   text files -> tokenizer + token files\n"
             "  train     train a model under a wall-clock budget\n"
             "  eval      bits-per-byte of a model on a text file or data dir\n"
-            "  bench     benchmarks (peak)\n"
+            "  bench     benchmarks (peak, kernels)\n"
+            "  judge     run a submission under the budget and score it\n"
+            "  leaderboard  the judged results (terminal table or HTML page)\n"
             "run 'tempo <command> --help' for a command's options\n");
 }
 
@@ -35,6 +37,10 @@ int main(int argc, char **argv)
         return cmd_eval(argc - 1, argv + 1);
     if (!strcmp(c, "bench"))
         return cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(c, "judge"))
+        return cmd_judge(argc - 1, argv + 1);
+    if (!strcmp(c, "leaderboard"))
+        return cmd_leaderboard(argc - 1, argv + 1);
     fprintf(stderr, "tempo: %s: unknown command\n", c);
     usage(stderr);
     return 2;
