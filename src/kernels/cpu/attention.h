@@ -1,0 +1,59 @@
+/* attention.h - causal multi-head attention with grouped-query attention
+ * (GQA), forward and backward, scale 1/sqrt(D), no dropout.
+ *
+ * Layouts (row-major, exactly what the q/k/v projections produce):
+ *   q, o, dq, dout: [B, T, H, D]      (row stride H*D)
+ *   k, v, dk, dv:   [B, T, Hkv, D]    (row stride Hkv*D)
+ *   lse:            [B, H, T]         per-row log-sum-exp of the scaled scores
+ * Query head h reads key/value head h / (H / Hkv); Hkv divides H.
+ *
+ * The forward never materialises probabilities beyond one row of one key tile:
+ * per (b, h) it walks query tiles and key tiles with an online softmax, skips
+ * fully masked key tiles (causal: the work is about half of T*T), and saves
+ * the log-sum-exp; the backward recomputes probabilities from it.
+ * QK-norm and RoPE are applied by the caller before (rmsnorm.h, rope.h). */
+#ifndef TEMPO_ATTENTION_H
+#define TEMPO_ATTENTION_H
+
+/* One head of one sequence: the building block (a KV-cache decode step reuses
+ * it). Query row i (i < Tq) sits at position Tk - Tq + i and attends keys
+ * 0 .. Tk - Tq + i (Tq <= Tk; training has Tq == Tk).
+ *   q [Tq rows, stride q_stride, D used], k, v [Tk rows, stride kv_stride]
+ *   -> o [Tq rows, stride q_stride] (overwritten), lse [Tq] (contiguous). */
+void attention_head_forward(float *o, float *lse, const float *q, const float *k,
+                            const float *v, int q_stride, int kv_stride,
+                            int Tq, int Tk, int D, float scale);
+
+/* Backward of attention_head_forward. dout, o, lse as saved by the forward.
+ * ACCUMULATES (+=) into dq [Tq rows, stride q_stride], dk, dv [Tk rows,
+ * stride kv_stride]: the caller zeroes them; GQA heads sharing one kv head add
+ * into the same dk, dv. */
+void attention_head_backward(float *dq, float *dk, float *dv, const float *dout,
+                             const float *q, const float *k, const float *v,
+                             const float *o, const float *lse, int q_stride,
+                             int kv_stride, int Tq, int Tk, int D, float scale);
+
+/* Whole batch, training shape (Tq == Tk == T). Parallel over (b, h) pairs,
+ * schedule(static); each pair's result is computed the same way on any
+ * thread, so results do not depend on the thread count. */
+void attention_forward(float *o, float *lse, const float *q, const float *k,
+                       const float *v, int B, int T, int H, int Hkv, int D);
+
+/* Whole-batch backward: dq [B,T,H,D], dk, dv [B,T,Hkv,D] are OVERWRITTEN.
+ * Parallel over (b, kv head) pairs; the heads of one group run in order on
+ * one thread, so the GQA sum into dk, dv is deterministic without atomics. */
+void attention_backward(float *dq, float *dk, float *dv, const float *dout,
+                        const float *q, const float *k, const float *v,
+                        const float *o, const float *lse, int B, int T, int H,
+                        int Hkv, int D);
+
+/* Plain single-threaded references of the whole-batch contracts: two passes
+ * per query row (max, then exp-sum and weighted sum), no tiling. */
+void attention_forward_ref(float *o, float *lse, const float *q, const float *k,
+                           const float *v, int B, int T, int H, int Hkv, int D);
+void attention_backward_ref(float *dq, float *dk, float *dv, const float *dout,
+                            const float *q, const float *k, const float *v,
+                            const float *o, const float *lse, int B, int T, int H,
+                            int Hkv, int D);
+
+#endif

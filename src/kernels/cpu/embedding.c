@@ -1,0 +1,36 @@
+/* embedding.c - token embedding lookup and its scatter-add gradient (see
+ * embedding.h). */
+#include "kernels/cpu/embedding.h"
+
+#include <stddef.h>
+#include <string.h>
+#include <omp.h>
+
+void embedding_forward(float *out, const int32_t *tokens, const float *emb, int N, int C)
+{
+#pragma omp parallel for schedule(static) if ((size_t)N * C > 65536)
+    for (int n = 0; n < N; n++)
+        memcpy(out + (size_t)n * C, emb + (size_t)tokens[n] * C, sizeof(float) * (size_t)C);
+}
+
+void embedding_backward(float *demb, const int32_t *tokens, const float *dout, int N, int C)
+{
+#pragma omp parallel if ((size_t)N * C > 65536)
+    {
+        int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        int c0 = (int)((long)C * t / nt), c1 = (int)((long)C * (t + 1) / nt);
+        for (int n = 0; n < N; n++) {
+            float *d = demb + (size_t)tokens[n] * C;
+            const float *g = dout + (size_t)n * C;
+            for (int c = c0; c < c1; c++)
+                d[c] += g[c];
+        }
+    }
+}
+
+void embedding_backward_ref(float *demb, const int32_t *tokens, const float *dout, int N, int C)
+{
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            demb[(size_t)tokens[n] * C + c] += dout[(size_t)n * C + c];
+}

@@ -1,0 +1,122 @@
+/* lm_head.c - fused output head + cross-entropy (see lm_head.h): per chunk of
+ * rows, logits by gemm_f32, soft-cap, log-softmax and loss per row (OpenMP over
+ * rows), then the two gradient products by gemm_f32. And the plain reference. */
+#include "kernels/cpu/lm_head.h"
+#include "kernels/cpu/gemm.h"
+
+#include <math.h>
+
+size_t lm_head_scratch_floats(int chunk_rows, int V)
+{
+    return (size_t)chunk_rows * (size_t)V;
+}
+
+/* One row of logits z [V] (raw x.w): returns the loss; if want_grad, rewrites
+ * z in place into scale * (softmax - onehot) * dcap. */
+static float row_loss(float *z, int V, int target, float cap, int want_grad, float scale)
+{
+    if (cap > 0)
+        for (int v = 0; v < V; v++)
+            z[v] = cap * tanhf(z[v] / cap);
+    float mx = z[0];
+    for (int v = 1; v < V; v++)
+        mx = z[v] > mx ? z[v] : mx;
+    float zt = z[target];
+    double sum = 0;
+    if (want_grad && cap == 0) { /* keep exp(z - mx) for the gradient */
+        for (int v = 0; v < V; v++) {
+            z[v] = expf(z[v] - mx);
+            sum += z[v];
+        }
+        float k = (float)(1.0 / sum) * scale;
+        for (int v = 0; v < V; v++)
+            z[v] *= k;
+        z[target] -= scale;
+    } else {
+        for (int v = 0; v < V; v++)
+            sum += expf(z[v] - mx);
+    }
+    float lse = mx + (float)log(sum);
+    if (want_grad && cap > 0)
+        for (int v = 0; v < V; v++) {
+            float t = z[v];
+            float g = expf(t - lse) - (v == target ? 1.0f : 0.0f);
+            z[v] = g * scale * (1.0f - (t / cap) * (t / cap)); /* d(cap tanh(u/cap))/du */
+        }
+    return lse - zt;
+}
+
+static void head_pass(float *losses, float *dx, float *dw, const float *x,
+                      const float *w, const int32_t *targets, int N, int C, int V,
+                      float softcap, float grad_scale, float *scratch, int chunk_rows)
+{
+    int want_grad = dx != NULL;
+    for (int n0 = 0; n0 < N; n0 += chunk_rows) {
+        int R = N - n0 < chunk_rows ? N - n0 : chunk_rows;
+        const float *xc = x + (size_t)n0 * C;
+        gemm_f32(0, 1, R, V, C, xc, C, w, C, 0.0f, scratch, V);
+#pragma omp parallel for schedule(static)
+        for (int r = 0; r < R; r++)
+            losses[n0 + r] = row_loss(scratch + (size_t)r * V, V, targets[n0 + r], softcap,
+                                      want_grad, grad_scale);
+        if (want_grad) {
+            gemm_f32(0, 0, R, C, V, scratch, V, w, C, 0.0f, dx + (size_t)n0 * C, C);
+            gemm_f32(1, 0, V, C, R, scratch, V, xc, C, 1.0f, dw, C);
+        }
+    }
+}
+
+void lm_head_loss_forward(float *losses, const float *x, const float *w,
+                          const int32_t *targets, int N, int C, int V,
+                          float softcap, float *scratch, int chunk_rows)
+{
+    head_pass(losses, NULL, NULL, x, w, targets, N, C, V, softcap, 0.0f, scratch, chunk_rows);
+}
+
+void lm_head_loss_forward_backward(float *losses, float *dx, float *dw,
+                                   const float *x, const float *w,
+                                   const int32_t *targets, int N, int C, int V,
+                                   float softcap, float grad_scale, float *scratch,
+                                   int chunk_rows)
+{
+    head_pass(losses, dx, dw, x, w, targets, N, C, V, softcap, grad_scale, scratch, chunk_rows);
+}
+
+void lm_head_loss_ref(float *losses, float *dx, float *dw, const float *x,
+                      const float *w, const int32_t *targets, int N, int C, int V,
+                      float softcap, float grad_scale, float *scratch)
+{
+    for (int n = 0; n < N; n++) {
+        const float *xn = x + (size_t)n * C;
+        double mx = -INFINITY;
+        for (int v = 0; v < V; v++) {
+            double s = 0;
+            for (int c = 0; c < C; c++)
+                s += (double)xn[c] * w[(size_t)v * C + c];
+            if (softcap > 0)
+                s = softcap * tanh(s / softcap);
+            scratch[v] = (float)s;
+            mx = s > mx ? s : mx;
+        }
+        double sum = 0;
+        for (int v = 0; v < V; v++)
+            sum += exp(scratch[v] - mx);
+        double lse = mx + log(sum);
+        losses[n] = (float)(lse - scratch[targets[n]]);
+        if (!dx)
+            continue;
+        for (int c = 0; c < C; c++)
+            dx[(size_t)n * C + c] = 0;
+        for (int v = 0; v < V; v++) {
+            double z = scratch[v];
+            double g = exp(z - lse) - (v == targets[n]);
+            if (softcap > 0)
+                g *= 1.0 - (z / softcap) * (z / softcap);
+            g *= grad_scale;
+            for (int c = 0; c < C; c++) {
+                dx[(size_t)n * C + c] += (float)(g * w[(size_t)v * C + c]);
+                dw[(size_t)v * C + c] += (float)(g * xn[c]);
+            }
+        }
+    }
+}

@@ -1,0 +1,400 @@
+/* test_ops.c - the element-wise and row-wise kernels against their plain
+ * references (forward), and their backward passes against central finite
+ * differences of double-precision references (ref_ops.h): RMSNorm, RoPE,
+ * ReLU^2, SwiGLU, embedding, and the fused head + cross-entropy (soft-cap on
+ * and off). Attention has its own file (test_attention.c).
+ * Tolerances: float backward vs double FD, |got - want| <= atol + rtol*|want|
+ * with atol 1e-5..1e-4 (scaled to the magnitudes) and rtol 1e-3. */
+#include "test.h"
+#include "ref_ops.h"
+
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/lm_head.h"
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/rope.h"
+
+#include <omp.h>
+
+#define FD_EPS 1e-5
+
+/* ---------------- RMSNorm ---------------- */
+
+typedef struct {
+    int N, C;
+    double eps;
+    double *x, *w, *r, *y;
+} norm_ctx;
+
+static double norm_objective(void *p)
+{
+    norm_ctx *c = p;
+    refd_rmsnorm(c->y, c->x, c->w, c->N, c->C, c->eps);
+    double s = 0;
+    for (int i = 0; i < c->N * c->C; i++)
+        s += c->r[i] * c->y[i];
+    return s;
+}
+
+static void test_rmsnorm_forward(void)
+{
+    rng_state rng;
+    rng_seed(&rng, 1);
+    int shapes[][2] = {{1, 1}, {7, 13}, {33, 64}, {300, 130}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s][0], C = shapes[s][1];
+        size_t n = (size_t)N * C;
+        float *x = malloc(sizeof(float) * n), *w = malloc(sizeof(float) * C);
+        float *y = malloc(sizeof(float) * n), *y2 = malloc(sizeof(float) * n);
+        float *rs = malloc(sizeof(float) * N), *rs2 = malloc(sizeof(float) * N);
+        double *xd = malloc(sizeof(double) * n), *wd = malloc(sizeof(double) * C);
+        double *yd = malloc(sizeof(double) * n);
+        fill_uniform(&rng, x, n, -2, 2);
+        fill_uniform(&rng, w, C, 0.5f, 1.5f);
+        rmsnorm_forward(y, rs, x, w, N, C, 1e-5f);
+        rmsnorm_forward_ref(y2, rs2, x, w, N, C, 1e-5f);
+        to_double(xd, x, n);
+        to_double(wd, w, C);
+        refd_rmsnorm(yd, xd, wd, N, C, 1e-5);
+        CHECK_MSG(max_abs_diff(y, y2, n) < 1e-5, "N=%d C=%d", N, C);
+        CHECK(max_abs_diff(rs, rs2, N) < 1e-5);
+        double e = 0;
+        for (size_t i = 0; i < n; i++)
+            e = fmax(e, fabs(y[i] - yd[i]));
+        CHECK_MSG(e < 1e-5, "N=%d C=%d err %g", N, C, e);
+        /* in place */
+        rmsnorm_forward(x, rs2, x, w, N, C, 1e-5f);
+        CHECK(max_abs_diff(x, y, n) == 0);
+        free(x); free(w); free(y); free(y2); free(rs); free(rs2); free(xd); free(wd); free(yd);
+    }
+}
+
+static void test_rmsnorm_backward(void)
+{
+    rng_state rng;
+    rng_seed(&rng, 2);
+    int shapes[][2] = {{1, 1}, {5, 7}, {3, 16}, {200, 100}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s][0], C = shapes[s][1];
+        size_t n = (size_t)N * C;
+        float *x = malloc(sizeof(float) * n), *w = malloc(sizeof(float) * C);
+        float *dy = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+        float *rs = malloc(sizeof(float) * N);
+        float *dx = malloc(sizeof(float) * n), *dx2 = malloc(sizeof(float) * n);
+        float *dw = malloc(sizeof(float) * C), *dw2 = malloc(sizeof(float) * C);
+        fill_uniform(&rng, x, n, -2, 2);
+        fill_uniform(&rng, w, C, 0.5f, 1.5f);
+        fill_uniform(&rng, dy, n, -1, 1);
+        rmsnorm_forward(y, rs, x, w, N, C, 1e-5f);
+        /* fast vs ref, overwrite and accumulate; dw accumulates onto 0.25 */
+        for (int acc = 0; acc <= 1; acc++) {
+            for (size_t i = 0; i < n; i++)
+                dx[i] = dx2[i] = 0.5f;
+            for (int c = 0; c < C; c++)
+                dw[c] = dw2[c] = 0.25f;
+            rmsnorm_backward(dx, dw, dy, x, w, rs, N, C, acc);
+            rmsnorm_backward_ref(dx2, dw2, dy, x, w, rs, N, C, acc);
+            CHECK_MSG(max_abs_diff(dx, dx2, n) < 1e-5, "N=%d C=%d acc=%d", N, C, acc);
+            CHECK_MSG(max_abs_diff(dw, dw2, C) < 1e-3, "N=%d C=%d acc=%d", N, C, acc);
+        }
+        if (n <= 100) { /* finite differences through the double reference */
+            norm_ctx c = {N, C, 1e-5, malloc(sizeof(double) * n), malloc(sizeof(double) * C),
+                          malloc(sizeof(double) * n), malloc(sizeof(double) * n)};
+            to_double(c.x, x, n);
+            to_double(c.w, w, C);
+            to_double(c.r, dy, n);
+            double *gx = malloc(sizeof(double) * n), *gw = malloc(sizeof(double) * C);
+            fd_grad(gx, c.x, n, norm_objective, &c, FD_EPS);
+            fd_grad(gw, c.w, C, norm_objective, &c, FD_EPS);
+            for (int i = 0; i < C; i++)
+                gw[i] += 0.25; /* dw started at 0.25 and accumulated */
+            for (size_t i = 0; i < n; i++)
+                gx[i] += 0.5; /* last pass accumulated dx onto 0.5 */
+            CHECK(grad_mismatches("rmsnorm dx", dx, gx, n, 1e-5, 1e-3) == 0);
+            CHECK(grad_mismatches("rmsnorm dw", dw, gw, C, 1e-5, 1e-3) == 0);
+            free(c.x); free(c.w); free(c.r); free(c.y); free(gx); free(gw);
+        }
+        free(x); free(w); free(dy); free(y); free(rs); free(dx); free(dx2); free(dw); free(dw2);
+    }
+}
+
+/* ---------------- RoPE ---------------- */
+
+typedef struct {
+    int B, T, H, D, pos0;
+    double theta;
+    double *x, *r, *y;
+} rope_ctx;
+
+static double rope_objective(void *p)
+{
+    rope_ctx *c = p;
+    size_t n = (size_t)c->B * c->T * c->H * c->D;
+    for (size_t i = 0; i < n; i++)
+        c->y[i] = c->x[i];
+    refd_rope(c->y, c->B, c->T, c->H, c->D, c->pos0, c->theta);
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += c->r[i] * c->y[i];
+    return s;
+}
+
+static void test_rope(void)
+{
+    rng_state rng;
+    rng_seed(&rng, 3);
+    int shapes[][5] = {{1, 1, 1, 2, 0}, {2, 5, 3, 8, 0}, {1, 7, 2, 6, 11}, {3, 37, 4, 16, 0}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int B = shapes[s][0], T = shapes[s][1], H = shapes[s][2], D = shapes[s][3];
+        int pos0 = shapes[s][4];
+        int maxp = pos0 + T;
+        size_t n = (size_t)B * T * H * D;
+        float *cs = malloc(sizeof(float) * maxp * D / 2), *sn = malloc(sizeof(float) * maxp * D / 2);
+        rope_table_init(cs, sn, maxp, D, 10000.0f);
+        float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+        float *y2 = malloc(sizeof(float) * n);
+        fill_uniform(&rng, x, n, -1, 1);
+        memcpy(y, x, sizeof(float) * n);
+        memcpy(y2, x, sizeof(float) * n);
+        rope_forward(y, B, T, H, D, pos0, cs, sn);
+        rope_forward_ref(y2, B, T, H, D, pos0, 10000.0f);
+        CHECK_MSG(max_abs_diff(y, y2, n) < 1e-5, "shape %zu", s);
+        /* position 0 is the identity */
+        if (pos0 == 0)
+            for (int i = 0; i < H * D; i++)
+                CHECK(y[i] == x[i]);
+        /* backward of the forward = inverse: gets x back */
+        memcpy(y2, y, sizeof(float) * n);
+        rope_backward(y2, B, T, H, D, pos0, cs, sn);
+        CHECK(max_abs_diff(y2, x, n) < 1e-5);
+        /* finite differences: d(sum r*rope(x))/dx == rope_backward(r) */
+        rope_ctx c = {B, T, H, D, pos0, 10000.0, malloc(sizeof(double) * n),
+                      malloc(sizeof(double) * n), malloc(sizeof(double) * n)};
+        float *r = malloc(sizeof(float) * n);
+        fill_uniform(&rng, r, n, -1, 1);
+        to_double(c.x, x, n);
+        to_double(c.r, r, n);
+        double *g = malloc(sizeof(double) * n);
+        fd_grad(g, c.x, n, rope_objective, &c, FD_EPS);
+        rope_backward(r, B, T, H, D, pos0, cs, sn);
+        CHECK(grad_mismatches("rope dx", r, g, n, 1e-5, 1e-3) == 0);
+        free(c.x); free(c.r); free(c.y); free(r); free(g);
+        free(cs); free(sn); free(x); free(y); free(y2);
+    }
+}
+
+/* ---------------- activations ---------------- */
+
+typedef struct {
+    size_t n;
+    int swiglu;
+    double *h, *u, *r;
+} act_ctx;
+
+static double act_objective(void *p)
+{
+    act_ctx *c = p;
+    double s = 0;
+    for (size_t i = 0; i < c->n; i++)
+        s += c->r[i] * (c->swiglu ? refd_silu(c->h[i]) * c->u[i] : refd_relu2(c->h[i]));
+    return s;
+}
+
+static void test_activations(void)
+{
+    rng_state rng;
+    rng_seed(&rng, 4);
+    size_t sizes[] = {1, 37, 40000}; /* the last takes the parallel path */
+    for (size_t s = 0; s < 3; s++) {
+        size_t n = sizes[s];
+        float *h = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n);
+        float *a = malloc(sizeof(float) * n), *da = malloc(sizeof(float) * n);
+        float *dh = malloc(sizeof(float) * n), *du = malloc(sizeof(float) * n);
+        fill_uniform(&rng, h, n, -3, 3);
+        fill_uniform(&rng, u, n, -2, 2);
+        fill_uniform(&rng, da, n, -1, 1);
+        act_relu2_forward(a, h, n);
+        double e = 0;
+        for (size_t i = 0; i < n; i++)
+            e = fmax(e, fabs(a[i] - refd_relu2(h[i])));
+        CHECK(e < 1e-5);
+        act_swiglu_forward(a, h, u, n);
+        e = 0;
+        for (size_t i = 0; i < n; i++)
+            e = fmax(e, fabs(a[i] - refd_silu(h[i]) * u[i]));
+        CHECK(e < 1e-5);
+        if (n > 1000) {
+            free(h); free(u); free(a); free(da); free(dh); free(du);
+            continue;
+        }
+        act_ctx c = {n, 0, malloc(sizeof(double) * n), malloc(sizeof(double) * n),
+                     malloc(sizeof(double) * n)};
+        double *gh = malloc(sizeof(double) * n), *gu = malloc(sizeof(double) * n);
+        to_double(c.h, h, n);
+        to_double(c.u, u, n);
+        to_double(c.r, da, n);
+        fd_grad(gh, c.h, n, act_objective, &c, FD_EPS);
+        act_relu2_backward(dh, da, h, n);
+        CHECK(grad_mismatches("relu2 dh", dh, gh, n, 1e-5, 1e-3) == 0);
+        c.swiglu = 1;
+        fd_grad(gh, c.h, n, act_objective, &c, FD_EPS);
+        fd_grad(gu, c.u, n, act_objective, &c, FD_EPS);
+        act_swiglu_backward(dh, du, da, h, u, n);
+        CHECK(grad_mismatches("swiglu dg", dh, gh, n, 1e-5, 1e-3) == 0);
+        CHECK(grad_mismatches("swiglu du", du, gu, n, 1e-5, 1e-3) == 0);
+        free(c.h); free(c.u); free(c.r); free(gh); free(gu);
+        free(h); free(u); free(a); free(da); free(dh); free(du);
+    }
+}
+
+/* ---------------- embedding ---------------- */
+
+static void test_embedding(void)
+{
+    rng_state rng;
+    rng_seed(&rng, 5);
+    int V = 11, C = 300, N = 257; /* N*C > the parallel threshold; tokens repeat */
+    float *emb = malloc(sizeof(float) * V * C), *out = malloc(sizeof(float) * N * C);
+    float *d1 = calloc((size_t)V * C, sizeof(float)), *d2 = calloc((size_t)V * C, sizeof(float));
+    int32_t *tok = malloc(sizeof(int32_t) * N);
+    fill_uniform(&rng, emb, (size_t)V * C, -1, 1);
+    for (int n = 0; n < N; n++)
+        tok[n] = (int32_t)rng_below(&rng, (uint64_t)V - 1); /* id V-1 never used */
+    embedding_forward(out, tok, emb, N, C);
+    int ok = 1;
+    for (int n = 0; n < N; n++)
+        ok &= memcmp(out + (size_t)n * C, emb + (size_t)tok[n] * C, sizeof(float) * C) == 0;
+    CHECK(ok);
+    fill_uniform(&rng, out, (size_t)N * C, -1, 1);
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        memset(d1, 0, sizeof(float) * V * C);
+        embedding_backward(d1, tok, out, N, C);
+        memset(d2, 0, sizeof(float) * V * C);
+        embedding_backward_ref(d2, tok, out, N, C);
+        /* same summation order per element => bit-identical to the reference */
+        CHECK(memcmp(d1, d2, sizeof(float) * V * C) == 0);
+    }
+    omp_set_num_threads(2);
+    /* the gradient of an unused row stays 0; of token tok[0] is the sum of its rows */
+    for (int c = 0; c < C; c++)
+        CHECK(d1[(size_t)(V - 1) * C + c] == 0);
+    double s = 0;
+    for (int n = 0; n < N; n++)
+        if (tok[n] == tok[0])
+            s += out[(size_t)n * C + 7];
+    CHECK_NEAR(d1[(size_t)tok[0] * C + 7], s, 1e-5);
+    free(emb); free(out); free(d1); free(d2); free(tok);
+}
+
+/* ---------------- head + cross-entropy ---------------- */
+
+typedef struct {
+    int N, C, V;
+    double cap, scale;
+    double *x, *w, *losses;
+    const int32_t *targets;
+} head_ctx;
+
+static double head_objective(void *p)
+{
+    head_ctx *c = p;
+    refd_head_loss(c->losses, c->x, c->w, c->targets, c->N, c->C, c->V, c->cap);
+    double s = 0;
+    for (int n = 0; n < c->N; n++)
+        s += c->losses[n];
+    return s * c->scale;
+}
+
+static void head_case(int N, int C, int V, float cap, int chunk, int fd)
+{
+    rng_state rng;
+    rng_seed(&rng, (uint64_t)(N * 1000 + V));
+    size_t nx = (size_t)N * C, nw = (size_t)V * C;
+    float *x = malloc(sizeof(float) * nx), *w = malloc(sizeof(float) * nw);
+    float *l1 = malloc(sizeof(float) * N), *l2 = malloc(sizeof(float) * N);
+    float *l3 = malloc(sizeof(float) * N);
+    float *dx = malloc(sizeof(float) * nx), *dx2 = malloc(sizeof(float) * nx);
+    float *dw = malloc(sizeof(float) * nw), *dw2 = malloc(sizeof(float) * nw);
+    float *scratch = malloc(sizeof(float) * lm_head_scratch_floats(chunk, V));
+    float *rscratch = malloc(sizeof(float) * V);
+    int32_t *tg = malloc(sizeof(int32_t) * N);
+    fill_uniform(&rng, x, nx, -1, 1);
+    fill_uniform(&rng, w, nw, -1, 1); /* logits up to ~C/3: the soft-cap bends them */
+    for (int n = 0; n < N; n++)
+        tg[n] = (int32_t)rng_below(&rng, (uint64_t)V);
+    float scale = 1.0f / (float)N;
+    for (size_t i = 0; i < nw; i++)
+        dw[i] = dw2[i] = 0.125f; /* dw accumulates */
+    lm_head_loss_forward(l1, x, w, tg, N, C, V, cap, scratch, chunk);
+    lm_head_loss_forward_backward(l2, dx, dw, x, w, tg, N, C, V, cap, scale, scratch, chunk);
+    lm_head_loss_ref(l3, dx2, dw2, x, w, tg, N, C, V, cap, scale, rscratch);
+    CHECK(max_abs_diff(l1, l2, N) == 0);
+    CHECK_MSG(max_abs_diff(l1, l3, N) < 1e-4, "N=%d V=%d cap=%g", N, V, cap);
+    CHECK_MSG(max_abs_diff(dx, dx2, nx) < 1e-5, "N=%d V=%d cap=%g", N, V, cap);
+    CHECK_MSG(max_abs_diff(dw, dw2, nw) < 1e-5, "N=%d V=%d cap=%g", N, V, cap);
+    /* double-precision losses */
+    head_ctx c = {N, C, V, cap, scale, malloc(sizeof(double) * nx), malloc(sizeof(double) * nw),
+                  malloc(sizeof(double) * N), tg};
+    to_double(c.x, x, nx);
+    to_double(c.w, w, nw);
+    head_objective(&c);
+    double e = 0;
+    for (int n = 0; n < N; n++)
+        e = fmax(e, fabs(l1[n] - c.losses[n]));
+    CHECK_MSG(e < 1e-4, "N=%d V=%d cap=%g loss err %g", N, V, cap, e);
+    if (fd) {
+        double *gx = malloc(sizeof(double) * nx), *gw = malloc(sizeof(double) * nw);
+        fd_grad(gx, c.x, nx, head_objective, &c, FD_EPS);
+        fd_grad(gw, c.w, nw, head_objective, &c, FD_EPS);
+        for (size_t i = 0; i < nw; i++)
+            gw[i] += 0.125;
+        CHECK(grad_mismatches("head dx", dx, gx, nx, 1e-6, 1e-3) == 0);
+        CHECK(grad_mismatches("head dw", dw, gw, nw, 1e-6, 1e-3) == 0);
+        free(gx); free(gw);
+    }
+    free(c.x); free(c.w); free(c.losses);
+    free(x); free(w); free(l1); free(l2); free(l3); free(dx); free(dx2); free(dw); free(dw2);
+    free(scratch); free(rscratch); free(tg);
+}
+
+static void test_lm_head(void)
+{
+    for (int cap = 0; cap <= 1; cap++) {
+        float c = cap ? 2.5f : 0.0f;
+        head_case(1, 3, 2, c, 4, 1);      /* one row, two-symbol vocabulary */
+        head_case(9, 5, 7, c, 4, 1);      /* chunks 4+4+1 */
+        head_case(37, 16, 13, c, 16, 1);  /* primes, chunks 16+16+5 */
+        head_case(70, 24, 301, c, 32, 0); /* larger vocab: fast vs reference only */
+    }
+}
+
+/* Zero input => uniform softmax => every loss is log V. */
+static void test_lm_head_uniform(void)
+{
+    int N = 5, C = 4, V = 97;
+    float x[20] = {0}, *w = malloc(sizeof(float) * V * C), l[5];
+    float *scratch = malloc(sizeof(float) * lm_head_scratch_floats(2, V));
+    rng_state rng;
+    rng_seed(&rng, 6);
+    fill_uniform(&rng, w, (size_t)V * C, -1, 1);
+    int32_t tg[5] = {0, 1, 50, 96, 3};
+    lm_head_loss_forward(l, x, w, tg, N, C, V, 0.0f, scratch, 2);
+    for (int n = 0; n < N; n++)
+        CHECK_NEAR(l[n], log(97.0), 1e-6);
+    free(w);
+    free(scratch);
+}
+
+int main(void)
+{
+    omp_set_num_threads(2);
+    RUN(test_rmsnorm_forward);
+    RUN(test_rmsnorm_backward);
+    RUN(test_rope);
+    RUN(test_activations);
+    RUN(test_embedding);
+    RUN(test_lm_head);
+    RUN(test_lm_head_uniform);
+    return test_summary("test_ops");
+}
