@@ -1,0 +1,270 @@
+/* hw_profile.c - building, writing and reading the hardware profile (see
+ * hw_profile.h); parsing is core/json.h's, unknown keys are ignored. */
+#include "bench/hw_profile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/peak.h"
+#include "bench/sysload.h"
+#include "core/cpu_info.h"
+#include "core/fileio.h"
+#include "core/json.h"
+
+/* ---- measuring ---- */
+
+static void add_point(hw_point *pts, int *n, int threads, double value)
+{
+    if (*n < HW_PROFILE_MAX_POINTS)
+        pts[(*n)++] = (hw_point){threads, value};
+}
+
+int hw_profile_measure(hw_profile *p, const hw_measure_options *o, tempo_error *err)
+{
+    memset(p, 0, sizeof *p);
+    cpu_info ci;
+    cpu_info_query(&ci);
+    cpu_kernel_path path = cpu_kernel_path_select(&ci);
+    p->cores = ci.cores;
+    p->l1d_bytes = ci.l1d_bytes;
+    p->l2_bytes = ci.l2_bytes;
+    p->l3_bytes = ci.l3_bytes;
+    snprintf(p->cpu, sizeof p->cpu, "%s", ci.model);
+    p->avx2 = ci.avx2;
+    p->fma = ci.fma;
+    p->f16c = ci.f16c;
+    snprintf(p->kernels, sizeof p->kernels, "%s", cpu_kernel_path_name(path));
+
+    int counts[2] = {1, ci.cores};
+    int n_counts = ci.cores > 1 ? 2 : 1;
+    double fma_s = o->bandwidth ? 0.15 * o->seconds : 0.5 * o->seconds;
+    double triad_s = 0.35 * o->seconds;
+
+    sysload_sample start;
+    sysload_sample_now(&start);
+    for (int i = 0; i < n_counts; i++)
+        add_point(p->peak_gflops, &p->n_peak, counts[i],
+                  peak_fma_gflops(path, counts[i], fma_s));
+    if (o->bandwidth) {
+        peak_triad_arrays t;
+        if (peak_triad_alloc(&t, o->triad_array_bytes, ci.cores, err))
+            return -1;
+        for (int i = 0; i < n_counts; i++)
+            add_point(p->bandwidth_gbs, &p->n_bandwidth, counts[i],
+                      peak_triad_gbs(&t, counts[i], triad_s));
+        peak_triad_free(&t);
+    }
+    sysload_report load;
+    sysload_since(&start, &load);
+    p->seconds = load.wall_s;
+    p->other_load_cores = load.other_cores;
+    p->contended = load.contended;
+
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(p->measured_at, sizeof p->measured_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return 0;
+}
+
+/* ---- writing ---- */
+
+static void points_json(strbuf *out, const hw_point *pts, int n)
+{
+    strbuf_puts(out, "{");
+    for (int i = 0; i < n; i++) {
+        strbuf_printf(out, "%s\"%d\":", i ? "," : "", pts[i].threads);
+        strbuf_json_number(out, pts[i].value);
+    }
+    strbuf_puts(out, "}");
+}
+
+void hw_profile_to_json(const hw_profile *p, strbuf *out)
+{
+    strbuf_puts(out, "{\"peak_gflops\":");
+    points_json(out, p->peak_gflops, p->n_peak);
+    strbuf_puts(out, ",\"bandwidth_gbs\":");
+    points_json(out, p->bandwidth_gbs, p->n_bandwidth);
+    strbuf_printf(out, ",\"cores\":%d,\"l1d_bytes\":%ld,\"l2_bytes\":%ld,\"l3_bytes\":%ld,\"cpu\":",
+                  p->cores, p->l1d_bytes, p->l2_bytes, p->l3_bytes);
+    strbuf_json_string(out, p->cpu, strlen(p->cpu));
+    strbuf_printf(out, ",\"avx2\":%s,\"fma\":%s,\"f16c\":%s,\"kernels\":",
+                  p->avx2 ? "true" : "false", p->fma ? "true" : "false",
+                  p->f16c ? "true" : "false");
+    strbuf_json_string(out, p->kernels, strlen(p->kernels));
+    strbuf_puts(out, ",\"measured_at\":");
+    strbuf_json_string(out, p->measured_at, strlen(p->measured_at));
+    strbuf_puts(out, ",\"seconds\":");
+    strbuf_json_number(out, p->seconds);
+    strbuf_puts(out, ",\"other_load_cores\":");
+    strbuf_json_number(out, p->other_load_cores);
+    strbuf_printf(out, ",\"contended\":%s}", p->contended ? "true" : "false");
+}
+
+/* ---- reading ---- */
+
+/* {"<threads>": number, ...} into pts; absent is fine (n = 0). */
+static int read_points(const json_value *obj, const char *key, hw_point *pts, int *n,
+                       tempo_error *err)
+{
+    *n = 0;
+    const json_value *v = json_get(obj, key);
+    if (!v)
+        return 0;
+    if (v->type != JSON_OBJECT)
+        return tempo_fail(err, "%s: not an object", key);
+    for (size_t i = 0; i < v->n; i++) {
+        char *end;
+        long t = strtol(v->keys[i], &end, 10);
+        if (end == v->keys[i] || *end || t < 1 || t > 1 << 20)
+            return tempo_fail(err, "%s: thread count '%s' is not a positive integer", key, v->keys[i]);
+        if (v->items[i].type != JSON_NUMBER || !(v->items[i].number > 0))
+            return tempo_fail(err, "%s.%s: not a positive number", key, v->keys[i]);
+        add_point(pts, n, (int)t, v->items[i].number);
+    }
+    return 0;
+}
+
+static int read_bool(const json_value *obj, const char *key, int *out, tempo_error *err)
+{
+    const json_value *v = json_get(obj, key);
+    *out = 0;
+    if (!v)
+        return 0;
+    if (v->type != JSON_BOOL)
+        return tempo_fail(err, "%s: not true or false", key);
+    *out = v->boolean;
+    return 0;
+}
+
+static void read_string(const json_value *obj, const char *key, char *out, size_t n)
+{
+    const char *s = json_get_string(obj, key);
+    snprintf(out, n, "%s", s ? s : "");
+}
+
+int hw_profile_from_json(hw_profile *p, const char *text, size_t len, tempo_error *err)
+{
+    memset(p, 0, sizeof *p);
+    json_value *root;
+    if (json_parse(text, len, &root, err))
+        return -1;
+    int rc = -1;
+    if (root->type != JSON_OBJECT) {
+        tempo_fail(err, "not a JSON object");
+        goto done;
+    }
+    if (read_points(root, "peak_gflops", p->peak_gflops, &p->n_peak, err) ||
+        read_points(root, "bandwidth_gbs", p->bandwidth_gbs, &p->n_bandwidth, err) ||
+        read_bool(root, "avx2", &p->avx2, err) || read_bool(root, "fma", &p->fma, err) ||
+        read_bool(root, "f16c", &p->f16c, err) || read_bool(root, "contended", &p->contended, err))
+        goto done;
+    if (p->n_peak < 1) {
+        tempo_fail(err, "peak_gflops: missing or empty");
+        goto done;
+    }
+    p->cores = (int)json_get_number(root, "cores", 1);
+    if (p->cores < 1)
+        p->cores = 1;
+    p->l1d_bytes = (long)json_get_number(root, "l1d_bytes", 0);
+    p->l2_bytes = (long)json_get_number(root, "l2_bytes", 0);
+    p->l3_bytes = (long)json_get_number(root, "l3_bytes", 0);
+    p->seconds = json_get_number(root, "seconds", 0);
+    p->other_load_cores = json_get_number(root, "other_load_cores", 0);
+    read_string(root, "cpu", p->cpu, sizeof p->cpu);
+    read_string(root, "kernels", p->kernels, sizeof p->kernels);
+    read_string(root, "measured_at", p->measured_at, sizeof p->measured_at);
+    rc = 0;
+done:
+    json_free(root);
+    return rc;
+}
+
+int hw_profile_load(hw_profile *p, const char *path, tempo_error *err)
+{
+    char *text;
+    size_t len;
+    if (file_read_all(path, &text, &len, 1 << 20, err))
+        return -1;
+    int rc = hw_profile_from_json(p, text, len, err);
+    free(text);
+    if (rc)
+        return tempo_error_prefix(err, path);
+    return 0;
+}
+
+int hw_profile_save(const hw_profile *p, const char *path, tempo_error *err)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = 0;
+        if (dir_create(dir, err))
+            return -1;
+    }
+    strbuf sb = {0};
+    hw_profile_to_json(p, &sb);
+    strbuf_puts(&sb, "\n");
+    if (sb.oom) {
+        strbuf_free(&sb);
+        return tempo_fail(err, "%s: out of memory", path);
+    }
+    int rc = file_write_atomic(path, sb.data, sb.len, err);
+    strbuf_free(&sb);
+    return rc;
+}
+
+int hw_profile_path(char *out, size_t n, tempo_error *err)
+{
+    const char *env = getenv("TEMPO_HW_PROFILE");
+    int w;
+    if (env && *env)
+        w = snprintf(out, n, "%s", env);
+    else if ((env = getenv("XDG_CACHE_HOME")) && *env)
+        w = snprintf(out, n, "%s/tempo/hardware.json", env);
+    else if ((env = getenv("HOME")) && *env)
+        w = snprintf(out, n, "%s/.cache/tempo/hardware.json", env);
+    else
+        return tempo_fail(err, "hardware profile: neither TEMPO_HW_PROFILE, XDG_CACHE_HOME nor HOME is set");
+    if (w < 0 || (size_t)w >= n)
+        return tempo_fail(err, "hardware profile: path too long");
+    return 0;
+}
+
+int hw_profile_load_or_measure(hw_profile *p, tempo_error *err)
+{
+    char path[1024];
+    int have_path = hw_profile_path(path, sizeof path, NULL) == 0;
+    if (have_path && path_exists(path))
+        return hw_profile_load(p, path, err);
+    hw_measure_options o = {.seconds = 0.5, .bandwidth = 0};
+    if (hw_profile_measure(p, &o, err))
+        return -1;
+    if (have_path)
+        hw_profile_save(p, path, NULL);
+    return 0;
+}
+
+double hw_profile_peak_gflops(const hw_profile *p, int threads)
+{
+    if (p->n_peak < 1)
+        return 0;
+    const hw_point *low = &p->peak_gflops[0];
+    double top = 0;
+    for (int i = 0; i < p->n_peak; i++) {
+        const hw_point *q = &p->peak_gflops[i];
+        if (q->threads == threads)
+            return q->value;
+        if (q->threads < low->threads)
+            low = q;
+        if (q->value > top)
+            top = q->value;
+    }
+    if (threads < 1)
+        return top;
+    double est = low->value / low->threads * threads;
+    return est < top ? est : top;
+}

@@ -1,0 +1,130 @@
+/* peak.c - FMA throughput and triad bandwidth measurements (see peak.h).
+ * Each measurement repeats a fixed amount of work and keeps the best rate:
+ * on a shared machine the best repetition is the one least disturbed. */
+#include "bench/peak.h"
+
+#include <omp.h>
+#include <stdlib.h>
+
+#include "bench/peak_fma.h"
+#include "core/timer.h"
+
+float peak_fma_loop_portable(long iters)
+{
+    float x[PEAK_FMA_CHAINS * 8];
+    for (int i = 0; i < PEAK_FMA_CHAINS * 8; i++)
+        x[i] = 0.01f * (float)i;
+    const float m = 0.999f, d = 0.001f;
+    for (long it = 0; it < iters; it++)
+        for (int i = 0; i < PEAK_FMA_CHAINS * 8; i++)
+            x[i] = x[i] * m + d;
+    float s = 0;
+    for (int i = 0; i < PEAK_FMA_CHAINS * 8; i++)
+        s += x[i];
+    return s;
+}
+
+/* One repetition: every thread runs `iters`; returns the wall time from a
+ * common start to the last thread's end. */
+static double fma_rep(cpu_kernel_path path, int threads, long iters, float *sink)
+{
+    double t0 = 0, t1 = 0;
+    float total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+    {
+#pragma omp barrier
+#pragma omp master
+        t0 = timer_now();
+        total += path == CPU_KERNELS_AVX2 ? peak_fma_loop_avx2(iters)
+                                          : peak_fma_loop_portable(iters);
+#pragma omp barrier
+#pragma omp master
+        t1 = timer_now();
+    }
+    *sink += total;
+    return t1 - t0;
+}
+
+double peak_fma_gflops(cpu_kernel_path path, int threads, double seconds)
+{
+    double flops_per_iter = path == CPU_KERNELS_AVX2 ? PEAK_FMA_AVX2_FLOPS_PER_ITER
+                                                     : PEAK_FMA_PORTABLE_FLOPS_PER_ITER;
+    float sink = 0;
+    /* Calibrate: grow the work until one repetition takes ~1/8 of the time
+     * budget (at least 5 ms, so timer and wake-up noise stay small). */
+    double rep_s = seconds / 8 > 0.005 ? seconds / 8 : 0.005;
+    long iters = 1000;
+    double t = fma_rep(path, threads, iters, &sink);
+    while (t < rep_s / 4 && iters < (1L << 40)) {
+        iters *= 4;
+        t = fma_rep(path, threads, iters, &sink);
+    }
+    if (t > 0)
+        iters = (long)(iters * (rep_s / t)) + 1;
+    double best = 0, end = timer_now() + seconds;
+    for (int rep = 0; rep < 3 || timer_now() < end; rep++) {
+        t = fma_rep(path, threads, iters, &sink);
+        double g = t > 0 ? threads * (double)iters * flops_per_iter / t * 1e-9 : 0;
+        if (g > best)
+            best = g;
+        if (rep > 1000)
+            break;
+    }
+    /* sink depends on all the work; the test is never true for finite sums. */
+    if (sink != sink)
+        best = 0;
+    return best;
+}
+
+int peak_triad_alloc(peak_triad_arrays *t, size_t bytes_per_array, int threads, tempo_error *err)
+{
+    t->n = bytes_per_array / sizeof(float) / 16 * 16;
+    size_t bytes = t->n * sizeof(float);
+    t->a = aligned_alloc(64, bytes);
+    t->b = aligned_alloc(64, bytes);
+    t->c = aligned_alloc(64, bytes);
+    if (!t->a || !t->b || !t->c) {
+        peak_triad_free(t);
+        return tempo_fail(err, "bandwidth: cannot allocate 3 x %zu MiB", bytes >> 20);
+    }
+    float *a = t->a, *b = t->b, *c = t->c;
+    size_t n = t->n;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (size_t i = 0; i < n; i++) {
+        a[i] = 0;
+        b[i] = 1;
+        c[i] = 2;
+    }
+    return 0;
+}
+
+void peak_triad_free(peak_triad_arrays *t)
+{
+    free(t->a);
+    free(t->b);
+    free(t->c);
+    t->a = t->b = t->c = NULL;
+    t->n = 0;
+}
+
+double peak_triad_gbs(const peak_triad_arrays *t, int threads, double seconds)
+{
+    float *restrict a = t->a;
+    const float *restrict b = t->b, *restrict c = t->c;
+    size_t n = t->n;
+    const float s = 0.5f;
+    double best = 0, end = timer_now() + seconds;
+    for (int rep = 0; rep < 3 || timer_now() < end; rep++) {
+        double t0 = timer_now();
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (size_t i = 0; i < n; i++)
+            a[i] = b[i] + s * c[i];
+        double dt = timer_now() - t0;
+        double g = dt > 0 ? 3.0 * sizeof(float) * (double)n / dt * 1e-9 : 0;
+        if (g > best)
+            best = g;
+        if (rep > 1000)
+            break;
+    }
+    return best;
+}

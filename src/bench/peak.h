@@ -1,0 +1,38 @@
+/* peak.h - the chip's measured limits: fp32 FMA throughput and memory
+ * bandwidth (a STREAM-style triad). These are measurements, never
+ * assumptions; the hardware profile (bench/hw_profile.h) stores them.
+ * Nothing here reads or writes files. */
+#ifndef TEMPO_PEAK_H
+#define TEMPO_PEAK_H
+
+#include <stddef.h>
+
+#include "core/cpu_info.h"
+#include "core/error.h"
+
+/* Independent accumulator chains in the FMA loop: FMA latency (4-5 cycles) x
+ * 2 pipes needs >= 10; 12 ymm registers leave room for the operands. */
+#define PEAK_FMA_CHAINS 12
+
+/* fp32 FLOP/s (x 1e-9) of `threads` threads each running independent FMA
+ * chains, best of repetitions (>= 3) within about `seconds`. The AVX2 path
+ * uses 256-bit FMAs; the portable path measures what plain C compiled for the
+ * build target reaches (multiply + add, counted as 2 FLOPs). */
+double peak_fma_gflops(cpu_kernel_path path, int threads, double seconds);
+
+/* Three arrays for the triad a[i] = b[i] + s * c[i], first touched by
+ * `threads` threads with the same static split the measurement uses. */
+typedef struct {
+    float *a, *b, *c;
+    size_t n;   /* floats per array */
+} peak_triad_arrays;
+
+/* Allocate 3 arrays of bytes_per_array each (e.g. 256 MiB: far beyond L3). */
+int peak_triad_alloc(peak_triad_arrays *t, size_t bytes_per_array, int threads, tempo_error *err);
+void peak_triad_free(peak_triad_arrays *t);
+
+/* Triad bandwidth in GB/s (1e9 bytes/s, counting 3 x 4 bytes per element
+ * as STREAM does), best of passes (>= 3) within about `seconds`. */
+double peak_triad_gbs(const peak_triad_arrays *t, int threads, double seconds);
+
+#endif

@@ -1,0 +1,17 @@
+/* peak_fma.h - the FMA throughput loops behind peak_fma_gflops (internal to
+ * bench/). Each runs `iters` iterations of PEAK_FMA_CHAINS independent
+ * multiply-add chains and returns a value that depends on all of them, so the
+ * compiler cannot drop the work. */
+#ifndef TEMPO_PEAK_FMA_H
+#define TEMPO_PEAK_FMA_H
+
+/* FLOPs done per iteration by each loop. */
+#define PEAK_FMA_AVX2_FLOPS_PER_ITER (2 * 12 * 8 * 2)      /* 2 x 12 ymm FMAs */
+#define PEAK_FMA_PORTABLE_FLOPS_PER_ITER (12 * 8 * 2)      /* 12 x 8 mul+add */
+
+/* AVX2 + FMA (target attribute; call only when cpuid says both). */
+float peak_fma_loop_avx2(long iters);
+/* Plain C. */
+float peak_fma_loop_portable(long iters);
+
+#endif

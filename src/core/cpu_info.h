@@ -1,0 +1,49 @@
+/* cpu_info.h - what the CPU offers, as the OS and cpuid report it: SIMD
+ * features (AVX2, FMA, F16C), usable core count, cache sizes (L1d, L2, L3)
+ * and the model name; and the choice of kernel path (AVX2 or portable C).
+ *
+ * Nothing is cached: each query reads cpuid and /sys afresh (about 0.1 ms in
+ * this VM, where every sysfs open costs ~10 us), so callers on a hot path
+ * query once and keep the result in their own context struct (e.g. the GEMM
+ * config, kernels/cpu/gemm.h). Measurements (peak FLOP/s, bandwidth) live in
+ * bench/, not here. */
+#ifndef TEMPO_CPU_INFO_H
+#define TEMPO_CPU_INFO_H
+
+/* Fallback cache sizes, used when the OS does not report a level: a typical
+ * x86 core of the last decade (32 KiB L1d, 512 KiB L2, 8 MiB L3). */
+#define CPU_FALLBACK_L1D_BYTES (32L * 1024)
+#define CPU_FALLBACK_L2_BYTES  (512L * 1024)
+#define CPU_FALLBACK_L3_BYTES  (8L * 1024 * 1024)
+
+typedef struct {
+    int avx2, fma, f16c;   /* 1 when the CPU (and OS) support the feature */
+    int cores;             /* CPUs this process may run on (affinity), >= 1 */
+    long l1d_bytes;        /* per-core L1 data cache, > 0 */
+    long l2_bytes;         /* per-core (or per-cluster) L2, > 0 */
+    long l3_bytes;         /* last-level cache as seen by cpu0, > 0 */
+    int caches_from_os;    /* 1 when all three sizes came from /sys, 0 when any is a fallback */
+    char model[128];       /* "model name" from /proc/cpuinfo, or "unknown" */
+} cpu_info;
+
+/* Fill ci. Never fails: anything the OS does not say gets a documented
+ * fallback (cores 1, the CPU_FALLBACK_* cache sizes, model "unknown"). */
+void cpu_info_query(cpu_info *ci);
+
+/* The kernel implementations a CPU kernel may choose between. */
+typedef enum {
+    CPU_KERNELS_PORTABLE = 0,   /* plain C, any CPU */
+    CPU_KERNELS_AVX2 = 1        /* AVX2 + FMA micro-kernels */
+} cpu_kernel_path;
+
+/* The path to use on this CPU: the best ci supports (AVX2 needs avx2 and fma),
+ * unless the environment variable TEMPO_KERNELS says "portable" (forces the
+ * portable C path, e.g. in tests). TEMPO_KERNELS=avx2 or auto (or unset)
+ * means the best supported; a path the CPU lacks is never chosen. Reads the
+ * environment on every call. */
+cpu_kernel_path cpu_kernel_path_select(const cpu_info *ci);
+
+/* "portable" or "avx2". */
+const char *cpu_kernel_path_name(cpu_kernel_path path);
+
+#endif

@@ -1,0 +1,227 @@
+/* test_cpu_info.c - cpu_info values and the kernel-path switch; the hardware
+ * profile's JSON round trip, its error cases, its peak lookup and
+ * load_or_measure's measure-then-save-then-load cycle. No figure is checked
+ * against a speed (the machine is shared): only that measurements are sane. */
+#include "test.h"
+
+#include <unistd.h>
+
+#include "bench/hw_profile.h"
+#include "bench/peak.h"
+#include "bench/sysload.h"
+#include "core/cpu_info.h"
+#include "core/fileio.h"
+
+static void test_cpu_values(void)
+{
+    cpu_info ci;
+    cpu_info_query(&ci);
+    CHECK(ci.cores >= 1 && ci.cores <= 4096);
+    CHECK(ci.l1d_bytes >= 1024 && ci.l1d_bytes <= (64L << 20));
+    CHECK(ci.l2_bytes >= ci.l1d_bytes);
+    CHECK(ci.l3_bytes >= 1024);
+    CHECK(ci.model[0] != 0);
+    CHECK(ci.avx2 == 0 || ci.avx2 == 1);
+    /* FMA3 machines with AVX2 exist without F16C only in theory; at least
+     * the flags must be consistent with what the compiler runtime says. */
+    CHECK(ci.avx2 == (__builtin_cpu_supports("avx2") != 0));
+    CHECK(ci.fma == (__builtin_cpu_supports("fma") != 0));
+    if (ci.caches_from_os == 0)
+        CHECK(ci.l1d_bytes == CPU_FALLBACK_L1D_BYTES || ci.l2_bytes == CPU_FALLBACK_L2_BYTES ||
+              ci.l3_bytes == CPU_FALLBACK_L3_BYTES);
+}
+
+static void test_kernel_path_env(void)
+{
+    cpu_info ci;
+    cpu_info_query(&ci);
+    const char *old = getenv("TEMPO_KERNELS");
+    char saved[64] = "";
+    if (old)
+        snprintf(saved, sizeof saved, "%s", old);
+
+    setenv("TEMPO_KERNELS", "portable", 1);
+    CHECK(cpu_kernel_path_select(&ci) == CPU_KERNELS_PORTABLE);
+    unsetenv("TEMPO_KERNELS");
+    cpu_kernel_path best = ci.avx2 && ci.fma ? CPU_KERNELS_AVX2 : CPU_KERNELS_PORTABLE;
+    CHECK(cpu_kernel_path_select(&ci) == best);
+    setenv("TEMPO_KERNELS", "avx2", 1);
+    CHECK(cpu_kernel_path_select(&ci) == best);
+    /* A CPU without AVX2 never gets the AVX2 path, whatever the env says. */
+    cpu_info fake = ci;
+    fake.avx2 = 0;
+    CHECK(cpu_kernel_path_select(&fake) == CPU_KERNELS_PORTABLE);
+    CHECK(strcmp(cpu_kernel_path_name(CPU_KERNELS_AVX2), "avx2") == 0);
+    CHECK(strcmp(cpu_kernel_path_name(CPU_KERNELS_PORTABLE), "portable") == 0);
+
+    if (old)
+        setenv("TEMPO_KERNELS", saved, 1);
+    else
+        unsetenv("TEMPO_KERNELS");
+}
+
+static void test_peak_sane(void)
+{
+    cpu_info ci;
+    cpu_info_query(&ci);
+    double g = peak_fma_gflops(CPU_KERNELS_PORTABLE, 1, 0.02);
+    CHECK(g > 0.1 && g < 1e5);
+    if (ci.avx2 && ci.fma) {
+        double v = peak_fma_gflops(CPU_KERNELS_AVX2, 1, 0.02);
+        CHECK(v > 0.1 && v < 1e5);
+    }
+    peak_triad_arrays t;
+    tempo_error err;
+    tempo_error_clear(&err);
+    CHECK(peak_triad_alloc(&t, 1 << 20, 1, &err) == 0);
+    if (t.a) {
+        double bw = peak_triad_gbs(&t, 1, 0.01);
+        CHECK(bw > 0.01 && bw < 1e5);
+        CHECK(t.a[0] == 1 + 0.5f * 2 && t.a[t.n - 1] == 2);
+        peak_triad_free(&t);
+    }
+}
+
+static void test_sysload(void)
+{
+    sysload_sample s;
+    sysload_sample_now(&s);
+    volatile double x = 0;
+    for (int i = 0; i < 1000000; i++)
+        x += i;
+    sysload_report r;
+    sysload_since(&s, &r);
+    CHECK(r.wall_s >= 0);
+    CHECK(r.other_cores >= 0 && r.steal_cores >= 0);
+    CHECK(r.contended == (r.other_cores > SYSLOAD_CONTENDED_CORES));
+}
+
+static hw_profile sample_profile(void)
+{
+    hw_profile p;
+    memset(&p, 0, sizeof p);
+    p.n_peak = 2;
+    p.peak_gflops[0] = (hw_point){1, 94.25};
+    p.peak_gflops[1] = (hw_point){2, 187.5};
+    p.n_bandwidth = 2;
+    p.bandwidth_gbs[0] = (hw_point){1, 11.5};
+    p.bandwidth_gbs[1] = (hw_point){2, 17};
+    p.cores = 2;
+    p.l1d_bytes = 32768;
+    p.l2_bytes = 524288;
+    p.l3_bytes = 33554432;
+    snprintf(p.cpu, sizeof p.cpu, "AMD \"EPYC\" \\ 7B13");
+    p.avx2 = p.fma = 1;
+    p.f16c = 0;
+    snprintf(p.kernels, sizeof p.kernels, "avx2");
+    snprintf(p.measured_at, sizeof p.measured_at, "2025-01-31T12:00:00Z");
+    p.seconds = 4.125;
+    p.other_load_cores = 0.5;
+    p.contended = 1;
+    return p;
+}
+
+static void test_profile_roundtrip(void)
+{
+    hw_profile p = sample_profile(), q;
+    strbuf sb = {0};
+    hw_profile_to_json(&p, &sb);
+    tempo_error err;
+    tempo_error_clear(&err);
+    CHECK(hw_profile_from_json(&q, sb.data, sb.len, &err) == 0);
+    CHECK_MSG(err.msg[0] == 0, "%s", err.msg);
+    CHECK(q.n_peak == 2 && q.peak_gflops[1].threads == 2 && q.peak_gflops[1].value == 187.5);
+    CHECK(q.n_bandwidth == 2 && q.bandwidth_gbs[0].value == 11.5);
+    CHECK(q.cores == 2 && q.l1d_bytes == 32768 && q.l2_bytes == 524288 && q.l3_bytes == 33554432);
+    CHECK(strcmp(q.cpu, p.cpu) == 0);
+    CHECK(q.avx2 == 1 && q.fma == 1 && q.f16c == 0 && q.contended == 1);
+    CHECK(strcmp(q.kernels, "avx2") == 0 && strcmp(q.measured_at, p.measured_at) == 0);
+    CHECK(q.seconds == 4.125 && q.other_load_cores == 0.5);
+    strbuf_free(&sb);
+
+    /* Unknown keys of any shape are skipped; an empty bandwidth is fine. */
+    const char *extra = "{\"x\":[1,{\"y\":null},\"z\"],\"peak_gflops\":{\"1\":50},"
+                        "\"bandwidth_gbs\":{},\"note\":\"a\\\"b\"}";
+    CHECK(hw_profile_from_json(&q, extra, strlen(extra), &err) == 0);
+    CHECK(q.n_peak == 1 && q.peak_gflops[0].value == 50 && q.n_bandwidth == 0 && q.cores == 1);
+}
+
+static void test_profile_errors(void)
+{
+    const char *bad[] = {
+        "",
+        "[]",
+        "{}",
+        "{\"peak_gflops\":{}}",
+        "{\"peak_gflops\":{\"1\":-3}}",
+        "{\"peak_gflops\":{\"one\":3}}",
+        "{\"peak_gflops\":{\"1\":3}",
+        "{\"peak_gflops\":{\"1\":3},\"avx2\":yes}",
+        "{\"peak_gflops\":{\"1\":3},\"cpu\":\"unterminated}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        hw_profile q;
+        tempo_error err;
+        tempo_error_clear(&err);
+        CHECK_MSG(hw_profile_from_json(&q, bad[i], strlen(bad[i]), &err) == -1, "%s", bad[i]);
+        CHECK_MSG(err.msg[0] != 0, "no message for %s", bad[i]);
+    }
+}
+
+static void test_peak_lookup(void)
+{
+    hw_profile p = sample_profile();
+    CHECK(hw_profile_peak_gflops(&p, 1) == 94.25);
+    CHECK(hw_profile_peak_gflops(&p, 2) == 187.5);
+    CHECK(hw_profile_peak_gflops(&p, 4) == 187.5);   /* capped at the largest measured */
+    p.n_peak = 1;
+    CHECK(hw_profile_peak_gflops(&p, 3) == 94.25);   /* only one point: cap is itself */
+    p.n_peak = 0;
+    CHECK(hw_profile_peak_gflops(&p, 1) == 0);
+}
+
+static void test_load_or_measure(void)
+{
+    char dir[] = "/tmp/tempo_test_hw_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[256];
+    snprintf(path, sizeof path, "%s/sub/hardware.json", dir);
+    setenv("TEMPO_HW_PROFILE", path, 1);
+    tempo_error err;
+    tempo_error_clear(&err);
+    hw_profile p, q;
+    CHECK(hw_profile_load_or_measure(&p, &err) == 0);     /* measures, saves */
+    CHECK_MSG(err.msg[0] == 0, "%s", err.msg);
+    CHECK(p.n_peak >= 1 && p.peak_gflops[0].threads == 1 && p.peak_gflops[0].value > 0);
+    CHECK(p.n_bandwidth == 0 && p.cores >= 1);
+    CHECK(path_exists(path));
+    CHECK(hw_profile_load_or_measure(&q, &err) == 0);     /* loads */
+    CHECK(q.peak_gflops[0].value == p.peak_gflops[0].value);
+    CHECK(strcmp(q.measured_at, p.measured_at) == 0);
+
+    /* A corrupt file is an error naming the file, never silently replaced. */
+    CHECK(file_write_atomic(path, "{\"peak_gflops\":", 15, &err) == 0);
+    tempo_error_clear(&err);
+    CHECK(hw_profile_load_or_measure(&q, &err) == -1);
+    CHECK(strstr(err.msg, path) != NULL);
+
+    unsetenv("TEMPO_HW_PROFILE");
+    unlink(path);
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    rmdir(sub);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    RUN(test_cpu_values);
+    RUN(test_kernel_path_env);
+    RUN(test_peak_sane);
+    RUN(test_sysload);
+    RUN(test_profile_roundtrip);
+    RUN(test_profile_errors);
+    RUN(test_peak_lookup);
+    RUN(test_load_or_measure);
+    return test_summary("test_cpu_info");
+}
