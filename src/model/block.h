@@ -1,0 +1,66 @@
+/* block.h - the two halves of a transformer layer, forward and backward, on
+ * explicit buffers so that the training model (model.c) and a later KV-cache
+ * decode path can share them:
+ *   attention half:  x_out = x_in + wo(attn(rope(qknorm(wq n)), rope(qknorm(wk n)), wv n)),
+ *                    n = rmsnorm(x_in, attn_norm)
+ *   MLP half:        x_out = x_in + w_down(act(w_up n [, w_gate n])), n = rmsnorm(x_in, mlp_norm)
+ * N = B*T rows; C = d_model, H heads, Hkv kv heads, D head dim, F = d_ff.
+ * Nothing here allocates. */
+#ifndef TEMPO_MODEL_BLOCK_H
+#define TEMPO_MODEL_BLOCK_H
+
+#include "model/config.h"
+
+/* Sizes and constants a block needs. */
+typedef struct {
+    int C, H, Hkv, D, F;
+    mlp_kind mlp;
+    int qk_norm;
+    float eps;
+    const float *rope_cos, *rope_sin; /* [context, D/2] (rope.h) */
+} model_block_dims;
+
+/* One layer's weights (or, with the same layout, its gradients); q_norm,
+ * k_norm are NULL without QK-norm, w_gate NULL without SwiGLU. */
+typedef struct {
+    float *attn_norm, *wq, *wk, *wv, *wo, *q_norm, *k_norm;
+    float *mlp_norm, *w_up, *w_gate, *w_down;
+} model_layer_weights;
+
+/* What the forward of one layer saves for its backward. q_raw, k_raw, q_rstd,
+ * k_rstd only with QK-norm; gate only with SwiGLU.
+ *   xn1 [N,C], rstd1 [N], q_raw/q [N,H*D], k_raw/k/v [N,Hkv*D], q_rstd [N*H],
+ *   k_rstd [N*Hkv], att [N,H*D], lse [B*H*T], xn2 [N,C], rstd2 [N],
+ *   up, gate, act [N,F] */
+typedef struct {
+    float *xn1, *rstd1, *q_raw, *k_raw, *q_rstd, *k_rstd, *q, *k, *v, *att, *lse;
+    float *xn2, *rstd2, *up, *gate, *act;
+} model_layer_acts;
+
+/* Backward scratch shared by all layers: d_xn [N,C], d_att, dq, dq_raw
+ * [N,H*D], dk, dv, dk_raw [N,Hkv*D], d_act, d_up [N,F]. */
+typedef struct {
+    float *d_xn, *d_att, *dq, *dk, *dv, *dq_raw, *dk_raw, *d_act, *d_up;
+} model_block_scratch;
+
+/* x_in, x_out [N, C] (distinct). Saves activations into a. Positions are
+ * 0..T-1 within each of the B sequences. */
+void model_block_attn_forward(const model_block_dims *d, const model_layer_weights *w,
+                              model_layer_acts *a, const float *x_in, float *x_out,
+                              int B, int T);
+void model_block_mlp_forward(const model_block_dims *d, const model_layer_weights *w,
+                             model_layer_acts *a, const float *x_in, float *x_out, int N);
+
+/* dx [N, C] holds d loss / d x_out on entry and d loss / d x_in on return
+ * (the residual's identity path plus this block's). Weight gradients are
+ * ACCUMULATED into g. x_in is the block's forward input. */
+void model_block_attn_backward(const model_block_dims *d, const model_layer_weights *w,
+                               const model_layer_weights *g, const model_layer_acts *a,
+                               const model_block_scratch *s, const float *x_in, float *dx,
+                               int B, int T);
+void model_block_mlp_backward(const model_block_dims *d, const model_layer_weights *w,
+                              const model_layer_weights *g, const model_layer_acts *a,
+                              const model_block_scratch *s, const float *x_in, float *dx,
+                              int N);
+
+#endif

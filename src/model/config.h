@@ -1,0 +1,37 @@
+/* config.h - the shape of a tempo model (a decoder-only transformer) and its
+ * validation. Nothing here allocates; the model itself is model.h. */
+#ifndef TEMPO_MODEL_CONFIG_H
+#define TEMPO_MODEL_CONFIG_H
+
+#include "core/error.h"
+
+typedef enum { MLP_RELU2 = 0, MLP_SWIGLU = 1 } mlp_kind;
+
+typedef struct {
+    int vocab_size;      /* total ids incl. separator */
+    int context;         /* T max */
+    int d_model, n_layers, n_heads, n_kv_heads, d_ff;
+    mlp_kind mlp;
+    int qk_norm;         /* bool: RMSNorm over the head dim on q and k (learnable gains), before RoPE */
+    int tied_head;       /* bool: head weight = token embedding */
+    float logit_softcap; /* 0 = off; else logits = c*tanh(z/c) */
+    float rope_theta;    /* e.g. 10000 */
+    float norm_eps;      /* e.g. 1e-5 */
+    float init_std;      /* e.g. 0.02; wo and w_down use init_std / sqrt(2 * n_layers) */
+} model_config;
+
+/* Checks every field: vocab >= 2, context >= 1, positive sizes, d_model
+ * divisible by n_heads, n_kv_heads dividing n_heads, an even head dim (RoPE),
+ * a known mlp kind, bools 0/1, finite non-negative soft-cap and init_std,
+ * positive rope_theta and norm_eps. Returns 0, or -1 with a message such as
+ * "model config: d_model 100 not divisible by n_heads 3" (code 2). */
+int model_config_validate(const model_config *c, tempo_error *err);
+
+/* d_model / n_heads. */
+int model_config_head_dim(const model_config *c);
+
+/* A small default shape (d_model 256, 6 layers, 4 heads, context 256, ReLU^2,
+ * tied head) for the given vocabulary; callers override fields. */
+model_config model_config_default(int vocab_size);
+
+#endif

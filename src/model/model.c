@@ -1,0 +1,288 @@
+/* model.c - model lifecycle (see model.h): the parameter layout (tensor
+ * table), the allocation of parameters, gradients and the activation arena,
+ * initialisation and accessors. The forward and backward passes are in
+ * model_pass.c; the per-layer math in block.c. */
+#include "model/model_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "kernels/cpu/lm_head.h"
+#include "kernels/cpu/rope.h"
+
+/* ---------------- parameter layout ---------------- */
+
+static void add_tensor(model *m, tensor_kind kind, int s0, int s1, const char *fmt, int layer)
+{
+    model_tensor *t = &m->tensors[m->n_tensors++];
+    snprintf(t->name, sizeof t->name, fmt, layer);
+    t->kind = kind;
+    t->ndim = s1 > 0 ? 2 : 1;
+    t->shape[0] = s0;
+    t->shape[1] = s1 > 0 ? s1 : 0;
+    t->numel = (size_t)s0 * (size_t)(s1 > 0 ? s1 : 1);
+    t->offset = m->n_params;
+    m->n_params += t->numel;
+}
+
+/* Fills m->tensors in buffer order (see model.h for names and shapes). */
+static void build_layout(model *m)
+{
+    const model_config *c = &m->cfg;
+    int C = c->d_model, D = m->dims.D, HD = c->n_heads * D, KD = c->n_kv_heads * D;
+    int F = c->d_ff, V = c->vocab_size;
+    add_tensor(m, TENSOR_EMBEDDING, V, C, "tok_emb", 0);
+    for (int l = 0; l < c->n_layers; l++) {
+        add_tensor(m, TENSOR_NORM, C, 0, "layers.%d.attn_norm", l);
+        add_tensor(m, TENSOR_MATRIX, HD, C, "layers.%d.wq", l);
+        add_tensor(m, TENSOR_MATRIX, KD, C, "layers.%d.wk", l);
+        add_tensor(m, TENSOR_MATRIX, KD, C, "layers.%d.wv", l);
+        add_tensor(m, TENSOR_MATRIX, C, HD, "layers.%d.wo", l);
+        if (c->qk_norm) {
+            add_tensor(m, TENSOR_NORM, D, 0, "layers.%d.q_norm", l);
+            add_tensor(m, TENSOR_NORM, D, 0, "layers.%d.k_norm", l);
+        }
+        add_tensor(m, TENSOR_NORM, C, 0, "layers.%d.mlp_norm", l);
+        add_tensor(m, TENSOR_MATRIX, F, C, "layers.%d.w_up", l);
+        if (c->mlp == MLP_SWIGLU)
+            add_tensor(m, TENSOR_MATRIX, F, C, "layers.%d.w_gate", l);
+        add_tensor(m, TENSOR_MATRIX, C, F, "layers.%d.w_down", l);
+    }
+    add_tensor(m, TENSOR_NORM, C, 0, "final_norm", 0);
+    if (!c->tied_head)
+        add_tensor(m, TENSOR_HEAD, V, C, "head", 0);
+}
+
+int model_find_tensor(const model *m, const char *name)
+{
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Pointer to tensor `name` (formatted with layer) in buf, NULL if absent. */
+static float *tensor_ptr(const model *m, float *buf, const char *fmt, int layer)
+{
+    char name[64];
+    snprintf(name, sizeof name, fmt, layer);
+    int i = model_find_tensor(m, name);
+    return i < 0 ? NULL : buf + m->tensors[i].offset;
+}
+
+static void layer_views(const model *m, float *buf, model_layer_weights *w, int l)
+{
+    w->attn_norm = tensor_ptr(m, buf, "layers.%d.attn_norm", l);
+    w->wq = tensor_ptr(m, buf, "layers.%d.wq", l);
+    w->wk = tensor_ptr(m, buf, "layers.%d.wk", l);
+    w->wv = tensor_ptr(m, buf, "layers.%d.wv", l);
+    w->wo = tensor_ptr(m, buf, "layers.%d.wo", l);
+    w->q_norm = tensor_ptr(m, buf, "layers.%d.q_norm", l);
+    w->k_norm = tensor_ptr(m, buf, "layers.%d.k_norm", l);
+    w->mlp_norm = tensor_ptr(m, buf, "layers.%d.mlp_norm", l);
+    w->w_up = tensor_ptr(m, buf, "layers.%d.w_up", l);
+    w->w_gate = tensor_ptr(m, buf, "layers.%d.w_gate", l);
+    w->w_down = tensor_ptr(m, buf, "layers.%d.w_down", l);
+}
+
+/* ---------------- activation arena ---------------- */
+
+typedef struct {
+    float *base; /* NULL while counting */
+    size_t used; /* floats */
+} arena_cursor;
+
+/* n floats, rounded up to 16 (64 bytes) so every buffer starts aligned. */
+static float *take(arena_cursor *a, size_t n)
+{
+    float *p = a->base ? a->base + a->used : NULL;
+    a->used += (n + 15) / 16 * 16;
+    return p;
+}
+
+/* Carves every activation buffer from a (called once to count, once to assign). */
+static void carve(model *m, arena_cursor *a)
+{
+    const model_config *c = &m->cfg;
+    size_t N = (size_t)m->max_batch * c->context, C = c->d_model, F = c->d_ff;
+    size_t V = c->vocab_size, D = m->dims.D, H = c->n_heads, Hkv = c->n_kv_heads;
+    size_t HD = H * D, KD = Hkv * D;
+    int qk = c->qk_norm, glu = c->mlp == MLP_SWIGLU;
+    m->rope_cos = take(a, (size_t)c->context * D / 2);
+    m->rope_sin = take(a, (size_t)c->context * D / 2);
+    m->res = take(a, (2 * (size_t)c->n_layers + 1) * N * C);
+    for (int l = 0; l < c->n_layers; l++) {
+        model_layer_acts *t = &m->acts[l];
+        t->xn1 = take(a, N * C);
+        t->rstd1 = take(a, N);
+        t->q_raw = qk ? take(a, N * HD) : NULL;
+        t->k_raw = qk ? take(a, N * KD) : NULL;
+        t->q_rstd = qk ? take(a, N * H) : NULL;
+        t->k_rstd = qk ? take(a, N * Hkv) : NULL;
+        t->q = take(a, N * HD);
+        t->k = take(a, N * KD);
+        t->v = take(a, N * KD);
+        t->att = take(a, N * HD);
+        t->lse = take(a, N * H);
+        t->xn2 = take(a, N * C);
+        t->rstd2 = take(a, N);
+        t->up = take(a, N * F);
+        t->gate = glu ? take(a, N * F) : NULL;
+        t->act = take(a, N * F);
+    }
+    model_block_scratch *s = &m->scratch;
+    s->d_xn = take(a, N * C);
+    s->d_att = take(a, N * HD);
+    s->dq = take(a, N * HD);
+    s->dk = take(a, N * KD);
+    s->dv = take(a, N * KD);
+    s->dq_raw = qk ? take(a, N * HD) : NULL;
+    s->dk_raw = qk ? take(a, N * KD) : NULL;
+    s->d_act = take(a, N * F);
+    s->d_up = take(a, N * F);
+    m->xf = take(a, N * C);
+    m->rstd_f = take(a, N);
+    m->dxf = take(a, N * C);
+    m->dres = take(a, N * C);
+    m->losses = take(a, N);
+    m->head_scratch = take(a, lm_head_scratch_floats(MODEL_HEAD_CHUNK_ROWS, (int)V));
+    m->head_dw = take(a, V * C);
+    m->tokens = (int32_t *)take(a, N); /* int32 and float have the same size */
+    m->targets = (int32_t *)take(a, N);
+}
+
+static float *alloc_floats(size_t n)
+{
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    float *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
+}
+
+/* ---------------- lifecycle ---------------- */
+
+int model_create(model **out, const model_config *cfg, int max_batch, tempo_error *err)
+{
+    *out = NULL;
+    if (model_config_validate(cfg, err) != 0)
+        return -1;
+    if (max_batch < 1)
+        return tempo_usage(err, "model: max_batch %d < 1", max_batch);
+    if ((double)max_batch * cfg->context * cfg->n_heads > 2147483647.0)
+        return tempo_usage(err, "model: max_batch %d x context %d is too large", max_batch,
+                           cfg->context);
+    model *m = calloc(1, sizeof *m);
+    if (!m)
+        return tempo_fail(err, "model: out of memory");
+    m->cfg = *cfg;
+    m->max_batch = max_batch;
+    m->training = 1;
+    int D = model_config_head_dim(cfg);
+    m->dims = (model_block_dims){.C = cfg->d_model, .H = cfg->n_heads, .Hkv = cfg->n_kv_heads,
+                                 .D = D, .F = cfg->d_ff, .mlp = cfg->mlp,
+                                 .qk_norm = cfg->qk_norm, .eps = cfg->norm_eps};
+    m->tensors = calloc(3 + 11 * (size_t)cfg->n_layers, sizeof *m->tensors);
+    m->lw = calloc((size_t)cfg->n_layers, sizeof *m->lw);
+    m->lg = calloc((size_t)cfg->n_layers, sizeof *m->lg);
+    m->acts = calloc((size_t)cfg->n_layers, sizeof *m->acts);
+    if (!m->tensors || !m->lw || !m->lg || !m->acts) {
+        model_free(m);
+        return tempo_fail(err, "model: out of memory");
+    }
+    build_layout(m);
+    arena_cursor count = {NULL, 0};
+    carve(m, &count);
+    m->arena_floats = count.used;
+    m->params = alloc_floats(m->n_params);
+    m->grads = alloc_floats(m->n_params);
+    m->arena = alloc_floats(m->arena_floats);
+    if (!m->params || !m->grads || !m->arena) {
+        size_t mib = ((2 * m->n_params + m->arena_floats) * sizeof(float)) >> 20;
+        model_free(m);
+        return tempo_fail(err, "model: out of memory allocating %zu MiB", mib);
+    }
+    arena_cursor assign = {m->arena, 0};
+    carve(m, &assign);
+    rope_table_init(m->rope_cos, m->rope_sin, cfg->context, D, cfg->rope_theta);
+    m->dims.rope_cos = m->rope_cos;
+    m->dims.rope_sin = m->rope_sin;
+    for (int l = 0; l < cfg->n_layers; l++) {
+        layer_views(m, m->params, &m->lw[l], l);
+        layer_views(m, m->grads, &m->lg[l], l);
+    }
+    m->tok_emb = tensor_ptr(m, m->params, "tok_emb", 0);
+    m->g_tok_emb = tensor_ptr(m, m->grads, "tok_emb", 0);
+    m->final_norm = tensor_ptr(m, m->params, "final_norm", 0);
+    m->g_final_norm = tensor_ptr(m, m->grads, "final_norm", 0);
+    m->head = cfg->tied_head ? m->tok_emb : tensor_ptr(m, m->params, "head", 0);
+    m->g_head = cfg->tied_head ? m->g_tok_emb : tensor_ptr(m, m->grads, "head", 0);
+    *out = m;
+    return 0;
+}
+
+void model_free(model *m)
+{
+    if (!m)
+        return;
+    free(m->params);
+    free(m->grads);
+    free(m->arena);
+    free(m->tensors);
+    free(m->lw);
+    free(m->lg);
+    free(m->acts);
+    free(m);
+}
+
+/* ---------------- accessors ---------------- */
+
+const model_config *model_get_config(const model *m) { return &m->cfg; }
+int model_max_batch(const model *m) { return m->max_batch; }
+size_t model_num_params(const model *m) { return m->n_params; }
+float *model_params(model *m) { return m->params; }
+float *model_grads(model *m) { return m->grads; }
+int model_num_tensors(const model *m) { return m->n_tensors; }
+const float *model_token_losses(const model *m) { return m->losses; }
+void model_set_training(model *m, int training) { m->training = training != 0; }
+
+const model_tensor *model_tensor_at(const model *m, int i)
+{
+    return i >= 0 && i < m->n_tensors ? &m->tensors[i] : NULL;
+}
+
+size_t model_activation_bytes(const model *m)
+{
+    return m->arena_floats * sizeof(float);
+}
+
+void model_zero_grad(model *m)
+{
+    memset(m->grads, 0, m->n_params * sizeof(float));
+}
+
+/* ---------------- initialisation ---------------- */
+
+void model_init(model *m, uint64_t seed)
+{
+    float out_std = m->cfg.init_std / sqrtf(2.0f * (float)m->cfg.n_layers);
+    for (int i = 0; i < m->n_tensors; i++) {
+        const model_tensor *t = &m->tensors[i];
+        float *p = m->params + t->offset;
+        if (t->kind == TENSOR_NORM) {
+            for (size_t j = 0; j < t->numel; j++)
+                p[j] = 1.0f;
+            continue;
+        }
+        const char *dot = strrchr(t->name, '.');
+        int is_out = dot && (strcmp(dot, ".wo") == 0 || strcmp(dot, ".w_down") == 0);
+        double std = is_out ? out_std : m->cfg.init_std;
+        rng_state r; /* one stream per tensor: a layout change does not shift the others */
+        rng_seed(&r, seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1)));
+        for (size_t j = 0; j < t->numel; j++)
+            p[j] = (float)(std * rng_normal(&r));
+    }
+}

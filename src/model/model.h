@@ -1,0 +1,101 @@
+/* model.h - the tempo model: a decoder-only transformer (pre-norm RMSNorm,
+ * causal GQA attention with RoPE and optional QK-norm, ReLU^2 or SwiGLU MLP,
+ * final norm, tied or untied head, optional logit soft-cap, no biases),
+ * its one contiguous parameter buffer, forward and backward.
+ *
+ *   x = tok_emb[tokens]
+ *   for each layer: x = x + attn(rmsnorm(x)); x = x + mlp(rmsnorm(x))
+ *   loss = cross_entropy(head(rmsnorm(x)), targets)       (mean over B*T, nats)
+ *
+ * The per-layer pieces are in block.h; the kernels in src/kernels/cpu. This
+ * file knows nothing of files (checkpoints) or optimisers. Not thread-safe: one
+ * model is used by one caller at a time; the kernels use the OpenMP team. */
+#ifndef TEMPO_MODEL_H
+#define TEMPO_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "model/config.h"
+
+typedef enum { TENSOR_EMBEDDING, TENSOR_MATRIX, TENSOR_NORM, TENSOR_HEAD } tensor_kind;
+
+/* One named tensor of the parameter buffer: floats [offset, offset + numel).
+ * shape[0..ndim-1]; linear weights are [out, in] (y = x W^T).
+ * Names: "tok_emb" [V, C]; per layer i: "layers.i.attn_norm" [C],
+ * "layers.i.wq" [H*D, C], "layers.i.wk" [Hkv*D, C], "layers.i.wv" [Hkv*D, C],
+ * "layers.i.wo" [C, H*D], "layers.i.q_norm", "layers.i.k_norm" [D] (only with
+ * qk_norm), "layers.i.mlp_norm" [C], "layers.i.w_up" [F, C], "layers.i.w_gate"
+ * [F, C] (only SwiGLU), "layers.i.w_down" [C, F]; "final_norm" [C]; "head"
+ * [V, C] (only untied). The buffer holds them in exactly this order with no
+ * padding, so offsets are not necessarily 64-byte aligned (the buffer is). */
+typedef struct {
+    char name[64];
+    size_t offset;
+    size_t numel;
+    int ndim;
+    int shape[2];
+    tensor_kind kind;
+} model_tensor;
+
+typedef struct model model;
+
+/* Validates cfg (model_config_validate), then allocates parameters (ONE
+ * contiguous 64-byte-aligned buffer), gradients (same layout, zeroed), the
+ * RoPE table and all activation/scratch buffers for up to max_batch sequences
+ * of cfg->context tokens. Parameters start at zero: call model_init (or load
+ * a checkpoint). No allocation happens after this: forward and backward never
+ * malloc. Returns 0, or -1 with err set (code 2 for a bad config or
+ * max_batch < 1, 1 when out of memory). */
+int model_create(model **out, const model_config *cfg, int max_batch, tempo_error *err);
+void model_free(model *m); /* NULL is fine */
+
+const model_config *model_get_config(const model *m);
+int model_max_batch(const model *m);
+size_t model_num_params(const model *m); /* floats in the parameter buffer (all parameters) */
+float *model_params(model *m);
+float *model_grads(model *m);
+int model_num_tensors(const model *m);
+const model_tensor *model_tensor_at(const model *m, int i); /* in buffer order */
+int model_find_tensor(const model *m, const char *name);    /* index, or -1 */
+
+/* Deterministic initialisation from seed (core/rng.h, one stream per tensor):
+ * norms 1; tok_emb, wq, wk, wv, w_up, w_gate, head ~ N(0, init_std^2);
+ * wo, w_down ~ N(0, (init_std / sqrt(2 n_layers))^2) so the residual stream's
+ * variance does not grow with depth. */
+void model_init(model *m, uint64_t seed);
+
+/* Training mode (the default, 1): a forward with targets also computes the
+ * head's gradients in the same pass (logits are then never recomputed) and
+ * keeps them for model_backward. With 0 (evaluation) the forward computes
+ * losses only, ~3x cheaper in the head; a model_backward after such a
+ * forward recomputes the head pass, so results are the same either way. */
+void model_set_training(model *m, int training);
+
+/* tokens, targets: [B*T], row-major (sequence b at [b*T, (b+1)*T)); B <=
+ * max_batch, T <= context, ids in [0, vocab_size). Returns the mean
+ * cross-entropy in nats over all B*T positions; targets may be NULL (no loss;
+ * returns 0). Per-position losses (nats) are kept and readable via
+ * model_token_losses until the next forward. Bad arguments (sizes, ids out of
+ * range) return NAN and leave the model ready for another forward. */
+double model_forward(model *m, const int32_t *tokens, const int32_t *targets, int B, int T);
+const float *model_token_losses(const model *m); /* [B*T] of the last forward */
+
+/* Sets all gradients to 0. */
+void model_zero_grad(model *m);
+
+/* After model_forward with targets: ADDS d(mean loss)/d(params) into
+ * model_grads (so micro-batches accumulate). Does nothing if the last forward
+ * had no targets or failed. Calling it twice adds the gradient twice. */
+void model_backward(model *m);
+
+/* Training FLOPs per token (DESIGN.md section 4; see config.c for exactly
+ * what is counted: the causal half of attention, the lm head even when tied). */
+double model_flops_per_token(const model_config *c, int T);
+
+/* Bytes of activations, scratch and saved state allocated by model_create
+ * (everything except parameters and gradients). */
+size_t model_activation_bytes(const model *m);
+
+#endif

@@ -1,0 +1,49 @@
+/* model_internal.h - the definition of struct model, shared by the files of
+ * src/model only (model.c: lifecycle, layout, init; model_pass.c: forward and
+ * backward). Other modules use the accessors in model.h. */
+#ifndef TEMPO_MODEL_INTERNAL_H
+#define TEMPO_MODEL_INTERNAL_H
+
+#include "model/block.h"
+#include "model/model.h"
+
+/* Rows of tokens per chunk of the fused head + cross-entropy (logits scratch
+ * is HEAD_CHUNK_ROWS x V floats). */
+#define MODEL_HEAD_CHUNK_ROWS 128
+
+struct model {
+    model_config cfg;
+    int max_batch;
+    model_block_dims dims;
+
+    /* parameters and gradients: one buffer each, same layout */
+    size_t n_params;
+    float *params, *grads;
+    model_tensor *tensors;
+    int n_tensors;
+    model_layer_weights *lw, *lg; /* [n_layers] views into params / grads */
+    float *tok_emb, *final_norm, *head;    /* head == tok_emb when tied */
+    float *g_tok_emb, *g_final_norm, *g_head;
+
+    /* one allocation for every activation and scratch buffer */
+    float *arena;
+    size_t arena_floats;
+    float *rope_cos, *rope_sin; /* [context, D/2] */
+    float *res;                 /* [2 L + 1][N, C] residual stream after each half-layer */
+    model_layer_acts *acts;     /* [n_layers] */
+    model_block_scratch scratch;
+    float *xf, *rstd_f;         /* final norm output [N, C], [N] */
+    float *dxf, *dres;          /* head input gradient, residual gradient [N, C] */
+    float *losses;              /* [N] */
+    float *head_scratch;        /* [MODEL_HEAD_CHUNK_ROWS, V] */
+    float *head_dw;             /* [V, C] head weight gradient staged by a training forward */
+    int32_t *tokens, *targets;  /* [N] copies of the last forward's inputs */
+
+    /* state of the last forward */
+    int training;
+    int B, T;
+    int have_targets;   /* last forward succeeded with targets */
+    int head_dw_ready;  /* head_dw and dxf hold the last forward's head gradients */
+};
+
+#endif

@@ -1,0 +1,96 @@
+/* model_pass.c - the model's forward and backward over a batch (see model.h):
+ * embedding, the layers' two halves (block.c), final norm, and the fused head
+ * + cross-entropy (lm_head.h). Nothing here allocates. */
+#include "model/model_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/lm_head.h"
+#include "kernels/cpu/rmsnorm.h"
+
+/* Residual stream after half-layer i (0 = embeddings, 2l+1 after layer l's
+ * attention, 2l+2 after its MLP): [N, C] at a stride of max_batch*context rows. */
+static float *residual(const model *m, int i)
+{
+    return m->res + (size_t)i * m->max_batch * m->cfg.context * m->cfg.d_model;
+}
+
+static int ids_ok(const int32_t *ids, int N, int V)
+{
+    for (int n = 0; n < N; n++)
+        if (ids[n] < 0 || ids[n] >= V)
+            return 0;
+    return 1;
+}
+
+double model_forward(model *m, const int32_t *tokens, const int32_t *targets, int B, int T)
+{
+    const model_config *c = &m->cfg;
+    m->have_targets = 0;
+    m->head_dw_ready = 0;
+    if (!tokens || B < 1 || B > m->max_batch || T < 1 || T > c->context)
+        return NAN;
+    int N = B * T, C = c->d_model, V = c->vocab_size, L = c->n_layers;
+    if (!ids_ok(tokens, N, V) || (targets && !ids_ok(targets, N, V)))
+        return NAN;
+    m->B = B;
+    m->T = T;
+    memcpy(m->tokens, tokens, sizeof(int32_t) * (size_t)N);
+    embedding_forward(residual(m, 0), tokens, m->tok_emb, N, C);
+    for (int l = 0; l < L; l++) {
+        model_block_attn_forward(&m->dims, &m->lw[l], &m->acts[l], residual(m, 2 * l),
+                                 residual(m, 2 * l + 1), B, T);
+        model_block_mlp_forward(&m->dims, &m->lw[l], &m->acts[l], residual(m, 2 * l + 1),
+                                residual(m, 2 * l + 2), N);
+    }
+    rmsnorm_forward(m->xf, m->rstd_f, residual(m, 2 * L), m->final_norm, N, C, c->norm_eps);
+    if (!targets)
+        return 0.0;
+    memcpy(m->targets, targets, sizeof(int32_t) * (size_t)N);
+    if (m->training) {
+        memset(m->head_dw, 0, sizeof(float) * (size_t)V * C);
+        lm_head_loss_forward_backward(m->losses, m->dxf, m->head_dw, m->xf, m->head, targets, N,
+                                      C, V, c->logit_softcap, 1.0f / (float)N, m->head_scratch,
+                                      MODEL_HEAD_CHUNK_ROWS);
+        m->head_dw_ready = 1;
+    } else {
+        lm_head_loss_forward(m->losses, m->xf, m->head, targets, N, C, V, c->logit_softcap,
+                             m->head_scratch, MODEL_HEAD_CHUNK_ROWS);
+    }
+    m->have_targets = 1;
+    double sum = 0;
+    for (int n = 0; n < N; n++)
+        sum += m->losses[n];
+    return sum / N;
+}
+
+void model_backward(model *m)
+{
+    if (!m->have_targets)
+        return;
+    const model_config *c = &m->cfg;
+    int B = m->B, T = m->T, N = B * T, C = c->d_model, V = c->vocab_size, L = c->n_layers;
+    if (m->head_dw_ready) {
+        size_t n = (size_t)V * C;
+        float *g = m->g_head;
+        const float *s = m->head_dw;
+#pragma omp parallel for schedule(static) if (n > 65536)
+        for (size_t i = 0; i < n; i++)
+            g[i] += s[i];
+    } else { /* evaluation-mode forward: run the head's training pass now */
+        lm_head_loss_forward_backward(m->losses, m->dxf, m->g_head, m->xf, m->head, m->targets,
+                                      N, C, V, c->logit_softcap, 1.0f / (float)N,
+                                      m->head_scratch, MODEL_HEAD_CHUNK_ROWS);
+    }
+    rmsnorm_backward(m->dres, m->g_final_norm, m->dxf, residual(m, 2 * L), m->final_norm,
+                     m->rstd_f, N, C, 0);
+    for (int l = L - 1; l >= 0; l--) {
+        model_block_mlp_backward(&m->dims, &m->lw[l], &m->lg[l], &m->acts[l], &m->scratch,
+                                 residual(m, 2 * l + 1), m->dres, N);
+        model_block_attn_backward(&m->dims, &m->lw[l], &m->lg[l], &m->acts[l], &m->scratch,
+                                  residual(m, 2 * l), m->dres, B, T);
+    }
+    embedding_backward(m->g_tok_emb, m->tokens, m->dres, N, C);
+}
