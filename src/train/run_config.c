@@ -1,0 +1,318 @@
+/* run_config.c - the key table behind run_config (see run_config.h). */
+#include "train/run_config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+#include "core/json.h"
+
+typedef enum { K_INT, K_FLOAT, K_DOUBLE, K_BOOL, K_MLP, K_OPTIMIZER } key_type;
+
+typedef struct {
+    const char *name;
+    key_type type;
+    size_t offset;
+    double min, max;
+    const char *help;
+} key_def;
+
+#define F(field) offsetof(run_config, field)
+static const key_def KEYS[] = {
+    {"vocab_size", K_INT, F(model.vocab_size), 0, 1 << 20, "model vocabulary incl. separator (set from the data)"},
+    {"context", K_INT, F(model.context), 1, 65536, "tokens per training sequence"},
+    {"d_model", K_INT, F(model.d_model), 1, 65536, "residual width"},
+    {"n_layers", K_INT, F(model.n_layers), 1, 1024, "transformer blocks"},
+    {"n_heads", K_INT, F(model.n_heads), 1, 1024, "attention heads"},
+    {"n_kv_heads", K_INT, F(model.n_kv_heads), 0, 1024, "key/value heads (GQA); 0 = n_heads"},
+    {"d_ff", K_INT, F(model.d_ff), 0, 1 << 20, "MLP hidden width; 0 = 4*d_model (relu2) or 8/3*d_model (swiglu)"},
+    {"mlp", K_MLP, F(model.mlp), 0, 0, "relu2 | swiglu"},
+    {"qk_norm", K_BOOL, F(model.qk_norm), 0, 1, "RMSNorm on queries and keys"},
+    {"tied_head", K_BOOL, F(model.tied_head), 0, 1, "output head shares the token embedding"},
+    {"logit_softcap", K_FLOAT, F(model.logit_softcap), 0, 1e6, "c*tanh(z/c) on logits; 0 = off"},
+    {"rope_theta", K_FLOAT, F(model.rope_theta), 1, 1e9, "rotary base"},
+    {"norm_eps", K_FLOAT, F(model.norm_eps), 0, 1, "RMSNorm epsilon"},
+    {"init_std", K_FLOAT, F(model.init_std), 0, 10, "initial weight standard deviation"},
+    {"optimizer", K_OPTIMIZER, F(optim.use_muon), 0, 0, "adamw | muon (Muon for hidden matrices)"},
+    {"lr", K_FLOAT, F(optim.lr), 0, 10, "AdamW lr of hidden matrices"},
+    {"lr_embed", K_FLOAT, F(optim.lr_embed), 0, 10, "AdamW lr of the token embedding"},
+    {"lr_head", K_FLOAT, F(optim.lr_head), 0, 10, "AdamW lr of an untied head"},
+    {"lr_scalar", K_FLOAT, F(optim.lr_scalar), 0, 10, "AdamW lr of norm gains"},
+    {"lr_muon", K_FLOAT, F(optim.lr_muon), 0, 10, "Muon lr of hidden matrices"},
+    {"beta1", K_FLOAT, F(optim.beta1), 0, 1, "AdamW beta1"},
+    {"beta2", K_FLOAT, F(optim.beta2), 0, 1, "AdamW beta2"},
+    {"eps", K_FLOAT, F(optim.eps), 0, 1, "AdamW epsilon"},
+    {"weight_decay", K_FLOAT, F(optim.weight_decay), 0, 10, "decoupled weight decay (matrices, head)"},
+    {"muon_momentum", K_FLOAT, F(optim.muon_momentum), 0, 1, "Muon Nesterov momentum"},
+    {"ns_steps", K_INT, F(optim.ns_steps), 1, 20, "Newton-Schulz iterations"},
+    {"grad_clip", K_FLOAT, F(optim.grad_clip), 0, 1e6, "clip global grad norm; 0 = off"},
+    {"warmup", K_DOUBLE, F(schedule.warmup), 0, 1, "share of the budget for lr warm-up"},
+    {"warmdown", K_DOUBLE, F(schedule.warmdown), 0, 1, "share of the budget for the final lr warm-down"},
+    {"final_lr_frac", K_DOUBLE, F(schedule.final_frac), 0, 1, "lr multiplier at the end of the budget"},
+    {"batch_size", K_INT, F(batch_size), 1, 1 << 20, "sequences per optimizer step"},
+    {"micro_batch", K_INT, F(micro_batch), 0, 1 << 20, "sequences per forward/backward; 0 = batch_size"},
+    {"eval_every", K_DOUBLE, F(eval_every_s), 0, 1e9, "seconds between val-slice evaluations; 0 = off"},
+    {"eval_tokens", K_INT, F(eval_tokens), 0, 1 << 30, "tokens in the periodic val slice"},
+    {"checkpoint_every", K_DOUBLE, F(checkpoint_every_s), 0, 1e9, "seconds between checkpoints; 0 = only at the end"},
+    {"max_retries", K_INT, F(max_retries), 0, 100, "divergence guard: restores before stopping"},
+    {"retry_lr_factor", K_DOUBLE, F(retry_lr_factor), 0, 1, "lr multiplier applied at each restore"},
+};
+#undef F
+#define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
+
+void run_config_defaults(run_config *c)
+{
+    memset(c, 0, sizeof *c);
+    model_config *m = &c->model;
+    m->context = 256;
+    m->d_model = 256;
+    m->n_layers = 4;
+    m->n_heads = 4;
+    m->mlp = MLP_RELU2;
+    m->tied_head = 1;
+    m->rope_theta = 10000;
+    m->norm_eps = 1e-5f;
+    m->init_std = 0.02f;
+    optim_config *o = &c->optim;
+    o->lr = 3e-3f;
+    o->lr_embed = 3e-3f;
+    o->lr_head = 3e-3f;
+    o->lr_scalar = 3e-3f;
+    o->lr_muon = 0.02f;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.95f;
+    o->eps = 1e-8f;
+    o->weight_decay = 0.0f;
+    o->muon_momentum = 0.95f;
+    o->ns_steps = 5;
+    o->grad_clip = 1.0f;
+    c->schedule.warmup = 0.02;
+    c->schedule.warmdown = 0.4;
+    c->schedule.final_frac = 0.0;
+    c->batch_size = 16;
+    c->eval_every_s = 60;
+    c->eval_tokens = 16384;
+    c->checkpoint_every_s = 120;
+    c->max_retries = 3;
+    c->retry_lr_factor = 0.5;
+    snprintf(c->preset, sizeof c->preset, "defaults");
+}
+
+static const key_def *find_key(const char *name)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        if (!strcmp(KEYS[i].name, name))
+            return &KEYS[i];
+    return NULL;
+}
+
+int run_config_set(run_config *c, const char *key, const char *value, tempo_error *err)
+{
+    const key_def *k = find_key(key);
+    if (!k)
+        return tempo_usage(err, "--set %s: unknown key (see 'tempo train --help' for the list)", key);
+    char *p = (char *)c + k->offset;
+    const char *v = value;
+    while (isspace((unsigned char)*v)) v++;
+    if (k->type == K_MLP) {
+        if (!strcmp(v, "relu2")) *(mlp_kind *)(void *)p = MLP_RELU2;
+        else if (!strcmp(v, "swiglu")) *(mlp_kind *)(void *)p = MLP_SWIGLU;
+        else return tempo_usage(err, "--set %s=%s: expected relu2 or swiglu", key, value);
+        return 0;
+    }
+    if (k->type == K_OPTIMIZER) {
+        if (!strcmp(v, "adamw")) *(int *)(void *)p = 0;
+        else if (!strcmp(v, "muon")) *(int *)(void *)p = 1;
+        else return tempo_usage(err, "--set %s=%s: expected adamw or muon", key, value);
+        return 0;
+    }
+    if (k->type == K_BOOL) {
+        if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes")) *(int *)(void *)p = 1;
+        else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no")) *(int *)(void *)p = 0;
+        else return tempo_usage(err, "--set %s=%s: expected true or false", key, value);
+        return 0;
+    }
+    errno = 0;
+    char *end;
+    double x = strtod(v, &end);
+    while (isspace((unsigned char)*end)) end++;
+    if (end == v || *end || errno || !isfinite(x))
+        return tempo_usage(err, "--set %s=%s: not a number", key, value);
+    if (x < k->min || x > k->max)
+        return tempo_usage(err, "--set %s=%s: out of range [%g, %g]", key, value, k->min, k->max);
+    if (k->type == K_INT) {
+        if (x != floor(x))
+            return tempo_usage(err, "--set %s=%s: expected an integer", key, value);
+        *(int *)(void *)p = (int)x;
+    } else if (k->type == K_FLOAT) {
+        *(float *)(void *)p = (float)x;
+    } else {
+        *(double *)(void *)p = x;
+    }
+    return 0;
+}
+
+int run_config_set_pair(run_config *c, const char *pair, tempo_error *err)
+{
+    const char *eq = strchr(pair, '=');
+    if (!eq || eq == pair)
+        return tempo_usage(err, "--set %s: expected key=value", pair);
+    char key[64];
+    size_t n = (size_t)(eq - pair);
+    while (n && isspace((unsigned char)pair[n - 1])) n--;
+    if (n >= sizeof key)
+        return tempo_usage(err, "--set %s: key too long", pair);
+    memcpy(key, pair, n);
+    key[n] = '\0';
+    return run_config_set(c, key, eq + 1, err);
+}
+
+static int find_preset(const char *name, char *path, size_t n)
+{
+    size_t len = strlen(name);
+    if (strchr(name, '/') || (len > 5 && !strcmp(name + len - 5, ".conf"))) {
+        snprintf(path, n, "%s", name);
+        return path_exists(path);
+    }
+    char file[128];
+    snprintf(file, sizeof file, "%s.conf", name);
+    const char *env = getenv("TEMPO_CONFIGS");
+    if (env && *env && path_exists(path_join(path, n, env, file)))
+        return 1;
+    char exe[1024];
+    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (l > 0) {
+        exe[l] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            char dir[1100];
+            snprintf(dir, sizeof dir, "%s/../configs", exe);
+            if (path_exists(path_join(path, n, dir, file)))
+                return 1;
+        }
+    }
+    return path_exists(path_join(path, n, "configs", file));
+}
+
+int run_config_load_preset(run_config *c, const char *name, tempo_error *err)
+{
+    char path[1200];
+    if (!find_preset(name, path, sizeof path))
+        return tempo_usage(err, "preset %s: not found (looked for %s.conf in $TEMPO_CONFIGS, <tempo>/../configs, ./configs)",
+                           name, name);
+    char *text;
+    size_t len;
+    if (file_read_all(path, &text, &len, 1 << 20, err))
+        return -1;
+    int line_no = 0, rc = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
+        line_no++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        char *s = line;
+        while (isspace((unsigned char)*s)) s++;
+        char *e = s + strlen(s);
+        while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
+        if (!*s) continue;
+        tempo_error e2;
+        if (run_config_set_pair(c, s, &e2)) {
+            rc = tempo_usage(err, "%s:%d: %s", path, line_no, e2.msg);
+        }
+    }
+    free(text);
+    if (!rc) {
+        const char *base = strrchr(name, '/');
+        snprintf(c->preset, sizeof c->preset, "%s", base ? base + 1 : name);
+    }
+    return rc;
+}
+
+int run_config_finish(run_config *c, tempo_error *err)
+{
+    model_config *m = &c->model;
+    if (m->n_kv_heads == 0)
+        m->n_kv_heads = m->n_heads;
+    if (m->d_ff == 0) {
+        if (m->mlp == MLP_SWIGLU) {
+            int f = (8 * m->d_model / 3 + 31) / 32 * 32;
+            m->d_ff = f;
+        } else {
+            m->d_ff = 4 * m->d_model;
+        }
+    }
+    if (c->micro_batch == 0 || c->micro_batch > c->batch_size)
+        c->micro_batch = c->batch_size;
+    if (c->batch_size % c->micro_batch)
+        return tempo_usage(err, "batch_size %d is not a multiple of micro_batch %d", c->batch_size,
+                           c->micro_batch);
+    if (c->schedule.warmup + c->schedule.warmdown > 1)
+        return tempo_usage(err, "warmup %g + warmdown %g exceed the whole budget", c->schedule.warmup,
+                           c->schedule.warmdown);
+    return model_config_validate(m, err);
+}
+
+void run_config_to_json(const run_config *c, strbuf *out)
+{
+    strbuf_puts(out, "{");
+    for (int i = 0; i < N_KEYS; i++) {
+        const key_def *k = &KEYS[i];
+        const char *p = (const char *)c + k->offset;
+        strbuf_printf(out, "%s\"%s\":", i ? "," : "", k->name);
+        switch (k->type) {
+        case K_INT: strbuf_printf(out, "%d", *(const int *)(const void *)p); break;
+        case K_BOOL: strbuf_puts(out, *(const int *)(const void *)p ? "true" : "false"); break;
+        case K_FLOAT: strbuf_json_number(out, *(const float *)(const void *)p); break;
+        case K_DOUBLE: strbuf_json_number(out, *(const double *)(const void *)p); break;
+        case K_MLP: strbuf_puts(out, *(const mlp_kind *)(const void *)p == MLP_SWIGLU ? "\"swiglu\"" : "\"relu2\""); break;
+        case K_OPTIMIZER: strbuf_puts(out, *(const int *)(const void *)p ? "\"muon\"" : "\"adamw\""); break;
+        }
+    }
+    strbuf_puts(out, ",\"preset\":");
+    strbuf_json_string(out, c->preset, strlen(c->preset));
+    strbuf_puts(out, "}");
+}
+
+int run_config_from_json(run_config *c, const char *json, size_t len, tempo_error *err)
+{
+    json_value *root;
+    if (json_parse(json, len, &root, err))
+        return -1;
+    int rc = 0;
+    if (root->type != JSON_OBJECT)
+        rc = tempo_fail(err, "config: not a JSON object");
+    for (size_t i = 0; !rc && i < root->n; i++) {
+        const json_value *v = &root->items[i];
+        const char *key = root->keys[i];
+        char text[64];
+        if (!strcmp(key, "preset")) {
+            if (v->type == JSON_STRING)
+                snprintf(c->preset, sizeof c->preset, "%s", v->string);
+            continue;
+        }
+        if (v->type == JSON_STRING) snprintf(text, sizeof text, "%s", v->string);
+        else if (v->type == JSON_BOOL) snprintf(text, sizeof text, "%s", v->boolean ? "true" : "false");
+        else if (v->type == JSON_NUMBER) snprintf(text, sizeof text, "%.17g", v->number);
+        else { rc = tempo_fail(err, "config: key %s: unexpected value", key); break; }
+        if (run_config_set(c, key, text, err)) {
+            err->code = 1;
+            rc = -1;
+        }
+    }
+    json_free(root);
+    return rc;
+}
+
+void run_config_print_keys(FILE *f)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        fprintf(f, "  %-18s %s\n", KEYS[i].name, KEYS[i].help);
+}

@@ -1,0 +1,49 @@
+/* run_config.h - everything a training run is configured by: the model shape,
+ * the optimizer, the schedule and the loop's own settings, as one struct.
+ * Values come from defaults, then a named preset (configs/NAME.conf: lines
+ * `key = value`, `#` comments), then `--set key=value` overrides, all through
+ * one table of keys, so an unknown key or a bad value is one clear error. The
+ * same table writes and reads the config as JSON for checkpoints. */
+#ifndef TEMPO_RUN_CONFIG_H
+#define TEMPO_RUN_CONFIG_H
+
+#include <stdio.h>
+
+#include "core/error.h"
+#include "core/strbuf.h"
+#include "model/config.h"
+#include "optim/optimizer.h"
+#include "optim/schedule.h"
+
+typedef struct {
+    model_config model;      /* vocab_size comes from the data, not from presets */
+    optim_config optim;
+    lr_schedule schedule;
+    int batch_size;          /* sequences per optimizer step */
+    int micro_batch;         /* sequences per forward/backward; 0 = batch_size */
+    double eval_every_s;     /* periodic val bpb on a slice; 0 = off */
+    int eval_tokens;         /* tokens in that slice */
+    double checkpoint_every_s;
+    int max_retries;         /* divergence guard: restores before giving up */
+    double retry_lr_factor;  /* learning-rate multiplier applied at each restore */
+    char preset[64];
+} run_config;
+
+void run_config_defaults(run_config *c);
+/* Set one key from text. Unknown key or bad value: -1, code 2, message names both. */
+int run_config_set(run_config *c, const char *key, const char *value, tempo_error *err);
+/* Apply "key=value". */
+int run_config_set_pair(run_config *c, const char *pair, tempo_error *err);
+/* Load a preset by name (searched in $TEMPO_CONFIGS, <exe>/../configs, ./configs)
+ * or by path (contains '/' or ends in .conf). */
+int run_config_load_preset(run_config *c, const char *name, tempo_error *err);
+/* Fill derived values (d_ff default, micro_batch) and validate everything. */
+int run_config_finish(run_config *c, tempo_error *err);
+/* All keys as one JSON object {"key": value, ...}, vocab_size included. */
+void run_config_to_json(const run_config *c, strbuf *out);
+/* Read such an object back (every key in it must be known). */
+int run_config_from_json(run_config *c, const char *json, size_t len, tempo_error *err);
+/* Print "key  default  help" lines for --help. */
+void run_config_print_keys(FILE *f);
+
+#endif
