@@ -1,9 +1,164 @@
-/* cmd_train.c - `tempo train`: placeholder until the train slice lands. */
+/* cmd_train.c - `tempo train`: parse flags, install the SIGINT/SIGTERM flag,
+ * call train_run, print the result. The only file-scope mutable variable in
+ * tempo is the signal flag below: a signal handler can reach nothing else. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/hw_profile.h"
 #include "cli/cli.h"
+#include "core/timer.h"
+#include "train/trainer.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: tempo train --data DATA_DIR --out RUN_DIR (--budget DURATION | --steps N) [options]\n"
+        "  --data DIR        output of 'tempo prepare' (train.tok, val.tok, tokenizer.tiktoken)\n"
+        "  --out DIR         run folder: model.safetensors, checkpoint.safetensors, metrics.jsonl, result.json\n"
+        "  --budget D        wall-clock training budget: 90s, 10m, 1h30m (startup and final eval not charged)\n"
+        "  --steps N         stop after N steps; the lr schedule then follows steps, not time (reproducible)\n"
+        "  --preset NAME     configs/NAME.conf (default: cpu-default)\n"
+        "  --set key=value   override one config key (repeatable); keys below\n"
+        "  --seed N          random seed (default 1)\n"
+        "  --threads N       threads (default: all cores)\n"
+        "  --resume          continue RUN_DIR's checkpoint (same seed/threads => identical weights)\n"
+        "  --eval-stride N   stride of the final val bpb (default: context/2)\n"
+        "  --no-eval         skip the final full validation\n"
+        "  --stop-at-step N  testing: checkpoint and stop after step N, as an interruption would\n"
+        "  --inject-nan-at-step N  testing: treat step N's loss as NaN once (divergence guard)\n"
+        "SIGINT/SIGTERM: the run checkpoints and stops; --resume continues it.\n"
+        "config keys:\n");
+    run_config_print_keys(f);
+}
+
+static int parse_long(const char *flag, const char *v, long long min, long long *out)
+{
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || x < min)
+        return cli_usage_error("%s %s: expected an integer >= %lld", flag, v, min);
+    *out = x;
+    return 0;
+}
 
 int cmd_train(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return cli_usage_error("train: not implemented yet");
+    train_options o;
+    memset(&o, 0, sizeof o);
+    o.seed = 1;
+    o.final_eval = 1;
+    const char *preset = "cpu-default";
+    const char *sets[256];
+    int n_sets = 0;
+    tempo_error err;
+    tempo_error_clear(&err);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long x = 0;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        else if (!strcmp(a, "--resume")) o.resume = 1;
+        else if (!strcmp(a, "--no-eval")) o.final_eval = 0;
+        else if (!v) return cli_usage_error("%s: missing value (see tempo train --help)", a);
+        else if (!strcmp(a, "--data")) { o.data_dir = v; i++; }
+        else if (!strcmp(a, "--out")) { o.out_dir = v; i++; }
+        else if (!strcmp(a, "--preset")) { preset = v; i++; }
+        else if (!strcmp(a, "--set")) {
+            if (n_sets == 256) return cli_usage_error("--set: too many");
+            sets[n_sets++] = v; i++;
+        } else if (!strcmp(a, "--budget")) {
+            if (timer_parse_duration(v, &o.budget_s, &err)) return cli_report(&err);
+            i++;
+        } else if (!strcmp(a, "--steps")) { if (parse_long(a, v, 1, &x)) return 2; o.max_steps = x; i++; }
+        else if (!strcmp(a, "--seed")) { if (parse_long(a, v, 0, &x)) return 2; o.seed = (uint64_t)x; i++; }
+        else if (!strcmp(a, "--threads")) { if (parse_long(a, v, 1, &x)) return 2; o.threads = (int)x; i++; }
+        else if (!strcmp(a, "--eval-stride")) { if (parse_long(a, v, 1, &x)) return 2; o.eval_stride = (int)x; i++; }
+        else if (!strcmp(a, "--stop-at-step")) { if (parse_long(a, v, 1, &x)) return 2; o.stop_at_step = x; i++; }
+        else if (!strcmp(a, "--inject-nan-at-step")) { if (parse_long(a, v, 0, &x)) return 2; o.inject_nan_step = x; i++; }
+        else return cli_usage_error("%s: unknown option (see tempo train --help)", a);
+    }
+    if (!o.data_dir) return cli_usage_error("train: --data DATA_DIR is required");
+    if (!o.out_dir) return cli_usage_error("train: --out RUN_DIR is required");
+    if (o.budget_s <= 0 && o.max_steps <= 0 && !o.resume)
+        return cli_usage_error("train: --budget DURATION or --steps N is required");
+    run_config_defaults(&o.cfg);
+    if (run_config_load_preset(&o.cfg, preset, &err)) return cli_report(&err);
+    for (int i = 0; i < n_sets; i++)
+        if (run_config_set_pair(&o.cfg, sets[i], &err)) return cli_report(&err);
+    if (o.resume && n_sets)
+        fprintf(stderr, "tempo: note: --resume uses the checkpoint's config; --set values are ignored\n");
+    if (o.threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        o.threads = n > 0 ? (int)n : 1;
+    }
+    hw_profile hw;
+    if (hw_profile_load_or_measure(&hw, &err) == 0)
+        o.peak_gflops = hw_profile_peak_gflops(&hw, o.threads);
+    else
+        fprintf(stderr, "tempo: note: no hardware profile (%s); mfu will be null\n", err.msg);
+    tempo_error_clear(&err);
+    o.stop_flag = &stop_requested;
+    o.progress = stderr;
+    o.progress_tty = isatty(2);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    train_result r;
+    int rc = train_run(&o, &r, &err);
+    if (rc) return cli_report(&err);
+    strbuf js = {0};
+    strbuf_puts(&js, "{\"val_bpb\":");
+    strbuf_json_number(&js, r.val_bpb);
+    strbuf_puts(&js, ",\"val_loss\":");
+    strbuf_json_number(&js, r.val_loss);
+    strbuf_printf(&js, ",\"val_bytes\":%llu,\"val_tokens\":%llu,\"val_seconds\":", (unsigned long long)r.val_bytes,
+                  (unsigned long long)r.val_tokens);
+    strbuf_json_number(&js, r.val_seconds);
+    strbuf_puts(&js, ",\"train_seconds\":");
+    strbuf_json_number(&js, r.train_seconds);
+    strbuf_puts(&js, ",\"budget_seconds\":");
+    strbuf_json_number(&js, r.budget_s);
+    strbuf_puts(&js, ",\"overrun_seconds\":");
+    strbuf_json_number(&js, r.overrun_seconds);
+    strbuf_puts(&js, ",\"startup_seconds\":");
+    strbuf_json_number(&js, r.startup_seconds);
+    strbuf_printf(&js, ",\"steps\":%lld,\"tokens\":%llu,\"params\":%zu,\"tokens_per_second\":", (long long)r.steps,
+                  (unsigned long long)r.tokens, r.params);
+    strbuf_json_number(&js, r.tokens_per_second);
+    strbuf_puts(&js, ",\"mfu\":");
+    strbuf_json_number(&js, r.mfu);
+    strbuf_puts(&js, ",\"model_gflops\":");
+    strbuf_json_number(&js, r.model_gflops);
+    strbuf_puts(&js, ",\"peak_gflops\":");
+    strbuf_json_number(&js, r.peak_gflops);
+    strbuf_puts(&js, ",\"flops_per_token\":");
+    strbuf_json_number(&js, r.flops_per_token);
+    strbuf_puts(&js, ",\"step_seconds_mean\":");
+    strbuf_json_number(&js, r.step_seconds_mean);
+    strbuf_puts(&js, ",\"final_train_loss\":");
+    strbuf_json_number(&js, r.final_train_loss);
+    strbuf_printf(&js, ",\"retries\":%d,\"interrupted\":%s,\"threads\":%d,\"seed\":%llu}", r.retries,
+                  r.interrupted ? "true" : "false", o.threads, (unsigned long long)o.seed);
+    rc = cli_emit_result(&js, o.out_dir);
+    strbuf_free(&js);
+    if (rc) return rc;
+    if (r.interrupted && stop_requested) {
+        fprintf(stderr, "tempo: interrupted: checkpoint saved in %s; continue with --resume\n", o.out_dir);
+        return 130;
+    }
+    return 0;
 }

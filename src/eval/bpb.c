@@ -1,0 +1,72 @@
+/* bpb.c - sliding-window bits-per-byte evaluation (see bpb.h). */
+#include "eval/bpb.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/timer.h"
+
+int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
+                 bpb_result *res, tempo_error *err)
+{
+    memset(res, 0, sizeof *res);
+    double t0 = timer_now();
+    int T = model_get_config(m)->context;
+    if (n_tokens < 2)
+        return tempo_fail(err, "evaluation text: too short to score (%zu tokens)", n_tokens);
+    if (n_bytes == 0)
+        return tempo_fail(err, "evaluation text: holds no bytes");
+    if ((size_t)T > n_tokens - 1)
+        T = (int)(n_tokens - 1);
+    if (stride <= 0 || stride > T)
+        stride = T;
+    if (batch < 1)
+        batch = 1;
+    int32_t *in = malloc(sizeof(int32_t) * (size_t)batch * T);
+    int32_t *tg = malloc(sizeof(int32_t) * (size_t)batch * T);
+    size_t *first = malloc(sizeof(size_t) * (size_t)batch); /* first scored offset per row */
+    if (!in || !tg || !first) {
+        free(in); free(tg); free(first);
+        return tempo_fail(err, "evaluation: out of memory");
+    }
+    size_t last = n_tokens - 1;   /* index of the last target */
+    size_t prev_end = 0;          /* targets 1..prev_end are scored */
+    double nats = 0;
+    uint64_t scored = 0;
+    while (prev_end < last) {
+        int rows = 0;
+        while (rows < batch && prev_end < last) {
+            size_t end = prev_end == 0 ? (size_t)T : prev_end + (size_t)stride;
+            if (end > last) end = last;
+            size_t start = end - (size_t)T;            /* inputs start..end-1, targets start+1..end */
+            memcpy(in + (size_t)rows * T, tokens + start, sizeof(int32_t) * (size_t)T);
+            memcpy(tg + (size_t)rows * T, tokens + start + 1, sizeof(int32_t) * (size_t)T);
+            first[rows] = prev_end - start;            /* row offset of target prev_end+1 */
+            prev_end = end;
+            rows++;
+        }
+        model_forward(m, in, tg, rows, T);
+        const float *losses = model_token_losses(m);
+        for (int r = 0; r < rows; r++)
+            for (size_t j = first[r]; j < (size_t)T; j++) {
+                nats += losses[(size_t)r * T + j];
+                scored++;
+            }
+    }
+    free(in); free(tg); free(first);
+    if (scored != n_tokens - 1)
+        return tempo_fail(err, "evaluation: internal error: scored %llu of %zu tokens",
+                          (unsigned long long)scored, n_tokens - 1);
+    res->bits = nats / log(2.0);
+    res->bpb = res->bits / (double)n_bytes;
+    res->loss = nats / (double)scored;
+    res->n_bytes = n_bytes;
+    res->n_tokens = scored;
+    res->context = T;
+    res->stride = stride;
+    res->seconds = timer_now() - t0;
+    if (!isfinite(res->bpb))
+        return tempo_fail(err, "evaluation: the model produced a non-finite loss");
+    return 0;
+}

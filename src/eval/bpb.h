@@ -1,0 +1,39 @@
+/* bpb.h - bits per byte of a token stream under a model (DESIGN.md section 4).
+ *
+ * The stream is the token-store layout: SEP d1 SEP d2 ... dn SEP, standing for
+ * n_bytes bytes of document text. Every token after the first is scored
+ * exactly once, as -log2 p(token | up to `context` preceding tokens); the
+ * leading SEP is given (it stands for no byte and begins every stream). The
+ * separators after documents stand for no bytes either, but are predicted and
+ * their bits counted, which can only make bpb larger (honest). bpb = total
+ * bits / n_bytes.
+ *
+ * Sliding windows: window k ends at target index e_k = min(n-1, T + k*stride)
+ * and starts at e_k - T; it scores the targets after e_{k-1}. stride = T gives
+ * disjoint windows (each token sees 0..T-1 tokens of context); a smaller
+ * stride gives every scored token at least T - stride tokens of context. */
+#ifndef TEMPO_BPB_H
+#define TEMPO_BPB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "model/model.h"
+
+typedef struct {
+    double bpb;             /* bits per byte */
+    double bits;            /* total bits */
+    double loss;            /* mean nats per scored token */
+    uint64_t n_bytes;
+    uint64_t n_tokens;      /* scored tokens (stream length - 1) */
+    int context, stride;
+    double seconds;
+} bpb_result;
+
+/* Evaluate with windows of the model's context (or less, for short streams),
+ * `batch` windows per forward (<= the model's max batch). */
+int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
+                 bpb_result *res, tempo_error *err);
+
+#endif

@@ -1,0 +1,235 @@
+/* checkpoint.c - model and full training checkpoints (see checkpoint.h). */
+#include "train/checkpoint.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/fileio.h"
+#include "core/safetensors.h"
+#include "core/strbuf.h"
+
+#define MAX_META 16
+
+static int collect_tensors(model *m, st_write_tensor *out)
+{
+    const float *params = model_params(m);
+    int n = model_num_tensors(m);
+    for (int i = 0; i < n; i++) {
+        const model_tensor *t = model_tensor_at(m, i);
+        out[i].name = t->name;
+        out[i].data = params + t->offset;
+        out[i].ndim = t->ndim;
+        for (int d = 0; d < t->ndim; d++) out[i].shape[d] = t->shape[d];
+    }
+    return n;
+}
+
+/* The loop state as metadata; only step and tokens unless full. */
+static void state_meta(const train_state *st, char buf[][80], st_meta *meta, int *n, int full)
+{
+    snprintf(buf[0], 80, "%" PRId64, st->step);
+    snprintf(buf[1], 80, "%" PRIu64, st->tokens);
+    snprintf(buf[2], 80, "%.17g", st->elapsed_s);
+    snprintf(buf[3], 80, "%.17g", st->budget_s);
+    snprintf(buf[4], 80, "%" PRId64, st->max_steps);
+    snprintf(buf[5], 80, "%016" PRIx64 "%016" PRIx64 "%016" PRIx64 "%016" PRIx64, st->rng.s[0], st->rng.s[1],
+             st->rng.s[2], st->rng.s[3]);
+    snprintf(buf[6], 80, "%.17g", st->guard_mult);
+    snprintf(buf[7], 80, "%d", st->retries);
+    const char *keys[8] = {"step", "tokens", "elapsed_s", "budget_s", "max_steps", "rng", "guard_mult", "retries"};
+    for (int i = 0; i < (full ? 8 : 2); i++) {
+        meta[*n].key = keys[i];
+        meta[*n].value = buf[i];
+        (*n)++;
+    }
+}
+
+int checkpoint_save_model(const char *path, model *m, const run_config *cfg, const char *tokenizer_text,
+                          const train_state *st, tempo_error *err)
+{
+    int nt = model_num_tensors(m);
+    st_write_tensor *ts = malloc(sizeof *ts * (size_t)nt);
+    if (!ts)
+        return tempo_fail(err, "%s: out of memory", path);
+    collect_tensors(m, ts);
+    strbuf cj = {0};
+    run_config_to_json(cfg, &cj);
+    char buf[8][80];
+    st_meta meta[MAX_META];
+    int n = 0;
+    meta[n++] = (st_meta){"format", "tempo-model-1"};
+    meta[n++] = (st_meta){"config", cj.data};
+    meta[n++] = (st_meta){"tokenizer", tokenizer_text};
+    state_meta(st, buf, meta, &n, 0);
+    int rc = safetensors_write(path, ts, nt, meta, n, err);
+    strbuf_free(&cj);
+    free(ts);
+    return rc;
+}
+
+int checkpoint_save_full(const char *path, model *m, const run_config *cfg, const optimizer *opt,
+                         const train_state *st, tempo_error *err)
+{
+    int nt = model_num_tensors(m);
+    st_write_tensor *ts = malloc(sizeof *ts * (size_t)(nt + 2));
+    if (!ts)
+        return tempo_fail(err, "%s: out of memory", path);
+    collect_tensors(m, ts);
+    ts[nt] = (st_write_tensor){"optim.m", opt->m, 1, {(int64_t)opt->n_params}};
+    ts[nt + 1] = (st_write_tensor){"optim.v", opt->v, 1, {(int64_t)opt->n_params}};
+    strbuf cj = {0};
+    run_config_to_json(cfg, &cj);
+    char buf[8][80], tbuf[32];
+    snprintf(tbuf, sizeof tbuf, "%" PRId64, opt->t);
+    st_meta meta[MAX_META];
+    int n = 0;
+    meta[n++] = (st_meta){"format", "tempo-checkpoint-1"};
+    meta[n++] = (st_meta){"config", cj.data};
+    meta[n++] = (st_meta){"optim_t", tbuf};
+    state_meta(st, buf, meta, &n, 1);
+    int rc = safetensors_write(path, ts, nt + 2, meta, n, err);
+    strbuf_free(&cj);
+    free(ts);
+    return rc;
+}
+
+/* Copy every model tensor from the file, checking names and shapes. */
+static int load_weights(const safetensors_file *sf, model *m, tempo_error *err)
+{
+    float *params = model_params(m);
+    for (int i = 0; i < model_num_tensors(m); i++) {
+        const model_tensor *t = model_tensor_at(m, i);
+        const st_tensor *s = safetensors_find(sf, t->name);
+        if (!s)
+            return tempo_fail(err, "%s: tensor %s missing", sf->path, t->name);
+        int same = s->ndim == t->ndim && s->numel == t->numel;
+        for (int d = 0; same && d < t->ndim; d++) same = s->shape[d] == t->shape[d];
+        if (!same)
+            return tempo_fail(err, "%s: tensor %s has the wrong shape for the model config", sf->path, t->name);
+        memcpy(params + t->offset, s->data, sizeof(float) * t->numel);
+    }
+    for (size_t i = 0; i < model_num_params(m); i++)
+        if (!(params[i] == params[i]) || params[i] - params[i] != 0)
+            return tempo_fail(err, "%s: weights hold non-finite values", sf->path);
+    return 0;
+}
+
+static int config_from_file(const safetensors_file *sf, run_config *cfg, tempo_error *err)
+{
+    const char *cj = safetensors_meta(sf, "config");
+    if (!cj)
+        return tempo_fail(err, "%s: not a tempo model (no config in its metadata)", sf->path);
+    run_config_defaults(cfg);
+    tempo_error e2;
+    if (run_config_from_json(cfg, cj, strlen(cj), &e2) || run_config_finish(cfg, &e2))
+        return tempo_fail(err, "%s: bad config in metadata: %s", sf->path, e2.msg);
+    return 0;
+}
+
+int checkpoint_load_model(const char *run_dir_or_file, int max_batch, run_config *cfg, model **m,
+                          tokenizer **tok, tempo_error *err)
+{
+    char path[1100];
+    struct stat st;
+    *m = NULL;
+    *tok = NULL;
+    if (stat(run_dir_or_file, &st) == 0 && S_ISDIR(st.st_mode))
+        path_join(path, sizeof path, run_dir_or_file, "model.safetensors");
+    else
+        snprintf(path, sizeof path, "%s", run_dir_or_file);
+    safetensors_file sf;
+    if (safetensors_open(&sf, path, err))
+        return -1;
+    int rc = config_from_file(&sf, cfg, err);
+    const char *tt = safetensors_meta(&sf, "tokenizer");
+    if (!rc && !tt)
+        rc = tempo_fail(err, "%s: no tokenizer in its metadata", path);
+    if (!rc && tok_parse(tok, tt, strlen(tt), path, err))
+        rc = -1;
+    if (!rc && tok_vocab_size(*tok) != cfg->model.vocab_size)
+        rc = tempo_fail(err, "%s: tokenizer has %d ids but the model vocabulary is %d", path,
+                        tok_vocab_size(*tok), cfg->model.vocab_size);
+    if (!rc && model_create(m, &cfg->model, max_batch, err))
+        rc = -1;
+    if (!rc && load_weights(&sf, *m, err))
+        rc = -1;
+    safetensors_close(&sf);
+    if (rc) {
+        if (*m) model_free(*m);
+        if (*tok) tok_free(*tok);
+        *m = NULL;
+        *tok = NULL;
+    }
+    return rc;
+}
+
+int checkpoint_read_config(const char *path, run_config *cfg, tempo_error *err)
+{
+    safetensors_file sf;
+    if (safetensors_open(&sf, path, err))
+        return -1;
+    int rc = config_from_file(&sf, cfg, err);
+    safetensors_close(&sf);
+    return rc;
+}
+
+static int meta_num(const safetensors_file *sf, const char *key, double *out, tempo_error *err)
+{
+    const char *v = safetensors_meta(sf, key);
+    char *end;
+    if (!v || (*out = strtod(v, &end), end == v || *end))
+        return tempo_fail(err, "%s: checkpoint metadata %s missing or malformed", sf->path, key);
+    return 0;
+}
+
+int checkpoint_load_full(const char *path, const run_config *cfg, model *m, optimizer *opt, train_state *st,
+                         tempo_error *err)
+{
+    safetensors_file sf;
+    if (safetensors_open(&sf, path, err))
+        return -1;
+    int rc = 0;
+    const char *fmt = safetensors_meta(&sf, "format");
+    if (!fmt || strcmp(fmt, "tempo-checkpoint-1"))
+        rc = tempo_fail(err, "%s: not a tempo training checkpoint", path);
+    if (!rc && load_weights(&sf, m, err))
+        rc = -1;
+    const char *names[2] = {"optim.m", "optim.v"};
+    float *dst[2] = {opt->m, opt->v};
+    for (int i = 0; !rc && i < 2; i++) {
+        const st_tensor *t = safetensors_find(&sf, names[i]);
+        if (!t || t->numel != opt->n_params)
+            rc = tempo_fail(err, "%s: optimizer state %s missing or of the wrong size", path, names[i]);
+        else
+            memcpy(dst[i], t->data, sizeof(float) * t->numel);
+    }
+    double v[8];
+    const char *keys[8] = {"step", "tokens", "elapsed_s", "budget_s", "max_steps", "guard_mult", "retries", "optim_t"};
+    for (int i = 0; !rc && i < 8; i++)
+        rc = meta_num(&sf, keys[i], &v[i], err);
+    const char *r = safetensors_meta(&sf, "rng");
+    if (!rc && (!r || strlen(r) != 64))
+        rc = tempo_fail(err, "%s: checkpoint metadata rng missing or malformed", path);
+    if (!rc) {
+        st->step = (int64_t)v[0];
+        st->tokens = (uint64_t)v[1];
+        st->elapsed_s = v[2];
+        st->budget_s = v[3];
+        st->max_steps = (int64_t)v[4];
+        st->guard_mult = v[5];
+        st->retries = (int)v[6];
+        opt->t = (int64_t)v[7];
+        for (int i = 0; i < 4; i++) {
+            char part[17];
+            memcpy(part, r + 16 * i, 16);
+            part[16] = '\0';
+            st->rng.s[i] = strtoull(part, NULL, 16);
+        }
+    }
+    (void)cfg;
+    safetensors_close(&sf);
+    return rc;
+}

@@ -1,0 +1,54 @@
+/* checkpoint.h - what a run leaves on disk and reads back.
+ *
+ * RUN_DIR/model.safetensors: the weights (F32, tensor names from the model)
+ *   with "__metadata__": format "tempo-model-1", "config" (run config JSON,
+ *   vocab_size included), "tokenizer" (the tokenizer file text), "step",
+ *   "tokens". Self-describing: eval, icl and other tools need nothing else.
+ * RUN_DIR/checkpoint.safetensors: the same weights plus the optimizer state
+ *   ("optim.m", "optim.v", flat) and the loop state in metadata (step, tokens,
+ *   elapsed seconds, budget, RNG state, divergence-guard state), so one atomic
+ *   file holds everything a resume needs and can never disagree with itself.
+ * Both are written atomically (temp file, fsync, rename). */
+#ifndef TEMPO_CHECKPOINT_H
+#define TEMPO_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "data/tokenizer.h"
+#include "model/model.h"
+#include "optim/optimizer.h"
+#include "train/run_config.h"
+
+typedef struct {
+    int64_t step;
+    uint64_t tokens;
+    double elapsed_s;     /* training seconds already spent (charged to the budget) */
+    double budget_s;      /* the run's budget (0 when step-limited only) */
+    int64_t max_steps;    /* the run's step limit (0 = none) */
+    rng_state rng;        /* batch sampling */
+    double guard_mult;    /* divergence guard lr multiplier */
+    int retries;          /* divergence restores so far */
+} train_state;
+
+int checkpoint_save_model(const char *path, model *m, const run_config *cfg, const char *tokenizer_text,
+                          const train_state *st, tempo_error *err);
+int checkpoint_save_full(const char *path, model *m, const run_config *cfg, const optimizer *opt,
+                         const train_state *st, tempo_error *err);
+
+/* Load a model for evaluation from RUN_DIR (its model.safetensors) or from a
+ * .safetensors path: builds the config, the model (for up to max_batch
+ * sequences) and the tokenizer. */
+int checkpoint_load_model(const char *run_dir_or_file, int max_batch, run_config *cfg, model **m,
+                          tokenizer **tok, tempo_error *err);
+
+/* Resume: read checkpoint.safetensors into an existing model and optimizer
+ * built from the same config (checked), and the loop state. */
+int checkpoint_load_full(const char *path, const run_config *cfg, model *m, optimizer *opt, train_state *st,
+                         tempo_error *err);
+
+/* Only the config stored in a checkpoint (to rebuild the model on resume). */
+int checkpoint_read_config(const char *path, run_config *cfg, tempo_error *err);
+
+#endif

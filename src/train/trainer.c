@@ -1,0 +1,447 @@
+/* trainer.c - the budgeted training loop (see trainer.h). Startup, the loop,
+ * the divergence guard, periodic evaluation/checkpoints, and the result. */
+#include "train/trainer.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "core/strbuf.h"
+#include "core/timer.h"
+#include "data/token_store.h"
+#include "data/tokenizer.h"
+#include "eval/bpb.h"
+#include "model/model.h"
+#include "optim/optimizer.h"
+#include "train/batch.h"
+#include "train/checkpoint.h"
+
+/* Everything one run holds; freed in one place. */
+typedef struct {
+    token_file train, val;
+    int train_open, val_open;
+    char *tok_text;
+    size_t tok_len;
+    model *m;
+    optimizer opt;
+    int opt_ready;
+    int32_t *inputs, *targets;
+    int32_t *val_tokens;         /* the whole val stream as int32 */
+    /* divergence guard snapshot */
+    float *snap_params, *snap_m, *snap_v;
+    int64_t snap_opt_t;
+    train_state snap_state;
+    FILE *metrics;
+    char ckpt_path[1100], model_path[1100];
+} run_ctx;
+
+static void ctx_free(run_ctx *c)
+{
+    if (c->train_open) token_file_close(&c->train);
+    if (c->val_open) token_file_close(&c->val);
+    free(c->tok_text);
+    if (c->m) model_free(c->m);
+    if (c->opt_ready) optim_free(&c->opt);
+    free(c->inputs);
+    free(c->targets);
+    free(c->val_tokens);
+    free(c->snap_params);
+    free(c->snap_m);
+    free(c->snap_v);
+    if (c->metrics) fclose(c->metrics);
+}
+
+static optim_group group_of(tensor_kind k)
+{
+    switch (k) {
+    case TENSOR_EMBEDDING: return GROUP_EMBED;
+    case TENSOR_HEAD: return GROUP_HEAD;
+    case TENSOR_NORM: return GROUP_NORM;
+    default: return GROUP_MATRIX;
+    }
+}
+
+static int open_data(run_ctx *c, const char *dir, tempo_error *err)
+{
+    char p[1100];
+    if (token_file_open(&c->train, path_join(p, sizeof p, dir, "train.tok"), err))
+        return -1;
+    c->train_open = 1;
+    if (token_file_open(&c->val, path_join(p, sizeof p, dir, "val.tok"), err))
+        return -1;
+    c->val_open = 1;
+    if (file_read_all(path_join(p, sizeof p, dir, "tokenizer.tiktoken"), &c->tok_text, &c->tok_len, 64u << 20, err))
+        return -1;
+    tokenizer *tok;
+    if (tok_parse(&tok, c->tok_text, c->tok_len, p, err))
+        return -1;
+    int v = tok_vocab_size(tok);
+    tok_free(tok);
+    if ((uint32_t)v != c->train.vocab_size || c->val.vocab_size != c->train.vocab_size)
+        return tempo_fail(err, "%s: tokenizer (%d ids), train.tok (%u) and val.tok (%u) disagree", dir, v,
+                          c->train.vocab_size, c->val.vocab_size);
+    if (c->val.n_tokens < 2 || c->val.n_bytes == 0)
+        return tempo_fail(err, "%s/val.tok: no validation text", dir);
+    return 0;
+}
+
+static int build_optimizer(run_ctx *c, const run_config *cfg, tempo_error *err)
+{
+    int n = model_num_tensors(c->m);
+    optim_tensor *ts = malloc(sizeof *ts * (size_t)n);
+    if (!ts)
+        return tempo_fail(err, "optimizer: out of memory");
+    for (int i = 0; i < n; i++) {
+        const model_tensor *t = model_tensor_at(c->m, i);
+        ts[i].offset = t->offset;
+        ts[i].numel = t->numel;
+        ts[i].rows = t->ndim == 2 ? t->shape[0] : 1;
+        ts[i].cols = t->ndim == 2 ? t->shape[1] : (int)t->numel;
+        ts[i].group = group_of(t->kind);
+    }
+    int rc = optim_create(&c->opt, &cfg->optim, ts, n, model_num_params(c->m), err);
+    free(ts);
+    if (rc == 0)
+        c->opt_ready = 1;
+    return rc;
+}
+
+static void snapshot_take(run_ctx *c, const train_state *st)
+{
+    size_t n = model_num_params(c->m);
+    memcpy(c->snap_params, model_params(c->m), n * sizeof(float));
+    memcpy(c->snap_m, c->opt.m, n * sizeof(float));
+    memcpy(c->snap_v, c->opt.v, n * sizeof(float));
+    c->snap_opt_t = c->opt.t;
+    c->snap_state = *st;
+}
+
+static void snapshot_restore(run_ctx *c, train_state *st)
+{
+    size_t n = model_num_params(c->m);
+    memcpy(model_params(c->m), c->snap_params, n * sizeof(float));
+    memcpy(c->opt.m, c->snap_m, n * sizeof(float));
+    memcpy(c->opt.v, c->snap_v, n * sizeof(float));
+    c->opt.t = c->snap_opt_t;
+    double elapsed = st->elapsed_s, mult = st->guard_mult;
+    int retries = st->retries;
+    *st = c->snap_state;
+    st->elapsed_s = elapsed;   /* time spent is spent */
+    st->guard_mult = mult;
+    st->retries = retries;
+}
+
+static int save_all(run_ctx *c, const run_config *cfg, const train_state *st, tempo_error *err)
+{
+    if (checkpoint_save_full(c->ckpt_path, c->m, cfg, &c->opt, st, err))
+        return -1;
+    return checkpoint_save_model(c->model_path, c->m, cfg, c->tok_text, st, err);
+}
+
+static void fmt_clock(char *buf, size_t n, double s)
+{
+    if (s < 0) s = 0;
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
+}
+
+static void progress(const train_options *o, const train_state *st, double budget, double loss, double lr,
+                     double tps, double last_bpb)
+{
+    if (!o->progress)
+        return;
+    char el[32], bu[32], eta[32];
+    fmt_clock(el, sizeof el, st->elapsed_s);
+    fmt_clock(bu, sizeof bu, budget);
+    fmt_clock(eta, sizeof eta, budget - st->elapsed_s);
+    char bpb[32] = "";
+    if (last_bpb > 0) snprintf(bpb, sizeof bpb, " val_bpb %.4f", last_bpb);
+    if (o->budget_s > 0)
+        fprintf(o->progress, "%s[%s/%s] step %lld loss %.4f%s lr %.2e %.0f tok/s ETA %s%s",
+                o->progress_tty ? "\r\033[K" : "", el, bu, (long long)st->step, loss, bpb, lr, tps, eta,
+                o->progress_tty ? "" : "\n");
+    else
+        fprintf(o->progress, "%s[%s] step %lld/%lld loss %.4f%s lr %.2e %.0f tok/s%s",
+                o->progress_tty ? "\r\033[K" : "", el, (long long)st->step, (long long)o->max_steps, loss, bpb,
+                lr, tps, o->progress_tty ? "" : "\n");
+    fflush(o->progress);
+}
+
+static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_state *st, tempo_error *err)
+{
+    if (open_data(c, o->data_dir, err))
+        return -1;
+    if (dir_create(o->out_dir, err))
+        return -1;
+    path_join(c->ckpt_path, sizeof c->ckpt_path, o->out_dir, "checkpoint.safetensors");
+    path_join(c->model_path, sizeof c->model_path, o->out_dir, "model.safetensors");
+    *cfg = o->cfg;
+    if (o->resume) {
+        if (!path_exists(c->ckpt_path))
+            return tempo_fail(err, "%s: --resume: no checkpoint to resume from", c->ckpt_path);
+        if (checkpoint_read_config(c->ckpt_path, cfg, err))
+            return -1;
+        if ((uint32_t)cfg->model.vocab_size != c->train.vocab_size)
+            return tempo_fail(err, "%s: checkpoint vocabulary %d does not match the data's %u", c->ckpt_path,
+                              cfg->model.vocab_size, c->train.vocab_size);
+    } else {
+        cfg->model.vocab_size = (int)c->train.vocab_size;
+        if (run_config_finish(cfg, err))
+            return -1;
+    }
+    if (c->train.n_tokens < (uint64_t)cfg->model.context + 2)
+        return tempo_fail(err, "%s/train.tok: %llu tokens, fewer than one training window of %d", o->data_dir,
+                          (unsigned long long)c->train.n_tokens, cfg->model.context + 1);
+    if (model_create(&c->m, &cfg->model, cfg->micro_batch, err))
+        return -1;
+    model_init(c->m, o->seed);
+    if (build_optimizer(c, cfg, err))
+        return -1;
+    memset(st, 0, sizeof *st);
+    rng_seed(&st->rng, o->seed ^ 0x5eed5eedULL);
+    st->guard_mult = 1.0;
+    st->budget_s = o->budget_s;
+    st->max_steps = o->max_steps;
+    if (o->resume && checkpoint_load_full(c->ckpt_path, cfg, c->m, &c->opt, st, err))
+        return -1;
+    if (o->resume) {
+        /* A resume continues the same run: its budget and step limit, unless given anew. */
+        if (o->budget_s > 0) st->budget_s = o->budget_s;
+        if (o->max_steps > 0) st->max_steps = o->max_steps;
+    }
+    size_t n = model_num_params(c->m), bt = (size_t)cfg->micro_batch * cfg->model.context;
+    c->inputs = malloc(sizeof(int32_t) * bt);
+    c->targets = malloc(sizeof(int32_t) * bt);
+    c->val_tokens = malloc(sizeof(int32_t) * c->val.n_tokens);
+    c->snap_params = malloc(sizeof(float) * n);
+    c->snap_m = malloc(sizeof(float) * n);
+    c->snap_v = malloc(sizeof(float) * n);
+    if (!c->inputs || !c->targets || !c->val_tokens || !c->snap_params || !c->snap_m || !c->snap_v)
+        return tempo_fail(err, "training: out of memory");
+    token_file_read(&c->val, 0, c->val.n_tokens, c->val_tokens);
+    char mp[1100];
+    c->metrics = fopen(path_join(mp, sizeof mp, o->out_dir, "metrics.jsonl"), o->resume ? "a" : "w");
+    if (!c->metrics)
+        return tempo_fail(err, "%s: cannot write", mp);
+    return 0;
+}
+
+/* Periodic val bpb on the first eval_tokens tokens of the val stream. */
+static double slice_bpb(run_ctx *c, const run_config *cfg)
+{
+    size_t n = (size_t)cfg->eval_tokens + 1;
+    if (n > c->val.n_tokens) n = c->val.n_tokens;
+    /* Bytes of the slice are not stored per token; use the stream's mean bytes per token. */
+    double bytes = (double)c->val.n_bytes * (double)(n - 1) / (double)(c->val.n_tokens - 1);
+    bpb_result r;
+    tempo_error e;
+    if (bpb_evaluate(c->m, c->val_tokens, n, (uint64_t)(bytes + 0.5), cfg->model.context, cfg->micro_batch, &r, &e))
+        return NAN;
+    return r.bpb;
+}
+
+static void log_step(FILE *f, const train_state *st, double loss, double lr, double tps, double gnorm,
+                     double step_s)
+{
+    strbuf s = {0};
+    strbuf_printf(&s, "{\"step\":%lld,\"elapsed_s\":", (long long)st->step);
+    strbuf_json_number(&s, st->elapsed_s);
+    strbuf_printf(&s, ",\"tokens\":%llu,\"train_loss\":", (unsigned long long)st->tokens);
+    strbuf_json_number(&s, loss);
+    strbuf_puts(&s, ",\"lr\":");
+    strbuf_json_number(&s, lr);
+    strbuf_puts(&s, ",\"tokens_per_s\":");
+    strbuf_json_number(&s, tps);
+    strbuf_puts(&s, ",\"grad_norm\":");
+    strbuf_json_number(&s, gnorm);
+    strbuf_puts(&s, ",\"step_s\":");
+    strbuf_json_number(&s, step_s);
+    strbuf_puts(&s, "}\n");
+    fputs(s.data, f);
+    fflush(f);
+    strbuf_free(&s);
+}
+
+static void log_event(FILE *f, const train_state *st, const char *key, double value, const char *note)
+{
+    strbuf s = {0};
+    strbuf_printf(&s, "{\"step\":%lld,\"elapsed_s\":", (long long)st->step);
+    strbuf_json_number(&s, st->elapsed_s);
+    strbuf_printf(&s, ",\"tokens\":%llu,\"%s\":", (unsigned long long)st->tokens, key);
+    strbuf_json_number(&s, value);
+    if (note) {
+        strbuf_puts(&s, ",\"note\":");
+        strbuf_json_string(&s, note, strlen(note));
+    }
+    strbuf_puts(&s, "}\n");
+    fputs(s.data, f);
+    fflush(f);
+    strbuf_free(&s);
+}
+
+/* One optimizer step's forward/backward over all micro-batches; returns the mean loss. */
+static double forward_backward(run_ctx *c, const run_config *cfg, train_state *st)
+{
+    int T = cfg->model.context, mb = cfg->micro_batch, k = cfg->batch_size / mb;
+    model_zero_grad(c->m);
+    double loss = 0;
+    for (int i = 0; i < k; i++) {
+        batch_sample(&c->train, &st->rng, mb, T, c->inputs, c->targets);
+        loss += model_forward(c->m, c->inputs, c->targets, mb, T);
+        model_backward(c->m);
+    }
+    if (k > 1) {
+        float *g = model_grads(c->m);
+        size_t n = model_num_params(c->m);
+        float s = 1.0f / (float)k;
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) g[i] *= s;
+    }
+    return loss / k;
+}
+
+int train_run(const train_options *o, train_result *res, tempo_error *err)
+{
+    memset(res, 0, sizeof *res);
+    res->val_bpb = res->val_loss = NAN;
+    double t_start = timer_now();
+    if (o->threads > 0)
+        omp_set_num_threads(o->threads);
+    run_ctx c;
+    memset(&c, 0, sizeof c);
+    run_config cfg;
+    train_state st;
+    if (setup(&c, o, &cfg, &st, err)) {
+        ctx_free(&c);
+        return -1;
+    }
+    const double budget = st.budget_s;
+    const int64_t max_steps = st.max_steps;
+    if (budget <= 0 && max_steps <= 0) {
+        ctx_free(&c);
+        return tempo_usage(err, "train: give a --budget or a --steps limit");
+    }
+    res->startup_seconds = timer_now() - t_start;
+    res->params = model_num_params(c.m);
+    res->flops_per_token = model_flops_per_token(&cfg.model, cfg.model.context);
+    const uint64_t tokens_per_step = (uint64_t)cfg.batch_size * cfg.model.context;
+
+    double loop_t0 = timer_now() - st.elapsed_s;
+    double step_pred = 0, last_eval = st.elapsed_s, last_ckpt = st.elapsed_s, last_snap = -1e9;
+    double eval_cost = 0, ckpt_cost = 0, last_bpb = -1, loss = NAN, gnorm = 0;
+    double session_t0 = timer_now();
+    uint64_t session_tokens0 = st.tokens;
+    int rc = 0;
+    int64_t steps_this_session = 0;
+    double step_time_sum = 0;
+
+    for (;;) {
+        st.elapsed_s = timer_now() - loop_t0;
+        if (max_steps > 0 && st.step >= max_steps) break;
+        if (budget > 0 && st.elapsed_s + step_pred > budget) break;
+        if (o->stop_flag && *o->stop_flag) { res->interrupted = 1; break; }
+        if (st.elapsed_s - last_snap >= 30.0 || st.step == 0) {
+            snapshot_take(&c, &st);
+            last_snap = st.elapsed_s;
+        }
+        double p = max_steps > 0 ? (double)st.step / (double)max_steps : st.elapsed_s / budget;
+        double mult = schedule_lr_mult(&cfg.schedule, p) * st.guard_mult;
+        double t0 = timer_now();
+        loss = forward_backward(&c, &cfg, &st);
+        gnorm = optim_grad_norm(model_grads(c.m), model_num_params(c.m));
+        if (o->inject_nan_step > 0 && st.step == o->inject_nan_step && st.retries == 0)
+            loss = NAN; /* fault injection for the divergence-guard test */
+        if (!isfinite(loss) || !isfinite(gnorm)) {
+            st.retries++;
+            st.elapsed_s = timer_now() - loop_t0;
+            if (st.retries > cfg.max_retries) {
+                log_event(c.metrics, &st, "diverged", loss, "non-finite loss or gradient; giving up");
+                rc = tempo_fail(err, "training diverged: non-finite loss or gradient at step %lld after %d restores "
+                                "(lr multiplier %.3g); lower lr or raise grad_clip",
+                                (long long)st.step, cfg.max_retries, st.guard_mult);
+                break;
+            }
+            st.guard_mult *= cfg.retry_lr_factor;
+            char note[160];
+            snprintf(note, sizeof note, "non-finite loss or gradient: restored step %lld, lr multiplier now %.3g",
+                     (long long)c.snap_state.step, st.guard_mult);
+            log_event(c.metrics, &st, "diverged", loss, note);
+            if (o->progress)
+                fprintf(o->progress, "%sstep %lld: %s\n", o->progress_tty ? "\r\033[K" : "", (long long)st.step, note);
+            snapshot_restore(&c, &st);
+            continue;
+        }
+        optim_step(&c.opt, model_params(c.m), model_grads(c.m), gnorm, cfg.optim.lr * mult);
+        st.step++;
+        st.tokens += tokens_per_step;
+        steps_this_session++;
+        double dt = timer_now() - t0;
+        step_time_sum += dt;
+        /* Predict the next step from the recent ones, leaning to the slower side. */
+        step_pred = step_pred == 0 ? dt : fmax(dt, 0.7 * step_pred + 0.3 * dt);
+        st.elapsed_s = timer_now() - loop_t0;
+        double tps = (double)(st.tokens - session_tokens0) / (timer_now() - session_t0);
+        log_step(c.metrics, &st, loss, cfg.optim.lr * mult, tps, gnorm, dt);
+        double remaining = budget > 0 ? budget - st.elapsed_s - step_pred : 1e300;
+        if (cfg.eval_every_s > 0 && st.elapsed_s - last_eval >= cfg.eval_every_s && remaining > eval_cost) {
+            double e0 = timer_now();
+            last_bpb = slice_bpb(&c, &cfg);
+            eval_cost = timer_now() - e0;
+            st.elapsed_s = timer_now() - loop_t0;
+            last_eval = st.elapsed_s;
+            log_event(c.metrics, &st, "val_bpb_slice", last_bpb, NULL);
+        }
+        remaining = budget > 0 ? budget - st.elapsed_s - step_pred : 1e300;
+        if (cfg.checkpoint_every_s > 0 && st.elapsed_s - last_ckpt >= cfg.checkpoint_every_s &&
+            remaining > ckpt_cost) {
+            double k0 = timer_now();
+            if (save_all(&c, &cfg, &st, err)) { rc = -1; break; }
+            ckpt_cost = timer_now() - k0;
+            st.elapsed_s = timer_now() - loop_t0;
+            last_ckpt = st.elapsed_s;
+        }
+        progress(o, &st, budget, loss, cfg.optim.lr * mult, tps, last_bpb);
+        if (o->stop_at_step > 0 && st.step >= o->stop_at_step) { res->interrupted = 1; break; }
+    }
+    st.elapsed_s = timer_now() - loop_t0;
+    if (o->progress && o->progress_tty) fputc('\n', o->progress);
+    if (rc == 0 && st.step == 0 && !res->interrupted)
+        rc = tempo_fail(err, "train: the budget ended before the first step could run (one step takes longer)");
+    if (rc == 0)
+        rc = save_all(&c, &cfg, &st, err);
+    res->train_seconds = st.elapsed_s;
+    res->budget_s = budget;
+    res->overrun_seconds = budget > 0 && st.elapsed_s > budget ? st.elapsed_s - budget : 0;
+    res->steps = st.step;
+    res->tokens = st.tokens;
+    res->retries = st.retries;
+    res->final_train_loss = loss;
+    double session_s = timer_now() - session_t0;
+    res->tokens_per_second = session_s > 0 ? (double)(st.tokens - session_tokens0) / session_s : 0;
+    res->model_gflops = res->tokens_per_second * res->flops_per_token * 1e-9;
+    res->peak_gflops = o->peak_gflops;
+    res->mfu = o->peak_gflops > 0 ? res->model_gflops / o->peak_gflops : NAN;
+    res->step_seconds_mean = steps_this_session ? step_time_sum / (double)steps_this_session : 0;
+    if (rc == 0 && o->final_eval && !res->interrupted) {
+        bpb_result r;
+        int stride = o->eval_stride > 0 ? o->eval_stride : cfg.model.context / 2;
+        if (o->progress)
+            fprintf(o->progress, "evaluating val bpb on %llu tokens (stride %d)...\n",
+                    (unsigned long long)c.val.n_tokens, stride);
+        if (bpb_evaluate(c.m, c.val_tokens, c.val.n_tokens, c.val.n_bytes, stride, cfg.micro_batch, &r, err)) {
+            rc = -1;
+        } else {
+            res->val_bpb = r.bpb;
+            res->val_loss = r.loss;
+            res->val_bytes = r.n_bytes;
+            res->val_tokens = r.n_tokens;
+            res->val_seconds = r.seconds;
+            log_event(c.metrics, &st, "val_bpb", r.bpb, "full validation");
+        }
+    }
+    ctx_free(&c);
+    return rc;
+}

@@ -1,0 +1,60 @@
+/* trainer.h - the budgeted training loop: data in, checkpoints and figures out.
+ *
+ * The budget covers the loop only (startup: reading data, building the model;
+ * and the final full validation are timed and reported separately). The
+ * learning rate follows the schedule over progress p = elapsed / budget, or
+ * p = step / max_steps when a step limit is given (reproducible runs, tests).
+ * The loop predicts the next step's duration and stops before it would cross
+ * the budget. A non-finite loss or gradient restores the last good in-memory
+ * state and lowers the learning rate (at most max_retries times). Checkpoints
+ * are written every checkpoint_every seconds, at the end, and when *stop_flag
+ * becomes non-zero (the CLI sets it on SIGINT/SIGTERM). */
+#ifndef TEMPO_TRAINER_H
+#define TEMPO_TRAINER_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/error.h"
+#include "train/run_config.h"
+
+typedef struct {
+    const char *data_dir;
+    const char *out_dir;
+    double budget_s;          /* 0 = no wall-clock limit (then max_steps is required) */
+    int64_t max_steps;        /* 0 = none */
+    int64_t stop_at_step;     /* testing: checkpoint and stop after this step, as if interrupted (0 = off) */
+    int64_t inject_nan_step;  /* testing: pretend the loss is NaN at this step (once) to exercise the guard */
+    int threads;
+    uint64_t seed;
+    int resume;
+    int eval_stride;          /* final val bpb stride; 0 = context / 2 */
+    int final_eval;           /* run the full val evaluation at the end */
+    run_config cfg;           /* already with preset and --set applied (vocab filled in by the trainer) */
+    double peak_gflops;       /* measured FMA peak at `threads`, for MFU; 0 = unknown */
+    volatile sig_atomic_t *stop_flag;
+    FILE *progress;           /* human progress (stderr), or NULL */
+    int progress_tty;         /* redraw one line instead of printing lines */
+} train_options;
+
+typedef struct {
+    double val_bpb, val_loss;         /* full validation, NaN when not run */
+    uint64_t val_bytes, val_tokens;
+    double val_seconds;
+    double train_seconds, overrun_seconds, startup_seconds;
+    double budget_s;
+    int64_t steps;
+    uint64_t tokens;
+    size_t params;
+    double tokens_per_second, mfu, flops_per_token, model_gflops;
+    double final_train_loss;
+    int retries;
+    int interrupted;                  /* stopped by the stop flag or stop_at_step */
+    double peak_gflops;
+    double step_seconds_mean;
+} train_result;
+
+int train_run(const train_options *opt, train_result *res, tempo_error *err);
+
+#endif
