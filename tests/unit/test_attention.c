@@ -105,8 +105,9 @@ static void test_forward(void)
     }
 }
 
-/* Single-head kernel with Tq < Tk (the last Tq query rows of a Tk-long
- * sequence) must equal those rows of the full forward. */
+/* Single-head kernels with Tq < Tk (the last Tq query rows of a Tk-long
+ * sequence) must equal those rows of the full forward, and their backward the
+ * full backward restricted to those rows' gradients. */
 static void test_head_offset(void)
 {
     rng_state rng;
@@ -135,6 +136,26 @@ static void test_head_offset(void)
         }
         free(o);
     }
+    /* backward with an offset == full backward with dout zero on the first r0 rows */
+    int Tq = 20, r0 = s.T - Tq;
+    for (size_t i = 0; i < (size_t)r0 * qs; i++)
+        b.dout[i] = 0;
+    float *dq2 = malloc(sizeof(float) * b.nq), *dk2 = malloc(sizeof(float) * b.nk);
+    float *dv2 = malloc(sizeof(float) * b.nk);
+    attention_backward_ref(dq2, dk2, dv2, b.dout, b.q, b.k, b.v, b.o, b.lse, s.B, s.T, s.H, s.Hkv,
+                           s.D);
+    memset(b.dq, 0, sizeof(float) * b.nq);
+    memset(b.dk, 0, sizeof(float) * b.nk);
+    memset(b.dv, 0, sizeof(float) * b.nk);
+    for (int h = 0; h < s.H; h++) /* both heads share kv head 0 and accumulate into it */
+        attention_head_backward(b.dq + (size_t)r0 * qs + h * s.D, b.dk, b.dv,
+                                b.dout + (size_t)r0 * qs + h * s.D, b.q + (size_t)r0 * qs + h * s.D,
+                                b.k, b.v, b.o + (size_t)r0 * qs + h * s.D,
+                                b.lse + (size_t)h * s.T + r0, qs, ks, Tq, s.T, s.D, scale);
+    CHECK(max_abs_diff(b.dq, dq2, b.nq) < 1e-5);
+    CHECK(max_abs_diff(b.dk, dk2, b.nk) < 1e-5);
+    CHECK(max_abs_diff(b.dv, dv2, b.nk) < 1e-5);
+    free(dq2); free(dk2); free(dv2);
     att_free(&b);
 }
 
