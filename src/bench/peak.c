@@ -50,14 +50,19 @@ double peak_fma_gflops(cpu_kernel_path path, int threads, double seconds)
     double flops_per_iter = path == CPU_KERNELS_AVX2 ? PEAK_FMA_AVX2_FLOPS_PER_ITER
                                                      : PEAK_FMA_PORTABLE_FLOPS_PER_ITER;
     float sink = 0;
-    /* Calibrate: grow the work until one repetition takes ~1/8 of the time
-     * budget (at least 5 ms, so timer and wake-up noise stay small). */
+    /* Calibrate on the calling thread alone (a team's start-up latency, large
+     * on a busy machine, must not shrink the work): grow it until one
+     * repetition takes ~1/8 of the time budget, at least 5 ms. */
     double rep_s = seconds / 8 > 0.005 ? seconds / 8 : 0.005;
     long iters = 1000;
-    double t = fma_rep(path, threads, iters, &sink);
-    while (t < rep_s / 4 && iters < (1L << 40)) {
+    double t;
+    for (;;) {
+        double t0 = timer_now();
+        sink += path == CPU_KERNELS_AVX2 ? peak_fma_loop_avx2(iters) : peak_fma_loop_portable(iters);
+        t = timer_now() - t0;
+        if (t >= rep_s / 4 || iters >= (1L << 40))
+            break;
         iters *= 4;
-        t = fma_rep(path, threads, iters, &sink);
     }
     if (t > 0)
         iters = (long)(iters * (rep_s / t)) + 1;
