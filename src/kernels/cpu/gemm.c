@@ -1,9 +1,42 @@
-/* gemm.c - fp32 GEMM (see gemm.h). This first version is a straightforward
- * OpenMP loop nest that the kernels work replaces with a packed, blocked,
- * AVX2 micro-kernel implementation behind the same interface. */
+/* gemm.c - fp32 GEMM (see gemm.h): the reference triple loop, the blocking
+ * derived from the caches, and the BLIS-style loops around the micro-kernel
+ * with their OpenMP work split. Packing lives in gemm_pack.c, the
+ * micro-kernels in gemm_kernel_*.c.
+ *
+ * Loop nest, per call (threads share one team):
+ *   for jc in N by nc:                      B panel columns
+ *     for kb0 in K by kb:                   B panel depth (kb x nc sized for L3)
+ *       pack op(B)[kb0.., jc..] -> bpack    (omp for static over slices x NR panels)
+ *       for item (mb, nb):                  (omp for dynamic: blocks of C)
+ *         for pc in the panel by kc:        depth slice, sized for L1
+ *           pack op(A)[ic.., pc..] -> apack (per thread, MC x KC, sized for L2)
+ *           for jr in the item's columns by NR, ir in its rows by MR:
+ *             micro-kernel(kc, A panel, B panel) -> C tile
+ * Items split C over both M (MC blocks) and N (chunks of the panel) so that
+ * skinny shapes still give every thread work. Who computes an item never
+ * changes its sums, so the dynamic split keeps results deterministic. */
 #include "kernels/cpu/gemm.h"
 
+#include <omp.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/gemm_kernel.h"
+#include "kernels/cpu/gemm_pack.h"
+
+/* Below this many multiply-adds per thread, a second thread costs more to
+ * wake than it saves (~ 50 us of work at peak). */
+#define GEMM_MIN_FMAS_PER_THREAD (1L << 22)
+/* Aim for this many items per thread so the dynamic split can even out a
+ * core slowed by other processes. */
+#define GEMM_ITEMS_PER_THREAD 4
+/* Never split blocks below this many micro-panels (rows or columns). */
+#define GEMM_MIN_BLOCK_PANELS 4
+
+static inline int ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
+static inline int min_int(int a, int b) { return a < b ? a : b; }
+static inline int max_int(int a, int b) { return a > b ? a : b; }
 
 static inline float at(const float *X, int ld, int trans, int r, int c)
 {
@@ -24,23 +57,229 @@ void gemm_f32_ref(int trans_a, int trans_b, int M, int N, int K,
         }
 }
 
+void gemm_config_from_cpu(gemm_config *cfg, const cpu_info *ci, cpu_kernel_path path)
+{
+    const long fsize = (long)sizeof(float);
+    cfg->path = path;
+    long kc = (long)(ci->l1d_bytes * GEMM_L1_SHARE_B) / (GEMM_NR * fsize);
+    kc = kc / 8 * 8;
+    kc = kc < 16 ? 16 : kc > 1024 ? 1024 : kc;
+    long mc = (long)(ci->l2_bytes * GEMM_L2_SHARE_A) / (kc * fsize);
+    mc = mc / GEMM_MR * GEMM_MR;
+    mc = mc < GEMM_MR ? GEMM_MR : mc > 1 << 16 ? 1 << 16 : mc;
+    long nc = (long)(ci->l3_bytes * GEMM_L3_SHARE_B) / (kc * fsize);
+    nc = nc / GEMM_NR * GEMM_NR;
+    nc = nc < GEMM_NR ? GEMM_NR : nc > 1 << 20 ? 1 << 20 : nc;
+    cfg->kc = (int)kc;
+    cfg->mc = (int)mc;
+    cfg->nc = (int)nc;
+    cfg->b_panel_bytes = nc * kc * fsize;
+}
+
+void gemm_config_init(gemm_config *cfg)
+{
+    cpu_info ci;
+    cpu_info_query(&ci);
+    gemm_config_from_cpu(cfg, &ci, cpu_kernel_path_select(&ci));
+}
+
+/* Everything one call's threads share; read-only once the team starts
+ * (the packed buffers are written only under the work split). */
+typedef void (*gemm_pack_a_fn)(int, const float *, int, int, int, int, int, float *);
+typedef void (*gemm_pack_b_fn)(int, const float *, int, int, int, int, int, float *);
+
+typedef struct {
+    gemm_microkernel_fn kernel;
+    gemm_pack_a_fn pack_a;
+    gemm_pack_b_fn pack_b;
+    int trans_a, trans_b, M, N, K;
+    const float *A, *B;
+    int lda, ldb, ldc;
+    float *C;
+    int store_first;   /* beta == 0: the first K slice overwrites C */
+    int kc, nc, mc;    /* this call's slice depth, panel width, block rows */
+    int kb;            /* depth of a packed B panel: a multiple of kc */
+    int m_blocks, nw;  /* row blocks; columns per item (multiple of GEMM_NR) */
+    float *bpack;      /* kb x nc, shared: kb / kc slices of kc x nc */
+    float *apack;      /* per thread: apack_stride floats each */
+    size_t apack_stride;
+} gemm_job;
+
+/* C[ic.., jcol..] (mcur x wcur) op= packed A block x packed B columns. */
+static void gemm_block(const gemm_job *j, const float *ap, const float *bp,
+                       int ic, int mcur, int jcol, int wcur, int kcur, int accumulate)
+{
+    for (int jr = 0; jr < wcur; jr += GEMM_NR) {
+        int cols = min_int(GEMM_NR, wcur - jr);
+        const float *b = bp + (size_t)jr * kcur;
+        for (int ir = 0; ir < mcur; ir += GEMM_MR) {
+            int rows = min_int(GEMM_MR, mcur - ir);
+            const float *a = ap + (size_t)ir * kcur;
+            float *c = j->C + (size_t)(ic + ir) * j->ldc + jcol + jr;
+            if (rows == GEMM_MR && cols == GEMM_NR) {
+                j->kernel(kcur, a, b, c, j->ldc, accumulate);
+                continue;
+            }
+            /* Edge tile: full tile into a scratch, then the valid part. */
+            float tile[GEMM_MR * GEMM_NR] __attribute__((aligned(64)));
+            j->kernel(kcur, a, b, tile, GEMM_NR, 0);
+            for (int i = 0; i < rows; i++) {
+                float *ci = c + (size_t)i * j->ldc;
+                const float *ti = tile + i * GEMM_NR;
+                if (accumulate)
+                    for (int q = 0; q < cols; q++)
+                        ci[q] += ti[q];
+                else
+                    for (int q = 0; q < cols; q++)
+                        ci[q] = ti[q];
+            }
+        }
+    }
+}
+
+/* Run by every thread of the team (or by the caller alone). Uses orphaned
+ * worksharing, so it must be called from a team that does only this.
+ * Two barriers per B panel (after packing it, before repacking it): with
+ * kb deep panels that is usually two per call, so a thread the OS preempts
+ * holds the other up at most twice, not twice per KC slice. */
+static void gemm_run(const gemm_job *j)
+{
+    float *ap = j->apack + (size_t)omp_get_thread_num() * j->apack_stride;
+    for (int jc = 0; jc < j->N; jc += j->nc) {
+        int ncur = min_int(j->nc, j->N - jc);
+        int n_panels = ceil_div(ncur, GEMM_NR);
+        size_t slice_floats = (size_t)j->kc * n_panels * GEMM_NR;
+        int n_chunks = ceil_div(ncur, j->nw);
+        int items = j->m_blocks * n_chunks;
+        for (int kb0 = 0; kb0 < j->K; kb0 += j->kb) {
+            int n_slices = ceil_div(min_int(j->kb, j->K - kb0), j->kc);
+#pragma omp for schedule(static)
+            for (int q = 0; q < n_slices * n_panels; q++) {
+                int sl = q / n_panels, p = q % n_panels;
+                int pc = kb0 + sl * j->kc, kcur = min_int(j->kc, j->K - pc);
+                j->pack_b(j->trans_b, j->B, j->ldb, pc, kcur, jc + p * GEMM_NR,
+                                  min_int(GEMM_NR, ncur - p * GEMM_NR),
+                                  j->bpack + sl * slice_floats + (size_t)p * GEMM_NR * kcur);
+            }
+            /* (implicit barrier: the B panel is complete) */
+#pragma omp for schedule(dynamic, 1)
+            for (int it = 0; it < items; it++) {
+                int mb = it / n_chunks, nb = it % n_chunks;
+                int ic = mb * j->mc, mcur = min_int(j->mc, j->M - ic);
+                int j0 = nb * j->nw, wcur = min_int(j->nw, ncur - j0);
+                for (int sl = 0; sl < n_slices; sl++) {
+                    int pc = kb0 + sl * j->kc, kcur = min_int(j->kc, j->K - pc);
+                    for (int ir = 0; ir < mcur; ir += GEMM_MR)
+                        j->pack_a(j->trans_a, j->A, j->lda, ic + ir,
+                                          min_int(GEMM_MR, mcur - ir), pc, kcur,
+                                          ap + (size_t)ir * kcur);
+                    gemm_block(j, ap, j->bpack + sl * slice_floats + (size_t)j0 * kcur,
+                               ic, mcur, jc + j0, wcur, kcur, !(j->store_first && pc == 0));
+                }
+            }
+            /* (implicit barrier: nobody still reads the B panel) */
+        }
+    }
+}
+
+/* C = beta * C for the cases the blocked loops do not cover. */
+static void scale_c(int M, int N, float beta, float *C, int ldc)
+{
+    for (int i = 0; i < M; i++) {
+        float *ci = C + (size_t)i * ldc;
+        if (beta == 0)
+            memset(ci, 0, (size_t)N * sizeof *ci);
+        else
+            for (int q = 0; q < N; q++)
+                ci[q] *= beta;
+    }
+}
+
+void gemm_f32_with(const gemm_config *cfg, int trans_a, int trans_b, int M, int N, int K,
+                   const float *A, int lda, const float *B, int ldb,
+                   float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0 || (beta != 0 && beta != 1)) {
+        scale_c(M, N, beta, C, ldc);
+        if (K <= 0)
+            return;
+        beta = 1;
+    }
+
+    int avx2 = cfg->path == CPU_KERNELS_AVX2;
+    gemm_job j = {
+        .kernel = avx2 ? gemm_kernel_avx2_6x16 : gemm_kernel_portable_6x16,
+        .pack_a = avx2 ? gemm_pack_a_panel_avx2 : gemm_pack_a_panel,
+        .pack_b = avx2 ? gemm_pack_b_panel_avx2 : gemm_pack_b_panel,
+        .trans_a = trans_a, .trans_b = trans_b, .M = M, .N = N, .K = K,
+        .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C,
+        .store_first = beta == 0,
+    };
+    /* Balanced slices: K = n_k slices of nearly equal depth (multiple of 8). */
+    int n_k = ceil_div(K, cfg->kc);
+    j.kc = min_int(cfg->kc, ceil_div(ceil_div(K, n_k), 8) * 8);
+    int n_j = ceil_div(N, cfg->nc);
+    j.nc = ceil_div(ceil_div(N, n_j), GEMM_NR) * GEMM_NR;
+    /* As many slices per packed B panel as its share of L3 holds. */
+    long kb_slices = cfg->b_panel_bytes / ((long)j.nc * j.kc * (long)sizeof(float));
+    j.kb = (int)(kb_slices < 1 ? 1 : kb_slices < n_k ? kb_slices : n_k) * j.kc;
+
+    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+    long fmas = (long)M * N * K;
+    if (fmas / GEMM_MIN_FMAS_PER_THREAD < nt)
+        nt = max_int(1, (int)(fmas / GEMM_MIN_FMAS_PER_THREAD));
+
+    /* Items: split M into blocks of <= MC rows, more (smaller) blocks when
+     * there are too few for the threads, then split N if still too few. */
+    int target = nt > 1 ? GEMM_ITEMS_PER_THREAD * nt : 1;
+    int m_panels = ceil_div(M, GEMM_MR);
+    int m_blocks = ceil_div(m_panels, cfg->mc / GEMM_MR);
+    if (m_blocks < target)
+        m_blocks = max_int(m_blocks, min_int(target, m_panels / GEMM_MIN_BLOCK_PANELS));
+    j.mc = ceil_div(m_panels, m_blocks) * GEMM_MR;
+    j.m_blocks = ceil_div(M, j.mc);
+    int n_panels = ceil_div(j.nc, GEMM_NR);
+    int n_chunks = 1;
+    if (j.m_blocks < target)
+        n_chunks = min_int(ceil_div(target, j.m_blocks),
+                           max_int(1, n_panels / GEMM_MIN_BLOCK_PANELS));
+    j.nw = ceil_div(n_panels, n_chunks) * GEMM_NR;
+    nt = min_int(nt, j.m_blocks * ceil_div(j.nc, j.nw));
+
+    /* Packing buffers: one 64-byte aligned allocation per call. */
+    size_t b_floats = ((size_t)j.kb * j.nc + 15) / 16 * 16;
+    j.apack_stride = ((size_t)j.kc * j.mc + 15) / 16 * 16;
+    size_t bytes = (b_floats + (size_t)nt * j.apack_stride) * sizeof(float);
+    float *buf = aligned_alloc(64, bytes);
+    if (!buf) {
+        /* Out of memory for a few MiB: still give the right answer, slowly. */
+        gemm_f32_ref(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    j.bpack = buf;
+    j.apack = buf + b_floats;
+
+    if (nt > 1) {
+#pragma omp parallel num_threads(nt)
+        gemm_run(&j);
+    } else if (omp_in_parallel()) {
+        /* A team of one, so the worksharing inside binds to it and not to
+         * the caller's team. */
+#pragma omp parallel num_threads(1)
+        gemm_run(&j);
+    } else {
+        gemm_run(&j);
+    }
+    free(buf);
+}
+
 void gemm_f32(int trans_a, int trans_b, int M, int N, int K,
               const float *A, int lda, const float *B, int ldb,
               float beta, float *C, int ldc)
 {
-#pragma omp parallel for schedule(static) if ((size_t)M * N * K > 32768)
-    for (int i = 0; i < M; i++) {
-        float *crow = &C[(size_t)i * ldc];
-        if (beta == 0)
-            for (int j = 0; j < N; j++) crow[j] = 0;
-        for (int k = 0; k < K; k++) {
-            float a = at(A, lda, trans_a, i, k);
-            if (!trans_b) {
-                const float *brow = &B[(size_t)k * ldb];
-                for (int j = 0; j < N; j++) crow[j] += a * brow[j];
-            } else {
-                for (int j = 0; j < N; j++) crow[j] += a * B[(size_t)j * ldb + k];
-            }
-        }
-    }
+    gemm_config cfg;
+    gemm_config_init(&cfg);
+    gemm_f32_with(&cfg, trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }

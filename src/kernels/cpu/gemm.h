@@ -12,6 +12,8 @@
 #ifndef TEMPO_GEMM_H
 #define TEMPO_GEMM_H
 
+#include "core/cpu_info.h"
+
 void gemm_f32(int trans_a, int trans_b, int M, int N, int K,
               const float *A, int lda, const float *B, int ldb,
               float beta, float *C, int ldc);
@@ -20,5 +22,57 @@ void gemm_f32(int trans_a, int trans_b, int M, int N, int K,
 void gemm_f32_ref(int trans_a, int trans_b, int M, int N, int K,
                   const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc);
+
+/* ---- The blocked implementation behind gemm_f32, with its configuration. ----
+ *
+ * BLIS-style: each NC-column panel of op(B) is packed once (shared by the
+ * threads), as deep in K as its L3 share allows (in KC-deep slices), then
+ * blocks of MC rows of op(A) are packed per thread, slice by slice, and
+ * multiplied micro-tile by micro-tile (GEMM_MR x GEMM_NR = 6 x 16,
+ * kernels/cpu/gemm_kernel.h).
+ *
+ * Determinism: each C element is summed over k in KC slices in increasing
+ * order, each slice in increasing k inside the micro-kernel. Only KC (from the
+ * L1 size and K) shapes that order, never the thread count or which thread
+ * takes which block, so results are bitwise identical for any thread count
+ * (stronger than the promise above) on a given kernel path. The AVX2 path
+ * fuses multiply-adds and the portable one does not, so the two paths differ
+ * in the last bits.
+ *
+ * Cost of the convenience entry point: gemm_f32 calls gemm_config_init on every
+ * call (~0.1 ms here: sysfs reads are slow in this VM); hot callers call
+ * gemm_config_init once and use gemm_f32_with. Packing buffers are one aligned
+ * allocation per call (KC x min(N,NC) for B plus MC x KC per thread, <= a few
+ * MiB); glibc reuses the memory in steady state, so this is cheap next to the
+ * multiply. */
+typedef struct {
+    cpu_kernel_path path;  /* which micro-kernel */
+    int kc;   /* depth of a packed slice: a KC x GEMM_NR B micro-panel fills
+                 GEMM_L1_SHARE_B of L1d and is reused from L1 by every A panel */
+    int mc;   /* rows per packed A block: MC x KC fills GEMM_L2_SHARE_A of L2 */
+    int nc;   /* columns per packed B panel: KC x NC fills GEMM_L3_SHARE_B of L3 */
+    long b_panel_bytes;  /* that share: a call packs as many KC slices of its
+                            (possibly narrower) B panel at once as fit in it */
+} gemm_config;
+
+/* Shares of each cache level the blocking is sized to (the rest holds the
+ * other operand's stream and C). */
+#define GEMM_L1_SHARE_B 0.5
+#define GEMM_L2_SHARE_A 0.5
+#define GEMM_L3_SHARE_B 0.25
+
+/* Derive the blocking from ci's cache sizes, for the given kernel path.
+ * kc is a multiple of 8 in [16, 1024], mc a multiple of GEMM_MR >= GEMM_MR,
+ * nc a multiple of GEMM_NR >= GEMM_NR. */
+void gemm_config_from_cpu(gemm_config *cfg, const cpu_info *ci, cpu_kernel_path path);
+
+/* cpu_info_query + cpu_kernel_path_select (TEMPO_KERNELS) + gemm_config_from_cpu. */
+void gemm_config_init(gemm_config *cfg);
+
+/* gemm_f32 with an explicit configuration (same contract as gemm_f32).
+ * cfg is only read: one config may be shared by any number of threads. */
+void gemm_f32_with(const gemm_config *cfg, int trans_a, int trans_b, int M, int N, int K,
+                   const float *A, int lda, const float *B, int ldb,
+                   float beta, float *C, int ldc);
 
 #endif

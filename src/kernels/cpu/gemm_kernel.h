@@ -1,0 +1,33 @@
+/* gemm_kernel.h - the GEMM micro-kernel interface (internal to the GEMM).
+ *
+ * A micro-kernel multiplies one packed A micro-panel (GEMM_MR rows x kc) by
+ * one packed B micro-panel (kc x GEMM_NR columns) and writes the
+ * GEMM_MR x GEMM_NR tile into C. It is the only architecture-specific part of
+ * the GEMM; packing and the loops around it are portable C (gemm.c,
+ * gemm_pack.c). Packed layouts (see gemm_pack.h):
+ *   a[k * GEMM_MR + i] = op(A)(i, k),   b[k * GEMM_NR + j] = op(B)(k, j).
+ * b is 64-byte aligned; a is 4-byte aligned (any micro-panel of a block).
+ *
+ * Summation order, which every kernel must keep so that results depend only
+ * on the blocking: tile(i,j) = sum over k = 0..kc-1 in increasing order,
+ * starting from 0, then C(i,j) = tile (accumulate == 0) or C(i,j) + tile
+ * (accumulate == 1). Kernels may differ in whether a*b+c is fused. */
+#ifndef TEMPO_GEMM_KERNEL_H
+#define TEMPO_GEMM_KERNEL_H
+
+#define GEMM_MR 6    /* rows of the register tile */
+#define GEMM_NR 16   /* columns of the register tile (two ymm of 8 floats) */
+
+/* c: the tile's top-left element, rows ldc floats apart. kc >= 1. */
+typedef void (*gemm_microkernel_fn)(int kc, const float *a, const float *b,
+                                    float *c, long ldc, int accumulate);
+
+/* AVX2 + FMA (compiled with target("avx2,fma"); call only when the CPU has both). */
+void gemm_kernel_avx2_6x16(int kc, const float *a, const float *b,
+                           float *c, long ldc, int accumulate);
+
+/* Plain C, same shape and order, for any CPU (not fused). */
+void gemm_kernel_portable_6x16(int kc, const float *a, const float *b,
+                               float *c, long ldc, int accumulate);
+
+#endif

@@ -1,0 +1,373 @@
+/* test_gemm.c - the blocked GEMM against the plain reference.
+ *
+ * Every case runs on both kernel paths (AVX2 when the CPU has it, and the
+ * portable C one), with the real blocking (from this CPU's caches) and with a
+ * tiny blocking (kc 16, mc 12, nc 32, from a fake cpu_info) so that small,
+ * fast shapes still cross every block boundary: K > KC, M > MC, N > NC.
+ * Shapes: 1, primes, exact tiles, not multiples of the 6 x 16 tile; all four
+ * transposition cases; beta 0 with C pre-filled with NaN (proves it is
+ * overwritten) and beta 1; leading dimensions larger than the rows, with the
+ * padding checked untouched.
+ *
+ * Tolerance: |C - C_ref| <= 2 (K + 2) u (sum_k |a_ik| |b_kj| + |C0_ij|),
+ * u = 2^-24, the worst-case forward error bound of the two fp32 sums (ours
+ * and the reference's, in different orders, one fused). A wrong or missing
+ * term is of the size of one product, far above it for the K used here.
+ * Determinism: 1 and 2 threads, and two identical calls, give the same bits
+ * (the blocking, not the threads, fixes each sum's order). */
+#include "test.h"
+
+#include <float.h>
+#include <omp.h>
+
+#include "core/rng.h"
+#include "kernels/cpu/gemm.h"
+
+typedef struct {
+    int M, N, K;
+} shape;
+
+static float *alloc_filled(size_t n, rng_state *r)
+{
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(2 * rng_uniform(r) - 1);
+    return x;
+}
+
+static void fabs_copy(float *dst, const float *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = fabsf(src[i]);
+}
+
+/* The tiny blocking that makes small shapes cross every block edge. */
+static gemm_config tiny_config(cpu_kernel_path path)
+{
+    cpu_info ci;
+    cpu_info_query(&ci);
+    ci.l1d_bytes = 2048;      /* kc = 2048 * 0.5 / (16 * 4) = 16 */
+    ci.l2_bytes = 1536;       /* mc = 1536 * 0.5 / (16 * 4) = 12 */
+    ci.l3_bytes = 8192;       /* nc = 8192 * 0.25 / (16 * 4) = 32 */
+    gemm_config cfg;
+    gemm_config_from_cpu(&cfg, &ci, path);
+    return cfg;
+}
+
+static int have_avx2(void)
+{
+    cpu_info ci;
+    cpu_info_query(&ci);
+    return ci.avx2 && ci.fma;
+}
+
+/* Run one case through gemm_f32_with and check it against the reference.
+ * Leading dimensions are the row length + pad; pads must stay untouched.
+ * Returns the number of failing elements (also CHECKed). */
+static int check_case(const gemm_config *cfg, int ta, int tb, int M, int N, int K,
+                      float beta, int pad, rng_state *r)
+{
+    int a_rows = ta ? K : M, a_cols = ta ? M : K;
+    int b_rows = tb ? N : K, b_cols = tb ? K : N;
+    int lda = a_cols + pad, ldb = b_cols + pad, ldc = N + pad;
+    size_t na = (size_t)a_rows * lda, nb = (size_t)b_rows * ldb, nc = (size_t)M * ldc;
+    float *A = alloc_filled(na ? na : 1, r), *B = alloc_filled(nb ? nb : 1, r);
+    float *C0 = alloc_filled(nc ? nc : 1, r);
+    float *C = malloc((nc ? nc : 1) * sizeof *C), *R = malloc((nc ? nc : 1) * sizeof *R);
+    float *absA = malloc((na ? na : 1) * sizeof *absA), *absB = malloc((nb ? nb : 1) * sizeof *absB);
+    float *bound = malloc((nc ? nc : 1) * sizeof *bound);
+
+    for (size_t i = 0; i < nc; i++) {
+        int col = (int)(i % ldc);
+        /* beta 0: NaN in the valid part proves it is overwritten, never read */
+        C[i] = (beta == 0 && col < N) ? NAN : C0[i];
+        R[i] = C0[i];
+        bound[i] = fabsf(C0[i]);
+    }
+    gemm_f32_with(cfg, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    gemm_f32_ref(ta, tb, M, N, K, A, lda, B, ldb, beta, R, ldc);
+    fabs_copy(absA, A, na);
+    fabs_copy(absB, B, nb);
+    gemm_f32_ref(ta, tb, M, N, K, absA, lda, absB, ldb, beta == 0 ? 0.0f : 1.0f, bound, ldc);
+
+    double u = FLT_EPSILON / 2;
+    int bad = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < ldc; j++) {
+            size_t at = (size_t)i * ldc + j;
+            if (j >= N) {
+                if (memcmp(&C[at], &C0[at], sizeof(float)) != 0)
+                    bad++;
+                continue;
+            }
+            double tol = 2.0 * (K + 2) * u * bound[at] + 1e-30;
+            if (!(fabs((double)C[at] - R[at]) <= tol)) {
+                if (bad < 3)
+                    fprintf(stderr, "  %s ta%d tb%d %dx%dx%d beta %g pad %d kc %d mc %d nc %d: "
+                            "C[%d,%d] = %.9g, ref %.9g, tol %.3g\n",
+                            cpu_kernel_path_name(cfg->path), ta, tb, M, N, K, beta, pad,
+                            cfg->kc, cfg->mc, cfg->nc, i, j, C[at], R[at], tol);
+                bad++;
+            }
+        }
+    CHECK_MSG(bad == 0, "%d bad elements: %s ta%d tb%d %dx%dx%d beta %g", bad,
+              cpu_kernel_path_name(cfg->path), ta, tb, M, N, K, beta);
+    free(A); free(B); free(C0); free(C); free(R); free(absA); free(absB); free(bound);
+    return bad;
+}
+
+static const shape small_shapes[] = {
+    {1, 1, 1},   {1, 17, 5},  {7, 1, 13},  {6, 16, 8},  {12, 32, 16}, {13, 17, 19},
+    {2, 3, 97},  {31, 47, 3}, {37, 53, 41}, {5, 71, 33}, {61, 29, 64}, {97, 101, 17},
+};
+
+/* Every small shape x 4 transposition cases x beta 0/1 x pads, on one config. */
+static void run_small_cases(const gemm_config *cfg, uint64_t seed)
+{
+    rng_state r;
+    rng_seed(&r, seed);
+    for (size_t s = 0; s < sizeof small_shapes / sizeof small_shapes[0]; s++)
+        for (int t = 0; t < 4; t++)
+            for (int b = 0; b < 2; b++) {
+                const shape *sh = &small_shapes[s];
+                int pad = (int)((s + t + b) % 3) * 3;   /* 0, 3 or 6 */
+                check_case(cfg, t >> 1, t & 1, sh->M, sh->N, sh->K, (float)b, pad, &r);
+            }
+}
+
+static void test_small_tiny_blocking(void)
+{
+    gemm_config p = tiny_config(CPU_KERNELS_PORTABLE);
+    CHECK(p.kc == 16 && p.mc == 12 && p.nc == 32);
+    run_small_cases(&p, 1);
+    if (have_avx2()) {
+        gemm_config a = tiny_config(CPU_KERNELS_AVX2);
+        run_small_cases(&a, 2);
+    }
+}
+
+static void test_small_real_blocking(void)
+{
+    cpu_info ci;
+    cpu_info_query(&ci);
+    gemm_config p;
+    gemm_config_from_cpu(&p, &ci, CPU_KERNELS_PORTABLE);
+    run_small_cases(&p, 3);
+    if (have_avx2()) {
+        gemm_config a;
+        gemm_config_from_cpu(&a, &ci, CPU_KERNELS_AVX2);
+        run_small_cases(&a, 4);
+    }
+}
+
+/* Shapes past the real blocking: K > KC (two slices), M > MC (two blocks
+ * even at one thread), at both thread counts. ~300 keeps ASan fast. */
+static void test_larger_than_blocking(void)
+{
+    cpu_info ci;
+    cpu_info_query(&ci);
+    gemm_config cfg;
+    gemm_config_from_cpu(&cfg, &ci, have_avx2() ? CPU_KERNELS_AVX2 : CPU_KERNELS_PORTABLE);
+    int M = cfg.mc + 7, K = cfg.kc + 45, N = 35;
+    rng_state r;
+    rng_seed(&r, 5);
+    int saved = omp_get_max_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        for (int t = 0; t < 4; t++)
+            for (int b = 0; b < 2; b++)
+                check_case(&cfg, t >> 1, t & 1, M, N, K, (float)b, t, &r);
+    }
+    gemm_config port = cfg;
+    port.path = CPU_KERNELS_PORTABLE;
+    check_case(&port, 1, 1, M, N, K, 1, 1, &r);
+    omp_set_num_threads(saved);
+}
+
+/* N > NC with the real blocking is too big for a unit test; the tiny config
+ * crosses NC with the shapes above. This case adds a skinny shape with many
+ * items at both thread counts (the M and N split) on the tiny config. */
+static void test_skinny_tiny_blocking(void)
+{
+    gemm_config cfg = tiny_config(have_avx2() ? CPU_KERNELS_AVX2 : CPU_KERNELS_PORTABLE);
+    rng_state r;
+    rng_seed(&r, 6);
+    int saved = omp_get_max_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        check_case(&cfg, 0, 1, 203, 37, 45, 0, 1, &r);    /* tall: many M blocks */
+        check_case(&cfg, 1, 0, 19, 150, 211, 1, 2, &r);   /* short, deep: N split */
+    }
+    omp_set_num_threads(saved);
+}
+
+/* The public entry point honours TEMPO_KERNELS: its result is bitwise the
+ * one of the explicit config on the forced path. */
+static void test_env_switch(void)
+{
+    const char *old = getenv("TEMPO_KERNELS");
+    char saved[64] = "";
+    if (old)
+        snprintf(saved, sizeof saved, "%s", old);
+    rng_state r;
+    rng_seed(&r, 7);
+    int M = 29, N = 45, K = 67;
+    float *A = alloc_filled((size_t)M * K, &r), *B = alloc_filled((size_t)K * N, &r);
+    float *C1 = malloc((size_t)M * N * sizeof *C1), *C2 = malloc((size_t)M * N * sizeof *C2);
+    cpu_info ci;
+    cpu_info_query(&ci);
+    for (int forced = 0; forced < 2; forced++) {
+        if (forced)
+            setenv("TEMPO_KERNELS", "portable", 1);
+        else
+            unsetenv("TEMPO_KERNELS");
+        gemm_config cfg;
+        gemm_config_from_cpu(&cfg, &ci, forced ? CPU_KERNELS_PORTABLE : cpu_kernel_path_select(&ci));
+        gemm_config env_cfg;
+        gemm_config_init(&env_cfg);
+        CHECK(env_cfg.path == cfg.path && env_cfg.kc == cfg.kc && env_cfg.mc == cfg.mc);
+        gemm_f32(0, 0, M, N, K, A, K, B, N, 0, C1, N);
+        gemm_f32_with(&cfg, 0, 0, M, N, K, A, K, B, N, 0, C2, N);
+        CHECK(memcmp(C1, C2, (size_t)M * N * sizeof *C1) == 0);
+        /* and through gemm_f32 it is right, too */
+        check_case(&env_cfg, 1, 1, M, N, K, 1, 2, &r);
+    }
+    if (old)
+        setenv("TEMPO_KERNELS", saved, 1);
+    else
+        unsetenv("TEMPO_KERNELS");
+    free(A); free(B); free(C1); free(C2);
+}
+
+/* Same bits at 1 and 2 threads and on a repeated call, on shapes big enough
+ * that the second thread really takes part, on both paths. */
+static void test_determinism(void)
+{
+    rng_state r;
+    rng_seed(&r, 8);
+    int M = 211, N = 190, K = 300;   /* 12M multiply-adds: 2 threads engage */
+    float *A = alloc_filled((size_t)K * M, &r), *B = alloc_filled((size_t)K * N, &r);
+    size_t nc = (size_t)M * N;
+    float *C[3];
+    for (int i = 0; i < 3; i++)
+        C[i] = alloc_filled(nc, &r);
+    memcpy(C[1], C[0], nc * sizeof(float));
+    memcpy(C[2], C[0], nc * sizeof(float));
+    cpu_info ci;
+    cpu_info_query(&ci);
+    int saved = omp_get_max_threads();
+    for (int path = 0; path < 2; path++) {
+        if (path == CPU_KERNELS_AVX2 && !have_avx2())
+            continue;
+        for (int tiny = 0; tiny < 2; tiny++) {
+            gemm_config cfg;
+            if (tiny)
+                cfg = tiny_config((cpu_kernel_path)path);
+            else
+                gemm_config_from_cpu(&cfg, &ci, (cpu_kernel_path)path);
+            for (int beta = 0; beta < 2; beta++) {
+                int threads[3] = {1, 2, 2};
+                for (int i = 0; i < 3; i++) {
+                    omp_set_num_threads(threads[i]);
+                    /* weight-gradient form: A^T B, reduction over K */
+                    gemm_f32_with(&cfg, 1, 0, M, N, K, A, M, B, N, (float)beta, C[i], N);
+                }
+                CHECK_MSG(memcmp(C[0], C[1], nc * sizeof(float)) == 0,
+                          "1 vs 2 threads differ: %s tiny %d beta %d",
+                          cpu_kernel_path_name((cpu_kernel_path)path), tiny, beta);
+                CHECK_MSG(memcmp(C[1], C[2], nc * sizeof(float)) == 0,
+                          "repeat differs: %s tiny %d beta %d",
+                          cpu_kernel_path_name((cpu_kernel_path)path), tiny, beta);
+            }
+        }
+    }
+    omp_set_num_threads(saved);
+    for (int i = 0; i < 3; i++)
+        free(C[i]);
+    free(A); free(B);
+}
+
+/* Called inside a parallel region, each thread's own product runs on that
+ * thread alone and is right (no worksharing leaks into the caller's team). */
+static void test_inside_parallel(void)
+{
+    enum { T = 4, M = 45, N = 70, K = 130 };
+    rng_state r;
+    rng_seed(&r, 9);
+    float *A = alloc_filled((size_t)T * M * K, &r), *B = alloc_filled((size_t)K * N, &r);
+    float *C = malloc((size_t)T * M * N * sizeof *C), *R = malloc((size_t)T * M * N * sizeof *R);
+    gemm_config cfg = tiny_config(have_avx2() ? CPU_KERNELS_AVX2 : CPU_KERNELS_PORTABLE);
+    int nested_ok = 1;
+#pragma omp parallel for schedule(static) num_threads(2) reduction(min : nested_ok)
+    for (int t = 0; t < T; t++) {
+        if (!omp_in_parallel())
+            nested_ok = 0;
+        gemm_f32_with(&cfg, 0, 0, M, N, K, A + (size_t)t * M * K, K, B, N, 0,
+                      C + (size_t)t * M * N, N);
+    }
+    CHECK(nested_ok || omp_get_max_threads() == 1);
+    double worst = 0;
+    for (int t = 0; t < T; t++)
+        gemm_f32_ref(0, 0, M, N, K, A + (size_t)t * M * K, K, B, N, 0, R + (size_t)t * M * N, N);
+    for (size_t i = 0; i < (size_t)T * M * N; i++) {
+        double d = fabs((double)C[i] - R[i]);
+        if (!(d <= worst))
+            worst = d;
+    }
+    /* |a|,|b| < 1: sum |a||b| < K, so the bound above is 2 (K+2) u K. */
+    CHECK_MSG(worst <= 2.0 * (K + 2) * (FLT_EPSILON / 2) * K, "worst %g", worst);
+    free(A); free(B); free(C); free(R);
+}
+
+/* Degenerate sizes: nothing to write, or only beta * C. */
+static void test_degenerate(void)
+{
+    gemm_config cfg;
+    gemm_config_init(&cfg);
+    float A[4] = {1, 2, 3, 4}, B[4] = {1, 2, 3, 4};
+    float C[4] = {5, 6, 7, 8};
+    gemm_f32_with(&cfg, 0, 0, 0, 2, 2, A, 2, B, 2, 0, C, 2);
+    gemm_f32_with(&cfg, 0, 0, 2, 0, 2, A, 2, B, 2, 0, C, 2);
+    CHECK(C[0] == 5 && C[3] == 8);
+    gemm_f32_with(&cfg, 0, 0, 2, 2, 0, A, 2, B, 2, 1, C, 2);   /* K = 0, beta 1: unchanged */
+    CHECK(C[0] == 5 && C[1] == 6 && C[2] == 7 && C[3] == 8);
+    C[1] = NAN;
+    gemm_f32_with(&cfg, 0, 0, 2, 2, 0, A, 2, B, 2, 0, C, 2);   /* K = 0, beta 0: zeros */
+    CHECK(C[0] == 0 && C[1] == 0 && C[2] == 0 && C[3] == 0);
+    gemm_f32_with(&cfg, 0, 0, 2, 2, 2, A, 2, B, 2, 0, C, 2);
+    CHECK(C[0] == 7 && C[1] == 10 && C[2] == 15 && C[3] == 22);
+}
+
+static void test_config_from_caches(void)
+{
+    cpu_info ci;
+    cpu_info_query(&ci);
+    gemm_config cfg;
+    gemm_config_from_cpu(&cfg, &ci, CPU_KERNELS_AVX2);
+    CHECK(cfg.kc % 8 == 0 && cfg.kc >= 16 && cfg.kc <= 1024);
+    CHECK(cfg.mc % 6 == 0 && cfg.mc >= 6);
+    CHECK(cfg.nc % 16 == 0 && cfg.nc >= 16);
+    /* The shares hold: B micro-panel within half of L1d, A block within half of L2. */
+    CHECK((long)cfg.kc * 16 * 4 <= ci.l1d_bytes / 2 || cfg.kc == 16);
+    CHECK((long)cfg.mc * cfg.kc * 4 <= ci.l2_bytes / 2 || cfg.mc == 6);
+    /* A Zen 3 core (32 KiB L1d, 512 KiB L2, 32 MiB L3): kc 256, mc 252, nc 8192. */
+    ci.l1d_bytes = 32768;
+    ci.l2_bytes = 524288;
+    ci.l3_bytes = 32L << 20;
+    gemm_config_from_cpu(&cfg, &ci, CPU_KERNELS_AVX2);
+    CHECK(cfg.kc == 256 && cfg.mc == 252 && cfg.nc == 8192);
+}
+
+int main(void)
+{
+    RUN(test_config_from_caches);
+    RUN(test_degenerate);
+    RUN(test_small_tiny_blocking);
+    RUN(test_small_real_blocking);
+    RUN(test_larger_than_blocking);
+    RUN(test_skinny_tiny_blocking);
+    RUN(test_env_switch);
+    RUN(test_determinism);
+    RUN(test_inside_parallel);
+    return test_summary("test_gemm");
+}
