@@ -374,7 +374,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
             snapshot_restore(&c, &st);
             continue;
         }
-        optim_step(&c.opt, model_params(c.m), model_grads(c.m), gnorm, cfg.optim.lr * mult);
+        optim_step(&c.opt, model_params(c.m), model_grads(c.m), gnorm, mult);
         st.step++;
         st.tokens += tokens_per_step;
         steps_this_session++;
