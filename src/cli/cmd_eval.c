@@ -14,6 +14,15 @@
 #include "eval/bpb.h"
 #include "train/checkpoint.h"
 
+static int takes_value(const char *flag)
+{
+    static const char *const flags[] = {"--model", "--data", "--text", "--stride", "--batch", "--threads"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (!strcmp(flag, flags[i]))
+            return 1;
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -34,6 +43,7 @@ int cmd_eval(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        if (!takes_value(a)) return cli_usage_error("%s: unknown option (see tempo eval --help)", a);
         if (!v) return cli_usage_error("%s: missing value (see tempo eval --help)", a);
         if (!strcmp(a, "--model")) model_path = v;
         else if (!strcmp(a, "--data")) data_dir = v;

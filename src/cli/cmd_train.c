@@ -20,6 +20,15 @@ static void on_signal(int sig)
     stop_requested = 1;
 }
 
+static int takes_value(const char *flag)
+{
+    static const char *const flags[] = {"--data", "--out", "--preset", "--set", "--budget", "--steps", "--seed", "--threads", "--eval-stride", "--stop-at-step", "--inject-nan-at-step"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (!strcmp(flag, flags[i]))
+            return 1;
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -70,6 +79,7 @@ int cmd_train(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         else if (!strcmp(a, "--resume")) o.resume = 1;
         else if (!strcmp(a, "--no-eval")) o.final_eval = 0;
+        else if (!takes_value(a)) return cli_usage_error("%s: unknown option (see tempo train --help)", a);
         else if (!v) return cli_usage_error("%s: missing value (see tempo train --help)", a);
         else if (!strcmp(a, "--data")) { o.data_dir = v; i++; }
         else if (!strcmp(a, "--out")) { o.out_dir = v; i++; }

@@ -1,0 +1,34 @@
+# train_common.bash - shared helpers for the end-to-end test scripts (sourced, not run).
+# Every script runs from the repo root with build/tempo built and TEMPO_DATA
+# pointing at the shared data folder.
+set -u
+TEMPO=${TEMPO:-build/tempo}
+DATA=${TEMPO_DATA:-../shared/data}
+E2E_TMP=$(mktemp -d "${TMPDIR:-/tmp}/tempo-e2e.XXXXXX")
+trap 'rm -rf "$E2E_TMP"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect_error CODE PATTERN cmd... : the command exits with CODE and its stderr
+# is one line matching PATTERN (grep -E).
+expect_error() {
+    local code=$1 pattern=$2; shift 2
+    local out rc
+    out=$("$@" 2>&1 >/dev/null); rc=$?
+    [ "$rc" -eq "$code" ] || fail "expected exit $code, got $rc: $* -> $out"
+    echo "$out" | grep -Eq -- "$pattern" || fail "expected /$pattern/ in: $out ($*)"
+    [ "$(echo "$out" | grep -c 'tempo:')" -ge 1 ] || fail "no 'tempo:' error line: $out"
+}
+
+# json_field FILE KEY : a top-level number/string of a one-line JSON object.
+json_field() {
+    python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print(v)' "$1" "$2"
+}
+
+# tiny_data VOCAB : prepares the tiny fixture once per build (cached by prepare) and prints its folder.
+tiny_data() {
+    local dir="build/e2e/tiny-v$1"
+    "$TEMPO" prepare --out "$dir" --vocab "$1" "$DATA/tiny/train.txt" --val "$DATA/tiny/val.txt" \
+        >/dev/null 2>"$E2E_TMP/prepare.log" || { cat "$E2E_TMP/prepare.log" >&2; fail "prepare of tiny failed"; }
+    echo "$dir"
+}

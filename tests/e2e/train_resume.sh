@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# train_resume.sh - a stopped run resumed with --resume ends with weights
+# bit-identical to an uninterrupted run of the same number of steps (same seed
+# and threads): once stopped at a chosen step, once by SIGTERM at an arbitrary
+# moment. Also: --resume without a checkpoint is a clear error.
+source "$(dirname "$0")/train_common.bash"
+D=$(tiny_data 512)
+COMMON=(--data "$D" --preset tiny-test --steps 40 --threads 2 --seed 7 --no-eval --set checkpoint_every=0.5)
+"$TEMPO" train "${COMMON[@]}" --out "$E2E_TMP/full" > /dev/null 2>&1 || fail "full run failed"
+"$TEMPO" train "${COMMON[@]}" --out "$E2E_TMP/part" --stop-at-step 13 > /dev/null 2>&1 || fail "partial run failed"
+[ "$(json_field "$E2E_TMP/part/result.json" steps)" = 13 ] || fail "stop-at-step did not stop at 13"
+"$TEMPO" train "${COMMON[@]}" --out "$E2E_TMP/part" --resume > /dev/null 2>&1 || fail "resume failed"
+cmp "$E2E_TMP/full/model.safetensors" "$E2E_TMP/part/model.safetensors" || fail "resumed weights differ from uninterrupted run"
+# interrupted by a signal at an arbitrary moment
+SLOW=(--data "$D" --preset tiny-test --steps 300 --threads 2 --seed 3 --no-eval --set checkpoint_every=1000)
+"$TEMPO" train "${SLOW[@]}" --out "$E2E_TMP/full2" > /dev/null 2>&1 || fail "full run 2 failed"
+"$TEMPO" train "${SLOW[@]}" --out "$E2E_TMP/sig" > /dev/null 2>"$E2E_TMP/sig.log" &
+pid=$!
+for _ in $(seq 100); do grep -q 'step' "$E2E_TMP/sig.log" 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+kill -TERM "$pid"
+wait "$pid"; rc=$?
+[ "$rc" -eq 130 ] || [ "$rc" -eq 0 ] || fail "SIGTERM run exited $rc"
+[ -f "$E2E_TMP/sig/checkpoint.safetensors" ] || fail "no checkpoint after SIGTERM"
+"$TEMPO" train "${SLOW[@]}" --out "$E2E_TMP/sig" --resume > /dev/null 2>&1 || fail "resume after SIGTERM failed"
+cmp "$E2E_TMP/full2/model.safetensors" "$E2E_TMP/sig/model.safetensors" || fail "weights after SIGTERM+resume differ"
+expect_error 1 "no checkpoint" "$TEMPO" train --data "$D" --out "$E2E_TMP/none" --steps 5 --resume
+exit 0
