@@ -30,6 +30,7 @@ int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_by
         free(in); free(tg); free(first);
         return tempo_fail(err, "evaluation: out of memory");
     }
+    model_set_training(m, 0);     /* losses only: the head skips its gradient work */
     size_t last = n_tokens - 1;   /* index of the last target */
     size_t prev_end = 0;          /* targets 1..prev_end are scored */
     double nats = 0;
@@ -54,6 +55,7 @@ int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_by
                 scored++;
             }
     }
+    model_set_training(m, 1);
     free(in); free(tg); free(first);
     if (scored != n_tokens - 1)
         return tempo_fail(err, "evaluation: internal error: scored %llu of %zu tokens",

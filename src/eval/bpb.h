@@ -32,7 +32,8 @@ typedef struct {
 } bpb_result;
 
 /* Evaluate with windows of the model's context (or less, for short streams),
- * `batch` windows per forward (<= the model's max batch). */
+ * `batch` windows per forward (<= the model's max batch). The model is put in
+ * evaluation mode for the duration and left in training mode afterwards. */
 int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
                  bpb_result *res, tempo_error *err);
 
