@@ -11,8 +11,8 @@
 #include "data/pretokenize.h"
 
 #define SHORT_PIECE 64          /* pieces up to this length use the scan and are cached */
-#define CACHE_MAX_ENTRIES (1u << 19)
-#define CACHE_MAX_IDS (1u << 23)
+#define CACHE_MAX_ENTRIES (1u << 18)
+#define CACHE_MAX_IDS (1u << 21)
 
 /* Quadratic merge for short pieces: ranks[i] is the rank of pair (ids[i], ids[i+1]). */
 static size_t merge_scan(const tokenizer *t, const uint8_t *p, size_t n, int32_t *ids)
