@@ -180,6 +180,52 @@ static void test_corruption(void)
     CHECK(token_file_open(&tf, tmp_path("missing.tok"), &err) == -1 && strstr(err.msg, "missing.tok: cannot open"));
 }
 
+/* Random header and size damage: open returns 0 with consistent fields or
+ * -1 naming the file, never crashes. */
+static void test_header_fuzz(void)
+{
+    const char *path = tmp_path("fuzz_src.tok");
+    token_writer *w;
+    tempo_error err;
+    CHECK(token_writer_open(&w, path, 65537, &err) == 0); /* uint32 */
+    int32_t ids[40];
+    for (int i = 0; i < 40; i++)
+        ids[i] = i * 1600;
+    CHECK(token_writer_add_doc(w, ids, 40, 99, &err) == 0);
+    CHECK(token_writer_commit(w, &err) == 0);
+    FILE *f = fopen(path, "rb");
+    uint8_t good[512], bad[600];
+    size_t n = fread(good, 1, sizeof good, f);
+    fclose(f);
+    rng_state r;
+    rng_seed(&r, 31);
+    int accepted = 0;
+    for (int iter = 0; iter < 400; iter++) {
+        memcpy(bad, good, n);
+        size_t m = n;
+        int edits = 1 + (int)rng_below(&r, 3);
+        for (int e = 0; e < edits; e++) {
+            if (rng_below(&r, 4) == 0)
+                m = rng_below(&r, n + 8);
+            else
+                bad[rng_below(&r, 64 + 8)] ^= (uint8_t)(1u << rng_below(&r, 8));
+        }
+        if (m > n)
+            memset(bad + n, 0, m - n);
+        write_bytes("fuzz.tok", bad, m);
+        token_file tf;
+        tempo_error_clear(&err);
+        if (token_file_open(&tf, tmp_path("fuzz.tok"), &err) == 0) {
+            accepted++;
+            CHECK(64 + tf.n_tokens * tf.dtype_bytes == m && token_file_at(&tf, 0) == tf.vocab_size - 1);
+            token_file_close(&tf);
+        } else {
+            CHECK(strstr(err.msg, "fuzz.tok") != NULL && tf.map_ == NULL);
+        }
+    }
+    CHECK(accepted > 0 && accepted < 400);
+}
+
 static void test_encode_file(void)
 {
     char path[1024];
@@ -244,6 +290,7 @@ int main(void)
     RUN(test_round_trip);
     RUN(test_abort);
     RUN(test_corruption);
+    RUN(test_header_fuzz);
     RUN(test_encode_file);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);

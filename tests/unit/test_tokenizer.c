@@ -450,6 +450,49 @@ static void test_file_format(void)
     CHECK(tok_load(&t, "/nonexistent/tok.tiktoken", &err) == -1 && strstr(err.msg, "/nonexistent/tok.tiktoken: cannot open"));
 }
 
+/* Random edits of a valid file: tok_parse returns 0 or -1 with a message,
+ * never crashes (ASan checks the rest); accepted files round-trip. */
+static void test_file_fuzz(void)
+{
+    strbuf good = {0};
+    make_file(&good, "YWE= 256\nYWFh 257\nYWI= 258\nYWJh 259\n", 260, 1);
+    rng_state r;
+    rng_seed(&r, 2024);
+    const char alphabet[] = "AYWE=h \n!0123456789+/special<|sep|>";
+    char *buf = malloc(good.len + 64);
+    int accepted = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        size_t n = good.len;
+        memcpy(buf, good.data, n);
+        int edits = 1 + (int)rng_below(&r, 3);
+        for (int e = 0; e < edits; e++) {
+            /* mostly near the end, where the merged tokens and the special line are */
+            size_t at = rng_below(&r, 4) ? n - 1 - rng_below(&r, n < 60 ? n : 60) : rng_below(&r, n);
+            switch (rng_below(&r, 3)) {
+            case 0: buf[at] = alphabet[rng_below(&r, sizeof alphabet - 1)]; break;
+            case 1: memmove(buf + at, buf + at + 1, n - at - 1); n--; break;
+            default: n = at; break;
+            }
+        }
+        tokenizer *t = NULL;
+        tempo_error err;
+        tempo_error_clear(&err);
+        if (tok_parse(&t, buf, n, "fuzz", &err) == 0) {
+            accepted++;
+            strbuf again = {0};
+            CHECK(tok_serialize(t, &again) == 0 && again.len == n && !memcmp(again.data, buf, n));
+            strbuf_free(&again);
+            CHECK(round_trips(t, (const uint8_t *)"aaba abab", 9));
+        } else {
+            CHECK(t == NULL && strncmp(err.msg, "fuzz", 4) == 0);
+        }
+        tok_free(t);
+    }
+    CHECK(accepted > 0);
+    free(buf);
+    strbuf_free(&good);
+}
+
 int main(void)
 {
     RUN(test_pretokenize);
@@ -457,5 +500,6 @@ int main(void)
     RUN(test_vocab_256_is_bytes);
     RUN(test_train_fixture);
     RUN(test_file_format);
+    RUN(test_file_fuzz);
     return test_summary("test_tokenizer");
 }
