@@ -33,6 +33,8 @@
 #define GEMM_ITEMS_PER_THREAD 4
 /* Never split blocks below this many micro-panels (rows or columns). */
 #define GEMM_MIN_BLOCK_PANELS 4
+/* Rows of a B slice per packing work unit (a multiple of 8, the transpose). */
+#define GEMM_PACK_B_ROWS 32
 
 static inline int ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
 static inline int min_int(int a, int b) { return a < b ? a : b; }
@@ -86,7 +88,7 @@ void gemm_config_init(gemm_config *cfg)
 /* Everything one call's threads share; read-only once the team starts
  * (the packed buffers are written only under the work split). */
 typedef void (*gemm_pack_a_fn)(int, const float *, int, int, int, int, int, float *);
-typedef void (*gemm_pack_b_fn)(int, const float *, int, int, int, int, int, float *);
+typedef void (*gemm_pack_b_fn)(int, const float *, int, int, int, int, int, int, int, float *);
 
 typedef struct {
     gemm_microkernel_fn kernel;
@@ -153,13 +155,17 @@ static void gemm_run(const gemm_job *j)
         int items = j->m_blocks * n_chunks;
         for (int kb0 = 0; kb0 < j->K; kb0 += j->kb) {
             int n_slices = ceil_div(min_int(j->kb, j->K - kb0), j->kc);
+            /* Pack in units of GEMM_PACK_B_ROWS rows of one slice, each
+             * read along stored rows (see gemm_pack.h). */
+            int units = ceil_div(j->kc, GEMM_PACK_B_ROWS);
 #pragma omp for schedule(static)
-            for (int q = 0; q < n_slices * n_panels; q++) {
-                int sl = q / n_panels, p = q % n_panels;
+            for (int q = 0; q < n_slices * units; q++) {
+                int sl = q / units, k_lo = (q % units) * GEMM_PACK_B_ROWS;
                 int pc = kb0 + sl * j->kc, kcur = min_int(j->kc, j->K - pc);
-                j->pack_b(j->trans_b, j->B, j->ldb, pc, kcur, jc + p * GEMM_NR,
-                                  min_int(GEMM_NR, ncur - p * GEMM_NR),
-                                  j->bpack + sl * slice_floats + (size_t)p * GEMM_NR * kcur);
+                if (k_lo < kcur)
+                    j->pack_b(j->trans_b, j->B, j->ldb, pc, kcur, k_lo,
+                              min_int(kcur, k_lo + GEMM_PACK_B_ROWS), jc, ncur,
+                              j->bpack + sl * slice_floats);
             }
             /* (implicit barrier: the B panel is complete) */
 #pragma omp for schedule(dynamic, 1)
@@ -169,10 +175,7 @@ static void gemm_run(const gemm_job *j)
                 int j0 = nb * j->nw, wcur = min_int(j->nw, ncur - j0);
                 for (int sl = 0; sl < n_slices; sl++) {
                     int pc = kb0 + sl * j->kc, kcur = min_int(j->kc, j->K - pc);
-                    for (int ir = 0; ir < mcur; ir += GEMM_MR)
-                        j->pack_a(j->trans_a, j->A, j->lda, ic + ir,
-                                          min_int(GEMM_MR, mcur - ir), pc, kcur,
-                                          ap + (size_t)ir * kcur);
+                    j->pack_a(j->trans_a, j->A, j->lda, ic, mcur, pc, kcur, ap);
                     gemm_block(j, ap, j->bpack + sl * slice_floats + (size_t)j0 * kcur,
                                ic, mcur, jc + j0, wcur, kcur, !(j->store_first && pc == 0));
                 }
@@ -211,8 +214,8 @@ void gemm_f32_with(const gemm_config *cfg, int trans_a, int trans_b, int M, int 
     int avx2 = cfg->path == CPU_KERNELS_AVX2;
     gemm_job j = {
         .kernel = avx2 ? gemm_kernel_avx2_6x16 : gemm_kernel_portable_6x16,
-        .pack_a = avx2 ? gemm_pack_a_panel_avx2 : gemm_pack_a_panel,
-        .pack_b = avx2 ? gemm_pack_b_panel_avx2 : gemm_pack_b_panel,
+        .pack_a = avx2 ? gemm_pack_a_avx2 : gemm_pack_a,
+        .pack_b = avx2 ? gemm_pack_b_avx2 : gemm_pack_b,
         .trans_a = trans_a, .trans_b = trans_b, .M = M, .N = N, .K = K,
         .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C,
         .store_first = beta == 0,

