@@ -1,0 +1,14 @@
+/* text.h - bounded string formatting for the judge's fixed-size fields and
+ * paths: like snprintf, but through a function, so a long path is cut (and
+ * reported through the return value) rather than warned about at every call
+ * site. Nothing else lives here. */
+#ifndef TEMPO_JUDGE_TEXT_H
+#define TEMPO_JUDGE_TEXT_H
+
+#include <stddef.h>
+
+/* vsnprintf into dst (size n, always NUL-terminated when n > 0). Returns the
+ * length the full text needs, as snprintf does (>= n means it was cut). */
+int judge_fmt(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif
