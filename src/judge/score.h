@@ -1,0 +1,79 @@
+/* score.h - what a judged model scores, and the formula that combines the
+ * phase-2 parts. Lower is better in both phases.
+ *
+ * Phase 1: score = val bpb of the model on the official validation text, as
+ * `tempo eval --text VAL` prints it (DESIGN.md section 4).
+ *
+ * Phase 2: score = bpb - W_ICL * core - speed_term, where
+ *   core        = the CORE score of the phase-2 scorecard (mean centered ICL
+ *                 accuracy, (acc - base) / (1 - base), over the tasks present;
+ *                 0 = chance, 1 = perfect),
+ *   speed_term  = clamp(W_SPEED * log2(decode_bytes_per_s / SPEED_REF), -CAP, CAP)
+ *   decode_bytes_per_s = decode tokens/s at batch 1 (scorecard) x bytes per
+ *                 token of the model's tokenizer on the validation text
+ *                 (from the bpb evaluation: bytes / tokens), so that the
+ *                 speed is tokenizer-agnostic like bpb.
+ * So 0.1 of CORE is worth 0.1 bpb, and each doubling of decode speed 0.05 bpb,
+ * at most 0.25 either way. The constants live here and nowhere else.
+ * Nothing here runs a process; judge/judge.c runs `tempo eval` and feeds
+ * its last stdout line to these parsers. */
+#ifndef TEMPO_JUDGE_SCORE_H
+#define TEMPO_JUDGE_SCORE_H
+
+#include "core/error.h"
+#include "core/strbuf.h"
+
+#define JUDGE_W_ICL 1.0
+#define JUDGE_W_SPEED 0.05
+#define JUDGE_SPEED_REF_BYTES_PER_S 1000.0
+#define JUDGE_SPEED_TERM_CAP 0.25
+
+/* The figures of `tempo eval`'s JSON line that the judge records. */
+typedef struct {
+    double bpb;       /* may be non-finite (the model diverged) */
+    double bits, bytes, tokens, context, stride, seconds;  /* NaN when absent */
+} judge_eval_result;
+
+/* Parse eval's last stdout line. Needs an object with a number "bpb" (a
+ * null bpb is read as NaN). Errors: "eval output: <problem>". */
+int judge_parse_eval(const char *line, judge_eval_result *r, tempo_error *err);
+
+/* The phase-2 parts and the combined score. */
+typedef struct {
+    int available;               /* every part present and finite: combined is valid */
+    char reason[256];            /* when not available: why */
+    double bpb;                  /* phase-1 bpb (judge's evaluation) */
+    double core;                 /* scorecard CORE */
+    double decode_tokens_per_s;  /* scorecard, batch 1 */
+    double bytes_per_token;      /* val bytes / val tokens */
+    double decode_bytes_per_s;
+    double icl_term;             /* W_ICL * core */
+    double speed_term;           /* clamped W_SPEED * log2(decode_bytes_per_s / REF) */
+    double combined;             /* bpb - icl_term - speed_term */
+} judge_phase2;
+
+/* Start p for a model whose phase-1 evaluation gave e (parts unavailable). */
+void judge_phase2_init(judge_phase2 *p, const judge_eval_result *e);
+
+/* Mark the parts unavailable, with a reason (printf-style). */
+void judge_phase2_unavailable(judge_phase2 *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Read the scorecard line of `tempo eval --phase 2` and compute the combined
+ * score. The first number found under these names, at the top level or one
+ * object down, is used: CORE "core", "core_score", "icl_core"; decode speed
+ * "decode_tokens_per_s", "decode_batch1_tokens_per_s",
+ * "decode_tokens_per_second". A missing or non-finite part leaves p
+ * unavailable with the reason; returns 0 when the combined score is valid. */
+int judge_phase2_from_scorecard(judge_phase2 *p, const char *line);
+
+/* Compute the terms and the combined score from p's parts (sets available). */
+void judge_phase2_combine(judge_phase2 *p);
+
+/* The formula with its parts, one line, e.g. "score 2.1834 = bpb 2.2634 -
+ * 1.0 x CORE 0.0500 - speed 0.0300 (0.05 x log2(1520 B/s / 1000 B/s))". */
+void judge_phase2_describe(const judge_phase2 *p, strbuf *out);
+
+/* The formula in words (recorded with every attempt). */
+const char *judge_score_formula(int phase);
+
+#endif

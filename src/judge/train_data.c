@@ -1,0 +1,547 @@
+/* train_data.c - building, caching and verifying the training-only folder
+ * handed to submissions (see train_data.h). */
+#include "judge/train_data.h"
+#include "judge/text.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <lzma.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+#include "core/sha256.h"
+#include "core/strbuf.h"
+#include "judge/runner.h"
+#include "judge/submission.h"
+
+#define DATA_FORMAT "tempo-judge-data 1"
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+int judge_sha256_file(const char *path, char hex[65], tempo_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tempo_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    char *buf = malloc(1 << 20);
+    if (!buf) {
+        close(fd);
+        return tempo_fail(err, "%s: out of memory", path);
+    }
+    sha256_ctx c;
+    sha256_init(&c);
+    ssize_t n;
+    while ((n = read(fd, buf, 1 << 20)) > 0)
+        sha256_update(&c, buf, (size_t)n);
+    int e = errno;
+    close(fd);
+    free(buf);
+    if (n < 0)
+        return tempo_fail(err, "%s: read failed: %s", path, strerror(e));
+    uint8_t d[32];
+    sha256_final(&c, d);
+    sha256_hex(d, hex);
+    return 0;
+}
+
+static int xz_decode(const char *path, const unsigned char *in, size_t in_len, unsigned char **out, size_t *out_len,
+                     tempo_error *err)
+{
+    lzma_stream s = LZMA_STREAM_INIT;
+    if (lzma_stream_decoder(&s, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
+        return tempo_fail(err, "%s: cannot start the xz decoder", path);
+    size_t cap = in_len * 4 + 4096, len = 0;
+    unsigned char *buf = malloc(cap + 1);
+    int rc = buf ? 0 : tempo_fail(err, "%s: out of memory", path);
+    s.next_in = in;
+    s.avail_in = in_len;
+    while (rc == 0) {
+        if (len == cap) {
+            size_t nc = cap * 2;
+            unsigned char *p = realloc(buf, nc + 1);
+            if (!p) {
+                rc = tempo_fail(err, "%s: out of memory", path);
+                break;
+            }
+            buf = p;
+            cap = nc;
+        }
+        s.next_out = buf + len;
+        s.avail_out = cap - len;
+        lzma_ret r = lzma_code(&s, LZMA_FINISH);
+        len = cap - s.avail_out;
+        if (r == LZMA_STREAM_END)
+            break;
+        if (r != LZMA_OK)
+            rc = tempo_fail(err, "%s: corrupt xz data", path);
+    }
+    lzma_end(&s);
+    if (rc) {
+        free(buf);
+        return -1;
+    }
+    buf[len] = 0;
+    *out = buf;
+    *out_len = len;
+    return 0;
+}
+
+int judge_read_text(const char *path, unsigned char **data, size_t *len, tempo_error *err)
+{
+    char *raw;
+    size_t n;
+    if (file_read_all(path, &raw, &n, 0, err))
+        return -1;
+    if (!ends_with(path, ".xz")) {
+        *data = (unsigned char *)raw;
+        *len = n;
+        return 0;
+    }
+    int rc = xz_decode(path, (const unsigned char *)raw, n, data, len, err);
+    free(raw);
+    return rc;
+}
+
+/* Document spans of a corpus file: [start, end) with the framing included. */
+typedef struct {
+    size_t start, end;
+} span;
+
+static size_t find_docs(const unsigned char *d, size_t len, int jsonl, span **out)
+{
+    size_t cap = 1024, n = 0, doc_start = 0, p = 0;
+    span *s = malloc(cap * sizeof *s);
+    if (!s)
+        return 0;
+    while (p < len) {
+        const unsigned char *nl = memchr(d + p, '\n', len - p);
+        size_t line_end = nl ? (size_t)(nl - d) + 1 : len;
+        int boundary = jsonl || (line_end - p == 2 && d[p] == 0x1e) || (line_end - p == 1 && d[p] == 0x1e && !nl);
+        p = line_end;
+        if (boundary) {
+            if (n == cap) {
+                span *q = realloc(s, 2 * cap * sizeof *s);
+                if (!q) {
+                    free(s);
+                    return 0;
+                }
+                s = q;
+                cap *= 2;
+            }
+            s[n++] = (span){doc_start, p};
+            doc_start = p;
+        }
+    }
+    if (doc_start < len) { /* a last document without its separator */
+        if (n == cap) {
+            span *q = realloc(s, 2 * cap * sizeof *s);
+            if (!q) {
+                free(s);
+                return 0;
+            }
+            s = q;
+            cap *= 2;
+        }
+        s[n++] = (span){doc_start, len};
+    }
+    *out = s;
+    return n;
+}
+
+size_t judge_split_dev(const unsigned char *data, size_t len, int jsonl, size_t target, FILE *train_out,
+                       FILE *dev_out)
+{
+    span *docs = NULL;
+    size_t n = find_docs(data, len, jsonl, &docs);
+    if (n < 2) {
+        fwrite(data, 1, len, train_out);
+        free(docs);
+        return 0;
+    }
+    unsigned char *pick = calloc(n, 1);
+    if (!pick) {
+        free(docs);
+        return 0;
+    }
+    size_t dev_bytes = 0, picked = 0;
+    for (size_t i = n; i-- > 0 && dev_bytes < target / 2 && picked + 1 < n;) {
+        size_t l = docs[i].end - docs[i].start;
+        if (l <= target - dev_bytes) {
+            pick[i] = 1;
+            dev_bytes += l;
+            picked++;
+        }
+    }
+    if (picked == 0) { /* every document is larger than the target: take the smallest of the last ones */
+        size_t best = n - 1;
+        for (size_t k = 2; k <= 100 && k < n; k++) /* document n - k, never the first */
+            if (docs[n - k].end - docs[n - k].start < docs[best].end - docs[best].start)
+                best = n - k;
+        pick[best] = 1;
+        picked = 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        fwrite(data + docs[i].start, 1, docs[i].end - docs[i].start, pick[i] ? dev_out : train_out);
+    free(pick);
+    free(docs);
+    return picked;
+}
+
+static int is_train_name(const char *name)
+{
+    if (strncmp(name, "train", 5) != 0)
+        return 0;
+    return ends_with(name, ".txt") || ends_with(name, ".jsonl") || ends_with(name, ".txt.xz") ||
+           ends_with(name, ".jsonl.xz");
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The corpus folder's train* files, sorted by name. */
+static int list_train_files(const char *dir, char ***names, size_t *n, tempo_error *err)
+{
+    *names = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return tempo_fail(err, "%s: cannot read folder: %s", dir, strerror(errno));
+    char **list = NULL;
+    size_t count = 0;
+    struct dirent *de;
+    int rc = 0;
+    while (rc == 0 && (de = readdir(d))) {
+        if (!is_train_name(de->d_name))
+            continue;
+        char path[PATH_MAX];
+        struct stat st;
+        judge_fmt(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        char **p = realloc(list, (count + 1) * sizeof *p);
+        if (!p || !(p[count] = strdup(de->d_name))) {
+            list = p ? p : list;
+            rc = tempo_fail(err, "%s: out of memory", dir);
+            break;
+        }
+        list = p;
+        count++;
+    }
+    closedir(d);
+    if (rc == 0 && count == 0)
+        rc = tempo_fail(err, "%s: no training files (train*.txt, train*.jsonl, optionally .xz)", dir);
+    if (rc) {
+        judge_tree_free(list, count);
+        return -1;
+    }
+    qsort(list, count, sizeof *list, cmp_str);
+    *names = list;
+    *n = count;
+    return 0;
+}
+
+/* sha256sum-style record of every file under dir. */
+static int write_sums(const char *dir, const char *sums_path, tempo_error *err)
+{
+    char **rel;
+    size_t n;
+    if (judge_tree_files(dir, &rel, &n, err))
+        return -1;
+    strbuf sb = {0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        char path[PATH_MAX], hex[65];
+        judge_fmt(path, sizeof path, "%s/%s", dir, rel[i]);
+        rc = judge_sha256_file(path, hex, err);
+        if (rc == 0)
+            strbuf_printf(&sb, "%s  %s\n", hex, rel[i]);
+    }
+    if (rc == 0 && sb.oom)
+        rc = tempo_fail(err, "%s: out of memory", sums_path);
+    if (rc == 0)
+        rc = file_write_atomic(sums_path, sb.data ? sb.data : "", sb.len, err);
+    strbuf_free(&sb);
+    judge_tree_free(rel, n);
+    return rc;
+}
+
+int judge_data_verify(const judge_data *d, tempo_error *err)
+{
+    if (!d->sums_path[0])
+        return 0;
+    char *text;
+    size_t len;
+    if (file_read_all(d->sums_path, &text, &len, 1 << 24, err))
+        return -1;
+    char **rel;
+    size_t n;
+    if (judge_tree_files(d->dir, &rel, &n, err)) {
+        free(text);
+        return -1;
+    }
+    int rc = 0;
+    size_t listed = 0;
+    for (char *line = text; rc == 0 && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (strlen(line) < 67 || line[64] != ' ' || line[65] != ' ') {
+            rc = tempo_fail(err, "%s: malformed record", d->sums_path);
+            break;
+        }
+        const char *name = line + 66;
+        char path[PATH_MAX], hex[65];
+        judge_fmt(path, sizeof path, "%s/%s", d->dir, name);
+        if (judge_sha256_file(path, hex, err))
+            rc = -1;
+        else if (strncmp(hex, line, 64) != 0)
+            rc = tempo_fail(err, "%s: changed since the judge prepared it", path);
+        listed++;
+        line = nl ? nl + 1 : line + strlen(line);
+    }
+    if (rc == 0 && listed != n)
+        rc = tempo_fail(err, "%s: holds %zu files, the judge prepared %zu", d->dir, n, listed);
+    judge_tree_free(rel, n);
+    free(text);
+    return rc;
+}
+
+static void make_read_only(const char *dir)
+{
+    char **rel;
+    size_t n;
+    tempo_error e;
+    if (judge_tree_files(dir, &rel, &n, &e))
+        return;
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        judge_fmt(path, sizeof path, "%s/%s", dir, rel[i]);
+        chmod(path, 0444);
+    }
+    judge_tree_free(rel, n);
+}
+
+static int remove_tree(const char *dir)
+{
+    char *argv[] = {"rm", "-rf", (char *)dir, NULL};
+    judge_proc_spec s = {0};
+    s.argv = argv;
+    s.log_tail_bytes = 256;
+    judge_proc_result r;
+    tempo_error e;
+    if (judge_proc_run(&s, &r, &e))
+        return -1;
+    int ok = r.exited && r.exit_code == 0;
+    judge_proc_free(&r);
+    return ok ? 0 : -1;
+}
+
+/* Build the folder at final_dir (through a temporary folder and a rename). */
+static int build_folder(const judge_data_options *o, char **names, size_t n_names, const char *final_dir,
+                        const char *sums_path, tempo_error *err)
+{
+    char build[PATH_MAX], text[PATH_MAX + 16], train_dir[PATH_MAX + 32], dev[PATH_MAX + 32];
+    judge_fmt(build, sizeof build, "%s.build-%d", final_dir, (int)getpid());
+    remove_tree(build);
+    judge_fmt(text, sizeof text, "%s/text", build);
+    judge_fmt(train_dir, sizeof train_dir, "%s/train", text);
+    if (dir_create(train_dir, err))
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i + 1 < n_names; i++) {
+        char from[PATH_MAX], to[PATH_MAX + 64];
+        judge_fmt(from, sizeof from, "%s/%s", o->corpus_dir, names[i]);
+        judge_fmt(to, sizeof to, "%s/%s", train_dir, names[i]);
+        rc = judge_copy_file(from, to, err);
+    }
+    /* the last file: split off the dev documents (decompressed) */
+    const char *last = names[n_names - 1];
+    int jsonl = strstr(last, ".jsonl") != NULL;
+    char from[PATH_MAX], to[PATH_MAX + 64];
+    judge_fmt(from, sizeof from, "%s/%s", o->corpus_dir, last);
+    judge_fmt(to, sizeof to, "%s/%s", train_dir, last);
+    if (ends_with(to, ".xz"))
+        to[strlen(to) - 3] = '\0';
+    judge_fmt(dev, sizeof dev, "%s/dev.%s", text, jsonl ? "jsonl" : "txt");
+    unsigned char *data = NULL;
+    size_t len = 0;
+    if (rc == 0)
+        rc = judge_read_text(from, &data, &len, err);
+    if (rc == 0) {
+        FILE *ft = fopen(to, "wb"), *fd = fopen(dev, "wb");
+        size_t target = len / 20;
+        if (target > 512 << 10)
+            target = 512 << 10;
+        if (target < 16 << 10)
+            target = 16 << 10;
+        size_t picked = ft && fd ? judge_split_dev(data, len, jsonl, target, ft, fd) : 0;
+        int bad = !ft || !fd;
+        if (ft)
+            bad |= fclose(ft) != 0;
+        if (fd)
+            bad |= fclose(fd) != 0;
+        if (bad)
+            rc = tempo_fail(err, "%s: cannot write the training split", build);
+        else if (picked == 0)
+            rc = tempo_fail(err, "%s: needs at least two documents to split off a dev set", from);
+    }
+    free(data);
+    if (rc == 0) {
+        if (o->progress)
+            fprintf(o->progress, "judge: tempo prepare --vocab %d on the training files (once; cached in %s)\n",
+                    o->vocab, final_dir);
+        char vocab[32], log_path[PATH_MAX + 32];
+        judge_fmt(vocab, sizeof vocab, "%d", o->vocab);
+        judge_fmt(log_path, sizeof log_path, "%s.prepare.log", final_dir);
+        char *argv[] = {(char *)o->tempo_bin, "prepare", "--out", build, "--vocab", vocab, train_dir, "--val", dev, NULL};
+        judge_proc_spec s = {0};
+        s.argv = argv;
+        s.stderr_log = log_path;
+        s.log_head_bytes = 1 << 20;
+        s.log_tail_bytes = 1 << 16;
+        judge_proc_result r;
+        if (judge_proc_run(&s, &r, err)) {
+            rc = -1;
+        } else {
+            if (r.exec_errno || !r.exited || r.exit_code != 0) {
+                char how[128], line[300];
+                judge_proc_describe(&r, how, sizeof how);
+                judge_caplog_last_line(&r.err, line, sizeof line);
+                rc = tempo_fail(err, "tempo prepare %s (%s); log: %s", how, line[0] ? line : "no message", log_path);
+            }
+            judge_proc_free(&r);
+        }
+    }
+    if (rc == 0)
+        rc = write_sums(build, sums_path, err);
+    if (rc == 0) {
+        make_read_only(build);
+        if (rename(build, final_dir) != 0) {
+            if (errno == ENOTEMPTY || errno == EEXIST)
+                remove_tree(build); /* another judge finished first; both folders hold the same */
+            else
+                rc = tempo_fail(err, "%s: cannot rename into place: %s", final_dir, strerror(errno));
+        }
+    }
+    if (rc)
+        remove_tree(build);
+    return rc;
+}
+
+static int check_data_dir(const judge_data_options *o, judge_data *d, tempo_error *err)
+{
+    char real[PATH_MAX];
+    if (!realpath(o->data_dir, real))
+        return tempo_fail(err, "%s: %s", o->data_dir, strerror(errno));
+    struct stat st;
+    if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode))
+        return tempo_fail(err, "%s: not a folder", o->data_dir);
+    char **rel;
+    size_t n;
+    if (judge_tree_files(real, &rel, &n, err))
+        return tempo_error_prefix(err, o->data_dir);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        char path[PATH_MAX + 256], hex[65];
+        judge_fmt(path, sizeof path, "%s/%s", real, rel[i]);
+        if (judge_sha256_file(path, hex, err))
+            rc = -1;
+        else if (!strcmp(hex, d->val_sha256) || !strcmp(hex, d->val_text_sha256))
+            rc = tempo_fail(err, "%s: holds the validation text; the judge never hands it to a submission", path);
+        else if (!strcmp(rel[i], "meta.json")) {
+            char *meta;
+            size_t len;
+            if (file_read_all(path, &meta, &len, 1 << 26, err))
+                rc = -1;
+            else {
+                if (strstr(meta, d->val_sha256) || strstr(meta, d->val_text_sha256))
+                    rc = tempo_fail(err, "%s: was prepared from the validation text (its sha256 is listed)", path);
+                free(meta);
+            }
+        }
+    }
+    judge_tree_free(rel, n);
+    if (rc)
+        return -1;
+    judge_fmt(d->dir, sizeof d->dir, "%s", real);
+    judge_fmt(d->text_dir, sizeof d->text_dir, "%s/text", real);
+    if (!path_exists(d->text_dir))
+        d->text_dir[0] = '\0';
+    d->sums_path[0] = '\0';
+    judge_fmt(d->id, sizeof d->id, "dir %.150s", real);
+    return 0;
+}
+
+int judge_data_prepare(const judge_data_options *o, judge_data *d, tempo_error *err)
+{
+    memset(d, 0, sizeof *d);
+    if (judge_sha256_file(o->val_path, d->val_sha256, err))
+        return -1;
+    unsigned char *val;
+    size_t val_len;
+    if (judge_read_text(o->val_path, &val, &val_len, err))
+        return -1;
+    uint8_t dg[32];
+    sha256(val, val_len, dg);
+    sha256_hex(dg, d->val_text_sha256);
+    free(val);
+    if (o->data_dir)
+        return check_data_dir(o, d, err);
+
+    char **names;
+    size_t n;
+    if (list_train_files(o->corpus_dir, &names, &n, err))
+        return -1;
+    /* the cache key: format, vocab, and each file's name, size and mtime */
+    sha256_ctx c;
+    sha256_init(&c);
+    char line[PATH_MAX + 128];
+    int k = judge_fmt(line, sizeof line, "%s\nvocab %d\n", DATA_FORMAT, o->vocab);
+    sha256_update(&c, line, (size_t)k);
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        struct stat st;
+        judge_fmt(path, sizeof path, "%s/%s", o->corpus_dir, names[i]);
+        stat(path, &st);
+        k = judge_fmt(line, sizeof line, "%s %lld %lld.%09ld\n", names[i], (long long)st.st_size,
+                     (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+        sha256_update(&c, line, (size_t)k);
+    }
+    sha256_final(&c, dg);
+    char key[65];
+    sha256_hex(dg, key);
+    key[16] = '\0';
+    char base[PATH_MAX];
+    judge_fmt(base, sizeof base, "%s/data", o->work_dir);
+    int rc = dir_create(base, err);
+    if (rc == 0) {
+        judge_fmt(d->dir, sizeof d->dir, "%s/v%d-%s", base, o->vocab, key);
+        judge_fmt(d->sums_path, sizeof d->sums_path, "%s.sha256", d->dir);
+        judge_fmt(d->text_dir, sizeof d->text_dir, "%s/text", d->dir);
+        judge_fmt(d->id, sizeof d->id, "corpus v%d %s", o->vocab, key);
+        if (path_exists(d->dir) && path_exists(d->sums_path)) {
+            tempo_error e;
+            if (judge_data_verify(d, &e) == 0)
+                goto done;
+            if (o->progress)
+                fprintf(o->progress, "judge: rebuilding the training folder: %s\n", e.msg);
+        }
+        remove_tree(d->dir);
+        rc = build_folder(o, names, n, d->dir, d->sums_path, err);
+    }
+done:
+    judge_tree_free(names, n);
+    return rc;
+}
