@@ -1,9 +1,156 @@
-/* cmd_judge.c - `tempo judge`: placeholder until the judge slice lands. */
+/* cmd_judge.c - `tempo judge`: parse flags, call judge_run (src/judge/judge.h),
+ * print the human summary to stderr and the attempt as the last stdout line
+ * (also written to the attempt folder's result.json). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli/cli.h"
+#include "core/fileio.h"
+#include "core/timer.h"
+#include "judge/judge.h"
+#include "judge/report.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: tempo judge --submission DIR [options]\n"
+        "  --submission DIR   a folder with manifest.json (see docs/submission.md)\n"
+        "  --phase N          1: val bpb; 2: + ICL and inference (default: the manifest's)\n"
+        "  --budget D         wall-clock budget per run: 90s, 10m, 1h30m (default 30m)\n"
+        "  --seeds N          runs, reported as mean and standard deviation (default 1)\n"
+        "  --seed N           the first seed; run i uses seed + i (default 1)\n"
+        "  --threads N        threads for the submission (default: the manifest's, else all cores)\n"
+        "  --steps N          step cap for reproducible runs (default: the manifest's, else none)\n"
+        "  --vocab N          vocabulary of the prepared training data when the manifest has none (default 4096)\n"
+        "  --memory SIZE      address-space limit (RLIMIT_AS) per process, e.g. 8G (default 80%% of RAM)\n"
+        "  --grace D          SIGTERM -> SIGKILL delay at the deadline (default 5s)\n"
+        "  --log-bytes SIZE   per output stream: keep the first SIZE and the last SIZE/4 bytes (default 1M)\n"
+        "  --flood-bytes SIZE output beyond this fails the run as flooding (default 64M)\n"
+        "  --eval-timeout D   limit on each evaluation of a model (default 1h)\n"
+        "  --db FILE          the leaderboard (default leaderboard.sqlite)\n"
+        "  --work DIR         run folders and the training-data cache (default runs/judge)\n"
+        "  --corpus DIR       training files train*.txt[.xz]/train*.jsonl[.xz] (default $TEMPO_DATA/corpus)\n"
+        "  --val FILE         the official validation text (default CORPUS/val.txt.xz, else val.txt)\n"
+        "  --data-dir DIR     hand this prepared training folder over instead of preparing one\n"
+        "  --icl DIR          ICL tasks for phase 2 (default $TEMPO_DATA/icl)\n"
+        "  --icl-limit N      items per ICL task in phase 2 (default: all)\n"
+        "  --tempo PATH       the tempo binary used to train/evaluate (default: this one)\n"
+        "TEMPO_DATA defaults to ../shared/data. The judge exits 0 when the attempt is recorded, whatever its\n"
+        "verdict; 1 when it could not judge; 2 on bad usage.\n");
+}
+
+static int parse_size(const char *flag, const char *v, uint64_t *out)
+{
+    char *end;
+    double x = strtod(v, &end);
+    double mult = 1;
+    if (*end == 'K' || *end == 'k')
+        mult = 1024.0, end++;
+    else if (*end == 'M' || *end == 'm')
+        mult = 1024.0 * 1024, end++;
+    else if (*end == 'G' || *end == 'g')
+        mult = 1024.0 * 1024 * 1024, end++;
+    if (end == v || *end || !(x > 0))
+        return cli_usage_error("%s %s: expected a size such as 512M or 8G", flag, v);
+    *out = (uint64_t)(x * mult);
+    return 0;
+}
+
+static int parse_int(const char *flag, const char *v, long long lo, long long *out)
+{
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || x < lo)
+        return cli_usage_error("%s %s: expected an integer >= %lld", flag, v, lo);
+    *out = x;
+    return 0;
+}
+
+static int parse_duration(const char *v, double *out)
+{
+    tempo_error err;
+    tempo_error_clear(&err);
+    if (timer_parse_duration(v, out, &err))
+        return cli_report(&err);
+    return 0;
+}
 
 int cmd_judge(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return cli_usage_error("judge: not implemented yet");
+    judge_options o;
+    judge_options_default(&o);
+    const char *data_root = getenv("TEMPO_DATA");
+    if (!data_root || !*data_root)
+        data_root = "../shared/data";
+    char corpus[1024], val[1100], icl[1024];
+    path_join(corpus, sizeof corpus, data_root, "corpus");
+    path_join(icl, sizeof icl, data_root, "icl");
+    o.corpus_dir = corpus;
+    o.icl_dir = icl;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long x = 0;
+        uint64_t sz = 0;
+        int rc = 0;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!v)
+            return cli_usage_error("%s: missing value (see tempo judge --help)", a);
+        if (!strcmp(a, "--submission")) o.submission = v;
+        else if (!strcmp(a, "--phase")) {
+            if ((rc = parse_int(a, v, 1, &x)) == 0 && x > 2) rc = cli_usage_error("--phase %s: 1 or 2", v);
+            o.phase = (int)x;
+        } else if (!strcmp(a, "--budget")) rc = parse_duration(v, &o.budget_s);
+        else if (!strcmp(a, "--seeds")) { if ((rc = parse_int(a, v, 1, &x)) == 0) o.seeds = (int)x; }
+        else if (!strcmp(a, "--seed")) { if ((rc = parse_int(a, v, 0, &x)) == 0) o.seed = (uint64_t)x; }
+        else if (!strcmp(a, "--threads")) { if ((rc = parse_int(a, v, 1, &x)) == 0) o.threads = (int)x; }
+        else if (!strcmp(a, "--steps")) { if ((rc = parse_int(a, v, 1, &x)) == 0) o.steps = x; }
+        else if (!strcmp(a, "--vocab")) { if ((rc = parse_int(a, v, 256, &x)) == 0) o.vocab = (int)x; }
+        else if (!strcmp(a, "--icl-limit")) { if ((rc = parse_int(a, v, 1, &x)) == 0) o.icl_limit = (int)x; }
+        else if (!strcmp(a, "--memory")) { if ((rc = parse_size(a, v, &sz)) == 0) o.memory_bytes = sz; }
+        else if (!strcmp(a, "--log-bytes")) { if ((rc = parse_size(a, v, &sz)) == 0) o.log_bytes = (size_t)sz; }
+        else if (!strcmp(a, "--flood-bytes")) { if ((rc = parse_size(a, v, &sz)) == 0) o.flood_bytes = sz; }
+        else if (!strcmp(a, "--grace")) rc = parse_duration(v, &o.grace_s);
+        else if (!strcmp(a, "--eval-timeout")) rc = parse_duration(v, &o.eval_timeout_s);
+        else if (!strcmp(a, "--db")) o.db_path = v;
+        else if (!strcmp(a, "--work")) o.work_dir = v;
+        else if (!strcmp(a, "--corpus")) o.corpus_dir = v;
+        else if (!strcmp(a, "--val")) o.val_path = v;
+        else if (!strcmp(a, "--data-dir")) o.data_dir = v;
+        else if (!strcmp(a, "--icl")) o.icl_dir = v;
+        else if (!strcmp(a, "--tempo")) o.tempo_bin = v;
+        else if (!strcmp(a, "--test-pause-in-transaction")) rc = parse_duration(v, &o.test_pause_in_tx_s);
+        else return cli_usage_error("%s: unknown option (see tempo judge --help)", a);
+        if (rc)
+            return rc;
+        i++;
+    }
+    if (!o.submission)
+        return cli_usage_error("judge: --submission DIR is required (see tempo judge --help)");
+    if (!o.val_path) {
+        path_join(val, sizeof val, o.corpus_dir, "val.txt.xz");
+        if (!path_exists(val))
+            path_join(val, sizeof val, o.corpus_dir, "val.txt");
+        o.val_path = val;
+    }
+    tempo_error err;
+    tempo_error_clear(&err);
+    judge_attempt a;
+    if (judge_run(&o, &a, &err)) {
+        judge_attempt_free(&a);
+        return cli_report(&err);
+    }
+    strbuf summary = {0}, json = {0};
+    judge_report_attempt(&a, &summary);
+    if (summary.data)
+        fputs(summary.data, stderr);
+    judge_attempt_to_json(&a, &json);
+    int rc = cli_emit_result(&json, a.work_dir[0] ? a.work_dir : NULL);
+    strbuf_free(&summary);
+    strbuf_free(&json);
+    judge_attempt_free(&a);
+    return rc;
 }

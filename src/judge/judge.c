@@ -1,0 +1,856 @@
+/* judge.c - one attempt from submission folder to leaderboard row (see
+ * judge.h). Process control is judge/runner.h, data judge/train_data.h,
+ * scoring judge/score.h and judge/stats.h, storage judge/leaderboard_db.h. */
+#include "judge/judge.h"
+#include "judge/text.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+#include "core/json.h"
+#include "core/strbuf.h"
+#include "judge/curves.h"
+#include "judge/leaderboard_db.h"
+#include "judge/manifest.h"
+#include "judge/model_check.h"
+#include "judge/provenance.h"
+#include "judge/runner.h"
+#include "judge/score.h"
+#include "judge/stats.h"
+#include "judge/submission.h"
+#include "judge/train_data.h"
+
+extern char **environ;
+
+#define MAX_ENV 64
+
+/* Everything one attempt's runs share. */
+typedef struct {
+    const judge_options *o;
+    judge_manifest m;
+    judge_data data;
+    char tempo_bin[PATH_MAX];
+    char attempt_dir[PATH_MAX];
+    char val_path[PATH_MAX];
+    int phase, threads;
+    long long steps;
+    int train_has_no_eval;     /* `tempo train --help` lists --no-eval */
+} attempt_ctx;
+
+/* The deadline snapshot: the model as it is when the run ends or is stopped. */
+typedef struct {
+    char src[PATH_MAX + 32], dst[PATH_MAX + 32];
+    int taken;
+    int at_deadline;
+    char problem[300];
+} snapshot;
+
+static void take_snapshot(void *ctx, int at_deadline)
+{
+    snapshot *s = ctx;
+    s->at_deadline = at_deadline;
+    struct stat st;
+    if (lstat(s->src, &st) != 0) {
+        judge_fmt(s->problem, sizeof s->problem, "no model.safetensors in the output folder");
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        judge_fmt(s->problem, sizeof s->problem, "model.safetensors is not a regular file (a symlink?)");
+        return;
+    }
+    tempo_error e;
+    if (judge_copy_file(s->src, s->dst, &e)) {
+        judge_fmt(s->problem, sizeof s->problem, "cannot take the model: %s", e.msg);
+        return;
+    }
+    s->taken = 1;
+}
+
+void judge_options_default(judge_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->budget_s = 1800;
+    o->seeds = 1;
+    o->seed = 1;
+    o->vocab = 4096;
+    o->grace_s = 5;
+    o->log_bytes = 1 << 20;
+    o->flood_bytes = 64ull << 20;
+    o->eval_timeout_s = 3600;
+    o->db_path = "leaderboard.sqlite";
+    o->work_dir = "runs/judge";
+    o->progress = stderr;
+}
+
+static void say(const judge_options *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const judge_options *o, const char *fmt, ...)
+{
+    if (!o->progress)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("judge: ", o->progress);
+    vfprintf(o->progress, fmt, ap);
+    fputc('\n', o->progress);
+    fflush(o->progress);
+    va_end(ap);
+}
+
+static uint64_t default_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return 0;
+    return (uint64_t)pages * (uint64_t)page / 10 * 8;
+}
+
+/* ---- environment ------------------------------------------------------ */
+
+typedef struct {
+    char *items[MAX_ENV + 1];
+    int n;
+    char store[MAX_ENV][PATH_MAX + 64];
+} env_list;
+
+static void env_add(env_list *e, const char *name, const char *value)
+{
+    if (e->n >= MAX_ENV || !value)
+        return;
+    judge_fmt(e->store[e->n], sizeof e->store[e->n], "%s=%s", name, value);
+    e->items[e->n] = e->store[e->n];
+    e->n++;
+    e->items[e->n] = NULL;
+}
+
+static void env_addf(env_list *e, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void env_addf(env_list *e, const char *name, const char *fmt, ...)
+{
+    char v[PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v, sizeof v, fmt, ap);
+    va_end(ap);
+    env_add(e, name, v);
+}
+
+/* What a submission's command sees: a clean environment (no TEMPO_DATA: it
+ * would lead to the validation text) with the documented variables. */
+static void submission_env(env_list *e, const attempt_ctx *c, const char *run_dir, const char *out_dir,
+                           const char *copy_dir, uint64_t seed, uint64_t memory)
+{
+    e->n = 0;
+    e->items[0] = NULL;
+    const char *keep[] = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "XDG_CACHE_HOME",
+                          "TEMPO_HW_PROFILE"};
+    for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+        env_add(e, keep[i], getenv(keep[i]));
+    if (!getenv("PATH"))
+        env_add(e, "PATH", "/usr/local/bin:/usr/bin:/bin");
+    env_addf(e, "TMPDIR", "%s/tmp", run_dir);
+    env_add(e, "TEMPO_DATA_DIR", c->data.dir);
+    if (c->data.text_dir[0])
+        env_add(e, "TEMPO_TRAIN_TEXT", c->data.text_dir);
+    env_add(e, "TEMPO_OUT_DIR", out_dir);
+    env_add(e, "TEMPO_SUBMISSION_DIR", copy_dir);
+    env_addf(e, "TEMPO_BUDGET_SECONDS", "%.3f", c->o->budget_s);
+    env_addf(e, "TEMPO_DEADLINE_UNIX", "%.3f", (double)time(NULL) + c->o->budget_s);
+    env_addf(e, "TEMPO_THREADS", "%d", c->threads);
+    env_addf(e, "TEMPO_SEED", "%llu", (unsigned long long)seed);
+    if (c->steps > 0)
+        env_addf(e, "TEMPO_STEPS", "%lld", c->steps);
+    env_addf(e, "TEMPO_PHASE", "%d", c->phase);
+    env_add(e, "TEMPO_BIN", c->tempo_bin);
+    if (memory)
+        env_addf(e, "TEMPO_MEMORY_BYTES", "%llu", (unsigned long long)memory);
+    env_addf(e, "OMP_NUM_THREADS", "%d", c->threads);
+    env_addf(e, "OMP_THREAD_LIMIT", "%d", c->threads);
+    env_addf(e, "OPENBLAS_NUM_THREADS", "%d", c->threads);
+    env_addf(e, "MKL_NUM_THREADS", "%d", c->threads);
+}
+
+/* The judge's own environment with OMP_NUM_THREADS set (for its evaluations). */
+static char **eval_env(int threads, char *omp, size_t omp_n)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = malloc((n + 2) * sizeof *env);
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "OMP_NUM_THREADS=", 16) != 0)
+            env[k++] = environ[i];
+    judge_fmt(omp, omp_n, "OMP_NUM_THREADS=%d", threads);
+    env[k++] = omp;
+    env[k] = NULL;
+    return env;
+}
+
+/* ---- one run ------------------------------------------------------------ */
+
+static void set_status(judge_run_record *r, const char *status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_status(judge_run_record *r, const char *status, const char *fmt, ...)
+{
+    judge_fmt(r->status, sizeof r->status, "%s", status);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->reason, sizeof r->reason, fmt, ap);
+    va_end(ap);
+    for (char *p = r->reason; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            *p = ' ';
+}
+
+/* An error line of tempo about the model: without the "tempo: " prefix and
+ * with the model's long path shortened to its file name. */
+static void tidy_message(char *line, size_t n, const char *model_path)
+{
+    if (!strncmp(line, "tempo: ", 7))
+        memmove(line, line + 7, strlen(line + 7) + 1);
+    const char *base = strrchr(model_path, '/');
+    size_t lp = strlen(model_path);
+    char *hit = lp ? strstr(line, model_path) : NULL;
+    if (base && hit) {
+        char rest[512];
+        judge_fmt(rest, sizeof rest, "%s", hit + lp);
+        judge_fmt(hit, n - (size_t)(hit - line), "%s%s", base + 1, rest);
+    }
+}
+
+/* Run a tempo evaluation command; the last stdout line into line. Returns 0
+ * when it exited 0, else 1 with a one-line account in why. */
+static int run_eval(const attempt_ctx *c, char **argv, const char *log_prefix, char *line, size_t line_n, char *why,
+                    size_t why_n, int *exit_code)
+{
+    char out_log[PATH_MAX + 32], err_log[PATH_MAX + 32], omp[64];
+    judge_fmt(out_log, sizeof out_log, "%s.stdout.log", log_prefix);
+    judge_fmt(err_log, sizeof err_log, "%s.stderr.log", log_prefix);
+    char **env = eval_env(c->threads, omp, sizeof omp);
+    judge_proc_spec s = {0};
+    s.argv = argv;
+    s.envp = env;
+    s.stdout_log = out_log;
+    s.stderr_log = err_log;
+    s.log_head_bytes = 1 << 20;
+    s.log_tail_bytes = 1 << 16;
+    s.flood_bytes = c->o->flood_bytes;
+    s.budget_s = c->o->eval_timeout_s;
+    s.grace_s = c->o->grace_s;
+    s.memory_bytes = c->o->memory_bytes ? c->o->memory_bytes : default_memory();
+    judge_proc_result r;
+    tempo_error e;
+    line[0] = '\0';
+    *exit_code = -1;
+    if (!env || judge_proc_run(&s, &r, &e)) {
+        free(env);
+        judge_fmt(why, why_n, "judge could not run tempo %s", argv[1]);
+        return 1;
+    }
+    free(env);
+    int rc = 0;
+    char errline[400];
+    judge_caplog_last_line(&r.err, errline, sizeof errline);
+    tidy_message(errline, sizeof errline, argv[3]);
+    if (r.deadline_hit) {
+        judge_fmt(why, why_n, "evaluation did not finish within %.0f s", c->o->eval_timeout_s);
+        rc = 1;
+    } else if (r.exec_errno || !r.exited || r.exit_code != 0) {
+        char how[160];
+        judge_proc_describe(&r, how, sizeof how);
+        judge_fmt(why, why_n, "%s%s%s", errline[0] ? errline : "", errline[0] ? " (tempo eval " : "tempo eval ", how);
+        if (errline[0])
+            strncat(why, ")", why_n - strlen(why) - 1);
+        *exit_code = r.exited ? r.exit_code : -1;
+        rc = 1;
+    } else {
+        judge_caplog_last_line(&r.out, line, line_n);
+        *exit_code = 0;
+    }
+    judge_proc_free(&r);
+    return rc;
+}
+
+/* Lenient read of the submission's own result.json (tempo's trainer writes
+ * one; a custom command may not). */
+static void read_result_json(const char *out_dir, judge_run_record *r)
+{
+    char path[PATH_MAX + 32], *text;
+    size_t len;
+    tempo_error e;
+    judge_fmt(path, sizeof path, "%s/result.json", out_dir);
+    if (!path_exists(path) || file_read_all(path, &text, &len, 1 << 20, &e))
+        return;
+    json_value *v;
+    /* the file is one JSON object, possibly followed by a newline */
+    if (json_parse(text, len, &v, &e) == 0) {
+        r->train_seconds = json_get_number(v, "train_seconds", NAN);
+        double x;
+        if ((x = json_get_number(v, "steps", -1)) >= 0)
+            r->steps = (long long)x;
+        if ((x = json_get_number(v, "tokens", -1)) >= 0)
+            r->tokens = (long long)x;
+        if ((x = json_get_number(v, "params", -1)) >= 0)
+            r->params = (long long)x;
+        r->tokens_per_second = json_get_number(v, "tokens_per_second", NAN);
+        r->mfu = json_get_number(v, "mfu", NAN);
+        json_free(v);
+    }
+    free(text);
+}
+
+static void score_model(const attempt_ctx *c, const char *run_dir, const char *model, judge_run_record *r)
+{
+    tempo_error e;
+    judge_model_verdict v = judge_model_check(model, &e);
+    if (v != JUDGE_MODEL_OK) {
+        const char *base = strstr(e.msg, "model.safetensors");
+        set_status(r, v == JUDGE_MODEL_NONFINITE ? JUDGE_DIVERGED : JUDGE_INVALID_MODEL, "%s", base ? base : e.msg);
+        return;
+    }
+    char prefix[PATH_MAX + 16], line[4096], why[600];
+    int code;
+    judge_fmt(prefix, sizeof prefix, "%s/eval", run_dir);
+    char *argv[] = {(char *)c->tempo_bin, "eval", "--model", (char *)model, "--text", (char *)c->val_path, NULL};
+    if (run_eval(c, argv, prefix, line, sizeof line, why, sizeof why, &code)) {
+        if (code == 1)
+            set_status(r, strstr(why, "non-finite") ? JUDGE_DIVERGED : JUDGE_INVALID_MODEL, "%s", why);
+        else
+            set_status(r, JUDGE_FAILED, "judge: %s", why); /* the judge's evaluation is broken, not the model */
+        return;
+    }
+    judge_eval_result ev;
+    if (judge_parse_eval(line, &ev, &e)) {
+        set_status(r, JUDGE_FAILED, "judge: %s", e.msg);
+        return;
+    }
+    r->bpb = ev.bpb;
+    r->val_bytes = ev.bytes;
+    r->val_tokens = ev.tokens;
+    if (!isfinite(ev.bpb)) {
+        set_status(r, JUDGE_DIVERGED, "val bpb is not finite");
+        return;
+    }
+    r->score = ev.bpb;
+    if (c->phase != 2)
+        return;
+    judge_phase2 p2;
+    judge_phase2_init(&p2, &ev);
+    judge_fmt(prefix, sizeof prefix, "%s/phase2", run_dir);
+    char limit[32];
+    judge_fmt(limit, sizeof limit, "%d", c->o->icl_limit);
+    char *argv2[] = {(char *)c->tempo_bin, "eval", "--model", (char *)model, "--phase", "2", "--tasks",
+                     (char *)(c->o->icl_dir ? c->o->icl_dir : ""), c->o->icl_limit > 0 ? "--limit" : NULL, limit,
+                     NULL};
+    if (run_eval(c, argv2, prefix, line, sizeof line, why, sizeof why, &code))
+        judge_phase2_unavailable(&p2, "phase 2 unavailable until `tempo eval --phase 2` exists (issue 4): %s", why);
+    else
+        judge_phase2_from_scorecard(&p2, line);
+    r->core = p2.core;
+    r->decode_tokens_per_s = p2.decode_tokens_per_s;
+    r->decode_bytes_per_s = p2.decode_bytes_per_s;
+    r->icl_term = p2.icl_term;
+    r->speed_term = p2.speed_term;
+    r->score = p2.available ? p2.combined : NAN;
+    judge_fmt(r->phase2_reason, sizeof r->phase2_reason, "%s", p2.available ? "" : p2.reason);
+    strbuf d = {0};
+    judge_phase2_describe(&p2, &d);
+    say(c->o, "seed %d: %s", r->seed, d.data ? d.data : "");
+    strbuf_free(&d);
+}
+
+static int build_command(const attempt_ctx *c, const char *out_dir, uint64_t seed, char **argv, int max,
+                         char store[][64])
+{
+    int k = 0;
+    const judge_manifest *m = &c->m;
+    if (m->n_command) {
+        if (m->command_shell) {
+            argv[k++] = "/bin/sh";
+            argv[k++] = "-c";
+            argv[k++] = (char *)m->command[0];
+        } else {
+            for (int i = 0; i < m->n_command; i++)
+                argv[k++] = (char *)m->command[i];
+        }
+        argv[k] = NULL;
+        return k;
+    }
+    /* the preset path: tempo's trainer, with a margin for its startup */
+    double inner = c->o->budget_s - (2 + 0.01 * c->o->budget_s);
+    if (inner < 0.5 * c->o->budget_s)
+        inner = 0.5 * c->o->budget_s;
+    judge_fmt(store[0], 64, "%.3fs", inner);
+    judge_fmt(store[1], 64, "%llu", (unsigned long long)seed);
+    judge_fmt(store[2], 64, "%d", c->threads);
+    judge_fmt(store[3], 64, "%lld", c->steps);
+    argv[k++] = (char *)c->tempo_bin;
+    argv[k++] = "train";
+    argv[k++] = "--data";
+    argv[k++] = (char *)c->data.dir;
+    argv[k++] = "--out";
+    argv[k++] = (char *)out_dir;
+    argv[k++] = "--budget";
+    argv[k++] = store[0];
+    argv[k++] = "--preset";
+    argv[k++] = (char *)m->preset;
+    for (int i = 0; i < m->n_overrides && k < max - 12; i++) {
+        argv[k++] = "--set";
+        argv[k++] = (char *)m->overrides[i];
+    }
+    argv[k++] = "--seed";
+    argv[k++] = store[1];
+    argv[k++] = "--threads";
+    argv[k++] = store[2];
+    if (c->steps > 0) {
+        argv[k++] = "--steps";
+        argv[k++] = store[3];
+    }
+    if (c->train_has_no_eval)
+        argv[k++] = "--no-eval"; /* the judge evaluates; the trainer's own final eval would eat the budget */
+    argv[k] = NULL;
+    return k;
+}
+
+static int run_one(attempt_ctx *c, uint64_t seed, judge_run_record *r, tempo_error *err)
+{
+    const judge_options *o = c->o;
+    char run_dir[PATH_MAX], copy_dir[PATH_MAX + 16], out_dir[PATH_MAX + 16], tmp_dir[PATH_MAX + 16];
+    char scored_dir[PATH_MAX + 16], path[PATH_MAX + 32], path2[PATH_MAX + 32];
+    judge_fmt(run_dir, sizeof run_dir, "%s/seed-%llu", c->attempt_dir, (unsigned long long)seed);
+    judge_fmt(copy_dir, sizeof copy_dir, "%s/submission", run_dir);
+    judge_fmt(out_dir, sizeof out_dir, "%s/out", run_dir);
+    judge_fmt(tmp_dir, sizeof tmp_dir, "%s/tmp", run_dir);
+    judge_fmt(scored_dir, sizeof scored_dir, "%s/scored", run_dir);
+    judge_fmt(r->run_dir, sizeof r->run_dir, "%s", run_dir);
+    r->seed = (int)seed;
+    judge_utc_now(r->started_at);
+    if (dir_create(run_dir, err) || dir_create(out_dir, err) || dir_create(tmp_dir, err) ||
+        dir_create(scored_dir, err))
+        return -1;
+    tempo_error e;
+    if (judge_submission_copy(o->submission, copy_dir, &e)) {
+        set_status(r, JUDGE_FAILED, "submission: %s", e.msg);
+        judge_utc_now(r->ended_at);
+        return 0;
+    }
+    /* the training folder must be as the judge made it (an earlier run may have changed it) */
+    if (judge_data_verify(&c->data, &e)) {
+        say(o, "%s; rebuilding it", e.msg);
+        judge_data_options d = {0};
+        d.tempo_bin = c->tempo_bin;
+        d.corpus_dir = o->corpus_dir;
+        d.data_dir = o->data_dir;
+        d.val_path = c->val_path;
+        d.work_dir = o->work_dir;
+        d.vocab = c->m.vocab ? c->m.vocab : o->vocab;
+        d.progress = o->progress;
+        if (judge_data_prepare(&d, &c->data, err))
+            return -1;
+    }
+    char *argv[JUDGE_MAX_ARGS + 2 * JUDGE_MAX_OVERRIDES + 32];
+    char store[4][64];
+    build_command(c, out_dir, seed, argv, (int)(sizeof argv / sizeof *argv), store);
+    uint64_t memory = o->memory_bytes ? o->memory_bytes : default_memory();
+    env_list *env = malloc(sizeof *env);
+    if (!env)
+        return tempo_fail(err, "judge: out of memory");
+    submission_env(env, c, run_dir, out_dir, copy_dir, seed, memory);
+
+    snapshot snap = {0};
+    judge_fmt(snap.src, sizeof snap.src, "%s/model.safetensors", out_dir);
+    judge_fmt(snap.dst, sizeof snap.dst, "%s/model.safetensors", scored_dir);
+    judge_fmt(path, sizeof path, "%s/stdout.log", run_dir);
+    judge_fmt(path2, sizeof path2, "%s/stderr.log", run_dir);
+    judge_proc_spec s = {0};
+    s.argv = argv;
+    s.envp = env->items;
+    s.cwd = copy_dir;
+    s.stdout_log = path;
+    s.stderr_log = path2;
+    s.log_head_bytes = o->log_bytes;
+    s.log_tail_bytes = o->log_bytes / 4 ? o->log_bytes / 4 : 1;
+    s.flood_bytes = o->flood_bytes;
+    s.budget_s = o->budget_s;
+    s.grace_s = o->grace_s;
+    s.memory_bytes = memory;
+    s.file_bytes = JUDGE_MODEL_MAX_BYTES;
+    s.at_end = take_snapshot;
+    s.ctx = &snap;
+    say(o, "seed %llu: running %s (budget %.1f s, %d threads)", (unsigned long long)seed,
+        c->m.n_command ? "the submission's command" : "tempo train", o->budget_s, c->threads);
+    judge_proc_result pr;
+    int rc = judge_proc_run(&s, &pr, err);
+    free(env);
+    if (rc)
+        return -1;
+    r->wall_seconds = pr.wall_s;
+    r->overrun_seconds = pr.wall_s > o->budget_s ? pr.wall_s - o->budget_s : 0;
+    r->exit_code = pr.exec_errno ? 127 : pr.exited ? pr.exit_code : -1;
+    r->term_signal = pr.exited || pr.exec_errno ? -1 : pr.term_signal;
+    r->stdout_bytes = pr.out.total;
+    r->stderr_bytes = pr.err.total;
+    char how[200], last[300];
+    judge_proc_describe(&pr, how, sizeof how);
+    judge_caplog_last_line(&pr.err, last, sizeof last);
+    if (!last[0])
+        judge_caplog_last_line(&pr.out, last, sizeof last);
+    read_result_json(out_dir, r);
+    judge_curves curves;
+    judge_fmt(path, sizeof path, "%s/metrics.jsonl", out_dir);
+    if (judge_curves_read(path, &curves, &e) == 0) {
+        if (curves.train_loss.n || curves.val_bpb.n) {
+            strbuf sb = {0};
+            judge_curves_to_json(&curves, &sb);
+            r->curves_json = sb.oom ? NULL : sb.data;
+        }
+        judge_curves_free(&curves);
+    }
+
+    if (pr.exec_errno) {
+        set_status(r, JUDGE_FAILED, "command could not start: %s: %s", argv[0], strerror(pr.exec_errno));
+    } else if (pr.flooded) {
+        set_status(r, JUDGE_FAILED, "output flooding: more than %llu MiB on stdout/stderr (logs keep the start and end)",
+                   (unsigned long long)(o->flood_bytes >> 20));
+    } else if (pr.deadline_hit) {
+        set_status(r, JUDGE_OVER_BUDGET, "still running at the %.1f s deadline; %s%s", o->budget_s,
+                   pr.killed ? "killed with SIGKILL after the grace period" : "stopped with SIGTERM",
+                   snap.taken ? " (the model of the deadline is scored for information)" : " and no model by then");
+        if (snap.taken) {
+            judge_run_record tmp = *r;
+            score_model(c, run_dir, snap.dst, &tmp);
+            r->bpb = tmp.bpb;
+            r->score = tmp.score;
+            r->val_bytes = tmp.val_bytes;
+            r->val_tokens = tmp.val_tokens;
+        }
+    } else if (!pr.exited || pr.exit_code != 0) {
+        set_status(r, JUDGE_FAILED, "%s%s%s", how, last[0] ? ": " : "", last);
+    } else if (!snap.taken) {
+        set_status(r, JUDGE_NO_MODEL, "%s (exited 0 after %.1f s)", snap.problem, pr.wall_s);
+    } else {
+        set_status(r, JUDGE_OK, "%s", "");
+        score_model(c, run_dir, snap.dst, r);
+    }
+    judge_proc_free(&pr);
+    judge_utc_now(r->ended_at);
+    if (!strcmp(r->status, JUDGE_OK))
+        say(o, "seed %llu: ok, val bpb %.6f (wall %.1f s)", (unsigned long long)seed, r->bpb, r->wall_seconds);
+    else
+        say(o, "seed %llu: %s: %s", (unsigned long long)seed, r->status, r->reason);
+    return 0;
+}
+
+/* ---- the attempt -------------------------------------------------------- */
+
+static int probe_train_no_eval(const char *tempo_bin)
+{
+    char *argv[] = {(char *)tempo_bin, "train", "--help", NULL};
+    judge_proc_spec s = {0};
+    s.argv = argv;
+    s.log_tail_bytes = 1 << 16;
+    s.budget_s = 20;
+    s.grace_s = 1;
+    judge_proc_result r;
+    tempo_error e;
+    if (judge_proc_run(&s, &r, &e))
+        return 0;
+    /* look for the flag in the kept output (small: all of it is in the tail) */
+    int found = 0;
+    for (judge_caplog *l = &r.out; !found && l; l = l == &r.out ? &r.err : NULL) {
+        char *text = malloc(l->ring_len + 1);
+        if (!text)
+            break;
+        for (size_t i = 0; i < l->ring_len; i++)
+            text[i] = l->ring[(l->ring_start + i) % l->tail_max];
+        text[l->ring_len] = '\0';
+        found = strstr(text, "--no-eval") != NULL;
+        free(text);
+    }
+    judge_proc_free(&r);
+    return found;
+}
+
+static void aggregate(judge_attempt *a)
+{
+    double *sc = malloc((size_t)(a->n_runs ? a->n_runs : 1) * sizeof *sc);
+    double *bp = malloc((size_t)(a->n_runs ? a->n_runs : 1) * sizeof *bp);
+    size_t n = 0, nb = 0;
+    int all_ok = a->n_runs > 0;
+    const judge_run_record *first_bad = NULL, *first_unscored = NULL;
+    for (int i = 0; i < a->n_runs; i++) {
+        const judge_run_record *r = &a->runs[i];
+        if (strcmp(r->status, JUDGE_OK) != 0) {
+            all_ok = 0;
+            if (!first_bad)
+                first_bad = r;
+            continue;
+        }
+        if (sc && isfinite(r->score))
+            sc[n++] = r->score;
+        else if (!first_unscored)
+            first_unscored = r;
+        if (bp && isfinite(r->bpb))
+            bp[nb++] = r->bpb;
+    }
+    a->n_scored = (int)n;
+    a->score_mean = n ? judge_stats_mean(sc, n) : NAN;
+    a->score_std = n > 1 ? judge_stats_std(sc, n) : NAN;
+    a->bpb_mean = nb ? judge_stats_mean(bp, nb) : NAN;
+    a->bpb_std = nb > 1 ? judge_stats_std(bp, nb) : NAN;
+    if (all_ok) {
+        judge_fmt(a->status, sizeof a->status, JUDGE_OK);
+        if (first_unscored) /* phase 2 with parts missing: ok runs, no combined score */
+            judge_fmt(a->reason, sizeof a->reason, "%s", first_unscored->phase2_reason);
+        if (n < (size_t)a->n_runs) {
+            a->score_mean = a->score_std = NAN; /* a partial score is not ranked */
+            a->n_scored = (int)n;
+        }
+    } else if (first_bad) {
+        judge_fmt(a->status, sizeof a->status, "%s", first_bad->status);
+        if (a->n_runs > 1)
+            judge_fmt(a->reason, sizeof a->reason, "seed %d: %s", first_bad->seed, first_bad->reason);
+        else
+            judge_fmt(a->reason, sizeof a->reason, "%s", first_bad->reason);
+    }
+    free(sc);
+    free(bp);
+}
+
+static void compare_with_leader(judge_db *db, judge_attempt *a, judge_options const *o)
+{
+    judge_fmt(a->test_note, sizeof a->test_note, "one-sided Welch t-test over seeds, H1: mean score below the leader's, "
+                                                "beats at p < 0.05");
+    if (strcmp(a->status, JUDGE_OK) != 0 || !isfinite(a->score_mean))
+        return;
+    judge_attempt leader;
+    tempo_error e;
+    int found = judge_db_find_leader(db, a->phase, a->budget_s, a->val_sha256, 0, &leader, &e);
+    if (found <= 0) {
+        if (found < 0)
+            say(o, "cannot look up the leader: %s", e.msg);
+        strncat(a->test_note, "; no leader yet", sizeof a->test_note - strlen(a->test_note) - 1);
+        return;
+    }
+    a->leader_id = leader.id;
+    judge_fmt(a->leader_submission, sizeof a->leader_submission, "%s", leader.submission);
+    a->leader_mean = leader.score_mean;
+    double *ls = malloc((size_t)(leader.n_runs ? leader.n_runs : 1) * sizeof *ls);
+    double *ns = malloc((size_t)(a->n_runs ? a->n_runs : 1) * sizeof *ns);
+    size_t nl = 0, nn = 0;
+    for (int i = 0; ls && i < leader.n_runs; i++)
+        if (!strcmp(leader.runs[i].status, JUDGE_OK) && isfinite(leader.runs[i].score))
+            ls[nl++] = leader.runs[i].score;
+    for (int i = 0; ns && i < a->n_runs; i++)
+        if (!strcmp(a->runs[i].status, JUDGE_OK) && isfinite(a->runs[i].score))
+            ns[nn++] = a->runs[i].score;
+    judge_welch w;
+    if (ls && ns && judge_stats_welch_less(ns, nn, ls, nl, &w) == 0) {
+        a->t_stat = w.t;
+        a->df = w.df;
+        a->p_value = w.p;
+        a->beats_leader = w.p < 0.05;
+    } else {
+        char more[96];
+        judge_fmt(more, sizeof more, "; not tested: needs >= 2 scored seeds on both sides (this %zu, leader %zu)", nn,
+                 nl);
+        strncat(a->test_note, more, sizeof a->test_note - strlen(a->test_note) - 1);
+    }
+    free(ls);
+    free(ns);
+    judge_attempt_free(&leader);
+}
+
+static void folder_name(const char *path, char *out, size_t n)
+{
+    char copy[PATH_MAX];
+    judge_fmt(copy, sizeof copy, "%s", path);
+    size_t l = strlen(copy);
+    while (l > 1 && copy[l - 1] == '/')
+        copy[--l] = '\0';
+    const char *b = basename(copy);
+    size_t k = 0;
+    for (const char *p = b; *p && k + 1 < n; p++)
+        out[k++] = (isalnum((unsigned char)*p) || *p == '.' || *p == '_' || *p == '-') ? *p : '_';
+    out[k] = '\0';
+    if (!k || out[0] == '.' || out[0] == '-')
+        judge_fmt(out, n, "submission");
+}
+
+static void describe_method(const judge_manifest *m, char *out, size_t n)
+{
+    strbuf sb = {0};
+    if (m->n_command) {
+        strbuf_puts(&sb, "command");
+        for (int i = 0; i < m->n_command; i++) {
+            strbuf_puts(&sb, " ");
+            strbuf_puts(&sb, m->command[i]);
+        }
+    } else {
+        strbuf_printf(&sb, "preset %s", m->preset);
+        for (int i = 0; i < m->n_overrides; i++)
+            strbuf_printf(&sb, " %s", m->overrides[i]);
+    }
+    judge_fmt(out, n, "%s", sb.data ? sb.data : "");
+    strbuf_free(&sb);
+}
+
+static int record(judge_db *db, judge_attempt *a, const judge_options *o, tempo_error *err)
+{
+    judge_utc_now(a->ended_at);
+    say(o, "recording the attempt in %s", o->db_path);
+    if (judge_db_insert_attempt(db, a, o->test_pause_in_tx_s, err))
+        return -1;
+    say(o, "recorded attempt %lld in %s", a->id, o->db_path);
+    return 0;
+}
+
+int judge_run(const judge_options *o, judge_attempt *a, tempo_error *err)
+{
+    judge_attempt_init(a);
+    judge_utc_now(a->started_at);
+    struct stat st;
+    if (!o->submission || stat(o->submission, &st) != 0 || !S_ISDIR(st.st_mode))
+        return tempo_fail(err, "%s: no such submission folder", o->submission ? o->submission : "(none)");
+    if (!(o->budget_s > 0) || o->seeds < 1)
+        return tempo_usage(err, "judge: the budget must be positive and seeds at least 1");
+    attempt_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return tempo_fail(err, "judge: out of memory");
+    c->o = o;
+    int rc = 0;
+    judge_db *db = NULL;
+    if (o->tempo_bin) {
+        if (!realpath(o->tempo_bin, c->tempo_bin))
+            rc = tempo_fail(err, "%s: %s", o->tempo_bin, strerror(errno));
+    } else {
+        rc = judge_self_exe(c->tempo_bin, sizeof c->tempo_bin, err);
+    }
+    if (rc == 0 && !realpath(o->val_path, c->val_path))
+        rc = tempo_fail(err, "%s: %s", o->val_path, strerror(errno));
+    if (rc == 0)
+        rc = judge_db_open(&db, o->db_path, 1, err);
+    if (rc) {
+        free(c);
+        return -1;
+    }
+    char real_sub[PATH_MAX];
+    judge_fmt(a->submission_path, sizeof a->submission_path, "%s",
+             realpath(o->submission, real_sub) ? real_sub : o->submission);
+    folder_name(o->submission, a->submission, sizeof a->submission);
+    tempo_error e;
+    tempo_error_clear(&e);
+    judge_fmt(a->tempo_version, sizeof a->tempo_version, "%s", TEMPO_VERSION);
+    char self[PATH_MAX];
+    /* the commit of the judge itself (this binary), which also did the scoring unless --tempo says otherwise */
+    judge_git_commit(judge_self_exe(self, sizeof self, &e) == 0 ? self : c->tempo_bin, a->git_commit,
+                     sizeof a->git_commit);
+    a->hardware_json = judge_hardware_json();
+    a->budget_s = o->budget_s;
+    a->seeds = o->seeds;
+    a->first_seed = o->seed;
+    a->memory_bytes = o->memory_bytes ? o->memory_bytes : default_memory();
+    judge_fmt(a->val_path, sizeof a->val_path, "%s", c->val_path);
+
+    int manifest_ok = judge_manifest_load(&c->m, o->submission, &e) == 0;
+    c->phase = o->phase ? o->phase : manifest_ok ? c->m.phase : 1;
+    a->phase = c->phase;
+    judge_fmt(a->formula, sizeof a->formula, "%s", judge_score_formula(c->phase));
+    if (manifest_ok) {
+        judge_fmt(a->submission, sizeof a->submission, "%s", c->m.name);
+        judge_fmt(a->authors, sizeof a->authors, "%s", c->m.authors);
+        judge_fmt(a->description, sizeof a->description, "%s", c->m.description);
+        describe_method(&c->m, a->method, sizeof a->method);
+    }
+    uint64_t nf = 0, nb = 0;
+    if (judge_submission_hash(o->submission, a->submission_hash, &nf, &nb, manifest_ok ? &e : &(tempo_error){0}) == 0) {
+        a->submission_files = (long long)nf;
+        a->submission_bytes = (long long)nb;
+    } else if (manifest_ok) {
+        manifest_ok = 0;
+        a->submission_hash[0] = '\0';
+        char msg[sizeof e.msg];
+        judge_fmt(msg, sizeof msg, "submission: %s", e.msg);
+        judge_fmt(e.msg, sizeof e.msg, "%s", msg);
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    c->threads = o->threads > 0 ? o->threads : c->m.threads > 0 ? c->m.threads : (int)(ncpu > 0 ? ncpu : 1);
+    c->steps = o->steps > 0 ? o->steps : c->m.steps;
+    a->threads = c->threads;
+
+    /* the data every run gets (and the validation fingerprint) */
+    judge_data_options d = {0};
+    d.tempo_bin = c->tempo_bin;
+    d.corpus_dir = o->corpus_dir;
+    d.data_dir = o->data_dir;
+    d.val_path = c->val_path;
+    d.work_dir = o->work_dir;
+    d.vocab = manifest_ok && c->m.vocab ? c->m.vocab : o->vocab;
+    d.progress = o->progress;
+    if (judge_data_prepare(&d, &c->data, err)) {
+        rc = -1;
+        goto out;
+    }
+    judge_fmt(a->data_id, sizeof a->data_id, "%s", c->data.id);
+    judge_fmt(a->val_sha256, sizeof a->val_sha256, "%s", c->data.val_sha256);
+
+    /* the attempt's folder */
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    judge_fmt(c->attempt_dir, sizeof c->attempt_dir, "%s/%s-%s-%d", o->work_dir, a->submission, stamp, (int)getpid());
+    if (dir_create(c->attempt_dir, err)) {
+        rc = -1;
+        goto out;
+    }
+    char real_dir[PATH_MAX];
+    judge_fmt(a->work_dir, sizeof a->work_dir, "%s", realpath(c->attempt_dir, real_dir) ? real_dir : c->attempt_dir);
+    judge_fmt(c->attempt_dir, sizeof c->attempt_dir, "%s", a->work_dir);
+
+    if (!manifest_ok) {
+        judge_fmt(a->status, sizeof a->status, JUDGE_FAILED);
+        judge_fmt(a->reason, sizeof a->reason, "%s", e.msg);
+        say(o, "%s: failed: %s", a->submission, a->reason);
+        compare_with_leader(db, a, o);
+        rc = record(db, a, o, err);
+        goto out;
+    }
+    if (!c->m.n_command)
+        c->train_has_no_eval = probe_train_no_eval(c->tempo_bin);
+    a->runs = calloc((size_t)o->seeds, sizeof *a->runs);
+    if (!a->runs) {
+        rc = tempo_fail(err, "judge: out of memory");
+        goto out;
+    }
+    say(o, "%s: phase %d, budget %.1f s, %d seed%s from %llu, %d threads; data %s", a->submission, c->phase,
+        o->budget_s, o->seeds, o->seeds > 1 ? "s" : "", (unsigned long long)o->seed, c->threads, c->data.dir);
+    for (int i = 0; i < o->seeds; i++) {
+        judge_run_record_init(&a->runs[i]);
+        a->n_runs = i + 1;
+        if (run_one(c, o->seed + (uint64_t)i, &a->runs[i], err)) {
+            rc = -1;
+            goto out;
+        }
+    }
+    aggregate(a);
+    compare_with_leader(db, a, o);
+    rc = record(db, a, o, err);
+out:
+    judge_db_close(db);
+    free(c);
+    return rc;
+}
