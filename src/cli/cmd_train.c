@@ -22,7 +22,7 @@ static void on_signal(int sig)
 
 static int takes_value(const char *flag)
 {
-    static const char *const flags[] = {"--data", "--out", "--preset", "--set", "--budget", "--steps", "--seed", "--threads", "--eval-stride", "--stop-at-step", "--inject-nan-at-step"};
+    static const char *const flags[] = {"--data", "--out", "--preset", "--set", "--budget", "--steps", "--seed", "--threads", "--eval-stride", "--stop-at-step", "--inject-nan-at-step", "--val-limit"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (!strcmp(flag, flags[i]))
             return 1;
@@ -44,6 +44,7 @@ static void usage(FILE *f)
         "  --resume          continue RUN_DIR's checkpoint (same seed/threads => identical weights)\n"
         "  --eval-stride N   stride of the final val bpb (default: context/2)\n"
         "  --no-eval         skip the final full validation\n"
+        "  --val-limit N     score only the first N val tokens (quick experiments; not the official score)\n"
         "  --stop-at-step N  testing: checkpoint and stop after step N, as an interruption would\n"
         "  --inject-nan-at-step N  testing: treat step N's loss as NaN once (divergence guard)\n"
         "SIGINT/SIGTERM: the run checkpoints and stops; --resume continues it.\n"
@@ -94,6 +95,7 @@ int cmd_train(int argc, char **argv)
         else if (!strcmp(a, "--seed")) { if (parse_long(a, v, 0, &x)) return 2; o.seed = (uint64_t)x; i++; }
         else if (!strcmp(a, "--threads")) { if (parse_long(a, v, 1, &x)) return 2; o.threads = (int)x; i++; }
         else if (!strcmp(a, "--eval-stride")) { if (parse_long(a, v, 1, &x)) return 2; o.eval_stride = (int)x; i++; }
+        else if (!strcmp(a, "--val-limit")) { if (parse_long(a, v, 2, &x)) return 2; o.val_limit = x; i++; }
         else if (!strcmp(a, "--stop-at-step")) { if (parse_long(a, v, 1, &x)) return 2; o.stop_at_step = x; i++; }
         else if (!strcmp(a, "--inject-nan-at-step")) { if (parse_long(a, v, 0, &x)) return 2; o.inject_nan_step = x; i++; }
         else return cli_usage_error("%s: unknown option (see tempo train --help)", a);

@@ -72,3 +72,12 @@ int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_by
         return tempo_fail(err, "evaluation: the model produced a non-finite loss");
     return 0;
 }
+
+uint64_t bpb_count_bytes(const tokenizer *tok, const int32_t *tokens, size_t n)
+{
+    uint64_t bytes = 0;
+    const uint8_t *b;
+    for (size_t i = 0; i < n; i++)
+        bytes += tok_token_bytes(tok, tokens[i], &b);
+    return bytes;
+}

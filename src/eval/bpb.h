@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "data/tokenizer.h"
 #include "model/model.h"
 
 typedef struct {
@@ -36,5 +37,9 @@ typedef struct {
  * evaluation mode for the duration and left in training mode afterwards. */
 int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
                  bpb_result *res, tempo_error *err);
+
+/* Bytes of text that tokens[0..n) stand for under tok (separators: none);
+ * exact, so a prefix of a stream can be scored honestly. */
+uint64_t bpb_count_bytes(const tokenizer *tok, const int32_t *tokens, size_t n);
 
 #endif

@@ -24,6 +24,7 @@ typedef struct {
     int train_open, val_open;
     char *tok_text;
     size_t tok_len;
+    tokenizer *tok;
     model *m;
     optimizer opt;
     int opt_ready;
@@ -42,6 +43,7 @@ static void ctx_free(run_ctx *c)
     if (c->train_open) token_file_close(&c->train);
     if (c->val_open) token_file_close(&c->val);
     free(c->tok_text);
+    if (c->tok) tok_free(c->tok);
     if (c->m) model_free(c->m);
     if (c->opt_ready) optim_free(&c->opt);
     free(c->inputs);
@@ -74,11 +76,9 @@ static int open_data(run_ctx *c, const char *dir, tempo_error *err)
     c->val_open = 1;
     if (file_read_all(path_join(p, sizeof p, dir, "tokenizer.tiktoken"), &c->tok_text, &c->tok_len, 64u << 20, err))
         return -1;
-    tokenizer *tok;
-    if (tok_parse(&tok, c->tok_text, c->tok_len, p, err))
+    if (tok_parse(&c->tok, c->tok_text, c->tok_len, p, err))
         return -1;
-    int v = tok_vocab_size(tok);
-    tok_free(tok);
+    int v = tok_vocab_size(c->tok);
     if ((uint32_t)v != c->train.vocab_size || c->val.vocab_size != c->train.vocab_size)
         return tempo_fail(err, "%s: tokenizer (%d ids), train.tok (%u) and val.tok (%u) disagree", dir, v,
                           c->train.vocab_size, c->val.vocab_size);
@@ -234,11 +234,10 @@ static double slice_bpb(run_ctx *c, const run_config *cfg)
 {
     size_t n = (size_t)cfg->eval_tokens + 1;
     if (n > c->val.n_tokens) n = c->val.n_tokens;
-    /* Bytes of the slice are not stored per token; use the stream's mean bytes per token. */
-    double bytes = (double)c->val.n_bytes * (double)(n - 1) / (double)(c->val.n_tokens - 1);
+    uint64_t bytes = bpb_count_bytes(c->tok, c->val_tokens, n);
     bpb_result r;
     tempo_error e;
-    if (bpb_evaluate(c->m, c->val_tokens, n, (uint64_t)(bytes + 0.5), cfg->model.context, cfg->micro_batch, &r, &e))
+    if (bytes == 0 || bpb_evaluate(c->m, c->val_tokens, n, bytes, cfg->model.context, cfg->micro_batch, &r, &e))
         return NAN;
     return r.bpb;
 }
@@ -430,8 +429,15 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
         int stride = o->eval_stride > 0 ? o->eval_stride : cfg.model.context / 2;
         if (o->progress)
             fprintf(o->progress, "evaluating val bpb on %llu tokens (stride %d)...\n",
-                    (unsigned long long)c.val.n_tokens, stride);
-        if (bpb_evaluate(c.m, c.val_tokens, c.val.n_tokens, c.val.n_bytes, stride, cfg.micro_batch, &r, err)) {
+                    (unsigned long long)(o->val_limit > 0 && (uint64_t)o->val_limit < c.val.n_tokens
+                                             ? (uint64_t)o->val_limit : c.val.n_tokens), stride);
+        size_t n_val = c.val.n_tokens;
+        uint64_t val_bytes = c.val.n_bytes;
+        if (o->val_limit > 0 && (uint64_t)o->val_limit < n_val) {
+            n_val = (size_t)o->val_limit;   /* a prefix, for quick experiments: not the official score */
+            val_bytes = bpb_count_bytes(c.tok, c.val_tokens, n_val);
+        }
+        if (bpb_evaluate(c.m, c.val_tokens, n_val, val_bytes, stride, cfg.micro_batch, &r, err)) {
             rc = -1;
         } else {
             res->val_bpb = r.bpb;

@@ -31,6 +31,7 @@ typedef struct {
     int resume;
     int eval_stride;          /* final val bpb stride; 0 = context / 2 */
     int final_eval;           /* run the full val evaluation at the end */
+    int64_t val_limit;        /* score only the first N val tokens (quick experiments); 0 = all */
     run_config cfg;           /* already with preset and --set applied (vocab filled in by the trainer) */
     double peak_gflops;       /* measured FMA peak at `threads`, for MFU; 0 = unknown */
     volatile sig_atomic_t *stop_flag;

@@ -5,6 +5,8 @@
 #include "test.h"
 
 #include "core/rng.h"
+#include "data/token_store.h"
+#include "data/tokenizer.h"
 #include "eval/bpb.h"
 #include "model/model.h"
 
@@ -111,8 +113,41 @@ static void test_bad_inputs(void)
     model_free(m);
 }
 
+/* Exact byte counts of a stream and its prefixes: the sum of the tokens'
+ * byte lengths, separators counting none. */
+static void test_count_bytes(void)
+{
+    uint8_t bytes[256][1];
+    const uint8_t *toks[258];
+    size_t lens[258];
+    for (int i = 0; i < 256; i++) {
+        bytes[i][0] = (uint8_t)i;
+        toks[i] = bytes[i];
+        lens[i] = 1;
+    }
+    toks[256] = (const uint8_t *)"th";
+    lens[256] = 2;
+    toks[257] = (const uint8_t *)"the";
+    lens[257] = 3;
+    tokenizer *tok;
+    tempo_error err;
+    CHECK(tok_from_tokens(&tok, toks, lens, 258, "test", &err) == 0);
+    const char *docs = "the cat\x1e\nthe other\n";
+    int32_t *ids = NULL;
+    size_t n = 0;
+    CHECK(token_encode_text(tok, (const uint8_t *)docs, strlen(docs), &ids, &n, &err) == 0);
+    /* SEP "the" " " "c" "a" ... SEP: the text is one document here (0x1E is just a byte
+     * of it); every byte is counted once, the separators none */
+    CHECK(bpb_count_bytes(tok, ids, n) == strlen(docs));
+    CHECK(bpb_count_bytes(tok, ids, 2) == 3);
+    CHECK(ids[0] == tok_sep_id(tok) && ids[n - 1] == tok_sep_id(tok));
+    free(ids);
+    tok_free(tok);
+}
+
 int main(void)
 {
+    RUN(test_count_bytes);
     RUN(test_uniform_model_exact);
     RUN(test_windows_match_definition);
     RUN(test_bad_inputs);
