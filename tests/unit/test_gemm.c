@@ -14,7 +14,9 @@
  * and the reference's, in different orders, one fused). A wrong or missing
  * term is of the size of one product, far above it for the K used here.
  * Determinism: 1 and 2 threads, and two identical calls, give the same bits
- * (the blocking, not the threads, fixes each sum's order). */
+ * (the blocking, not the threads, fixes each sum's order); so do products
+ * over row or column chunks, and products with op(B) packed once
+ * (gemm_f32_packed_b) against gemm_f32_with. */
 #include "test.h"
 
 #include <float.h>
@@ -26,6 +28,8 @@
 typedef struct {
     int M, N, K;
 } shape;
+
+static int min_i(int a, int b) { return a < b ? a : b; }
 
 static float *alloc_filled(size_t n, rng_state *r)
 {
@@ -319,6 +323,93 @@ static void test_inside_parallel(void)
     free(A); free(B); free(C); free(R);
 }
 
+/* A row (column) of C does not depend on which other rows (columns) are
+ * computed in the same call: products over token chunks equal the whole
+ * product bit for bit (evaluation in any batch layout gives the same
+ * figures). */
+static void test_row_column_independence(void)
+{
+    rng_state r;
+    rng_seed(&r, 11);
+    int M = 233, N = 151, K = 300;
+    float *A = alloc_filled((size_t)M * K, &r), *B = alloc_filled((size_t)N * K, &r);
+    float *C1 = malloc((size_t)M * N * sizeof *C1), *C2 = malloc((size_t)M * N * sizeof *C2);
+    cpu_info ci;
+    cpu_info_query(&ci);
+    for (int path = 0; path < 2; path++) {
+        if (path == CPU_KERNELS_AVX2 && !have_avx2())
+            continue;
+        gemm_config cfg;
+        gemm_config_from_cpu(&cfg, &ci, (cpu_kernel_path)path);
+        gemm_f32_with(&cfg, 0, 1, M, N, K, A, K, B, K, 0, C1, N);
+        for (int m0 = 0; m0 < M; m0 += 37)
+            gemm_f32_with(&cfg, 0, 1, min_i(37, M - m0), N, K, A + (size_t)m0 * K, K, B, K, 0,
+                          C2 + (size_t)m0 * N, N);
+        CHECK(memcmp(C1, C2, (size_t)M * N * sizeof *C1) == 0);
+        for (int n0 = 0; n0 < N; n0 += 29)
+            gemm_f32_with(&cfg, 0, 1, M, min_i(29, N - n0), K, A, K, B + (size_t)n0 * K, K, 0,
+                          C2 + n0, N);
+        CHECK(memcmp(C1, C2, (size_t)M * N * sizeof *C1) == 0);
+    }
+    free(A); free(B); free(C1); free(C2);
+}
+
+/* op(B) packed once gives bitwise the products of gemm_f32_with, for every
+ * transposition case, both paths, tiny blocking (N > NC, K > KC) and the
+ * real one; repacking reuses the buffer and follows changes of B. */
+static void test_packed_b(void)
+{
+    rng_state r;
+    rng_seed(&r, 10);
+    const shape shapes[] = {{1, 1, 1}, {13, 17, 19}, {37, 53, 41}, {61, 101, 33}, {7, 200, 300}};
+    cpu_info ci;
+    cpu_info_query(&ci);
+    gemm_packed_b pb = {0};
+    tempo_error err;
+    tempo_error_clear(&err);
+    for (int path = 0; path < 2; path++) {
+        if (path == CPU_KERNELS_AVX2 && !have_avx2())
+            continue;
+        for (int tiny = 0; tiny < 2; tiny++) {
+            gemm_config cfg;
+            if (tiny)
+                cfg = tiny_config((cpu_kernel_path)path);
+            else
+                gemm_config_from_cpu(&cfg, &ci, (cpu_kernel_path)path);
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+                for (int t = 0; t < 4; t++) {
+                    int M = shapes[s].M, N = shapes[s].N, K = shapes[s].K;
+                    int ta = t >> 1, tb = t & 1;
+                    int lda = (ta ? M : K) + 1, ldb = (tb ? K : N) + 2, ldc = N + 3;
+                    float *A = alloc_filled((size_t)(ta ? K : M) * lda, &r);
+                    float *B = alloc_filled((size_t)(tb ? N : K) * ldb, &r);
+                    float *C1 = alloc_filled((size_t)M * ldc, &r);
+                    float *C2 = malloc((size_t)M * ldc * sizeof *C2);
+                    memcpy(C2, C1, (size_t)M * ldc * sizeof *C2);
+                    CHECK(gemm_packed_b_pack(&pb, &cfg, tb, K, N, B, ldb, &err) == 0);
+                    float beta = (float)(s & 1);
+                    gemm_f32_with(&cfg, ta, tb, M, N, K, A, lda, B, ldb, beta, C1, ldc);
+                    gemm_f32_packed_b(&cfg, ta, M, A, lda, &pb, beta, C2, ldc);
+                    CHECK_MSG(memcmp(C1, C2, (size_t)M * ldc * sizeof *C1) == 0,
+                              "%s tiny %d %dx%dx%d ta%d tb%d", cpu_kernel_path_name(cfg.path),
+                              tiny, M, N, K, ta, tb);
+                    /* B changes: a repack follows it */
+                    B[0] += 1;
+                    CHECK(gemm_packed_b_pack(&pb, &cfg, tb, K, N, B, ldb, &err) == 0);
+                    gemm_f32_with(&cfg, ta, tb, M, N, K, A, lda, B, ldb, 0, C1, ldc);
+                    gemm_f32_packed_b(&cfg, ta, M, A, lda, &pb, 0, C2, ldc);
+                    CHECK(memcmp(C1, C2, (size_t)M * ldc * sizeof *C1) == 0);
+                    free(A); free(B); free(C1); free(C2);
+                }
+        }
+    }
+    float *before = pb.data;
+    CHECK(gemm_packed_b_pack(&pb, &(gemm_config){0}, 0, 0, 5, NULL, 5, &err) == -1);
+    CHECK(pb.data == before);
+    gemm_packed_b_free(&pb);
+    CHECK(pb.data == NULL);
+}
+
 /* Degenerate sizes: nothing to write, or only beta * C. */
 static void test_degenerate(void)
 {
@@ -369,5 +460,7 @@ int main(void)
     RUN(test_env_switch);
     RUN(test_determinism);
     RUN(test_inside_parallel);
+    RUN(test_packed_b);
+    RUN(test_row_column_independence);
     return test_summary("test_gemm");
 }

@@ -85,11 +85,11 @@ void gemm_config_init(gemm_config *cfg)
     gemm_config_from_cpu(cfg, &ci, cpu_kernel_path_select(&ci));
 }
 
-/* Everything one call's threads share; read-only once the team starts
- * (the packed buffers are written only under the work split). */
 typedef void (*gemm_pack_a_fn)(int, const float *, int, int, int, int, int, float *);
 typedef void (*gemm_pack_b_fn)(int, const float *, int, int, int, int, int, int, int, float *);
 
+/* Everything one call's threads share; read-only once the team starts
+ * (the packed buffers are written only under the work split). */
 typedef struct {
     gemm_microkernel_fn kernel;
     gemm_pack_a_fn pack_a;
@@ -103,6 +103,7 @@ typedef struct {
     int kb;            /* depth of a packed B panel: a multiple of kc */
     int m_blocks, nw;  /* row blocks; columns per item (multiple of GEMM_NR) */
     float *bpack;      /* kb x nc, shared: kb / kc slices of kc x nc */
+    const float *bprepacked;  /* or all of op(B) packed (gemm_packed_b), kb = K */
     float *apack;      /* per thread: apack_stride floats each */
     size_t apack_stride;
 } gemm_job;
@@ -139,6 +140,31 @@ static void gemm_block(const gemm_job *j, const float *ap, const float *bp,
     }
 }
 
+/* Floats of one packed B slice for a panel of ncur columns. */
+static size_t slice_floats(int kc, int ncur)
+{
+    return (size_t)kc * ceil_div(ncur, GEMM_NR) * GEMM_NR;
+}
+
+/* Pack rows [kb0, kb0 + kb) of op(B)'s columns [jc, jc + ncur) into dst, as
+ * slices of kc. Orphaned worksharing (static: units of GEMM_PACK_B_ROWS
+ * rows of one slice, each read along the stored rows, gemm_pack.h). */
+static void pack_b_panel(gemm_pack_b_fn pack, int trans_b, const float *B, int ldb,
+                         int K, int kc, int kb0, int kb, int jc, int ncur, float *dst)
+{
+    int n_slices = ceil_div(min_int(kb, K - kb0), kc);
+    int units = ceil_div(kc, GEMM_PACK_B_ROWS);
+    size_t sf = slice_floats(kc, ncur);
+#pragma omp for schedule(static)
+    for (int q = 0; q < n_slices * units; q++) {
+        int sl = q / units, k_lo = (q % units) * GEMM_PACK_B_ROWS;
+        int pc = kb0 + sl * kc, kcur = min_int(kc, K - pc);
+        if (k_lo < kcur)
+            pack(trans_b, B, ldb, pc, kcur, k_lo, min_int(kcur, k_lo + GEMM_PACK_B_ROWS), jc,
+                 ncur, dst + sl * sf);
+    }
+}
+
 /* Run by every thread of the team (or by the caller alone). Uses orphaned
  * worksharing, so it must be called from a team that does only this.
  * Two barriers per B panel (after packing it, before repacking it): with
@@ -149,24 +175,16 @@ static void gemm_run(const gemm_job *j)
     float *ap = j->apack + (size_t)omp_get_thread_num() * j->apack_stride;
     for (int jc = 0; jc < j->N; jc += j->nc) {
         int ncur = min_int(j->nc, j->N - jc);
-        int n_panels = ceil_div(ncur, GEMM_NR);
-        size_t slice_floats = (size_t)j->kc * n_panels * GEMM_NR;
+        size_t sf = slice_floats(j->kc, ncur);
         int n_chunks = ceil_div(ncur, j->nw);
         int items = j->m_blocks * n_chunks;
         for (int kb0 = 0; kb0 < j->K; kb0 += j->kb) {
             int n_slices = ceil_div(min_int(j->kb, j->K - kb0), j->kc);
-            /* Pack in units of GEMM_PACK_B_ROWS rows of one slice, each
-             * read along stored rows (see gemm_pack.h). */
-            int units = ceil_div(j->kc, GEMM_PACK_B_ROWS);
-#pragma omp for schedule(static)
-            for (int q = 0; q < n_slices * units; q++) {
-                int sl = q / units, k_lo = (q % units) * GEMM_PACK_B_ROWS;
-                int pc = kb0 + sl * j->kc, kcur = min_int(j->kc, j->K - pc);
-                if (k_lo < kcur)
-                    j->pack_b(j->trans_b, j->B, j->ldb, pc, kcur, k_lo,
-                              min_int(kcur, k_lo + GEMM_PACK_B_ROWS), jc, ncur,
-                              j->bpack + sl * slice_floats);
-            }
+            const float *bp = j->bprepacked ? j->bprepacked + (size_t)(jc / j->nc) * j->kb * j->nc
+                                            : j->bpack;
+            if (!j->bprepacked)
+                pack_b_panel(j->pack_b, j->trans_b, j->B, j->ldb, j->K, j->kc, kb0, j->kb, jc,
+                             ncur, j->bpack);
             /* (implicit barrier: the B panel is complete) */
 #pragma omp for schedule(dynamic, 1)
             for (int it = 0; it < items; it++) {
@@ -176,8 +194,8 @@ static void gemm_run(const gemm_job *j)
                 for (int sl = 0; sl < n_slices; sl++) {
                     int pc = kb0 + sl * j->kc, kcur = min_int(j->kc, j->K - pc);
                     j->pack_a(j->trans_a, j->A, j->lda, ic, mcur, pc, kcur, ap);
-                    gemm_block(j, ap, j->bpack + sl * slice_floats + (size_t)j0 * kcur,
-                               ic, mcur, jc + j0, wcur, kcur, !(j->store_first && pc == 0));
+                    gemm_block(j, ap, bp + sl * sf + (size_t)j0 * kcur, ic, mcur, jc + j0, wcur,
+                               kcur, !(j->store_first && pc == 0));
                 }
             }
             /* (implicit barrier: nobody still reads the B panel) */
@@ -198,21 +216,80 @@ static void scale_c(int M, int N, float beta, float *C, int ldc)
     }
 }
 
-void gemm_f32_with(const gemm_config *cfg, int trans_a, int trans_b, int M, int N, int K,
-                   const float *A, int lda, const float *B, int ldb,
-                   float beta, float *C, int ldc)
+/* The slice depth and panel width for op(B) of K x N: K in n_k slices of
+ * nearly equal depth (a multiple of 8), N in panels of nearly equal width.
+ * Only these fix the summation order. */
+static void plan_b(const gemm_config *cfg, int N, int K, int *kc, int *nc, int *n_k)
+{
+    *n_k = ceil_div(K, cfg->kc);
+    *kc = min_int(cfg->kc, ceil_div(ceil_div(K, *n_k), 8) * 8);
+    int n_j = ceil_div(N, cfg->nc);
+    *nc = ceil_div(ceil_div(N, n_j), GEMM_NR) * GEMM_NR;
+}
+
+/* Thread count and the items (blocks of C) for j's M and nc; returns the
+ * thread count. */
+static int plan_items(gemm_job *j, const gemm_config *cfg)
+{
+    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+    long fmas = (long)j->M * j->N * j->K;
+    if (fmas / GEMM_MIN_FMAS_PER_THREAD < nt)
+        nt = max_int(1, (int)(fmas / GEMM_MIN_FMAS_PER_THREAD));
+    /* Split M into blocks of <= MC rows, more (smaller) blocks when there
+     * are too few for the threads, then split N if still too few. */
+    int target = nt > 1 ? GEMM_ITEMS_PER_THREAD * nt : 1;
+    int m_panels = ceil_div(j->M, GEMM_MR);
+    int m_blocks = ceil_div(m_panels, cfg->mc / GEMM_MR);
+    if (m_blocks < target)
+        m_blocks = max_int(m_blocks, min_int(target, m_panels / GEMM_MIN_BLOCK_PANELS));
+    j->mc = ceil_div(m_panels, m_blocks) * GEMM_MR;
+    j->m_blocks = ceil_div(j->M, j->mc);
+    int n_panels = ceil_div(j->nc, GEMM_NR);
+    int n_chunks = 1;
+    if (j->m_blocks < target)
+        n_chunks = min_int(ceil_div(target, j->m_blocks),
+                           max_int(1, n_panels / GEMM_MIN_BLOCK_PANELS));
+    j->nw = ceil_div(n_panels, n_chunks) * GEMM_NR;
+    return min_int(nt, j->m_blocks * ceil_div(j->nc, j->nw));
+}
+
+/* Start the team (or not) and run j. */
+static void run_team(const gemm_job *j, int nt)
+{
+    if (nt > 1) {
+#pragma omp parallel num_threads(nt)
+        gemm_run(j);
+    } else if (omp_in_parallel()) {
+        /* A team of one, so the worksharing inside binds to it and not to
+         * the caller's team. */
+#pragma omp parallel num_threads(1)
+        gemm_run(j);
+    } else {
+        gemm_run(j);
+    }
+}
+
+/* beta other than 0/1 and K == 0 become a scaling of C; returns 1 when
+ * nothing is left to do, else sets *beta to 0 or 1. */
+static int prologue(int M, int N, int K, float *beta, float *C, int ldc)
 {
     if (M <= 0 || N <= 0)
-        return;
-    if (K <= 0 || (beta != 0 && beta != 1)) {
-        scale_c(M, N, beta, C, ldc);
+        return 1;
+    if (K <= 0 || (*beta != 0 && *beta != 1)) {
+        scale_c(M, N, *beta, C, ldc);
         if (K <= 0)
-            return;
-        beta = 1;
+            return 1;
+        *beta = 1;
     }
+    return 0;
+}
 
+static void job_init(gemm_job *j, const gemm_config *cfg, int trans_a, int trans_b,
+                     int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                     float beta, float *C, int ldc)
+{
     int avx2 = cfg->path == CPU_KERNELS_AVX2;
-    gemm_job j = {
+    *j = (gemm_job){
         .kernel = avx2 ? gemm_kernel_avx2_6x16 : gemm_kernel_portable_6x16,
         .pack_a = avx2 ? gemm_pack_a_avx2 : gemm_pack_a,
         .pack_b = avx2 ? gemm_pack_b_avx2 : gemm_pack_b,
@@ -220,36 +297,22 @@ void gemm_f32_with(const gemm_config *cfg, int trans_a, int trans_b, int M, int 
         .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C,
         .store_first = beta == 0,
     };
-    /* Balanced slices: K = n_k slices of nearly equal depth (multiple of 8). */
-    int n_k = ceil_div(K, cfg->kc);
-    j.kc = min_int(cfg->kc, ceil_div(ceil_div(K, n_k), 8) * 8);
-    int n_j = ceil_div(N, cfg->nc);
-    j.nc = ceil_div(ceil_div(N, n_j), GEMM_NR) * GEMM_NR;
+}
+
+void gemm_f32_with(const gemm_config *cfg, int trans_a, int trans_b, int M, int N, int K,
+                   const float *A, int lda, const float *B, int ldb,
+                   float beta, float *C, int ldc)
+{
+    if (prologue(M, N, K, &beta, C, ldc))
+        return;
+    gemm_job j;
+    job_init(&j, cfg, trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    int n_k;
+    plan_b(cfg, N, K, &j.kc, &j.nc, &n_k);
     /* As many slices per packed B panel as its share of L3 holds. */
     long kb_slices = cfg->b_panel_bytes / ((long)j.nc * j.kc * (long)sizeof(float));
     j.kb = (int)(kb_slices < 1 ? 1 : kb_slices < n_k ? kb_slices : n_k) * j.kc;
-
-    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
-    long fmas = (long)M * N * K;
-    if (fmas / GEMM_MIN_FMAS_PER_THREAD < nt)
-        nt = max_int(1, (int)(fmas / GEMM_MIN_FMAS_PER_THREAD));
-
-    /* Items: split M into blocks of <= MC rows, more (smaller) blocks when
-     * there are too few for the threads, then split N if still too few. */
-    int target = nt > 1 ? GEMM_ITEMS_PER_THREAD * nt : 1;
-    int m_panels = ceil_div(M, GEMM_MR);
-    int m_blocks = ceil_div(m_panels, cfg->mc / GEMM_MR);
-    if (m_blocks < target)
-        m_blocks = max_int(m_blocks, min_int(target, m_panels / GEMM_MIN_BLOCK_PANELS));
-    j.mc = ceil_div(m_panels, m_blocks) * GEMM_MR;
-    j.m_blocks = ceil_div(M, j.mc);
-    int n_panels = ceil_div(j.nc, GEMM_NR);
-    int n_chunks = 1;
-    if (j.m_blocks < target)
-        n_chunks = min_int(ceil_div(target, j.m_blocks),
-                           max_int(1, n_panels / GEMM_MIN_BLOCK_PANELS));
-    j.nw = ceil_div(n_panels, n_chunks) * GEMM_NR;
-    nt = min_int(nt, j.m_blocks * ceil_div(j.nc, j.nw));
+    int nt = plan_items(&j, cfg);
 
     /* Packing buffers: one 64-byte aligned allocation per call. */
     size_t b_floats = ((size_t)j.kb * j.nc + 15) / 16 * 16;
@@ -263,19 +326,81 @@ void gemm_f32_with(const gemm_config *cfg, int trans_a, int trans_b, int M, int 
     }
     j.bpack = buf;
     j.apack = buf + b_floats;
-
-    if (nt > 1) {
-#pragma omp parallel num_threads(nt)
-        gemm_run(&j);
-    } else if (omp_in_parallel()) {
-        /* A team of one, so the worksharing inside binds to it and not to
-         * the caller's team. */
-#pragma omp parallel num_threads(1)
-        gemm_run(&j);
-    } else {
-        gemm_run(&j);
-    }
+    run_team(&j, nt);
     free(buf);
+}
+
+/* ---- op(B) packed once, multiplied many times ---- */
+
+int gemm_packed_b_pack(gemm_packed_b *pb, const gemm_config *cfg, int trans_b, int K, int N,
+                       const float *B, int ldb, tempo_error *err)
+{
+    if (K < 1 || N < 1)
+        return tempo_fail(err, "gemm: packing a %d x %d matrix", K, N);
+    int kc, nc, n_k;
+    plan_b(cfg, N, K, &kc, &nc, &n_k);
+    int n_j = ceil_div(N, nc);
+    size_t floats = (size_t)n_j * n_k * kc * nc;
+    if (!pb->data || pb->floats < floats) {
+        free(pb->data);
+        pb->floats = 0;
+        pb->data = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+        if (!pb->data)
+            return tempo_fail(err, "gemm: packing %d x %d: out of memory", K, N);
+        pb->floats = floats;
+    }
+    pb->trans_b = trans_b;
+    pb->K = K;
+    pb->N = N;
+    pb->kc = kc;
+    pb->nc = nc;
+    gemm_pack_b_fn pack = cfg->path == CPU_KERNELS_AVX2 ? gemm_pack_b_avx2 : gemm_pack_b;
+    float *data = pb->data;
+    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+#pragma omp parallel num_threads(nt)
+    for (int jc = 0; jc < N; jc += nc)
+        pack_b_panel(pack, trans_b, B, ldb, K, kc, 0, n_k * kc, jc, min_int(nc, N - jc),
+                     data + (size_t)(jc / nc) * n_k * kc * nc);
+    return 0;
+}
+
+void gemm_packed_b_free(gemm_packed_b *pb)
+{
+    free(pb->data);
+    pb->data = NULL;
+    pb->floats = 0;
+}
+
+void gemm_f32_packed_b(const gemm_config *cfg, int trans_a, int M, const float *A, int lda,
+                       const gemm_packed_b *pb, float beta, float *C, int ldc)
+{
+    int N = pb->N, K = pb->K;
+    if (prologue(M, N, K, &beta, C, ldc))
+        return;
+    gemm_job j;
+    job_init(&j, cfg, trans_a, pb->trans_b, M, N, K, A, lda, NULL, 0, beta, C, ldc);
+    j.kc = pb->kc;
+    j.nc = pb->nc;
+    j.kb = ceil_div(K, pb->kc) * pb->kc;
+    j.bprepacked = pb->data;
+    int nt = plan_items(&j, cfg);
+    j.apack_stride = ((size_t)j.kc * j.mc + 15) / 16 * 16;
+    float *buf = aligned_alloc(64, (size_t)nt * j.apack_stride * sizeof(float));
+    if (buf) {
+        j.apack = buf;
+        run_team(&j, nt);
+        free(buf);
+        return;
+    }
+    /* Out of memory for a few hundred KiB: one thread, one A panel at a
+     * time from the stack (kc <= 1024), same sums. */
+    float panel[GEMM_MR * 1024] __attribute__((aligned(64)));
+    j.mc = GEMM_MR;
+    j.m_blocks = ceil_div(M, GEMM_MR);
+    j.nw = j.nc;
+    j.apack = panel;
+    j.apack_stride = 0;
+    run_team(&j, 1);
 }
 
 void gemm_f32(int trans_a, int trans_b, int M, int N, int K,

@@ -12,7 +12,10 @@
 #ifndef TEMPO_GEMM_H
 #define TEMPO_GEMM_H
 
+#include <stddef.h>
+
 #include "core/cpu_info.h"
+#include "core/error.h"
 
 void gemm_f32(int trans_a, int trans_b, int M, int N, int K,
               const float *A, int lda, const float *B, int ldb,
@@ -74,5 +77,30 @@ void gemm_config_init(gemm_config *cfg);
 void gemm_f32_with(const gemm_config *cfg, int trans_a, int trans_b, int M, int N, int K,
                    const float *A, int lda, const float *B, int ldb,
                    float beta, float *C, int ldc);
+
+/* ---- op(B) packed once, multiplied by many A ----
+ * For a B used in many products (the output head's weights across token
+ * chunks, weights during inference): pack once, then each product skips
+ * packing B and its barrier. Results are bitwise those of gemm_f32_with with
+ * the same config and trans_b. The packed copy is not updated when B changes:
+ * pack again (no allocation when the size did not grow). */
+typedef struct {
+    int trans_b, K, N;   /* op(B) is K x N */
+    int kc, nc;          /* the slicing it was packed with */
+    float *data;         /* NULL until packed; owned */
+    size_t floats;       /* capacity of data */
+} gemm_packed_b;
+
+/* Pack op(B) (K x N; stored as in gemm_f32) into pb, which starts zeroed
+ * ({0}) or holds an earlier packing. Uses the OpenMP team like gemm_f32.
+ * Fails only on K or N < 1 or out of memory. */
+int gemm_packed_b_pack(gemm_packed_b *pb, const gemm_config *cfg, int trans_b, int K, int N,
+                       const float *B, int ldb, tempo_error *err);
+void gemm_packed_b_free(gemm_packed_b *pb);
+
+/* C[M, pb->N] = beta * C + op(A)[M, pb->K] * op(B), op(B) from pb; cfg as
+ * given to gemm_packed_b_pack (its path and mc are used). */
+void gemm_f32_packed_b(const gemm_config *cfg, int trans_a, int M, const float *A, int lda,
+                       const gemm_packed_b *pb, float beta, float *C, int ldc);
 
 #endif
