@@ -14,7 +14,7 @@ while [ $# -ge 2 ]; do
     if [[ $limit == steps:* ]]; then lim=(--steps "${limit#steps:}"); else lim=(--budget "$limit"); fi
     load0=$(cut -d' ' -f1 /proc/loadavg)
     run="build/sweep/$name-$limit"
-    build/tempo train --data "$data" --out "$run" "${lim[@]}" --eval-stride 256 "${args[@]}" > /dev/null 2> "$run.log" || { echo "$name failed" >&2; continue; }
+    ${TEMPO:-build/tempo} train --data "$data" --out "$run" "${lim[@]}" --eval-stride 256 --val-limit ${VAL_LIMIT:-200000} "${args[@]}" > /dev/null 2> "$run.log" || { echo "$name failed" >&2; continue; }
     load1=$(cut -d' ' -f1 /proc/loadavg)
     python3 - "$run/result.json" "$name" "$limit" "$load0" "$load1" "$sets" >> "$out" <<'PY'
 import json, sys
