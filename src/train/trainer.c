@@ -170,6 +170,31 @@ static void progress(const train_options *o, const train_state *st, double budge
     fflush(o->progress);
 }
 
+/* On resume, drop the log lines of steps after the checkpoint (a crash can
+ * leave some): the resumed run logs those steps again. */
+static int metrics_truncate(const char *path, int64_t step, tempo_error *err)
+{
+    if (!path_exists(path))
+        return 0;
+    char *text;
+    size_t len;
+    if (file_read_all(path, &text, &len, 0, err))
+        return -1;
+    strbuf keep = {0};
+    for (char *line = text; line < text + len;) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = nl ? (size_t)(nl - line) + 1 : (size_t)(text + len - line);
+        long long s;
+        if (sscanf(line, "{\"step\":%lld", &s) == 1 && s <= step && nl)
+            strbuf_append(&keep, line, n);
+        line += n;
+    }
+    int rc = file_write_atomic(path, keep.data ? keep.data : "", keep.len, err);
+    strbuf_free(&keep);
+    free(text);
+    return rc;
+}
+
 static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_state *st, tempo_error *err)
 {
     if (open_data(c, o->data_dir, err))
@@ -223,7 +248,10 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
         return tempo_fail(err, "training: out of memory");
     token_file_read(&c->val, 0, c->val.n_tokens, c->val_tokens);
     char mp[1100];
-    c->metrics = fopen(path_join(mp, sizeof mp, o->out_dir, "metrics.jsonl"), o->resume ? "a" : "w");
+    path_join(mp, sizeof mp, o->out_dir, "metrics.jsonl");
+    if (o->resume && metrics_truncate(mp, st->step, err))
+        return -1;
+    c->metrics = fopen(mp, o->resume ? "a" : "w");
     if (!c->metrics)
         return tempo_fail(err, "%s: cannot write", mp);
     return 0;
@@ -331,7 +359,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
     double loop_t0 = timer_now() - st.elapsed_s;
     double step_pred = 0, last_eval = st.elapsed_s, last_ckpt = st.elapsed_s, last_snap = -1e9;
     double eval_cost = 0, ckpt_cost = 0, last_bpb = -1, loss = NAN, gnorm = 0;
-    double session_t0 = timer_now();
+    double session_t0 = timer_now(), last_progress = 0, lr_now = 0;
     uint64_t session_tokens0 = st.tokens;
     int rc = 0;
     int64_t steps_this_session = 0;
@@ -348,6 +376,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
         }
         double p = max_steps > 0 ? (double)st.step / (double)max_steps : st.elapsed_s / budget;
         double mult = schedule_lr_mult(&cfg.schedule, p) * st.guard_mult;
+        lr_now = cfg.optim.lr * mult;
         double t0 = timer_now();
         loss = forward_backward(&c, &cfg, &st);
         gnorm = optim_grad_norm(model_grads(c.m), model_num_params(c.m));
@@ -402,10 +431,18 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
             st.elapsed_s = timer_now() - loop_t0;
             last_ckpt = st.elapsed_s;
         }
-        progress(o, &st, budget, loss, cfg.optim.lr * mult, tps, last_bpb);
+        /* A TTY line is redrawn a few times a second; plain lines (logs) every 10 s. */
+        double now = timer_now();
+        if (now - last_progress >= (o->progress_tty ? 0.25 : 10.0) || st.step == 1) {
+            progress(o, &st, budget, loss, cfg.optim.lr * mult, tps, last_bpb);
+            last_progress = now;
+        }
         if (o->stop_at_step > 0 && st.step >= o->stop_at_step) { res->interrupted = 1; break; }
     }
     st.elapsed_s = timer_now() - loop_t0;
+    if (steps_this_session > 0)
+        progress(o, &st, budget, loss, lr_now,
+                 (double)(st.tokens - session_tokens0) / (timer_now() - session_t0), last_bpb);
     if (o->progress && o->progress_tty) fputc('\n', o->progress);
     if (rc == 0 && st.step == 0 && !res->interrupted)
         rc = tempo_fail(err, "train: the budget ended before the first step could run (one step takes longer)");

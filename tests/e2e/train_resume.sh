@@ -24,5 +24,11 @@ wait "$pid"; rc=$?
 [ -f "$E2E_TMP/sig/checkpoint.safetensors" ] || fail "no checkpoint after SIGTERM"
 "$TEMPO" train "${SLOW[@]}" --out "$E2E_TMP/sig" --resume > /dev/null 2>&1 || fail "resume after SIGTERM failed"
 cmp "$E2E_TMP/full2/model.safetensors" "$E2E_TMP/sig/model.safetensors" || fail "weights after SIGTERM+resume differ"
+# the resumed log continues the interrupted one: every step logged exactly once, in order
+python3 - "$E2E_TMP/sig/metrics.jsonl" <<'PY' || fail "metrics.jsonl steps not 1..300 once each after resume"
+import json, sys
+steps = [r["step"] for r in map(json.loads, open(sys.argv[1])) if "train_loss" in r]
+assert steps == list(range(1, 301)), steps[:5]
+PY
 expect_error 1 "no checkpoint" "$TEMPO" train --data "$D" --out "$E2E_TMP/none" --steps 5 --resume
 exit 0
