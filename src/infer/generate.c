@@ -1,0 +1,83 @@
+/* generate.c - the prefill + sample + decode loop of one sequence (see
+ * generate.h). */
+#include "infer/generate.h"
+
+#include <stdlib.h>
+
+#include "core/timer.h"
+
+const char *gen_stop_name(gen_stop s)
+{
+    switch (s) {
+    case GEN_STOP_TOKENS: return "tokens";
+    case GEN_STOP_SEPARATOR: return "separator";
+    case GEN_STOP_CONTEXT: return "context";
+    case GEN_STOP_CALLER: return "caller";
+    }
+    return "unknown";
+}
+
+int infer_generate(infer_engine *e, infer_cache *c, int slot, const int32_t *prompt, int n_prompt,
+                   const gen_options *o, gen_token_fn on_token, void *user, gen_result *res,
+                   tempo_error *err)
+{
+    res->prompt_tokens = n_prompt;
+    res->new_tokens = 0;
+    res->stop = GEN_STOP_TOKENS;
+    res->prefill_s = res->decode_s = 0;
+    if (o->max_tokens < 1)
+        return tempo_usage(err, "generate: token limit %d < 1", o->max_tokens);
+    if (slot < 0 || slot >= c->n_slots)
+        return tempo_usage(err, "generate: slot %d out of range", slot);
+    if (n_prompt < 1 || n_prompt > c->capacity)
+        return tempo_usage(err, "generate: prompt of %d tokens (1 to %d allowed)", n_prompt,
+                           c->capacity);
+    int V = infer_engine_config(e)->vocab_size;
+    sampler s;
+    if (sampler_init(&s, &o->sample, V, err))
+        return -1;
+    float *z = malloc(sizeof(float) * (size_t)V);
+    if (!z) {
+        sampler_free(&s);
+        return tempo_fail(err, "generate: out of memory");
+    }
+    double t0 = timer_now();
+    infer_cache_reset(c, slot);
+    infer_chunk ch = {slot, prompt, n_prompt, n_prompt - 1};
+    int rc = infer_step(e, c, &ch, 1, err);
+    int32_t tok = 0;
+    if (!rc) {
+        infer_logits(e, 0, 1, z);
+        tok = sampler_next(&s, z);
+    }
+    double t1 = timer_now();
+    res->prefill_s = t1 - t0;
+    while (!rc) {
+        if (o->stop_at_sep && tok == o->sep_id) {
+            res->stop = GEN_STOP_SEPARATOR;
+            break;
+        }
+        res->new_tokens++;
+        if (on_token && on_token(user, tok)) {
+            res->stop = GEN_STOP_CALLER;
+            break;
+        }
+        if (res->new_tokens >= o->max_tokens) {
+            res->stop = GEN_STOP_TOKENS;
+            break;
+        }
+        if (c->len[slot] >= c->capacity) {
+            res->stop = GEN_STOP_CONTEXT;
+            break;
+        }
+        ch = (infer_chunk){slot, &tok, 1, 0};
+        if ((rc = infer_step(e, c, &ch, 1, err)))
+            break;
+        infer_logits(e, 0, 1, z);
+        tok = sampler_next(&s, z);
+    }
+    res->decode_s = timer_now() - t1;
+    free(z);
+    sampler_free(&s);
+    return rc;
+}
