@@ -529,15 +529,22 @@ static int run_one(attempt_ctx *c, uint64_t seed, judge_run_record *r, tempo_err
                    pr.killed ? "killed with SIGKILL after the grace period" : "stopped with SIGTERM",
                    snap.taken ? " (the model of the deadline is scored for information)" : " and no model by then");
         if (snap.taken) {
-            judge_run_record tmp = *r;
+            judge_run_record tmp = *r; /* shares curves_json, which score_model does not touch */
+            set_status(&tmp, JUDGE_OK, "%s", "");
             score_model(c, run_dir, snap.dst, &tmp);
             r->bpb = tmp.bpb;
             r->score = tmp.score;
             r->val_bytes = tmp.val_bytes;
             r->val_tokens = tmp.val_tokens;
+            if (strcmp(tmp.status, JUDGE_OK) != 0) {
+                size_t l = strlen(r->reason);
+                judge_fmt(r->reason + l, sizeof r->reason - l, "; that model is %s: %s", tmp.status, tmp.reason);
+            }
         }
     } else if (!pr.exited || pr.exit_code != 0) {
-        set_status(r, JUDGE_FAILED, "%s%s%s", how, last[0] ? ": " : "", last);
+        /* a trainer that gives up on NaNs says so ("training diverged: non-finite loss ...") */
+        int diverged = strstr(last, "diverged") || strstr(last, "non-finite");
+        set_status(r, diverged ? JUDGE_DIVERGED : JUDGE_FAILED, "%s%s%s", how, last[0] ? ": " : "", last);
     } else if (!snap.taken) {
         set_status(r, JUDGE_NO_MODEL, "%s (exited 0 after %.1f s)", snap.problem, pr.wall_s);
     } else {

@@ -15,7 +15,9 @@
  *   no_model      no model.safetensors in the output folder at the end
  *   invalid_model truncated, foreign, not tempo's, or refused by `tempo eval`
  *                 (e.g. a vocabulary that does not match its tokenizer)
- *   diverged      non-finite weights or a non-finite bpb
+ *   diverged      non-finite weights or a non-finite bpb, or the command
+ *                 failed saying "diverged" / "non-finite" (tempo's trainer
+ *                 does when its divergence guard gives up)
  *   ok            scored
  * The attempt's status is ok when every run is, else the first bad run's.
  * The environment a command sees is documented in docs/submission.md. */

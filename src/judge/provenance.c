@@ -12,15 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/hw_profile.h"
 #include "core/strbuf.h"
 #include "judge/runner.h"
 
-#if defined(__has_include)
-#if __has_include("bench/hw_profile.h")
-#include "bench/hw_profile.h"
-#define JUDGE_HAVE_HW_PROFILE 1
-#endif
-#endif
 
 int judge_self_exe(char *out, size_t n, tempo_error *err)
 {
@@ -79,7 +74,6 @@ void judge_git_commit(const char *tempo_bin, char *out, size_t n)
 
 char *judge_hardware_json(void)
 {
-#ifdef JUDGE_HAVE_HW_PROFILE
     hw_profile p;
     tempo_error e;
     tempo_error_clear(&e);
@@ -92,7 +86,4 @@ char *judge_hardware_json(void)
         return NULL;
     }
     return sb.data;
-#else
-    return NULL;
-#endif
 }

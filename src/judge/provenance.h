@@ -2,8 +2,8 @@
  * tempo version, the git commit of the source tree the tempo binary was
  * built from (found at run time with `git rev-parse HEAD` in the folder
  * above the binary, "-dirty" appended when tracked files differ; "unknown"
- * without git), and the hardware profile (bench/hw_profile.h when that
- * module is part of the build; NULL otherwise). */
+ * without git), and the hardware profile (bench/hw_profile.h: loaded from
+ * its cache file or measured once, ~0.5 s; NULL when that fails). */
 #ifndef TEMPO_JUDGE_PROVENANCE_H
 #define TEMPO_JUDGE_PROVENANCE_H
 

@@ -173,13 +173,18 @@ size_t judge_split_dev(const unsigned char *data, size_t len, int jsonl, size_t 
         free(docs);
         return 0;
     }
+    /* first documents of at most target/8 (so that the split mixes several
+     * sources and no single book dominates it), then any that fit */
     size_t dev_bytes = 0, picked = 0;
-    for (size_t i = n; i-- > 0 && dev_bytes < target / 2 && picked + 1 < n;) {
-        size_t l = docs[i].end - docs[i].start;
-        if (l <= target - dev_bytes) {
-            pick[i] = 1;
-            dev_bytes += l;
-            picked++;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t cap = pass == 0 ? target / 8 : target;
+        for (size_t i = n; i-- > 0 && dev_bytes < target / 2 && picked + 1 < n;) {
+            size_t l = docs[i].end - docs[i].start;
+            if (!pick[i] && l <= cap && l <= target - dev_bytes) {
+                pick[i] = 1;
+                dev_bytes += l;
+                picked++;
+            }
         }
     }
     if (picked == 0) { /* every document is larger than the target: take the smallest of the last ones */

@@ -58,8 +58,9 @@ int judge_sha256_file(const char *path, char hex[65], tempo_error *err);
 
 /* The dev split of a corpus file's content (txt: documents framed by a line
  * holding only 0x1E; jsonl: one document per line): picks whole documents,
- * preferring the last ones, totalling at most target bytes and at least
- * target/2 when documents that small exist, always leaving one in train.
+ * the last ones first and documents of at most target/8 before larger ones,
+ * totalling at most target bytes and at least target/2 when documents that
+ * small exist, always leaving one in train.
  * Writes the remaining documents (in order) to train_out and the picked ones
  * (in order) to dev_out. Returns the number of dev documents (0: the file
  * has fewer than two documents). */

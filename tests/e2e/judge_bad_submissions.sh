@@ -40,6 +40,9 @@ judge_expect "$S/segfault" failed 'killed by signal 11'
 new_submission "$S/exit1" exit1 '["sh", "-c", "echo starting; echo \"tempo: data: broken batch\" >&2; exit 1"]'
 judge_expect "$S/exit1" failed '^exited with status 1: tempo: data: broken batch$'
 
+new_submission "$S/gave-up" gave-up '["sh", "-c", "echo \"tempo: training diverged: non-finite loss or gradient at step 9 after 3 restores\" >&2; exit 1"]'
+judge_expect "$S/gave-up" diverged '^exited with status 1: tempo: training diverged: non-finite loss'
+
 new_submission "$S/hang" hang '["sh", "-c", "trap \"\" TERM; sleep 60"]'
 judge_expect "$S/hang" over_budget 'still running at the 3.0 s deadline; killed with SIGKILL.*no model by then'
 wall=$(json_get "$J_TMP/last.json" 'j["runs"][0]["wall_seconds"]')
@@ -58,6 +61,9 @@ new_submission "$S/model-then-hang" model-then-hang "[\"sh\", \"-c\", \"$WM ok 2
 judge_expect "$S/model-then-hang" over_budget 'the model of the deadline is scored for information'
 [ "$(json_get "$J_TMP/last.json" 'j["runs"][0]["bpb"]')" = 2.25 ] || fail "deadline model not scored"
 [ "$(json_get "$J_TMP/last.json" 'j["score_mean"]')" = None ] || fail "an over-budget attempt got a mean score"
+
+new_submission "$S/nan-then-hang" nan-then-hang "[\"sh\", \"-c\", \"$WM nan; exec sleep 60\"]"
+judge_expect "$S/nan-then-hang" over_budget 'scored for information\); that model is diverged: model.safetensors: weights hold non-finite'
 
 new_submission "$S/no-model" no-model '["true"]'
 judge_expect "$S/no-model" no_model '^no model.safetensors in the output folder \(exited 0'
@@ -110,7 +116,7 @@ mkdir -p "$J_TMP/leaky" && cp "$DATA/tiny/val.txt" "$J_TMP/leaky/v.txt"
 grep -q 'holds the validation text' "$J_TMP/leak.err" || fail "leak: $(cat "$J_TMP/leak.err")"
 
 "$TEMPO" leaderboard --db "$J_TMP/lb.sqlite" --check > "$J_TMP/check.json" || fail "leaderboard check failed"
-[ "$(json_get "$J_TMP/check.json" 'j["attempts"]')" = 17 ] || fail "expected 17 attempts: $(cat "$J_TMP/check.json")"
+[ "$(json_get "$J_TMP/check.json" 'j["attempts"]')" = 19 ] || fail "expected 19 attempts: $(cat "$J_TMP/check.json")"
 "$TEMPO" leaderboard --db "$J_TMP/lb.sqlite" --all > "$J_TMP/table.txt" || fail "leaderboard failed"
 grep -q '^  1  good ' "$J_TMP/table.txt" || { cat "$J_TMP/table.txt"; fail "good is not ranked first"; }
 grep -q 'no-model .*no_model' "$J_TMP/table.txt" || fail "failed attempts not listed"

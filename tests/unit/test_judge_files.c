@@ -160,6 +160,23 @@ static void test_split_dev_txt(void)
     free(tr);
     free(dv);
 
+    /* small documents are preferred to one large recent one (a mixed dev set) */
+    char mix[4096] = "";
+    for (int i = 0; i < 10; i++)
+        strcat(mix, "small document with some words in it, short enough here.......................................\n\x1e\n");
+    for (int i = 0; i < 4; i++)
+        strcat(mix, "the one large last document, four times the size of the others, goes to train; its line.\n");
+    strcat(mix, "\x1e\n");
+    tr = dv = NULL;
+    ft = open_memstream(&tr, &tl);
+    fd = open_memstream(&dv, &dl);
+    CHECK(judge_split_dev((const unsigned char *)mix, strlen(mix), 0, 800, ft, fd) == 5); /* 5 x 97 >= 400 */
+    fclose(ft);
+    fclose(fd);
+    CHECK(strstr(dv, "large") == NULL && strstr(tr, "large") != NULL && count_docs(dv) == 5);
+    free(tr);
+    free(dv);
+
     /* one document only: nothing to split */
     tr = dv = NULL;
     ft = open_memstream(&tr, &tl);
