@@ -83,6 +83,40 @@ static inline void fd_grad(double *grad, double *x, size_t n, objective_fn f, vo
     }
 }
 
+/* ---- kernel path ---- */
+
+/* The TEMPO_KERNELS environment variable (core/cpu_info.h) as a test found
+ * it, so that a test can force a path and put things back. */
+typedef struct {
+    int had;
+    char value[64];
+} kernel_env;
+
+static inline void kernel_env_save(kernel_env *e)
+{
+    const char *v = getenv("TEMPO_KERNELS");
+    e->had = v != NULL;
+    snprintf(e->value, sizeof e->value, "%s", v ? v : "");
+}
+
+/* portable = 1 forces the plain C kernels; 0 lets each kernel take the best
+ * path the CPU has (AVX2 + FMA here). */
+static inline void kernel_env_set(int portable)
+{
+    if (portable)
+        setenv("TEMPO_KERNELS", "portable", 1);
+    else
+        unsetenv("TEMPO_KERNELS");
+}
+
+static inline void kernel_env_restore(const kernel_env *e)
+{
+    if (e->had)
+        setenv("TEMPO_KERNELS", e->value, 1);
+    else
+        unsetenv("TEMPO_KERNELS");
+}
+
 /* ---- ops ---- */
 
 /* x [N, C], w [C] -> y [N, C] */

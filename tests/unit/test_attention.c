@@ -2,13 +2,17 @@
  * float reference and the double reference (forward, log-sum-exp), the
  * single-head kernel with a KV offset (decode shape), the backward against the
  * float reference and against central finite differences of the double
- * reference, and thread-count independence. Shapes cover T = 1, primes, more
- * than one query tile (16) and key tile (64), and GQA groups of 1, 2, 3 and 4.
- * FD tolerance: |got - want| <= 1e-5 + 1e-3 |want|. */
+ * reference, and thread-count independence; each on both kernel paths (AVX2
+ * and TEMPO_KERNELS=portable). And the tile operations of attention_kernel.h
+ * against plain loops. Shapes: see shapes[] below.
+ * Tolerances: 1e-5 absolute against the float reference (values are O(1));
+ * FD |got - want| <= 1e-5 + 1e-3 |want|; tile products 1e-6 x (k + 1); exp relative 3e-7. */
 #include "test.h"
 #include "ref_ops.h"
 
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/attention_kernel.h"
+#include "kernels/cpu/kernel_path.h"
 
 #include <omp.h>
 
@@ -66,9 +70,13 @@ static void att_free(att_bufs *b)
     free(b->dout); free(b->dq); free(b->dk); free(b->dv);
 }
 
+/* T = 1, primes, more than one query tile (32) and key tile (64), head dims
+ * from 2 to 64 (whole, partial and masked vectors), one above the tiled
+ * kernels' limit (256: the row kernels), GQA groups of 1, 2, 3 and 4. */
 static const att_shape shapes[] = {
-    {1, 1, 1, 1, 2},  {2, 5, 4, 2, 6},  {1, 37, 3, 1, 8},
-    {2, 70, 6, 2, 16}, {1, 130, 2, 2, 4}, {3, 17, 4, 4, 10},
+    {1, 1, 1, 1, 2},   {2, 5, 4, 2, 6},  {1, 37, 3, 1, 8},  {2, 70, 6, 2, 16},
+    {1, 130, 2, 2, 4}, {3, 17, 4, 4, 10}, {1, 197, 2, 1, 64}, {1, 33, 1, 1, 24},
+    {1, 11, 2, 1, 260},
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 
@@ -226,12 +234,97 @@ static void test_threads(void)
     att_free(&b);
 }
 
+/* The tile product against a plain loop: shapes around the register tile
+ * (6 x 16) and the vector width, A read by rows and transposed, overwrite and
+ * accumulate, strided C. */
+static void test_tile_mm(const att_kernels *kern, const char *name)
+{
+    rng_state rng;
+    rng_seed(&rng, 15);
+    int dims[] = {1, 2, 5, 6, 7, 8, 9, 13, 16, 17, 23, 32, 37, 64};
+    int nd = (int)(sizeof dims / sizeof dims[0]);
+    for (int t = 0; t < 60; t++) {
+        int m = dims[rng_below(&rng, nd)], n = dims[rng_below(&rng, nd)];
+        int k = dims[rng_below(&rng, nd)], trans = t & 1, acc = (t >> 1) & 1;
+        long lda = (trans ? m : k) + 3, ldb = n + 5, ldc = n + 2;
+        float *a = malloc(sizeof(float) * (size_t)lda * 64), *b = malloc(sizeof(float) * (size_t)ldb * k);
+        float *c = malloc(sizeof(float) * (size_t)ldc * m), *want = malloc(sizeof(float) * (size_t)ldc * m);
+        fill_uniform(&rng, a, (size_t)lda * 64, -1, 1);
+        fill_uniform(&rng, b, (size_t)ldb * k, -1, 1);
+        fill_uniform(&rng, c, (size_t)ldc * m, -1, 1);
+        memcpy(want, c, sizeof(float) * (size_t)ldc * m);
+        long a_rs = trans ? 1 : lda, a_cs = trans ? lda : 1;
+        double worst = 0; /* error / (k + 1): terms are at most 1 in size */
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                double s2 = acc ? c[i * ldc + j] : 0;
+                for (int p = 0; p < k; p++)
+                    s2 += (double)a[i * a_rs + p * a_cs] * b[p * ldb + j];
+                want[i * ldc + j] = (float)s2;
+            }
+        kern->mm(c, ldc, a, a_rs, a_cs, b, ldb, m, n, k, acc);
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < ldc; j++) {
+                double e = fabs(c[i * ldc + j] - want[i * ldc + j]);
+                if (j >= n) /* padding columns untouched */
+                    e = c[i * ldc + j] == want[i * ldc + j] ? 0 : 1;
+                worst = fmax(worst, e / (double)(k + 1));
+            }
+        CHECK_MSG(worst < 1e-6, "%s: m=%d n=%d k=%d trans=%d acc=%d err %g", name, m, n, k,
+                  trans, acc, worst);
+        free(a); free(b); free(c); free(want);
+    }
+}
+
+/* exp_cols on one row with mx = 0 is exp itself: accuracy over the softmax
+ * range, an exact zero for -inf (masked scores), next to nothing for deep
+ * underflow, and the column sums. */
+static void test_tile_exp(const att_kernels *kern, const char *name)
+{
+    enum { N = 4003 };
+    float *x = malloc(sizeof(float) * N), *zero = calloc(N, sizeof(float));
+    float *sum = calloc(N, sizeof(float));
+    for (int i = 0; i < N; i++)
+        x[i] = -87.0f + 87.5f * (float)i / (N - 1); /* [-87, 0.5] */
+    x[0] = -INFINITY;
+    x[1] = -100.0f;
+    float *y = malloc(sizeof(float) * N);
+    memcpy(y, x, sizeof(float) * N);
+    kern->exp_cols(y, N, 1, N, zero, sum);
+    CHECK(y[0] == 0 && y[1] >= 0 && y[1] < 1e-37f);
+    double worst = 0;
+    for (int i = 2; i < N; i++) {
+        double want = exp((double)x[i]);
+        worst = fmax(worst, fabs(y[i] - want) / want);
+        CHECK(sum[i] == y[i]);
+    }
+    CHECK_MSG(worst < 3e-7, "%s: exp relative error %g", name, worst);
+    free(x); free(zero); free(sum); free(y);
+}
+
+static void test_tile_ops(void)
+{
+    test_tile_mm(&att_kernels_portable, "portable");
+    test_tile_exp(&att_kernels_portable, "portable");
+    if (kernel_path_avx2()) {
+        test_tile_mm(&att_kernels_avx2, "avx2");
+        test_tile_exp(&att_kernels_avx2, "avx2");
+    }
+}
+
 int main(void)
 {
     omp_set_num_threads(2);
-    RUN(test_forward);
-    RUN(test_head_offset);
-    RUN(test_backward);
-    RUN(test_threads);
+    kernel_env env;
+    kernel_env_save(&env);
+    for (int portable = 1; portable >= 0; portable--) {
+        kernel_env_set(portable);
+        RUN(test_forward);
+        RUN(test_head_offset);
+        RUN(test_backward);
+        RUN(test_threads);
+    }
+    kernel_env_restore(&env);
+    RUN(test_tile_ops);
     return test_summary("test_attention");
 }

@@ -18,6 +18,7 @@
 
 #define FD_EPS 1e-5
 
+
 /* ---------------- RMSNorm ---------------- */
 
 typedef struct {
@@ -200,33 +201,37 @@ static double act_objective(void *p)
     return s;
 }
 
-static void test_activations(void)
+static void check_activations(size_t n, rng_state *rng, const char *path)
 {
-    rng_state rng;
-    rng_seed(&rng, 4);
-    size_t sizes[] = {1, 37, 40000}; /* the last takes the parallel path */
-    for (size_t s = 0; s < 3; s++) {
-        size_t n = sizes[s];
-        float *h = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n);
-        float *a = malloc(sizeof(float) * n), *da = malloc(sizeof(float) * n);
-        float *dh = malloc(sizeof(float) * n), *du = malloc(sizeof(float) * n);
-        fill_uniform(&rng, h, n, -3, 3);
-        fill_uniform(&rng, u, n, -2, 2);
-        fill_uniform(&rng, da, n, -1, 1);
-        act_relu2_forward(a, h, n);
-        double e = 0;
-        for (size_t i = 0; i < n; i++)
-            e = fmax(e, fabs(a[i] - refd_relu2(h[i])));
-        CHECK(e < 1e-5);
-        act_swiglu_forward(a, h, u, n);
-        e = 0;
-        for (size_t i = 0; i < n; i++)
-            e = fmax(e, fabs(a[i] - refd_silu(h[i]) * u[i]));
-        CHECK(e < 1e-5);
-        if (n > 1000) {
-            free(h); free(u); free(a); free(da); free(dh); free(du);
-            continue;
-        }
+    float *h = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n);
+    float *a = malloc(sizeof(float) * n), *da = malloc(sizeof(float) * n);
+    float *dh = malloc(sizeof(float) * n), *du = malloc(sizeof(float) * n);
+    fill_uniform(rng, h, n, -3, 3);
+    fill_uniform(rng, u, n, -2, 2);
+    fill_uniform(rng, da, n, -1, 1);
+    h[0] = 0; /* the kink: ReLU^2's gradient there is 0 */
+    act_relu2_forward(a, h, n);
+    double e = 0;
+    for (size_t i = 0; i < n; i++)
+        e = fmax(e, fabs(a[i] - refd_relu2(h[i])));
+    CHECK_MSG(e < 1e-5, "%s n=%zu relu2 err %g", path, n, e);
+    act_swiglu_forward(a, h, u, n);
+    e = 0;
+    for (size_t i = 0; i < n; i++)
+        e = fmax(e, fabs(a[i] - refd_silu(h[i]) * u[i]));
+    CHECK_MSG(e < 1e-5, "%s n=%zu swiglu err %g", path, n, e);
+    /* in place (a aliases h; dh aliases da) gives the same as out of place */
+    float *h2 = malloc(sizeof(float) * n), *da2 = malloc(sizeof(float) * n);
+    memcpy(h2, h, sizeof(float) * n);
+    act_relu2_forward(h2, h2, n);
+    act_relu2_forward(a, h, n);
+    CHECK(memcmp(h2, a, sizeof(float) * n) == 0);
+    memcpy(da2, da, sizeof(float) * n);
+    act_relu2_backward(da2, da2, h, n);
+    act_relu2_backward(dh, da, h, n);
+    CHECK(memcmp(da2, dh, sizeof(float) * n) == 0);
+    CHECK(dh[0] == 0);
+    if (n <= 1000) {
         act_ctx c = {n, 0, malloc(sizeof(double) * n), malloc(sizeof(double) * n),
                      malloc(sizeof(double) * n)};
         double *gh = malloc(sizeof(double) * n), *gu = malloc(sizeof(double) * n);
@@ -234,6 +239,7 @@ static void test_activations(void)
         to_double(c.u, u, n);
         to_double(c.r, da, n);
         fd_grad(gh, c.h, n, act_objective, &c, FD_EPS);
+        gh[0] = 0; /* FD straddles the kink at h = 0 */
         act_relu2_backward(dh, da, h, n);
         CHECK(grad_mismatches("relu2 dh", dh, gh, n, 1e-5, 1e-3) == 0);
         c.swiglu = 1;
@@ -243,8 +249,61 @@ static void test_activations(void)
         CHECK(grad_mismatches("swiglu dg", dh, gh, n, 1e-5, 1e-3) == 0);
         CHECK(grad_mismatches("swiglu du", du, gu, n, 1e-5, 1e-3) == 0);
         free(c.h); free(c.u); free(c.r); free(gh); free(gu);
-        free(h); free(u); free(a); free(da); free(dh); free(du);
     }
+    free(h); free(u); free(a); free(da); free(dh); free(du); free(h2); free(da2);
+}
+
+/* Sizes: 1, around one AVX2 vector (7, 8, 9), a prime, and two that take the
+ * parallel path (one not a multiple of the chunk). Both kernel paths. */
+static void test_activations(void)
+{
+    rng_state rng;
+    rng_seed(&rng, 4);
+    size_t sizes[] = {1, 7, 8, 9, 37, 40000, 70001};
+    kernel_env env;
+    kernel_env_save(&env);
+    for (int portable = 0; portable < 2; portable++) {
+        kernel_env_set(portable);
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            check_activations(sizes[s], &rng, portable ? "portable" : "auto");
+    }
+    kernel_env_restore(&env);
+}
+
+/* The two paths agree: ReLU^2 bit for bit (same operations), SwiGLU to the
+ * vectorised exp's rounding: 1e-6 x (|value| + 1), absolute near zero where
+ * the gate derivative cancels. */
+static void test_activation_paths_agree(void)
+{
+    rng_state rng;
+    rng_seed(&rng, 41);
+    size_t n = 1003;
+    float *h = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n);
+    float *da = malloc(sizeof(float) * n), *out[2][4];
+    fill_uniform(&rng, h, n, -20, 20);
+    fill_uniform(&rng, u, n, -2, 2);
+    fill_uniform(&rng, da, n, -1, 1);
+    kernel_env env;
+    kernel_env_save(&env);
+    for (int p = 0; p < 2; p++) {
+        kernel_env_set(p);
+        for (int j = 0; j < 4; j++)
+            out[p][j] = malloc(sizeof(float) * n);
+        act_relu2_forward(out[p][0], h, n);
+        act_relu2_backward(out[p][1], da, h, n);
+        act_swiglu_forward(out[p][2], h, u, n);
+        act_swiglu_backward(out[p][3], out[p][1], da, h, u, n); /* du over relu2's slot */
+    }
+    kernel_env_restore(&env);
+    CHECK(memcmp(out[0][0], out[1][0], sizeof(float) * n) == 0);
+    for (int j = 1; j < 4; j++)
+        for (size_t i = 0; i < n; i++)
+            CHECK_MSG(fabs(out[0][j][i] - out[1][j][i]) <= 1e-6 * (fabs(out[1][j][i]) + 1),
+                      "output %d [%zu]: %g vs %g", j, i, out[0][j][i], out[1][j][i]);
+    for (int p = 0; p < 2; p++)
+        for (int j = 0; j < 4; j++)
+            free(out[p][j]);
+    free(h); free(u); free(da);
 }
 
 /* ---------------- embedding ---------------- */
@@ -358,15 +417,25 @@ static void head_case(int N, int C, int V, float cap, int chunk, int fd)
     free(scratch); free(rscratch); free(tg);
 }
 
+/* Both kernel paths (the row passes have an AVX2 version: vocabularies below,
+ * at and above one vector, and ragged tails). */
 static void test_lm_head(void)
 {
-    for (int cap = 0; cap <= 1; cap++) {
-        float c = cap ? 2.5f : 0.0f;
-        head_case(1, 3, 2, c, 4, 1);      /* one row, two-symbol vocabulary */
-        head_case(9, 5, 7, c, 4, 1);      /* chunks 4+4+1 */
-        head_case(37, 16, 13, c, 16, 1);  /* primes, chunks 16+16+5 */
-        head_case(70, 24, 301, c, 32, 0); /* larger vocab: fast vs reference only */
+    kernel_env env;
+    kernel_env_save(&env);
+    for (int portable = 0; portable < 2; portable++) {
+        kernel_env_set(portable);
+        for (int cap = 0; cap <= 1; cap++) {
+            float c = cap ? 2.5f : 0.0f;
+            head_case(1, 3, 2, c, 4, 1);      /* one row, two-symbol vocabulary */
+            head_case(9, 5, 7, c, 4, 1);      /* chunks 4+4+1 */
+            head_case(37, 16, 13, c, 16, 1);  /* primes, chunks 16+16+5 */
+            head_case(5, 4, 8, c, 3, 1);      /* one whole vector */
+            head_case(70, 24, 301, c, 32, 0); /* larger vocab: fast vs reference only */
+            head_case(3, 8, 4097, c, 2, 0);   /* the model's vocabulary */
+        }
     }
+    kernel_env_restore(&env);
 }
 
 /* Zero input => uniform softmax => every loss is log V. */
@@ -393,6 +462,7 @@ int main(void)
     RUN(test_rmsnorm_backward);
     RUN(test_rope);
     RUN(test_activations);
+    RUN(test_activation_paths_agree);
     RUN(test_embedding);
     RUN(test_lm_head);
     RUN(test_lm_head_uniform);

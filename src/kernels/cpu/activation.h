@@ -5,8 +5,10 @@
  *   SwiGLU:  a = silu(g) * u, silu(g) = g*sigmoid(g)
  *            da/du = silu(g),  da/dg = u * sigmoid(g) * (1 + g (1 - sigmoid(g)))
  *
- * These loops are their own plain reference (one line of math each); the
- * tests compare them with double-precision versions. No matmuls here. */
+ * The plain loops (one line of math each, activation.c) are the portable
+ * path; an AVX2 path (activation_avx2.c) is chosen at run time unless
+ * TEMPO_KERNELS=portable. The tests compare both with double-precision
+ * versions. No matmuls here. */
 #ifndef TEMPO_ACTIVATION_H
 #define TEMPO_ACTIVATION_H
 

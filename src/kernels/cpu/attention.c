@@ -1,67 +1,274 @@
-/* attention.c - causal GQA attention (see attention.h): the tiled
- * online-softmax head kernels, the whole-batch OpenMP drivers, and the plain
- * references. Tiles: ATT_BQ query rows share each key tile of ATT_BK rows
- * while it is in cache; only one row of scores (ATT_BK floats) is ever held. */
+/* attention.c - causal GQA attention (see attention.h): the tiled head kernels
+ * (written once, on the operations of attention_kernel.h), the portable C
+ * table of those operations, the whole-batch OpenMP drivers, row-by-row
+ * kernels for head dims too large for the tiles' stack buffers, and the plain
+ * references.
+ *
+ * Tiling: ATT_BQ queries at a time (their q, and in the backward dout, packed
+ * transposed once per query tile, q pre-multiplied by the scale); for each key
+ * tile of up to ATT_BK keys that some query of the tile can see, the scores
+ * S^T [keys x queries] = K Qt are one tile product, the softmax works along
+ * its rows (one vector lane per query), and the value/gradient products read
+ * K, V, Q, dout rows in place. Key tiles past the diagonal are never touched;
+ * the diagonal tile is masked with -inf. Only ATT_BK x ATT_BQ scores exist at
+ * a time. */
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/attention_kernel.h"
+#include "kernels/cpu/kernel_path.h"
 #include "kernels/cpu/vec.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
 
-#define ATT_BQ 16 /* query rows per tile */
-#define ATT_BK 64 /* key rows per tile */
+#define ATT_BQ 32     /* queries per tile (columns of a score tile) */
+#define ATT_BK 64     /* keys per tile (rows of a score tile) */
+#define ATT_MAX_D 256 /* largest head dim of the tiled kernels (stack buffers) */
+#define ATT_ROW_BK 64 /* keys per step of the row kernels */
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
+
+/* ---------------- the portable table ---------------- */
+
+static void mm_portable(float *c, long ldc, const float *a, long a_rs, long a_cs, const float *b,
+                        long ldb, int m, int n, int k, int accumulate)
+{
+    enum { CHUNK = 64 };
+    for (int j0 = 0; j0 < n; j0 += CHUNK) {
+        int nj = min_int(CHUNK, n - j0);
+        for (int i = 0; i < m; i++) {
+            float acc[CHUNK] = {0};
+            for (int p = 0; p < k; p++) {
+                float av = a[i * a_rs + p * a_cs];
+                const float *bp = b + p * ldb + j0;
+                for (int j = 0; j < nj; j++)
+                    acc[j] += av * bp[j];
+            }
+            float *cr = c + i * ldc + j0;
+            for (int j = 0; j < nj; j++)
+                cr[j] = accumulate ? cr[j] + acc[j] : acc[j];
+        }
+    }
+}
+
+static void exp_cols_portable(float *st, int ld, int nk, int nq, const float *mx, float *sum)
+{
+    for (int j = 0; j < nk; j++) {
+        float *row = st + (size_t)j * ld;
+        for (int i = 0; i < nq; i++) {
+            row[i] = expf(row[i] - mx[i]);
+            sum[i] += row[i];
+        }
+    }
+}
+
+static void softmax_grad_portable(float *st, float *dpt, int ld, int nk, int nq,
+                                  const float *lse, const float *delta, float scale)
+{
+    for (int j = 0; j < nk; j++) {
+        float *srow = st + (size_t)j * ld, *drow = dpt + (size_t)j * ld;
+        for (int i = 0; i < nq; i++) {
+            float p = expf(srow[i] - lse[i]);
+            srow[i] = p;
+            drow[i] = p * (drow[i] - delta[i]) * scale;
+        }
+    }
+}
+
+const att_kernels att_kernels_portable = {mm_portable, exp_cols_portable, softmax_grad_portable};
+
+const att_kernels *att_kernels_select(void)
+{
+    return kernel_path_avx2() ? &att_kernels_avx2 : &att_kernels_portable;
+}
+
+/* ---------------- tiled head kernels ---------------- */
+
+/* xt[d * ATT_BQ + i] = mul * x[i * stride + d] for i < n rows, d < D. */
+static void pack_transposed(float *xt, const float *x, int stride, int n, int D, float mul)
+{
+    for (int i = 0; i < n; i++) {
+        const float *xr = x + (size_t)i * stride;
+        for (int d = 0; d < D; d++)
+            xt[d * ATT_BQ + i] = mul * xr[d];
+    }
+}
+
+/* Causal mask of one score tile: key j0 + jj is visible to the query at
+ * position qpos0 + ii iff j0 + jj <= qpos0 + ii; hidden scores become -inf. */
+static void mask_tile(float *st, int nk, int nq, int j0, int qpos0)
+{
+    for (int jj = 0; jj < nk; jj++) {
+        int hidden = min_int(nq, j0 + jj - qpos0); /* queries ii < hidden cannot see it */
+        for (int ii = 0; ii < hidden; ii++)
+            st[jj * ATT_BQ + ii] = -INFINITY;
+    }
+}
+
+static void head_forward_tiled(const att_kernels *kern, float *o, float *lse, const float *q,
+                               const float *k, const float *v, int qs, int ks, int Tq, int Tk,
+                               int D, float scale)
+{
+    float qt[ATT_MAX_D * ATT_BQ], st[ATT_BK * ATT_BQ];
+    float m[ATT_BQ], l[ATT_BQ];
+    int off = Tk - Tq; /* position of query row 0 */
+    for (int i0 = 0; i0 < Tq; i0 += ATT_BQ) {
+        int nq = min_int(ATT_BQ, Tq - i0), qpos0 = off + i0;
+        float *ot = o + (size_t)i0 * qs;
+        pack_transposed(qt, q + (size_t)i0 * qs, qs, nq, D, scale);
+        for (int ii = 0; ii < nq; ii++) {
+            m[ii] = -INFINITY;
+            l[ii] = 0;
+        }
+        int kend = qpos0 + nq; /* keys [0, kend) are visible to some query of the tile */
+        for (int j0 = 0; j0 < kend; j0 += ATT_BK) {
+            int nk = min_int(ATT_BK, kend - j0);
+            kern->mm(st, ATT_BQ, k + (size_t)j0 * ks, ks, 1, qt, ATT_BQ, nk, nq, D, 0);
+            if (j0 + nk - 1 > qpos0)
+                mask_tile(st, nk, nq, j0, qpos0);
+            /* online softmax: new running max, rescale what was summed so far */
+            float mnew[ATT_BQ];
+            memcpy(mnew, m, sizeof(float) * (size_t)nq);
+            for (int jj = 0; jj < nk; jj++)
+                for (int ii = 0; ii < nq; ii++)
+                    mnew[ii] = st[jj * ATT_BQ + ii] > mnew[ii] ? st[jj * ATT_BQ + ii] : mnew[ii];
+            if (j0 > 0)
+                for (int ii = 0; ii < nq; ii++) {
+                    float corr = expf(m[ii] - mnew[ii]);
+                    l[ii] *= corr;
+                    if (corr != 1.0f)
+                        vec_scale(ot + (size_t)ii * qs, corr, D);
+                }
+            memcpy(m, mnew, sizeof(float) * (size_t)nq);
+            kern->exp_cols(st, ATT_BQ, nk, nq, m, l);
+            /* O [nq x D] (+)= P [nq x nk] V, P read from the transposed tile */
+            kern->mm(ot, qs, st, 1, ATT_BQ, v + (size_t)j0 * ks, ks, nq, D, nk, j0 > 0);
+        }
+        for (int ii = 0; ii < nq; ii++) {
+            vec_scale(ot + (size_t)ii * qs, 1.0f / l[ii], D);
+            lse[i0 + ii] = m[ii] + logf(l[ii]);
+        }
+    }
+}
+
+static void head_backward_tiled(const att_kernels *kern, float *dq, float *dk, float *dv,
+                                const float *dout, const float *q, const float *k,
+                                const float *v, const float *o, const float *lse, int qs,
+                                int ks, int Tq, int Tk, int D, float scale)
+{
+    float qt[ATT_MAX_D * ATT_BQ], dot[ATT_MAX_D * ATT_BQ];
+    float st[ATT_BK * ATT_BQ], dpt[ATT_BK * ATT_BQ], delta[ATT_BQ];
+    int off = Tk - Tq;
+    for (int i0 = 0; i0 < Tq; i0 += ATT_BQ) {
+        int nq = min_int(ATT_BQ, Tq - i0), qpos0 = off + i0;
+        size_t r0 = (size_t)i0 * qs;
+        pack_transposed(qt, q + r0, qs, nq, D, scale);
+        pack_transposed(dot, dout + r0, qs, nq, D, 1.0f);
+        /* delta_i = sum_d dout*o = sum_j p_ij dp_ij, the softmax backward's row term */
+        for (int ii = 0; ii < nq; ii++)
+            delta[ii] = vec_dot(dout + r0 + (size_t)ii * qs, o + r0 + (size_t)ii * qs, D);
+        int kend = qpos0 + nq;
+        for (int j0 = 0; j0 < kend; j0 += ATT_BK) {
+            int nk = min_int(ATT_BK, kend - j0);
+            size_t rk = (size_t)j0 * ks;
+            kern->mm(st, ATT_BQ, k + rk, ks, 1, qt, ATT_BQ, nk, nq, D, 0);   /* S^T = K Qt */
+            kern->mm(dpt, ATT_BQ, v + rk, ks, 1, dot, ATT_BQ, nk, nq, D, 0); /* dP^T = V dOt */
+            if (j0 + nk - 1 > qpos0)
+                mask_tile(st, nk, nq, j0, qpos0);
+            kern->softmax_grad(st, dpt, ATT_BQ, nk, nq, lse + i0, delta, scale);
+            kern->mm(dv + rk, ks, st, ATT_BQ, 1, dout + r0, qs, nk, D, nq, 1);  /* dV += P^T dO */
+            kern->mm(dk + rk, ks, dpt, ATT_BQ, 1, q + r0, qs, nk, D, nq, 1);    /* dK += dS^T Q */
+            kern->mm(dq + r0, qs, dpt, 1, ATT_BQ, k + rk, ks, nq, D, nk, 1);    /* dQ += dS K */
+        }
+    }
+}
+
+/* ---------------- row kernels (head dims above ATT_MAX_D) ---------------- */
+
+static void head_forward_rows(float *o, float *lse, const float *q, const float *k,
+                              const float *v, int qs, int ks, int Tq, int Tk, int D, float scale)
+{
+    int off = Tk - Tq;
+    for (int i = 0; i < Tq; i++) {
+        const float *qi = q + (size_t)i * qs;
+        float *oi = o + (size_t)i * qs;
+        float m = -INFINITY, l = 0;
+        memset(oi, 0, sizeof(float) * (size_t)D);
+        int kend = off + i + 1;
+        for (int j0 = 0; j0 < kend; j0 += ATT_ROW_BK) {
+            int nk = min_int(ATT_ROW_BK, kend - j0);
+            float s[ATT_ROW_BK], mx = -INFINITY;
+            for (int jj = 0; jj < nk; jj++) {
+                s[jj] = scale * vec_dot(qi, k + (size_t)(j0 + jj) * ks, D);
+                mx = s[jj] > mx ? s[jj] : mx;
+            }
+            float mnew = mx > m ? mx : m, corr = expf(m - mnew), sum = 0;
+            for (int jj = 0; jj < nk; jj++) {
+                s[jj] = expf(s[jj] - mnew);
+                sum += s[jj];
+            }
+            if (corr != 1.0f)
+                vec_scale(oi, corr, D);
+            for (int jj = 0; jj < nk; jj++)
+                vec_axpy(oi, s[jj], v + (size_t)(j0 + jj) * ks, D);
+            l = l * corr + sum;
+            m = mnew;
+        }
+        vec_scale(oi, 1.0f / l, D);
+        lse[i] = m + logf(l);
+    }
+}
+
+static void head_backward_rows(float *dq, float *dk, float *dv, const float *dout,
+                               const float *q, const float *k, const float *v, const float *o,
+                               const float *lse, int qs, int ks, int Tq, int Tk, int D,
+                               float scale)
+{
+    int off = Tk - Tq;
+    for (int i = 0; i < Tq; i++) {
+        size_t ri = (size_t)i * qs;
+        const float *qi = q + ri, *doi = dout + ri;
+        float delta = vec_dot(doi, o + ri, D);
+        for (int j = 0; j <= off + i; j++) {
+            size_t rj = (size_t)j * ks;
+            float p = expf(scale * vec_dot(qi, k + rj, D) - lse[i]);
+            float ds = p * (vec_dot(doi, v + rj, D) - delta) * scale;
+            vec_axpy(dv + rj, p, doi, D);
+            vec_axpy(dq + ri, ds, k + rj, D);
+            vec_axpy(dk + rj, ds, qi, D);
+        }
+    }
+}
+
+/* ---------------- public entry points ---------------- */
+
+static void head_forward_with(const att_kernels *kern, float *o, float *lse, const float *q,
+                              const float *k, const float *v, int qs, int ks, int Tq, int Tk,
+                              int D, float scale)
+{
+    if (D <= ATT_MAX_D)
+        head_forward_tiled(kern, o, lse, q, k, v, qs, ks, Tq, Tk, D, scale);
+    else
+        head_forward_rows(o, lse, q, k, v, qs, ks, Tq, Tk, D, scale);
+}
+
+static void head_backward_with(const att_kernels *kern, float *dq, float *dk, float *dv,
+                               const float *dout, const float *q, const float *k,
+                               const float *v, const float *o, const float *lse, int qs,
+                               int ks, int Tq, int Tk, int D, float scale)
+{
+    if (D <= ATT_MAX_D)
+        head_backward_tiled(kern, dq, dk, dv, dout, q, k, v, o, lse, qs, ks, Tq, Tk, D, scale);
+    else
+        head_backward_rows(dq, dk, dv, dout, q, k, v, o, lse, qs, ks, Tq, Tk, D, scale);
+}
 
 void attention_head_forward(float *o, float *lse, const float *q, const float *k,
                             const float *v, int q_stride, int kv_stride,
                             int Tq, int Tk, int D, float scale)
 {
-    int off = Tk - Tq; /* position of query row 0 */
-    for (int i0 = 0; i0 < Tq; i0 += ATT_BQ) {
-        int nq = min_int(ATT_BQ, Tq - i0);
-        float m[ATT_BQ], l[ATT_BQ];
-        for (int ii = 0; ii < nq; ii++) {
-            m[ii] = -INFINITY;
-            l[ii] = 0;
-            memset(o + (size_t)(i0 + ii) * q_stride, 0, sizeof(float) * (size_t)D);
-        }
-        int kend = off + i0 + nq; /* keys [0, kend) are visible to some row of the tile */
-        for (int j0 = 0; j0 < kend; j0 += ATT_BK) {
-            int nk = min_int(ATT_BK, kend - j0);
-            for (int ii = 0; ii < nq; ii++) {
-                int nvalid = min_int(nk, off + i0 + ii + 1 - j0); /* causal mask */
-                if (nvalid <= 0)
-                    continue;
-                const float *qi = q + (size_t)(i0 + ii) * q_stride;
-                float s[ATT_BK];
-                float mx = -INFINITY;
-                for (int jj = 0; jj < nvalid; jj++) {
-                    s[jj] = scale * vec_dot(qi, k + (size_t)(j0 + jj) * kv_stride, D);
-                    mx = s[jj] > mx ? s[jj] : mx;
-                }
-                float mnew = mx > m[ii] ? mx : m[ii];
-                float corr = expf(m[ii] - mnew); /* 0 on the first tile (m = -inf) */
-                float sum = 0;
-                for (int jj = 0; jj < nvalid; jj++) {
-                    s[jj] = expf(s[jj] - mnew);
-                    sum += s[jj];
-                }
-                float *oi = o + (size_t)(i0 + ii) * q_stride;
-                if (corr != 1.0f)
-                    vec_scale(oi, corr, D);
-                for (int jj = 0; jj < nvalid; jj++)
-                    vec_axpy(oi, s[jj], v + (size_t)(j0 + jj) * kv_stride, D);
-                l[ii] = l[ii] * corr + sum;
-                m[ii] = mnew;
-            }
-        }
-        for (int ii = 0; ii < nq; ii++) {
-            vec_scale(o + (size_t)(i0 + ii) * q_stride, 1.0f / l[ii], D);
-            lse[i0 + ii] = m[ii] + logf(l[ii]);
-        }
-    }
+    head_forward_with(att_kernels_select(), o, lse, q, k, v, q_stride, kv_stride, Tq, Tk, D,
+                      scale);
 }
 
 void attention_head_backward(float *dq, float *dk, float *dv, const float *dout,
@@ -69,39 +276,14 @@ void attention_head_backward(float *dq, float *dk, float *dv, const float *dout,
                              const float *o, const float *lse, int q_stride,
                              int kv_stride, int Tq, int Tk, int D, float scale)
 {
-    int off = Tk - Tq;
-    for (int i0 = 0; i0 < Tq; i0 += ATT_BQ) {
-        int nq = min_int(ATT_BQ, Tq - i0);
-        float delta[ATT_BQ]; /* sum_d dout*o = sum_j p_j dp_j, the softmax backward's row term */
-        for (int ii = 0; ii < nq; ii++)
-            delta[ii] = vec_dot(dout + (size_t)(i0 + ii) * q_stride,
-                                o + (size_t)(i0 + ii) * q_stride, D);
-        int kend = off + i0 + nq;
-        for (int j0 = 0; j0 < kend; j0 += ATT_BK) {
-            int nk = min_int(ATT_BK, kend - j0);
-            for (int ii = 0; ii < nq; ii++) {
-                int nvalid = min_int(nk, off + i0 + ii + 1 - j0);
-                size_t ri = (size_t)(i0 + ii) * q_stride;
-                const float *qi = q + ri, *doi = dout + ri;
-                float *dqi = dq + ri;
-                float li = lse[i0 + ii];
-                for (int jj = 0; jj < nvalid; jj++) {
-                    size_t rj = (size_t)(j0 + jj) * kv_stride;
-                    float p = expf(scale * vec_dot(qi, k + rj, D) - li);
-                    float dp = vec_dot(doi, v + rj, D);
-                    float ds = p * (dp - delta[ii]) * scale; /* d loss / d (q.k) */
-                    vec_axpy(dv + rj, p, doi, D);
-                    vec_axpy(dqi, ds, k + rj, D);
-                    vec_axpy(dk + rj, ds, qi, D);
-                }
-            }
-        }
-    }
+    head_backward_with(att_kernels_select(), dq, dk, dv, dout, q, k, v, o, lse, q_stride,
+                       kv_stride, Tq, Tk, D, scale);
 }
 
 void attention_forward(float *o, float *lse, const float *q, const float *k,
                        const float *v, int B, int T, int H, int Hkv, int D)
 {
+    const att_kernels *kern = att_kernels_select();
     float scale = 1.0f / sqrtf((float)D);
     int group = H / Hkv;
     size_t qs = (size_t)H * D, ks = (size_t)Hkv * D;
@@ -111,8 +293,8 @@ void attention_forward(float *o, float *lse, const float *q, const float *k,
             int g = h / group;
             size_t qoff = (size_t)b * T * qs + (size_t)h * D;
             size_t koff = (size_t)b * T * ks + (size_t)g * D;
-            attention_head_forward(o + qoff, lse + ((size_t)b * H + h) * T, q + qoff,
-                                   k + koff, v + koff, (int)qs, (int)ks, T, T, D, scale);
+            head_forward_with(kern, o + qoff, lse + ((size_t)b * H + h) * T, q + qoff, k + koff,
+                              v + koff, (int)qs, (int)ks, T, T, D, scale);
         }
 }
 
@@ -128,6 +310,7 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout,
                         const float *o, const float *lse, int B, int T, int H,
                         int Hkv, int D)
 {
+    const att_kernels *kern = att_kernels_select();
     float scale = 1.0f / sqrtf((float)D);
     int group = H / Hkv;
     size_t qs = (size_t)H * D, ks = (size_t)Hkv * D;
@@ -140,10 +323,9 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout,
             for (int h = g * group; h < (g + 1) * group; h++) {
                 size_t qoff = (size_t)b * T * qs + (size_t)h * D;
                 zero_rows(dq + qoff, T, qs, D);
-                attention_head_backward(dq + qoff, dk + koff, dv + koff, dout + qoff,
-                                        q + qoff, k + koff, v + koff, o + qoff,
-                                        lse + ((size_t)b * H + h) * T, (int)qs, (int)ks,
-                                        T, T, D, scale);
+                head_backward_with(kern, dq + qoff, dk + koff, dv + koff, dout + qoff, q + qoff,
+                                   k + koff, v + koff, o + qoff, lse + ((size_t)b * H + h) * T,
+                                   (int)qs, (int)ks, T, T, D, scale);
             }
         }
 }

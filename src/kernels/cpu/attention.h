@@ -7,10 +7,13 @@
  *   lse:            [B, H, T]         per-row log-sum-exp of the scaled scores
  * Query head h reads key/value head h / (H / Hkv); Hkv divides H.
  *
- * The forward never materialises probabilities beyond one row of one key tile:
- * per (b, h) it walks query tiles and key tiles with an online softmax, skips
- * fully masked key tiles (causal: the work is about half of T*T), and saves
- * the log-sum-exp; the backward recomputes probabilities from it.
+ * The forward never materialises probabilities beyond one tile of scores
+ * (ATT_BK keys x ATT_BQ queries, attention.c): per (b, h) it walks query tiles
+ * and key tiles with an online softmax, skips fully masked key tiles (causal:
+ * the work is about half of T*T), and saves the log-sum-exp; the backward
+ * recomputes probabilities from it. The tile products and the exp run on the
+ * AVX2 + FMA operations when the CPU has them (TEMPO_KERNELS=portable forces
+ * plain C; see attention_kernel.h); the two paths differ in the last bits.
  * QK-norm and RoPE are applied by the caller before (rmsnorm.h, rope.h). */
 #ifndef TEMPO_ATTENTION_H
 #define TEMPO_ATTENTION_H

@@ -1,8 +1,12 @@
 /* lm_head.c - fused output head + cross-entropy (see lm_head.h): per chunk of
  * rows, logits by gemm_f32, soft-cap, log-softmax and loss per row (OpenMP over
- * rows), then the two gradient products by gemm_f32. And the plain reference. */
+ * rows, on the row passes of lm_head_kernel.h: the plain C table below or the
+ * AVX2 one), then the two gradient products by gemm_f32. And the plain
+ * reference. */
 #include "kernels/cpu/lm_head.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/kernel_path.h"
+#include "kernels/cpu/lm_head_kernel.h"
 
 #include <math.h>
 
@@ -11,38 +15,72 @@ size_t lm_head_scratch_floats(int chunk_rows, int V)
     return (size_t)chunk_rows * (size_t)V;
 }
 
-/* One row of logits z [V] (raw x.w): returns the loss; if want_grad, rewrites
- * z in place into scale * (softmax - onehot) * dcap. */
-static float row_loss(float *z, int V, int target, float cap, int want_grad, float scale)
+/* ---- the plain C row passes (the portable table) ---- */
+
+static void softcap_portable(float *z, int V, float cap)
 {
-    if (cap > 0)
-        for (int v = 0; v < V; v++)
-            z[v] = cap * tanhf(z[v] / cap);
+    for (int v = 0; v < V; v++)
+        z[v] = cap * tanhf(z[v] / cap);
+}
+
+static float max_portable(const float *z, int V)
+{
     float mx = z[0];
     for (int v = 1; v < V; v++)
         mx = z[v] > mx ? z[v] : mx;
-    float zt = z[target];
+    return mx;
+}
+
+static double exp_sum_portable(float *z, int V, float mx, int store)
+{
     double sum = 0;
-    if (want_grad && cap == 0) { /* keep exp(z - mx) for the gradient */
-        for (int v = 0; v < V; v++) {
-            z[v] = expf(z[v] - mx);
-            sum += z[v];
-        }
-        float k = (float)(1.0 / sum) * scale;
-        for (int v = 0; v < V; v++)
-            z[v] *= k;
-        z[target] -= scale;
-    } else {
-        for (int v = 0; v < V; v++)
-            sum += expf(z[v] - mx);
+    for (int v = 0; v < V; v++) {
+        float e = expf(z[v] - mx);
+        if (store)
+            z[v] = e;
+        sum += e;
     }
+    return sum;
+}
+
+static void scale_portable(float *z, int V, float k)
+{
+    for (int v = 0; v < V; v++)
+        z[v] *= k;
+}
+
+static void cap_grad_portable(float *z, int V, float lse, float cap, float k)
+{
+    for (int v = 0; v < V; v++) {
+        float u = z[v] / cap;
+        z[v] = expf(z[v] - lse) * k * (1.0f - u * u); /* d(cap tanh(x/cap))/dx = 1 - u^2 */
+    }
+}
+
+const lm_head_row_ops lm_head_row_ops_portable = {softcap_portable, max_portable,
+                                                  exp_sum_portable, scale_portable,
+                                                  cap_grad_portable};
+
+/* One row of logits z [V] (raw x.w): returns the loss; if want_grad, rewrites
+ * z in place into scale * (softmax - onehot) * dcap. The loss does not depend
+ * on want_grad. */
+static float row_loss(const lm_head_row_ops *ops, float *z, int V, int target, float cap,
+                      int want_grad, float scale)
+{
+    if (cap > 0)
+        ops->softcap(z, V, cap);
+    float mx = ops->max(z, V);
+    float zt = z[target];
+    double sum = ops->exp_sum(z, V, mx, want_grad && cap == 0); /* keep exp(z - mx) */
     float lse = mx + (float)log(sum);
-    if (want_grad && cap > 0)
-        for (int v = 0; v < V; v++) {
-            float t = z[v];
-            float g = expf(t - lse) - (v == target ? 1.0f : 0.0f);
-            z[v] = g * scale * (1.0f - (t / cap) * (t / cap)); /* d(cap tanh(u/cap))/du */
-        }
+    if (want_grad && cap == 0) {
+        ops->scale(z, V, (float)(1.0 / sum) * scale);
+        z[target] -= scale;
+    } else if (want_grad) {
+        ops->cap_grad(z, V, lse, cap, scale);
+        float u = zt / cap;
+        z[target] -= scale * (1.0f - u * u);
+    }
     return lse - zt;
 }
 
@@ -51,13 +89,15 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
                       float softcap, float grad_scale, float *scratch, int chunk_rows)
 {
     int want_grad = dx != NULL;
+    const lm_head_row_ops *ops =
+        kernel_path_avx2() ? &lm_head_row_ops_avx2 : &lm_head_row_ops_portable;
     for (int n0 = 0; n0 < N; n0 += chunk_rows) {
         int R = N - n0 < chunk_rows ? N - n0 : chunk_rows;
         const float *xc = x + (size_t)n0 * C;
         gemm_f32(0, 1, R, V, C, xc, C, w, C, 0.0f, scratch, V);
 #pragma omp parallel for schedule(static)
         for (int r = 0; r < R; r++)
-            losses[n0 + r] = row_loss(scratch + (size_t)r * V, V, targets[n0 + r], softcap,
+            losses[n0 + r] = row_loss(ops, scratch + (size_t)r * V, V, targets[n0 + r], softcap,
                                       want_grad, grad_scale);
         if (want_grad) {
             gemm_f32(0, 0, R, C, V, scratch, V, w, C, 0.0f, dx + (size_t)n0 * C, C);

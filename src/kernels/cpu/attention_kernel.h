@@ -1,0 +1,40 @@
+/* attention_kernel.h - the small operations the tiled attention (attention.c)
+ * is built from, one table per kernel path: a register-blocked tile product
+ * and the two softmax passes over a tile of scores. attention.c holds the
+ * portable C table and the loops around it; attention_avx2.c the AVX2 + FMA
+ * one. Internal to the attention kernels (and their tests).
+ *
+ * Score tiles are stored transposed, keys by rows and queries by columns,
+ *   st[j * ld + i] = scale * q_i . k_j      (j < nk keys, i < nq queries),
+ * so that per-query quantities (running max, sum, lse, delta) are vectors
+ * along a row and every product below reads its right operand by rows. */
+#ifndef TEMPO_ATTENTION_KERNEL_H
+#define TEMPO_ATTENTION_KERNEL_H
+
+typedef struct {
+    /* C[m x n] (=, or += when accumulate) A[m x k] B[k x n], where
+     * A(i, p) = a[i * a_rs + p * a_cs] (any strides: A may be read transposed),
+     * B(p, j) = b[p * ldb + j], C(i, j) = c[i * ldc + j]. Each C element is the
+     * sum over p = 0..k-1 in increasing order (then added to C's old value when
+     * accumulate), so results depend only on the arguments. k >= 1. */
+    void (*mm)(float *c, long ldc, const float *a, long a_rs, long a_cs, const float *b,
+               long ldb, int m, int n, int k, int accumulate);
+    /* Forward softmax pass: st[j*ld+i] = exp(st[j*ld+i] - mx[i]) for j < nk,
+     * i < nq, and sum[i] += the new values of column i (in j order). Entries
+     * equal to -inf (masked) become 0. */
+    void (*exp_cols)(float *st, int ld, int nk, int nq, const float *mx, float *sum);
+    /* Backward pass: p = exp(st - lse[i]) into st, and
+     * dpt[j*ld+i] = p * (dpt[j*ld+i] - delta[i]) * scale (the score gradient). */
+    void (*softmax_grad)(float *st, float *dpt, int ld, int nk, int nq, const float *lse,
+                         const float *delta, float scale);
+} att_kernels;
+
+/* The tables: plain C for any CPU, and AVX2 + FMA (use only when
+ * kernel_path_avx2() says so). */
+extern const att_kernels att_kernels_portable;
+extern const att_kernels att_kernels_avx2;
+
+/* The table for the current path (kernel_path.h, honours TEMPO_KERNELS). */
+const att_kernels *att_kernels_select(void);
+
+#endif

@@ -1,0 +1,21 @@
+/* kernel_path.h - the cheap per-call choice between a kernel's AVX2+FMA and
+ * portable implementations, for the elementwise, attention and optimizer
+ * kernels. Same rule as cpu_kernel_path_select (core/cpu_info.h: the best the
+ * CPU supports unless TEMPO_KERNELS=portable), but without cpu_info_query's
+ * sysfs reads: cpuid via __builtin_cpu_supports and one getenv, a few tens of
+ * nanoseconds, so a kernel may ask once per call. Header-only. */
+#ifndef TEMPO_KERNEL_PATH_H
+#define TEMPO_KERNEL_PATH_H
+
+#include "core/cpu_info.h"
+
+/* 1 when the AVX2 + FMA variants may run now, 0 for the portable C ones. */
+static inline int kernel_path_avx2(void)
+{
+    cpu_info ci = {0};
+    ci.avx2 = __builtin_cpu_supports("avx2") != 0;
+    ci.fma = __builtin_cpu_supports("fma") != 0;
+    return cpu_kernel_path_select(&ci) == CPU_KERNELS_AVX2;
+}
+
+#endif

@@ -1,0 +1,28 @@
+/* lm_head_kernel.h - the per-row passes of the head's softmax cross-entropy
+ * (internal to lm_head.c), one table per kernel path: lm_head.c holds the
+ * plain C table and the row logic, lm_head_avx2.c the AVX2 + FMA one. z is
+ * one row of V logits. */
+#ifndef TEMPO_LM_HEAD_KERNEL_H
+#define TEMPO_LM_HEAD_KERNEL_H
+
+typedef struct {
+    /* z[v] = cap * tanh(z[v] / cap) */
+    void (*softcap)(float *z, int V, float cap);
+    /* max over z (V >= 1) */
+    float (*max)(const float *z, int V);
+    /* sum over v of exp(z[v] - mx), accumulated in double in a fixed order;
+     * when store, z[v] = exp(z[v] - mx) as well. The sum does not depend on
+     * store. */
+    double (*exp_sum)(float *z, int V, float mx, int store);
+    /* z[v] *= k */
+    void (*scale)(float *z, int V, float k);
+    /* soft-capped gradient: t = z[v] (capped logit) ->
+     * z[v] = exp(t - lse) * k * (1 - (t / cap)^2) (the caller subtracts the
+     * target's one-hot term). */
+    void (*cap_grad)(float *z, int V, float lse, float cap, float k);
+} lm_head_row_ops;
+
+extern const lm_head_row_ops lm_head_row_ops_portable;
+extern const lm_head_row_ops lm_head_row_ops_avx2; /* only when kernel_path_avx2() */
+
+#endif
