@@ -2,22 +2,37 @@
  * (src/bench/), prints its JSON lines. No measuring logic lives here.
  *
  *   tempo bench peak [--out FILE] [--seconds S]
+ *   tempo bench kernels [--kernel gemm] [--shapes SET | --shape MxNxK[:ta:tb]]
+ *                       [--threads LIST] [--seconds S]
  */
+#include <omp.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_gemm.h"
 #include "bench/hw_profile.h"
+#include "bench/openblas.h"
 #include "cli/cli.h"
 
 static void bench_usage(FILE *f)
 {
     fprintf(f,
             "usage: tempo bench peak [--out FILE] [--seconds S]\n"
+            "       tempo bench kernels [--kernel gemm] [--shapes model|large|all]\n"
+            "                           [--shape MxNxK[:ta:tb]] [--threads 1,2] [--seconds S]\n"
+            "                           [--no-openblas]\n"
             "  peak     fp32 FMA peak and triad memory bandwidth at 1 and all threads;\n"
             "           writes the hardware profile (default: $TEMPO_HW_PROFILE, else\n"
             "           $XDG_CACHE_HOME/tempo/hardware.json or ~/.cache/tempo/hardware.json)\n"
-            "           and prints it as a JSON line. --seconds: total time (default 4).\n");
+            "           and prints it as a JSON line. --seconds: total time (default 4).\n"
+            "  kernels  one JSON line per kernel, shape and thread count: GFLOP/s and the\n"
+            "           share of the profile's FMA peak; last line: the flop-weighted\n"
+            "           summary. --shapes: the presets' products (default all);\n"
+            "           --threads: counts to run (default 1 and all); --seconds: per case\n"
+            "           (default 0.3, best repetition kept). When libopenblas is installed,\n"
+            "           each line also has cblas_sgemm's figure and the ratio tempo/openblas.\n");
 }
 
 static int parse_positive(const char *flag, const char *text, double *v)
@@ -75,6 +90,154 @@ static int bench_peak(int argc, char **argv)
     return rc;
 }
 
+/* "1,2" -> counts; 0 or -1 on a bad list. */
+static int parse_threads(const char *text, int *out, int max)
+{
+    int n = 0;
+    const char *p = text;
+    while (*p && n < max) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 1024 || (*end && *end != ','))
+            return -1;
+        out[n++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    return *p ? -1 : n;
+}
+
+static int bench_kernels(int argc, char **argv)
+{
+    const char *kernel = "gemm", *set = "all";
+    double seconds = 0.3;
+    int threads[8], n_threads = 0, have_shape = 0, use_openblas = 1;
+    bench_gemm_shape one;
+    tempo_error err;
+    tempo_error_clear(&err);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            bench_usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--no-openblas")) {
+            use_openblas = 0;
+            continue;
+        }
+        if (i + 1 >= argc)
+            return cli_usage_error("bench kernels: %s: unknown option or missing value", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--kernel")) {
+            kernel = v;
+        } else if (!strcmp(a, "--shapes")) {
+            set = v;
+        } else if (!strcmp(a, "--shape")) {
+            if (bench_gemm_parse_shape(v, &one, &err))
+                return cli_report(&err);
+            have_shape = 1;
+        } else if (!strcmp(a, "--threads")) {
+            n_threads = parse_threads(v, threads, 8);
+            if (n_threads < 1)
+                return cli_usage_error("bench kernels: --threads '%s': expected e.g. 1,2", v);
+        } else if (!strcmp(a, "--seconds")) {
+            if (parse_positive("--seconds", v, &seconds))
+                return 2;
+        } else {
+            return cli_usage_error("bench kernels: %s: unknown option", a);
+        }
+    }
+    if (strcmp(kernel, "gemm"))
+        return cli_usage_error("bench kernels: --kernel %s: unknown kernel (try: gemm)", kernel);
+    const bench_gemm_shape *shapes = &one;
+    int n_shapes = 1;
+    if (!have_shape && (n_shapes = bench_gemm_shapes(set, &shapes)) == 0)
+        return cli_usage_error("bench kernels: --shapes %s: unknown set (try: model, large, all)", set);
+    if (n_threads == 0) {
+        int all = omp_get_max_threads();
+        threads[n_threads++] = 1;
+        if (all > 1)
+            threads[n_threads++] = all;
+    }
+
+    hw_profile prof;
+    int have_prof = hw_profile_load_or_measure(&prof, &err) == 0;
+    if (!have_prof)
+        fprintf(stderr, "tempo: %s (efficiency left null)\n", err.msg);
+    else if (prof.contended)
+        fprintf(stderr, "bench kernels: the hardware profile was measured on a busy machine; "
+                        "efficiencies may read high (re-run 'tempo bench peak')\n");
+    gemm_config cfg;
+    gemm_config_init(&cfg);
+    const char *path = cpu_kernel_path_name(cfg.path);
+    fprintf(stderr, "bench kernels: gemm, %s kernel, kc %d mc %d nc %d, %d shapes\n",
+            path, cfg.kc, cfg.mc, cfg.nc, n_shapes);
+
+    bench_openblas ob;
+    int have_ob = use_openblas && bench_openblas_open(&ob) == 0;
+    if (have_ob)
+        fprintf(stderr, "bench kernels: comparing with OpenBLAS (%s)\n", ob.config);
+    /* Pause between implementations: idle pool threads spin for a while
+     * (OpenBLAS's up to ~0.1 s) and would steal the other's cores. */
+    const struct timespec pause = {0, 150 * 1000 * 1000};
+
+    double flops[8] = {0}, secs[8] = {0}, ob_secs[8] = {0};
+    int any_contended = 0;
+    for (int s = 0; s < n_shapes; s++)
+        for (int t = 0; t < n_threads; t++) {
+            bench_gemm_result r, rb;
+            if (bench_gemm_measure(&cfg, &shapes[s], threads[t], seconds, &r, &err))
+                return cli_report(&err);
+            if (have_ob) {
+                nanosleep(&pause, NULL);
+                if (bench_openblas_measure(&ob, &shapes[s], threads[t], seconds, &rb, &err))
+                    return cli_report(&err);
+                nanosleep(&pause, NULL);
+                ob_secs[t] += rb.best_s;
+            }
+            double peak = have_prof ? hw_profile_peak_gflops(&prof, threads[t]) : 0;
+            strbuf line = {0};
+            bench_gemm_json(&line, &shapes[s], threads[t], &r, peak, path, have_ob ? &rb : NULL);
+            printf("%s\n", line.data ? line.data : "{}");
+            fflush(stdout);
+            strbuf_free(&line);
+            flops[t] += 2.0 * shapes[s].M * shapes[s].N * (double)shapes[s].K;
+            secs[t] += r.best_s;
+            any_contended |= r.contended || (have_ob && rb.contended);
+        }
+    if (have_ob)
+        bench_openblas_close(&ob);
+
+    /* Summary: per thread count, total FLOPs / total best time. */
+    strbuf json = {0};
+    strbuf_printf(&json, "{\"kernel\":\"gemm\",\"summary\":true,\"shapes\":%d,\"path\":\"%s\",\"threads\":{",
+                  n_shapes, path);
+    for (int t = 0; t < n_threads; t++) {
+        double g = secs[t] > 0 ? flops[t] / secs[t] * 1e-9 : 0;
+        double peak = have_prof ? hw_profile_peak_gflops(&prof, threads[t]) : 0;
+        strbuf_printf(&json, "%s\"%d\":{\"gflops\":", t ? "," : "", threads[t]);
+        strbuf_json_number(&json, bench_round(g, 2));
+        strbuf_puts(&json, ",\"peak_gflops\":");
+        strbuf_json_number(&json, bench_round(peak, 2));
+        strbuf_puts(&json, ",\"efficiency\":");
+        if (peak > 0)
+            strbuf_json_number(&json, bench_round(g / peak, 3));
+        else
+            strbuf_puts(&json, "null");
+        if (have_ob && ob_secs[t] > 0) {
+            double gb = flops[t] / ob_secs[t] * 1e-9;
+            strbuf_puts(&json, ",\"openblas_gflops\":");
+            strbuf_json_number(&json, bench_round(gb, 2));
+            strbuf_puts(&json, ",\"ratio\":");
+            strbuf_json_number(&json, bench_round(g / gb, 3));
+        }
+        strbuf_puts(&json, "}");
+    }
+    strbuf_printf(&json, "},\"contended\":%s}", any_contended ? "true" : "false");
+    int rc = cli_emit_result(&json, NULL);
+    strbuf_free(&json);
+    return rc;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -83,5 +246,7 @@ int cmd_bench(int argc, char **argv)
     }
     if (!strcmp(argv[1], "peak"))
         return bench_peak(argc - 1, argv + 1);
-    return cli_usage_error("bench: %s: unknown benchmark (try: peak)", argv[1]);
+    if (!strcmp(argv[1], "kernels"))
+        return bench_kernels(argc - 1, argv + 1);
+    return cli_usage_error("bench: %s: unknown benchmark (try: peak, kernels)", argv[1]);
 }

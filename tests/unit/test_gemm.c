@@ -22,6 +22,8 @@
 #include <float.h>
 #include <omp.h>
 
+#include "bench/bench_gemm.h"
+#include "core/json.h"
 #include "core/rng.h"
 #include "kernels/cpu/gemm.h"
 
@@ -449,6 +451,56 @@ static void test_config_from_caches(void)
     CHECK(cfg.kc == 256 && cfg.mc == 252 && cfg.nc == 8192);
 }
 
+/* The benchmark's shape parsing, shape sets and JSON line (no timing is
+ * checked: only that a measurement happened and the line is well formed). */
+static void test_bench_helpers(void)
+{
+    bench_gemm_shape sh;
+    tempo_error err;
+    tempo_error_clear(&err);
+    CHECK(bench_gemm_parse_shape("8192x256x1024", &sh, &err) == 0);
+    CHECK(sh.M == 8192 && sh.N == 256 && sh.K == 1024 && sh.trans_a == 0 && sh.trans_b == 0);
+    CHECK(bench_gemm_parse_shape("256x256x8192:1:0", &sh, &err) == 0);
+    CHECK(sh.M == 256 && sh.K == 8192 && sh.trans_a == 1 && sh.trans_b == 0);
+    const char *bad[] = {"", "8x8", "8x8x0", "8x8x8:2:0", "8x8x8:1", "8x8x8x", "axbxc",
+                         "100000x100000x100000"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tempo_error_clear(&err);
+        CHECK_MSG(bench_gemm_parse_shape(bad[i], &sh, &err) == -1 && err.code == 2, "%s", bad[i]);
+    }
+    const bench_gemm_shape *set;
+    int n_model = bench_gemm_shapes("model", &set);
+    CHECK(n_model == 12 && set[0].M == 8192 && set[0].trans_b == 1);
+    int n_large = bench_gemm_shapes("large", &set);
+    CHECK(n_large == 18 && bench_gemm_shapes("all", &set) == n_model + n_large);
+    CHECK(bench_gemm_shapes("nope", &set) == 0 && set == NULL);
+    CHECK(bench_round(202.95000000000002, 2) == 202.95);
+
+    gemm_config cfg;
+    gemm_config_init(&cfg);
+    CHECK(bench_gemm_parse_shape("20x30x40:1:1", &sh, &err) == 0);
+    bench_gemm_result r, peer = {.gflops = 2, .other_load_cores = 0.5};
+    CHECK(bench_gemm_measure(&cfg, &sh, 1, 0.001, &r, &err) == 0);
+    CHECK(r.gflops > 0 && r.reps >= 3 && r.best_s > 0);
+    strbuf line = {0};
+    bench_gemm_json(&line, &sh, 1, &r, 100, "avx2", &peer);
+    json_value *v = NULL;
+    CHECK(json_parse(line.data, line.len, &v, &err) == 0);
+    CHECK(strcmp(json_get_string(v, "kernel"), "gemm") == 0);
+    CHECK(strcmp(json_get_string(v, "shape"), "20x30x40 1 1") == 0);
+    CHECK(json_get_number(v, "threads", 0) == 1 && json_get_number(v, "gflops", 0) > 0);
+    CHECK(json_get_number(v, "peak_gflops", 0) == 100);
+    CHECK(json_get_number(v, "openblas_gflops", 0) == 2 && json_get_number(v, "ratio", 0) > 0);
+    CHECK(json_get_number(v, "other_load_cores", 0) >= 0.5);
+    json_free(v);
+    strbuf_free(&line);
+    bench_gemm_json(&line, &sh, 1, &r, 0, "avx2", NULL);   /* no peak, no peer */
+    CHECK(json_parse(line.data, line.len, &v, &err) == 0);
+    CHECK(json_get(v, "efficiency")->type == JSON_NULL && json_get(v, "ratio") == NULL);
+    json_free(v);
+    strbuf_free(&line);
+}
+
 int main(void)
 {
     RUN(test_config_from_caches);
@@ -462,5 +514,6 @@ int main(void)
     RUN(test_inside_parallel);
     RUN(test_packed_b);
     RUN(test_row_column_independence);
+    RUN(test_bench_helpers);
     return test_summary("test_gemm");
 }

@@ -1,0 +1,192 @@
+/* bench_gemm.c - GEMM shapes of the presets and their timing (see bench_gemm.h). */
+#include "bench/bench_gemm.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/sysload.h"
+#include "core/rng.h"
+#include "core/timer.h"
+
+#define T_TOKENS 8192   /* batch 32 x context 256 */
+
+/* For a layer of width d and MLP width f: y = x W^T (0 1), dx = dy W (0 0),
+ * dW += dy^T x (1 0), for the d x d attention projections and the two MLP
+ * matrices (up: d -> f, down: f -> d). */
+#define LAYER_SHAPES(d, f, tag)                                          \
+    {T_TOKENS, d, d, 0, 1, tag " fwd attn proj"},                        \
+    {T_TOKENS, f, d, 0, 1, tag " fwd mlp up"},                           \
+    {T_TOKENS, d, f, 0, 1, tag " fwd mlp down"},                         \
+    {T_TOKENS, d, d, 0, 0, tag " dx attn proj"},                         \
+    {T_TOKENS, d, f, 0, 0, tag " dx mlp up"},                            \
+    {T_TOKENS, f, d, 0, 0, tag " dx mlp down"},                          \
+    {d, d, T_TOKENS, 1, 0, tag " dW attn proj"},                         \
+    {f, d, T_TOKENS, 1, 0, tag " dW mlp up"},                            \
+    {d, f, T_TOKENS, 1, 0, tag " dW mlp down"}
+
+static const bench_gemm_shape model_shapes[] = {
+    LAYER_SHAPES(256, 1024, "d256"),
+    /* output head, vocab 4097, 128-token chunks (model_internal.h) */
+    {128, 4097, 256, 0, 1, "d256 fwd head chunk"},
+    {128, 256, 4097, 0, 0, "d256 dx head chunk"},
+    {4097, 256, 128, 1, 0, "d256 dW head chunk"},
+};
+
+static const bench_gemm_shape large_shapes[] = {
+    LAYER_SHAPES(512, 2048, "d512"),
+    LAYER_SHAPES(1024, 4096, "d1024"),
+};
+
+static const bench_gemm_shape all_shapes[] = {
+    LAYER_SHAPES(256, 1024, "d256"),
+    {128, 4097, 256, 0, 1, "d256 fwd head chunk"},
+    {128, 256, 4097, 0, 0, "d256 dx head chunk"},
+    {4097, 256, 128, 1, 0, "d256 dW head chunk"},
+    LAYER_SHAPES(512, 2048, "d512"),
+    LAYER_SHAPES(1024, 4096, "d1024"),
+};
+
+int bench_gemm_shapes(const char *set, const bench_gemm_shape **shapes)
+{
+#define PICK(arr) (*shapes = arr, (int)(sizeof arr / sizeof arr[0]))
+    if (!strcmp(set, "model"))
+        return PICK(model_shapes);
+    if (!strcmp(set, "large"))
+        return PICK(large_shapes);
+    if (!strcmp(set, "all"))
+        return PICK(all_shapes);
+#undef PICK
+    *shapes = NULL;
+    return 0;
+}
+
+int bench_gemm_parse_shape(const char *text, bench_gemm_shape *s, tempo_error *err)
+{
+    int n = 0;
+    s->trans_a = s->trans_b = 0;
+    s->op = "custom";
+    int got = sscanf(text, "%dx%dx%d%n", &s->M, &s->N, &s->K, &n);
+    if (got == 3 && text[n] == ':') {
+        int m = 0;
+        got += sscanf(text + n, ":%d:%d%n", &s->trans_a, &s->trans_b, &m) == 2 ? 2 : 0;
+        n += m;
+    }
+    if ((got != 3 && got != 5) || text[n] || s->M < 1 || s->N < 1 || s->K < 1 ||
+        (unsigned)s->trans_a > 1 || (unsigned)s->trans_b > 1 ||
+        (double)s->M * s->K + (double)s->K * s->N + (double)s->M * s->N > 1e9)
+        return tempo_usage(err, "shape '%s': expected MxNxK or MxNxK:ta:tb (ta, tb 0 or 1)", text);
+    return 0;
+}
+
+/* v rounded to `digits` decimals (printed short: 202.95, not 202.95000000000002). */
+static double round_to(double v, int digits)
+{
+    double scale = pow(10, digits);
+    return round(v * scale) / scale;
+}
+
+double bench_round(double v, int digits)
+{
+    return round_to(v, digits);
+}
+
+static float *random_floats(size_t n, rng_state *r)
+{
+    float *x = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    if (x)
+        for (size_t i = 0; i < n; i++)
+            x[i] = (float)(rng_uniform(r) - 0.5);
+    return x;
+}
+
+int bench_gemm_time(bench_gemm_fn fn, void *ctx, const bench_gemm_shape *s, int threads,
+                    double min_seconds, bench_gemm_result *r, tempo_error *err)
+{
+    memset(r, 0, sizeof *r);
+    rng_state rng;
+    rng_seed(&rng, 1);
+    size_t na = (size_t)s->M * s->K, nb = (size_t)s->K * s->N, nc = (size_t)s->M * s->N;
+    float *A = random_floats(na, &rng), *B = random_floats(nb, &rng), *C = random_floats(nc, &rng);
+    if (!A || !B || !C) {
+        free(A); free(B); free(C);
+        return tempo_fail(err, "gemm %dx%dx%d: out of memory", s->M, s->N, s->K);
+    }
+    int lda = s->trans_a ? s->M : s->K, ldb = s->trans_b ? s->K : s->N;
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+
+    fn(ctx, s, A, lda, B, ldb, C, s->N);
+    sysload_sample start;
+    sysload_sample_now(&start);
+    double best = 1e30, end = timer_now() + min_seconds;
+    int reps = 0;
+    do {
+        double t0 = timer_now();
+        fn(ctx, s, A, lda, B, ldb, C, s->N);
+        double t = timer_now() - t0;
+        if (t < best)
+            best = t;
+        reps++;
+    } while ((reps < 3 || timer_now() < end) && reps < 100000);
+    sysload_report load;
+    sysload_since(&start, &load);
+
+    omp_set_num_threads(saved);
+    free(A); free(B); free(C);
+    r->best_s = best;
+    r->reps = reps;
+    r->gflops = best > 0 ? 2.0 * s->M * s->N * (double)s->K / best * 1e-9 : 0;
+    r->other_load_cores = load.other_cores;
+    r->contended = load.contended;
+    return 0;
+}
+
+static void run_tempo(void *ctx, const bench_gemm_shape *s, const float *A, int lda,
+                      const float *B, int ldb, float *C, int ldc)
+{
+    gemm_f32_with((const gemm_config *)ctx, s->trans_a, s->trans_b, s->M, s->N, s->K, A, lda,
+                  B, ldb, 0, C, ldc);
+}
+
+int bench_gemm_measure(const gemm_config *cfg, const bench_gemm_shape *s, int threads,
+                       double min_seconds, bench_gemm_result *r, tempo_error *err)
+{
+    return bench_gemm_time(run_tempo, (void *)cfg, s, threads, min_seconds, r, err);
+}
+
+
+void bench_gemm_json(strbuf *out, const bench_gemm_shape *s, int threads,
+                     const bench_gemm_result *r, double peak_gflops, const char *path,
+                     const bench_gemm_result *peer)
+{
+    strbuf_printf(out, "{\"kernel\":\"gemm\",\"shape\":\"%dx%dx%d %d %d\",\"op\":",
+                  s->M, s->N, s->K, s->trans_a, s->trans_b);
+    strbuf_json_string(out, s->op, strlen(s->op));
+    strbuf_printf(out, ",\"threads\":%d,\"gflops\":", threads);
+    strbuf_json_number(out, round_to(r->gflops, 2));
+    strbuf_puts(out, ",\"peak_gflops\":");
+    strbuf_json_number(out, peak_gflops > 0 ? round_to(peak_gflops, 2) : 0);
+    strbuf_puts(out, ",\"efficiency\":");
+    if (peak_gflops > 0)
+        strbuf_json_number(out, round_to(r->gflops / peak_gflops, 3));
+    else
+        strbuf_puts(out, "null");
+    if (peer && peer->gflops > 0) {
+        strbuf_puts(out, ",\"openblas_gflops\":");
+        strbuf_json_number(out, round_to(peer->gflops, 2));
+        strbuf_puts(out, ",\"ratio\":");
+        strbuf_json_number(out, round_to(r->gflops / peer->gflops, 3));
+    }
+    strbuf_puts(out, ",\"path\":");
+    strbuf_json_string(out, path, strlen(path));
+    double load = r->other_load_cores;
+    if (peer && peer->other_load_cores > load)
+        load = peer->other_load_cores;
+    strbuf_puts(out, ",\"other_load_cores\":");
+    strbuf_json_number(out, round_to(load, 2));
+    strbuf_printf(out, ",\"contended\":%s}",
+                  r->contended || (peer && peer->contended) ? "true" : "false");
+}

@@ -1,0 +1,63 @@
+/* bench_gemm.h - the GEMM benchmark behind `tempo bench kernels --kernel gemm`:
+ * the product shapes of the model presets (forward x W^T, backward dx = dy W,
+ * weight gradient dW += dy^T x, the chunked output head) timed at a given
+ * thread count, as GFLOP/s and as a share of the measured FMA peak.
+ * Figures, never pass/fail. Printing belongs to the CLI; the JSON line is
+ * built here so every caller reports the same fields. */
+#ifndef TEMPO_BENCH_GEMM_H
+#define TEMPO_BENCH_GEMM_H
+
+#include "core/error.h"
+#include "core/strbuf.h"
+#include "kernels/cpu/gemm.h"
+
+typedef struct {
+    int M, N, K, trans_a, trans_b;
+    const char *op;    /* what the product is in the model, e.g. "d256 fwd qkvo" */
+} bench_gemm_shape;
+
+/* The shapes of a named set: "model" (d_model 256, d_ff 1024, 8192 tokens =
+ * batch 32 x context 256, head vocab 4097 in chunks of 128 rows), "large"
+ * (d_model 512 and 1024, d_ff 4 d, 8192 tokens) or "all" (both). Returns the
+ * count, 0 for an unknown name; *shapes points to static constant data. */
+int bench_gemm_shapes(const char *set, const bench_gemm_shape **shapes);
+
+/* Parse "MxNxK" or "MxNxK:ta:tb" (ta, tb 0 or 1; default 0 0). */
+int bench_gemm_parse_shape(const char *text, bench_gemm_shape *s, tempo_error *err);
+
+typedef struct {
+    double gflops;            /* 2 M N K / best time */
+    double best_s;            /* best repetition, seconds */
+    int reps;
+    double other_load_cores;  /* others' CPU use meanwhile (bench/sysload.h) */
+    int contended;
+} bench_gemm_result;
+
+/* One product C = op(A) op(B) (beta 0) of shape s by some implementation;
+ * lda/ldb/ldc are the packed row lengths. */
+typedef void (*bench_gemm_fn)(void *ctx, const bench_gemm_shape *s, const float *A, int lda,
+                              const float *B, int ldb, float *C, int ldc);
+
+/* Time fn on random operands with `threads` OpenMP threads, after one
+ * warm-up call: repetitions until min_seconds have passed (at least 3), best
+ * kept. Restores the thread count. */
+int bench_gemm_time(bench_gemm_fn fn, void *ctx, const bench_gemm_shape *s, int threads,
+                    double min_seconds, bench_gemm_result *r, tempo_error *err);
+
+/* bench_gemm_time of gemm_f32_with(cfg, ...). */
+int bench_gemm_measure(const gemm_config *cfg, const bench_gemm_shape *s, int threads,
+                       double min_seconds, bench_gemm_result *r, tempo_error *err);
+
+/* {"kernel":"gemm","shape":"MxNxK ta tb","op":...,"threads":t,"gflops":...,
+ *  "peak_gflops":...,"efficiency":...,"path":...,"other_load_cores":...,
+ *  "contended":...} (no newline). peak_gflops <= 0 leaves efficiency null.
+ * With a peer result (peer != NULL, e.g. OpenBLAS), also
+ * "openblas_gflops":..., "ratio": gflops / openblas_gflops. */
+void bench_gemm_json(strbuf *out, const bench_gemm_shape *s, int threads,
+                     const bench_gemm_result *r, double peak_gflops, const char *path,
+                     const bench_gemm_result *peer);
+
+/* v rounded to `digits` decimals, for JSON figures (prints short). */
+double bench_round(double v, int digits);
+
+#endif

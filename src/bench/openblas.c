@@ -1,0 +1,56 @@
+/* openblas.c - cblas_sgemm through dlopen (see openblas.h). */
+#include "bench/openblas.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+/* cblas enum values (cblas.h) */
+#define CBLAS_ROW_MAJOR 101
+#define CBLAS_NO_TRANS 111
+#define CBLAS_TRANS 112
+
+int bench_openblas_open(bench_openblas *ob)
+{
+    memset(ob, 0, sizeof *ob);
+    ob->handle = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!ob->handle)
+        ob->handle = dlopen("libopenblas.so", RTLD_NOW | RTLD_LOCAL);
+    if (!ob->handle)
+        return -1;
+    *(void **)&ob->sgemm = dlsym(ob->handle, "cblas_sgemm");
+    *(void **)&ob->set_num_threads = dlsym(ob->handle, "openblas_set_num_threads");
+    char *(*get_config)(void);
+    *(void **)&get_config = dlsym(ob->handle, "openblas_get_config");
+    if (get_config)
+        snprintf(ob->config, sizeof ob->config, "%s", get_config());
+    if (!ob->sgemm) {
+        bench_openblas_close(ob);
+        return -1;
+    }
+    return 0;
+}
+
+void bench_openblas_close(bench_openblas *ob)
+{
+    if (ob->handle)
+        dlclose(ob->handle);
+    memset(ob, 0, sizeof *ob);
+}
+
+static void run_openblas(void *ctx, const bench_gemm_shape *s, const float *A, int lda,
+                         const float *B, int ldb, float *C, int ldc)
+{
+    const bench_openblas *ob = ctx;
+    ob->sgemm(CBLAS_ROW_MAJOR, s->trans_a ? CBLAS_TRANS : CBLAS_NO_TRANS,
+              s->trans_b ? CBLAS_TRANS : CBLAS_NO_TRANS, s->M, s->N, s->K, 1.0f, A, lda, B, ldb,
+              0.0f, C, ldc);
+}
+
+int bench_openblas_measure(bench_openblas *ob, const bench_gemm_shape *s, int threads,
+                           double min_seconds, bench_gemm_result *r, tempo_error *err)
+{
+    if (ob->set_num_threads)
+        ob->set_num_threads(threads);
+    return bench_gemm_time(run_openblas, ob, s, threads, min_seconds, r, err);
+}
