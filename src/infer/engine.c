@@ -21,7 +21,10 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
+#include "kernels/cpu/vec.h"
 #include "model/block.h"
+
+enum { PK_Q, PK_K, PK_V, PK_O, PK_UP, PK_GATE, PK_DOWN, PK_PER_LAYER };
 
 struct infer_engine {
     model *m;
@@ -30,6 +33,9 @@ struct infer_engine {
     int max_rows;
     gemm_config gc;
     model_layer_weights *lw; /* [n_layers] views into the model's parameters */
+    /* The weight matrices packed once for the GEMM (op(B) = W^T): a decode
+     * step then only streams them, instead of re-packing each per product. */
+    gemm_packed_b *pk;       /* [n_layers * PK_PER_LAYER + 1]: per layer q k v o up gate down; head */
     const float *tok_emb, *final_norm, *head;
     float *rope_cos, *rope_sin; /* [context, D/2] */
 
@@ -67,6 +73,32 @@ static float *carve(float **p, size_t n)
     float *r = *p;
     *p += (n + 15) / 16 * 16;
     return r;
+}
+
+/* Pack W [out, in] for y = x W^T. */
+static int pack(infer_engine *e, gemm_packed_b *pb, const float *W, int in, int out, tempo_error *err)
+{
+    return gemm_packed_b_pack(pb, &e->gc, 1, in, out, W, in, err);
+}
+
+static int pack_weights(infer_engine *e, tempo_error *err)
+{
+    int L = e->cfg.n_layers, C = e->C, F = e->F;
+    e->pk = calloc((size_t)L * PK_PER_LAYER + 1, sizeof(gemm_packed_b));
+    if (!e->pk)
+        return tempo_fail(err, "inference engine: out of memory");
+    for (int l = 0; l < L; l++) {
+        const model_layer_weights *w = &e->lw[l];
+        gemm_packed_b *p = e->pk + (size_t)l * PK_PER_LAYER;
+        if (pack(e, &p[PK_Q], w->wq, C, e->HD, err) || pack(e, &p[PK_K], w->wk, C, e->KD, err) ||
+            pack(e, &p[PK_V], w->wv, C, e->KD, err) || pack(e, &p[PK_O], w->wo, e->HD, C, err) ||
+            pack(e, &p[PK_UP], w->w_up, C, F, err) || pack(e, &p[PK_DOWN], w->w_down, F, C, err) ||
+            (w->w_gate && pack(e, &p[PK_GATE], w->w_gate, C, F, err)))
+            return tempo_error_prefix(err, "inference engine");
+    }
+    if (pack(e, &e->pk[(size_t)L * PK_PER_LAYER], e->head, C, e->V, err))
+        return tempo_error_prefix(err, "inference engine");
+    return 0;
 }
 
 int infer_engine_create(infer_engine **out, model *m, int max_rows, tempo_error *err)
@@ -113,6 +145,10 @@ int infer_engine_create(infer_engine **out, model *m, int max_rows, tempo_error 
     e->tok_emb = weight(m, "tok_emb");
     e->final_norm = weight(m, "final_norm");
     e->head = c->tied_head ? e->tok_emb : weight(m, "head");
+    if (pack_weights(e, err)) {
+        infer_engine_free(e);
+        return -1;
+    }
 
     size_t R = (size_t)max_rows, C = e->C, HD = e->HD, KD = e->KD, F = e->F, H = e->H;
     size_t half = (size_t)c->context * (e->D / 2);
@@ -159,6 +195,10 @@ void infer_engine_free(infer_engine *e)
 {
     if (!e)
         return;
+    if (e->pk)
+        for (int i = 0; i < e->cfg.n_layers * PK_PER_LAYER + 1; i++)
+            gemm_packed_b_free(&e->pk[i]);
+    free(e->pk);
     free(e->lw);
     free(e->arena);
     free(e->chunk_row);
@@ -169,11 +209,32 @@ const model_config *infer_engine_config(const infer_engine *e) { return &e->cfg;
 int infer_engine_max_rows(const infer_engine *e) { return e->max_rows; }
 int infer_outputs(const infer_engine *e) { return e->n_out; }
 
-/* y [N, out] = x [N, in] W^T (+ y when beta = 1), W [out, in] */
-static void linear(const infer_engine *e, float *y, const float *x, const float *W, int N, int in,
-                   int out, float beta)
+/* y [out] (+)= W x for one row x [in], W [out, in]: one streaming pass over
+ * W, each output a dot product (vec.h, fixed order), outputs split over the
+ * threads. For one row this beats the packed GEMM, whose 6-row micro-tile
+ * would do 6x the FMAs per weight loaded. */
+static void gemv(float *y, const float *x, const float *W, int in, int out, float beta)
 {
-    gemm_f32_with(&e->gc, 0, 1, N, out, in, x, in, W, in, beta, y, out);
+#pragma omp parallel for schedule(static) if ((size_t)out * in > 32768)
+    for (int o = 0; o < out; o++) {
+        float d = vec_dot(W + (size_t)o * in, x, in);
+        y[o] = beta != 0 ? y[o] + d : d;
+    }
+}
+
+/* y [N, out] = x [N, in] W^T (+ y when beta = 1), W [out, in] (also packed in pb) */
+static void linear(const infer_engine *e, float *y, const float *x, const float *W,
+                   const gemm_packed_b *pb, int N, int in, int out, float beta)
+{
+    if (N == 1)
+        gemv(y, x, W, in, out, beta);
+    else
+        gemm_f32_packed_b(&e->gc, 0, N, x, in, pb, beta, y, pb->N);
+}
+
+static const gemm_packed_b *packed(const infer_engine *e, int l, int which)
+{
+    return &e->pk[(size_t)l * PK_PER_LAYER + which];
 }
 
 static int check_step(const infer_engine *e, const infer_cache *c, const infer_chunk *ch,
@@ -218,15 +279,15 @@ static void attn_half(infer_engine *e, infer_cache *c, const infer_chunk *ch, in
     float eps = e->cfg.norm_eps;
     rmsnorm_forward(e->xn, e->rstd, e->x, w->attn_norm, N, C, eps);
     if (e->cfg.qk_norm) {
-        linear(e, e->q_raw, e->xn, w->wq, N, C, HD, 0);
-        linear(e, e->k_raw, e->xn, w->wk, N, C, KD, 0);
+        linear(e, e->q_raw, e->xn, w->wq, packed(e, l, PK_Q), N, C, HD, 0);
+        linear(e, e->k_raw, e->xn, w->wk, packed(e, l, PK_K), N, C, KD, 0);
         rmsnorm_forward(e->q, e->rstd, e->q_raw, w->q_norm, N * H, D, eps);
         rmsnorm_forward(e->k, e->rstd, e->k_raw, w->k_norm, N * Hkv, D, eps);
     } else {
-        linear(e, e->q, e->xn, w->wq, N, C, HD, 0);
-        linear(e, e->k, e->xn, w->wk, N, C, KD, 0);
+        linear(e, e->q, e->xn, w->wq, packed(e, l, PK_Q), N, C, HD, 0);
+        linear(e, e->k, e->xn, w->wk, packed(e, l, PK_K), N, C, KD, 0);
     }
-    linear(e, e->v, e->xn, w->wv, N, C, KD, 0);
+    linear(e, e->v, e->xn, w->wv, packed(e, l, PK_V), N, C, KD, 0);
     int row = 0;
     for (int i = 0; i < n_chunks; i++) {
         int n = ch[i].n, pos0 = c->len[ch[i].slot];
@@ -259,7 +320,7 @@ static void attn_half(infer_engine *e, infer_cache *c, const infer_chunk *ch, in
                                scale);
     }
     memcpy(e->x2, e->x, sizeof(float) * (size_t)N * C);
-    linear(e, e->x2, e->att, w->wo, N, HD, C, 1.0f);
+    linear(e, e->x2, e->att, w->wo, packed(e, l, PK_O), N, HD, C, 1.0f);
 }
 
 /* The MLP half of layer l (x2 -> x). */
@@ -269,15 +330,15 @@ static void mlp_half(infer_engine *e, int N, int l)
     int C = e->C, F = e->F;
     size_t n = (size_t)N * F;
     rmsnorm_forward(e->xn, e->rstd, e->x2, w->mlp_norm, N, C, e->cfg.norm_eps);
-    linear(e, e->up, e->xn, w->w_up, N, C, F, 0);
+    linear(e, e->up, e->xn, w->w_up, packed(e, l, PK_UP), N, C, F, 0);
     if (e->cfg.mlp == MLP_SWIGLU) {
-        linear(e, e->gate, e->xn, w->w_gate, N, C, F, 0);
+        linear(e, e->gate, e->xn, w->w_gate, packed(e, l, PK_GATE), N, C, F, 0);
         act_swiglu_forward(e->act, e->gate, e->up, n);
     } else {
         act_relu2_forward(e->act, e->up, n);
     }
     memcpy(e->x, e->x2, sizeof(float) * (size_t)N * C);
-    linear(e, e->x, e->act, w->w_down, N, F, C, 1.0f);
+    linear(e, e->x, e->act, w->w_down, packed(e, l, PK_DOWN), N, F, C, 1.0f);
 }
 
 int infer_step(infer_engine *e, infer_cache *c, const infer_chunk *chunks, int n_chunks,
@@ -326,8 +387,8 @@ int infer_step(infer_engine *e, infer_cache *c, const infer_chunk *chunks, int n
 void infer_logits(infer_engine *e, int first, int n, float *logits)
 {
     int V = e->V, C = e->C;
-    gemm_f32_with(&e->gc, 0, 1, n, V, C, e->out_h + (size_t)first * C, C, e->head, C, 0.0f,
-                  logits, V);
+    linear(e, logits, e->out_h + (size_t)first * C, e->head,
+           &e->pk[(size_t)e->cfg.n_layers * PK_PER_LAYER], n, C, V, 0.0f);
     float cap = e->cfg.logit_softcap;
     if (cap > 0) {
         size_t total = (size_t)n * V;

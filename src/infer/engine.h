@@ -8,11 +8,15 @@
  * The math is exactly the training forward (model.h, block.h): the same
  * kernels (GEMM, RMSNorm, RoPE table, the tiled attention head, activations)
  * on the same weights, so logits from prefill + decode equal those of a full
- * forward over the same tokens up to float rounding (tests check this). The
- * engine reads the model's parameters in place (never writes them), keeps its
- * own scratch for up to max_rows new tokens per step, and knows nothing of
- * tokenizers, sampling (sample.h) or files. Not thread-safe: one caller at a
- * time; the kernels use the OpenMP team. */
+ * forward over the same tokens up to float rounding (tests check this).
+ * Products of many rows use the GEMM on weight matrices packed once at
+ * creation (a copy: parameters changed later are not seen; make a new
+ * engine); a one-row product (decode at batch 1) streams the model's own
+ * weights once as dot products instead, which is what bounds decode speed.
+ * The engine never writes the model, keeps its own scratch for up to
+ * max_rows new tokens per step, and knows nothing of tokenizers, sampling
+ * (sample.h) or files. Not thread-safe: one caller at a time; the kernels
+ * use the OpenMP team. */
 #ifndef TEMPO_INFER_ENGINE_H
 #define TEMPO_INFER_ENGINE_H
 
@@ -37,8 +41,9 @@ typedef struct {
 } infer_chunk;
 
 /* An engine over model m's weights (m must outlive it and not change while
- * it is used), for at most max_rows new tokens per step. Returns 0, or -1
- * with err set (max_rows < 1: code 2; out of memory: code 1). */
+ * it is used), for at most max_rows new tokens per step. Memory: the packed
+ * weight copy (about the parameters' size) plus scratch for max_rows rows.
+ * Returns 0, or -1 with err set (max_rows < 1: code 2; out of memory: 1). */
 int infer_engine_create(infer_engine **out, model *m, int max_rows, tempo_error *err);
 void infer_engine_free(infer_engine *e); /* NULL is fine */
 
