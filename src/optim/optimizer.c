@@ -1,6 +1,8 @@
 /* optimizer.c - AdamW and Muon updates, gradient norm (see optimizer.h).
- * Newton-Schulz runs on gemm_f32; everything else is an elementwise OpenMP
- * loop with static schedules so results are deterministic per thread count. */
+ * Newton-Schulz runs on gemm_f32; the AdamW update and the gradient's sum of
+ * squares are the vectorised kernels of kernels/cpu/optim_kernels.h; Muon's
+ * elementwise loops are OpenMP loops here. Static schedules throughout, so
+ * results are deterministic per thread count. */
 #include "optim/optimizer.h"
 
 #include <math.h>
@@ -8,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/optim_kernels.h"
 
 size_t optim_ns_work_len(int rows, int cols)
 {
@@ -52,25 +55,7 @@ void optim_free(optimizer *o)
 
 double optim_grad_norm(const float *grads, size_t n)
 {
-    /* Fixed chunking so the sum order never depends on the thread count. */
-    enum { CHUNK = 1 << 14 };
-    size_t n_chunks = (n + CHUNK - 1) / CHUNK;
-    double total = 0;
-    double *partial = malloc(sizeof(double) * (n_chunks ? n_chunks : 1));
-    if (!partial) {
-        for (size_t i = 0; i < n; i++) total += (double)grads[i] * grads[i];
-        return sqrt(total);
-    }
-#pragma omp parallel for schedule(static)
-    for (size_t c = 0; c < n_chunks; c++) {
-        size_t lo = c * CHUNK, hi = lo + CHUNK < n ? lo + CHUNK : n;
-        double s = 0;
-        for (size_t i = lo; i < hi; i++) s += (double)grads[i] * grads[i];
-        partial[c] = s;
-    }
-    for (size_t c = 0; c < n_chunks; c++) total += partial[c];
-    free(partial);
-    return sqrt(total);
+    return sqrt(optim_kernel_sum_squares(grads, n));
 }
 
 void optim_newton_schulz(float *G, int rows, int cols, int steps, float *work)
@@ -117,18 +102,11 @@ static void group_lr_wd(const optim_config *c, optim_group g, float *lr, float *
 static void adamw_range(const optim_config *c, float *p, const float *g, float *m, float *v, size_t n,
                         float lr, float wd, float gscale, double bc1, double bc2)
 {
-    const float b1 = c->beta1, b2 = c->beta2, eps = c->eps;
-    const float step = (float)(lr / bc1), inv_bc2 = (float)(1.0 / bc2);
-    const float decay = 1.0f - lr * wd;
-#pragma omp parallel for schedule(static) if (n > 8192)
-    for (size_t i = 0; i < n; i++) {
-        float gi = g[i] * gscale;
-        float mi = b1 * m[i] + (1 - b1) * gi;
-        float vi = b2 * v[i] + (1 - b2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = p[i] * decay - step * mi / (sqrtf(vi * inv_bc2) + eps);
-    }
+    optim_adamw_coeffs k = {
+        .beta1 = c->beta1, .beta2 = c->beta2, .eps = c->eps, .step = (float)(lr / bc1),
+        .inv_bc2 = (float)(1.0 / bc2), .decay = 1.0f - lr * wd, .gscale = gscale,
+    };
+    optim_kernel_adamw(p, g, m, v, n, &k);
 }
 
 static void muon_tensor(optimizer *o, const optim_tensor *t, float *p, float *g, float lr, float wd,
