@@ -37,7 +37,7 @@ static double norm_objective(void *p)
     return s;
 }
 
-static void test_rmsnorm_forward(void)
+static void check_rmsnorm_forward(void)
 {
     rng_state rng;
     rng_seed(&rng, 1);
@@ -70,7 +70,7 @@ static void test_rmsnorm_forward(void)
     }
 }
 
-static void test_rmsnorm_backward(void)
+static void check_rmsnorm_backward(void)
 {
     rng_state rng;
     rng_seed(&rng, 2);
@@ -117,6 +117,73 @@ static void test_rmsnorm_backward(void)
         }
         free(x); free(w); free(dy); free(y); free(rs); free(dx); free(dx2); free(dw); free(dw2);
     }
+}
+
+/* Both kernel paths against the references (and the FD checks). */
+static void test_rmsnorm_forward(void)
+{
+    kernel_env env;
+    kernel_env_save(&env);
+    for (int portable = 0; portable < 2; portable++) {
+        kernel_env_set(portable);
+        check_rmsnorm_forward();
+    }
+    kernel_env_restore(&env);
+}
+
+static void test_rmsnorm_backward(void)
+{
+    kernel_env env;
+    kernel_env_save(&env);
+    for (int portable = 0; portable < 2; portable++) {
+        kernel_env_set(portable);
+        check_rmsnorm_backward();
+    }
+    kernel_env_restore(&env);
+}
+
+/* The AVX2 bodies do the portable operations in the portable order: outputs
+ * are bitwise equal, at 1 and 2 threads, for widths around the vector (1, 7,
+ * 8, 9, 33, 64, 130) and row counts on both sides of the parallel threshold. */
+static void test_rmsnorm_paths_agree(void)
+{
+    rng_state rng;
+    rng_seed(&rng, 7);
+    int shapes[][2] = {{3, 1}, {5, 7}, {4, 8}, {6, 9}, {600, 33}, {300, 64}, {257, 130}};
+    kernel_env env;
+    kernel_env_save(&env);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s][0], C = shapes[s][1];
+        size_t n = (size_t)N * C;
+        float *x = malloc(sizeof(float) * n), *w = malloc(sizeof(float) * C);
+        float *dy = malloc(sizeof(float) * n), *out[3][4];
+        fill_uniform(&rng, x, n, -2, 2);
+        fill_uniform(&rng, w, C, 0.5f, 1.5f);
+        fill_uniform(&rng, dy, n, -1, 1);
+        for (int r = 0; r < 3; r++) { /* portable 2 threads, avx2 2 threads, avx2 1 thread */
+            kernel_env_set(r == 0);
+            omp_set_num_threads(r == 2 ? 1 : 2);
+            out[r][0] = malloc(sizeof(float) * n);           /* y */
+            out[r][1] = malloc(sizeof(float) * N);           /* rstd */
+            out[r][2] = malloc(sizeof(float) * n);           /* dx */
+            out[r][3] = calloc((size_t)C, sizeof(float));    /* dw */
+            rmsnorm_forward(out[r][0], out[r][1], x, w, N, C, 1e-5f);
+            for (size_t i = 0; i < n; i++)
+                out[r][2][i] = 0.5f;
+            rmsnorm_backward(out[r][2], out[r][3], dy, x, w, out[r][1], N, C, 1);
+        }
+        omp_set_num_threads(2);
+        size_t len[4] = {n, (size_t)N, n, (size_t)C};
+        for (int r = 1; r < 3; r++)
+            for (int j = 0; j < 4; j++)
+                CHECK_MSG(memcmp(out[0][j], out[r][j], sizeof(float) * len[j]) == 0,
+                          "N=%d C=%d run %d output %d", N, C, r, j);
+        for (int r = 0; r < 3; r++)
+            for (int j = 0; j < 4; j++)
+                free(out[r][j]);
+        free(x); free(w); free(dy);
+    }
+    kernel_env_restore(&env);
 }
 
 /* ---------------- RoPE ---------------- */
@@ -460,6 +527,7 @@ int main(void)
     omp_set_num_threads(2);
     RUN(test_rmsnorm_forward);
     RUN(test_rmsnorm_backward);
+    RUN(test_rmsnorm_paths_agree);
     RUN(test_rope);
     RUN(test_activations);
     RUN(test_activation_paths_agree);

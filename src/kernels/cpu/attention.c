@@ -75,7 +75,7 @@ static void softmax_grad_portable(float *st, float *dpt, int ld, int nk, int nq,
     }
 }
 
-const att_kernels att_kernels_portable = {mm_portable, exp_cols_portable, softmax_grad_portable};
+const att_kernels att_kernels_portable = {8, mm_portable, exp_cols_portable, softmax_grad_portable};
 
 const att_kernels *att_kernels_select(void)
 {
@@ -94,14 +94,72 @@ static void pack_transposed(float *xt, const float *x, int stride, int n, int D,
     }
 }
 
+/* Asks for rows [r0, r1) of x (D floats each, stride apart) to be brought
+ * into cache: issued one query tile ahead, so the next tile's packing and row
+ * terms do not wait on memory. */
+static void prefetch_rows(const float *x, int stride, int r0, int r1, int D)
+{
+    for (int r = r0; r < r1; r++)
+        for (int d = 0; d < D; d += 16)
+            __builtin_prefetch(x + (size_t)r * stride + d);
+}
+
 /* Causal mask of one score tile: key j0 + jj is visible to the query at
- * position qpos0 + ii iff j0 + jj <= qpos0 + ii; hidden scores become -inf. */
-static void mask_tile(float *st, int nk, int nq, int j0, int qpos0)
+ * position qpos0 + ii iff j0 + jj <= qpos0 + ii; hidden scores become -inf
+ * and, when dpt is given, hidden entries of dpt become 0 (the products below
+ * may have skipped them: they must not hold stale values). */
+static void mask_tile(float *st, float *dpt, int nk, int nq, int j0, int qpos0)
 {
     for (int jj = 0; jj < nk; jj++) {
         int hidden = min_int(nq, j0 + jj - qpos0); /* queries ii < hidden cannot see it */
         for (int ii = 0; ii < hidden; ii++)
             st[jj * ATT_BQ + ii] = -INFINITY;
+        for (int ii = 0; dpt && ii < hidden; ii++)
+            dpt[jj * ATT_BQ + ii] = 0;
+    }
+}
+
+/* The products of a diagonal tile, cut into blocks of kern->mr rows. rel =
+ * j0 - qpos0: key jj of the tile is visible to query ii iff jj + rel <= ii.
+ * Every skipped term is one the mask makes zero (a hidden score, later -inf,
+ * or p = ds = 0 in a sum), so results are those of the whole-tile products. */
+
+/* xt [nk x nq] = A [nk keys x D] Bt [D x nq], skipping each key block's
+ * hidden leading columns (rounded down to whole vectors of 8). */
+static void scores_diag(const att_kernels *kern, float *xt, const float *a, int ks,
+                        const float *bt, int nk, int nq, int D, int rel)
+{
+    for (int jj = 0; jj < nk; jj += kern->mr) {
+        int r = min_int(kern->mr, nk - jj);
+        int c0 = (jj + rel > 0 ? jj + rel : 0) & ~7;
+        kern->mm(xt + jj * ATT_BQ + c0, ATT_BQ, a + (size_t)jj * ks, ks, 1, bt + c0, ATT_BQ, r,
+                 nq - c0, D, 0);
+    }
+}
+
+/* C [nq x D] (+)= X [nq x nk] B [nk x D], X read from the transposed tile xt:
+ * each query block stops at the last key it can see. */
+static void queries_diag(const att_kernels *kern, float *c, int cs, const float *xt,
+                         const float *b, int ks, int nq, int nk, int D, int rel, int accumulate)
+{
+    for (int ii = 0; ii < nq; ii += kern->mr) {
+        int r = min_int(kern->mr, nq - ii);
+        int kend = min_int(nk, ii + r - rel);
+        if (kend > 0)
+            kern->mm(c + (size_t)ii * cs, cs, xt + ii, 1, ATT_BQ, b, ks, r, D, kend, accumulate);
+    }
+}
+
+/* C [nk x D] += Xt [nk x nq] B [nq x D]: each key block starts at the first
+ * query that can see it. */
+static void keys_diag(const att_kernels *kern, float *c, int cs, const float *xt,
+                      const float *b, int bs, int nk, int nq, int D, int rel)
+{
+    for (int jj = 0; jj < nk; jj += kern->mr) {
+        int r = min_int(kern->mr, nk - jj);
+        int k0 = jj + rel > 0 ? jj + rel : 0;
+        kern->mm(c + (size_t)jj * cs, cs, xt + jj * ATT_BQ + k0, ATT_BQ, 1, b + (size_t)k0 * bs,
+                 bs, r, D, nq - k0, 1);
     }
 }
 
@@ -116,16 +174,21 @@ static void head_forward_tiled(const att_kernels *kern, float *o, float *lse, co
         int nq = min_int(ATT_BQ, Tq - i0), qpos0 = off + i0;
         float *ot = o + (size_t)i0 * qs;
         pack_transposed(qt, q + (size_t)i0 * qs, qs, nq, D, scale);
+        prefetch_rows(q, qs, i0 + nq, min_int(Tq, i0 + nq + ATT_BQ), D);
         for (int ii = 0; ii < nq; ii++) {
             m[ii] = -INFINITY;
             l[ii] = 0;
         }
         int kend = qpos0 + nq; /* keys [0, kend) are visible to some query of the tile */
         for (int j0 = 0; j0 < kend; j0 += ATT_BK) {
-            int nk = min_int(ATT_BK, kend - j0);
-            kern->mm(st, ATT_BQ, k + (size_t)j0 * ks, ks, 1, qt, ATT_BQ, nk, nq, D, 0);
-            if (j0 + nk - 1 > qpos0)
-                mask_tile(st, nk, nq, j0, qpos0);
+            int nk = min_int(ATT_BK, kend - j0), diag = j0 + nk - 1 > qpos0;
+            const float *kt = k + (size_t)j0 * ks, *vt = v + (size_t)j0 * ks;
+            if (diag) {
+                scores_diag(kern, st, kt, ks, qt, nk, nq, D, j0 - qpos0);
+                mask_tile(st, NULL, nk, nq, j0, qpos0);
+            } else {
+                kern->mm(st, ATT_BQ, kt, ks, 1, qt, ATT_BQ, nk, nq, D, 0);
+            }
             /* online softmax: new running max, rescale what was summed so far */
             float mnew[ATT_BQ];
             memcpy(mnew, m, sizeof(float) * (size_t)nq);
@@ -142,7 +205,10 @@ static void head_forward_tiled(const att_kernels *kern, float *o, float *lse, co
             memcpy(m, mnew, sizeof(float) * (size_t)nq);
             kern->exp_cols(st, ATT_BQ, nk, nq, m, l);
             /* O [nq x D] (+)= P [nq x nk] V, P read from the transposed tile */
-            kern->mm(ot, qs, st, 1, ATT_BQ, v + (size_t)j0 * ks, ks, nq, D, nk, j0 > 0);
+            if (diag)
+                queries_diag(kern, ot, qs, st, vt, ks, nq, nk, D, j0 - qpos0, j0 > 0);
+            else
+                kern->mm(ot, qs, st, 1, ATT_BQ, vt, ks, nq, D, nk, j0 > 0);
         }
         for (int ii = 0; ii < nq; ii++) {
             vec_scale(ot + (size_t)ii * qs, 1.0f / l[ii], D);
@@ -164,21 +230,33 @@ static void head_backward_tiled(const att_kernels *kern, float *dq, float *dk, f
         size_t r0 = (size_t)i0 * qs;
         pack_transposed(qt, q + r0, qs, nq, D, scale);
         pack_transposed(dot, dout + r0, qs, nq, D, 1.0f);
+        int next0 = i0 + nq, next1 = min_int(Tq, i0 + nq + ATT_BQ);
+        prefetch_rows(q, qs, next0, next1, D);
+        prefetch_rows(dout, qs, next0, next1, D);
+        prefetch_rows(o, qs, next0, next1, D);
         /* delta_i = sum_d dout*o = sum_j p_ij dp_ij, the softmax backward's row term */
         for (int ii = 0; ii < nq; ii++)
             delta[ii] = vec_dot(dout + r0 + (size_t)ii * qs, o + r0 + (size_t)ii * qs, D);
         int kend = qpos0 + nq;
         for (int j0 = 0; j0 < kend; j0 += ATT_BK) {
-            int nk = min_int(ATT_BK, kend - j0);
+            int nk = min_int(ATT_BK, kend - j0), rel = j0 - qpos0;
             size_t rk = (size_t)j0 * ks;
-            kern->mm(st, ATT_BQ, k + rk, ks, 1, qt, ATT_BQ, nk, nq, D, 0);   /* S^T = K Qt */
-            kern->mm(dpt, ATT_BQ, v + rk, ks, 1, dot, ATT_BQ, nk, nq, D, 0); /* dP^T = V dOt */
-            if (j0 + nk - 1 > qpos0)
-                mask_tile(st, nk, nq, j0, qpos0);
-            kern->softmax_grad(st, dpt, ATT_BQ, nk, nq, lse + i0, delta, scale);
-            kern->mm(dv + rk, ks, st, ATT_BQ, 1, dout + r0, qs, nk, D, nq, 1);  /* dV += P^T dO */
-            kern->mm(dk + rk, ks, dpt, ATT_BQ, 1, q + r0, qs, nk, D, nq, 1);    /* dK += dS^T Q */
-            kern->mm(dq + r0, qs, dpt, 1, ATT_BQ, k + rk, ks, nq, D, nk, 1);    /* dQ += dS K */
+            if (j0 + nk - 1 <= qpos0) { /* every key visible to every query */
+                kern->mm(st, ATT_BQ, k + rk, ks, 1, qt, ATT_BQ, nk, nq, D, 0);   /* S^T = K Qt */
+                kern->mm(dpt, ATT_BQ, v + rk, ks, 1, dot, ATT_BQ, nk, nq, D, 0); /* dP^T = V dOt */
+                kern->softmax_grad(st, dpt, ATT_BQ, nk, nq, lse + i0, delta, scale);
+                kern->mm(dv + rk, ks, st, ATT_BQ, 1, dout + r0, qs, nk, D, nq, 1); /* dV += P^T dO */
+                kern->mm(dk + rk, ks, dpt, ATT_BQ, 1, q + r0, qs, nk, D, nq, 1);   /* dK += dS^T Q */
+                kern->mm(dq + r0, qs, dpt, 1, ATT_BQ, k + rk, ks, nq, D, nk, 1);   /* dQ += dS K */
+            } else { /* the same products on the diagonal, by row blocks */
+                scores_diag(kern, st, k + rk, ks, qt, nk, nq, D, rel);
+                scores_diag(kern, dpt, v + rk, ks, dot, nk, nq, D, rel);
+                mask_tile(st, dpt, nk, nq, j0, qpos0);
+                kern->softmax_grad(st, dpt, ATT_BQ, nk, nq, lse + i0, delta, scale);
+                keys_diag(kern, dv + rk, ks, st, dout + r0, qs, nk, nq, D, rel);
+                keys_diag(kern, dk + rk, ks, dpt, q + r0, qs, nk, nq, D, rel);
+                queries_diag(kern, dq + r0, qs, dpt, k + rk, ks, nq, nk, D, rel, 1);
+            }
         }
     }
 }
@@ -287,7 +365,10 @@ void attention_forward(float *o, float *lse, const float *q, const float *k,
     float scale = 1.0f / sqrtf((float)D);
     int group = H / Hkv;
     size_t qs = (size_t)H * D, ks = (size_t)Hkv * D;
-#pragma omp parallel for collapse(2) schedule(static)
+    /* Dynamic: each (b, h) pair writes only its own rows and is computed the
+     * same way on any thread, so results stay deterministic, and a thread
+     * slowed by the host (shared vCPUs) no longer holds up a fixed half. */
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             int g = h / group;
@@ -314,7 +395,7 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout,
     float scale = 1.0f / sqrtf((float)D);
     int group = H / Hkv;
     size_t qs = (size_t)H * D, ks = (size_t)Hkv * D;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) /* see attention_forward */
     for (int b = 0; b < B; b++)
         for (int g = 0; g < Hkv; g++) {
             size_t koff = (size_t)b * T * ks + (size_t)g * D;

@@ -36,8 +36,8 @@ void attention_head_backward(float *dq, float *dk, float *dv, const float *dout,
                              const float *o, const float *lse, int q_stride,
                              int kv_stride, int Tq, int Tk, int D, float scale);
 
-/* Whole batch, training shape (Tq == Tk == T). Parallel over (b, h) pairs,
- * schedule(static); each pair's result is computed the same way on any
+/* Whole batch, training shape (Tq == Tk == T). Parallel over (b, h) pairs
+ * (dynamic schedule); each pair's result is computed the same way on any
  * thread, so results do not depend on the thread count. */
 void attention_forward(float *o, float *lse, const float *q, const float *k,
                        const float *v, int B, int T, int H, int Hkv, int D);

@@ -89,20 +89,36 @@ static void mm_avx2(float *c, long ldc, const float *a, long a_rs, long a_cs, co
                      simd_tail_mask(n - j));
 }
 
+/* Lanes [i, i+8) of a tile row: whole vectors where nq allows (maskstore is
+ * slow on AMD cores), masked only at the ragged end. */
+SIMD_AVX2 __m256 row_load(const float *row, int full, __m256i mask)
+{
+    return full ? _mm256_loadu_ps(row) : _mm256_maskload_ps(row, mask);
+}
+
+SIMD_AVX2 void row_store(float *row, int full, __m256i mask, __m256 v)
+{
+    if (full)
+        _mm256_storeu_ps(row, v);
+    else
+        _mm256_maskstore_ps(row, mask, v);
+}
+
 __attribute__((target("avx2,fma")))
 static void exp_cols_avx2(float *st, int ld, int nk, int nq, const float *mx, float *sum)
 {
     for (int i = 0; i < nq; i += 8) {
-        __m256i mask = simd_tail_mask(nq - i < 8 ? nq - i : 8);
-        __m256 m = _mm256_maskload_ps(mx + i, mask);
+        int full = nq - i >= 8;
+        __m256i mask = simd_tail_mask(full ? 8 : nq - i);
+        __m256 m = row_load(mx + i, full, mask);
         __m256 s = _mm256_setzero_ps();
         for (int j = 0; j < nk; j++) {
             float *row = st + (long)j * ld + i;
-            __m256 e = simd_exp256(_mm256_sub_ps(_mm256_maskload_ps(row, mask), m));
-            _mm256_maskstore_ps(row, mask, e);
+            __m256 e = simd_exp256(_mm256_sub_ps(row_load(row, full, mask), m));
+            row_store(row, full, mask, e);
             s = _mm256_add_ps(s, e);
         }
-        _mm256_maskstore_ps(sum + i, mask, _mm256_add_ps(_mm256_maskload_ps(sum + i, mask), s));
+        row_store(sum + i, full, mask, _mm256_add_ps(row_load(sum + i, full, mask), s));
     }
 }
 
@@ -112,16 +128,17 @@ static void softmax_grad_avx2(float *st, float *dpt, int ld, int nk, int nq, con
 {
     __m256 sc = _mm256_set1_ps(scale);
     for (int i = 0; i < nq; i += 8) {
-        __m256i mask = simd_tail_mask(nq - i < 8 ? nq - i : 8);
-        __m256 l = _mm256_maskload_ps(lse + i, mask), dl = _mm256_maskload_ps(delta + i, mask);
+        int full = nq - i >= 8;
+        __m256i mask = simd_tail_mask(full ? 8 : nq - i);
+        __m256 l = row_load(lse + i, full, mask), dl = row_load(delta + i, full, mask);
         for (int j = 0; j < nk; j++) {
             float *srow = st + (long)j * ld + i, *drow = dpt + (long)j * ld + i;
-            __m256 p = simd_exp256(_mm256_sub_ps(_mm256_maskload_ps(srow, mask), l));
-            __m256 dp = _mm256_sub_ps(_mm256_maskload_ps(drow, mask), dl);
-            _mm256_maskstore_ps(srow, mask, p);
-            _mm256_maskstore_ps(drow, mask, _mm256_mul_ps(_mm256_mul_ps(p, dp), sc));
+            __m256 p = simd_exp256(_mm256_sub_ps(row_load(srow, full, mask), l));
+            __m256 dp = _mm256_sub_ps(row_load(drow, full, mask), dl);
+            row_store(srow, full, mask, p);
+            row_store(drow, full, mask, _mm256_mul_ps(_mm256_mul_ps(p, dp), sc));
         }
     }
 }
 
-const att_kernels att_kernels_avx2 = {mm_avx2, exp_cols_avx2, softmax_grad_avx2};
+const att_kernels att_kernels_avx2 = {MR, mm_avx2, exp_cols_avx2, softmax_grad_avx2};

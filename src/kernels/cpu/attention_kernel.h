@@ -12,6 +12,10 @@
 #define TEMPO_ATTENTION_KERNEL_H
 
 typedef struct {
+    /* Rows per register tile of mm: the driver cuts diagonal tiles into blocks
+     * of this many rows so that each block's product can skip the terms the
+     * causal mask makes exact zeros. */
+    int mr;
     /* C[m x n] (=, or += when accumulate) A[m x k] B[k x n], where
      * A(i, p) = a[i * a_rs + p * a_cs] (any strides: A may be read transposed),
      * B(p, j) = b[p * ldb + j], C(i, j) = c[i * ldc + j]. Each C element is the

@@ -5,6 +5,8 @@
  *
  * Rows are independent, so the same functions serve the model's residual norms
  * (N = B*T rows of C = d_model) and QK-norm (N = B*T*H rows of C = head dim).
+ * The row bodies have a plain C and an AVX2 version (chosen per call; see
+ * rmsnorm_kernel.h), which give bitwise the same results.
  * Nothing else lives here (no residual adds, no attention). */
 #ifndef TEMPO_RMSNORM_H
 #define TEMPO_RMSNORM_H
