@@ -4,8 +4,12 @@
 #ifndef TEMPO_CLI_H
 #define TEMPO_CLI_H
 
+#include <stdio.h>
+
+#include "bench/bench_infer.h"
 #include "core/error.h"
 #include "core/strbuf.h"
+#include "eval/icl.h"
 
 /* Print "tempo: <msg>" to stderr and return the exit code to use (1 or 2). */
 int cli_report(const tempo_error *err);
@@ -24,6 +28,29 @@ int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_judge(int argc, char **argv);
+int cmd_icl(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+/* `tempo bench infer` (cmd_bench_infer.c), dispatched by cmd_bench. */
+int bench_infer_main(int argc, char **argv);
 int cmd_leaderboard(int argc, char **argv);
+
+/* Shared by `tempo icl` and `tempo eval --phase 2` (cmd_icl.c): the ICL
+ * progress line on stderr (a bar on a TTY, a line per task otherwise), the
+ * results table, and the default tasks folder ($TEMPO_DATA/icl). */
+typedef struct {
+    int tty;
+    double t0;
+} cli_icl_progress_state;
+void cli_icl_progress_init(cli_icl_progress_state *p);
+void cli_icl_progress(void *user, const char *label, int done, int total);
+void cli_icl_print_table(FILE *f, const icl_task_result *r, int n, const icl_summary *s);
+int cli_icl_default_tasks(char *out, size_t n);
+
+/* Shared by `tempo bench infer` and `tempo eval --phase 2` (cmd_bench_infer.c):
+ * the thread counts to measure at (threads > 0: that one; 0: 1 and all
+ * cores), the chip limits at each (peak and bandwidth from the hardware
+ * profile, a quick triad when it has no bandwidth) and the run's training
+ * speed from RUN_DIR/result.json when there is one. */
+int cli_bench_infer_setup(const char *model_path, int threads, bench_infer_options *o, tempo_error *err);
 
 #endif

@@ -13,8 +13,10 @@ static void usage(FILE *f)
             "commands:\n"
             "  prepare   text files -> tokenizer + token files\n"
             "  train     train a model under a wall-clock budget\n"
-            "  eval      bits-per-byte of a model on a text file or data dir\n"
-            "  bench     benchmarks (peak, kernels)\n"
+            "  eval      bits-per-byte of a model on a text file or data dir (--phase 2: scorecard)\n"
+            "  icl       in-context-learning accuracy (CORE) over the ICL task files\n"
+            "  generate  sample text from a trained model\n"
+            "  bench     benchmarks (peak, kernels, infer)\n"
             "  judge     run a submission under the budget and score it\n"
             "  leaderboard  the judged results (terminal table or HTML page)\n"
             "run 'tempo <command> --help' for a command's options\n");
@@ -52,6 +54,10 @@ int main(int argc, char **argv)
         return cmd_train(argc - 1, argv + 1);
     if (!strcmp(c, "eval"))
         return cmd_eval(argc - 1, argv + 1);
+    if (!strcmp(c, "icl"))
+        return cmd_icl(argc - 1, argv + 1);
+    if (!strcmp(c, "generate"))
+        return cmd_generate(argc - 1, argv + 1);
     if (!strcmp(c, "bench"))
         return cmd_bench(argc - 1, argv + 1);
     if (!strcmp(c, "judge"))

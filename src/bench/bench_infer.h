@@ -1,0 +1,105 @@
+/* bench_infer.h - the inference benchmark behind `tempo bench infer`: how
+ * fast the KV-cache engine (infer/engine.h) runs a trained model, and how
+ * close that is to what the chip allows. Figures, never pass/fail.
+ *
+ *   prefill: a prompt of min(512, context) random tokens into an empty
+ *            cache slot, then the first token's logits and greedy choice:
+ *            time to first token (p50, p99 over the runs) and prompt
+ *            tokens/s (from the p50);
+ *   decode:  at batch B = 1, 2, 4, ... (up to max_batch), B slots each
+ *            holding a short prompt, then decode_steps greedy steps of one
+ *            token per slot (forward, logits, argmax): tokens/s = B x steps
+ *            / time, and the per-step latency p50/p99 over all steps of all
+ *            runs (at B = 1 the per-token latency);
+ *   bound:   decode at batch 1 reads every weight once per token (plus the
+ *            KV cache), so tokens/s <= bandwidth / bytes per token; and
+ *            <= peak FLOP/s / FLOPs per token. Both are printed; the bound
+ *            is the smaller, and the ratio reached is decode(1) / bound. A
+ *            model whose weights fit in L3 can beat the DRAM bound (flagged).
+ * Each measurement runs at every thread count asked for (default: 1 and all
+ * cores): on a machine shared with other work a second thread can cost more
+ * in waiting than it gives, so each line says its thread count and the
+ * summary takes the best per figure, saying at which count.
+ * Printing belongs to the CLI; the JSON lines are built here. */
+#ifndef TEMPO_BENCH_INFER_H
+#define TEMPO_BENCH_INFER_H
+
+#include "bench/sysload.h"
+#include "core/error.h"
+#include "core/strbuf.h"
+#include "model/model.h"
+
+typedef struct {
+    int prompt;        /* prefill tokens; 0 = min(512, context) */
+    int runs;          /* repetitions of each measurement (>= 1; default 5) */
+    int decode_steps;  /* steps per decode run; 0 = min(64, context - its prompt) */
+    int max_batch;     /* largest decode batch (default 64) */
+    int n_threads;        /* thread counts to measure at (1..BENCH_INFER_MAX_THREADS) */
+    int threads[4];
+    double bandwidth_gbs[4]; /* measured DRAM bandwidth at each thread count */
+    const char *bandwidth_source; /* where they come from, e.g. "hardware profile" */
+    double peak_gflops[4];   /* measured fp32 FMA peak at each thread count */
+    double train_tokens_per_s; /* the run's training speed, for comparison (0: unknown) */
+    long l3_bytes;        /* for the "weights fit in L3" flag (0: unknown) */
+    /* Called with each finished JSON line (no newline) as soon as it exists,
+     * so a caller can stream them; may be NULL. */
+    void (*line)(void *user, const char *json);
+    void *user;
+} bench_infer_options;
+
+void bench_infer_options_default(bench_infer_options *o);
+
+#define BENCH_INFER_MAX_BATCHES 12
+
+typedef struct {
+    int batch;
+    double tokens_per_s;      /* batch / p50 step time */
+    double tokens_per_s_mean; /* batch x steps / total step time */
+    double p50_ms, p99_ms;    /* per step */
+} bench_infer_decode;
+
+/* Everything measured at one thread count. */
+typedef struct {
+    int threads;
+    double prefill_tokens_per_s, ttft_p50_s, ttft_p99_s; /* tokens/s = prompt / p50 */
+    int n_decode;
+    bench_infer_decode decode[BENCH_INFER_MAX_BATCHES];
+    int best_batch;
+    double best_tokens_per_s;
+    double bandwidth_gbs, peak_gflops;
+    double bandwidth_bound, flop_bound, bound, ratio;  /* tokens/s; ratio = decode(1) / bound */
+    const char *bound_kind;                            /* "memory" or "compute" */
+} bench_infer_at;
+
+typedef struct {
+    int context, prompt_tokens, runs, decode_prompt, decode_steps;
+    double weight_bytes, kv_bytes_per_token, flops_per_token; /* at batch 1, mean decode position */
+    const char *bandwidth_source;
+    double train_tokens_per_s;
+    int weights_fit_l3;
+    int n_at;
+    bench_infer_at at[4];
+    /* the best of the thread counts, per figure (index into at[]) */
+    int best_prefill, best_decode1, best_batch_at;
+    sysload_report load;
+} bench_infer_result;
+
+/* Run the benchmark on model m (its weights as loaded; m is not changed).
+ * Uses the OpenMP team as it is. Returns 0, or -1 with err set. */
+int bench_infer_run(model *m, const bench_infer_options *o, bench_infer_result *r,
+                    tempo_error *err);
+
+/* The summary as one JSON object (no newline): {"bench":"infer","what":
+ * "summary", prefill_tokens_per_s, time_to_first_token_s, decode_tokens_per_s
+ * (batch 1), decode_p50_ms, decode_p99_ms, best_batch,
+ * best_decode_tokens_per_s (each the best over the thread counts, with
+ * *_threads saying where), bound_tokens_per_s and ratio for the batch-1
+ * decode's thread count, train_tokens_per_s and prefill_vs_train when
+ * known, load}. */
+void bench_infer_summary_json(strbuf *out, const bench_infer_result *r);
+
+/* Quick triad bandwidth in GB/s at `threads` threads (3 x 64 MiB arrays,
+ * about `seconds`), for when the hardware profile has none. 0 on failure. */
+double bench_infer_measure_bandwidth(int threads, double seconds);
+
+#endif

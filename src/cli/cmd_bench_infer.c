@@ -1,0 +1,157 @@
+/* cmd_bench_infer.c - `tempo bench infer` (dispatched from cmd_bench.c as
+ * bench_infer_main): loads a model, takes the chip's measured limits from
+ * the hardware profile, runs bench/bench_infer.c and prints its JSON lines
+ * as they come, the summary last. Also the option setup `tempo eval
+ * --phase 2` shares. No measuring logic lives here. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bench/hw_profile.h"
+#include "cli/cli.h"
+#include "core/fileio.h"
+#include "core/json.h"
+#include "train/checkpoint.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: tempo bench infer --model RUN_DIR [--prompt N] [--runs N] [--steps N]\n"
+        "                         [--max-batch N] [--threads N]\n"
+        "  --threads N    measure at N threads only (default: at 1 and at all cores; the\n"
+        "                 summary takes the best of each figure and names the count)\n"
+        "  --prompt N     prefill prompt tokens (default min(512, context))\n"
+        "  --runs N       repetitions of each measurement (default 5; p50/p99 over them)\n"
+        "  --steps N      decode steps per run (default min(64, context - 32))\n"
+        "  --max-batch N  largest decode batch tried (default 64; powers of 2 from 1)\n"
+        "JSON lines: prefill (tokens/s, time to first token), decode per batch (tokens/s,\n"
+        "per-step p50/p99 ms), bound (weight+KV bytes / measured bandwidth and FLOPs / measured\n"
+        "peak, the ratio decode(batch 1) reaches), then the summary (the last line).\n");
+}
+
+static void print_line(void *user, const char *json)
+{
+    (void)user;
+    fputs(json, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+}
+
+/* The training speed recorded in RUN_DIR/result.json, or 0. */
+static double train_speed(const char *model_path)
+{
+    struct stat st;
+    if (stat(model_path, &st) || !S_ISDIR(st.st_mode))
+        return 0;
+    char p[1100];
+    path_join(p, sizeof p, model_path, "result.json");
+    char *text;
+    size_t n;
+    tempo_error e;
+    if (file_read_all(p, &text, &n, 1 << 20, &e))
+        return 0;
+    json_value *v = NULL;
+    double x = 0;
+    if (!json_parse(text, n, &v, &e))
+        x = json_get_number(v, "tokens_per_second", 0);
+    json_free(v);
+    free(text);
+    return x > 0 ? x : 0;
+}
+
+int cli_bench_infer_setup(const char *model_path, int threads, bench_infer_options *o, tempo_error *err)
+{
+    int all = omp_get_max_threads();
+    o->n_threads = 0;
+    if (threads > 0)
+        o->threads[o->n_threads++] = threads;
+    else {
+        o->threads[o->n_threads++] = 1;
+        if (all > 1)
+            o->threads[o->n_threads++] = all;
+    }
+    hw_profile p;
+    if (hw_profile_load_or_measure(&p, err))
+        return -1;
+    o->l3_bytes = p.l3_bytes;
+    o->bandwidth_source = "hardware profile";
+    for (int k = 0; k < o->n_threads; k++) {
+        int t = o->threads[k];
+        o->peak_gflops[k] = hw_profile_peak_gflops(&p, t);
+        o->bandwidth_gbs[k] = 0;
+        for (int i = 0; i < p.n_bandwidth; i++)
+            if (p.bandwidth_gbs[i].threads == t)
+                o->bandwidth_gbs[k] = p.bandwidth_gbs[i].value;
+        if (o->bandwidth_gbs[k] <= 0) {
+            fprintf(stderr, "bench infer: no %d-thread bandwidth in the hardware profile (tempo bench peak "
+                            "measures it); measuring a quick triad\n", t);
+            o->bandwidth_gbs[k] = bench_infer_measure_bandwidth(t, 1.0);
+            o->bandwidth_source = "quick triad now";
+        }
+    }
+    o->train_tokens_per_s = train_speed(model_path);
+    return 0;
+}
+
+int bench_infer_main(int argc, char **argv)
+{
+    const char *model_path = NULL;
+    bench_infer_options o;
+    bench_infer_options_default(&o);
+    int threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        int known = !strcmp(a, "--model") || !strcmp(a, "--prompt") || !strcmp(a, "--runs") ||
+                    !strcmp(a, "--steps") || !strcmp(a, "--max-batch") || !strcmp(a, "--threads");
+        if (!known)
+            return cli_usage_error("bench infer: %s: unknown option (see tempo bench infer --help)", a);
+        if (!v)
+            return cli_usage_error("bench infer: %s: missing value", a);
+        i++;
+        if (!strcmp(a, "--model")) {
+            model_path = v;
+            continue;
+        }
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (!*v || *end || x < 1 || x > 1 << 20)
+            return cli_usage_error("bench infer: %s %s: expected a positive integer", a, v);
+        if (!strcmp(a, "--prompt")) o.prompt = (int)x;
+        else if (!strcmp(a, "--runs")) o.runs = (int)x;
+        else if (!strcmp(a, "--steps")) o.decode_steps = (int)x;
+        else if (!strcmp(a, "--max-batch")) o.max_batch = (int)x;
+        else threads = (int)x;
+    }
+    if (!model_path)
+        return cli_usage_error("bench infer: --model RUN_DIR is required");
+    tempo_error err;
+    tempo_error_clear(&err);
+    run_config cfg;
+    model *m;
+    tokenizer *tok;
+    if (checkpoint_load_model(model_path, 1, &cfg, &m, &tok, &err))
+        return cli_report(&err);
+    tok_free(tok);
+    int rc = cli_bench_infer_setup(model_path, threads, &o, &err);
+    o.line = print_line;
+    bench_infer_result r;
+    if (!rc)
+        rc = bench_infer_run(m, &o, &r, &err);
+    model_free(m);
+    if (rc)
+        return cli_report(&err);
+    if (r.load.contended)
+        fprintf(stderr, "bench infer: other processes used %.2f cores meanwhile: figures are low\n",
+                r.load.other_cores);
+    strbuf js = {0};
+    bench_infer_summary_json(&js, &r);
+    rc = cli_emit_result(&js, NULL);
+    strbuf_free(&js);
+    return rc;
+}

@@ -1,0 +1,203 @@
+/* cmd_icl.c - `tempo icl`: in-context-learning accuracy (the CORE protocol,
+ * eval/icl.h) of a trained model over the task files. Flag parsing, progress
+ * and printing only; the work is eval/icl*.c. Also the progress line and the
+ * results table that `tempo eval --phase 2` prints the same way. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/fileio.h"
+#include "core/timer.h"
+#include "eval/icl_engine.h"
+#include "train/checkpoint.h"
+
+#define MAX_TASK_NAMES 64
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: tempo icl --model RUN_DIR [--tasks DIR] [--task NAME]... [--shots N] [--limit N]\n"
+        "                 [--seed S] [--threads N] [--out DIR]\n"
+        "  --model RUN_DIR  a run folder (its model.safetensors) or a .safetensors file\n"
+        "  --tasks DIR      the ICL folder with core_tasks.tsv (default $TEMPO_DATA/icl)\n"
+        "  --task NAME      only this table entry (repeatable); default: every entry, then the\n"
+        "                   extra HellaSwag subset (reported beside CORE, never inside it)\n"
+        "  --shots N        few-shot examples for every task (default: the table's)\n"
+        "  --limit N        score only the first N items of each task's fixed shuffled order\n"
+        "  --seed S         few-shot seed base (default 1234: item i uses Python random.Random(S+i))\n"
+        "  --out DIR        also write DIR/result.json\n"
+        "Per task: accuracy, its random baseline, centered accuracy (acc-base)/(1-base); CORE = the\n"
+        "mean centered accuracy over the table entries present (\"CORE-18\" when 18 of 22 are).\n"
+        "Progress and a table go to stderr; the last stdout line is the result JSON.\n");
+}
+
+/* ---- shared with cmd_eval.c (--phase 2) ---- */
+
+void cli_icl_progress(void *user, const char *label, int done, int total)
+{
+    cli_icl_progress_state *p = user;
+    double now = timer_now();
+    if (p->tty) {
+        int w = 30, fill = total ? (int)((long long)w * done / total) : w;
+        fprintf(stderr, "\r  %-34s [%.*s%*s] %d/%d %5.0fs", label, fill,
+                "##############################", w - fill, "", done, total, now - p->t0);
+        if (done == total)
+            fputc('\n', stderr);
+    } else if (done == total) {
+        fprintf(stderr, "icl: %s: %d items (%.1f s so far)\n", label, total, now - p->t0);
+    }
+    fflush(stderr);
+}
+
+void cli_icl_progress_init(cli_icl_progress_state *p)
+{
+    p->tty = isatty(2);
+    p->t0 = timer_now();
+}
+
+void cli_icl_print_table(FILE *f, const icl_task_result *r, int n, const icl_summary *s)
+{
+    fprintf(f, "%-34s %5s %8s %6s %9s %6s %7s\n", "task", "shots", "accuracy", "random", "centered",
+            "items", "skipped");
+    for (int i = 0; i < n; i++) {
+        int sk = 0;
+        for (int k = 0; k < ICL_SKIP_COUNT; k++)
+            sk += r[i].skipped[k];
+        char label[80];
+        snprintf(label, sizeof label, "%s%s", r[i].spec.label, r[i].spec.in_core ? "" : " (extra)");
+        if (r[i].status != ICL_TASK_OK) {
+            fprintf(f, "%-34s %5d %8s %6.3f %9s %6d %7d  %s\n", label, r[i].shots,
+                    r[i].status == ICL_TASK_MISSING ? "missing" : "FAILED", r[i].spec.random_baseline,
+                    "-", r[i].n_eval, sk, r[i].status == ICL_TASK_MISSING ? "" : r[i].error);
+            continue;
+        }
+        fprintf(f, "%-34s %5d %8.4f %6.3f %9.4f %6d %7d\n", label, r[i].shots, r[i].accuracy,
+                r[i].spec.random_baseline, r[i].centered, r[i].n_eval, sk);
+    }
+    if (s->n_core)
+        fprintf(f, "%s (%d of %d entries%s): %.4f   (%.1f s, %lld tokens)\n",
+                s->n_core == s->n_table ? "CORE" : "CORE over the entries present", s->n_core,
+                s->n_table, s->n_missing ? ", the others' files are missing" : "", s->core,
+                s->seconds, s->tokens);
+    else
+        fprintf(f, "CORE: no entry could be evaluated\n");
+}
+
+/* ---- tempo icl ---- */
+
+static int takes_value(const char *flag)
+{
+    static const char *const flags[] = {"--model", "--tasks", "--task", "--shots", "--limit",
+                                        "--seed",  "--threads", "--out"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (!strcmp(flag, flags[i]))
+            return 1;
+    return 0;
+}
+
+/* Non-negative integer flag value. */
+static int parse_count(const char *flag, const char *v, long long max, long long *out)
+{
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || x < 0 || x > max)
+        return cli_usage_error("%s %s: expected an integer in [0, %lld]", flag, v, max);
+    *out = x;
+    return 0;
+}
+
+int cli_icl_default_tasks(char *out, size_t n)
+{
+    const char *d = getenv("TEMPO_DATA");
+    if (!d || !*d)
+        return -1;
+    snprintf(out, n, "%s/icl", d);
+    return 0;
+}
+
+int cmd_icl(int argc, char **argv)
+{
+    const char *model_path = NULL, *tasks = NULL, *out_dir = NULL;
+    const char *names[MAX_TASK_NAMES];
+    int n_names = 0, threads = 0;
+    icl_options o;
+    icl_options_default(&o);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!takes_value(a))
+            return cli_usage_error("%s: unknown option (see tempo icl --help)", a);
+        if (!v)
+            return cli_usage_error("%s: missing value (see tempo icl --help)", a);
+        long long x = 0;
+        if (!strcmp(a, "--model")) model_path = v;
+        else if (!strcmp(a, "--tasks")) tasks = v;
+        else if (!strcmp(a, "--out")) out_dir = v;
+        else if (!strcmp(a, "--task")) {
+            if (n_names == MAX_TASK_NAMES)
+                return cli_usage_error("--task: at most %d names", MAX_TASK_NAMES);
+            names[n_names++] = v;
+        } else {
+            long long max = !strcmp(a, "--seed") ? (1LL << 62) : !strcmp(a, "--threads") ? 1024 : 1000000000;
+            if (parse_count(a, v, max, &x))
+                return 2;
+            if (!strcmp(a, "--shots")) o.shots = (int)x;
+            else if (!strcmp(a, "--limit")) o.limit = (int)x;
+            else if (!strcmp(a, "--seed")) o.seed = (uint64_t)x;
+            else threads = (int)x;
+        }
+        i++;
+    }
+    if (!model_path)
+        return cli_usage_error("icl: --model RUN_DIR is required");
+    char def[1024];
+    if (!tasks || !*tasks) {
+        if (cli_icl_default_tasks(def, sizeof def))
+            return cli_usage_error("icl: give --tasks DIR (or set TEMPO_DATA)");
+        tasks = def;
+    }
+    if (threads > 0)
+        omp_set_num_threads(threads);
+    tempo_error err;
+    tempo_error_clear(&err);
+    run_config cfg;
+    model *m;
+    tokenizer *tok;
+    if (checkpoint_load_model(model_path, 1, &cfg, &m, &tok, &err))
+        return cli_report(&err);
+    cli_icl_progress_state ps;
+    cli_icl_progress_init(&ps);
+    o.progress = cli_icl_progress;
+    o.user = &ps;
+    icl_task_result *r = NULL;
+    int n = 0;
+    icl_summary s;
+    int rc = icl_engine_run(m, tok, tasks, names, n_names, &o, &r, &n, &s, &err);
+    model_free(m);
+    tok_free(tok);
+    if (rc)
+        return cli_report(&err);
+    cli_icl_print_table(stderr, r, n, &s);
+    strbuf js = {0};
+    icl_summary_json(&js, r, n, &s, &o);
+    int any_ok = 0;
+    for (int i = 0; i < n; i++)
+        any_ok |= r[i].status == ICL_TASK_OK;
+    free(r);
+    if (out_dir && dir_create(out_dir, &err))
+        rc = cli_report(&err);
+    else
+        rc = cli_emit_result(&js, out_dir);
+    strbuf_free(&js);
+    if (!rc && !any_ok) {
+        fprintf(stderr, "tempo: icl: no task could be evaluated\n");
+        return 1;
+    }
+    return rc;
+}
