@@ -34,6 +34,7 @@
 extern char **environ;
 
 #define MAX_ENV 64
+#define EVAL_LINE_MAX (1 << 20)
 
 /* Everything one attempt's runs share. */
 typedef struct {
@@ -245,7 +246,7 @@ static int run_eval(const attempt_ctx *c, char **argv, const char *log_prefix, c
     s.stdout_log = out_log;
     s.stderr_log = err_log;
     s.log_head_bytes = 1 << 20;
-    s.log_tail_bytes = 1 << 16;
+    s.log_tail_bytes = EVAL_LINE_MAX; /* the scorecard line holds every task's figures */
     s.flood_bytes = c->o->flood_bytes;
     s.budget_s = c->o->eval_timeout_s;
     s.grace_s = c->o->grace_s;
@@ -320,42 +321,50 @@ static void score_model(const attempt_ctx *c, const char *run_dir, const char *m
         set_status(r, v == JUDGE_MODEL_NONFINITE ? JUDGE_DIVERGED : JUDGE_INVALID_MODEL, "%s", base ? base : e.msg);
         return;
     }
-    char prefix[PATH_MAX + 16], line[4096], why[600];
+    char prefix[PATH_MAX + 16], why[600];
     int code;
+    char *line = malloc(EVAL_LINE_MAX);
+    if (!line) {
+        set_status(r, JUDGE_FAILED, "judge: out of memory");
+        return;
+    }
     judge_fmt(prefix, sizeof prefix, "%s/eval", run_dir);
-    char *argv[] = {(char *)c->tempo_bin, "eval", "--model", (char *)model, "--text", (char *)c->val_path, NULL};
-    if (run_eval(c, argv, prefix, line, sizeof line, why, sizeof why, &code)) {
+    char threads[16];
+    judge_fmt(threads, sizeof threads, "%d", c->threads);
+    char *argv[] = {(char *)c->tempo_bin, "eval", "--model", (char *)model, "--text", (char *)c->val_path,
+                    "--threads", threads, NULL};
+    if (run_eval(c, argv, prefix, line, EVAL_LINE_MAX, why, sizeof why, &code)) {
         if (code == 1)
             set_status(r, strstr(why, "non-finite") ? JUDGE_DIVERGED : JUDGE_INVALID_MODEL, "%s", why);
         else
             set_status(r, JUDGE_FAILED, "judge: %s", why); /* the judge's evaluation is broken, not the model */
-        return;
+        goto done;
     }
     judge_eval_result ev;
     if (judge_parse_eval(line, &ev, &e)) {
         set_status(r, JUDGE_FAILED, "judge: %s", e.msg);
-        return;
+        goto done;
     }
     r->bpb = ev.bpb;
     r->val_bytes = ev.bytes;
     r->val_tokens = ev.tokens;
     if (!isfinite(ev.bpb)) {
         set_status(r, JUDGE_DIVERGED, "val bpb is not finite");
-        return;
+        goto done;
     }
     r->score = ev.bpb;
     if (c->phase != 2)
-        return;
+        goto done;
     judge_phase2 p2;
     judge_phase2_init(&p2, &ev);
     judge_fmt(prefix, sizeof prefix, "%s/phase2", run_dir);
     char limit[32];
     judge_fmt(limit, sizeof limit, "%d", c->o->icl_limit);
-    char *argv2[] = {(char *)c->tempo_bin, "eval", "--model", (char *)model, "--phase", "2", "--tasks",
-                     (char *)(c->o->icl_dir ? c->o->icl_dir : ""), c->o->icl_limit > 0 ? "--limit" : NULL, limit,
-                     NULL};
-    if (run_eval(c, argv2, prefix, line, sizeof line, why, sizeof why, &code))
-        judge_phase2_unavailable(&p2, "phase 2 unavailable until `tempo eval --phase 2` exists (issue 4): %s", why);
+    char *argv2[] = {(char *)c->tempo_bin, "eval", "--model", (char *)model, "--phase", "2", "--threads", threads,
+                     "--tasks", (char *)(c->o->icl_dir ? c->o->icl_dir : ""), c->o->icl_limit > 0 ? "--limit" : NULL,
+                     limit, NULL};
+    if (run_eval(c, argv2, prefix, line, EVAL_LINE_MAX, why, sizeof why, &code))
+        judge_phase2_unavailable(&p2, "phase 2 unavailable: `tempo eval --phase 2` (issue 4) failed: %s", why);
     else
         judge_phase2_from_scorecard(&p2, line);
     r->core = p2.core;
@@ -369,6 +378,8 @@ static void score_model(const attempt_ctx *c, const char *run_dir, const char *m
     judge_phase2_describe(&p2, &d);
     say(c->o, "seed %d: %s", r->seed, d.data ? d.data : "");
     strbuf_free(&d);
+done:
+    free(line);
 }
 
 static int build_command(const attempt_ctx *c, const char *out_dir, uint64_t seed, char **argv, int max,
