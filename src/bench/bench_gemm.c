@@ -147,14 +147,14 @@ int bench_gemm_time(bench_gemm_fn fn, void *ctx, const bench_gemm_shape *s, int 
 static void run_tempo(void *ctx, const bench_gemm_shape *s, const float *A, int lda,
                       const float *B, int ldb, float *C, int ldc)
 {
-    gemm_f32_with((const gemm_config *)ctx, s->trans_a, s->trans_b, s->M, s->N, s->K, A, lda,
-                  B, ldb, 0, C, ldc);
+    gemm_f32_ctx((gemm_context *)ctx, s->trans_a, s->trans_b, s->M, s->N, s->K, A, lda, B, ldb,
+                 0, C, ldc);
 }
 
-int bench_gemm_measure(const gemm_config *cfg, const bench_gemm_shape *s, int threads,
+int bench_gemm_measure(gemm_context *ctx, const bench_gemm_shape *s, int threads,
                        double min_seconds, bench_gemm_result *r, tempo_error *err)
 {
-    return bench_gemm_time(run_tempo, (void *)cfg, s, threads, min_seconds, r, err);
+    return bench_gemm_time(run_tempo, ctx, s, threads, min_seconds, r, err);
 }
 
 

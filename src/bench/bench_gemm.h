@@ -44,8 +44,9 @@ typedef void (*bench_gemm_fn)(void *ctx, const bench_gemm_shape *s, const float 
 int bench_gemm_time(bench_gemm_fn fn, void *ctx, const bench_gemm_shape *s, int threads,
                     double min_seconds, bench_gemm_result *r, tempo_error *err);
 
-/* bench_gemm_time of gemm_f32_with(cfg, ...). */
-int bench_gemm_measure(const gemm_config *cfg, const bench_gemm_shape *s, int threads,
+/* bench_gemm_time of gemm_f32_ctx(ctx, ...): the path a hot caller uses
+ * (config and packing workspace held, so no per-call query or allocation). */
+int bench_gemm_measure(gemm_context *ctx, const bench_gemm_shape *s, int threads,
                        double min_seconds, bench_gemm_result *r, tempo_error *err);
 
 /* {"kernel":"gemm","shape":"MxNxK ta tb","op":...,"threads":t,"gflops":...,

@@ -166,11 +166,11 @@ static int bench_kernels(int argc, char **argv)
     else if (prof.contended)
         fprintf(stderr, "bench kernels: the hardware profile was measured on a busy machine; "
                         "efficiencies may read high (re-run 'tempo bench peak')\n");
-    gemm_config cfg;
-    gemm_config_init(&cfg);
-    const char *path = cpu_kernel_path_name(cfg.path);
+    gemm_context ctx;
+    gemm_context_init(&ctx);
+    const char *path = cpu_kernel_path_name(ctx.cfg.path);
     fprintf(stderr, "bench kernels: gemm, %s kernel, kc %d mc %d nc %d, %d shapes\n",
-            path, cfg.kc, cfg.mc, cfg.nc, n_shapes);
+            path, ctx.cfg.kc, ctx.cfg.mc, ctx.cfg.nc, n_shapes);
 
     bench_openblas ob;
     int have_ob = use_openblas && bench_openblas_open(&ob) == 0;
@@ -185,12 +185,16 @@ static int bench_kernels(int argc, char **argv)
     for (int s = 0; s < n_shapes; s++)
         for (int t = 0; t < n_threads; t++) {
             bench_gemm_result r, rb;
-            if (bench_gemm_measure(&cfg, &shapes[s], threads[t], seconds, &r, &err))
+            if (bench_gemm_measure(&ctx, &shapes[s], threads[t], seconds, &r, &err)) {
+                gemm_context_free(&ctx);
                 return cli_report(&err);
+            }
             if (have_ob) {
                 nanosleep(&pause, NULL);
-                if (bench_openblas_measure(&ob, &shapes[s], threads[t], seconds, &rb, &err))
+                if (bench_openblas_measure(&ob, &shapes[s], threads[t], seconds, &rb, &err)) {
+                    gemm_context_free(&ctx);
                     return cli_report(&err);
+                }
                 nanosleep(&pause, NULL);
                 ob_secs[t] += rb.best_s;
             }
@@ -206,6 +210,7 @@ static int bench_kernels(int argc, char **argv)
         }
     if (have_ob)
         bench_openblas_close(&ob);
+    gemm_context_free(&ctx);
 
     /* Summary: per thread count, total FLOPs / total best time. */
     strbuf json = {0};

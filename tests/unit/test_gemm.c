@@ -378,6 +378,7 @@ static void test_packed_b(void)
                 cfg = tiny_config((cpu_kernel_path)path);
             else
                 gemm_config_from_cpu(&cfg, &ci, (cpu_kernel_path)path);
+            gemm_context ctx = {.cfg = cfg};
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
                 for (int t = 0; t < 4; t++) {
                     int M = shapes[s].M, N = shapes[s].N, K = shapes[s].K;
@@ -399,10 +400,15 @@ static void test_packed_b(void)
                     B[0] += 1;
                     CHECK(gemm_packed_b_pack(&pb, &cfg, tb, K, N, B, ldb, &err) == 0);
                     gemm_f32_with(&cfg, ta, tb, M, N, K, A, lda, B, ldb, 0, C1, ldc);
-                    gemm_f32_packed_b(&cfg, ta, M, A, lda, &pb, 0, C2, ldc);
+                    gemm_f32_packed_b_ctx(&ctx, ta, M, A, lda, &pb, 0, C2, ldc);
+                    /* and through a context's reused workspace */
+                    gemm_f32_ctx(&ctx, ta, tb, M, N, K, A, lda, B, ldb, 0, C2, ldc);
+                    CHECK(memcmp(C1, C2, (size_t)M * ldc * sizeof *C1) == 0);
                     CHECK(memcmp(C1, C2, (size_t)M * ldc * sizeof *C1) == 0);
                     free(A); free(B); free(C1); free(C2);
                 }
+            gemm_context_free(&ctx);
+            CHECK(ctx.work == NULL);
         }
     }
     float *before = pb.data;
@@ -476,11 +482,12 @@ static void test_bench_helpers(void)
     CHECK(bench_gemm_shapes("nope", &set) == 0 && set == NULL);
     CHECK(bench_round(202.95000000000002, 2) == 202.95);
 
-    gemm_config cfg;
-    gemm_config_init(&cfg);
+    gemm_context ctx;
+    gemm_context_init(&ctx);
     CHECK(bench_gemm_parse_shape("20x30x40:1:1", &sh, &err) == 0);
     bench_gemm_result r, peer = {.gflops = 2, .other_load_cores = 0.5};
-    CHECK(bench_gemm_measure(&cfg, &sh, 1, 0.001, &r, &err) == 0);
+    CHECK(bench_gemm_measure(&ctx, &sh, 1, 0.001, &r, &err) == 0);
+    gemm_context_free(&ctx);
     CHECK(r.gflops > 0 && r.reps >= 3 && r.best_s > 0);
     strbuf line = {0};
     bench_gemm_json(&line, &sh, 1, &r, 100, "avx2", &peer);

@@ -299,9 +299,35 @@ static void job_init(gemm_job *j, const gemm_config *cfg, int trans_a, int trans
     };
 }
 
-void gemm_f32_with(const gemm_config *cfg, int trans_a, int trans_b, int M, int N, int K,
-                   const float *A, int lda, const float *B, int ldb,
-                   float beta, float *C, int ldc)
+/* The packing buffers of a planned job, from the caller's workspace when
+ * there is one (grown if too small), else from a per-call allocation
+ * (*owned set: free it after). NULL when out of memory. */
+static float *job_buffers(gemm_job *j, int nt, size_t b_floats, gemm_context *ctx, float **owned)
+{
+    j->apack_stride = ((size_t)j->kc * j->mc + 15) / 16 * 16;
+    size_t floats = b_floats + (size_t)nt * j->apack_stride;
+    float *buf;
+    *owned = NULL;
+    if (ctx && ctx->work_floats >= floats) {
+        buf = ctx->work;
+    } else if (ctx) {
+        free(ctx->work);
+        ctx->work = aligned_alloc(64, floats * sizeof(float));
+        ctx->work_floats = ctx->work ? floats : 0;
+        buf = ctx->work;
+    } else {
+        buf = *owned = aligned_alloc(64, floats * sizeof(float));
+    }
+    if (buf) {
+        j->bpack = buf;
+        j->apack = buf + b_floats;
+    }
+    return buf;
+}
+
+static void gemm_blocked(const gemm_config *cfg, gemm_context *ctx, int trans_a, int trans_b,
+                         int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                         float beta, float *C, int ldc)
 {
     if (prologue(M, N, K, &beta, C, ldc))
         return;
@@ -313,21 +339,42 @@ void gemm_f32_with(const gemm_config *cfg, int trans_a, int trans_b, int M, int 
     long kb_slices = cfg->b_panel_bytes / ((long)j.nc * j.kc * (long)sizeof(float));
     j.kb = (int)(kb_slices < 1 ? 1 : kb_slices < n_k ? kb_slices : n_k) * j.kc;
     int nt = plan_items(&j, cfg);
-
-    /* Packing buffers: one 64-byte aligned allocation per call. */
-    size_t b_floats = ((size_t)j.kb * j.nc + 15) / 16 * 16;
-    j.apack_stride = ((size_t)j.kc * j.mc + 15) / 16 * 16;
-    size_t bytes = (b_floats + (size_t)nt * j.apack_stride) * sizeof(float);
-    float *buf = aligned_alloc(64, bytes);
-    if (!buf) {
+    float *owned;
+    if (!job_buffers(&j, nt, ((size_t)j.kb * j.nc + 15) / 16 * 16, ctx, &owned)) {
         /* Out of memory for a few MiB: still give the right answer, slowly. */
         gemm_f32_ref(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    j.bpack = buf;
-    j.apack = buf + b_floats;
     run_team(&j, nt);
-    free(buf);
+    free(owned);
+}
+
+void gemm_f32_with(const gemm_config *cfg, int trans_a, int trans_b, int M, int N, int K,
+                   const float *A, int lda, const float *B, int ldb,
+                   float beta, float *C, int ldc)
+{
+    gemm_blocked(cfg, NULL, trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm_context_init(gemm_context *ctx)
+{
+    gemm_config_init(&ctx->cfg);
+    ctx->work = NULL;
+    ctx->work_floats = 0;
+}
+
+void gemm_context_free(gemm_context *ctx)
+{
+    free(ctx->work);
+    ctx->work = NULL;
+    ctx->work_floats = 0;
+}
+
+void gemm_f32_ctx(gemm_context *ctx, int trans_a, int trans_b, int M, int N, int K,
+                  const float *A, int lda, const float *B, int ldb,
+                  float beta, float *C, int ldc)
+{
+    gemm_blocked(&ctx->cfg, ctx, trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* ---- op(B) packed once, multiplied many times ---- */
@@ -371,8 +418,9 @@ void gemm_packed_b_free(gemm_packed_b *pb)
     pb->floats = 0;
 }
 
-void gemm_f32_packed_b(const gemm_config *cfg, int trans_a, int M, const float *A, int lda,
-                       const gemm_packed_b *pb, float beta, float *C, int ldc)
+static void packed_b_run(const gemm_config *cfg, gemm_context *ctx, int trans_a, int M,
+                         const float *A, int lda, const gemm_packed_b *pb, float beta, float *C,
+                         int ldc)
 {
     int N = pb->N, K = pb->K;
     if (prologue(M, N, K, &beta, C, ldc))
@@ -382,14 +430,12 @@ void gemm_f32_packed_b(const gemm_config *cfg, int trans_a, int M, const float *
     j.kc = pb->kc;
     j.nc = pb->nc;
     j.kb = ceil_div(K, pb->kc) * pb->kc;
-    j.bprepacked = pb->data;
     int nt = plan_items(&j, cfg);
-    j.apack_stride = ((size_t)j.kc * j.mc + 15) / 16 * 16;
-    float *buf = aligned_alloc(64, (size_t)nt * j.apack_stride * sizeof(float));
-    if (buf) {
-        j.apack = buf;
+    float *owned;
+    if (job_buffers(&j, nt, 0, ctx, &owned)) {
+        j.bprepacked = pb->data;
         run_team(&j, nt);
-        free(buf);
+        free(owned);
         return;
     }
     /* Out of memory for a few hundred KiB: one thread, one A panel at a
@@ -400,7 +446,20 @@ void gemm_f32_packed_b(const gemm_config *cfg, int trans_a, int M, const float *
     j.nw = j.nc;
     j.apack = panel;
     j.apack_stride = 0;
+    j.bprepacked = pb->data;
     run_team(&j, 1);
+}
+
+void gemm_f32_packed_b(const gemm_config *cfg, int trans_a, int M, const float *A, int lda,
+                       const gemm_packed_b *pb, float beta, float *C, int ldc)
+{
+    packed_b_run(cfg, NULL, trans_a, M, A, lda, pb, beta, C, ldc);
+}
+
+void gemm_f32_packed_b_ctx(gemm_context *ctx, int trans_a, int M, const float *A, int lda,
+                           const gemm_packed_b *pb, float beta, float *C, int ldc)
+{
+    packed_b_run(&ctx->cfg, ctx, trans_a, M, A, lda, pb, beta, C, ldc);
 }
 
 void gemm_f32(int trans_a, int trans_b, int M, int N, int K,

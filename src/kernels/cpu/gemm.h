@@ -43,11 +43,11 @@ void gemm_f32_ref(int trans_a, int trans_b, int M, int N, int K,
  * in the last bits.
  *
  * Cost of the convenience entry point: gemm_f32 calls gemm_config_init on every
- * call (~0.1 ms here: sysfs reads are slow in this VM); hot callers call
- * gemm_config_init once and use gemm_f32_with. Packing buffers are one aligned
- * allocation per call (KC x min(N,NC) for B plus MC x KC per thread, <= a few
- * MiB); glibc reuses the memory in steady state, so this is cheap next to the
- * multiply. */
+ * call (~0.14 ms here: sysfs reads are slow in this VM) and allocates its
+ * packing buffers per call (the B panel, up to GEMM_L3_SHARE_B of L3, plus
+ * MC x KC per thread); hot callers hold a gemm_context (config + reused
+ * workspace) and call gemm_f32_ctx: no query, no allocation, no page faults
+ * in steady state. */
 typedef struct {
     cpu_kernel_path path;  /* which micro-kernel */
     int kc;   /* depth of a packed slice: a KC x GEMM_NR B micro-panel fills
@@ -73,10 +73,33 @@ void gemm_config_from_cpu(gemm_config *cfg, const cpu_info *ci, cpu_kernel_path 
 void gemm_config_init(gemm_config *cfg);
 
 /* gemm_f32 with an explicit configuration (same contract as gemm_f32).
- * cfg is only read: one config may be shared by any number of threads. */
+ * cfg is only read: one config may be shared by any number of threads.
+ * Allocates its packing buffers per call (see gemm_context). */
 void gemm_f32_with(const gemm_config *cfg, int trans_a, int trans_b, int M, int N, int K,
                    const float *A, int lda, const float *B, int ldb,
                    float beta, float *C, int ldc);
+
+/* A config plus a packing workspace that grows to the largest product and is
+ * reused: what a hot caller (the trainer) holds. A fresh multi-MiB buffer
+ * per call costs a page fault per 4 KiB (glibc returns large blocks to the
+ * OS): ~2,000 faults, 1-2 ms, for the 8 MiB B panel of a 256x256x8192
+ * weight gradient. One context must not serve two calls at the same time
+ * (use one per thread that calls GEMMs concurrently). */
+typedef struct {
+    gemm_config cfg;
+    float *work;          /* 64-byte aligned, NULL until first use */
+    size_t work_floats;   /* its capacity */
+} gemm_context;
+
+/* gemm_config_init (~0.14 ms here) and an empty workspace. */
+void gemm_context_init(gemm_context *ctx);
+void gemm_context_free(gemm_context *ctx);
+
+/* gemm_f32 through ctx (same contract; bitwise the result of gemm_f32_with
+ * with ctx->cfg): no allocation once the workspace is large enough. */
+void gemm_f32_ctx(gemm_context *ctx, int trans_a, int trans_b, int M, int N, int K,
+                  const float *A, int lda, const float *B, int ldb,
+                  float beta, float *C, int ldc);
 
 /* ---- op(B) packed once, multiplied by many A ----
  * For a B used in many products (the output head's weights across token
@@ -99,8 +122,12 @@ int gemm_packed_b_pack(gemm_packed_b *pb, const gemm_config *cfg, int trans_b, i
 void gemm_packed_b_free(gemm_packed_b *pb);
 
 /* C[M, pb->N] = beta * C + op(A)[M, pb->K] * op(B), op(B) from pb; cfg as
- * given to gemm_packed_b_pack (its path and mc are used). */
+ * given to gemm_packed_b_pack (its path and mc are used; the slicing is
+ * pb's). Allocates the A blocks per call (~0.5 MiB at 2 threads). */
 void gemm_f32_packed_b(const gemm_config *cfg, int trans_a, int M, const float *A, int lda,
                        const gemm_packed_b *pb, float beta, float *C, int ldc);
+/* The same with ctx's config and reused workspace (no allocation). */
+void gemm_f32_packed_b_ctx(gemm_context *ctx, int trans_a, int M, const float *A, int lda,
+                           const gemm_packed_b *pb, float beta, float *C, int ldc);
 
 #endif
