@@ -1,10 +1,10 @@
 /* block.c - forward and backward of the attention and MLP halves of a layer
  * (see block.h): RMSNorm, the projections by gemm_f32 (y = x W^T, weights
  * [out, in]), QK-norm, RoPE, attention, activations; residual adds are fused
- * into the output projection (copy x_in, then GEMM with beta = 1). */
+ * into the output projection (x_in is copied to x_out by the norm's pass over
+ * it, then the projection accumulates into x_out, GEMM beta = 1). */
 #include "model/block.h"
 
-#include <string.h>
 
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/attention.h"
@@ -31,7 +31,7 @@ void model_block_attn_forward(const model_block_dims *d, const model_layer_weigh
                               int B, int T)
 {
     int N = B * T, C = d->C, HD = d->H * d->D, KD = d->Hkv * d->D;
-    rmsnorm_forward(a->xn1, a->rstd1, x_in, w->attn_norm, N, C, d->eps);
+    rmsnorm_forward_copy(a->xn1, a->rstd1, x_out, x_in, w->attn_norm, N, C, d->eps);
     if (d->qk_norm) {
         linear(a->q_raw, a->xn1, w->wq, N, C, HD, 0);
         linear(a->k_raw, a->xn1, w->wk, N, C, KD, 0);
@@ -45,8 +45,7 @@ void model_block_attn_forward(const model_block_dims *d, const model_layer_weigh
     rope_forward(a->q, B, T, d->H, d->D, 0, d->rope_cos, d->rope_sin);
     rope_forward(a->k, B, T, d->Hkv, d->D, 0, d->rope_cos, d->rope_sin);
     attention_forward(a->att, a->lse, a->q, a->k, a->v, B, T, d->H, d->Hkv, d->D);
-    memcpy(x_out, x_in, sizeof(float) * (size_t)N * C);
-    linear(x_out, a->att, w->wo, N, HD, C, 1.0f);
+    linear(x_out, a->att, w->wo, N, HD, C, 1.0f); /* x_out = x_in (copied above) + ... */
 }
 
 void model_block_mlp_forward(const model_block_dims *d, const model_layer_weights *w,
@@ -54,7 +53,7 @@ void model_block_mlp_forward(const model_block_dims *d, const model_layer_weight
 {
     int C = d->C, F = d->F;
     size_t n = (size_t)N * F;
-    rmsnorm_forward(a->xn2, a->rstd2, x_in, w->mlp_norm, N, C, d->eps);
+    rmsnorm_forward_copy(a->xn2, a->rstd2, x_out, x_in, w->mlp_norm, N, C, d->eps);
     linear(a->up, a->xn2, w->w_up, N, C, F, 0);
     if (d->mlp == MLP_SWIGLU) {
         linear(a->gate, a->xn2, w->w_gate, N, C, F, 0);
@@ -62,8 +61,7 @@ void model_block_mlp_forward(const model_block_dims *d, const model_layer_weight
     } else {
         act_relu2_forward(a->act, a->up, n);
     }
-    memcpy(x_out, x_in, sizeof(float) * (size_t)N * C);
-    linear(x_out, a->act, w->w_down, N, F, C, 1.0f);
+    linear(x_out, a->act, w->w_down, N, F, C, 1.0f); /* x_out = x_in (copied above) + ... */
 }
 
 void model_block_attn_backward(const model_block_dims *d, const model_layer_weights *w,

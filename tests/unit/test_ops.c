@@ -144,7 +144,8 @@ static void test_rmsnorm_backward(void)
 
 /* The AVX2 bodies do the portable operations in the portable order: outputs
  * are bitwise equal, at 1 and 2 threads, for widths around the vector (1, 7,
- * 8, 9, 33, 64, 130) and row counts on both sides of the parallel threshold. */
+ * 8, 9, 33, 64, 130) and row counts on both sides of the parallel threshold.
+ * rmsnorm_forward_copy gives rmsnorm_forward's outputs plus an exact copy. */
 static void test_rmsnorm_paths_agree(void)
 {
     rng_state rng;
@@ -168,6 +169,14 @@ static void test_rmsnorm_paths_agree(void)
             out[r][2] = malloc(sizeof(float) * n);           /* dx */
             out[r][3] = calloc((size_t)C, sizeof(float));    /* dw */
             rmsnorm_forward(out[r][0], out[r][1], x, w, N, C, 1e-5f);
+            /* the fused copy variant: same outputs, and the copy is x */
+            float *y2 = malloc(sizeof(float) * n), *r2 = malloc(sizeof(float) * N);
+            float *cp = malloc(sizeof(float) * n);
+            rmsnorm_forward_copy(y2, r2, cp, x, w, N, C, 1e-5f);
+            CHECK(memcmp(y2, out[r][0], sizeof(float) * n) == 0);
+            CHECK(memcmp(r2, out[r][1], sizeof(float) * N) == 0);
+            CHECK(memcmp(cp, x, sizeof(float) * n) == 0);
+            free(y2); free(r2); free(cp);
             for (size_t i = 0; i < n; i++)
                 out[r][2][i] = 0.5f;
             rmsnorm_backward(out[r][2], out[r][3], dy, x, w, out[r][1], N, C, 1);

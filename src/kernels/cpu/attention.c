@@ -1,8 +1,8 @@
 /* attention.c - causal GQA attention (see attention.h): the tiled head kernels
  * (written once, on the operations of attention_kernel.h), the portable C
  * table of those operations, the whole-batch OpenMP drivers, row-by-row
- * kernels for head dims too large for the tiles' stack buffers, and the plain
- * references.
+ * kernels for head dims too large for the tiles' stack buffers and for
+ * forwards of one or two queries (decoding), and the plain references.
  *
  * Tiling: ATT_BQ queries at a time (their q, and in the backward dout, packed
  * transposed once per query tile, q pre-multiplied by the scale); for each key
@@ -25,6 +25,10 @@
 #define ATT_BK 64     /* keys per tile (rows of a score tile) */
 #define ATT_MAX_D 256 /* largest head dim of the tiled kernels (stack buffers) */
 #define ATT_ROW_BK 64 /* keys per step of the row kernels */
+#define ATT_ROWS_MAX_Q 2 /* forwards of this few queries (decoding) use the row
+                            kernels: a tile of 1-2 query lanes wastes 6/8 of
+                            every vector (27 vs 43 us for one query, 256 keys,
+                            4 heads of 64) */
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
 
@@ -324,7 +328,7 @@ static void head_forward_with(const att_kernels *kern, float *o, float *lse, con
                               const float *k, const float *v, int qs, int ks, int Tq, int Tk,
                               int D, float scale)
 {
-    if (D <= ATT_MAX_D)
+    if (D <= ATT_MAX_D && Tq > ATT_ROWS_MAX_Q)
         head_forward_tiled(kern, o, lse, q, k, v, qs, ks, Tq, Tk, D, scale);
     else
         head_forward_rows(o, lse, q, k, v, qs, ks, Tq, Tk, D, scale);

@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 #include <omp.h>
 
 /* ---- the portable row bodies (see rmsnorm_kernel.h for the shared order) ---- */
@@ -69,6 +70,18 @@ void rmsnorm_forward(float *y, float *rstd, const float *x, const float *w,
 #pragma omp parallel for schedule(static) if ((size_t)N * C > 16384)
     for (int n = 0; n < N; n++)
         rstd[n] = ops->forward_row(y + (size_t)n * C, x + (size_t)n * C, w, C, eps);
+}
+
+void rmsnorm_forward_copy(float *y, float *rstd, float *copy, const float *x, const float *w,
+                          int N, int C, float eps)
+{
+    const rmsnorm_row_ops *ops = row_ops();
+#pragma omp parallel for schedule(static) if ((size_t)N * C > 16384)
+    for (int n = 0; n < N; n++) {
+        const float *xr = x + (size_t)n * C;
+        rstd[n] = ops->forward_row(y + (size_t)n * C, xr, w, C, eps);
+        memcpy(copy + (size_t)n * C, xr, sizeof(float) * (size_t)C);
+    }
 }
 
 void rmsnorm_backward(float *dx, float *dw, const float *dy, const float *x,

@@ -16,6 +16,13 @@
 void rmsnorm_forward(float *y, float *rstd, const float *x, const float *w,
                      int N, int C, float eps);
 
+/* rmsnorm_forward that also copies x into copy [N, C] in the same pass (the
+ * residual stream's pass-through, to which a block then adds its output):
+ * one read of x instead of two, and the copy runs on every thread. copy must
+ * not alias x or y. */
+void rmsnorm_forward_copy(float *y, float *rstd, float *copy, const float *x, const float *w,
+                          int N, int C, float eps);
+
 /* dy [N, C], x [N, C] (the forward input), w [C], rstd [N] ->
  *   dx [N, C]: overwritten when accumulate == 0, added to (+=) when 1
  *              (the residual stream's gradient accumulates);
