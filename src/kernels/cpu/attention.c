@@ -10,8 +10,9 @@
  * S^T [keys x queries] = K Qt are one tile product, the softmax works along
  * its rows (one vector lane per query), and the value/gradient products read
  * K, V, Q, dout rows in place. Key tiles past the diagonal are never touched;
- * the diagonal tile is masked with -inf. Only ATT_BK x ATT_BQ scores exist at
- * a time. */
+ * on the diagonal tile the scores are masked with -inf and the products run
+ * by blocks of rows that skip the masked terms. Only ATT_BK x ATT_BQ scores
+ * exist at a time. */
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_kernel.h"
 #include "kernels/cpu/kernel_path.h"
