@@ -4,6 +4,7 @@
  *   tempo bench peak [--out FILE] [--seconds S]
  *   tempo bench kernels [--kernel gemm] [--shapes SET | --shape MxNxK[:ta:tb]]
  *                       [--threads LIST] [--seconds S]
+ *   tempo bench infer --model RUN_DIR [...]   (cmd_bench_infer.c)
  */
 #include <omp.h>
 #include <stdio.h>
@@ -32,7 +33,10 @@ static void bench_usage(FILE *f)
             "           summary. --shapes: the presets' products (default all);\n"
             "           --threads: counts to run (default 1 and all); --seconds: per case\n"
             "           (default 0.3, best repetition kept). When libopenblas is installed,\n"
-            "           each line also has cblas_sgemm's figure and the ratio tempo/openblas.\n");
+            "           each line also has cblas_sgemm's figure and the ratio tempo/openblas.\n"
+            "       tempo bench infer --model RUN_DIR [...]\n"
+            "  infer    inference speed of a trained model (prefill, decode per batch, the\n"
+            "           chip's bound); see tempo bench infer --help.\n");
 }
 
 static int parse_positive(const char *flag, const char *text, double *v)
@@ -253,5 +257,7 @@ int cmd_bench(int argc, char **argv)
         return bench_peak(argc - 1, argv + 1);
     if (!strcmp(argv[1], "kernels"))
         return bench_kernels(argc - 1, argv + 1);
-    return cli_usage_error("bench: %s: unknown benchmark (try: peak, kernels)", argv[1]);
+    if (!strcmp(argv[1], "infer"))
+        return bench_infer_main(argc - 1, argv + 1);
+    return cli_usage_error("bench: %s: unknown benchmark (try: peak, kernels, infer)", argv[1]);
 }

@@ -4,6 +4,8 @@
 # task) and the inference figures, under the top-level names the judge reads (core,
 # decode_tokens_per_s); the same object in --out DIR/result.json; without a text, bpb is
 # null; an empty --tasks (as the judge passes when it has none) means $TEMPO_DATA/icl.
+# And `tempo bench infer`, whose figures the scorecard carries: JSON lines (prefill, decode
+# per batch, bound) per thread count, the summary last.
 source "$(dirname "$0")/icl_common.bash"
 M=$(copy_model) || exit 1
 "$TEMPO" eval --model "$M/run" --text "$M/val.txt" > "$E2E_TMP/p1.json" 2>/dev/null || fail "phase-1 eval failed"
@@ -31,6 +33,21 @@ print("phase 2: bpb %.4f core %.3f (%s) decode %.0f tok/s (bound %.0f, %s), pref
       (p2["bpb"], p2["core"], p2["core_label"], p2["decode_tokens_per_s"], inf["bound_tokens_per_s"],
        inf["bound_kind"], p2["prefill_tokens_per_s"]))
 PY
+"$TEMPO" bench infer --model "$M/run" --runs 2 --max-batch 4 > "$E2E_TMP/bench.jsonl" 2>/dev/null \
+    || fail "bench infer failed"
+python3 - "$E2E_TMP/bench.jsonl" <<'PY' || fail "bench infer lines wrong"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+what = [l["what"] for l in lines]
+assert what[-1] == "summary" and "prefill" in what and "bound" in what, what
+dec = [l for l in lines if l["what"] == "decode"]
+assert [d["batch"] for d in dec if d["threads"] == dec[0]["threads"]][:3] == [1, 2, 4], dec
+s = lines[-1]
+assert s["decode_tokens_per_s"] > 0 and s["prefill_tokens_per_s"] > 0 and s["bound_tokens_per_s"] > 0
+assert s["decode_tokens_per_s"] == max(d["tokens_per_s"] for d in dec if d["batch"] == 1)
+PY
+expect_error 2 "model RUN_DIR is required" "$TEMPO" bench infer --runs 2
+expect_error 2 "expected a positive integer" "$TEMPO" bench infer --model "$M/run" --runs 0
 expect_error 2 "--phase 3: 1 or 2" "$TEMPO" eval --model "$M/run" --phase 3
 expect_error 2 "belong to --phase 2" "$TEMPO" eval --model "$M/run" --text "$M/val.txt" --limit 3
 expect_error 2 "exactly one of" "$TEMPO" eval --model "$M/run" --phase 2 --text a --data b
