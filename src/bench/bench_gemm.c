@@ -159,8 +159,8 @@ int bench_gemm_measure(gemm_context *ctx, const bench_gemm_shape *s, int threads
 
 
 void bench_gemm_json(strbuf *out, const bench_gemm_shape *s, int threads,
-                     const bench_gemm_result *r, double peak_gflops, const char *path,
-                     const bench_gemm_result *peer)
+                     const bench_gemm_result *r, double peak_gflops, double peak_now_gflops,
+                     const char *path, const bench_gemm_result *peer)
 {
     strbuf_printf(out, "{\"kernel\":\"gemm\",\"shape\":\"%dx%dx%d %d %d\",\"op\":",
                   s->M, s->N, s->K, s->trans_a, s->trans_b);
@@ -174,6 +174,12 @@ void bench_gemm_json(strbuf *out, const bench_gemm_shape *s, int threads,
         strbuf_json_number(out, round_to(r->gflops / peak_gflops, 3));
     else
         strbuf_puts(out, "null");
+    if (peak_now_gflops > 0) {
+        strbuf_puts(out, ",\"peak_now_gflops\":");
+        strbuf_json_number(out, round_to(peak_now_gflops, 2));
+        strbuf_puts(out, ",\"efficiency_now\":");
+        strbuf_json_number(out, round_to(r->gflops / peak_now_gflops, 3));
+    }
     if (peer && peer->gflops > 0) {
         strbuf_puts(out, ",\"openblas_gflops\":");
         strbuf_json_number(out, round_to(peer->gflops, 2));

@@ -51,12 +51,14 @@ int bench_gemm_measure(gemm_context *ctx, const bench_gemm_shape *s, int threads
 
 /* {"kernel":"gemm","shape":"MxNxK ta tb","op":...,"threads":t,"gflops":...,
  *  "peak_gflops":...,"efficiency":...,"path":...,"other_load_cores":...,
- *  "contended":...} (no newline). peak_gflops <= 0 leaves efficiency null.
- * With a peer result (peer != NULL, e.g. OpenBLAS), also
- * "openblas_gflops":..., "ratio": gflops / openblas_gflops. */
+ *  "contended":...} (no newline). peak_gflops (the hardware profile's) <= 0
+ * leaves efficiency null. peak_now_gflops > 0 (an FMA peak measured in the
+ * same run: the host's other tenants can lower it) adds "peak_now_gflops"
+ * and "efficiency_now". With a peer result (peer != NULL, e.g. OpenBLAS),
+ * also "openblas_gflops":..., "ratio": gflops / openblas_gflops. */
 void bench_gemm_json(strbuf *out, const bench_gemm_shape *s, int threads,
-                     const bench_gemm_result *r, double peak_gflops, const char *path,
-                     const bench_gemm_result *peer);
+                     const bench_gemm_result *r, double peak_gflops, double peak_now_gflops,
+                     const char *path, const bench_gemm_result *peer);
 
 /* v rounded to `digits` decimals, for JSON figures (prints short). */
 double bench_round(double v, int digits);

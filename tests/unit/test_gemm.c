@@ -490,20 +490,22 @@ static void test_bench_helpers(void)
     gemm_context_free(&ctx);
     CHECK(r.gflops > 0 && r.reps >= 3 && r.best_s > 0);
     strbuf line = {0};
-    bench_gemm_json(&line, &sh, 1, &r, 100, "avx2", &peer);
+    bench_gemm_json(&line, &sh, 1, &r, 100, 50, "avx2", &peer);
     json_value *v = NULL;
     CHECK(json_parse(line.data, line.len, &v, &err) == 0);
     CHECK(strcmp(json_get_string(v, "kernel"), "gemm") == 0);
     CHECK(strcmp(json_get_string(v, "shape"), "20x30x40 1 1") == 0);
     CHECK(json_get_number(v, "threads", 0) == 1 && json_get_number(v, "gflops", 0) > 0);
     CHECK(json_get_number(v, "peak_gflops", 0) == 100);
+    CHECK(json_get_number(v, "peak_now_gflops", 0) == 50 && json_get_number(v, "efficiency_now", 0) > 0);
     CHECK(json_get_number(v, "openblas_gflops", 0) == 2 && json_get_number(v, "ratio", 0) > 0);
     CHECK(json_get_number(v, "other_load_cores", 0) >= 0.5);
     json_free(v);
     strbuf_free(&line);
-    bench_gemm_json(&line, &sh, 1, &r, 0, "avx2", NULL);   /* no peak, no peer */
+    bench_gemm_json(&line, &sh, 1, &r, 0, 0, "avx2", NULL);   /* no peaks, no peer */
     CHECK(json_parse(line.data, line.len, &v, &err) == 0);
     CHECK(json_get(v, "efficiency")->type == JSON_NULL && json_get(v, "ratio") == NULL);
+    CHECK(json_get(v, "peak_now_gflops") == NULL);
     json_free(v);
     strbuf_free(&line);
 }

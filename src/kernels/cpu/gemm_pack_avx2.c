@@ -12,6 +12,12 @@
 
 #include "kernels/cpu/gemm_kernel.h"
 
+/* Software prefetch distances for the strided reads (rows of A ahead; floats
+ * ahead along the 8 rows of B being transposed). Reads of prefetched lines
+ * past the end of a matrix are harmless: prefetches never fault. */
+#define PACK_PREFETCH_ROWS 8
+#define PACK_PREFETCH_FLOATS 64
+
 /* In place: rows r[0..7] (8 floats each) -> columns (r[q] = old column q). */
 __attribute__((target("avx2"))) static inline void transpose8(__m256 r[8])
 {
@@ -66,17 +72,32 @@ void gemm_pack_a_avx2(int trans_a, const float *A, int lda, int i0, int rows,
 {
     int full = rows / GEMM_MR;
     if (trans_a) {
-        /* A stored K x M: 6 contiguous values per k, moved as 4 + 2; panel
-         * by panel (contiguous writes measured 2.5x faster than walking
-         * each source row across all panels). */
-        for (int r = 0; r < full; r++) {
-            const float *src = A + (size_t)k0 * lda + i0 + r * GEMM_MR;
-            float *d = dst + (size_t)r * GEMM_MR * kc;
+        /* A stored K x M: 6 contiguous values per k and panel, moved as
+         * 4 + 2. Groups of GROUP panels take each source row once (GROUP x
+         * 24 bytes, a few whole lines): panel by panel, a row stride of a
+         * power of two (lda 1024: 4 KiB) maps every row to one L1 set and
+         * each line was fetched again for the next panel; all panels at
+         * once scatters the writes over too many streams. */
+        enum { GROUP = 8 };
+        for (int r0 = 0; r0 < full; r0 += GROUP) {
+            int g = full - r0 < GROUP ? full - r0 : GROUP;
+            const float *src = A + (size_t)k0 * lda + i0 + r0 * GEMM_MR;
+            float *d = dst + (size_t)r0 * GEMM_MR * kc;
             for (int k = 0; k < kc; k++) {
                 const float *s = src + (size_t)k * lda;
-                _mm_storeu_ps(d + k * GEMM_MR, _mm_loadu_ps(s));
-                _mm_storel_pi((__m64 *)(d + k * GEMM_MR + 4),
-                              _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(s + 4)));
+                float *dk = d + (size_t)k * GEMM_MR;
+                /* Each row is a new page (no hardware prefetch across pages):
+                 * ask for the row PACK_PREFETCH_ROWS ahead. */
+                if (k + PACK_PREFETCH_ROWS < kc)
+                    for (int b = 0; b < g * GEMM_MR; b += 16)
+                        _mm_prefetch((const char *)(s + (size_t)PACK_PREFETCH_ROWS * lda + b),
+                                     _MM_HINT_T0);
+                for (int r = 0; r < g; r++) {
+                    float *dr = dk + (size_t)r * GEMM_MR * kc;
+                    _mm_storeu_ps(dr, _mm_loadu_ps(s + r * GEMM_MR));
+                    _mm_storel_pi((__m64 *)(dr + 4),
+                                  _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(s + r * GEMM_MR + 4)));
+                }
             }
         }
     } else {
@@ -107,17 +128,24 @@ void gemm_pack_b_avx2(int trans_b, const float *B, int ldb, int k0, int kc,
         for (int p = 0; p < full; p++) {
             const float *src = B + (size_t)(j0 + p * GEMM_NR) * ldb + k0;
             float *d = dst + (size_t)p * GEMM_NR * kc;
-            int k = k_lo;
-            for (; k + 8 <= k_hi; k += 8)
-                for (int half = 0; half < 2; half++) {
+            /* One 8-row half at a time: 8 source rows in flight fit the 8
+             * ways of an L1 set even when ldb is a power of two. */
+            int k8 = k_lo + (k_hi - k_lo) / 8 * 8;
+            for (int half = 0; half < 2; half++)
+                for (int k = k_lo; k < k8; k += 8) {
                     __m256 r[8];
+                    if ((k & 15) == 0)
+                        for (int j = 0; j < 8; j++)
+                            _mm_prefetch((const char *)(src + (size_t)(half * 8 + j) * ldb + k +
+                                                        PACK_PREFETCH_FLOATS),
+                                         _MM_HINT_T0);
                     for (int j = 0; j < 8; j++)
                         r[j] = _mm256_loadu_ps(src + (size_t)(half * 8 + j) * ldb + k);
                     transpose8(r);
                     for (int q = 0; q < 8; q++)
                         _mm256_store_ps(d + (size_t)(k + q) * GEMM_NR + half * 8, r[q]);
                 }
-            for (; k < k_hi; k++)
+            for (int k = k8; k < k_hi; k++)
                 for (int j = 0; j < GEMM_NR; j++)
                     d[(size_t)k * GEMM_NR + j] = src[(size_t)j * ldb + k];
         }
