@@ -191,18 +191,27 @@ static void test_larger_than_blocking(void)
 }
 
 /* N > NC with the real blocking is too big for a unit test; the tiny config
- * crosses NC with the shapes above. This case adds a skinny shape with many
- * items at both thread counts (the M and N split) on the tiny config. */
+ * crosses NC with the shapes above. These add skinny shapes at both thread
+ * counts, so that every way of splitting C into items runs. */
 static void test_skinny_tiny_blocking(void)
 {
     gemm_config cfg = tiny_config(have_avx2() ? CPU_KERNELS_AVX2 : CPU_KERNELS_PORTABLE);
+    cpu_info ci;
+    cpu_info_query(&ci);
+    gemm_config real;
+    gemm_config_from_cpu(&real, &ci, cfg.path);
     rng_state r;
     rng_seed(&r, 6);
     int saved = omp_get_max_threads();
     for (int threads = 1; threads <= 2; threads++) {
         omp_set_num_threads(threads);
         check_case(&cfg, 0, 1, 203, 37, 45, 0, 1, &r);    /* tall: many M blocks */
-        check_case(&cfg, 1, 0, 19, 150, 211, 1, 2, &r);   /* short, deep: N split */
+        check_case(&cfg, 1, 0, 19, 150, 211, 1, 2, &r);   /* short, deep */
+        /* with the real blocking, enough work for 2 threads: short and wide
+         * (items split over N), and short, narrow and deep (the fallback
+         * split down to small column chunks) */
+        check_case(&real, 0, 1, 30, 1100, 300, 0, 1, &r);
+        check_case(&real, 1, 0, 20, 300, 2000, 1, 0, &r);
     }
     omp_set_num_threads(saved);
 }
