@@ -7,7 +7,7 @@
 
 /* FLOPs done per iteration by each loop. */
 #define PEAK_FMA_AVX2_FLOPS_PER_ITER (2 * 12 * 8 * 2)      /* 2 x 12 ymm FMAs */
-#define PEAK_FMA_PORTABLE_FLOPS_PER_ITER (12 * 8 * 2)      /* 12 x 8 mul+add */
+#define PEAK_FMA_PORTABLE_FLOPS_PER_ITER (12 * 4 * 2)      /* 12 x 4 mul+add */
 
 /* AVX2 + FMA (target attribute; call only when cpuid says both). */
 float peak_fma_loop_avx2(long iters);
