@@ -6,7 +6,8 @@
  * Loop nest, per call (threads share one team):
  *   for jc in N by nc:                      B panel columns
  *     for kb0 in K by kb:                   B panel depth (kb x nc sized for L3)
- *       pack op(B)[kb0.., jc..] -> bpack    (omp for static over slices x NR panels)
+ *       pack op(B)[kb0.., jc..] -> bpack    (omp for static over 32-row units;
+ *                                           skipped when B comes packed: gemm_packed_b)
  *       for item (mb, nb):                  (omp for dynamic: blocks of C)
  *         for pc in the panel by kc:        depth slice, sized for L1
  *           pack op(A)[ic.., pc..] -> apack (per thread, MC x KC, sized for L2)
@@ -26,7 +27,7 @@
 #include "kernels/cpu/gemm_pack.h"
 
 /* Below this many multiply-adds per thread, a second thread costs more to
- * wake than it saves (~ 50 us of work at peak). */
+ * wake than it saves (~90 us of work at the 1-thread peak). */
 #define GEMM_MIN_FMAS_PER_THREAD (1L << 22)
 /* Aim for this many items per thread so the dynamic split can even out a
  * core slowed by other processes. */
