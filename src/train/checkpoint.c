@@ -185,8 +185,7 @@ static int meta_num(const safetensors_file *sf, const char *key, double *out, te
     return 0;
 }
 
-int checkpoint_load_full(const char *path, const run_config *cfg, model *m, optimizer *opt, train_state *st,
-                         tempo_error *err)
+int checkpoint_load_full(const char *path, model *m, optimizer *opt, train_state *st, tempo_error *err)
 {
     safetensors_file sf;
     if (safetensors_open(&sf, path, err))
@@ -229,7 +228,6 @@ int checkpoint_load_full(const char *path, const run_config *cfg, model *m, opti
             st->rng.s[i] = strtoull(part, NULL, 16);
         }
     }
-    (void)cfg;
     safetensors_close(&sf);
     return rc;
 }

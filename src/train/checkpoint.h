@@ -44,9 +44,10 @@ int checkpoint_load_model(const char *run_dir_or_file, int max_batch, run_config
                           tokenizer **tok, tempo_error *err);
 
 /* Resume: read checkpoint.safetensors into an existing model and optimizer
- * built from the same config (checked), and the loop state. */
-int checkpoint_load_full(const char *path, const run_config *cfg, model *m, optimizer *opt, train_state *st,
-                         tempo_error *err);
+ * built from the config the file holds (checkpoint_read_config), and the
+ * loop state. Every weight's name and shape and the optimizer state's size
+ * are checked against the model, so a mismatched file is an error. */
+int checkpoint_load_full(const char *path, model *m, optimizer *opt, train_state *st, tempo_error *err);
 
 /* Only the config stored in a checkpoint (to rebuild the model on resume). */
 int checkpoint_read_config(const char *path, run_config *cfg, tempo_error *err);

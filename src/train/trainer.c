@@ -230,7 +230,7 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
     st->guard_mult = 1.0;
     st->budget_s = o->budget_s;
     st->max_steps = o->max_steps;
-    if (o->resume && checkpoint_load_full(c->ckpt_path, cfg, c->m, &c->opt, st, err))
+    if (o->resume && checkpoint_load_full(c->ckpt_path, c->m, &c->opt, st, err))
         return -1;
     if (o->resume) {
         /* A resume continues the same run: its budget and step limit, unless given anew. */
