@@ -21,6 +21,10 @@ SAN_OBJ  := $(LIB_SRC:%.c=build/asan/obj/%.o)
 TESTS    := $(TEST_SRC:tests/unit/%.c=build/tests/%)
 SAN_TESTS := $(TEST_SRC:tests/unit/%.c=build/asan/tests/%)
 
+# Extra link flags of single tests: test_step_alloc counts tempo's own
+# allocations through --wrap (tests/unit/test_step_alloc.c).
+TEST_LDFLAGS_test_step_alloc := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign
+
 .PHONY: all test unit asan run clean
 all: build/tempo
 
@@ -49,12 +53,12 @@ build/tempo: $(CLI_OBJ) build/libtempo.a
 build/tests/%: tests/unit/%.c build/libtempo.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	@echo LD $@
-	@$(CC) $(BASE) $(CFLAGS) -Itests $< build/libtempo.a $(LDLIBS) -o $@
+	@$(CC) $(BASE) $(CFLAGS) -Itests $< build/libtempo.a $(LDLIBS) $(TEST_LDFLAGS_$*) -o $@
 
 build/asan/tests/%: tests/unit/%.c build/asan/libtempo.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	@echo LD-SAN $@
-	@$(CC) $(BASE) $(SANFLAGS) -Itests $< build/asan/libtempo.a $(LDLIBS) -o $@
+	@$(CC) $(BASE) $(SANFLAGS) -Itests $< build/asan/libtempo.a $(LDLIBS) $(TEST_LDFLAGS_$*) -o $@
 
 unit: $(TESTS)
 asan: $(SAN_TESTS)

@@ -10,64 +10,87 @@
 #include "bench/sysload.h"
 #include "core/rng.h"
 #include "core/timer.h"
+#include "model/model.h"
 
-#define T_TOKENS 8192   /* batch 32 x context 256 */
-
-/* For a layer of width d and MLP width f: y = x W^T (0 1), dx = dy W (0 0),
- * dW += dy^T x (1 0), for the d x d attention projections and the two MLP
- * matrices (up: d -> f, down: f -> d). */
-#define LAYER_SHAPES(d, f, tag)                                          \
-    {T_TOKENS, d, d, 0, 1, tag " fwd attn proj"},                        \
-    {T_TOKENS, f, d, 0, 1, tag " fwd mlp up"},                           \
-    {T_TOKENS, d, f, 0, 1, tag " fwd mlp down"},                         \
-    {T_TOKENS, d, d, 0, 0, tag " dx attn proj"},                         \
-    {T_TOKENS, d, f, 0, 0, tag " dx mlp up"},                            \
-    {T_TOKENS, f, d, 0, 0, tag " dx mlp down"},                          \
-    {d, d, T_TOKENS, 1, 0, tag " dW attn proj"},                         \
-    {f, d, T_TOKENS, 1, 0, tag " dW mlp up"},                            \
-    {d, f, T_TOKENS, 1, 0, tag " dW mlp down"}
-
-static const bench_gemm_shape model_shapes[] = {
-    LAYER_SHAPES(256, 1024, "d256"),
-    /* output head, vocab 4097, 128-token chunks (model_internal.h) */
-    {128, 4097, 256, 0, 1, "d256 fwd head chunk"},
-    {128, 256, 4097, 0, 0, "d256 dx head chunk"},
-    {4097, 256, 128, 1, 0, "d256 dW head chunk"},
-};
-
-static const bench_gemm_shape large_shapes[] = {
-    LAYER_SHAPES(512, 2048, "d512"),
-    LAYER_SHAPES(1024, 4096, "d1024"),
-};
-
-static const bench_gemm_shape all_shapes[] = {
-    LAYER_SHAPES(256, 1024, "d256"),
-    {128, 4097, 256, 0, 1, "d256 fwd head chunk"},
-    {128, 256, 4097, 0, 0, "d256 dx head chunk"},
-    {4097, 256, 128, 1, 0, "d256 dW head chunk"},
-    LAYER_SHAPES(512, 2048, "d512"),
-    LAYER_SHAPES(1024, 4096, "d1024"),
-};
-
-int bench_gemm_shapes(const char *set, const bench_gemm_shape **shapes)
+/* Append (M, N, K, ta, tb) named `what`, or join the name onto an equal
+ * shape already listed. */
+static void add_shape(bench_gemm_shape *out, int *n, int max, const char *preset, int M, int N,
+                      int K, int ta, int tb, const char *what)
 {
-#define PICK(arr) (*shapes = arr, (int)(sizeof arr / sizeof arr[0]))
-    if (!strcmp(set, "model"))
-        return PICK(model_shapes);
-    if (!strcmp(set, "large"))
-        return PICK(large_shapes);
-    if (!strcmp(set, "all"))
-        return PICK(all_shapes);
-#undef PICK
-    *shapes = NULL;
-    return 0;
+    for (int i = 0; i < *n; i++) {
+        bench_gemm_shape *s = &out[i];
+        if (s->M == M && s->N == N && s->K == K && s->trans_a == ta && s->trans_b == tb) {
+            size_t len = strlen(s->op);
+            if (strstr(s->op, what))
+                return; /* the same product of another layer shape */
+            if (len + strlen(what) + 2 < sizeof s->op)
+                snprintf(s->op + len, sizeof s->op - len, ", %s", what);
+            return;
+        }
+    }
+    if (*n >= max)
+        return;
+    bench_gemm_shape *s = &out[(*n)++];
+    *s = (bench_gemm_shape){.M = M, .N = N, .K = K, .trans_a = ta, .trans_b = tb};
+    snprintf(s->op, sizeof s->op, "%s %s", preset, what);
+}
+
+int bench_gemm_preset_shapes(const run_config *cfg, bench_gemm_shape *out, int max)
+{
+    const model_config *c = &cfg->model;
+    int n = 0, T = cfg->micro_batch * c->context, C = c->d_model;
+    int D = model_config_head_dim(c), HD = c->n_heads * D, KD = c->n_kv_heads * D;
+    int F = c->d_ff, V = c->vocab_size, R = MODEL_HEAD_CHUNK_ROWS;
+    const char *p = cfg->preset;
+    /* weights [out, in]: y = x W^T, dx = dy W, dW = dy^T x */
+    struct { int out, in; const char *name; } w[] = {
+        {HD, C, "wq"}, {KD, C, "wk"}, {KD, C, "wv"}, {C, HD, "wo"}, {F, C, "w_up"},
+        {F, C, "w_gate"}, {C, F, "w_down"},
+    };
+    int nw = (int)(sizeof w / sizeof w[0]);
+    char what[64];
+    for (int i = 0; i < nw; i++) {
+        if (!strcmp(w[i].name, "w_gate") && c->mlp != MLP_SWIGLU)
+            continue;
+        snprintf(what, sizeof what, "fwd %s", w[i].name);
+        add_shape(out, &n, max, p, T, w[i].out, w[i].in, 0, 1, what);
+    }
+    for (int i = 0; i < nw; i++) {
+        if (!strcmp(w[i].name, "w_gate") && c->mlp != MLP_SWIGLU)
+            continue;
+        snprintf(what, sizeof what, "dx %s", w[i].name);
+        add_shape(out, &n, max, p, T, w[i].in, w[i].out, 0, 0, what);
+    }
+    for (int i = 0; i < nw; i++) {
+        if (!strcmp(w[i].name, "w_gate") && c->mlp != MLP_SWIGLU)
+            continue;
+        snprintf(what, sizeof what, "dW %s", w[i].name);
+        add_shape(out, &n, max, p, w[i].out, w[i].in, T, 1, 0, what);
+    }
+    add_shape(out, &n, max, p, R, V, C, 0, 1, "head chunk logits");
+    add_shape(out, &n, max, p, R, C, V, 0, 0, "head chunk dx");
+    add_shape(out, &n, max, p, V, C, R, 1, 0, "head chunk dW");
+    if (cfg->optim.use_muon)
+        for (int i = 0; i < nw; i++) {
+            if (!strcmp(w[i].name, "w_gate") && c->mlp != MLP_SWIGLU)
+                continue;
+            int r = w[i].out < w[i].in ? w[i].out : w[i].in;
+            int m = w[i].out < w[i].in ? w[i].in : w[i].out;
+            snprintf(what, sizeof what, "muon X X^T %dx%d", r, m);
+            add_shape(out, &n, max, p, r, r, m, 0, 1, what);
+            snprintf(what, sizeof what, "muon A A %dx%d", r, m);
+            add_shape(out, &n, max, p, r, r, r, 0, 0, what);
+            snprintf(what, sizeof what, "muon B X %dx%d", r, m);
+            add_shape(out, &n, max, p, r, m, r, 0, 0, what);
+        }
+    return n;
 }
 
 int bench_gemm_parse_shape(const char *text, bench_gemm_shape *s, tempo_error *err)
 {
     int n = 0;
     s->trans_a = s->trans_b = 0;
-    s->op = "custom";
+    snprintf(s->op, sizeof s->op, "custom");
     int got = sscanf(text, "%dx%dx%d%n", &s->M, &s->N, &s->K, &n);
     if (got == 3 && text[n] == ':') {
         int m = 0;

@@ -1,7 +1,8 @@
 /* bench_gemm.h - the GEMM benchmark behind `tempo bench kernels --kernel gemm`:
- * the product shapes of the model presets (forward x W^T, backward dx = dy W,
- * weight gradient dW += dy^T x, the chunked output head) timed at a given
- * thread count, as GFLOP/s and as a share of the measured FMA peak.
+ * the product shapes of a preset's training step (forward x W^T, backward
+ * dx = dy W, weight gradient dW += dy^T x, the chunked output head, Muon's
+ * Newton-Schulz products) timed at a given thread count, as GFLOP/s and as a
+ * share of the measured FMA peak.
  * Figures, never pass/fail. Printing belongs to the CLI; the JSON line is
  * built here so every caller reports the same fields. */
 #ifndef TEMPO_BENCH_GEMM_H
@@ -10,17 +11,22 @@
 #include "core/error.h"
 #include "core/strbuf.h"
 #include "kernels/cpu/gemm.h"
+#include "train/run_config.h"
 
 typedef struct {
     int M, N, K, trans_a, trans_b;
-    const char *op;    /* what the product is in the model, e.g. "d256 fwd qkvo" */
+    char op[96];   /* what the product is in the model, e.g. "cpu-default fwd wq/wk/wv/wo" */
 } bench_gemm_shape;
 
-/* The shapes of a named set: "model" (d_model 256, d_ff 1024, 8192 tokens =
- * batch 32 x context 256, head vocab 4097 in chunks of 128 rows), "large"
- * (d_model 512 and 1024, d_ff 4 d, 8192 tokens) or "all" (both). Returns the
- * count, 0 for an unknown name; *shapes points to static constant data. */
-int bench_gemm_shapes(const char *set, const bench_gemm_shape **shapes);
+/* The distinct GEMM shapes of one training step of cfg (finished: vocab
+ * filled in), tagged "<preset> <what>": per layer the forward products
+ * (tokens = micro_batch x context rows), their input gradients (dx) and
+ * weight gradients (dW); the output head's three products on a chunk of
+ * MODEL_HEAD_CHUNK_ROWS rows; Muon's three Newton-Schulz products per matrix
+ * shape (when the optimizer is Muon). Products of equal shape and
+ * transposition are listed once with their names joined. Writes at most max;
+ * returns the count. */
+int bench_gemm_preset_shapes(const run_config *cfg, bench_gemm_shape *out, int max);
 
 /* Parse "MxNxK" or "MxNxK:ta:tb" (ta, tb 0 or 1; default 0 0). */
 int bench_gemm_parse_shape(const char *text, bench_gemm_shape *s, tempo_error *err);

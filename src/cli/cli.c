@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "core/fileio.h"
 
@@ -42,4 +43,20 @@ int cli_emit_result(const strbuf *json, const char *out_dir)
     fputc('\n', stdout);
     fflush(stdout);
     return 0;
+}
+
+/* "1,2" -> counts; 0 or -1 on a bad list. */
+int cli_parse_thread_list(const char *text, int *out, int max)
+{
+    int n = 0;
+    const char *p = text;
+    while (*p && n < max) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 1024 || (*end && *end != ','))
+            return -1;
+        out[n++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    return *p ? -1 : n;
 }

@@ -30,8 +30,13 @@ int cmd_bench(int argc, char **argv);
 int cmd_judge(int argc, char **argv);
 int cmd_icl(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
-/* `tempo bench infer` (cmd_bench_infer.c), dispatched by cmd_bench. */
+/* `tempo bench infer` (cmd_bench_infer.c) and `tempo bench train`
+ * (cmd_bench_train.c), dispatched by cmd_bench. */
 int bench_infer_main(int argc, char **argv);
+int bench_train_main(int argc, char **argv);
+/* "1,2" -> thread counts in out[0..max-1]; returns how many, or 0 / -1 on a
+ * bad list (each count in [1, 1024]). */
+int cli_parse_thread_list(const char *text, int *out, int max);
 int cmd_leaderboard(int argc, char **argv);
 
 /* Shared by `tempo icl` and `tempo eval --phase 2` (cmd_icl.c): the ICL

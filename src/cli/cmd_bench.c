@@ -2,8 +2,9 @@
  * (src/bench/), prints its JSON lines. No measuring logic lives here.
  *
  *   tempo bench peak [--out FILE] [--seconds S]
- *   tempo bench kernels [--kernel gemm] [--shapes SET | --shape MxNxK[:ta:tb]]
+ *   tempo bench kernels [--kernel gemm] [--presets LIST | --shape MxNxK[:ta:tb]]
  *                       [--threads LIST] [--seconds S]
+ *   tempo bench train [--preset NAME] [...]  (cmd_bench_train.c)
  *   tempo bench infer --model RUN_DIR [...]   (cmd_bench_infer.c)
  */
 #include <omp.h>
@@ -17,12 +18,13 @@
 #include "bench/openblas.h"
 #include "bench/peak.h"
 #include "cli/cli.h"
+#include "train/run_config.h"
 
 static void bench_usage(FILE *f)
 {
     fprintf(f,
             "usage: tempo bench peak [--out FILE] [--seconds S]\n"
-            "       tempo bench kernels [--kernel gemm] [--shapes model|large|all]\n"
+            "       tempo bench kernels [--kernel gemm] [--presets A,B,...] [--vocab N]\n"
             "                           [--shape MxNxK[:ta:tb]] [--threads 1,2] [--seconds S]\n"
             "                           [--no-openblas]\n"
             "  peak     fp32 FMA peak and triad memory bandwidth at 1 and all threads;\n"
@@ -31,10 +33,14 @@ static void bench_usage(FILE *f)
             "           and prints it as a JSON line. --seconds: total time (default 4).\n"
             "  kernels  one JSON line per kernel, shape and thread count: GFLOP/s and the\n"
             "           share of the profile's FMA peak; last line: the flop-weighted\n"
-            "           summary. --shapes: the presets' products (default all);\n"
+            "           summary. --presets: whose training-step products to run (default\n"
+            "           cpu-default,cpu-d256,cpu-d512; vocab --vocab, default 4097);\n"
             "           --threads: counts to run (default 1 and all); --seconds: per case\n"
             "           (default 0.3, best repetition kept). When libopenblas is installed,\n"
             "           each line also has cblas_sgemm's figure and the ratio tempo/openblas.\n"
+            "       tempo bench train [--preset NAME] [--threads 1,2] [--vs-torch] [...]\n"
+            "  train    the preset's whole training step: tokens/s, MFU, each op's time\n"
+            "           share, serial share, peak memory; see tempo bench train --help.\n"
             "       tempo bench infer --model RUN_DIR [...]\n"
             "  infer    inference speed of a trained model (prefill, decode per batch, the\n"
             "           chip's bound); see tempo bench infer --help.\n");
@@ -95,26 +101,11 @@ static int bench_peak(int argc, char **argv)
     return rc;
 }
 
-/* "1,2" -> counts; 0 or -1 on a bad list. */
-static int parse_threads(const char *text, int *out, int max)
-{
-    int n = 0;
-    const char *p = text;
-    while (*p && n < max) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || v > 1024 || (*end && *end != ','))
-            return -1;
-        out[n++] = (int)v;
-        p = *end ? end + 1 : end;
-    }
-    return *p ? -1 : n;
-}
-
 static int bench_kernels(int argc, char **argv)
 {
-    const char *kernel = "gemm", *set = "all";
+    const char *kernel = "gemm", *presets = "cpu-default,cpu-d256,cpu-d512";
     double seconds = 0.3;
+    long vocab = 4097;
     int threads[8], n_threads = 0, have_shape = 0, use_openblas = 1;
     bench_gemm_shape one;
     tempo_error err;
@@ -134,14 +125,19 @@ static int bench_kernels(int argc, char **argv)
         const char *v = argv[++i];
         if (!strcmp(a, "--kernel")) {
             kernel = v;
-        } else if (!strcmp(a, "--shapes")) {
-            set = v;
+        } else if (!strcmp(a, "--presets")) {
+            presets = v;
+        } else if (!strcmp(a, "--vocab")) {
+            char *end;
+            vocab = strtol(v, &end, 10);
+            if (end == v || *end || vocab < 2 || vocab > (1 << 20))
+                return cli_usage_error("bench kernels: --vocab '%s': expected 2..1048576", v);
         } else if (!strcmp(a, "--shape")) {
             if (bench_gemm_parse_shape(v, &one, &err))
                 return cli_report(&err);
             have_shape = 1;
         } else if (!strcmp(a, "--threads")) {
-            n_threads = parse_threads(v, threads, 8);
+            n_threads = cli_parse_thread_list(v, threads, 8);
             if (n_threads < 1)
                 return cli_usage_error("bench kernels: --threads '%s': expected e.g. 1,2", v);
         } else if (!strcmp(a, "--seconds")) {
@@ -153,10 +149,27 @@ static int bench_kernels(int argc, char **argv)
     }
     if (strcmp(kernel, "gemm"))
         return cli_usage_error("bench kernels: --kernel %s: unknown kernel (try: gemm)", kernel);
-    const bench_gemm_shape *shapes = &one;
-    int n_shapes = 1;
-    if (!have_shape && (n_shapes = bench_gemm_shapes(set, &shapes)) == 0)
-        return cli_usage_error("bench kernels: --shapes %s: unknown set (try: model, large, all)", set);
+    enum { MAX_SHAPES = 256 };
+    static bench_gemm_shape shapes[MAX_SHAPES];
+    int n_shapes = 0;
+    if (have_shape) {
+        shapes[n_shapes++] = one;
+    } else {
+        char list[512], *save = NULL;
+        snprintf(list, sizeof list, "%s", presets);
+        for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+            run_config rc;
+            run_config_defaults(&rc);
+            if (run_config_load_preset(&rc, name, &err))
+                return cli_report(&err);
+            rc.model.vocab_size = (int)vocab;
+            if (run_config_finish(&rc, &err))
+                return cli_report(&err);
+            n_shapes += bench_gemm_preset_shapes(&rc, shapes + n_shapes, MAX_SHAPES - n_shapes);
+        }
+        if (n_shapes == 0)
+            return cli_usage_error("bench kernels: --presets '%s': no shapes", presets);
+    }
     if (n_threads == 0) {
         int all = omp_get_max_threads();
         threads[n_threads++] = 1;
@@ -268,5 +281,8 @@ int cmd_bench(int argc, char **argv)
         return bench_kernels(argc - 1, argv + 1);
     if (!strcmp(argv[1], "infer"))
         return bench_infer_main(argc - 1, argv + 1);
-    return cli_usage_error("bench: %s: unknown benchmark (try: peak, kernels, infer)", argv[1]);
+    if (!strcmp(argv[1], "train"))
+        return bench_train_main(argc - 1, argv + 1);
+    return cli_usage_error("bench: %s: unknown benchmark (try: peak, kernels, train, infer)",
+                           argv[1]);
 }

@@ -2,6 +2,7 @@
  * call train_run, print the result. The only file-scope mutable variable in
  * tempo is the signal flag below: a signal handler can reach nothing else. */
 #include <signal.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "bench/hw_profile.h"
 #include "cli/cli.h"
+#include "core/thread_pin.h"
 #include "core/timer.h"
 #include "train/trainer.h"
 
@@ -41,6 +43,7 @@ static void usage(FILE *f)
         "  --set key=value   override one config key (repeatable); keys below\n"
         "  --seed N          random seed (default 1)\n"
         "  --threads N       threads (default: all cores)\n"
+        "  --pin-threads     bind each thread to its own core (OMP_PROC_BIND=close, OMP_PLACES=cores)\n"
         "  --resume          continue RUN_DIR's checkpoint (same seed/threads => identical weights)\n"
         "  --eval-stride N   stride of the final val bpb (default: context/2)\n"
         "  --no-eval         skip the final full validation\n"
@@ -70,7 +73,7 @@ int cmd_train(int argc, char **argv)
     o.final_eval = 1;
     const char *preset = "cpu-default";
     const char *sets[256];
-    int n_sets = 0;
+    int n_sets = 0, pin = 0;
     tempo_error err;
     tempo_error_clear(&err);
     for (int i = 1; i < argc; i++) {
@@ -80,6 +83,7 @@ int cmd_train(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         else if (!strcmp(a, "--resume")) o.resume = 1;
         else if (!strcmp(a, "--no-eval")) o.final_eval = 0;
+        else if (!strcmp(a, "--pin-threads")) pin = 1; /* set up by main.c before libgomp loads */
         else if (!takes_value(a)) return cli_usage_error("%s: unknown option (see tempo train --help)", a);
         else if (!v) return cli_usage_error("%s: missing value (see tempo train --help)", a);
         else if (!strcmp(a, "--data")) { o.data_dir = v; i++; }
@@ -114,6 +118,13 @@ int cmd_train(int argc, char **argv)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         o.threads = n > 0 ? (int)n : 1;
     }
+    omp_set_num_threads(o.threads);
+    int cpus[256];
+    int team = thread_pin_read(cpus, 256);
+    int pinned = team <= 256 && thread_pin_all_distinct(cpus, team);
+    if (pin && !pinned)
+        fprintf(stderr, "tempo: note: --pin-threads: the threads are not each bound to their own "
+                        "core (OMP_PROC_BIND=%s)\n", getenv("OMP_PROC_BIND") ? getenv("OMP_PROC_BIND") : "unset");
     hw_profile hw;
     if (hw_profile_load_or_measure(&hw, &err) == 0)
         o.peak_gflops = hw_profile_peak_gflops(&hw, o.threads);
@@ -163,8 +174,9 @@ int cmd_train(int argc, char **argv)
     strbuf_json_number(&js, r.step_seconds_mean);
     strbuf_puts(&js, ",\"final_train_loss\":");
     strbuf_json_number(&js, r.final_train_loss);
-    strbuf_printf(&js, ",\"retries\":%d,\"interrupted\":%s,\"threads\":%d,\"seed\":%llu}", r.retries,
-                  r.interrupted ? "true" : "false", o.threads, (unsigned long long)o.seed);
+    strbuf_printf(&js, ",\"retries\":%d,\"interrupted\":%s,\"threads\":%d,\"threads_pinned\":%s,"
+                  "\"seed\":%llu}", r.retries, r.interrupted ? "true" : "false", o.threads,
+                  pinned ? "true" : "false", (unsigned long long)o.seed);
     rc = cli_emit_result(&js, o.out_dir);
     strbuf_free(&js);
     if (rc) return rc;

@@ -22,23 +22,41 @@ static void usage(FILE *f)
             "run 'tempo <command> --help' for a command's options\n");
 }
 
-/* OpenMP threads that spin at barriers lose badly when the machine is shared:
- * measured here under load (d128/L4 step, 2 threads), 6.6 s per step with
- * OMP_WAIT_POLICY=ACTIVE against 1.1-2.5 s with PASSIVE. libgomp reads the
- * policy when it loads, before main, so tempo re-executes itself once with
- * PASSIVE unless the user chose a policy. */
-static void prefer_passive_openmp(char **argv)
+/* OpenMP settings that libgomp reads when it loads, before main, so tempo
+ * re-executes itself once with them set:
+ *  - OMP_WAIT_POLICY=PASSIVE unless the user chose a policy. Threads that
+ *    spin at barriers lose badly when the machine is shared: measured here
+ *    under load (d128/L4 step, 2 threads), 6.6 s per step with ACTIVE
+ *    against 1.1-2.5 s with PASSIVE. On an idle machine, since the step runs
+ *    few parallel regions (Muon and the head share work out whole per
+ *    thread), PASSIVE costs within noise of spinning (cpu-default, 2
+ *    threads: 0.61-0.64 s against 0.61 s with GOMP_SPINCOUNT=20000).
+ *  - With --pin-threads anywhere on the command line (train, bench train):
+ *    OMP_PROC_BIND=close and OMP_PLACES=cores, unless the user set them:
+ *    one thread per core, never migrated. */
+static void set_openmp_environment(int argc, char **argv)
 {
-    if (getenv("OMP_WAIT_POLICY"))
-        return;
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    execv("/proc/self/exe", argv);
-    /* exec failed: carry on with the default policy */
+    int again = 0;
+    if (!getenv("OMP_WAIT_POLICY")) {
+        setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+        again = 1;
+    }
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--pin-threads") && !getenv("OMP_PROC_BIND")) {
+            setenv("OMP_PROC_BIND", "close", 1);
+            if (!getenv("OMP_PLACES"))
+                setenv("OMP_PLACES", "cores", 1);
+            again = 1;
+            break;
+        }
+    if (again)
+        execv("/proc/self/exe", argv);
+    /* exec failed: carry on with the defaults */
 }
 
 int main(int argc, char **argv)
 {
-    prefer_passive_openmp(argv);
+    set_openmp_environment(argc, argv);
     if (argc < 2) {
         usage(stderr);
         return 2;

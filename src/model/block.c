@@ -12,18 +12,71 @@
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
 
+#include <omp.h>
+
+/* Run stmt, timing it as op k when d profiles. */
+#define TIMED(d, k, stmt)                               \
+    do {                                                \
+        double t0_ = op_profile_begin((d)->prof);       \
+        stmt;                                           \
+        op_profile_end((d)->prof, (k), t0_);            \
+    } while (0)
+
 /* y [N, out] = x [N, in] W^T, W [out, in] */
-static void linear(float *y, const float *x, const float *W, int N, int in, int out, float beta)
+static void linear(const model_block_dims *d, float *y, const float *x, const float *W, int N,
+                   int in, int out, float beta)
 {
-    gemm_f32(0, 1, N, out, in, x, in, W, in, beta, y, out);
+    TIMED(d, OP_GEMM_FWD, gemm_f32_ctx(&d->gemm[0], 0, 1, N, out, in, x, in, W, in, beta, y, out));
 }
 
-/* dx [N, in] (= or +=) dy [N, out] W;  dW [out, in] += dy^T x */
-static void linear_backward(float *dx, float dx_beta, float *dW, const float *dy,
-                            const float *x, const float *W, int N, int in, int out)
+/* One weight's share of a backward group: dy [N, out], W [out, in], and
+ * its gradient dW [out, in]. */
+typedef struct {
+    const float *dy, *W;
+    float *dW;
+    int out;
+} lin_grad;
+
+static void group_dx(gemm_context *ctx, float *dx, float dx_beta, const lin_grad *g, int n,
+                     int N, int in)
 {
-    gemm_f32(0, 0, N, in, out, dy, out, W, in, dx_beta, dx, in);
-    gemm_f32(1, 0, out, in, N, dy, out, x, in, 1.0f, dW, in);
+    for (int i = 0; i < n; i++) /* dx (= or +=) sum_i dy_i W_i */
+        gemm_f32_ctx(ctx, 0, 0, N, in, g[i].out, g[i].dy, g[i].out,
+                     g[i].W, in, i ? 1.0f : dx_beta, dx, in);
+}
+
+static void group_dw(gemm_context *ctx, const float *x, const lin_grad *g, int n, int N, int in)
+{
+    for (int i = 0; i < n; i++) /* dW_i += dy_i^T x */
+        gemm_f32_ctx(ctx, 1, 0, g[i].out, in, N, g[i].dy, g[i].out,
+                     x, in, 1.0f, g[i].dW, in);
+}
+
+/* The backward of n projections of the same input x [N, in]:
+ *   dx [N, in] (= when dx_beta is 0, += when 1) sum_i dy_i W_i,
+ *   dW_i += dy_i^T x.
+ * The dx products and the dW products are independent: on a team of
+ * exactly two threads (this project's chip) they run side by side, one
+ * thread each, every GEMM on one thread (no barriers, no wake-ups inside);
+ * otherwise one after the other on the whole team. The sums are the same
+ * either way (a GEMM's result does not depend on its thread count). */
+static void linear_backward(const model_block_dims *d, float *dx, float dx_beta, const float *x,
+                            int N, int in, const lin_grad *g, int n)
+{
+    double t0 = op_profile_begin(d->prof);
+    if (omp_get_level() == 0 && omp_get_max_threads() == 2) {
+#pragma omp parallel num_threads(2)
+        {
+            if (omp_get_thread_num() == 0)
+                group_dx(&d->gemm[0], dx, dx_beta, g, n, N, in);
+            else
+                group_dw(&d->gemm[1], x, g, n, N, in);
+        }
+    } else {
+        group_dx(&d->gemm[0], dx, dx_beta, g, n, N, in);
+        group_dw(&d->gemm[0], x, g, n, N, in);
+    }
+    op_profile_end(d->prof, OP_GEMM_BWD, t0);
 }
 
 void model_block_attn_forward(const model_block_dims *d, const model_layer_weights *w,
@@ -31,21 +84,21 @@ void model_block_attn_forward(const model_block_dims *d, const model_layer_weigh
                               int B, int T)
 {
     int N = B * T, C = d->C, HD = d->H * d->D, KD = d->Hkv * d->D;
-    rmsnorm_forward_copy(a->xn1, a->rstd1, x_out, x_in, w->attn_norm, N, C, d->eps);
+    TIMED(d, OP_NORM, rmsnorm_forward_copy(a->xn1, a->rstd1, x_out, x_in, w->attn_norm, N, C, d->eps));
     if (d->qk_norm) {
-        linear(a->q_raw, a->xn1, w->wq, N, C, HD, 0);
-        linear(a->k_raw, a->xn1, w->wk, N, C, KD, 0);
-        rmsnorm_forward(a->q, a->q_rstd, a->q_raw, w->q_norm, N * d->H, d->D, d->eps);
-        rmsnorm_forward(a->k, a->k_rstd, a->k_raw, w->k_norm, N * d->Hkv, d->D, d->eps);
+        linear(d, a->q_raw, a->xn1, w->wq, N, C, HD, 0);
+        linear(d, a->k_raw, a->xn1, w->wk, N, C, KD, 0);
+        TIMED(d, OP_NORM, rmsnorm_forward(a->q, a->q_rstd, a->q_raw, w->q_norm, N * d->H, d->D, d->eps));
+        TIMED(d, OP_NORM, rmsnorm_forward(a->k, a->k_rstd, a->k_raw, w->k_norm, N * d->Hkv, d->D, d->eps));
     } else {
-        linear(a->q, a->xn1, w->wq, N, C, HD, 0);
-        linear(a->k, a->xn1, w->wk, N, C, KD, 0);
+        linear(d, a->q, a->xn1, w->wq, N, C, HD, 0);
+        linear(d, a->k, a->xn1, w->wk, N, C, KD, 0);
     }
-    linear(a->v, a->xn1, w->wv, N, C, KD, 0);
-    rope_forward(a->q, B, T, d->H, d->D, 0, d->rope_cos, d->rope_sin);
-    rope_forward(a->k, B, T, d->Hkv, d->D, 0, d->rope_cos, d->rope_sin);
-    attention_forward(a->att, a->lse, a->q, a->k, a->v, B, T, d->H, d->Hkv, d->D);
-    linear(x_out, a->att, w->wo, N, HD, C, 1.0f); /* x_out = x_in (copied above) + ... */
+    linear(d, a->v, a->xn1, w->wv, N, C, KD, 0);
+    TIMED(d, OP_ROPE, rope_forward(a->q, B, T, d->H, d->D, 0, d->rope_cos, d->rope_sin));
+    TIMED(d, OP_ROPE, rope_forward(a->k, B, T, d->Hkv, d->D, 0, d->rope_cos, d->rope_sin));
+    TIMED(d, OP_ATTN_FWD, attention_forward(a->att, a->lse, a->q, a->k, a->v, B, T, d->H, d->Hkv, d->D));
+    linear(d, x_out, a->att, w->wo, N, HD, C, 1.0f); /* x_out = x_in (copied above) + ... */
 }
 
 void model_block_mlp_forward(const model_block_dims *d, const model_layer_weights *w,
@@ -53,15 +106,15 @@ void model_block_mlp_forward(const model_block_dims *d, const model_layer_weight
 {
     int C = d->C, F = d->F;
     size_t n = (size_t)N * F;
-    rmsnorm_forward_copy(a->xn2, a->rstd2, x_out, x_in, w->mlp_norm, N, C, d->eps);
-    linear(a->up, a->xn2, w->w_up, N, C, F, 0);
+    TIMED(d, OP_NORM, rmsnorm_forward_copy(a->xn2, a->rstd2, x_out, x_in, w->mlp_norm, N, C, d->eps));
+    linear(d, a->up, a->xn2, w->w_up, N, C, F, 0);
     if (d->mlp == MLP_SWIGLU) {
-        linear(a->gate, a->xn2, w->w_gate, N, C, F, 0);
-        act_swiglu_forward(a->act, a->gate, a->up, n);
+        linear(d, a->gate, a->xn2, w->w_gate, N, C, F, 0);
+        TIMED(d, OP_ACTIVATION, act_swiglu_forward(a->act, a->gate, a->up, n));
     } else {
-        act_relu2_forward(a->act, a->up, n);
+        TIMED(d, OP_ACTIVATION, act_relu2_forward(a->act, a->up, n));
     }
-    linear(x_out, a->act, w->w_down, N, F, C, 1.0f); /* x_out = x_in (copied above) + ... */
+    linear(d, x_out, a->act, w->w_down, N, F, C, 1.0f); /* x_out = x_in (copied above) + ... */
 }
 
 void model_block_attn_backward(const model_block_dims *d, const model_layer_weights *w,
@@ -70,24 +123,24 @@ void model_block_attn_backward(const model_block_dims *d, const model_layer_weig
                                int B, int T)
 {
     int N = B * T, C = d->C, HD = d->H * d->D, KD = d->Hkv * d->D;
-    linear_backward(s->d_att, 0, g->wo, dx, a->att, w->wo, N, HD, C);
-    attention_backward(s->dq, s->dk, s->dv, s->d_att, a->q, a->k, a->v, a->att, a->lse, B, T,
-                       d->H, d->Hkv, d->D);
-    rope_backward(s->dq, B, T, d->H, d->D, 0, d->rope_cos, d->rope_sin);
-    rope_backward(s->dk, B, T, d->Hkv, d->D, 0, d->rope_cos, d->rope_sin);
+    lin_grad go = {dx, w->wo, g->wo, C};
+    linear_backward(d, s->d_att, 0, a->att, N, HD, &go, 1);
+    TIMED(d, OP_ATTN_BWD, attention_backward(s->dq, s->dk, s->dv, s->d_att, a->q, a->k, a->v, a->att, a->lse, B, T,
+                       d->H, d->Hkv, d->D));
+    TIMED(d, OP_ROPE, rope_backward(s->dq, B, T, d->H, d->D, 0, d->rope_cos, d->rope_sin));
+    TIMED(d, OP_ROPE, rope_backward(s->dk, B, T, d->Hkv, d->D, 0, d->rope_cos, d->rope_sin));
     const float *dq = s->dq, *dk = s->dk;
     if (d->qk_norm) {
-        rmsnorm_backward(s->dq_raw, g->q_norm, s->dq, a->q_raw, w->q_norm, a->q_rstd, N * d->H,
-                         d->D, 0);
-        rmsnorm_backward(s->dk_raw, g->k_norm, s->dk, a->k_raw, w->k_norm, a->k_rstd,
-                         N * d->Hkv, d->D, 0);
+        TIMED(d, OP_NORM, rmsnorm_backward(s->dq_raw, g->q_norm, s->dq, a->q_raw, w->q_norm, a->q_rstd, N * d->H,
+                         d->D, 0));
+        TIMED(d, OP_NORM, rmsnorm_backward(s->dk_raw, g->k_norm, s->dk, a->k_raw, w->k_norm, a->k_rstd,
+                         N * d->Hkv, d->D, 0));
         dq = s->dq_raw;
         dk = s->dk_raw;
     }
-    linear_backward(s->d_xn, 0, g->wq, dq, a->xn1, w->wq, N, C, HD);
-    linear_backward(s->d_xn, 1, g->wk, dk, a->xn1, w->wk, N, C, KD);
-    linear_backward(s->d_xn, 1, g->wv, s->dv, a->xn1, w->wv, N, C, KD);
-    rmsnorm_backward(dx, g->attn_norm, s->d_xn, x_in, w->attn_norm, a->rstd1, N, C, 1);
+    lin_grad gqkv[3] = {{dq, w->wq, g->wq, HD}, {dk, w->wk, g->wk, KD}, {s->dv, w->wv, g->wv, KD}};
+    linear_backward(d, s->d_xn, 0, a->xn1, N, C, gqkv, 3);
+    TIMED(d, OP_NORM, rmsnorm_backward(dx, g->attn_norm, s->d_xn, x_in, w->attn_norm, a->rstd1, N, C, 1));
 }
 
 void model_block_mlp_backward(const model_block_dims *d, const model_layer_weights *w,
@@ -97,15 +150,17 @@ void model_block_mlp_backward(const model_block_dims *d, const model_layer_weigh
 {
     int C = d->C, F = d->F;
     size_t n = (size_t)N * F;
-    linear_backward(s->d_act, 0, g->w_down, dx, a->act, w->w_down, N, F, C);
+    lin_grad gd = {dx, w->w_down, g->w_down, C};
+    linear_backward(d, s->d_act, 0, a->act, N, F, &gd, 1);
     if (d->mlp == MLP_SWIGLU) {
         /* d_act becomes d_gate in place */
-        act_swiglu_backward(s->d_act, s->d_up, s->d_act, a->gate, a->up, n);
-        linear_backward(s->d_xn, 0, g->w_up, s->d_up, a->xn2, w->w_up, N, C, F);
-        linear_backward(s->d_xn, 1, g->w_gate, s->d_act, a->xn2, w->w_gate, N, C, F);
+        TIMED(d, OP_ACTIVATION, act_swiglu_backward(s->d_act, s->d_up, s->d_act, a->gate, a->up, n));
+        lin_grad gug[2] = {{s->d_up, w->w_up, g->w_up, F}, {s->d_act, w->w_gate, g->w_gate, F}};
+        linear_backward(d, s->d_xn, 0, a->xn2, N, C, gug, 2);
     } else {
-        act_relu2_backward(s->d_up, s->d_act, a->up, n);
-        linear_backward(s->d_xn, 0, g->w_up, s->d_up, a->xn2, w->w_up, N, C, F);
+        TIMED(d, OP_ACTIVATION, act_relu2_backward(s->d_up, s->d_act, a->up, n));
+        lin_grad gu = {s->d_up, w->w_up, g->w_up, F};
+        linear_backward(d, s->d_xn, 0, a->xn2, N, C, &gu, 1);
     }
-    rmsnorm_backward(dx, g->mlp_norm, s->d_xn, x_in, w->mlp_norm, a->rstd2, N, C, 1);
+    TIMED(d, OP_NORM, rmsnorm_backward(dx, g->mlp_norm, s->d_xn, x_in, w->mlp_norm, a->rstd2, N, C, 1));
 }

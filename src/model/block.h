@@ -9,15 +9,22 @@
 #ifndef TEMPO_MODEL_BLOCK_H
 #define TEMPO_MODEL_BLOCK_H
 
+#include "core/op_profile.h"
+#include "kernels/cpu/gemm.h"
 #include "model/config.h"
 
-/* Sizes and constants a block needs. */
+/* Sizes and constants a block needs, and the model's shared step context:
+ * the GEMM context every projection goes through (config + reused packing
+ * workspace: no allocation once warm) and an optional op profile. */
 typedef struct {
     int C, H, Hkv, D, F;
     mlp_kind mlp;
     int qk_norm;
     float eps;
     const float *rope_cos, *rope_sin; /* [context, D/2] (rope.h) */
+    gemm_context *gemm;               /* [2] not NULL: [0] for the whole team's GEMMs,
+                                         [1] for the second thread's when two run side by side */
+    op_profile *prof;                 /* NULL: not profiling */
 } model_block_dims;
 
 /* One layer's weights (or, with the same layout, its gradients); q_norm,

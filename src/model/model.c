@@ -184,7 +184,11 @@ int model_create(model **out, const model_config *cfg, int max_batch, tempo_erro
     int D = model_config_head_dim(cfg);
     m->dims = (model_block_dims){.C = cfg->d_model, .H = cfg->n_heads, .Hkv = cfg->n_kv_heads,
                                  .D = D, .F = cfg->d_ff, .mlp = cfg->mlp,
-                                 .qk_norm = cfg->qk_norm, .eps = cfg->norm_eps};
+                                 .qk_norm = cfg->qk_norm, .eps = cfg->norm_eps,
+                                 .gemm = m->gemm};
+    gemm_context_init(&m->gemm[0]);
+    m->gemm[1].cfg = m->gemm[0].cfg; /* empty workspace, grown on first use */
+    m->head_ws.gemm = &m->gemm[0];
     m->tensors = calloc(3 + 11 * (size_t)cfg->n_layers, sizeof *m->tensors);
     m->lw = calloc((size_t)cfg->n_layers, sizeof *m->lw);
     m->lg = calloc((size_t)cfg->n_layers, sizeof *m->lg);
@@ -235,6 +239,9 @@ void model_free(model *m)
     free(m->lw);
     free(m->lg);
     free(m->acts);
+    lm_head_workspace_free(&m->head_ws);
+    gemm_context_free(&m->gemm[0]);
+    gemm_context_free(&m->gemm[1]);
     free(m);
 }
 
@@ -248,6 +255,12 @@ float *model_grads(model *m) { return m->grads; }
 int model_num_tensors(const model *m) { return m->n_tensors; }
 const float *model_token_losses(const model *m) { return m->losses; }
 void model_set_training(model *m, int training) { m->training = training != 0; }
+
+void model_set_profile(model *m, op_profile *prof)
+{
+    m->prof = prof;
+    m->dims.prof = prof;
+}
 
 const model_tensor *model_tensor_at(const model *m, int i)
 {

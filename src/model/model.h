@@ -17,7 +17,12 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/op_profile.h"
 #include "model/config.h"
+
+/* Rows of tokens per chunk of the fused head + cross-entropy (each thread's
+ * logits scratch is MODEL_HEAD_CHUNK_ROWS x V floats). */
+#define MODEL_HEAD_CHUNK_ROWS 128
 
 typedef enum { TENSOR_EMBEDDING, TENSOR_MATRIX, TENSOR_NORM, TENSOR_HEAD } tensor_kind;
 
@@ -72,6 +77,11 @@ void model_init(model *m, uint64_t seed);
  * losses only, ~3x cheaper in the head; a model_backward after such a
  * forward recomputes the head pass, so results are the same either way. */
 void model_set_training(model *m, int training);
+
+/* Attach an op profile (core/op_profile.h) that forward and backward add
+ * their ops' wall time to, or NULL (the default) to stop. The model does not
+ * own it. */
+void model_set_profile(model *m, op_profile *prof);
 
 /* tokens, targets: [B*T], row-major (sequence b at [b*T, (b+1)*T)); B <=
  * max_batch, T <= context, ids in [0, vocab_size). Returns the mean

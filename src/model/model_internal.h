@@ -4,17 +4,19 @@
 #ifndef TEMPO_MODEL_INTERNAL_H
 #define TEMPO_MODEL_INTERNAL_H
 
+#include "core/op_profile.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/lm_head.h"
 #include "model/block.h"
 #include "model/model.h"
-
-/* Rows of tokens per chunk of the fused head + cross-entropy (logits scratch
- * is HEAD_CHUNK_ROWS x V floats). */
-#define MODEL_HEAD_CHUNK_ROWS 128
 
 struct model {
     model_config cfg;
     int max_batch;
-    model_block_dims dims;
+    model_block_dims dims;      /* its gemm points at gemm below, prof at prof */
+    gemm_context gemm[2];       /* every GEMM of a pass goes through them (block.h) */
+    lm_head_workspace head_ws;  /* the head's packed weights (gemm = &gemm[0]) */
+    op_profile *prof;           /* NULL unless profiling (model_set_profile) */
 
     /* parameters and gradients: one buffer each, same layout */
     size_t n_params;

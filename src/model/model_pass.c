@@ -6,9 +6,19 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/op_profile.h"
+
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/lm_head.h"
 #include "kernels/cpu/rmsnorm.h"
+
+/* Run stmt, timing it as op k when m profiles. */
+#define TIMED(m, k, stmt)                               \
+    do {                                                \
+        double t0_ = op_profile_begin((m)->prof);       \
+        stmt;                                           \
+        op_profile_end((m)->prof, (k), t0_);            \
+    } while (0)
 
 /* Residual stream after half-layer i (0 = embeddings, 2l+1 after layer l's
  * attention, 2l+2 after its MLP): [N, C] at a stride of max_batch*context rows. */
@@ -38,27 +48,30 @@ double model_forward(model *m, const int32_t *tokens, const int32_t *targets, in
     m->B = B;
     m->T = T;
     memcpy(m->tokens, tokens, sizeof(int32_t) * (size_t)N);
-    embedding_forward(residual(m, 0), tokens, m->tok_emb, N, C);
+    TIMED(m, OP_EMBEDDING, embedding_forward(residual(m, 0), tokens, m->tok_emb, N, C));
     for (int l = 0; l < L; l++) {
         model_block_attn_forward(&m->dims, &m->lw[l], &m->acts[l], residual(m, 2 * l),
                                  residual(m, 2 * l + 1), B, T);
         model_block_mlp_forward(&m->dims, &m->lw[l], &m->acts[l], residual(m, 2 * l + 1),
                                 residual(m, 2 * l + 2), N);
     }
-    rmsnorm_forward(m->xf, m->rstd_f, residual(m, 2 * L), m->final_norm, N, C, c->norm_eps);
+    TIMED(m, OP_NORM,
+          rmsnorm_forward(m->xf, m->rstd_f, residual(m, 2 * L), m->final_norm, N, C, c->norm_eps));
     if (!targets)
         return 0.0;
     memcpy(m->targets, targets, sizeof(int32_t) * (size_t)N);
+    double t0 = op_profile_begin(m->prof);
     if (m->training) {
         memset(m->head_dw, 0, sizeof(float) * (size_t)V * C);
         lm_head_loss_forward_backward(m->losses, m->dxf, m->head_dw, m->xf, m->head, targets, N,
                                       C, V, c->logit_softcap, 1.0f / (float)N, m->head_scratch,
-                                      MODEL_HEAD_CHUNK_ROWS);
+                                      MODEL_HEAD_CHUNK_ROWS, &m->head_ws);
         m->head_dw_ready = 1;
     } else {
         lm_head_loss_forward(m->losses, m->xf, m->head, targets, N, C, V, c->logit_softcap,
-                             m->head_scratch, MODEL_HEAD_CHUNK_ROWS);
+                             m->head_scratch, MODEL_HEAD_CHUNK_ROWS, &m->head_ws);
     }
+    op_profile_end(m->prof, OP_HEAD, t0);
     m->have_targets = 1;
     double sum = 0;
     for (int n = 0; n < N; n++)
@@ -72,6 +85,7 @@ void model_backward(model *m)
         return;
     const model_config *c = &m->cfg;
     int B = m->B, T = m->T, N = B * T, C = c->d_model, V = c->vocab_size, L = c->n_layers;
+    double t0 = op_profile_begin(m->prof);
     if (m->head_dw_ready) {
         size_t n = (size_t)V * C;
         float *g = m->g_head;
@@ -79,18 +93,20 @@ void model_backward(model *m)
 #pragma omp parallel for schedule(static) if (n > 65536)
         for (size_t i = 0; i < n; i++)
             g[i] += s[i];
+        op_profile_end(m->prof, OP_HEAD_GRAD_ADD, t0);
     } else { /* evaluation-mode forward: run the head's training pass now */
         lm_head_loss_forward_backward(m->losses, m->dxf, m->g_head, m->xf, m->head, m->targets,
                                       N, C, V, c->logit_softcap, 1.0f / (float)N,
-                                      m->head_scratch, MODEL_HEAD_CHUNK_ROWS);
+                                      m->head_scratch, MODEL_HEAD_CHUNK_ROWS, &m->head_ws);
+        op_profile_end(m->prof, OP_HEAD, t0);
     }
-    rmsnorm_backward(m->dres, m->g_final_norm, m->dxf, residual(m, 2 * L), m->final_norm,
-                     m->rstd_f, N, C, 0);
+    TIMED(m, OP_NORM, rmsnorm_backward(m->dres, m->g_final_norm, m->dxf, residual(m, 2 * L),
+                                       m->final_norm, m->rstd_f, N, C, 0));
     for (int l = L - 1; l >= 0; l--) {
         model_block_mlp_backward(&m->dims, &m->lw[l], &m->lg[l], &m->acts[l], &m->scratch,
                                  residual(m, 2 * l + 1), m->dres, N);
         model_block_attn_backward(&m->dims, &m->lw[l], &m->lg[l], &m->acts[l], &m->scratch,
                                   residual(m, 2 * l), m->dres, B, T);
     }
-    embedding_backward(m->g_tok_emb, m->tokens, m->dres, N, C);
+    TIMED(m, OP_EMBEDDING, embedding_backward(m->g_tok_emb, m->tokens, m->dres, N, C));
 }

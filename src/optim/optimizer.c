@@ -1,11 +1,12 @@
 /* optimizer.c - AdamW and Muon updates, gradient norm (see optimizer.h).
- * Newton-Schulz runs on gemm_f32; the AdamW update and the gradient's sum of
+ * Newton-Schulz runs on the GEMM (through the optimizer's gemm_context); the AdamW update and the gradient's sum of
  * squares are the vectorised kernels of kernels/cpu/optim_kernels.h; Muon's
  * elementwise loops are OpenMP loops here. Static schedules throughout, so
  * results are deterministic per thread count. */
 #include "optim/optimizer.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,9 +26,12 @@ int optim_create(optimizer *o, const optim_config *cfg, const optim_tensor *tens
     o->cfg = *cfg;
     o->n_tensors = n_tensors;
     o->n_params = n_params;
+    o->n_workers = omp_get_max_threads() > 0 ? omp_get_max_threads() : 1;
     o->tensors = malloc(sizeof *tensors * (size_t)(n_tensors ? n_tensors : 1));
     o->m = calloc(n_params ? n_params : 1, sizeof(float));
     o->v = calloc(n_params ? n_params : 1, sizeof(float));
+    o->muon_order = malloc(sizeof(int) * (size_t)(n_tensors ? n_tensors : 1));
+    o->gemm = calloc((size_t)o->n_workers, sizeof *o->gemm);
     size_t work = 0;
     for (int i = 0; i < n_tensors; i++)
         if (tensors[i].group == GROUP_MATRIX) {
@@ -35,12 +39,26 @@ int optim_create(optimizer *o, const optim_config *cfg, const optim_tensor *tens
             if (w > work) work = w;
         }
     o->ns_work_len = work;
-    o->ns_work = malloc(sizeof(float) * (work ? work : 1));
-    if (!o->tensors || !o->m || !o->v || !o->ns_work) {
+    o->ns_work = malloc(sizeof(float) * (work ? work * (size_t)o->n_workers : 1));
+    if (!o->tensors || !o->m || !o->v || !o->ns_work || !o->muon_order || !o->gemm) {
         optim_free(o);
         return tempo_fail(err, "optimizer: out of memory for %zu parameters", n_params);
     }
     memcpy(o->tensors, tensors, sizeof *tensors * (size_t)n_tensors);
+    for (int w = 0; w < o->n_workers; w++)
+        gemm_context_init(&o->gemm[w]);
+    /* Muon's matrices, largest first (insertion sort: a few dozen), so the
+     * dynamic share-out ends with the small ones. */
+    for (int i = 0; i < n_tensors; i++) {
+        if (tensors[i].group != GROUP_MATRIX)
+            continue;
+        int j = o->n_muon++;
+        while (j > 0 && tensors[o->muon_order[j - 1]].numel < tensors[i].numel) {
+            o->muon_order[j] = o->muon_order[j - 1];
+            j--;
+        }
+        o->muon_order[j] = i;
+    }
     return 0;
 }
 
@@ -50,6 +68,11 @@ void optim_free(optimizer *o)
     free(o->m);
     free(o->v);
     free(o->ns_work);
+    if (o->gemm)
+        for (int w = 0; w < o->n_workers; w++)
+            gemm_context_free(&o->gemm[w]);
+    free(o->gemm);
+    free(o->muon_order);
     memset(o, 0, sizeof *o);
 }
 
@@ -58,30 +81,47 @@ double optim_grad_norm(const float *grads, size_t n)
     return sqrt(optim_kernel_sum_squares(grads, n));
 }
 
-void optim_newton_schulz(float *G, int rows, int cols, int steps, float *work)
+/* C = A B^T etc. through ctx when given. */
+static void ns_gemm(gemm_context *ctx, int ta, int tb, int M, int N, int K, const float *A,
+                    int lda, const float *B, int ldb, float *C, int ldc)
+{
+    if (ctx)
+        gemm_f32_ctx(ctx, ta, tb, M, N, K, A, lda, B, ldb, 0.0f, C, ldc);
+    else
+        gemm_f32(ta, tb, M, N, K, A, lda, B, ldb, 0.0f, C, ldc);
+}
+
+/* Elementwise loops are worth a team only above this many floats. */
+#define NS_PAR_MIN 16384
+
+void optim_newton_schulz(float *G, int rows, int cols, int steps, float *work,
+                         gemm_context *gemm)
 {
     const float a = 3.4445f, b = -4.7750f, c = 2.0315f;
     int transposed = rows > cols;
     int r = transposed ? cols : rows, n = transposed ? rows : cols;
     size_t rn = (size_t)r * n, rr = (size_t)r * r;
     float *X = work, *A = X + rn, *AA = A + rr, *Y = AA + rr;
-    double ss = 0;
-    for (size_t i = 0; i < rn; i++) ss += (double)G[i] * G[i];
-    float inv = (float)(1.0 / (sqrt(ss) + 1e-7));
+    float inv = (float)(1.0 / (sqrt(optim_kernel_sum_squares(G, rn)) + 1e-7));
     if (transposed) {
-        for (int i = 0; i < rows; i++)
-            for (int j = 0; j < cols; j++) X[(size_t)j * n + i] = G[(size_t)i * cols + j] * inv;
+#pragma omp parallel for schedule(static) if (rn > NS_PAR_MIN)
+        for (int j = 0; j < cols; j++)
+            for (int i = 0; i < rows; i++) X[(size_t)j * n + i] = G[(size_t)i * cols + j] * inv;
     } else {
+#pragma omp parallel for schedule(static) if (rn > NS_PAR_MIN)
         for (size_t i = 0; i < rn; i++) X[i] = G[i] * inv;
     }
     for (int s = 0; s < steps; s++) {
-        gemm_f32(0, 1, r, r, n, X, n, X, n, 0.0f, A, r);          /* A = X X^T */
-        gemm_f32(0, 0, r, r, r, A, r, A, r, 0.0f, AA, r);         /* AA = A A */
+        ns_gemm(gemm, 0, 1, r, r, n, X, n, X, n, A, r);   /* A = X X^T */
+        ns_gemm(gemm, 0, 0, r, r, r, A, r, A, r, AA, r);  /* AA = A A */
+#pragma omp parallel for schedule(static) if (rr > NS_PAR_MIN)
         for (size_t i = 0; i < rr; i++) A[i] = b * A[i] + c * AA[i]; /* B = bA + cA^2 */
-        gemm_f32(0, 0, r, n, r, A, r, X, n, 0.0f, Y, n);          /* Y = B X */
+        ns_gemm(gemm, 0, 0, r, n, r, A, r, X, n, Y, n);   /* Y = B X */
+#pragma omp parallel for schedule(static) if (rn > NS_PAR_MIN)
         for (size_t i = 0; i < rn; i++) X[i] = a * X[i] + Y[i];
     }
     if (transposed) {
+#pragma omp parallel for schedule(static) if (rn > NS_PAR_MIN)
         for (int i = 0; i < rows; i++)
             for (int j = 0; j < cols; j++) G[(size_t)i * cols + j] = X[(size_t)j * n + i];
     } else {
@@ -109,24 +149,24 @@ static void adamw_range(const optim_config *c, float *p, const float *g, float *
     optim_kernel_adamw(p, g, m, v, n, &k);
 }
 
+/* Muon for one matrix, on the calling thread (the loops and GEMMs inside
+ * run on a team of one when called in a parallel region). */
 static void muon_tensor(optimizer *o, const optim_tensor *t, float *p, float *g, float lr, float wd,
-                        float gscale)
+                        float gscale, float *work, gemm_context *gemm)
 {
     const optim_config *c = &o->cfg;
     float *buf = o->m + t->offset;
     float *upd = o->v + t->offset; /* Muon tensors have no second moment: reuse v as scratch */
     const float mu = c->muon_momentum;
     size_t n = t->numel;
-#pragma omp parallel for schedule(static) if (n > 8192)
     for (size_t i = 0; i < n; i++) {
         float gi = g[i] * gscale;
         buf[i] = mu * buf[i] + gi;
         upd[i] = gi + mu * buf[i]; /* Nesterov */
     }
-    optim_newton_schulz(upd, t->rows, t->cols, c->ns_steps, o->ns_work);
+    optim_newton_schulz(upd, t->rows, t->cols, c->ns_steps, work, gemm);
     float scale = sqrtf(fmaxf(1.0f, (float)t->rows / (float)t->cols));
     const float step = lr * scale, decay = 1.0f - lr * wd;
-#pragma omp parallel for schedule(static) if (n > 8192)
     for (size_t i = 0; i < n; i++) {
         p[i] = p[i] * decay - step * upd[i];
         upd[i] = 0; /* keep v's Muon slots at zero so checkpoints are tidy */
@@ -141,16 +181,30 @@ void optim_step(optimizer *o, float *params, float *grads, double grad_norm, dou
         gscale = (float)(c->grad_clip / grad_norm);
     o->t++;
     double bc1 = 1.0 - pow(c->beta1, (double)o->t), bc2 = 1.0 - pow(c->beta2, (double)o->t);
+    if (c->use_muon && o->n_muon > 0) {
+        int nt = omp_get_max_threads();
+        nt = nt < o->n_workers ? nt : o->n_workers;
+        nt = nt < o->n_muon ? nt : o->n_muon;
+        float muon_lr = (float)(c->lr_muon * lr_mult), muon_wd = c->weight_decay;
+#pragma omp parallel num_threads(nt)
+        {
+            int w = omp_get_thread_num();
+            float *work = o->ns_work + (size_t)w * o->ns_work_len;
+#pragma omp for schedule(dynamic, 1)
+            for (int k = 0; k < o->n_muon; k++) {
+                const optim_tensor *t = &o->tensors[o->muon_order[k]];
+                muon_tensor(o, t, params + t->offset, grads + t->offset, muon_lr, muon_wd, gscale,
+                            work, &o->gemm[w]);
+            }
+        }
+    }
     for (int i = 0; i < o->n_tensors; i++) {
         const optim_tensor *t = &o->tensors[i];
+        if (t->group == GROUP_MATRIX && c->use_muon)
+            continue;
         float lr, wd;
         group_lr_wd(c, t->group, &lr, &wd);
-        if (t->group == GROUP_MATRIX && c->use_muon) {
-            muon_tensor(o, t, params + t->offset, grads + t->offset, (float)(c->lr_muon * lr_mult), wd,
-                        gscale);
-        } else {
-            adamw_range(c, params + t->offset, grads + t->offset, o->m + t->offset, o->v + t->offset,
-                        t->numel, (float)(lr * lr_mult), wd, gscale, bc1, bc2);
-        }
+        adamw_range(c, params + t->offset, grads + t->offset, o->m + t->offset, o->v + t->offset,
+                    t->numel, (float)(lr * lr_mult), wd, gscale, bc1, bc2);
     }
 }

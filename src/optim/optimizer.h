@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "kernels/cpu/gemm.h"
 
 typedef enum {
     GROUP_EMBED = 0,   /* token embedding (AdamW, lr_embed) */
@@ -47,8 +48,15 @@ typedef struct {
     size_t n_params;
     float *m, *v;        /* state, n_params each */
     int64_t t;           /* AdamW steps taken (bias correction) */
-    float *ns_work;      /* Newton-Schulz scratch, sized for the largest matrix */
+    float *ns_work;      /* Newton-Schulz scratch: n_workers slices of ns_work_len
+                            floats, each sized for the largest matrix */
     size_t ns_work_len;
+    int n_workers;       /* threads that can run Muon matrices side by side
+                            (omp_get_max_threads() at optim_create) */
+    gemm_context *gemm;  /* [n_workers] one per worker: no CPU query or allocation
+                            per Newton-Schulz GEMM */
+    int *muon_order;     /* GROUP_MATRIX tensor indices, largest first */
+    int n_muon;
 } optimizer;
 
 int optim_create(optimizer *o, const optim_config *cfg, const optim_tensor *tensors, int n_tensors,
@@ -61,14 +69,22 @@ double optim_grad_norm(const float *grads, size_t n);
 /* One update. lr_mult scales every learning rate (the schedule and the
  * divergence guard). If grad_clip > 0 and grad_norm > grad_clip, gradients are
  * scaled by grad_clip / grad_norm first. grads may be modified (Muon's
- * momentum is formed in place). */
+ * momentum is formed in place).
+ * Threads: Muon's matrices are shared out whole among the OpenMP threads (one
+ * parallel region for all of them, largest first), each matrix's
+ * Newton-Schulz running on one thread; small matrices gain nothing from
+ * splitting, and a team's wake-up per GEMM costs more than the GEMM on a
+ * virtual machine. Results depend on the thread count only through the
+ * reductions' split (as everywhere), not on which thread took which matrix. */
 void optim_step(optimizer *o, float *params, float *grads, double grad_norm, double lr_mult);
 
 /* Newton-Schulz orthogonalisation of G [rows x cols] in place: returns an
  * approximation of U V^T from G = U S V^T (quintic iteration, Muon's
  * coefficients). work must hold optim_ns_work_len floats, r = min(rows, cols),
- * c = max(rows, cols): see optim_ns_work_len. */
-void optim_newton_schulz(float *G, int rows, int cols, int steps, float *work);
+ * c = max(rows, cols): see optim_ns_work_len. gemm: the context its GEMMs
+ * use, or NULL for plain gemm_f32 (same results). */
+void optim_newton_schulz(float *G, int rows, int cols, int steps, float *work,
+                         gemm_context *gemm);
 size_t optim_ns_work_len(int rows, int cols);
 
 #endif

@@ -17,6 +17,7 @@
 #include "optim/optimizer.h"
 #include "train/batch.h"
 #include "train/checkpoint.h"
+#include "train/train_step.h"
 
 /* Everything one run holds; freed in one place. */
 typedef struct {
@@ -55,16 +56,6 @@ static void ctx_free(run_ctx *c)
     if (c->metrics) fclose(c->metrics);
 }
 
-static optim_group group_of(tensor_kind k)
-{
-    switch (k) {
-    case TENSOR_EMBEDDING: return GROUP_EMBED;
-    case TENSOR_HEAD: return GROUP_HEAD;
-    case TENSOR_NORM: return GROUP_NORM;
-    default: return GROUP_MATRIX;
-    }
-}
-
 static int open_data(run_ctx *c, const char *dir, tempo_error *err)
 {
     char p[1100];
@@ -85,27 +76,6 @@ static int open_data(run_ctx *c, const char *dir, tempo_error *err)
     if (c->val.n_tokens < 2 || c->val.n_bytes == 0)
         return tempo_fail(err, "%s/val.tok: no validation text", dir);
     return 0;
-}
-
-static int build_optimizer(run_ctx *c, const run_config *cfg, tempo_error *err)
-{
-    int n = model_num_tensors(c->m);
-    optim_tensor *ts = malloc(sizeof *ts * (size_t)n);
-    if (!ts)
-        return tempo_fail(err, "optimizer: out of memory");
-    for (int i = 0; i < n; i++) {
-        const model_tensor *t = model_tensor_at(c->m, i);
-        ts[i].offset = t->offset;
-        ts[i].numel = t->numel;
-        ts[i].rows = t->ndim == 2 ? t->shape[0] : 1;
-        ts[i].cols = t->ndim == 2 ? t->shape[1] : (int)t->numel;
-        ts[i].group = group_of(t->kind);
-    }
-    int rc = optim_create(&c->opt, &cfg->optim, ts, n, model_num_params(c->m), err);
-    free(ts);
-    if (rc == 0)
-        c->opt_ready = 1;
-    return rc;
 }
 
 static void snapshot_take(run_ctx *c, const train_state *st)
@@ -223,8 +193,9 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
     if (model_create(&c->m, &cfg->model, cfg->micro_batch, err))
         return -1;
     model_init(c->m, o->seed);
-    if (build_optimizer(c, cfg, err))
+    if (train_optimizer_create(&c->opt, c->m, &cfg->optim, err))
         return -1;
+    c->opt_ready = 1;
     memset(st, 0, sizeof *st);
     rng_seed(&st->rng, o->seed ^ 0x5eed5eedULL);
     st->guard_mult = 1.0;
@@ -309,25 +280,18 @@ static void log_event(FILE *f, const train_state *st, const char *key, double va
     strbuf_free(&s);
 }
 
+static void next_train_batch(void *ctx, int rows, int T, int32_t *inputs, int32_t *targets)
+{
+    void **p = ctx; /* {token_file, rng_state} */
+    batch_sample(p[0], p[1], rows, T, inputs, targets);
+}
+
 /* One optimizer step's forward/backward over all micro-batches; returns the mean loss. */
 static double forward_backward(run_ctx *c, const run_config *cfg, train_state *st)
 {
-    int T = cfg->model.context, mb = cfg->micro_batch, k = cfg->batch_size / mb;
-    model_zero_grad(c->m);
-    double loss = 0;
-    for (int i = 0; i < k; i++) {
-        batch_sample(&c->train, &st->rng, mb, T, c->inputs, c->targets);
-        loss += model_forward(c->m, c->inputs, c->targets, mb, T);
-        model_backward(c->m);
-    }
-    if (k > 1) {
-        float *g = model_grads(c->m);
-        size_t n = model_num_params(c->m);
-        float s = 1.0f / (float)k;
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i++) g[i] *= s;
-    }
-    return loss / k;
+    void *src[2] = {&c->train, &st->rng};
+    return train_step_gradient(c->m, cfg->batch_size, cfg->micro_batch, cfg->model.context,
+                               next_train_batch, src, c->inputs, c->targets, NULL);
 }
 
 int train_run(const train_options *o, train_result *res, tempo_error *err)

@@ -23,6 +23,8 @@
 #include <omp.h>
 
 #include "bench/bench_gemm.h"
+#include "model/model.h"
+#include "train/run_config.h"
 #include "core/json.h"
 #include "core/rng.h"
 #include "kernels/cpu/gemm.h"
@@ -303,34 +305,46 @@ static void test_determinism(void)
 }
 
 /* Called inside a parallel region, each thread's own product runs on that
- * thread alone and is right (no worksharing leaks into the caller's team). */
+ * thread alone and is right (no worksharing leaks into the caller's team):
+ * in an active team of two and in an inactive team of one, under the
+ * caller's own dynamic worksharing loop, whose every iteration must run
+ * (a GEMM's worksharing binding to the caller's region once ended such a
+ * loop after its first iteration). */
 static void test_inside_parallel(void)
 {
-    enum { T = 4, M = 45, N = 70, K = 130 };
+    enum { T = 5, M = 45, N = 70, K = 130 };
     rng_state r;
     rng_seed(&r, 9);
     float *A = alloc_filled((size_t)T * M * K, &r), *B = alloc_filled((size_t)K * N, &r);
     float *C = malloc((size_t)T * M * N * sizeof *C), *R = malloc((size_t)T * M * N * sizeof *R);
     gemm_config cfg = tiny_config(have_avx2() ? CPU_KERNELS_AVX2 : CPU_KERNELS_PORTABLE);
-    int nested_ok = 1;
-#pragma omp parallel for schedule(static) num_threads(2) reduction(min : nested_ok)
-    for (int t = 0; t < T; t++) {
-        if (!omp_in_parallel())
-            nested_ok = 0;
-        gemm_f32_with(&cfg, 0, 0, M, N, K, A + (size_t)t * M * K, K, B, N, 0,
-                      C + (size_t)t * M * N, N);
-    }
-    CHECK(nested_ok || omp_get_max_threads() == 1);
-    double worst = 0;
     for (int t = 0; t < T; t++)
         gemm_f32_ref(0, 0, M, N, K, A + (size_t)t * M * K, K, B, N, 0, R + (size_t)t * M * N, N);
-    for (size_t i = 0; i < (size_t)T * M * N; i++) {
-        double d = fabs((double)C[i] - R[i]);
-        if (!(d <= worst))
-            worst = d;
+    for (int team = 1; team <= 2; team++) {
+        int nested_ok = 1, ran = 0;
+        memset(C, 0, (size_t)T * M * N * sizeof *C);
+#pragma omp parallel num_threads(team) reduction(min : nested_ok) reduction(+ : ran)
+        {
+#pragma omp for schedule(dynamic, 1)
+            for (int t = 0; t < T; t++) {
+                if (team > 1 && !omp_in_parallel())
+                    nested_ok = 0;
+                gemm_f32_with(&cfg, 0, 0, M, N, K, A + (size_t)t * M * K, K, B, N, 0,
+                              C + (size_t)t * M * N, N);
+                ran++;
+            }
+        }
+        CHECK(nested_ok || omp_get_max_threads() == 1);
+        CHECK_MSG(ran == T, "team of %d ran %d of %d products", team, ran, T);
+        double worst = 0;
+        for (size_t i = 0; i < (size_t)T * M * N; i++) {
+            double d = fabs((double)C[i] - R[i]);
+            if (!(d <= worst))
+                worst = d;
+        }
+        /* |a|,|b| < 1: sum |a||b| < K, so the bound above is 2 (K+2) u K. */
+        CHECK_MSG(worst <= 2.0 * (K + 2) * (FLT_EPSILON / 2) * K, "team %d worst %g", team, worst);
     }
-    /* |a|,|b| < 1: sum |a||b| < K, so the bound above is 2 (K+2) u K. */
-    CHECK_MSG(worst <= 2.0 * (K + 2) * (FLT_EPSILON / 2) * K, "worst %g", worst);
     free(A); free(B); free(C); free(R);
 }
 
@@ -483,12 +497,36 @@ static void test_bench_helpers(void)
         tempo_error_clear(&err);
         CHECK_MSG(bench_gemm_parse_shape(bad[i], &sh, &err) == -1 && err.code == 2, "%s", bad[i]);
     }
-    const bench_gemm_shape *set;
-    int n_model = bench_gemm_shapes("model", &set);
-    CHECK(n_model == 12 && set[0].M == 8192 && set[0].trans_b == 1);
-    int n_large = bench_gemm_shapes("large", &set);
-    CHECK(n_large == 18 && bench_gemm_shapes("all", &set) == n_model + n_large);
-    CHECK(bench_gemm_shapes("nope", &set) == 0 && set == NULL);
+    /* A preset's step: d 64, 4 heads of 16 (q, k, v, o all 64 x 64), d_ff
+     * 256, 3 x 32 tokens, vocab 97, Muon. Distinct products: fwd 3 (qkvo,
+     * up, down), dx 3, dW 3, head 3, and Muon's: for 64x64, X X^T (0 1) and
+     * A A = B X (64x64x64, 0 0); for 64x256, X X^T and B X (A A is again
+     * 64x64x64): 4. In all 16. */
+    run_config rc;
+    run_config_defaults(&rc);
+    rc.model.d_model = 64;
+    rc.model.n_heads = rc.model.n_kv_heads = 4;
+    rc.model.n_layers = 2;
+    rc.model.d_ff = 256;
+    rc.model.context = 32;
+    rc.model.vocab_size = 97;
+    rc.batch_size = 6;
+    rc.micro_batch = 3;
+    rc.optim.use_muon = 1;
+    snprintf(rc.preset, sizeof rc.preset, "p");
+    CHECK(run_config_finish(&rc, &err) == 0);
+    bench_gemm_shape set[64];
+    int n = bench_gemm_preset_shapes(&rc, set, 64);
+    CHECK_MSG(n == 16, "%d shapes", n);
+    CHECK(set[0].M == 96 && set[0].N == 64 && set[0].K == 64 && set[0].trans_b == 1);
+    CHECK(strcmp(set[0].op, "p fwd wq, fwd wk, fwd wv, fwd wo") == 0);
+    int found_dw_up = 0, found_head = 0;
+    for (int i = 0; i < n; i++) {
+        found_dw_up |= set[i].M == 256 && set[i].N == 64 && set[i].K == 96 && set[i].trans_a;
+        found_head |= set[i].M == 97 && set[i].N == 64 && set[i].K == MODEL_HEAD_CHUNK_ROWS;
+    }
+    CHECK(found_dw_up && found_head);
+    CHECK(bench_gemm_preset_shapes(&rc, set, 4) == 4);
     CHECK(bench_round(202.95000000000002, 2) == 202.95);
 
     gemm_context ctx;

@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/lm_head.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
@@ -461,10 +462,40 @@ static void head_case(int N, int C, int V, float cap, int chunk, int fd)
     float scale = 1.0f / (float)N;
     for (size_t i = 0; i < nw; i++)
         dw[i] = dw2[i] = 0.125f; /* dw accumulates */
-    lm_head_loss_forward(l1, x, w, tg, N, C, V, cap, scratch, chunk);
-    lm_head_loss_forward_backward(l2, dx, dw, x, w, tg, N, C, V, cap, scale, scratch, chunk);
+    lm_head_loss_forward(l1, x, w, tg, N, C, V, cap, scratch, chunk, NULL);
+    lm_head_loss_forward_backward(l2, dx, dw, x, w, tg, N, C, V, cap, scale, scratch, chunk, NULL);
     lm_head_loss_ref(l3, dx2, dw2, x, w, tg, N, C, V, cap, scale, rscratch);
     CHECK(max_abs_diff(l1, l2, N) == 0);
+    /* Through a workspace (packed w, reused GEMM buffers, chunks shared out
+     * among threads): losses and dx bitwise the same, dw summed in another
+     * order (to rounding), and the same bits twice in a row (the second call
+     * reuses the packings and buffers). */
+    {
+        gemm_context gc;
+        gemm_context_init(&gc);
+        lm_head_workspace ws = {.gemm = &gc};
+        float *l4 = malloc(sizeof(float) * N), *dx4 = malloc(sizeof(float) * nx);
+        float *dw4 = malloc(sizeof(float) * nw);
+        float *dw5 = malloc(sizeof(float) * nw);
+        for (int rep = 0; rep < 2; rep++) {
+            for (size_t i = 0; i < nw; i++)
+                dw4[i] = 0.125f;
+            lm_head_loss_forward_backward(l4, dx4, dw4, x, w, tg, N, C, V, cap, scale, scratch,
+                                          chunk, &ws);
+            CHECK_MSG(max_abs_diff(l4, l2, N) == 0 && max_abs_diff(dx4, dx, nx) == 0,
+                      "workspace N=%d V=%d rep %d", N, V, rep);
+            CHECK_MSG(max_abs_diff(dw4, dw, nw) < 1e-6, "workspace dw N=%d V=%d", N, V);
+            if (rep == 0)
+                memcpy(dw5, dw4, sizeof(float) * nw);
+            else
+                CHECK(max_abs_diff(dw4, dw5, nw) == 0);
+            lm_head_loss_forward(l4, x, w, tg, N, C, V, cap, scratch, chunk, &ws);
+            CHECK(max_abs_diff(l4, l1, N) == 0);
+        }
+        lm_head_workspace_free(&ws);
+        gemm_context_free(&gc);
+        free(l4); free(dx4); free(dw4); free(dw5);
+    }
     CHECK_MSG(max_abs_diff(l1, l3, N) < 1e-4, "N=%d V=%d cap=%g", N, V, cap);
     CHECK_MSG(max_abs_diff(dx, dx2, nx) < 1e-5, "N=%d V=%d cap=%g", N, V, cap);
     CHECK_MSG(max_abs_diff(dw, dw2, nw) < 1e-5, "N=%d V=%d cap=%g", N, V, cap);
@@ -524,7 +555,7 @@ static void test_lm_head_uniform(void)
     rng_seed(&rng, 6);
     fill_uniform(&rng, w, (size_t)V * C, -1, 1);
     int32_t tg[5] = {0, 1, 50, 96, 3};
-    lm_head_loss_forward(l, x, w, tg, N, C, V, 0.0f, scratch, 2);
+    lm_head_loss_forward(l, x, w, tg, N, C, V, 0.0f, scratch, 2, NULL);
     for (int n = 0; n < N; n++)
         CHECK_NEAR(l[n], log(97.0), 1e-6);
     free(w);

@@ -2,6 +2,11 @@
  * orthogonality, gradient clipping, the learning-rate schedule shape. */
 #include "test.h"
 
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "core/rng.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
@@ -79,7 +84,16 @@ static void check_orthogonal(int rows, int cols)
     float *G = malloc(sizeof(float) * n);
     float *work = malloc(sizeof(float) * optim_ns_work_len(rows, cols));
     for (size_t i = 0; i < n; i++) G[i] = (float)rng_normal(&r);
-    optim_newton_schulz(G, rows, cols, 5, work);
+    /* Through a GEMM context: bitwise the plain path's result. */
+    float *G2 = malloc(sizeof(float) * n);
+    memcpy(G2, G, sizeof(float) * n);
+    gemm_context gc;
+    gemm_context_init(&gc);
+    optim_newton_schulz(G2, rows, cols, 5, work, &gc);
+    gemm_context_free(&gc);
+    optim_newton_schulz(G, rows, cols, 5, work, NULL);
+    CHECK(memcmp(G, G2, sizeof(float) * n) == 0);
+    free(G2);
     /* The smaller Gram matrix should be close to the identity: Muon's quintic
      * iteration only brings singular values into roughly [0.7, 1.2]. */
     int k = rows < cols ? rows : cols;
@@ -127,6 +141,52 @@ static void test_muon_step_direction(void)
     optim_free(&o);
 }
 
+/* Muon updates every matrix, whatever the thread count: matrices are shared
+ * out among threads, and one thread (a team of one) must still do them all.
+ * Each matrix's update is computed on one thread, so 1 and 2 threads agree
+ * to rounding (the norms' sums split differently). */
+static void test_muon_every_matrix_any_threads(void)
+{
+    enum { NT = 5 };
+    int rows[NT] = {16, 8, 24, 8, 3}, cols[NT] = {8, 16, 8, 8, 5};
+    optim_tensor ts[NT];
+    size_t n = 0;
+    for (int i = 0; i < NT; i++) {
+        ts[i] = (optim_tensor){n, (size_t)rows[i] * cols[i], rows[i], cols[i], GROUP_MATRIX};
+        n += ts[i].numel;
+    }
+    optim_config c = base_config();
+    c.use_muon = 1;
+    c.weight_decay = 0;
+    rng_state r;
+    rng_seed(&r, 5);
+    float *g = malloc(sizeof(float) * n), *p[2], *gc = malloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) g[i] = (float)rng_normal(&r);
+    int saved = omp_get_max_threads();
+    for (int k = 0; k < 2; k++) {
+        omp_set_num_threads(k + 1);
+        optimizer o;
+        CHECK(optim_create(&o, &c, ts, NT, n, NULL) == 0);
+        p[k] = calloc(n, sizeof(float));
+        for (int step = 0; step < 2; step++) {
+            memcpy(gc, g, sizeof(float) * n);
+            optim_step(&o, p[k], gc, optim_grad_norm(gc, n), 1.0);
+        }
+        for (int i = 0; i < NT; i++) {
+            int moved = 0;
+            for (size_t j = 0; j < ts[i].numel; j++) moved += p[k][ts[i].offset + j] != 0;
+            CHECK_MSG(moved == (int)ts[i].numel, "%d thread(s): matrix %d: %d of %zu entries moved",
+                      k + 1, i, moved, ts[i].numel);
+        }
+        optim_free(&o);
+    }
+    omp_set_num_threads(saved);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)p[0][i] - p[1][i]));
+    CHECK_MSG(worst < 1e-6, "1 vs 2 threads differ by %g", worst);
+    free(g); free(gc); free(p[0]); free(p[1]);
+}
+
 static void test_schedule_shape(void)
 {
     lr_schedule s = {0.1, 0.4, 0.0};
@@ -148,6 +208,7 @@ int main(void)
     RUN(test_grad_clip);
     RUN(test_newton_schulz_orthogonalises);
     RUN(test_muon_step_direction);
+    RUN(test_muon_every_matrix_any_threads);
     RUN(test_schedule_shape);
     return test_summary("test_optim");
 }

@@ -7,7 +7,8 @@
  * K x N (trans_b == 0) or N x K (trans_b == 1). beta is 0 (overwrite; C's old
  * contents may be garbage, even NaN) or 1 (accumulate, e.g. weight gradients).
  * Threads: gemm_f32 uses the OpenMP team (all threads) when called from serial
- * code; called inside a parallel region it runs on the calling thread.
+ * code; called inside a parallel region (any, even a team of one) it runs on
+ * the calling thread, so callers may share independent GEMMs among threads.
  * Results are deterministic for a given thread count. */
 #ifndef TEMPO_GEMM_H
 #define TEMPO_GEMM_H

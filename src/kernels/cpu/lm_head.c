@@ -1,7 +1,9 @@
 /* lm_head.c - fused output head + cross-entropy (see lm_head.h): per chunk of
  * rows, logits by gemm_f32, soft-cap, log-softmax and loss per row (OpenMP over
  * rows, on the row passes of lm_head_kernel.h: the plain C table below or the
- * AVX2 one), then the two gradient products by gemm_f32. And the plain
+ * AVX2 one), then the two gradient products; the GEMMs read w from packings
+ * made once per call when the caller gives a workspace, and then the chunks
+ * are shared out among the threads (see lm_head_workspace). And the plain
  * reference. */
 #include "kernels/cpu/lm_head.h"
 #include "kernels/cpu/gemm.h"
@@ -9,6 +11,9 @@
 #include "kernels/cpu/lm_head_kernel.h"
 
 #include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
 
 size_t lm_head_scratch_floats(int chunk_rows, int V)
 {
@@ -84,42 +89,192 @@ static float row_loss(const lm_head_row_ops *ops, float *z, int V, int target, f
     return lse - zt;
 }
 
+static void free_thread_state(lm_head_workspace *ws)
+{
+    if (ws->thread_gemm)
+        for (int t = 0; t < ws->n_threads; t++)
+            gemm_context_free(&ws->thread_gemm[t]);
+    free(ws->thread_gemm);
+    free(ws->thread_scratch);
+    free(ws->dw_partial);
+    ws->thread_gemm = NULL;
+    ws->thread_scratch = ws->dw_partial = NULL;
+    ws->n_threads = 0;
+    ws->scratch_floats = ws->partial_floats = 0;
+}
+
+void lm_head_workspace_free(lm_head_workspace *ws)
+{
+    gemm_packed_b_free(&ws->w_t);
+    gemm_packed_b_free(&ws->w_n);
+    free_thread_state(ws);
+}
+
+/* Per-thread buffers for nt threads, scratch of `scratch` floats and dw
+ * partials of `partial` floats (0 when not training); 0 when out of memory. */
+static int ensure_thread_state(lm_head_workspace *ws, int nt, size_t scratch, size_t partial)
+{
+    if (ws->n_threads >= nt && ws->scratch_floats >= scratch && ws->partial_floats >= partial)
+        return 1;
+    if (ws->n_threads > nt)
+        nt = ws->n_threads;
+    if (ws->scratch_floats > scratch)
+        scratch = ws->scratch_floats;
+    if (ws->partial_floats > partial)
+        partial = ws->partial_floats;
+    free_thread_state(ws);
+    ws->thread_gemm = calloc((size_t)nt, sizeof *ws->thread_gemm);
+    ws->thread_scratch = malloc(sizeof(float) * scratch * (size_t)(nt - 1));
+    ws->dw_partial = partial ? malloc(sizeof(float) * partial * (size_t)(nt - 1)) : NULL;
+    if (!ws->thread_gemm || !ws->thread_scratch || (partial && !ws->dw_partial)) {
+        free_thread_state(ws);
+        return 0;
+    }
+    for (int t = 0; t < nt; t++)
+        ws->thread_gemm[t].cfg = ws->gemm->cfg; /* empty workspace, grown on first use */
+    ws->n_threads = nt;
+    ws->scratch_floats = scratch;
+    ws->partial_floats = partial;
+    return 1;
+}
+
+/* The three products of a chunk, through gemm (not NULL when there is a
+ * workspace) and ws's packings when it has them. */
+typedef struct {
+    lm_head_workspace *ws;
+    gemm_context *gemm;
+    int packed; /* ws->w_t (and w_n when training) hold w */
+    const float *w;
+    int C, V;
+} head_gemms;
+
+static void logits(const head_gemms *h, int R, const float *xc, float *z)
+{
+    if (h->packed)
+        gemm_f32_packed_b_ctx(h->gemm, 0, R, xc, h->C, &h->ws->w_t, 0.0f, z, h->V);
+    else if (h->ws)
+        gemm_f32_ctx(h->gemm, 0, 1, R, h->V, h->C, xc, h->C, h->w, h->C, 0.0f, z, h->V);
+    else
+        gemm_f32(0, 1, R, h->V, h->C, xc, h->C, h->w, h->C, 0.0f, z, h->V);
+}
+
+static void input_grad(const head_gemms *h, int R, const float *dz, float *dxc)
+{
+    if (h->packed)
+        gemm_f32_packed_b_ctx(h->gemm, 0, R, dz, h->V, &h->ws->w_n, 0.0f, dxc, h->C);
+    else if (h->ws)
+        gemm_f32_ctx(h->gemm, 0, 0, R, h->C, h->V, dz, h->V, h->w, h->C, 0.0f, dxc, h->C);
+    else
+        gemm_f32(0, 0, R, h->C, h->V, dz, h->V, h->w, h->C, 0.0f, dxc, h->C);
+}
+
+static void weight_grad(const head_gemms *h, int R, const float *dz, const float *xc, float *dw)
+{
+    if (h->ws)
+        gemm_f32_ctx(h->gemm, 1, 0, h->V, h->C, R, dz, h->V, xc, h->C, 1.0f, dw, h->C);
+    else
+        gemm_f32(1, 0, h->V, h->C, R, dz, h->V, xc, h->C, 1.0f, dw, h->C);
+}
+
+/* Chunks [c0, c1) on the calling thread alone: z is its logits scratch, dw
+ * its gradient accumulator. */
+static void chunks_on_thread(const head_gemms *h, const lm_head_row_ops *ops, int c0, int c1,
+                             float *losses, float *dx, float *dw, const float *x,
+                             const int32_t *targets, int N, float softcap, float grad_scale,
+                             float *z, int chunk_rows)
+{
+    int C = h->C, V = h->V;
+    for (int c = c0; c < c1; c++) {
+        int n0 = c * chunk_rows, R = N - n0 < chunk_rows ? N - n0 : chunk_rows;
+        const float *xc = x + (size_t)n0 * C;
+        logits(h, R, xc, z);
+        for (int r = 0; r < R; r++)
+            losses[n0 + r] = row_loss(ops, z + (size_t)r * V, V, targets[n0 + r], softcap,
+                                      dx != NULL, grad_scale);
+        if (dx) {
+            input_grad(h, R, z, dx + (size_t)n0 * C);
+            weight_grad(h, R, z, xc, dw);
+        }
+    }
+}
+
 static void head_pass(float *losses, float *dx, float *dw, const float *x,
                       const float *w, const int32_t *targets, int N, int C, int V,
-                      float softcap, float grad_scale, float *scratch, int chunk_rows)
+                      float softcap, float grad_scale, float *scratch, int chunk_rows,
+                      lm_head_workspace *ws)
 {
     int want_grad = dx != NULL;
     const lm_head_row_ops *ops =
         kernel_path_avx2() ? &lm_head_row_ops_avx2 : &lm_head_row_ops_portable;
+    head_gemms h = {ws, ws ? ws->gemm : NULL, 0, w, C, V};
+    int n_chunks = (N + chunk_rows - 1) / chunk_rows;
+    if (ws && n_chunks > 1) { /* one chunk: packing first would not pay */
+        tempo_error err;
+        h.packed = gemm_packed_b_pack(&ws->w_t, &ws->gemm->cfg, 1, C, V, w, C, &err) == 0 &&
+                   (!want_grad ||
+                    gemm_packed_b_pack(&ws->w_n, &ws->gemm->cfg, 0, V, C, w, C, &err) == 0);
+        /* out of memory: the unpacked products below give the same sums */
+    }
+    int nt = omp_get_level() > 0 ? 1 : omp_get_max_threads();
+    nt = nt < n_chunks ? nt : n_chunks;
+    size_t zf = lm_head_scratch_floats(chunk_rows, V), pf = want_grad ? (size_t)V * C : 0;
+    if (ws && nt > 1 && ensure_thread_state(ws, nt, zf, pf)) {
+#pragma omp parallel num_threads(nt)
+        {
+            int t = omp_get_thread_num();
+            head_gemms ht = h;
+            ht.gemm = &ws->thread_gemm[t];
+            float *z = t == 0 ? scratch : ws->thread_scratch + (size_t)(t - 1) * zf;
+            float *dwt = t == 0 || !want_grad ? dw : ws->dw_partial + (size_t)(t - 1) * pf;
+            if (t > 0 && want_grad)
+                memset(dwt, 0, sizeof(float) * pf);
+            chunks_on_thread(&ht, ops, t * n_chunks / nt, (t + 1) * n_chunks / nt, losses, dx,
+                             dwt, x, targets, N, softcap, grad_scale, z, chunk_rows);
+#pragma omp barrier
+            if (want_grad) {
+#pragma omp for schedule(static)
+                for (size_t i = 0; i < pf; i++) {
+                    float s = dw[i];
+                    for (int u = 1; u < nt; u++)
+                        s += ws->dw_partial[(size_t)(u - 1) * pf + i];
+                    dw[i] = s;
+                }
+            }
+        }
+        return;
+    }
     for (int n0 = 0; n0 < N; n0 += chunk_rows) {
         int R = N - n0 < chunk_rows ? N - n0 : chunk_rows;
         const float *xc = x + (size_t)n0 * C;
-        gemm_f32(0, 1, R, V, C, xc, C, w, C, 0.0f, scratch, V);
+        logits(&h, R, xc, scratch);
 #pragma omp parallel for schedule(static)
         for (int r = 0; r < R; r++)
             losses[n0 + r] = row_loss(ops, scratch + (size_t)r * V, V, targets[n0 + r], softcap,
                                       want_grad, grad_scale);
         if (want_grad) {
-            gemm_f32(0, 0, R, C, V, scratch, V, w, C, 0.0f, dx + (size_t)n0 * C, C);
-            gemm_f32(1, 0, V, C, R, scratch, V, xc, C, 1.0f, dw, C);
+            input_grad(&h, R, scratch, dx + (size_t)n0 * C);
+            weight_grad(&h, R, scratch, xc, dw);
         }
     }
 }
 
 void lm_head_loss_forward(float *losses, const float *x, const float *w,
                           const int32_t *targets, int N, int C, int V,
-                          float softcap, float *scratch, int chunk_rows)
+                          float softcap, float *scratch, int chunk_rows,
+                          lm_head_workspace *ws)
 {
-    head_pass(losses, NULL, NULL, x, w, targets, N, C, V, softcap, 0.0f, scratch, chunk_rows);
+    head_pass(losses, NULL, NULL, x, w, targets, N, C, V, softcap, 0.0f, scratch, chunk_rows,
+              ws);
 }
 
 void lm_head_loss_forward_backward(float *losses, float *dx, float *dw,
                                    const float *x, const float *w,
                                    const int32_t *targets, int N, int C, int V,
                                    float softcap, float grad_scale, float *scratch,
-                                   int chunk_rows)
+                                   int chunk_rows, lm_head_workspace *ws)
 {
-    head_pass(losses, dx, dw, x, w, targets, N, C, V, softcap, grad_scale, scratch, chunk_rows);
+    head_pass(losses, dx, dw, x, w, targets, N, C, V, softcap, grad_scale, scratch, chunk_rows,
+              ws);
 }
 
 void lm_head_loss_ref(float *losses, float *dx, float *dw, const float *x,

@@ -16,14 +16,44 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/cpu/gemm.h"
+
 /* Floats of scratch the functions below need for a given chunk size. */
 size_t lm_head_scratch_floats(int chunk_rows, int V);
+
+/* What a hot caller (the model) keeps between calls so that the head's GEMMs
+ * neither query the CPU nor allocate once warm, and pack w once per call
+ * instead of once per chunk and product: the caller's GEMM context and w
+ * packed for the two products that read it (as w^T for the logits, as w for
+ * dx). Start zeroed with gemm set; the packings are (re)made on every call,
+ * since w changes between steps. Passing NULL instead of a workspace is
+ * allowed (plain gemm_f32 per product, chunk after chunk: slower).
+ *
+ * With a workspace and more than one OpenMP thread, the chunks are shared
+ * out among the threads (contiguous runs, one parallel region per call),
+ * each thread running its chunks' GEMMs and row passes alone, with its own
+ * GEMM context, logits scratch and, for threads after the first, its own
+ * dw partial sum, added to dw at the end in thread order. Losses and dx
+ * are bitwise those of the NULL path; dw is summed in a different order
+ * (deterministic for a given thread count). The per-thread buffers are
+ * allocated on the first call that needs them (or more of them). */
+typedef struct {
+    gemm_context *gemm;
+    gemm_packed_b w_t, w_n;
+    int n_threads;              /* threads the buffers below serve */
+    gemm_context *thread_gemm;  /* [n_threads] (configs copied from *gemm) */
+    float *thread_scratch;      /* [n_threads - 1] x scratch_floats (thread 0: the caller's) */
+    float *dw_partial;          /* [n_threads - 1] x partial_floats */
+    size_t scratch_floats, partial_floats;
+} lm_head_workspace;
+void lm_head_workspace_free(lm_head_workspace *ws); /* all but *gemm */
 
 /* Evaluation: x [N, C], w [V, C], targets [N] in [0, V) -> losses [N].
  * scratch: lm_head_scratch_floats(chunk_rows, V) floats. */
 void lm_head_loss_forward(float *losses, const float *x, const float *w,
                           const int32_t *targets, int N, int C, int V,
-                          float softcap, float *scratch, int chunk_rows);
+                          float softcap, float *scratch, int chunk_rows,
+                          lm_head_workspace *ws);
 
 /* Training: as lm_head_loss_forward, plus, with grad_scale = d(objective) /
  * d(loss[n]) (1/N for a mean):
@@ -33,7 +63,7 @@ void lm_head_loss_forward_backward(float *losses, float *dx, float *dw,
                                    const float *x, const float *w,
                                    const int32_t *targets, int N, int C, int V,
                                    float softcap, float grad_scale, float *scratch,
-                                   int chunk_rows);
+                                   int chunk_rows, lm_head_workspace *ws);
 
 /* Plain reference of lm_head_loss_forward_backward (dx, dw may be NULL for
  * losses only): one row at a time, double accumulators, scratch of V floats. */

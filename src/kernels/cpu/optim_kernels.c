@@ -48,26 +48,24 @@ static double sum_squares_portable(const float *x, size_t n)
 
 double optim_kernel_sum_squares(const float *x, size_t n)
 {
+    /* Chunk sums in a stack block (no allocation: the training step calls
+     * this every step), added in chunk order, so the result does not depend
+     * on the thread count. */
+    enum { BLOCK = 256 };
+    double partial[BLOCK];
     int avx2 = kernel_path_avx2();
     size_t n_chunks = (n + OPTIM_SUMSQ_CHUNK - 1) / OPTIM_SUMSQ_CHUNK;
     double total = 0;
-    double *partial = malloc(sizeof(double) * (n_chunks ? n_chunks : 1));
-    if (!partial) { /* same chunks and order, one thread */
-        for (size_t k = 0; k < n_chunks; k++) {
-            size_t lo = k * OPTIM_SUMSQ_CHUNK;
-            size_t len = n - lo < OPTIM_SUMSQ_CHUNK ? n - lo : OPTIM_SUMSQ_CHUNK;
-            total += (avx2 ? optim_kernel_sum_squares_avx2 : sum_squares_portable)(x + lo, len);
-        }
-        return total;
-    }
+    for (size_t k0 = 0; k0 < n_chunks; k0 += BLOCK) {
+        size_t nb = n_chunks - k0 < BLOCK ? n_chunks - k0 : BLOCK;
 #pragma omp parallel for schedule(static) if (n > ADAMW_PAR_MIN)
-    for (size_t k = 0; k < n_chunks; k++) {
-        size_t lo = k * OPTIM_SUMSQ_CHUNK;
-        size_t len = n - lo < OPTIM_SUMSQ_CHUNK ? n - lo : OPTIM_SUMSQ_CHUNK;
-        partial[k] = (avx2 ? optim_kernel_sum_squares_avx2 : sum_squares_portable)(x + lo, len);
+        for (size_t k = 0; k < nb; k++) {
+            size_t lo = (k0 + k) * OPTIM_SUMSQ_CHUNK;
+            size_t len = n - lo < OPTIM_SUMSQ_CHUNK ? n - lo : OPTIM_SUMSQ_CHUNK;
+            partial[k] = (avx2 ? optim_kernel_sum_squares_avx2 : sum_squares_portable)(x + lo, len);
+        }
+        for (size_t k = 0; k < nb; k++)
+            total += partial[k];
     }
-    for (size_t k = 0; k < n_chunks; k++)
-        total += partial[k];
-    free(partial);
     return total;
 }

@@ -1,0 +1,240 @@
+/* cmd_bench_train.c - `tempo bench train`: options, the preset, one
+ * bench_train_run per thread count (bench/bench_train.h), and with
+ * --vs-torch the PyTorch reference (bench/torch_reference.py) run after
+ * ours in the same invocation; prints JSON lines. No measuring logic here. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/bench_gemm.h"
+#include "bench/bench_train.h"
+#include "bench/hw_profile.h"
+#include "cli/cli.h"
+#include "core/fileio.h"
+#include "core/json.h"
+#include "train/run_config.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tempo bench train [--preset NAME] [--set KEY=VALUE]... [--vocab N]\n"
+            "                         [--threads 1,2] [--steps N] [--warmup N] [--seed N]\n"
+            "                         [--vs-torch] [--pin-threads]\n"
+            "  Times the training step of a preset exactly as `tempo train` runs it\n"
+            "  (forward, backward, gradient norm, optimizer update) on random tokens and\n"
+            "  prints one JSON line per thread count: tokens/s, model GFLOP/s, MFU against\n"
+            "  the hardware profile's FMA peak (tempo bench peak), the time share of each\n"
+            "  op, CPU utilisation and the share of the step on one thread, peak RSS,\n"
+            "  and page faults per step after warm-up (about 0 when no step allocates).\n"
+            "  Then a summary line (the second thread's speed-up when 1 and 2 ran).\n"
+            "  --preset   default cpu-default; --vocab: default 4097 (prepare --vocab 4096)\n"
+            "  --steps    timed steps (default 5) after --warmup untimed ones (default 1)\n"
+            "  --pin-threads  bind each thread to its own core (OMP_PROC_BIND=close,\n"
+            "             OMP_PLACES=cores); the lines report \"pinned\" and \"thread_cpus\"\n"
+            "  --vs-torch also run bench/torch_reference.py (Debian's python3-torch, fp32,\n"
+            "             AdamW: PyTorch has no Muon) on the same shape at the largest\n"
+            "             thread count, and print tempo/torch tokens/s.\n");
+}
+
+/* bench/torch_reference.py next to the binary's tree or under ./bench. */
+static int find_torch_script(char *path, size_t n)
+{
+    char exe[1024];
+    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (l > 0) {
+        exe[l] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(path, n, "%s/../bench/torch_reference.py", exe);
+            if (path_exists(path))
+                return 1;
+        }
+    }
+    snprintf(path, n, "bench/torch_reference.py");
+    return path_exists(path);
+}
+
+/* Run the reference; returns its tokens/s, or -1 (message on stderr). */
+static double run_torch(const run_config *cfg, int threads, int steps, int warmup)
+{
+    char script[1100];
+    if (!find_torch_script(script, sizeof script)) {
+        fprintf(stderr, "bench train: --vs-torch: bench/torch_reference.py not found\n");
+        return -1;
+    }
+    const model_config *m = &cfg->model;
+    if (m->n_kv_heads != m->n_heads || m->qk_norm || m->logit_softcap > 0)
+        fprintf(stderr, "bench train: note: the PyTorch reference has no GQA, QK-norm or "
+                        "soft-cap; it runs the plain shape\n");
+    const char *py = path_exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "'%s' '%s' --d-model %d --n-layers %d --n-heads %d --d-ff %d --context %d "
+             "--batch %d --vocab %d --mlp %s%s --threads %d --steps %d --warmup %d",
+             py, script, m->d_model, m->n_layers, m->n_heads, m->d_ff, m->context,
+             cfg->batch_size, m->vocab_size, m->mlp == MLP_SWIGLU ? "swiglu" : "relu2",
+             m->tied_head ? "" : " --untied", threads, steps, warmup);
+    fprintf(stderr, "bench train: running the PyTorch reference (%d threads)\n", threads);
+    FILE *p = popen(cmd, "r");
+    if (!p) {
+        fprintf(stderr, "bench train: --vs-torch: cannot start %s\n", py);
+        return -1;
+    }
+    char line[4096];
+    double tps = -1;
+    while (fgets(line, sizeof line, p)) {
+        json_value *v = NULL;
+        tempo_error err;
+        if (json_parse(line, strlen(line), &v, &err) == 0) {
+            const json_value *t = json_get(v, "tokens_per_s");
+            if (t && t->type == JSON_NUMBER)
+                tps = t->number;
+            printf("%s", line);
+            json_free(v);
+        }
+    }
+    int status = pclose(p);
+    if (status != 0 || tps <= 0) {
+        fprintf(stderr, "bench train: --vs-torch: the PyTorch reference failed (exit %d)%s\n",
+                status, status == 3 << 8 ? ": python3-torch is not installed" : "");
+        return -1;
+    }
+    return tps;
+}
+
+static int parse_int(const char *flag, const char *text, int lo, int hi, int *out)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || v < lo || v > hi)
+        return cli_usage_error("bench train: %s '%s': expected an integer in [%d, %d]", flag,
+                               text, lo, hi);
+    *out = (int)v;
+    return 0;
+}
+
+int bench_train_main(int argc, char **argv)
+{
+    const char *preset = "cpu-default";
+    const char *sets[64];
+    int n_sets = 0, vocab = 4097, steps = 5, warmup = 1, seed = 1, vs_torch = 0;
+    int threads[8], n_threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--vs-torch")) {
+            vs_torch = 1;
+            continue;
+        }
+        if (!strcmp(a, "--pin-threads"))
+            continue; /* set up by main.c before libgomp loads */
+        if (i + 1 >= argc)
+            return cli_usage_error("bench train: %s: unknown option or missing value", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--preset")) {
+            preset = v;
+        } else if (!strcmp(a, "--set")) {
+            if (n_sets == 64)
+                return cli_usage_error("bench train: too many --set");
+            sets[n_sets++] = v;
+        } else if (!strcmp(a, "--vocab")) {
+            if (parse_int(a, v, 2, 1 << 20, &vocab)) return 2;
+        } else if (!strcmp(a, "--steps")) {
+            if (parse_int(a, v, 1, 100000, &steps)) return 2;
+        } else if (!strcmp(a, "--warmup")) {
+            if (parse_int(a, v, 1, 100000, &warmup)) return 2;
+        } else if (!strcmp(a, "--seed")) {
+            if (parse_int(a, v, 0, 1 << 30, &seed)) return 2;
+        } else if (!strcmp(a, "--threads")) {
+            n_threads = cli_parse_thread_list(v, threads, 8);
+            if (n_threads < 1)
+                return cli_usage_error("bench train: --threads '%s': expected e.g. 1,2", v);
+        } else {
+            return cli_usage_error("bench train: %s: unknown option", a);
+        }
+    }
+    tempo_error err;
+    tempo_error_clear(&err);
+    run_config cfg;
+    run_config_defaults(&cfg);
+    if (run_config_load_preset(&cfg, preset, &err))
+        return cli_report(&err);
+    for (int i = 0; i < n_sets; i++)
+        if (run_config_set_pair(&cfg, sets[i], &err))
+            return cli_report(&err);
+    cfg.model.vocab_size = vocab;
+    if (run_config_finish(&cfg, &err))
+        return cli_report(&err);
+    if (n_threads == 0) {
+        int all = omp_get_max_threads();
+        threads[n_threads++] = 1;
+        if (all > 1)
+            threads[n_threads++] = all;
+    }
+    hw_profile hw;
+    int have_hw = hw_profile_load_or_measure(&hw, &err) == 0;
+    if (!have_hw)
+        fprintf(stderr, "tempo: %s (MFU left null)\n", err.msg);
+
+    double tps[8] = {0};
+    for (int t = 0; t < n_threads; t++) {
+        bench_train_options o = {.cfg = &cfg, .threads = threads[t], .steps = steps,
+                                 .warmup_steps = warmup, .seed = (unsigned long long)seed,
+                                 .peak_gflops = have_hw ? hw_profile_peak_gflops(&hw, threads[t]) : 0};
+        fprintf(stderr, "bench train: %s, %d thread%s, %d+%d steps of %d tokens\n", cfg.preset,
+                threads[t], threads[t] == 1 ? "" : "s", warmup, steps,
+                cfg.batch_size * cfg.model.context);
+        bench_train_result r;
+        if (bench_train_run(&o, &r, &err))
+            return cli_report(&err);
+        tps[t] = r.tokens_per_second;
+        strbuf line = {0};
+        bench_train_json(&line, &cfg, &r);
+        printf("%s\n", line.data);
+        fflush(stdout);
+        strbuf_free(&line);
+    }
+    double torch_tps = -1;
+    int torch_threads = threads[n_threads - 1];
+    if (vs_torch)
+        torch_tps = run_torch(&cfg, torch_threads, steps, warmup);
+
+    strbuf json = {0};
+    strbuf_puts(&json, "{\"bench\":\"train\",\"summary\":true,\"preset\":");
+    strbuf_json_string(&json, cfg.preset, strlen(cfg.preset));
+    strbuf_puts(&json, ",\"tokens_per_s\":{");
+    for (int t = 0; t < n_threads; t++) {
+        strbuf_printf(&json, "%s\"%d\":", t ? "," : "", threads[t]);
+        strbuf_json_number(&json, bench_round(tps[t], 1));
+    }
+    strbuf_puts(&json, "}");
+    int i1 = -1, i2 = -1;
+    for (int t = 0; t < n_threads; t++) {
+        if (threads[t] == 1) i1 = t;
+        if (threads[t] == 2) i2 = t;
+    }
+    if (i1 >= 0 && i2 >= 0 && tps[i1] > 0) {
+        strbuf_puts(&json, ",\"second_thread_speedup\":");
+        strbuf_json_number(&json, bench_round(tps[i2] / tps[i1], 3));
+    }
+    if (vs_torch) {
+        strbuf_printf(&json, ",\"torch_threads\":%d,\"torch_tokens_per_s\":", torch_threads);
+        if (torch_tps > 0) {
+            strbuf_json_number(&json, bench_round(torch_tps, 1));
+            strbuf_puts(&json, ",\"ratio_vs_torch\":");
+            strbuf_json_number(&json, bench_round(tps[n_threads - 1] / torch_tps, 3));
+        } else {
+            strbuf_puts(&json, "null,\"ratio_vs_torch\":null");
+        }
+    }
+    strbuf_puts(&json, "}");
+    int rc = cli_emit_result(&json, NULL);
+    strbuf_free(&json);
+    return rc;
+}

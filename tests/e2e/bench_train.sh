@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# bench_train.sh - `tempo bench train` and `tempo bench kernels` print well-formed
+# JSON lines whose figures are consistent with each other (op shares add up to
+# the step, tokens/s = tokens per step / step time), and bad options get one
+# clear error line. Speed itself is never checked here.
+source "$(dirname "$0")/train_common.bash"
+OUT="$E2E_TMP/bench.jsonl"
+"$TEMPO" bench train --preset tiny-test --threads 1,2 --steps 2 --vs-torch >"$OUT" 2>"$E2E_TMP/err" \
+    || { cat "$E2E_TMP/err" >&2; fail "bench train failed"; }
+python3 - "$OUT" <<'PY' || fail "bench train output is wrong: $(cat "$OUT")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+runs = [d for d in lines if d.get("bench") == "train" and not d.get("summary")]
+summ = [d for d in lines if d.get("summary")]
+assert [d["threads"] for d in runs] == [1, 2], runs
+for d in runs:
+    assert d["preset"] == "tiny-test" and d["steps"] == 2 and d["tokens_per_s"] > 0
+    tokens = d["batch"] * d["context"]
+    assert abs(tokens / d["step_s"] - d["tokens_per_s"]) <= 0.01 * d["tokens_per_s"] + 0.1, d
+    shares = sum(v["share"] for v in d["ops"].values())
+    assert abs(shares - 1) < 0.01, shares
+    for op in ("gemm_fwd", "gemm_bwd", "attention_fwd", "head_xent", "optimizer"):
+        assert d["ops"][op]["calls_per_step"] >= 1, op
+    assert d["peak_rss_mib"] > 0 and d["model_mib"] > 0 and d["minor_faults_per_step"] >= 0
+    assert 0 <= d["serial_share"] <= 1 and d["cpu_utilisation"] > 0
+assert len(summ) == 1 and set(summ[0]["tokens_per_s"]) == {"1", "2"}
+assert "second_thread_speedup" in summ[0] and "ratio_vs_torch" in summ[0], summ
+PY
+"$TEMPO" bench kernels --presets tiny-test --threads 1 --seconds 0.01 --no-openblas >"$OUT" 2>/dev/null \
+    || fail "bench kernels failed"
+python3 - "$OUT" <<'PY' || fail "bench kernels output is wrong: $(head -3 "$OUT")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert lines[-1]["summary"] and len(lines) == lines[-1]["shapes"] + 1
+assert all(l["op"].startswith("tiny-test ") and l["gflops"] > 0 for l in lines[:-1])
+PY
+# --pin-threads binds each thread to its own core (read back from the OS)
+"$TEMPO" bench train --preset tiny-test --threads 1 --steps 1 --pin-threads >"$OUT" 2>/dev/null \
+    || fail "bench train --pin-threads failed"
+python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); assert d["pinned"] is True and len(d["thread_cpus"]) == 1 and d["thread_cpus"][0] >= 0, d' "$OUT" \
+    || fail "--pin-threads did not pin: $(head -1 "$OUT")"
+expect_error 2 "preset nope" "$TEMPO" bench train --preset nope
+expect_error 2 "steps '0'" "$TEMPO" bench train --steps 0
+expect_error 2 "threads 'x'" "$TEMPO" bench train --threads x
+expect_error 2 "unknown option" "$TEMPO" bench train --frobnicate 1
+expect_error 2 "preset nope" "$TEMPO" bench kernels --presets nope
+echo ok
