@@ -268,3 +268,19 @@ double hw_profile_peak_gflops(const hw_profile *p, int threads)
     double est = low->value / low->threads * threads;
     return est < top ? est : top;
 }
+
+double hw_profile_bandwidth_gbs(const hw_profile *p, int threads)
+{
+    double best = 0;
+    int best_threads = 0;
+    for (int i = 0; i < p->n_bandwidth; i++) {
+        const hw_point *q = &p->bandwidth_gbs[i];
+        if (q->threads == threads)
+            return q->value;
+        if (q->threads < threads && q->threads > best_threads) {
+            best = q->value;
+            best_threads = q->threads;
+        }
+    }
+    return best;
+}

@@ -82,4 +82,9 @@ int hw_profile_load_or_measure(hw_profile *p, tempo_error *err);
  * largest measured value. 0 when the profile has no points. */
 double hw_profile_peak_gflops(const hw_profile *p, int threads);
 
+/* Triad bandwidth (GB/s) at `threads`: the measured point if there is one,
+ * else the largest measured at fewer threads (bandwidth does not scale
+ * linearly). 0 when none was measured. */
+double hw_profile_bandwidth_gbs(const hw_profile *p, int threads);
+
 #endif

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bench/bench_gemm.h"
+#include "bench/bench_ops.h"
 #include "bench/hw_profile.h"
 #include "bench/openblas.h"
 #include "bench/peak.h"
@@ -24,7 +25,7 @@ static void bench_usage(FILE *f)
 {
     fprintf(f,
             "usage: tempo bench peak [--out FILE] [--seconds S]\n"
-            "       tempo bench kernels [--kernel gemm] [--presets A,B,...] [--vocab N]\n"
+            "       tempo bench kernels [--kernel gemm|ops|all] [--presets A,B,...] [--vocab N]\n"
             "                           [--shape MxNxK[:ta:tb]] [--threads 1,2] [--seconds S]\n"
             "                           [--no-openblas]\n"
             "  peak     fp32 FMA peak and triad memory bandwidth at 1 and all threads;\n"
@@ -32,8 +33,11 @@ static void bench_usage(FILE *f)
             "           $XDG_CACHE_HOME/tempo/hardware.json or ~/.cache/tempo/hardware.json)\n"
             "           and prints it as a JSON line. --seconds: total time (default 4).\n"
             "  kernels  one JSON line per kernel, shape and thread count: GFLOP/s and the\n"
-            "           share of the profile's FMA peak; last line: the flop-weighted\n"
-            "           summary. --presets: whose training-step products to run (default\n"
+            "           share of the profile's FMA peak. --kernel ops: attention, RMSNorm,\n"
+            "           activation, RoPE, head + cross-entropy, AdamW at the presets'\n"
+            "           shapes, also as GB/s against the triad bandwidth; --kernel gemm:\n"
+            "           every GEMM of the presets' steps, then the flop-weighted summary;\n"
+            "           all (default): both. --presets: whose step to run (default\n"
             "           cpu-default,cpu-d256,cpu-d512; vocab --vocab, default 4097);\n"
             "           --threads: counts to run (default 1 and all); --seconds: per case\n"
             "           (default 0.3, best repetition kept). When libopenblas is installed,\n"
@@ -101,9 +105,25 @@ static int bench_peak(int argc, char **argv)
     return rc;
 }
 
+typedef struct {
+    const char *preset;
+    int threads;
+    double peak, bandwidth;
+} ops_emit_ctx;
+
+static void emit_op(void *ctx, const bench_op_result *r)
+{
+    const ops_emit_ctx *e = ctx;
+    strbuf line = {0};
+    bench_op_json(&line, e->preset, e->threads, r, e->peak, e->bandwidth);
+    printf("%s\n", line.data ? line.data : "{}");
+    fflush(stdout);
+    strbuf_free(&line);
+}
+
 static int bench_kernels(int argc, char **argv)
 {
-    const char *kernel = "gemm", *presets = "cpu-default,cpu-d256,cpu-d512";
+    const char *kernel = "all", *presets = "cpu-default,cpu-d256,cpu-d512";
     double seconds = 0.3;
     long vocab = 4097;
     int threads[8], n_threads = 0, have_shape = 0, use_openblas = 1;
@@ -147,25 +167,33 @@ static int bench_kernels(int argc, char **argv)
             return cli_usage_error("bench kernels: %s: unknown option", a);
         }
     }
-    if (strcmp(kernel, "gemm"))
-        return cli_usage_error("bench kernels: --kernel %s: unknown kernel (try: gemm)", kernel);
-    enum { MAX_SHAPES = 256 };
+    int run_gemm = !strcmp(kernel, "gemm") || !strcmp(kernel, "all");
+    int run_ops = !strcmp(kernel, "ops") || !strcmp(kernel, "all");
+    if (!run_gemm && !run_ops)
+        return cli_usage_error("bench kernels: --kernel %s: unknown kernel (try: gemm, ops, all)",
+                               kernel);
+    if (run_ops && have_shape)
+        return cli_usage_error("bench kernels: --shape is a GEMM shape; use --kernel gemm");
+    enum { MAX_SHAPES = 256, MAX_PRESETS = 8 };
     static bench_gemm_shape shapes[MAX_SHAPES];
-    int n_shapes = 0;
+    static run_config cfgs[MAX_PRESETS];
+    int n_shapes = 0, n_cfgs = 0;
     if (have_shape) {
         shapes[n_shapes++] = one;
     } else {
         char list[512], *save = NULL;
         snprintf(list, sizeof list, "%s", presets);
         for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-            run_config rc;
-            run_config_defaults(&rc);
-            if (run_config_load_preset(&rc, name, &err))
+            if (n_cfgs == MAX_PRESETS)
+                return cli_usage_error("bench kernels: --presets: at most %d", MAX_PRESETS);
+            run_config *rc = &cfgs[n_cfgs++];
+            run_config_defaults(rc);
+            if (run_config_load_preset(rc, name, &err))
                 return cli_report(&err);
-            rc.model.vocab_size = (int)vocab;
-            if (run_config_finish(&rc, &err))
+            rc->model.vocab_size = (int)vocab;
+            if (run_config_finish(rc, &err))
                 return cli_report(&err);
-            n_shapes += bench_gemm_preset_shapes(&rc, shapes + n_shapes, MAX_SHAPES - n_shapes);
+            n_shapes += bench_gemm_preset_shapes(rc, shapes + n_shapes, MAX_SHAPES - n_shapes);
         }
         if (n_shapes == 0)
             return cli_usage_error("bench kernels: --presets '%s': no shapes", presets);
@@ -184,6 +212,18 @@ static int bench_kernels(int argc, char **argv)
     else if (prof.contended)
         fprintf(stderr, "bench kernels: the hardware profile was measured on a busy machine; "
                         "efficiencies may read high (re-run 'tempo bench peak')\n");
+    if (run_ops) {
+        for (int c = 0; c < n_cfgs; c++)
+            for (int t = 0; t < n_threads; t++) {
+                ops_emit_ctx e = {cfgs[c].preset, threads[t],
+                                  have_prof ? hw_profile_peak_gflops(&prof, threads[t]) : 0,
+                                  have_prof ? hw_profile_bandwidth_gbs(&prof, threads[t]) : 0};
+                if (bench_ops_run(&cfgs[c], threads[t], seconds, emit_op, &e, &err))
+                    return cli_report(&err);
+            }
+        if (!run_gemm)
+            return 0;
+    }
     gemm_context ctx;
     gemm_context_init(&ctx);
     const char *path = cpu_kernel_path_name(ctx.cfg.path);

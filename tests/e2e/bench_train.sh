@@ -26,7 +26,7 @@ for d in runs:
 assert len(summ) == 1 and set(summ[0]["tokens_per_s"]) == {"1", "2"}
 assert "second_thread_speedup" in summ[0] and "ratio_vs_torch" in summ[0], summ
 PY
-"$TEMPO" bench kernels --presets tiny-test --threads 1 --seconds 0.01 --no-openblas >"$OUT" 2>/dev/null \
+"$TEMPO" bench kernels --kernel gemm --presets tiny-test --threads 1 --seconds 0.01 --no-openblas >"$OUT" 2>/dev/null \
     || fail "bench kernels failed"
 python3 - "$OUT" <<'PY' || fail "bench kernels output is wrong: $(head -3 "$OUT")"
 import json, sys
@@ -34,6 +34,17 @@ lines = [json.loads(l) for l in open(sys.argv[1])]
 assert lines[-1]["summary"] and len(lines) == lines[-1]["shapes"] + 1
 assert all(l["op"].startswith("tiny-test ") and l["gflops"] > 0 for l in lines[:-1])
 PY
+"$TEMPO" bench kernels --kernel ops --presets tiny-test --threads 1,2 --seconds 0.01 >"$OUT" 2>/dev/null \
+    || fail "bench kernels --kernel ops failed"
+python3 - "$OUT" <<'PY' || fail "bench kernels --kernel ops output is wrong: $(head -3 "$OUT")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+kernels = {l["kernel"] for l in lines}
+assert {"attention_fwd", "attention_bwd", "rmsnorm_fwd", "head_xent_train", "adamw"} <= kernels, kernels
+assert len(lines) == 2 * len(kernels) and all(l["gflops"] > 0 and l["gbps"] > 0 for l in lines)
+PY
+expect_error 2 "GEMM shape" "$TEMPO" bench kernels --kernel ops --shape 8x8x8
+expect_error 2 "unknown kernel" "$TEMPO" bench kernels --kernel nope
 # --pin-threads binds each thread to its own core (read back from the OS)
 "$TEMPO" bench train --preset tiny-test --threads 1 --steps 1 --pin-threads >"$OUT" 2>/dev/null \
     || fail "bench train --pin-threads failed"
