@@ -74,7 +74,7 @@ static double one_step(bench_state *s, const run_config *cfg, void *src, op_prof
 {
     double loss = train_step_gradient(s->m, cfg->batch_size, cfg->micro_batch, cfg->model.context,
                                       random_batch, src, s->inputs, s->targets, prof);
-    double t0 = op_profile_begin(prof);
+    op_mark t0 = op_profile_begin(prof);
     size_t n = model_num_params(s->m);
     double gnorm = optim_grad_norm(model_grads(s->m), n);
     op_profile_end(prof, OP_GRAD_NORM, t0);
@@ -219,7 +219,11 @@ void bench_train_json(strbuf *out, const run_config *cfg, const bench_train_resu
         strbuf_json_number(out, bench_round(r->prof.seconds[k] / r->steps, 5));
         strbuf_puts(out, ",\"share\":");
         strbuf_json_number(out, bench_round(total > 0 ? r->prof.seconds[k] / total : 0, 4));
-        strbuf_printf(out, ",\"calls_per_step\":%ld}", r->prof.calls[k] / r->steps);
+        strbuf_printf(out, ",\"calls_per_step\":%ld,\"threads_busy\":", r->prof.calls[k] / r->steps);
+        strbuf_json_number(out, bench_round(r->prof.seconds[k] > 0
+                                                ? r->prof.cpu_seconds[k] / r->prof.seconds[k]
+                                                : 0, 2));
+        strbuf_puts(out, "}");
         first = 0;
     }
     double other = total - covered;

@@ -53,7 +53,8 @@ typedef struct {
 int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_error *err);
 
 /* {"bench":"train","preset":...,"threads":...,"tokens_per_s":...,"mfu":...,
- *  "ops":{"gemm_fwd":{"s":...,"share":...,"calls":...},...,"other":{...}},...}
+ *  "ops":{"gemm_fwd":{"s_per_step":...,"share":...,"calls_per_step":...,
+ *  "threads_busy": process CPU time / wall time over the op},...,"other":{...}},...}
  * (no newline). */
 void bench_train_json(strbuf *out, const run_config *cfg, const bench_train_result *r);
 

@@ -3,7 +3,9 @@
  * profile is attached (model_set_profile), for `tempo bench train`.
  * A NULL profile costs one branch per op; timing is wall clock of the calling
  * (serial) thread around each op, so the shares add up to the step time minus
- * what no op covers. Nothing here decides anything: it only counts. */
+ * what no op covers; beside it, the process's CPU time over the same span
+ * (all threads), so cpu / wall says how many threads an op kept busy.
+ * Nothing here decides anything: it only counts. */
 #ifndef TEMPO_OP_PROFILE_H
 #define TEMPO_OP_PROFILE_H
 
@@ -28,22 +30,33 @@ typedef enum {
 } op_kind;
 
 typedef struct {
-    double seconds[OP_COUNT];
+    double seconds[OP_COUNT];      /* wall */
+    double cpu_seconds[OP_COUNT];  /* process CPU time (all threads) */
     long calls[OP_COUNT];
 } op_profile;
+
+typedef struct {
+    double wall, cpu;
+} op_mark;
 
 /* "gemm_fwd", ... (stable names, used as JSON keys). */
 const char *op_kind_name(op_kind k);
 
-static inline double op_profile_begin(const op_profile *p)
+static inline op_mark op_profile_begin(const op_profile *p)
 {
-    return p ? timer_now() : 0.0;
+    op_mark m = {0.0, 0.0};
+    if (p) {
+        m.cpu = timer_process_cpu();
+        m.wall = timer_now();
+    }
+    return m;
 }
 
-static inline void op_profile_end(op_profile *p, op_kind k, double t0)
+static inline void op_profile_end(op_profile *p, op_kind k, op_mark m)
 {
     if (p) {
-        p->seconds[k] += timer_now() - t0;
+        p->seconds[k] += timer_now() - m.wall;
+        p->cpu_seconds[k] += timer_process_cpu() - m.cpu;
         p->calls[k]++;
     }
 }

@@ -14,6 +14,13 @@ double timer_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double timer_process_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 int timer_parse_duration(const char *text, double *seconds, tempo_error *err)
 {
     if (!text || !*text)

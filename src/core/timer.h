@@ -8,6 +8,9 @@
 /* Seconds from an arbitrary fixed point (CLOCK_MONOTONIC). */
 double timer_now(void);
 
+/* CPU seconds this process has used, all threads (CLOCK_PROCESS_CPUTIME_ID). */
+double timer_process_cpu(void);
+
 /* Parse a duration such as "90s", "10m", "1h30m", "2.5m", "45" (seconds).
  * The result must be > 0. Returns 0 and sets *seconds, or -1 with err set
  * (code 2) naming the text and the problem. */

@@ -17,7 +17,7 @@
 /* Run stmt, timing it as op k when d profiles. */
 #define TIMED(d, k, stmt)                               \
     do {                                                \
-        double t0_ = op_profile_begin((d)->prof);       \
+        op_mark t0_ = op_profile_begin((d)->prof);       \
         stmt;                                           \
         op_profile_end((d)->prof, (k), t0_);            \
     } while (0)
@@ -63,7 +63,7 @@ static void group_dw(gemm_context *ctx, const float *x, const lin_grad *g, int n
 static void linear_backward(const model_block_dims *d, float *dx, float dx_beta, const float *x,
                             int N, int in, const lin_grad *g, int n)
 {
-    double t0 = op_profile_begin(d->prof);
+    op_mark t0 = op_profile_begin(d->prof);
     if (omp_get_level() == 0 && omp_get_max_threads() == 2) {
 #pragma omp parallel num_threads(2)
         {

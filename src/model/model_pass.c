@@ -15,7 +15,7 @@
 /* Run stmt, timing it as op k when m profiles. */
 #define TIMED(m, k, stmt)                               \
     do {                                                \
-        double t0_ = op_profile_begin((m)->prof);       \
+        op_mark t0_ = op_profile_begin((m)->prof);       \
         stmt;                                           \
         op_profile_end((m)->prof, (k), t0_);            \
     } while (0)
@@ -60,7 +60,7 @@ double model_forward(model *m, const int32_t *tokens, const int32_t *targets, in
     if (!targets)
         return 0.0;
     memcpy(m->targets, targets, sizeof(int32_t) * (size_t)N);
-    double t0 = op_profile_begin(m->prof);
+    op_mark t0 = op_profile_begin(m->prof);
     if (m->training) {
         memset(m->head_dw, 0, sizeof(float) * (size_t)V * C);
         lm_head_loss_forward_backward(m->losses, m->dxf, m->head_dw, m->xf, m->head, targets, N,
@@ -85,7 +85,7 @@ void model_backward(model *m)
         return;
     const model_config *c = &m->cfg;
     int B = m->B, T = m->T, N = B * T, C = c->d_model, V = c->vocab_size, L = c->n_layers;
-    double t0 = op_profile_begin(m->prof);
+    op_mark t0 = op_profile_begin(m->prof);
     if (m->head_dw_ready) {
         size_t n = (size_t)V * C;
         float *g = m->g_head;

@@ -41,7 +41,7 @@ double train_step_gradient(model *m, int batch, int micro_batch, int T, train_ba
     model_zero_grad(m);
     double loss = 0;
     for (int i = 0; i < k; i++) {
-        double t0 = op_profile_begin(prof);
+        op_mark t0 = op_profile_begin(prof);
         next_batch(batch_ctx, micro_batch, T, inputs, targets);
         op_profile_end(prof, OP_DATA, t0);
         loss += model_forward(m, inputs, targets, micro_batch, T);
