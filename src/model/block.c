@@ -37,44 +37,49 @@ typedef struct {
     int out;
 } lin_grad;
 
-static void group_dx(gemm_context *ctx, float *dx, float dx_beta, const lin_grad *g, int n,
-                     int N, int in)
-{
-    for (int i = 0; i < n; i++) /* dx (= or +=) sum_i dy_i W_i */
-        gemm_f32_ctx(ctx, 0, 0, N, in, g[i].out, g[i].dy, g[i].out,
-                     g[i].W, in, i ? 1.0f : dx_beta, dx, in);
-}
-
-static void group_dw(gemm_context *ctx, const float *x, const lin_grad *g, int n, int N, int in)
-{
-    for (int i = 0; i < n; i++) /* dW_i += dy_i^T x */
-        gemm_f32_ctx(ctx, 1, 0, g[i].out, in, N, g[i].dy, g[i].out,
-                     x, in, 1.0f, g[i].dW, in);
-}
-
 /* The backward of n projections of the same input x [N, in]:
  *   dx [N, in] (= when dx_beta is 0, += when 1) sum_i dy_i W_i,
  *   dW_i += dy_i^T x.
- * The dx products and the dW products are independent: on a team of
- * exactly two threads (this project's chip) they run side by side, one
- * thread each, every GEMM on one thread (no barriers, no wake-ups inside);
- * otherwise one after the other on the whole team. The sums are the same
- * either way (a GEMM's result does not depend on its thread count). */
+ * With a team of t > 1 threads: x is packed once (the B operand of every
+ * dW_i, shared read-only), then each thread computes its own 1/t of dx's
+ * rows (the whole chain of products, in order) and its own 1/t of every
+ * dW_i's rows, each GEMM on that thread alone: equal shares, one parallel
+ * region and no barrier inside. A GEMM's rows do not depend on which other
+ * rows are computed with them, nor on the thread count, and the packed-B
+ * path sums as the plain one, so the results are bitwise those of the
+ * serial order below, which runs on one thread (or inside a parallel
+ * region, or when packing x finds no memory). */
 static void linear_backward(const model_block_dims *d, float *dx, float dx_beta, const float *x,
                             int N, int in, const lin_grad *g, int n)
 {
     op_mark t0 = op_profile_begin(d->prof);
-    if (omp_get_level() == 0 && omp_get_max_threads() == 2) {
-#pragma omp parallel num_threads(2)
+    int nt = omp_get_level() == 0 ? omp_get_max_threads() : 1;
+    nt = nt < d->n_gemm ? nt : d->n_gemm;
+    tempo_error err;
+    if (nt > 1 && gemm_packed_b_pack(d->xpack, &d->gemm[0].cfg, 0, N, in, x, in, &err) == 0) {
+#pragma omp parallel num_threads(nt)
         {
-            if (omp_get_thread_num() == 0)
-                group_dx(&d->gemm[0], dx, dx_beta, g, n, N, in);
-            else
-                group_dw(&d->gemm[1], x, g, n, N, in);
+            int t = omp_get_thread_num(), team = omp_get_num_threads();
+            gemm_context *ctx = &d->gemm[t];
+            int r0 = (int)((long)N * t / team), r1 = (int)((long)N * (t + 1) / team);
+            for (int i = 0; i < n && r1 > r0; i++) /* dx rows [r0, r1) */
+                gemm_f32_ctx(ctx, 0, 0, r1 - r0, in, g[i].out, g[i].dy + (size_t)r0 * g[i].out,
+                             g[i].out, g[i].W, in, i ? 1.0f : dx_beta, dx + (size_t)r0 * in, in);
+            for (int i = 0; i < n; i++) { /* dW_i rows [o0, o1) += (dy_i^T)[o0..o1) x */
+                int o0 = (int)((long)g[i].out * t / team);
+                int o1 = (int)((long)g[i].out * (t + 1) / team);
+                if (o1 > o0)
+                    gemm_f32_packed_b_ctx(ctx, 1, o1 - o0, g[i].dy + o0, g[i].out, d->xpack,
+                                          1.0f, g[i].dW + (size_t)o0 * in, in);
+            }
         }
     } else {
-        group_dx(&d->gemm[0], dx, dx_beta, g, n, N, in);
-        group_dw(&d->gemm[0], x, g, n, N, in);
+        for (int i = 0; i < n; i++)
+            gemm_f32_ctx(&d->gemm[0], 0, 0, N, in, g[i].out, g[i].dy, g[i].out, g[i].W, in,
+                         i ? 1.0f : dx_beta, dx, in);
+        for (int i = 0; i < n; i++)
+            gemm_f32_ctx(&d->gemm[0], 1, 0, g[i].out, in, N, g[i].dy, g[i].out, x, in, 1.0f,
+                         g[i].dW, in);
     }
     op_profile_end(d->prof, OP_GEMM_BWD, t0);
 }

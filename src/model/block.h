@@ -22,8 +22,10 @@ typedef struct {
     int qk_norm;
     float eps;
     const float *rope_cos, *rope_sin; /* [context, D/2] (rope.h) */
-    gemm_context *gemm;               /* [2] not NULL: [0] for the whole team's GEMMs,
-                                         [1] for the second thread's when two run side by side */
+    gemm_context *gemm;               /* [n_gemm] (>= 1): [0] for the whole team's GEMMs,
+                                         [t] for thread t's when a backward shares rows out */
+    int n_gemm;
+    gemm_packed_b *xpack;             /* a backward's x packed once for its dW products */
     op_profile *prof;                 /* NULL: not profiling */
 } model_block_dims;
 

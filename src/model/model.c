@@ -5,6 +5,7 @@
 #include "model/model_internal.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,9 +186,18 @@ int model_create(model **out, const model_config *cfg, int max_batch, tempo_erro
     m->dims = (model_block_dims){.C = cfg->d_model, .H = cfg->n_heads, .Hkv = cfg->n_kv_heads,
                                  .D = D, .F = cfg->d_ff, .mlp = cfg->mlp,
                                  .qk_norm = cfg->qk_norm, .eps = cfg->norm_eps,
-                                 .gemm = m->gemm};
+                                 .xpack = &m->xpack};
+    m->n_gemm = omp_get_max_threads() > 1 ? omp_get_max_threads() : 1;
+    m->gemm = calloc((size_t)m->n_gemm, sizeof *m->gemm);
+    if (!m->gemm) {
+        free(m);
+        return tempo_fail(err, "model: out of memory");
+    }
     gemm_context_init(&m->gemm[0]);
-    m->gemm[1].cfg = m->gemm[0].cfg; /* empty workspace, grown on first use */
+    for (int t = 1; t < m->n_gemm; t++)
+        m->gemm[t].cfg = m->gemm[0].cfg; /* empty workspaces, grown on first use */
+    m->dims.gemm = m->gemm;
+    m->dims.n_gemm = m->n_gemm;
     m->head_ws.gemm = &m->gemm[0];
     m->tensors = calloc(3 + 11 * (size_t)cfg->n_layers, sizeof *m->tensors);
     m->lw = calloc((size_t)cfg->n_layers, sizeof *m->lw);
@@ -240,8 +250,11 @@ void model_free(model *m)
     free(m->lg);
     free(m->acts);
     lm_head_workspace_free(&m->head_ws);
-    gemm_context_free(&m->gemm[0]);
-    gemm_context_free(&m->gemm[1]);
+    if (m->gemm)
+        for (int t = 0; t < m->n_gemm; t++)
+            gemm_context_free(&m->gemm[t]);
+    free(m->gemm);
+    gemm_packed_b_free(&m->xpack);
     free(m);
 }
 

@@ -14,7 +14,9 @@ struct model {
     model_config cfg;
     int max_batch;
     model_block_dims dims;      /* its gemm points at gemm below, prof at prof */
-    gemm_context gemm[2];       /* every GEMM of a pass goes through them (block.h) */
+    gemm_context *gemm;         /* [n_gemm]: every GEMM of a pass goes through them (block.h) */
+    int n_gemm;                 /* omp_get_max_threads() at model_create */
+    gemm_packed_b xpack;        /* see model_block_dims */
     lm_head_workspace head_ws;  /* the head's packed weights (gemm = &gemm[0]) */
     op_profile *prof;           /* NULL unless profiling (model_set_profile) */
 
