@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# icl_copy.sh - ICL on a task a tiny model can learn: after 1000 steps on documents of
+# icl_copy.sh - ICL on a task a tiny model can learn: after 2000 steps on documents of
 # "x = x" lines, the model must copy the letter shown earlier in the prompt, and `tempo icl`
 # must score it well above chance on both task types (multiple choice: chance 25 %; greedy
 # copy of the continuation: chance about 1/16). Also: the result JSON (every task, the
