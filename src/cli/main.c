@@ -16,7 +16,7 @@ static void usage(FILE *f)
             "  eval      bits-per-byte of a model on a text file or data dir (--phase 2: scorecard)\n"
             "  icl       in-context-learning accuracy (CORE) over the ICL task files\n"
             "  generate  sample text from a trained model\n"
-            "  bench     benchmarks (peak, kernels, infer)\n"
+            "  bench     benchmarks (peak, kernels, train, infer)\n"
             "  judge     run a submission under the budget and score it\n"
             "  leaderboard  the judged results (terminal table or HTML page)\n"
             "run 'tempo <command> --help' for a command's options\n");
