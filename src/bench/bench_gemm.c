@@ -7,9 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/sysload.h"
 #include "core/rng.h"
-#include "core/timer.h"
 #include "model/model.h"
 
 /* Append (M, N, K, ta, tb) named `what`, or join the name onto an equal
@@ -104,18 +102,6 @@ int bench_gemm_parse_shape(const char *text, bench_gemm_shape *s, tempo_error *e
     return 0;
 }
 
-/* v rounded to `digits` decimals (printed short: 202.95, not 202.95000000000002). */
-static double round_to(double v, int digits)
-{
-    double scale = pow(10, digits);
-    return round(v * scale) / scale;
-}
-
-double bench_round(double v, int digits)
-{
-    return round_to(v, digits);
-}
-
 static float *random_floats(size_t n, rng_state *r)
 {
     float *x = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
@@ -123,6 +109,22 @@ static float *random_floats(size_t n, rng_state *r)
         for (size_t i = 0; i < n; i++)
             x[i] = (float)(rng_uniform(r) - 0.5);
     return x;
+}
+
+/* One product with its operands, as bench_time_best calls it. */
+typedef struct {
+    bench_gemm_fn fn;
+    void *ctx;
+    const bench_gemm_shape *s;
+    const float *A, *B;
+    int lda, ldb;
+    float *C;
+} gemm_call;
+
+static void run_call(void *p)
+{
+    const gemm_call *c = p;
+    c->fn(c->ctx, c->s, c->A, c->lda, c->B, c->ldb, c->C, c->s->N);
 }
 
 int bench_gemm_time(bench_gemm_fn fn, void *ctx, const bench_gemm_shape *s, int threads,
@@ -141,29 +143,16 @@ int bench_gemm_time(bench_gemm_fn fn, void *ctx, const bench_gemm_shape *s, int 
     int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
 
-    fn(ctx, s, A, lda, B, ldb, C, s->N);
-    sysload_sample start;
-    sysload_sample_now(&start);
-    double best = 1e30, end = timer_now() + min_seconds;
-    int reps = 0;
-    do {
-        double t0 = timer_now();
-        fn(ctx, s, A, lda, B, ldb, C, s->N);
-        double t = timer_now() - t0;
-        if (t < best)
-            best = t;
-        reps++;
-    } while ((reps < 3 || timer_now() < end) && reps < 100000);
-    sysload_report load;
-    sysload_since(&start, &load);
-
+    gemm_call call = {.fn = fn, .ctx = ctx, .s = s, .A = A, .B = B, .lda = lda, .ldb = ldb, .C = C};
+    bench_timing t;
+    bench_time_best(run_call, &call, min_seconds, &t);
     omp_set_num_threads(saved);
     free(A); free(B); free(C);
-    r->best_s = best;
-    r->reps = reps;
-    r->gflops = best > 0 ? 2.0 * s->M * s->N * (double)s->K / best * 1e-9 : 0;
-    r->other_load_cores = load.other_cores;
-    r->contended = load.contended;
+    r->best_s = t.best_s;
+    r->reps = t.reps;
+    r->gflops = t.best_s > 0 ? 2.0 * s->M * s->N * (double)s->K / t.best_s * 1e-9 : 0;
+    r->other_load_cores = t.other_load_cores;
+    r->contended = t.contended;
     return 0;
 }
 
@@ -189,25 +178,25 @@ void bench_gemm_json(strbuf *out, const bench_gemm_shape *s, int threads,
                   s->M, s->N, s->K, s->trans_a, s->trans_b);
     strbuf_json_string(out, s->op, strlen(s->op));
     strbuf_printf(out, ",\"threads\":%d,\"gflops\":", threads);
-    strbuf_json_number(out, round_to(r->gflops, 2));
+    strbuf_json_number(out, bench_round(r->gflops, 2));
     strbuf_puts(out, ",\"peak_gflops\":");
-    strbuf_json_number(out, peak_gflops > 0 ? round_to(peak_gflops, 2) : 0);
+    strbuf_json_number(out, peak_gflops > 0 ? bench_round(peak_gflops, 2) : 0);
     strbuf_puts(out, ",\"efficiency\":");
     if (peak_gflops > 0)
-        strbuf_json_number(out, round_to(r->gflops / peak_gflops, 3));
+        strbuf_json_number(out, bench_round(r->gflops / peak_gflops, 3));
     else
         strbuf_puts(out, "null");
     if (peak_now_gflops > 0) {
         strbuf_puts(out, ",\"peak_now_gflops\":");
-        strbuf_json_number(out, round_to(peak_now_gflops, 2));
+        strbuf_json_number(out, bench_round(peak_now_gflops, 2));
         strbuf_puts(out, ",\"efficiency_now\":");
-        strbuf_json_number(out, round_to(r->gflops / peak_now_gflops, 3));
+        strbuf_json_number(out, bench_round(r->gflops / peak_now_gflops, 3));
     }
     if (peer && peer->gflops > 0) {
         strbuf_puts(out, ",\"openblas_gflops\":");
-        strbuf_json_number(out, round_to(peer->gflops, 2));
+        strbuf_json_number(out, bench_round(peer->gflops, 2));
         strbuf_puts(out, ",\"ratio\":");
-        strbuf_json_number(out, round_to(r->gflops / peer->gflops, 3));
+        strbuf_json_number(out, bench_round(r->gflops / peer->gflops, 3));
     }
     strbuf_puts(out, ",\"path\":");
     strbuf_json_string(out, path, strlen(path));
@@ -215,7 +204,7 @@ void bench_gemm_json(strbuf *out, const bench_gemm_shape *s, int threads,
     if (peer && peer->other_load_cores > load)
         load = peer->other_load_cores;
     strbuf_puts(out, ",\"other_load_cores\":");
-    strbuf_json_number(out, round_to(load, 2));
+    strbuf_json_number(out, bench_round(load, 2));
     strbuf_printf(out, ",\"contended\":%s}",
                   r->contended || (peer && peer->contended) ? "true" : "false");
 }

@@ -8,6 +8,7 @@
 #ifndef TEMPO_BENCH_GEMM_H
 #define TEMPO_BENCH_GEMM_H
 
+#include "bench/bench_timing.h"
 #include "core/error.h"
 #include "core/strbuf.h"
 #include "kernels/cpu/gemm.h"
@@ -65,8 +66,5 @@ int bench_gemm_measure(gemm_context *ctx, const bench_gemm_shape *s, int threads
 void bench_gemm_json(strbuf *out, const bench_gemm_shape *s, int threads,
                      const bench_gemm_result *r, double peak_gflops, double peak_now_gflops,
                      const char *path, const bench_gemm_result *peer);
-
-/* v rounded to `digits` decimals, for JSON figures (prints short). */
-double bench_round(double v, int digits);
 
 #endif

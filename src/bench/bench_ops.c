@@ -7,10 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench_gemm.h"
-#include "bench/sysload.h"
+#include "bench/bench_timing.h"
 #include "core/rng.h"
-#include "core/timer.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/lm_head.h"
@@ -157,26 +155,27 @@ static void run_adamw(op_bufs *b)
     optim_kernel_adamw(b->p, b->head_w, b->m2, b->v2, (size_t)b->V * b->C, &k);
 }
 
+/* One kernel on its buffers, as bench_time_best calls it. */
+typedef struct {
+    op_bufs *b;
+    op_fn fn;
+} op_call;
+
+static void run_call(void *p)
+{
+    const op_call *c = p;
+    c->fn(c->b);
+}
+
 static void time_op(op_bufs *b, op_fn fn, double min_seconds, bench_op_result *r)
 {
-    fn(b);
-    sysload_sample s0;
-    sysload_sample_now(&s0);
-    double best = 1e30, end = timer_now() + min_seconds;
-    int reps = 0;
-    do {
-        double t0 = timer_now();
-        fn(b);
-        double t = timer_now() - t0;
-        best = t < best ? t : best;
-        reps++;
-    } while ((reps < 3 || timer_now() < end) && reps < 100000);
-    sysload_report load;
-    sysload_since(&s0, &load);
-    r->best_s = best;
-    r->reps = reps;
-    r->other_load_cores = load.other_cores;
-    r->contended = load.contended;
+    op_call call = {b, fn};
+    bench_timing t;
+    bench_time_best(run_call, &call, min_seconds, &t);
+    r->best_s = t.best_s;
+    r->reps = t.reps;
+    r->other_load_cores = t.other_load_cores;
+    r->contended = t.contended;
 }
 
 int bench_ops_run(const run_config *cfg, int threads, double min_seconds, bench_op_emit emit,
@@ -234,15 +233,6 @@ int bench_ops_run(const run_config *cfg, int threads, double min_seconds, bench_
     return 0;
 }
 
-static void num(strbuf *out, const char *key, double v, int digits)
-{
-    strbuf_printf(out, ",\"%s\":", key);
-    if (isfinite(v))
-        strbuf_json_number(out, bench_round(v, digits));
-    else
-        strbuf_puts(out, "null");
-}
-
 void bench_op_json(strbuf *out, const char *preset, int threads, const bench_op_result *r,
                    double peak_gflops, double bandwidth_gbs)
 {
@@ -255,13 +245,13 @@ void bench_op_json(strbuf *out, const char *preset, int threads, const bench_op_
     strbuf_puts(out, ",\"op\":");
     strbuf_json_string(out, preset, strlen(preset));
     strbuf_printf(out, ",\"threads\":%d", threads);
-    num(out, "gflops", gflops, 2);
-    num(out, "peak_gflops", peak_gflops > 0 ? peak_gflops : NAN, 2);
-    num(out, "efficiency", peak_gflops > 0 ? gflops / peak_gflops : NAN, 3);
-    num(out, "gbps", gbps, 2);
-    num(out, "bandwidth_gbs", bandwidth_gbs > 0 ? bandwidth_gbs : NAN, 2);
-    num(out, "bw_efficiency", bandwidth_gbs > 0 ? gbps / bandwidth_gbs : NAN, 3);
-    num(out, "us", r->best_s * 1e6, 1);
-    num(out, "other_load_cores", r->other_load_cores, 2);
+    bench_json_num(out, "gflops", gflops, 2);
+    bench_json_num(out, "peak_gflops", peak_gflops > 0 ? peak_gflops : NAN, 2);
+    bench_json_num(out, "efficiency", peak_gflops > 0 ? gflops / peak_gflops : NAN, 3);
+    bench_json_num(out, "gbps", gbps, 2);
+    bench_json_num(out, "bandwidth_gbs", bandwidth_gbs > 0 ? bandwidth_gbs : NAN, 2);
+    bench_json_num(out, "bw_efficiency", bandwidth_gbs > 0 ? gbps / bandwidth_gbs : NAN, 3);
+    bench_json_num(out, "us", r->best_s * 1e6, 1);
+    bench_json_num(out, "other_load_cores", r->other_load_cores, 2);
     strbuf_printf(out, ",\"contended\":%s}", r->contended ? "true" : "false");
 }

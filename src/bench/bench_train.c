@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "bench/bench_gemm.h"
+#include "bench/bench_timing.h"
 #include "bench/sysload.h"
 #include "core/rng.h"
 #include "core/thread_pin.h"
@@ -170,15 +170,6 @@ out:
     return rc;
 }
 
-static void num(strbuf *out, const char *key, double v, int digits)
-{
-    strbuf_printf(out, ",\"%s\":", key);
-    if (isfinite(v))
-        strbuf_json_number(out, bench_round(v, digits));
-    else
-        strbuf_puts(out, "null");
-}
-
 void bench_train_json(strbuf *out, const run_config *cfg, const bench_train_result *r)
 {
     const model_config *m = &cfg->model;
@@ -189,25 +180,25 @@ void bench_train_json(strbuf *out, const run_config *cfg, const bench_train_resu
                        "\"params\":%zu,\"steps\":%d",
                   r->threads, m->d_model, m->n_layers, m->n_heads, m->context, cfg->batch_size,
                   cfg->micro_batch, m->vocab_size, r->params, r->steps);
-    num(out, "step_s", r->step_seconds, 4);
-    num(out, "best_step_s", r->best_step_seconds, 4);
-    num(out, "first_step_s", r->first_step_seconds, 4);
-    num(out, "tokens_per_s", r->tokens_per_second, 1);
-    num(out, "model_gflops", r->model_gflops, 2);
-    num(out, "peak_gflops", r->peak_gflops > 0 ? r->peak_gflops : NAN, 2);
-    num(out, "mfu", r->mfu, 3);
+    bench_json_num(out, "step_s", r->step_seconds, 4);
+    bench_json_num(out, "best_step_s", r->best_step_seconds, 4);
+    bench_json_num(out, "first_step_s", r->first_step_seconds, 4);
+    bench_json_num(out, "tokens_per_s", r->tokens_per_second, 1);
+    bench_json_num(out, "model_gflops", r->model_gflops, 2);
+    bench_json_num(out, "peak_gflops", r->peak_gflops > 0 ? r->peak_gflops : NAN, 2);
+    bench_json_num(out, "mfu", r->mfu, 3);
     strbuf_printf(out, ",\"pinned\":%s,\"thread_cpus\":[", r->pinned ? "true" : "false");
     for (int t = 0; t < r->threads && t < 16; t++)
         strbuf_printf(out, "%s%d", t ? "," : "", r->thread_cpus[t]);
     strbuf_puts(out, "]");
-    num(out, "cpu_utilisation", r->cpu_utilisation, 3);
-    num(out, "serial_share", r->serial_share, 3);
-    num(out, "peak_rss_mib", r->peak_rss_mib, 1);
-    num(out, "model_mib", r->model_mib, 1);
-    num(out, "optimizer_mib", r->optimizer_mib, 1);
-    num(out, "minor_faults_per_step", r->minor_faults_per_step, 1);
-    num(out, "loss_first", r->loss_first, 4);
-    num(out, "loss_last", r->loss_last, 4);
+    bench_json_num(out, "cpu_utilisation", r->cpu_utilisation, 3);
+    bench_json_num(out, "serial_share", r->serial_share, 3);
+    bench_json_num(out, "peak_rss_mib", r->peak_rss_mib, 1);
+    bench_json_num(out, "model_mib", r->model_mib, 1);
+    bench_json_num(out, "optimizer_mib", r->optimizer_mib, 1);
+    bench_json_num(out, "minor_faults_per_step", r->minor_faults_per_step, 1);
+    bench_json_num(out, "loss_first", r->loss_first, 4);
+    bench_json_num(out, "loss_last", r->loss_last, 4);
     double total = r->step_seconds * r->steps, covered = 0;
     strbuf_puts(out, ",\"ops\":{");
     int first = 1;
@@ -232,6 +223,6 @@ void bench_train_json(strbuf *out, const run_config *cfg, const bench_train_resu
     strbuf_puts(out, ",\"share\":");
     strbuf_json_number(out, bench_round(total > 0 ? other / total : 0, 4));
     strbuf_puts(out, "}}");
-    num(out, "other_load_cores", r->other_load_cores, 2);
+    bench_json_num(out, "other_load_cores", r->other_load_cores, 2);
     strbuf_printf(out, ",\"contended\":%s}", r->contended ? "true" : "false");
 }

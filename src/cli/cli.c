@@ -1,6 +1,7 @@
 /* cli.c - error reporting and result printing shared by subcommands. */
 #include "cli/cli.h"
 
+#include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,4 +60,13 @@ int cli_parse_thread_list(const char *text, int *out, int max)
         p = *end ? end + 1 : end;
     }
     return *p ? -1 : n;
+}
+
+int cli_default_thread_list(int out[2])
+{
+    int n = 0, all = omp_get_max_threads();
+    out[n++] = 1;
+    if (all > 1)
+        out[n++] = all;
+    return n;
 }

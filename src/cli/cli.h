@@ -37,6 +37,9 @@ int bench_train_main(int argc, char **argv);
 /* "1,2" -> thread counts in out[0..max-1]; returns how many, or 0 / -1 on a
  * bad list (each count in [1, 1024]). */
 int cli_parse_thread_list(const char *text, int *out, int max);
+/* The benchmarks' default thread counts: 1, then all (omp_get_max_threads())
+ * when that is more. Writes out[0..1]; returns how many. */
+int cli_default_thread_list(int out[2]);
 int cmd_leaderboard(int argc, char **argv);
 
 /* Shared by `tempo icl` and `tempo eval --phase 2` (cmd_icl.c): the ICL

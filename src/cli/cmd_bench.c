@@ -7,7 +7,6 @@
  *   tempo bench train [--preset NAME] [...]  (cmd_bench_train.c)
  *   tempo bench infer --model RUN_DIR [...]   (cmd_bench_infer.c)
  */
-#include <omp.h>
 #include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
@@ -198,12 +197,8 @@ static int bench_kernels(int argc, char **argv)
         if (n_shapes == 0)
             return cli_usage_error("bench kernels: --presets '%s': no shapes", presets);
     }
-    if (n_threads == 0) {
-        int all = omp_get_max_threads();
-        threads[n_threads++] = 1;
-        if (all > 1)
-            threads[n_threads++] = all;
-    }
+    if (n_threads == 0)
+        n_threads = cli_default_thread_list(threads);
 
     hw_profile prof;
     int have_prof = hw_profile_load_or_measure(&prof, &err) == 0;

@@ -3,7 +3,6 @@
  * the hardware profile, runs bench/bench_infer.c and prints its JSON lines
  * as they come, the summary last. Also the option setup `tempo eval
  * --phase 2` shares. No measuring logic lives here. */
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,15 +62,11 @@ static double train_speed(const char *model_path)
 
 int cli_bench_infer_setup(const char *model_path, int threads, bench_infer_options *o, tempo_error *err)
 {
-    int all = omp_get_max_threads();
     o->n_threads = 0;
     if (threads > 0)
         o->threads[o->n_threads++] = threads;
-    else {
-        o->threads[o->n_threads++] = 1;
-        if (all > 1)
-            o->threads[o->n_threads++] = all;
-    }
+    else
+        o->n_threads = cli_default_thread_list(o->threads);
     hw_profile p;
     if (hw_profile_load_or_measure(&p, err))
         return -1;

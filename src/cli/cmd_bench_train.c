@@ -2,11 +2,9 @@
  * bench_train_run per thread count (bench/bench_train.h), and with
  * --vs-torch the PyTorch reference (bench/torch_reference.py) run after
  * ours in the same invocation; prints JSON lines. No measuring logic here. */
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bench/bench_gemm.h"
 #include "bench/bench_train.h"
@@ -41,18 +39,8 @@ static void usage(FILE *f)
 /* bench/torch_reference.py next to the binary's tree or under ./bench. */
 static int find_torch_script(char *path, size_t n)
 {
-    char exe[1024];
-    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (l > 0) {
-        exe[l] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            snprintf(path, n, "%s/../bench/torch_reference.py", exe);
-            if (path_exists(path))
-                return 1;
-        }
-    }
+    if (path_beside_exe(path, n, "../bench/torch_reference.py"))
+        return 1;
     snprintf(path, n, "bench/torch_reference.py");
     return path_exists(path);
 }
@@ -171,12 +159,8 @@ int bench_train_main(int argc, char **argv)
     cfg.model.vocab_size = vocab;
     if (run_config_finish(&cfg, &err))
         return cli_report(&err);
-    if (n_threads == 0) {
-        int all = omp_get_max_threads();
-        threads[n_threads++] = 1;
-        if (all > 1)
-            threads[n_threads++] = all;
-    }
+    if (n_threads == 0)
+        n_threads = cli_default_thread_list(threads);
     hw_profile hw;
     int have_hw = hw_profile_load_or_measure(&hw, &err) == 0;
     if (!have_hw)

@@ -61,4 +61,12 @@ static inline void op_profile_end(op_profile *p, op_kind k, op_mark m)
     }
 }
 
+/* Run stmt, adding its time to prof as op k (prof may be NULL). */
+#define OP_PROFILE_TIMED(prof, k, stmt)                 \
+    do {                                                \
+        op_mark t0_ = op_profile_begin(prof);           \
+        stmt;                                           \
+        op_profile_end((prof), (k), t0_);               \
+    } while (0)
+
 #endif

@@ -14,19 +14,12 @@
 
 #include <omp.h>
 
-/* Run stmt, timing it as op k when d profiles. */
-#define TIMED(d, k, stmt)                               \
-    do {                                                \
-        op_mark t0_ = op_profile_begin((d)->prof);       \
-        stmt;                                           \
-        op_profile_end((d)->prof, (k), t0_);            \
-    } while (0)
-
 /* y [N, out] = x [N, in] W^T, W [out, in] */
 static void linear(const model_block_dims *d, float *y, const float *x, const float *W, int N,
                    int in, int out, float beta)
 {
-    TIMED(d, OP_GEMM_FWD, gemm_f32_ctx(&d->gemm[0], 0, 1, N, out, in, x, in, W, in, beta, y, out));
+    OP_PROFILE_TIMED(d->prof, OP_GEMM_FWD,
+                     gemm_f32_ctx(&d->gemm[0], 0, 1, N, out, in, x, in, W, in, beta, y, out));
 }
 
 /* One weight's share of a backward group: dy [N, out], W [out, in], and
@@ -89,20 +82,26 @@ void model_block_attn_forward(const model_block_dims *d, const model_layer_weigh
                               int B, int T)
 {
     int N = B * T, C = d->C, HD = d->H * d->D, KD = d->Hkv * d->D;
-    TIMED(d, OP_NORM, rmsnorm_forward_copy(a->xn1, a->rstd1, x_out, x_in, w->attn_norm, N, C, d->eps));
+    OP_PROFILE_TIMED(d->prof, OP_NORM,
+                     rmsnorm_forward_copy(a->xn1, a->rstd1, x_out, x_in, w->attn_norm, N, C, d->eps));
     if (d->qk_norm) {
         linear(d, a->q_raw, a->xn1, w->wq, N, C, HD, 0);
         linear(d, a->k_raw, a->xn1, w->wk, N, C, KD, 0);
-        TIMED(d, OP_NORM, rmsnorm_forward(a->q, a->q_rstd, a->q_raw, w->q_norm, N * d->H, d->D, d->eps));
-        TIMED(d, OP_NORM, rmsnorm_forward(a->k, a->k_rstd, a->k_raw, w->k_norm, N * d->Hkv, d->D, d->eps));
+        OP_PROFILE_TIMED(d->prof, OP_NORM,
+                         rmsnorm_forward(a->q, a->q_rstd, a->q_raw, w->q_norm, N * d->H, d->D, d->eps));
+        OP_PROFILE_TIMED(d->prof, OP_NORM,
+                         rmsnorm_forward(a->k, a->k_rstd, a->k_raw, w->k_norm, N * d->Hkv, d->D, d->eps));
     } else {
         linear(d, a->q, a->xn1, w->wq, N, C, HD, 0);
         linear(d, a->k, a->xn1, w->wk, N, C, KD, 0);
     }
     linear(d, a->v, a->xn1, w->wv, N, C, KD, 0);
-    TIMED(d, OP_ROPE, rope_forward(a->q, B, T, d->H, d->D, 0, d->rope_cos, d->rope_sin));
-    TIMED(d, OP_ROPE, rope_forward(a->k, B, T, d->Hkv, d->D, 0, d->rope_cos, d->rope_sin));
-    TIMED(d, OP_ATTN_FWD, attention_forward(a->att, a->lse, a->q, a->k, a->v, B, T, d->H, d->Hkv, d->D));
+    OP_PROFILE_TIMED(d->prof, OP_ROPE,
+                     rope_forward(a->q, B, T, d->H, d->D, 0, d->rope_cos, d->rope_sin));
+    OP_PROFILE_TIMED(d->prof, OP_ROPE,
+                     rope_forward(a->k, B, T, d->Hkv, d->D, 0, d->rope_cos, d->rope_sin));
+    OP_PROFILE_TIMED(d->prof, OP_ATTN_FWD,
+                     attention_forward(a->att, a->lse, a->q, a->k, a->v, B, T, d->H, d->Hkv, d->D));
     linear(d, x_out, a->att, w->wo, N, HD, C, 1.0f); /* x_out = x_in (copied above) + ... */
 }
 
@@ -111,13 +110,14 @@ void model_block_mlp_forward(const model_block_dims *d, const model_layer_weight
 {
     int C = d->C, F = d->F;
     size_t n = (size_t)N * F;
-    TIMED(d, OP_NORM, rmsnorm_forward_copy(a->xn2, a->rstd2, x_out, x_in, w->mlp_norm, N, C, d->eps));
+    OP_PROFILE_TIMED(d->prof, OP_NORM,
+                     rmsnorm_forward_copy(a->xn2, a->rstd2, x_out, x_in, w->mlp_norm, N, C, d->eps));
     linear(d, a->up, a->xn2, w->w_up, N, C, F, 0);
     if (d->mlp == MLP_SWIGLU) {
         linear(d, a->gate, a->xn2, w->w_gate, N, C, F, 0);
-        TIMED(d, OP_ACTIVATION, act_swiglu_forward(a->act, a->gate, a->up, n));
+        OP_PROFILE_TIMED(d->prof, OP_ACTIVATION, act_swiglu_forward(a->act, a->gate, a->up, n));
     } else {
-        TIMED(d, OP_ACTIVATION, act_relu2_forward(a->act, a->up, n));
+        OP_PROFILE_TIMED(d->prof, OP_ACTIVATION, act_relu2_forward(a->act, a->up, n));
     }
     linear(d, x_out, a->act, w->w_down, N, F, C, 1.0f); /* x_out = x_in (copied above) + ... */
 }
@@ -130,22 +130,28 @@ void model_block_attn_backward(const model_block_dims *d, const model_layer_weig
     int N = B * T, C = d->C, HD = d->H * d->D, KD = d->Hkv * d->D;
     lin_grad go = {dx, w->wo, g->wo, C};
     linear_backward(d, s->d_att, 0, a->att, N, HD, &go, 1);
-    TIMED(d, OP_ATTN_BWD, attention_backward(s->dq, s->dk, s->dv, s->d_att, a->q, a->k, a->v, a->att, a->lse, B, T,
+    OP_PROFILE_TIMED(d->prof, OP_ATTN_BWD,
+                     attention_backward(s->dq, s->dk, s->dv, s->d_att, a->q, a->k, a->v, a->att, a->lse, B, T,
                        d->H, d->Hkv, d->D));
-    TIMED(d, OP_ROPE, rope_backward(s->dq, B, T, d->H, d->D, 0, d->rope_cos, d->rope_sin));
-    TIMED(d, OP_ROPE, rope_backward(s->dk, B, T, d->Hkv, d->D, 0, d->rope_cos, d->rope_sin));
+    OP_PROFILE_TIMED(d->prof, OP_ROPE,
+                     rope_backward(s->dq, B, T, d->H, d->D, 0, d->rope_cos, d->rope_sin));
+    OP_PROFILE_TIMED(d->prof, OP_ROPE,
+                     rope_backward(s->dk, B, T, d->Hkv, d->D, 0, d->rope_cos, d->rope_sin));
     const float *dq = s->dq, *dk = s->dk;
     if (d->qk_norm) {
-        TIMED(d, OP_NORM, rmsnorm_backward(s->dq_raw, g->q_norm, s->dq, a->q_raw, w->q_norm, a->q_rstd, N * d->H,
+        OP_PROFILE_TIMED(d->prof, OP_NORM,
+                         rmsnorm_backward(s->dq_raw, g->q_norm, s->dq, a->q_raw, w->q_norm, a->q_rstd, N * d->H,
                          d->D, 0));
-        TIMED(d, OP_NORM, rmsnorm_backward(s->dk_raw, g->k_norm, s->dk, a->k_raw, w->k_norm, a->k_rstd,
+        OP_PROFILE_TIMED(d->prof, OP_NORM,
+                         rmsnorm_backward(s->dk_raw, g->k_norm, s->dk, a->k_raw, w->k_norm, a->k_rstd,
                          N * d->Hkv, d->D, 0));
         dq = s->dq_raw;
         dk = s->dk_raw;
     }
     lin_grad gqkv[3] = {{dq, w->wq, g->wq, HD}, {dk, w->wk, g->wk, KD}, {s->dv, w->wv, g->wv, KD}};
     linear_backward(d, s->d_xn, 0, a->xn1, N, C, gqkv, 3);
-    TIMED(d, OP_NORM, rmsnorm_backward(dx, g->attn_norm, s->d_xn, x_in, w->attn_norm, a->rstd1, N, C, 1));
+    OP_PROFILE_TIMED(d->prof, OP_NORM,
+                     rmsnorm_backward(dx, g->attn_norm, s->d_xn, x_in, w->attn_norm, a->rstd1, N, C, 1));
 }
 
 void model_block_mlp_backward(const model_block_dims *d, const model_layer_weights *w,
@@ -159,13 +165,15 @@ void model_block_mlp_backward(const model_block_dims *d, const model_layer_weigh
     linear_backward(d, s->d_act, 0, a->act, N, F, &gd, 1);
     if (d->mlp == MLP_SWIGLU) {
         /* d_act becomes d_gate in place */
-        TIMED(d, OP_ACTIVATION, act_swiglu_backward(s->d_act, s->d_up, s->d_act, a->gate, a->up, n));
+        OP_PROFILE_TIMED(d->prof, OP_ACTIVATION,
+                         act_swiglu_backward(s->d_act, s->d_up, s->d_act, a->gate, a->up, n));
         lin_grad gug[2] = {{s->d_up, w->w_up, g->w_up, F}, {s->d_act, w->w_gate, g->w_gate, F}};
         linear_backward(d, s->d_xn, 0, a->xn2, N, C, gug, 2);
     } else {
-        TIMED(d, OP_ACTIVATION, act_relu2_backward(s->d_up, s->d_act, a->up, n));
+        OP_PROFILE_TIMED(d->prof, OP_ACTIVATION, act_relu2_backward(s->d_up, s->d_act, a->up, n));
         lin_grad gu = {s->d_up, w->w_up, g->w_up, F};
         linear_backward(d, s->d_xn, 0, a->xn2, N, C, &gu, 1);
     }
-    TIMED(d, OP_NORM, rmsnorm_backward(dx, g->mlp_norm, s->d_xn, x_in, w->mlp_norm, a->rstd2, N, C, 1));
+    OP_PROFILE_TIMED(d->prof, OP_NORM,
+                     rmsnorm_backward(dx, g->mlp_norm, s->d_xn, x_in, w->mlp_norm, a->rstd2, N, C, 1));
 }

@@ -188,14 +188,11 @@ int model_create(model **out, const model_config *cfg, int max_batch, tempo_erro
                                  .qk_norm = cfg->qk_norm, .eps = cfg->norm_eps,
                                  .xpack = &m->xpack};
     m->n_gemm = omp_get_max_threads() > 1 ? omp_get_max_threads() : 1;
-    m->gemm = calloc((size_t)m->n_gemm, sizeof *m->gemm);
+    m->gemm = gemm_context_array_new(m->n_gemm, NULL);
     if (!m->gemm) {
         free(m);
         return tempo_fail(err, "model: out of memory");
     }
-    gemm_context_init(&m->gemm[0]);
-    for (int t = 1; t < m->n_gemm; t++)
-        m->gemm[t].cfg = m->gemm[0].cfg; /* empty workspaces, grown on first use */
     m->dims.gemm = m->gemm;
     m->dims.n_gemm = m->n_gemm;
     m->head_ws.gemm = &m->gemm[0];
@@ -250,10 +247,7 @@ void model_free(model *m)
     free(m->lg);
     free(m->acts);
     lm_head_workspace_free(&m->head_ws);
-    if (m->gemm)
-        for (int t = 0; t < m->n_gemm; t++)
-            gemm_context_free(&m->gemm[t]);
-    free(m->gemm);
+    gemm_context_array_free(m->gemm, m->n_gemm);
     gemm_packed_b_free(&m->xpack);
     free(m);
 }

@@ -12,14 +12,6 @@
 #include "kernels/cpu/lm_head.h"
 #include "kernels/cpu/rmsnorm.h"
 
-/* Run stmt, timing it as op k when m profiles. */
-#define TIMED(m, k, stmt)                               \
-    do {                                                \
-        op_mark t0_ = op_profile_begin((m)->prof);       \
-        stmt;                                           \
-        op_profile_end((m)->prof, (k), t0_);            \
-    } while (0)
-
 /* Residual stream after half-layer i (0 = embeddings, 2l+1 after layer l's
  * attention, 2l+2 after its MLP): [N, C] at a stride of max_batch*context rows. */
 static float *residual(const model *m, int i)
@@ -48,14 +40,15 @@ double model_forward(model *m, const int32_t *tokens, const int32_t *targets, in
     m->B = B;
     m->T = T;
     memcpy(m->tokens, tokens, sizeof(int32_t) * (size_t)N);
-    TIMED(m, OP_EMBEDDING, embedding_forward(residual(m, 0), tokens, m->tok_emb, N, C));
+    OP_PROFILE_TIMED(m->prof, OP_EMBEDDING,
+                     embedding_forward(residual(m, 0), tokens, m->tok_emb, N, C));
     for (int l = 0; l < L; l++) {
         model_block_attn_forward(&m->dims, &m->lw[l], &m->acts[l], residual(m, 2 * l),
                                  residual(m, 2 * l + 1), B, T);
         model_block_mlp_forward(&m->dims, &m->lw[l], &m->acts[l], residual(m, 2 * l + 1),
                                 residual(m, 2 * l + 2), N);
     }
-    TIMED(m, OP_NORM,
+    OP_PROFILE_TIMED(m->prof, OP_NORM,
           rmsnorm_forward(m->xf, m->rstd_f, residual(m, 2 * L), m->final_norm, N, C, c->norm_eps));
     if (!targets)
         return 0.0;
@@ -100,7 +93,8 @@ void model_backward(model *m)
                                       m->head_scratch, MODEL_HEAD_CHUNK_ROWS, &m->head_ws);
         op_profile_end(m->prof, OP_HEAD, t0);
     }
-    TIMED(m, OP_NORM, rmsnorm_backward(m->dres, m->g_final_norm, m->dxf, residual(m, 2 * L),
+    OP_PROFILE_TIMED(m->prof, OP_NORM,
+                     rmsnorm_backward(m->dres, m->g_final_norm, m->dxf, residual(m, 2 * L),
                                        m->final_norm, m->rstd_f, N, C, 0));
     for (int l = L - 1; l >= 0; l--) {
         model_block_mlp_backward(&m->dims, &m->lw[l], &m->lg[l], &m->acts[l], &m->scratch,
@@ -108,5 +102,6 @@ void model_backward(model *m)
         model_block_attn_backward(&m->dims, &m->lw[l], &m->lg[l], &m->acts[l], &m->scratch,
                                   residual(m, 2 * l), m->dres, B, T);
     }
-    TIMED(m, OP_EMBEDDING, embedding_backward(m->g_tok_emb, m->tokens, m->dres, N, C));
+    OP_PROFILE_TIMED(m->prof, OP_EMBEDDING,
+                     embedding_backward(m->g_tok_emb, m->tokens, m->dres, N, C));
 }

@@ -1,7 +1,8 @@
 /* optimizer.c - AdamW and Muon updates, gradient norm (see optimizer.h).
- * Newton-Schulz runs on the GEMM (through the optimizer's gemm_context); the AdamW update and the gradient's sum of
- * squares are the vectorised kernels of kernels/cpu/optim_kernels.h; Muon's
- * elementwise loops are OpenMP loops here. Static schedules throughout, so
+ * Newton-Schulz runs on the GEMM (through the optimizer's per-thread
+ * gemm_contexts); the AdamW update and the gradient's sum of squares are the
+ * vectorised kernels of kernels/cpu/optim_kernels.h; Muon's elementwise loops
+ * are plain loops here, each matrix on one thread. Static schedules throughout, so
  * results are deterministic per thread count. */
 #include "optim/optimizer.h"
 
@@ -31,7 +32,7 @@ int optim_create(optimizer *o, const optim_config *cfg, const optim_tensor *tens
     o->m = calloc(n_params ? n_params : 1, sizeof(float));
     o->v = calloc(n_params ? n_params : 1, sizeof(float));
     o->muon_order = malloc(sizeof(int) * (size_t)(n_tensors ? n_tensors : 1));
-    o->gemm = calloc((size_t)o->n_workers, sizeof *o->gemm);
+    o->gemm = gemm_context_array_new(o->n_workers, NULL);
     size_t work = 0;
     for (int i = 0; i < n_tensors; i++)
         if (tensors[i].group == GROUP_MATRIX) {
@@ -45,8 +46,6 @@ int optim_create(optimizer *o, const optim_config *cfg, const optim_tensor *tens
         return tempo_fail(err, "optimizer: out of memory for %zu parameters", n_params);
     }
     memcpy(o->tensors, tensors, sizeof *tensors * (size_t)n_tensors);
-    for (int w = 0; w < o->n_workers; w++)
-        gemm_context_init(&o->gemm[w]);
     /* Muon's matrices, largest first (insertion sort: a few dozen), so the
      * dynamic share-out ends with the small ones. */
     for (int i = 0; i < n_tensors; i++) {
@@ -68,10 +67,7 @@ void optim_free(optimizer *o)
     free(o->m);
     free(o->v);
     free(o->ns_work);
-    if (o->gemm)
-        for (int w = 0; w < o->n_workers; w++)
-            gemm_context_free(&o->gemm[w]);
-    free(o->gemm);
+    gemm_context_array_free(o->gemm, o->n_workers);
     free(o->muon_order);
     memset(o, 0, sizeof *o);
 }

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/fileio.h"
 #include "core/json.h"
@@ -186,19 +185,10 @@ static int find_preset(const char *name, char *path, size_t n)
     const char *env = getenv("TEMPO_CONFIGS");
     if (env && *env && path_exists(path_join(path, n, env, file)))
         return 1;
-    char exe[1024];
-    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (l > 0) {
-        exe[l] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            char dir[1100];
-            snprintf(dir, sizeof dir, "%s/../configs", exe);
-            if (path_exists(path_join(path, n, dir, file)))
-                return 1;
-        }
-    }
+    char rel[160];
+    snprintf(rel, sizeof rel, "../configs/%s", file);
+    if (path_beside_exe(path, n, rel))
+        return 1;
     return path_exists(path_join(path, n, "configs", file));
 }
 

@@ -384,6 +384,30 @@ void gemm_context_free(gemm_context *ctx)
     ctx->work_floats = 0;
 }
 
+gemm_context *gemm_context_array_new(int n, const gemm_config *cfg)
+{
+    gemm_context *a = calloc((size_t)(n > 0 ? n : 1), sizeof *a);
+    if (!a)
+        return NULL;
+    gemm_config c;
+    if (cfg)
+        c = *cfg;
+    else
+        gemm_config_init(&c);
+    for (int t = 0; t < n; t++)
+        a[t].cfg = c;
+    return a;
+}
+
+void gemm_context_array_free(gemm_context *a, int n)
+{
+    if (!a)
+        return;
+    for (int t = 0; t < n; t++)
+        gemm_context_free(&a[t]);
+    free(a);
+}
+
 void gemm_f32_ctx(gemm_context *ctx, int trans_a, int trans_b, int M, int N, int K,
                   const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc)

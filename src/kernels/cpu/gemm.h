@@ -96,6 +96,13 @@ typedef struct {
 void gemm_context_init(gemm_context *ctx);
 void gemm_context_free(gemm_context *ctx);
 
+/* n contexts for n threads that run GEMMs side by side, with empty
+ * workspaces: configured from cfg when given (e.g. to match packings made
+ * with it), else by one gemm_config_init for all. NULL when out of memory.
+ * Free with gemm_context_array_free (NULL is fine). */
+gemm_context *gemm_context_array_new(int n, const gemm_config *cfg);
+void gemm_context_array_free(gemm_context *a, int n);
+
 /* gemm_f32 through ctx (same contract; bitwise the result of gemm_f32_with
  * with ctx->cfg): no allocation once the workspace is large enough. */
 void gemm_f32_ctx(gemm_context *ctx, int trans_a, int trans_b, int M, int N, int K,

@@ -91,10 +91,7 @@ static float row_loss(const lm_head_row_ops *ops, float *z, int V, int target, f
 
 static void free_thread_state(lm_head_workspace *ws)
 {
-    if (ws->thread_gemm)
-        for (int t = 0; t < ws->n_threads; t++)
-            gemm_context_free(&ws->thread_gemm[t]);
-    free(ws->thread_gemm);
+    gemm_context_array_free(ws->thread_gemm, ws->n_threads);
     free(ws->thread_scratch);
     free(ws->dw_partial);
     ws->thread_gemm = NULL;
@@ -123,15 +120,13 @@ static int ensure_thread_state(lm_head_workspace *ws, int nt, size_t scratch, si
     if (ws->partial_floats > partial)
         partial = ws->partial_floats;
     free_thread_state(ws);
-    ws->thread_gemm = calloc((size_t)nt, sizeof *ws->thread_gemm);
+    ws->thread_gemm = gemm_context_array_new(nt, &ws->gemm->cfg); /* configs as the packings' */
     ws->thread_scratch = malloc(sizeof(float) * scratch * (size_t)(nt - 1));
     ws->dw_partial = partial ? malloc(sizeof(float) * partial * (size_t)(nt - 1)) : NULL;
     if (!ws->thread_gemm || !ws->thread_scratch || (partial && !ws->dw_partial)) {
         free_thread_state(ws);
         return 0;
     }
-    for (int t = 0; t < nt; t++)
-        ws->thread_gemm[t].cfg = ws->gemm->cfg; /* empty workspace, grown on first use */
     ws->n_threads = nt;
     ws->scratch_floats = scratch;
     ws->partial_floats = partial;

@@ -1,0 +1,45 @@
+/* bench_timing.c - best-of timing and JSON figures (see bench_timing.h). */
+#include "bench/bench_timing.h"
+
+#include <math.h>
+
+#include "bench/sysload.h"
+#include "core/timer.h"
+
+void bench_time_best(void (*fn)(void *ctx), void *ctx, double min_seconds, bench_timing *t)
+{
+    fn(ctx);
+    sysload_sample start;
+    sysload_sample_now(&start);
+    double best = 1e30, end = timer_now() + min_seconds;
+    int reps = 0;
+    do {
+        double t0 = timer_now();
+        fn(ctx);
+        double dt = timer_now() - t0;
+        if (dt < best)
+            best = dt;
+        reps++;
+    } while ((reps < 3 || timer_now() < end) && reps < 100000);
+    sysload_report load;
+    sysload_since(&start, &load);
+    t->best_s = best;
+    t->reps = reps;
+    t->other_load_cores = load.other_cores;
+    t->contended = load.contended;
+}
+
+double bench_round(double v, int digits)
+{
+    double scale = pow(10, digits);
+    return round(v * scale) / scale;
+}
+
+void bench_json_num(strbuf *out, const char *key, double v, int digits)
+{
+    strbuf_printf(out, ",\"%s\":", key);
+    if (isfinite(v))
+        strbuf_json_number(out, bench_round(v, digits));
+    else
+        strbuf_puts(out, "null");
+}
