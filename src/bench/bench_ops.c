@@ -206,7 +206,7 @@ int bench_ops_run(const run_config *cfg, int threads, double min_seconds, bench_
          (swiglu ? 3 : 2) * nf, 2},
         {swiglu ? "swiglu_bwd" : "relu2_bwd", run_act_bwd, (swiglu ? 10 : 3) * N * F,
          (swiglu ? 5 : 3) * nf, 2},
-        {"rope_fwd", run_rope, 6 * N * H * D / 2 * 2, 2 * qo, 3},
+        {"rope_fwd", run_rope, 3 * N * H * D, 2 * qo, 3}, /* per pair: 4 mul + 2 add */
         {"head_xent_train", run_head, 6 * N * V * C, 4 * (2 * N * C + 2 * V * C), 4},
         {"adamw", run_adamw, 12 * V * C, 4 * 7 * V * C, 5},
     };
