@@ -1,0 +1,273 @@
+/* memory_file.c - saving and mapping count memories (see memory_file.h). */
+#include "memory/memory_file.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+
+#define MAGIC "TEMPOMEM"
+#define VERSION 1u
+#define FIXED_BYTES 712u
+
+static uint64_t header_bytes(int order, int shards)
+{
+    uint64_t h = FIXED_BYTES + (uint64_t)order * (uint64_t)shards * 2u * 24u;
+    return (h + 63) / 64 * 64;
+}
+
+/* A table's slots, padded to 8 bytes. */
+static uint64_t table_bytes(const count_table *t, int words)
+{
+    return (t->capacity * count_table_stride(words) + 7) / 8 * 8;
+}
+
+static const count_table *table_of(const ngram_memory *m, int n, int s, int kind)
+{
+    return kind ? &m->ctxs[n][s] : &m->grams[n][s];
+}
+
+/* A checksum over 8-byte words (4 lanes, so it runs near memory speed). */
+typedef struct {
+    uint64_t lane[4];
+    int next;
+} checksum;
+
+static void checksum_words(checksum *c, const void *words, uint64_t n)
+{
+    const uint8_t *b = words;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t w;
+        memcpy(&w, b + i * 8, 8);
+        uint64_t *l = &c->lane[c->next];
+        *l = (*l ^ w) * 0x9e3779b97f4a7c15ULL;
+        *l ^= *l >> 29;
+        c->next = (c->next + 1) & 3;
+    }
+}
+
+static uint64_t checksum_final(const checksum *c)
+{
+    return count_hash(c->lane[0] ^ count_hash(c->lane[1] ^ count_hash(c->lane[2] ^ count_hash(c->lane[3]))));
+}
+
+/* Feed a table's bytes and zero padding to c, as the file holds them. */
+static void checksum_table(checksum *c, const count_table *t, int words)
+{
+    uint64_t n = t->capacity * count_table_stride(words);
+    checksum_words(c, t->slots, n / 8);
+    if (n % 8) {
+        uint64_t last = 0;
+        memcpy(&last, t->slots + n / 8 * 8, n % 8);
+        checksum_words(c, &last, 1);
+    }
+}
+
+static void put_u32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put_u64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static uint32_t get_u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t get_u64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+int memory_file_save(const ngram_memory *m, const char *path, tempo_error *err)
+{
+    const int K = m->order, P = m->shards;
+    uint64_t hb = header_bytes(K, P);
+    uint8_t *h = calloc(1, hb);
+    if (!h)
+        return tempo_fail(err, "%s: out of memory", path);
+    memcpy(h, MAGIC, 8);
+    put_u32(h + 8, VERSION);
+    put_u32(h + 12, (uint32_t)m->vocab);
+    put_u32(h + 16, (uint32_t)K);
+    put_u32(h + 20, (uint32_t)P);
+    put_u32(h + 24, (uint32_t)m->prune_min);
+    put_u32(h + 28, NGRAM_CTX_WORDS);
+    put_u64(h + 32, m->tokens);
+    put_u64(h + 40, m->tokenizer_id);
+    for (int n = 0; n <= NGRAM_MAX_ORDER; n++)
+        for (int k = 0; k < 5; k++)
+            put_u64(h + 64 + (uint64_t)(n * 5 + k) * 8, m->coc[n][k]);
+    for (int n = 0; n <= NGRAM_MAX_ORDER; n++)
+        for (int k = 0; k < 4; k++)
+            memcpy(h + 424 + (uint64_t)(n * 4 + k) * 8, &m->disc[n][k], 8);
+    uint64_t off = hb, dir = FIXED_BYTES;
+    checksum ck = {{1, 2, 3, 4}, 0};
+    for (int n = 1; n <= K; n++)
+        for (int s = 0; s < P; s++)
+            for (int kind = 0; kind < 2; kind++) {
+                const count_table *t = table_of(m, n, s, kind);
+                int words = kind ? NGRAM_CTX_WORDS : 1;
+                put_u64(h + dir, t->capacity);
+                put_u64(h + dir + 8, t->count);
+                put_u64(h + dir + 16, off);
+                dir += 24;
+                off += table_bytes(t, words);
+                checksum_table(&ck, t, words);
+            }
+    put_u64(h + 48, checksum_final(&ck));
+    put_u64(h + 56, off);
+    atomic_file af;
+    int rc = atomic_open(&af, path, err);
+    if (!rc)
+        rc = atomic_write(&af, h, hb, err);
+    static const uint8_t zero[8] = {0};
+    for (int n = 1; n <= K && !rc; n++)
+        for (int s = 0; s < P && !rc; s++)
+            for (int kind = 0; kind < 2 && !rc; kind++) {
+                const count_table *t = table_of(m, n, s, kind);
+                int words = kind ? NGRAM_CTX_WORDS : 1;
+                uint64_t b = t->capacity * count_table_stride(words);
+                rc = atomic_write(&af, t->slots, b, err);
+                if (!rc && b % 8) rc = atomic_write(&af, zero, 8 - b % 8, err);
+            }
+    free(h);
+    if (rc) {
+        atomic_abort(&af);
+        return -1;
+    }
+    return atomic_commit(&af, err);
+}
+
+/* Check one mapped table: occupied slots = count < capacity, keys in range, totals positive. */
+static int table_valid(const count_table *t, uint64_t key_limit, int ctx)
+{
+    if (t->capacity == 0)
+        return t->count == 0;
+    if (t->count >= t->capacity)
+        return 0;
+    uint64_t occupied = 0;
+    for (uint64_t i = 0; i < t->capacity; i++) {
+        uint64_t k = count_table_stored(t, i);
+        if (!k)
+            continue;
+        occupied++;
+        if (k > key_limit)
+            return 0;
+        if (ctx && count_table_values(t, i)[0] == 0)
+            return 0;
+    }
+    return occupied == t->count;
+}
+
+int memory_file_load(ngram_memory *m, const char *path, int expect_vocab, uint64_t expect_tokenizer,
+                     tempo_error *err)
+{
+    memset(m, 0, sizeof *m);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return tempo_fail(err, "%s: cannot open the count memory", path);
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return tempo_fail(err, "%s: not a regular file", path);
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    if (size < 64 + FIXED_BYTES) {
+        close(fd);
+        return tempo_fail(err, "%s: truncated (%llu bytes; not a tempo count memory)", path,
+                          (unsigned long long)size);
+    }
+    uint8_t *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+        return tempo_fail(err, "%s: cannot map", path);
+    int rc = -1;
+    if (memcmp(map, MAGIC, 8)) {
+        tempo_fail(err, "%s: not a tempo count memory (bad magic)", path);
+        goto out;
+    }
+    if (get_u32(map + 8) != VERSION) {
+        tempo_fail(err, "%s: count memory version %u (this tempo reads %u)", path, get_u32(map + 8), VERSION);
+        goto out;
+    }
+    int vocab = (int)get_u32(map + 12), order = (int)get_u32(map + 16), shards = (int)get_u32(map + 20);
+    if (get_u32(map + 12) > (1u << 24) || ngram_memory_init(m, vocab, order, shards, err) ||
+        get_u32(map + 28) != NGRAM_CTX_WORDS) {
+        tempo_fail(err, "%s: corrupt header (vocab %u, order %u, shards %u)", path, get_u32(map + 12),
+                   get_u32(map + 16), get_u32(map + 20));
+        goto out;
+    }
+    if (expect_vocab > 0 && vocab != expect_vocab) {
+        tempo_fail(err, "%s: count memory of a %d-id vocabulary, the model has %d", path, vocab, expect_vocab);
+        goto out;
+    }
+    m->prune_min = (int)get_u32(map + 24);
+    m->tokens = get_u64(map + 32);
+    m->tokenizer_id = get_u64(map + 40);
+    if (expect_tokenizer && m->tokenizer_id != expect_tokenizer) {
+        tempo_fail(err, "%s: count memory of another tokenizer than the model's", path);
+        goto out;
+    }
+    uint64_t hb = header_bytes(order, shards);
+    if (get_u64(map + 56) != size || size < hb) {
+        tempo_fail(err, "%s: truncated or padded (header says %llu bytes, file holds %llu)", path,
+                   (unsigned long long)get_u64(map + 56), (unsigned long long)size);
+        goto out;
+    }
+    for (int n = 0; n <= NGRAM_MAX_ORDER; n++) {
+        for (int k = 0; k < 5; k++)
+            m->coc[n][k] = get_u64(map + 64 + (uint64_t)(n * 5 + k) * 8);
+        for (int k = 0; k < 4; k++)
+            memcpy(&m->disc[n][k], map + 424 + (uint64_t)(n * 4 + k) * 8, 8);
+        for (int k = 1; k <= 3; k++)
+            if (!(m->disc[n][k] >= 0 && m->disc[n][k] <= k)) {
+                tempo_fail(err, "%s: corrupt discounts", path);
+                goto out;
+            }
+    }
+    uint64_t dir = FIXED_BYTES, expect_off = hb;
+    checksum ck = {{1, 2, 3, 4}, 0};
+    for (int n = 1; n <= order; n++)
+        for (int s = 0; s < shards; s++)
+            for (int kind = 0; kind < 2; kind++) {
+                count_table *t = kind ? &m->ctxs[n][s] : &m->grams[n][s];
+                int words = kind ? NGRAM_CTX_WORDS : 1;
+                uint64_t cap = get_u64(map + dir), cnt = get_u64(map + dir + 8), off = get_u64(map + dir + 16);
+                dir += 24;
+                if (off != expect_off || off > size || cap > size / 8 || size - off < cap * count_table_stride(words)) {
+                    tempo_fail(err, "%s: truncated or corrupt (table of order %d ends past the file)", path, n);
+                    goto out;
+                }
+                t->slots = map + off;
+                t->capacity = cap;
+                t->count = cnt;
+                t->words = words;
+                t->owned = 0;
+                expect_off = off + table_bytes(t, words);
+                checksum_table(&ck, t, words);
+                uint64_t limit = kind ? m->pow[n - 1] : m->pow[n];
+                if (!table_valid(t, limit, kind)) {
+                    tempo_fail(err, "%s: corrupt table (order %d, shard %d)", path, n, s);
+                    goto out;
+                }
+            }
+    if (expect_off != size || checksum_final(&ck) != get_u64(map + 48)) {
+        tempo_fail(err, "%s: corrupt (checksum mismatch)", path);
+        goto out;
+    }
+    m->map_ = map;
+    m->map_len_ = size;
+    return 0;
+out:
+    memset(m, 0, sizeof *m);
+    munmap(map, size);
+    return rc;
+}
+
+uint64_t ngram_tokenizer_id(const tokenizer *tok)
+{
+    uint64_t h = 0x7e4d0ULL;
+    int v = tok_vocab_size(tok);
+    for (int32_t id = 0; id < v; id++) {
+        const uint8_t *b;
+        size_t n = tok_token_bytes(tok, id, &b);
+        h = count_hash(h ^ (uint64_t)n ^ ((uint64_t)id << 32));
+        for (size_t i = 0; i < n; i++)
+            h = count_hash(h ^ b[i]);
+    }
+    return h ? h : 1;
+}

@@ -1,0 +1,44 @@
+/* memory_file.h - a built count memory on disk (RUN_DIR/memory.bin), written
+ * atomically and mapped back read-only, so a run folder's memory costs no
+ * parse and shares the page cache between processes. The estimator and the
+ * counting live in ngram_memory.h; this file only moves tables to and from
+ * disk.
+ *
+ * Layout, little-endian, every table 8-byte aligned:
+ *     0   8  magic "TEMPOMEM"
+ *     8   4  version = 1
+ *    12   4  vocab, 16 order, 20 shards, 24 prune_min, 28 ctx words (5)
+ *    32   8  tokens counted
+ *    40   8  tokenizer id (ngram_tokenizer_id of the tokenizer the ids belong to)
+ *    48   8  checksum of every byte after the header
+ *    56   8  file size
+ *    64     count-of-counts [9][5] u64, then discounts [9][4] f64
+ *   712     directory: per order 1..K, per shard, grams then contexts:
+ *           capacity, count, offset (u64 each)
+ *   header end (a multiple of 64): each table's slots as count_table.h lays them
+ *           out (key + 1, then the u32 values), each table padded to 8 bytes.
+ * Loading checks the size, every offset, the checksum, that each table's
+ * occupied slots number its count (< its capacity, so a probe ends), that
+ * every key is an n-gram of its order and every context total is positive:
+ * a truncated, corrupt or foreign file is one error naming it. */
+#ifndef TEMPO_MEMORY_FILE_H
+#define TEMPO_MEMORY_FILE_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "data/tokenizer.h"
+#include "memory/ngram_memory.h"
+
+/* Write m (built, or any memory) to path atomically. */
+int memory_file_save(const ngram_memory *m, const char *path, tempo_error *err);
+
+/* Map path into *m (tables are read-only views). expect_vocab > 0 and
+ * expect_tokenizer != 0 are checked against the file. Bytes mapped: *bytes. */
+int memory_file_load(ngram_memory *m, const char *path, int expect_vocab, uint64_t expect_tokenizer,
+                     tempo_error *err);
+
+/* A fingerprint of a tokenizer's id -> bytes table (not of its file text). */
+uint64_t ngram_tokenizer_id(const tokenizer *tok);
+
+#endif

@@ -1,0 +1,135 @@
+/* mixture.c - reading a stream through the hybrid model, score first, then
+ * learn (see mixture.h). */
+#include "memory/mixture.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int mixture_stream_init(mixture_stream *s, const mixture_options *o, const mixer *initial, tempo_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->opt = *o;
+    if (o->memory && o->memory->vocab != o->vocab)
+        return tempo_fail(err, "mixture: the count memory has %d ids, the model %d", o->memory->vocab, o->vocab);
+    if (initial->memory_order != (o->memory ? o->memory->order : 0) || initial->cache_order != o->cache_order)
+        return tempo_fail(err, "mixture: the mixer was fitted for memory order %d and cache order %d, "
+                          "the model has %d and %d", initial->memory_order, initial->cache_order,
+                          o->memory ? o->memory->order : 0, o->cache_order);
+    s->present[MIX_MODEL] = 1;
+    s->present[MIX_MEMORY] = o->memory != NULL;
+    s->present[MIX_CACHE] = o->cache_order > 0;
+    if (o->cache_order > 0 && ngram_memory_init(&s->cache, o->vocab, o->cache_order, 1, err))
+        return -1;
+    if (mixer_copy(&s->mx, initial, err)) {
+        ngram_memory_free(&s->cache);
+        return -1;
+    }
+    return 0;
+}
+
+void mixture_stream_free(mixture_stream *s)
+{
+    ngram_memory_free(&s->cache);
+    mixer_free(&s->mx);
+}
+
+int mixture_stream_reset(mixture_stream *s, const mixer *initial, tempo_error *err)
+{
+    mixture_options o = s->opt;
+    mixture_stream_free(s);
+    return mixture_stream_init(s, &o, initial, err);
+}
+
+double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, double p_model, double mem_p,
+                           const ngram_match *mem_match, mixture_totals *totals, tempo_error *err)
+{
+    double p[MIX_N] = {p_model, 0, 0}, w[MIX_N];
+    ngram_match mm = {0, 0}, cm = {0, 0};
+    if (s->present[MIX_MEMORY]) {
+        if (mem_match) { p[MIX_MEMORY] = mem_p; mm = *mem_match; }
+        else p[MIX_MEMORY] = ngram_memory_prob(s->opt.memory, tokens, i, &mm);
+    }
+    if (s->present[MIX_CACHE])
+        p[MIX_CACHE] = ngram_memory_prob(&s->cache, tokens, i, &cm);
+    int b = mixer_bucket(&s->mx, s->present[MIX_MEMORY] ? &mm : NULL, s->present[MIX_CACHE] ? &cm : NULL);
+    mixer_weights(&s->mx, b, s->present, w);
+    double pm = 0;
+    for (int c = 0; c < MIX_N; c++)
+        pm += w[c] * p[c];
+    if (totals) {
+        totals->bits -= log2(pm);
+        for (int c = 0; c < MIX_N; c++)
+            if (s->present[c]) {
+                totals->bits_component[c] -= log2(p[c]);
+                totals->weight_sum[c] += w[c];
+            }
+        totals->n_tokens++;
+    }
+    /* the probability is fixed: now learn from the token */
+    if (s->opt.adapt) {
+        mixer_learn(&s->mx, b, s->present, w, p);
+        if (s->present[MIX_CACHE] && ngram_memory_add(&s->cache, tokens, i, err))
+            return -1;
+    }
+    return pm;
+}
+
+void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t i, const double *p_model,
+                         double *out, double *tmp)
+{
+    const int V = s->opt.vocab;
+    double *pmem = tmp, *pcache = tmp + V, w[MIX_N];
+    ngram_match mm = {0, 0}, cm = {0, 0};
+    if (s->present[MIX_MEMORY]) {
+        ngram_memory_dist(s->opt.memory, tokens, i, pmem);
+        mm = ngram_memory_match(s->opt.memory, tokens, i);
+    }
+    if (s->present[MIX_CACHE]) {
+        ngram_memory_dist(&s->cache, tokens, i, pcache);
+        cm = ngram_memory_match(&s->cache, tokens, i);
+    }
+    int b = mixer_bucket(&s->mx, s->present[MIX_MEMORY] ? &mm : NULL, s->present[MIX_CACHE] ? &cm : NULL);
+    mixer_weights(&s->mx, b, s->present, w);
+    for (int t = 0; t < V; t++)
+        out[t] = w[MIX_MODEL] * p_model[t] + (s->present[MIX_MEMORY] ? w[MIX_MEMORY] * pmem[t] : 0) +
+                 (s->present[MIX_CACHE] ? w[MIX_CACHE] * pcache[t] : 0);
+}
+
+int mixture_score(const mixture_options *o, const mixer *initial, const int32_t *tokens, size_t n,
+                  const double *p_model, double *bits_out, mixture_totals *totals, mixer *final_mixer,
+                  tempo_error *err)
+{
+    memset(totals, 0, sizeof *totals);
+    if (n < 2)
+        return 0;
+    double *mem_p = NULL;
+    ngram_match *mem_m = NULL;
+    if (o->memory) {
+        mem_p = malloc(sizeof(double) * n);
+        mem_m = malloc(sizeof(ngram_match) * n);
+        if (!mem_p || !mem_m) {
+            free(mem_p);
+            free(mem_m);
+            return tempo_fail(err, "mixture: out of memory for %zu tokens", n);
+        }
+        /* the corpus memory is read-only: ask it for every position at once */
+        #pragma omp parallel for schedule(static, 4096)
+        for (size_t i = 1; i < n; i++)
+            mem_p[i] = ngram_memory_prob(o->memory, tokens, i, &mem_m[i]);
+    }
+    mixture_stream s;
+    int rc = mixture_stream_init(&s, o, initial, err);
+    for (size_t i = 1; i < n && !rc; i++) {
+        double p = mixture_stream_step(&s, tokens, i, p_model[i], mem_p ? mem_p[i] : 0, mem_m ? &mem_m[i] : NULL,
+                                       totals, err);
+        if (p < 0) rc = -1;
+        else if (bits_out) bits_out[i] = -log2(p);
+    }
+    if (!rc && final_mixer)
+        rc = mixer_copy(final_mixer, &s.mx, err);
+    mixture_stream_free(&s);
+    free(mem_p);
+    free(mem_m);
+    return rc;
+}

@@ -1,0 +1,71 @@
+/* mixture.h - a stream read through the hybrid model: the transformer's
+ * probabilities (computed elsewhere), the corpus memory, a cache of the
+ * stream itself and the mixer, one position at a time, score first, then
+ * learn: the probability of tokens[i] is fixed from tokens[0..i) and the
+ * current state, and only then do the cache count tokens[i] and the mixer
+ * take its gradient. Nothing at or after position i can change a
+ * probability before i (tests/unit/test_mixture.c proves it).
+ *
+ * The transformer's probabilities arrive as numbers, so this file knows
+ * nothing of models; eval/hybrid_bpb.c, the ICL engine and generation feed
+ * it. */
+#ifndef TEMPO_MIXTURE_H
+#define TEMPO_MIXTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "memory/mixer.h"
+#include "memory/ngram_memory.h"
+
+typedef struct {
+    const ngram_memory *memory;  /* the corpus memory, or NULL */
+    int vocab;
+    int cache_order;             /* 0: no cache */
+    int adapt;                   /* 1: the cache counts and the mixer learns as the stream is read */
+} mixture_options;
+
+typedef struct {
+    mixture_options opt;
+    ngram_memory cache;          /* of the stream so far (when cache_order > 0) */
+    mixer mx;                    /* a copy of the initial mixer, updated when adapt */
+    int present[MIX_N];
+} mixture_stream;
+
+/* Per-component figures over a scored span. */
+typedef struct {
+    double bits;                 /* -log2 of the mixture */
+    double bits_component[MIX_N];/* each component alone (0 for an absent one) */
+    uint64_t n_tokens;
+    double weight_sum[MIX_N];    /* sum of the weights used, for the mean weight */
+} mixture_totals;
+
+int mixture_stream_init(mixture_stream *s, const mixture_options *o, const mixer *initial, tempo_error *err);
+void mixture_stream_free(mixture_stream *s);
+/* Forget the stream (an empty cache, the initial mixer): for independent texts such as ICL items. */
+int mixture_stream_reset(mixture_stream *s, const mixer *initial, tempo_error *err);
+
+/* The mixture's p(tokens[i] | tokens[0..i)) given the transformer's p_model
+ * of that token; then, if adapting, learn from it. mem_p/mem_match are the
+ * corpus memory's answer when already computed (mem_match != NULL), else
+ * it is asked here. totals may be NULL. Returns the probability, or a
+ * negative value when the cache runs out of memory (err set). */
+double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, double p_model, double mem_p,
+                           const ngram_match *mem_match, mixture_totals *totals, tempo_error *err);
+
+/* The whole mixed distribution after tokens[0..i): out[w] = sum_c w_c p_c(w)
+ * given the transformer's distribution p_model[0..V). tmp holds 2V doubles.
+ * Learns nothing. */
+void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t i, const double *p_model,
+                         double *out, double *tmp);
+
+/* Score tokens[1..n) of a stream whose transformer probabilities are
+ * p_model[1..n) (index 0 unused): the corpus memory is asked in parallel,
+ * then the stream is read in order. bits_out[i] (may be NULL) gets
+ * -log2 p of token i. */
+int mixture_score(const mixture_options *o, const mixer *initial, const int32_t *tokens, size_t n,
+                  const double *p_model, double *bits_out, mixture_totals *totals, mixer *final_mixer,
+                  tempo_error *err);
+
+#endif

@@ -1,0 +1,114 @@
+/* ngram_memory.h - a count memory: token n-gram statistics of orders 1..K
+ * and the interpolated modified Kneser-Ney distribution they give
+ * (DESIGN.md section 6). The same structure serves as the memory of the
+ * training corpus (built in one parallel pass, then frozen, saved and
+ * mapped back) and as the cache of the text being read (grown one token at a
+ * time, after that token has been scored).
+ *
+ * Keys: an n-gram t_1..t_n (oldest first) is the base-V number
+ * t_1 V^(n-1) + ... + t_n, so its context (the first n-1 tokens) is key / V
+ * and its lower-order suffix key % V^(n-1). K is limited so that V^K fits
+ * 64 bits (V = 4097: K <= 5). Each order has a table of n-gram counts and a
+ * table of context statistics; both are split into `shards` tables by the
+ * key's hash so that the build runs one thread per shard.
+ *
+ * Counts: order K holds raw counts c(h w); orders below hold continuation
+ * counts N1+(. h w), the number of distinct tokens seen before h w, i.e. of
+ * distinct (n+1)-grams with suffix h w (only n-grams preceded by a full
+ * history of K-1 tokens are counted, so the first K-1 positions of a stream
+ * add nothing). The context statistics of h at order n are derived from the
+ * same table: total = sum_w c(h w), n1/n2/n3 = how many w have count 1, 2,
+ * >= 3, and `pruned` = the count mass of top-order n-grams dropped by
+ * pruning (which goes to the lower orders).
+ *
+ * Estimator, from order 1 up (p_0 = 1/V, uniform over the whole vocabulary):
+ *   p_n(w) = (c(h w) - D_n(c(h w))) / total(h) + gamma(h) p_{n-1}(w)
+ *   gamma(h) = (D_n(1) n1(h) + D_n(2) n2(h) + D_n(3+) n3(h) + pruned(h)) / total(h)
+ * where a context never seen leaves p_n = p_{n-1}. The discounts come from
+ * the order's count-of-counts (Chen and Goodman): Y = n_1 / (n_1 + 2 n_2),
+ * D(1) = 1 - 2Y n_2/n_1, D(2) = 2 - 3Y n_3/n_2, D(3+) = 3 - 4Y n_4/n_3,
+ * each clamped to [0.05, k] (0.5, 1, 1.5 while a count-of-count is zero), so
+ * every p_n sums to exactly 1 over the vocabulary and is never 0. */
+#ifndef TEMPO_NGRAM_MEMORY_H
+#define TEMPO_NGRAM_MEMORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "memory/count_table.h"
+
+#define NGRAM_MAX_ORDER 8
+#define NGRAM_MAX_SHARDS 16
+#define NGRAM_CTX_WORDS 5   /* total, n1, n2, n3+, pruned */
+
+typedef struct {
+    int vocab;                 /* V: ids 0..V-1 */
+    int order;                 /* K */
+    int shards;                /* tables per order; a key's shard = count_hash(key) % shards (low bits) */
+    int prune_min;             /* top-order n-grams counted fewer times were dropped; 1 = none */
+    uint64_t pow[NGRAM_MAX_ORDER + 1];                          /* V^i */
+    count_table grams[NGRAM_MAX_ORDER + 1][NGRAM_MAX_SHARDS];   /* [n]: n-gram -> count */
+    count_table ctxs[NGRAM_MAX_ORDER + 1][NGRAM_MAX_SHARDS];    /* [n]: (n-1)-gram -> NGRAM_CTX_WORDS */
+    uint64_t coc[NGRAM_MAX_ORDER + 1][5];    /* [n][k]: n-grams whose count is k (1..4), before pruning */
+    double disc[NGRAM_MAX_ORDER + 1][4];     /* [n][k]: D_n(k) for k = 1, 2, 3+ */
+    uint64_t tokens;           /* tokens of the streams counted */
+    double build_s[4];         /* the build's passes: top counts, continuations, contexts, compaction */
+    uint64_t tokenizer_id;     /* of the tokenizer the ids belong to (ngram_tokenizer_id); 0 = unknown */
+    void *map_;                /* a loaded file's mapping */
+    size_t map_len_;
+} ngram_memory;
+
+/* What a query found: the longest order whose context was seen (0 = none),
+ * and that context's total count. */
+typedef struct {
+    int matched;
+    uint32_t total;
+} ngram_match;
+
+/* The largest K for which V^K fits (at most NGRAM_MAX_ORDER). */
+int ngram_max_order(int vocab);
+
+/* An empty memory (incremental use: a cache). Errors: vocab < 2, order
+ * outside 1..ngram_max_order(vocab), shards outside 1..NGRAM_MAX_SHARDS. */
+int ngram_memory_init(ngram_memory *m, int vocab, int order, int shards, tempo_error *err);
+void ngram_memory_free(ngram_memory *m);  /* tables and any mapping; zeroes *m */
+
+/* Score-then-learn update: count the n-gram ending at tokens[i] (given
+ * tokens[i-K+1..i]; nothing when i < K-1) with its continuation cascade and
+ * context statistics, and refresh the discounts. One shard only. Returns 0
+ * or -1 when out of memory. */
+int ngram_memory_add(ngram_memory *m, const int32_t *tokens, size_t i, tempo_error *err);
+
+/* The estimator's p(tokens[i] | tokens[max(0, i-K+1)..i)); match may be NULL. */
+double ngram_memory_prob(const ngram_memory *m, const int32_t *tokens, size_t i, ngram_match *match);
+
+/* What the contexts before position i match (independent of tokens[i]). */
+ngram_match ngram_memory_match(const ngram_memory *m, const int32_t *tokens, size_t i);
+
+/* The whole distribution after tokens[0..i): p[0..V), summing to 1. */
+void ngram_memory_dist(const ngram_memory *m, const int32_t *tokens, size_t i, double *p);
+
+/* A token stream as stored: n ids of `dtype_bytes` (2 or 4) each. */
+typedef struct {
+    const void *ids;
+    int dtype_bytes;
+    uint64_t n;
+} ngram_stream;
+
+/* Build a corpus memory from a stream with `threads` threads (= shards),
+ * in three passes (top-order counts, continuation counts order by order,
+ * context statistics), then drop top-order n-grams counted fewer than
+ * prune_min times and compact every table to a load of 0.7. The memory must
+ * come from ngram_memory_init with shards = threads and be empty. The result
+ * depends on the stream, K, prune_min and threads only. */
+int ngram_memory_build(ngram_memory *m, const ngram_stream *s, int prune_min, tempo_error *err);
+
+/* Slots and bytes the tables take (keys and values). */
+uint64_t ngram_memory_entries(const ngram_memory *m);
+uint64_t ngram_memory_bytes(const ngram_memory *m);
+
+/* The discounts for a count-of-counts row (see above). */
+void ngram_discounts(const uint64_t coc[5], double d[4]);
+
+#endif

@@ -1,0 +1,348 @@
+/* test_memory.c - the count memory (src/memory/): the Kneser-Ney estimator
+ * against a brute-force reference that recounts the stream for every query;
+ * the parallel build against the incremental one at several thread counts;
+ * distributions summing to 1; pruning; the file's round trip and its
+ * refusals (truncated, corrupt, foreign); determinism of the build. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "memory/memory_file.h"
+#include "memory/ngram_memory.h"
+#include "test.h"
+
+/* A stream with structure (a few repeated phrases) and noise, ids < V. */
+static void make_stream(int32_t *x, size_t n, int V, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        int r = (int)(s >> 33);
+        if (i >= 3 && r % 4 != 0)
+            x[i] = (x[i - 3] + (r % 3 == 0)) % V;   /* mostly repeats 3 back */
+        else
+            x[i] = (r >> 4) % V;
+    }
+}
+
+/* ---- the reference: counts recomputed from the stream for each query ---- */
+
+typedef struct {
+    const int32_t *x;
+    size_t n;
+    int V, K;
+} ref_lm;
+
+/* Does the K-gram ending at position j (j >= K-1) have the n-gram g (n tokens) as its suffix? */
+static int kgram_suffix_is(const ref_lm *r, size_t j, const int32_t *g, int n)
+{
+    for (int a = 0; a < n; a++)
+        if (r->x[j - (size_t)(n - 1 - a)] != g[a])
+            return 0;
+    return 1;
+}
+
+/* Is the m-gram ending at j (j >= K-1) the same as the one ending at k? */
+static int same_suffix(const ref_lm *r, size_t j, size_t k, int m)
+{
+    for (int a = 0; a < m; a++)
+        if (r->x[j - (size_t)a] != r->x[k - (size_t)a])
+            return 0;
+    return 1;
+}
+
+/* The count the memory keeps for n-gram g: raw at K, else the number of
+ * distinct (n+1)-grams (suffixes of counted K-grams) ending in g. */
+static uint32_t ref_count(const ref_lm *r, const int32_t *g, int n)
+{
+    uint32_t c = 0;
+    for (size_t j = (size_t)r->K - 1; j < r->n; j++) {
+        if (!kgram_suffix_is(r, j, g, n))
+            continue;
+        if (n == r->K) { c++; continue; }
+        /* count this (n+1)-suffix only at its first occurrence */
+        int first = 1;
+        for (size_t k = (size_t)r->K - 1; k < j && first; k++)
+            if (same_suffix(r, j, k, n + 1)) first = 0;
+        c += (uint32_t)first;
+    }
+    return c;
+}
+
+/* Count-of-counts of order n: over the distinct n-grams counted. */
+static void ref_coc(const ref_lm *r, int n, uint64_t coc[5])
+{
+    memset(coc, 0, 5 * sizeof coc[0]);
+    for (size_t j = (size_t)r->K - 1; j < r->n; j++) {
+        int first = 1;
+        for (size_t k = (size_t)r->K - 1; k < j && first; k++)
+            if (same_suffix(r, j, k, n)) first = 0;
+        if (!first) continue;
+        int32_t g[8];
+        for (int a = 0; a < n; a++) g[a] = r->x[j - (size_t)(n - 1 - a)];
+        uint32_t c = ref_count(r, g, n);
+        if (c >= 1 && c <= 4) coc[c]++;
+    }
+}
+
+static double ref_prob(const ref_lm *r, size_t i, double disc[][4])
+{
+    double p = 1.0 / r->V;
+    for (int n = 1; n <= r->K && (size_t)(n - 1) <= i; n++) {
+        int32_t g[8];
+        for (int a = 0; a < n - 1; a++) g[a] = r->x[i - (size_t)(n - 1 - a)];
+        double total = 0, gnum = 0, cw = 0;
+        for (int w = 0; w < r->V; w++) {
+            g[n - 1] = w;
+            uint32_t c = ref_count(r, g, n);
+            total += c;
+            if (c) gnum += disc[n][c >= 3 ? 3 : c];
+            if (w == r->x[i]) cw = c;
+        }
+        if (total == 0) continue;
+        double d = cw == 0 ? 0 : disc[n][cw >= 3 ? 3 : (int)cw];
+        p = (cw - d + gnum * p) / total;
+    }
+    return p;
+}
+
+static void test_discounts_formula(void)
+{
+    uint64_t coc[5] = {0, 100, 40, 20, 10};
+    double d[4];
+    ngram_discounts(coc, d);
+    double y = 100.0 / (100 + 80);
+    CHECK_NEAR(d[1], 1 - 2 * y * 40 / 100, 1e-15);
+    CHECK_NEAR(d[2], 2 - 3 * y * 20 / 40, 1e-15);
+    CHECK_NEAR(d[3], 3 - 4 * y * 10 / 20, 1e-15);
+    uint64_t none[5] = {0, 5, 0, 0, 0};
+    ngram_discounts(none, d);
+    CHECK(d[1] == 0.5 && d[2] == 1.0 && d[3] == 1.5);
+    uint64_t odd[5] = {0, 1, 1, 1000, 1};   /* D(2) would be negative: clamped */
+    ngram_discounts(odd, d);
+    CHECK(d[2] >= 0.05 && d[2] <= 2 && d[1] <= 1 && d[3] <= 3);
+}
+
+static void test_max_order(void)
+{
+    CHECK(ngram_max_order(4097) == 5);
+    CHECK(ngram_max_order(8193) == 4);
+    CHECK(ngram_max_order(257) == 7);
+    CHECK(ngram_max_order(2) == 8);
+    ngram_memory m;
+    tempo_error e;
+    CHECK(ngram_memory_init(&m, 4097, 6, 1, &e) == -1 && strstr(e.msg, "1..5"));
+    CHECK(ngram_memory_init(&m, 4097, 5, 1, &e) == 0);
+    ngram_memory_free(&m);
+}
+
+/* The incremental memory and the reference agree at every position. */
+static void test_against_reference(void)
+{
+    const int V = 6;
+    const size_t N = 900;
+    int32_t *x = malloc(sizeof(int32_t) * N);
+    make_stream(x, N, V, 7);
+    for (int K = 1; K <= 4; K++) {
+        ngram_memory m;
+        tempo_error e;
+        CHECK(ngram_memory_init(&m, V, K, 1, &e) == 0);
+        for (size_t i = 0; i < N; i++)
+            if (ngram_memory_add(&m, x, i, &e)) { CHECK_MSG(0, "%s", e.msg); break; }
+        ref_lm r = {x, N, V, K};
+        double disc[NGRAM_MAX_ORDER + 1][4];
+        for (int n = 1; n <= K; n++) {
+            uint64_t coc[5];
+            ref_coc(&r, n, coc);
+            for (int k = 1; k <= 4; k++)
+                CHECK_MSG(coc[k] == m.coc[n][k], "K %d order %d coc[%d] %llu vs %llu", K, n, k,
+                          (unsigned long long)coc[k], (unsigned long long)m.coc[n][k]);
+            ngram_discounts(coc, disc[n]);
+        }
+        double worst = 0;
+        for (size_t i = 0; i < N; i += 7) {
+            double a = ngram_memory_prob(&m, x, i, NULL), b = ref_prob(&r, i, disc);
+            if (fabs(a - b) > worst) worst = fabs(a - b);
+        }
+        CHECK_MSG(worst <= 1e-13, "K %d: worst difference %g", K, worst);
+        ngram_memory_free(&m);
+    }
+    free(x);
+}
+
+static double dist_sum(const ngram_memory *m, const int32_t *x, size_t i, double *p)
+{
+    ngram_memory_dist(m, x, i, p);
+    double s = 0;
+    for (int w = 0; w < m->vocab; w++) s += p[w];
+    return s;
+}
+
+/* The parallel build equals the incremental count at any thread count; every distribution sums to 1. */
+static void test_build_matches_incremental(void)
+{
+    const int V = 37, K = 4;
+    const size_t N = 20000;
+    int32_t *x = malloc(sizeof(int32_t) * N);
+    uint16_t *x16 = malloc(sizeof(uint16_t) * N);
+    make_stream(x, N, V, 11);
+    for (size_t i = 0; i < N; i++) x16[i] = (uint16_t)x[i];
+    ngram_memory inc;
+    tempo_error e;
+    CHECK(ngram_memory_init(&inc, V, K, 1, &e) == 0);
+    for (size_t i = 0; i < N; i++) ngram_memory_add(&inc, x, i, &e);
+    double *p = malloc(sizeof(double) * V);
+    for (int threads = 1; threads <= 3; threads++) {
+        ngram_memory b;
+        CHECK(ngram_memory_init(&b, V, K, threads, &e) == 0);
+        ngram_stream s = {x16, 2, N};
+        CHECK(ngram_memory_build(&b, &s, 1, &e) == 0);
+        CHECK(ngram_memory_entries(&b) == ngram_memory_entries(&inc));
+        int same = 1;
+        for (size_t i = 0; i < N; i++)
+            if (ngram_memory_prob(&b, x, i, NULL) != ngram_memory_prob(&inc, x, i, NULL)) same = 0;
+        CHECK_MSG(same, "threads %d: probabilities differ from the incremental count", threads);
+        for (size_t i = 0; i < N; i += 997)
+            CHECK_NEAR(dist_sum(&b, x, i, p), 1.0, 1e-12);
+        ngram_memory_free(&b);
+    }
+    for (size_t i = 0; i < N; i += 1009)
+        CHECK_NEAR(dist_sum(&inc, x, i, p), 1.0, 1e-12);
+    /* a context never seen and a stream start: still a distribution, never zero */
+    int32_t odd[4] = {36, 36, 36, 36};
+    CHECK_NEAR(dist_sum(&inc, odd, 3, p), 1.0, 1e-12);
+    CHECK(ngram_memory_prob(&inc, odd, 3, NULL) > 0);
+    CHECK_NEAR(dist_sum(&inc, x, 0, p), 1.0, 1e-12);
+    free(p);
+    ngram_memory_free(&inc);
+    free(x);
+    free(x16);
+}
+
+/* Pruning drops top-order singletons, gives their mass to the lower orders, stays normalised. */
+static void test_pruning(void)
+{
+    const int V = 50, K = 3;
+    const size_t N = 30000;
+    int32_t *x = malloc(sizeof(int32_t) * N);
+    make_stream(x, N, V, 5);
+    ngram_memory full, pr;
+    tempo_error e;
+    ngram_stream s = {x, 4, N};
+    CHECK(ngram_memory_init(&full, V, K, 2, &e) == 0 && ngram_memory_build(&full, &s, 1, &e) == 0);
+    CHECK(ngram_memory_init(&pr, V, K, 2, &e) == 0 && ngram_memory_build(&pr, &s, 2, &e) == 0);
+    uint64_t top_full = full.grams[K][0].count + full.grams[K][1].count;
+    uint64_t top_pr = pr.grams[K][0].count + pr.grams[K][1].count;
+    CHECK(top_pr + full.coc[K][1] == top_full);
+    CHECK(ngram_memory_bytes(&pr) < ngram_memory_bytes(&full));
+    double *p = malloc(sizeof(double) * V);
+    double worst = 0;
+    for (size_t i = 0; i < N; i += 613) {
+        double d = fabs(dist_sum(&pr, x, i, p) - 1.0);
+        if (d > worst) worst = d;
+        for (int w = 0; w < V; w++) CHECK(p[w] > 0);
+    }
+    CHECK_NEAR(worst, 0, 1e-12);
+    free(p);
+    ngram_memory_free(&full);
+    ngram_memory_free(&pr);
+    free(x);
+}
+
+static int read_file(const char *path, uint8_t **buf, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *buf = malloc(*n ? *n : 1);
+    size_t got = fread(*buf, 1, *n, f);
+    fclose(f);
+    return got == *n ? 0 : -1;
+}
+
+static void write_file(const char *path, const uint8_t *buf, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    fwrite(buf, 1, n, f);
+    fclose(f);
+}
+
+/* Save, map back, same answers; the same build twice gives the same bytes; bad files are refused. */
+static void test_file_round_trip(void)
+{
+    const int V = 29, K = 3;
+    const size_t N = 8000;
+    int32_t *x = malloc(sizeof(int32_t) * N);
+    make_stream(x, N, V, 3);
+    char dir[] = "/tmp/tempo_memXXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char p1[256], p2[256], bad[256];
+    snprintf(p1, sizeof p1, "%s/a.bin", dir);
+    snprintf(p2, sizeof p2, "%s/b.bin", dir);
+    snprintf(bad, sizeof bad, "%s/bad.bin", dir);
+    ngram_memory a, b, l;
+    tempo_error e;
+    ngram_stream s = {x, 4, N};
+    CHECK(ngram_memory_init(&a, V, K, 2, &e) == 0 && ngram_memory_build(&a, &s, 2, &e) == 0);
+    a.tokenizer_id = 42;
+    CHECK(memory_file_save(&a, p1, &e) == 0);
+    CHECK(ngram_memory_init(&b, V, K, 2, &e) == 0 && ngram_memory_build(&b, &s, 2, &e) == 0);
+    b.tokenizer_id = 42;
+    CHECK(memory_file_save(&b, p2, &e) == 0);
+    uint8_t *f1, *f2;
+    size_t n1, n2;
+    CHECK(read_file(p1, &f1, &n1) == 0 && read_file(p2, &f2, &n2) == 0);
+    CHECK(n1 == n2 && !memcmp(f1, f2, n1));
+    CHECK_MSG(memory_file_load(&l, p1, V, 42, &e) == 0, "%s", e.msg);
+    int same = 1;
+    for (size_t i = 0; i < N; i++)
+        if (ngram_memory_prob(&l, x, i, NULL) != ngram_memory_prob(&a, x, i, NULL)) same = 0;
+    CHECK(same);
+    CHECK(l.prune_min == 2 && l.tokens == N);
+    ngram_memory_free(&l);
+    /* foreign vocabulary or tokenizer */
+    CHECK(memory_file_load(&l, p1, V + 1, 42, &e) == -1 && strstr(e.msg, "vocabulary"));
+    CHECK(memory_file_load(&l, p1, V, 43, &e) == -1 && strstr(e.msg, "tokenizer"));
+    /* truncated at several points */
+    size_t cuts[] = {0, 10, 700, n1 / 2, n1 - 1};
+    for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+        write_file(bad, f1, cuts[c]);
+        CHECK_MSG(memory_file_load(&l, bad, V, 0, &e) == -1 && strstr(e.msg, bad), "cut %zu", cuts[c]);
+    }
+    /* one flipped bit anywhere in the tables */
+    for (size_t at = n1 - 1; at > 1024; at -= n1 / 7) {
+        f1[at] ^= 0x10;
+        write_file(bad, f1, n1);
+        CHECK_MSG(memory_file_load(&l, bad, V, 0, &e) == -1, "flip at %zu", at);
+        f1[at] ^= 0x10;
+    }
+    /* a directory entry claiming a full table (no empty slot: a probe would never end) */
+    uint64_t cap;
+    memcpy(&cap, f1 + 712, 8);
+    memcpy(f1 + 720, &cap, 8);
+    write_file(bad, f1, n1);
+    CHECK(memory_file_load(&l, bad, V, 0, &e) == -1);
+    CHECK(memory_file_load(&l, "/nonexistent/memory.bin", V, 0, &e) == -1 && strstr(e.msg, "/nonexistent"));
+    free(f1);
+    free(f2);
+    unlink(p1); unlink(p2); unlink(bad);
+    rmdir(dir);
+    ngram_memory_free(&a);
+    ngram_memory_free(&b);
+    free(x);
+}
+
+int main(void)
+{
+    RUN(test_discounts_formula);
+    RUN(test_max_order);
+    RUN(test_against_reference);
+    RUN(test_build_matches_incremental);
+    RUN(test_pruning);
+    RUN(test_file_round_trip);
+    return test_summary("test_memory");
+}

@@ -1,0 +1,232 @@
+/* test_mixture.c - the hybrid model's mixing (src/memory/mixer.c,
+ * mixture.c): the mixed distribution sums to 1 at random positions; the
+ * probability a step scores is the mixed distribution's entry for the true
+ * token; causality (changing tokens at and after t leaves every probability
+ * before t bit-identical, with the cache and the mixer learning); the mixer
+ * learning to trust the component that predicts; mixer.json's round trip
+ * and refusals. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "memory/mixer.h"
+#include "memory/mixture.h"
+#include "memory/ngram_memory.h"
+#include "test.h"
+
+static uint64_t lcg(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 33;
+}
+
+static void make_stream(int32_t *x, size_t n, int V, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = lcg(&seed);
+        x[i] = (i >= 5 && r % 3) ? x[i - 5] : (int32_t)(r % (uint64_t)V);
+    }
+}
+
+/* A stand-in transformer: a normalised distribution that depends on the last two tokens only. */
+static void model_dist(const int32_t *x, size_t i, int V, double *p)
+{
+    uint64_t s = 1000003u * (uint64_t)(i >= 1 ? x[i - 1] : 7) + (uint64_t)(i >= 2 ? x[i - 2] : 3);
+    double sum = 0;
+    for (int w = 0; w < V; w++) {
+        p[w] = 0.05 + (double)(lcg(&s) % 1000) / 1000.0;
+        sum += p[w];
+    }
+    for (int w = 0; w < V; w++) p[w] /= sum;
+}
+
+static void build_memory(ngram_memory *m, int V, int K, uint64_t seed)
+{
+    size_t n = 5000;
+    int32_t *x = malloc(sizeof(int32_t) * n);
+    make_stream(x, n, V, seed);
+    tempo_error e;
+    ngram_stream s = {x, 4, n};
+    CHECK(ngram_memory_init(m, V, K, 2, &e) == 0 && ngram_memory_build(m, &s, 1, &e) == 0);
+    free(x);
+}
+
+static void test_sums_and_consistency(void)
+{
+    const int V = 23;
+    ngram_memory mem;
+    build_memory(&mem, V, 3, 9);
+    mixture_options o = {&mem, V, 3, 1};
+    mixer mx;
+    tempo_error e;
+    CHECK(mixer_init(&mx, 3, 3, 0.05, &e) == 0);
+    mixture_stream s;
+    CHECK(mixture_stream_init(&s, &o, &mx, &e) == 0);
+    size_t n = 3000;
+    int32_t *x = malloc(sizeof(int32_t) * n);
+    make_stream(x, n, V, 4);
+    double *pm = malloc(sizeof(double) * V), *out = malloc(sizeof(double) * V), *tmp = malloc(sizeof(double) * 2 * V);
+    double worst_sum = 0, worst_entry = 0;
+    for (size_t i = 1; i < n; i++) {
+        model_dist(x, i, V, pm);
+        if (i % 37 == 0) {
+            mixture_stream_dist(&s, x, i, pm, out, tmp);
+            double sum = 0;
+            for (int w = 0; w < V; w++) { sum += out[w]; CHECK(out[w] > 0); }
+            if (fabs(sum - 1) > worst_sum) worst_sum = fabs(sum - 1);
+            double p = mixture_stream_step(&s, x, i, pm[x[i]], 0, NULL, NULL, &e);
+            if (fabs(p - out[x[i]]) > worst_entry) worst_entry = fabs(p - out[x[i]]);
+        } else {
+            mixture_stream_step(&s, x, i, pm[x[i]], 0, NULL, NULL, &e);
+        }
+    }
+    CHECK_MSG(worst_sum <= 1e-9, "worst |sum - 1| %g", worst_sum);
+    CHECK_MSG(worst_entry <= 1e-15, "step and dist differ by %g", worst_entry);
+    mixture_stream_free(&s);
+    mixer_free(&mx);
+    ngram_memory_free(&mem);
+    free(x); free(pm); free(out); free(tmp);
+}
+
+static void score(const ngram_memory *mem, const mixer *mx, const int32_t *x, size_t n, int V, double *bits)
+{
+    double *pm = malloc(sizeof(double) * n), *d = malloc(sizeof(double) * V);
+    for (size_t i = 1; i < n; i++) {
+        model_dist(x, i, V, d);
+        pm[i] = d[x[i]];
+    }
+    mixture_options o = {mem, V, 3, 1};
+    mixture_totals t;
+    tempo_error e;
+    CHECK(mixture_score(&o, mx, x, n, pm, bits, &t, NULL, &e) == 0);
+    CHECK(t.n_tokens == n - 1);
+    free(pm);
+    free(d);
+}
+
+/* Changing the stream at and after t changes nothing before t. */
+static void test_causality(void)
+{
+    const int V = 19;
+    ngram_memory mem;
+    build_memory(&mem, V, 3, 2);
+    mixer mx;
+    tempo_error e;
+    CHECK(mixer_init(&mx, 3, 3, 0.1, &e) == 0);
+    size_t n = 4000;
+    int32_t *a = malloc(sizeof(int32_t) * n), *b = malloc(sizeof(int32_t) * n);
+    double *ba = malloc(sizeof(double) * n), *bb = malloc(sizeof(double) * n);
+    make_stream(a, n, V, 77);
+    size_t cuts[] = {1, 2, 500, 2999, 3999};
+    for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+        size_t t = cuts[c];
+        memcpy(b, a, sizeof(int32_t) * n);
+        uint64_t s = 5 + t;
+        for (size_t i = t; i < n; i++) b[i] = (int32_t)(lcg(&s) % (uint64_t)V);
+        score(&mem, &mx, a, n, V, ba);
+        score(&mem, &mx, b, n, V, bb);
+        int same = 1;
+        for (size_t i = 1; i < t; i++)
+            if (ba[i] != bb[i]) same = 0;
+        CHECK_MSG(same, "a change at %zu moved an earlier probability", t);
+        if (t + 1 < n) CHECK(ba[n - 1] != bb[n - 1] || a[n - 1] == b[n - 1]);
+    }
+    free(a); free(b); free(ba); free(bb);
+    mixer_free(&mx);
+    ngram_memory_free(&mem);
+}
+
+/* On a text that repeats, the mixer learns to trust the cache; the mixture beats each component. */
+static void test_learning(void)
+{
+    const int V = 31;
+    ngram_memory mem;
+    build_memory(&mem, V, 3, 1);
+    size_t n = 6000;
+    int32_t *x = malloc(sizeof(int32_t) * n);
+    uint64_t s = 3;
+    for (size_t i = 0; i < n; i++)   /* a 200-token text read 30 times */
+        x[i] = i < 200 ? (int32_t)(lcg(&s) % (uint64_t)V) : x[i - 200];
+    double *pm = malloc(sizeof(double) * n), *d = malloc(sizeof(double) * V);
+    for (size_t i = 1; i < n; i++) { model_dist(x, i, V, d); pm[i] = d[x[i]]; }
+    mixer mx, fitted;
+    tempo_error e;
+    CHECK(mixer_init(&mx, 3, 3, 0.05, &e) == 0);
+    mixture_options o = {&mem, V, 3, 1};
+    mixture_totals t;
+    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, &t, &fitted, &e) == 0);
+    CHECK(t.bits < t.bits_component[MIX_MODEL] && t.bits < t.bits_component[MIX_MEMORY]);
+    CHECK(t.weight_sum[MIX_CACHE] > t.weight_sum[MIX_MODEL]);
+    /* over the last pass the cache carried most of the weight */
+    CHECK_MSG(t.weight_sum[MIX_CACHE] / (double)t.n_tokens > 0.6, "mean cache weight %g",
+              t.weight_sum[MIX_CACHE] / (double)t.n_tokens);
+    /* and the fitted mixer gives it most weight where it matched a long, frequent context */
+    ngram_match mem3 = ngram_memory_match(&mem, x, n - 1), full = {3, 100};
+    int present[MIX_N] = {1, 1, 1};
+    double w[MIX_N];
+    mixer_weights(&fitted, mixer_bucket(&fitted, &mem3, &full), present, w);
+    CHECK_MSG(w[MIX_CACHE] > 0.8, "cache weight %g", w[MIX_CACHE]);
+    /* without adaptation nothing is learned: the cache stays empty, the weights equal */
+    o.adapt = 0;
+    mixture_totals t2;
+    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, &t2, NULL, &e) == 0);
+    CHECK_NEAR(t2.weight_sum[MIX_CACHE] / (double)t2.n_tokens, 1.0 / 3, 1e-12);
+    CHECK(t2.bits > t.bits);
+    mixer_free(&mx);
+    mixer_free(&fitted);
+    ngram_memory_free(&mem);
+    free(x); free(pm); free(d);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_mixer_file(void)
+{
+    char path[] = "/tmp/tempo_mixerXXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    mixer a, b;
+    tempo_error e;
+    CHECK(mixer_init(&a, 4, 2, 0.02, &e) == 0);
+    for (int i = 0; i < a.n_buckets * MIX_N; i++) a.theta[i] = (i % 7) * 0.37 - 1.1;
+    CHECK(mixer_save(&a, path, &e) == 0);
+    CHECK_MSG(mixer_load(&b, path, &e) == 0, "%s", e.msg);
+    CHECK(b.memory_order == 4 && b.cache_order == 2 && b.n_buckets == a.n_buckets && b.lr == a.lr);
+    CHECK(!memcmp(a.theta, b.theta, sizeof(double) * (size_t)a.n_buckets * MIX_N));
+    mixer_free(&b);
+    const char *bad[] = {
+        "", "{", "[]", "{\"format\":\"x\",\"version\":1}",
+        "{\"format\":\"tempo-mixer\",\"version\":1,\"memory_order\":9,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[]}",
+        "{\"format\":\"tempo-mixer\",\"version\":1,\"memory_order\":0,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[[1,2]]}",
+        "{\"format\":\"tempo-mixer\",\"version\":1,\"memory_order\":0,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[[1,2,1e300]]}",
+        "{\"format\":\"tempo-mixer\",\"version\":1,\"memory_order\":0,\"cache_order\":0,\"lr\":-1,\"buckets\":1,\"theta\":[[1,2,3]]}",
+        "{\"format\":\"tempo-mixer\",\"version\":1,\"memory_order\":0.5,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[[1,2,3]]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_text(path, bad[i]);
+        CHECK_MSG(mixer_load(&b, path, &e) == -1 && strstr(e.msg, path), "case %zu: %s", i, e.msg);
+    }
+    write_text(path, "{\"format\":\"tempo-mixer\",\"version\":1,\"memory_order\":0,\"cache_order\":0,\"lr\":0.1,"
+                     "\"buckets\":9,\"theta\":[[0,0,0],[0,0,0],[0,0,0],[0,0,0],[0,0,0],[0,0,0],[0,0,0],[0,0,0],[1,2,3]]}");
+    CHECK_MSG(mixer_load(&b, path, &e) == 0, "%s", e.msg);
+    mixer_free(&b);
+    unlink(path);
+    mixer_free(&a);
+}
+
+int main(void)
+{
+    RUN(test_sums_and_consistency);
+    RUN(test_causality);
+    RUN(test_learning);
+    RUN(test_mixer_file);
+    return test_summary("test_mixture");
+}
