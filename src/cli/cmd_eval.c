@@ -19,6 +19,9 @@
 #include "data/token_store.h"
 #include "data/tokenizer.h"
 #include "eval/bpb.h"
+#include "eval/hybrid_bpb.h"
+#include "memory/hybrid.h"
+#include "memory/memory_file.h"
 #include "train/checkpoint.h"
 
 static int takes_value(const char *flag)
@@ -35,10 +38,18 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: tempo eval --model RUN_DIR (--data DATA_DIR | --text FILE) [--stride N] [--batch N] [--threads N]\n"
+        "                  [--no-memory] [--no-cache] [--no-adapt]\n"
         "  --model RUN_DIR   a run folder (its model.safetensors) or a .safetensors file\n"
         "  --data DATA_DIR   score DATA_DIR/val.tok (must use the model's tokenizer)\n"
         "  --text FILE       score any .txt/.jsonl(.xz) file: documents as 'tempo prepare' reads them\n"
         "  --stride N        sliding-window stride in tokens (default: context/2; context = disjoint windows)\n"
+        "  --no-memory       leave out the run's count memory (RUN_DIR/memory.bin) from the mixture\n"
+        "  --no-cache        leave out the cache of the text being read\n"
+        "  --no-adapt        freeze the cache (empty) and the mixer's weights (no learning while reading)\n"
+        "A run trained with memory_order/cache_order > 0 is a mixture of the transformer, the count memory and\n"
+        "the cache (DESIGN.md section 6); the text is read in order, each token scored before the cache and the\n"
+        "mixer learn from it. The JSON gives the mixture's bpb and, under \"components\", each one's bpb alone\n"
+        "and its mean weight; model_seconds is the transformer's share of seconds.\n"
         "bpb = sum of -log2 p(token | preceding text) over every token / bytes of document text. The stream is\n"
         "SEP d1 SEP d2 ... SEP: the first SEP is given (not scored); later SEPs are predicted and their bits\n"
         "counted although they stand for no bytes.\n"
@@ -54,9 +65,14 @@ static void usage(FILE *f)
         "  \"bpb_detail\", \"icl\" and \"inference\". --out DIR also writes DIR/result.json.\n");
 }
 
+/* Which of the hybrid model's components to use (all by default). */
+typedef struct {
+    int memory, cache, adapt;
+} eval_parts;
+
 /* bpb of the val split or a text file; the phase-1 result object into js. */
-static int eval_bpb(model *m, tokenizer *tok, const run_config *cfg, const char *data_dir, const char *text,
-                    int stride, int batch, strbuf *js, tempo_error *err)
+static int eval_bpb(const char *model_path, model *m, tokenizer *tok, const run_config *cfg, const char *data_dir,
+                    const char *text, int stride, int batch, eval_parts use, strbuf *js, tempo_error *err)
 {
     int32_t *ids = NULL;
     size_t n = 0;
@@ -83,20 +99,44 @@ static int eval_bpb(model *m, tokenizer *tok, const run_config *cfg, const char 
             token_file_close(&tf);
         }
     }
-    bpb_result r;
-    if (!rc) rc = bpb_evaluate(m, ids, n, n_bytes, stride ? stride : cfg->model.context / 2, batch, &r, err);
+    hybrid_parts h;
+    memset(&h, 0, sizeof h);
+    hybrid_bpb_result hr;
+    if (!rc)
+        rc = hybrid_parts_load(&h, model_path, cfg->model.vocab_size, ngram_tokenizer_id(tok),
+                               use.memory ? cfg->memory_order : 0, use.cache ? cfg->cache_order : 0, cfg->mixer_lr, err);
+    if (!rc)
+        rc = hybrid_bpb_evaluate(m, &h, use.adapt, ids, n, n_bytes, stride ? stride : cfg->model.context / 2, batch,
+                                 NULL, &hr, err);
     free(ids);
+    int fitted = h.mixer_fitted, mem_k = h.has_memory ? h.memory.order : 0, cache_k = h.cache_order;
+    hybrid_parts_free(&h);
     if (rc) return rc;
+    const bpb_result *r = &hr.model;
     strbuf_puts(js, "{\"bpb\":");
-    strbuf_json_number(js, r.bpb);
+    strbuf_json_number(js, hr.bpb);
     strbuf_puts(js, ",\"bits\":");
-    strbuf_json_number(js, r.bits);
+    strbuf_json_number(js, hr.bits);
     strbuf_puts(js, ",\"loss\":");
-    strbuf_json_number(js, r.loss);
+    strbuf_json_number(js, hr.bits * log(2.0) / (double)r->n_tokens);
     strbuf_printf(js, ",\"bytes\":%llu,\"tokens\":%llu,\"documents\":%llu,\"context\":%d,\"stride\":%d,\"seconds\":",
-                  (unsigned long long)r.n_bytes, (unsigned long long)r.n_tokens, (unsigned long long)n_docs, r.context,
-                  r.stride);
-    strbuf_json_number(js, r.seconds);
+                  (unsigned long long)r->n_bytes, (unsigned long long)r->n_tokens, (unsigned long long)n_docs,
+                  r->context, r->stride);
+    strbuf_json_number(js, hr.seconds);
+    strbuf_puts(js, ",\"model_seconds\":");
+    strbuf_json_number(js, r->seconds);
+    strbuf_puts(js, ",\"mixture_seconds\":");
+    strbuf_json_number(js, hr.mixture_seconds);
+    strbuf_printf(js, ",\"memory_order\":%d,\"cache_order\":%d,\"adapt\":%s,\"mixer\":\"%s\",\"components\":{",
+                  mem_k, cache_k, use.adapt ? "true" : "false", fitted ? "fitted" : "equal");
+    for (int c = 0; c < MIX_N; c++) {
+        strbuf_printf(js, "%s\"%s\":{\"bpb\":", c ? "," : "", mixer_component_names[c]);
+        strbuf_json_number(js, hr.bpb_component[c]);
+        strbuf_puts(js, ",\"weight\":");
+        strbuf_json_number(js, hr.mean_weight[c]);
+        strbuf_puts(js, "}");
+    }
+    strbuf_puts(js, "}");
     strbuf_puts(js, ",\"first_separator\":\"given\",\"source\":");
     const char *src = text ? text : data_dir;
     strbuf_json_string(js, src, strlen(src));
@@ -131,7 +171,8 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
     int rc = 0;
     if (data_dir || text) {
         fprintf(stderr, "eval: bpb of %s\n", text ? text : data_dir);
-        rc = eval_bpb(m, tok, &cfg, data_dir, text, stride, batch, &bpb, &err);
+        eval_parts all = {1, 1, 1};
+        rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, all, &bpb, &err);
     }
     icl_task_result *r = NULL;
     int n = 0;
@@ -223,10 +264,14 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
 int cmd_eval(int argc, char **argv)
 {
     const char *model_path = NULL, *data_dir = NULL, *text = NULL, *tasks = NULL, *out_dir = NULL;
+    eval_parts use = {1, 1, 1};
     int stride = 0, batch = 8, threads = 0, phase = 1, limit = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        if (!strcmp(a, "--no-memory")) { use.memory = 0; continue; }
+        if (!strcmp(a, "--no-cache")) { use.cache = 0; continue; }
+        if (!strcmp(a, "--no-adapt")) { use.adapt = 0; continue; }
         if (!takes_value(a)) return cli_usage_error("%s: unknown option (see tempo eval --help)", a);
         if (!v) return cli_usage_error("%s: missing value (see tempo eval --help)", a);
         if (!strcmp(a, "--model")) model_path = v;
@@ -266,7 +311,7 @@ int cmd_eval(int argc, char **argv)
     tokenizer *tok;
     if (checkpoint_load_model(model_path, batch, &cfg, &m, &tok, &err)) return cli_report(&err);
     strbuf js = {0};
-    int rc = eval_bpb(m, tok, &cfg, data_dir, text, stride, batch, &js, &err);
+    int rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, use, &js, &err);
     model_free(m);
     tok_free(tok);
     if (rc) {

@@ -174,6 +174,25 @@ int cmd_train(int argc, char **argv)
     strbuf_json_number(&js, r.step_seconds_mean);
     strbuf_puts(&js, ",\"final_train_loss\":");
     strbuf_json_number(&js, r.final_train_loss);
+    strbuf_printf(&js, ",\"memory_order\":%d,\"cache_order\":%d,\"memory_seconds\":", r.memory_order, r.cache_order);
+    strbuf_json_number(&js, r.memory_seconds);
+    strbuf_puts(&js, ",\"memory_save_seconds\":");
+    strbuf_json_number(&js, r.memory_save_seconds);
+    strbuf_printf(&js, ",\"memory_bytes\":%llu,\"memory_entries\":%llu,\"memory_tokens\":%llu,\"mixer_seconds\":",
+                  (unsigned long long)r.memory_bytes, (unsigned long long)r.memory_entries,
+                  (unsigned long long)r.memory_tokens);
+    strbuf_json_number(&js, r.mixer_seconds);
+    strbuf_puts(&js, ",\"val_model_seconds\":");
+    strbuf_json_number(&js, r.val_model_seconds);
+    static const char *const comp[3] = {"transformer", "memory", "cache"};
+    for (int k = 0; k < 3; k++) {
+        strbuf_printf(&js, ",\"val_bpb_%s\":", comp[k]);
+        strbuf_json_number(&js, r.val_bpb_component[k]);
+    }
+    for (int k = 0; k < 3; k++) {
+        strbuf_printf(&js, ",\"val_weight_%s\":", comp[k]);
+        strbuf_json_number(&js, r.val_mean_weight[k]);
+    }
     strbuf_printf(&js, ",\"retries\":%d,\"interrupted\":%s,\"threads\":%d,\"threads_pinned\":%s,"
                   "\"seed\":%llu}", r.retries, r.interrupted ? "true" : "false", o.threads,
                   pinned ? "true" : "false", (unsigned long long)o.seed);

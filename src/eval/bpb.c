@@ -10,6 +10,12 @@
 int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
                  bpb_result *res, tempo_error *err)
 {
+    return bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, NULL, res, err);
+}
+
+int bpb_evaluate_tokens(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
+                        double *token_nats, bpb_result *res, tempo_error *err)
+{
     memset(res, 0, sizeof *res);
     double t0 = timer_now();
     int T = model_get_config(m)->context;
@@ -26,8 +32,9 @@ int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_by
     int32_t *in = malloc(sizeof(int32_t) * (size_t)batch * T);
     int32_t *tg = malloc(sizeof(int32_t) * (size_t)batch * T);
     size_t *first = malloc(sizeof(size_t) * (size_t)batch); /* first scored offset per row */
-    if (!in || !tg || !first) {
-        free(in); free(tg); free(first);
+    size_t *row_start = malloc(sizeof(size_t) * (size_t)batch); /* stream index of each row's first input */
+    if (!in || !tg || !first || !row_start) {
+        free(in); free(tg); free(first); free(row_start);
         return tempo_fail(err, "evaluation: out of memory");
     }
     model_set_training(m, 0);     /* losses only: the head skips its gradient work */
@@ -44,6 +51,7 @@ int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_by
             memcpy(in + (size_t)rows * T, tokens + start, sizeof(int32_t) * (size_t)T);
             memcpy(tg + (size_t)rows * T, tokens + start + 1, sizeof(int32_t) * (size_t)T);
             first[rows] = prev_end - start;            /* row offset of target prev_end+1 */
+            row_start[rows] = start;
             prev_end = end;
             rows++;
         }
@@ -52,11 +60,15 @@ int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_by
         for (int r = 0; r < rows; r++)
             for (size_t j = first[r]; j < (size_t)T; j++) {
                 nats += losses[(size_t)r * T + j];
+                if (token_nats)
+                    token_nats[row_start[r] + 1 + j] = losses[(size_t)r * T + j];
                 scored++;
             }
     }
     model_set_training(m, 1);
-    free(in); free(tg); free(first);
+    if (token_nats)
+        token_nats[0] = 0;
+    free(in); free(tg); free(first); free(row_start);
     if (scored != n_tokens - 1)
         return tempo_fail(err, "evaluation: internal error: scored %llu of %zu tokens",
                           (unsigned long long)scored, n_tokens - 1);

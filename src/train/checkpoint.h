@@ -30,6 +30,7 @@ typedef struct {
     rng_state rng;        /* batch sampling */
     double guard_mult;    /* divergence guard lr multiplier */
     int retries;          /* divergence restores so far */
+    double memory_s;      /* of elapsed_s, the seconds spent building the count memory (0: none) */
 } train_state;
 
 int checkpoint_save_model(const char *path, model *m, const run_config *cfg, const char *tokenizer_text,

@@ -62,6 +62,11 @@ static const key_def KEYS[] = {
     {"checkpoint_every", K_DOUBLE, F(checkpoint_every_s), 0, 1e9, "seconds between checkpoints; 0 = only at the end"},
     {"max_retries", K_INT, F(max_retries), 0, 100, "divergence guard: restores before stopping"},
     {"retry_lr_factor", K_DOUBLE, F(retry_lr_factor), 0, 1, "lr multiplier applied at each restore"},
+    {"memory_order", K_INT, F(memory_order), 0, 8, "count memory of the training tokens, n-gram orders 1..K; 0 = none"},
+    {"memory_prune", K_INT, F(memory_prune), 1, 1 << 20, "drop top-order n-grams counted fewer times (1 = keep all)"},
+    {"cache_order", K_INT, F(cache_order), 0, 8, "cache of the text being read, orders 1..K; 0 = none"},
+    {"mixer_lr", K_DOUBLE, F(mixer_lr), 0, 10, "online learning rate of the mixing weights"},
+    {"mixer_holdout", K_INT, F(mixer_holdout), 0, 1 << 30, "training tokens kept out of the memory to fit the mixer"},
 };
 #undef F
 #define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
@@ -101,6 +106,11 @@ void run_config_defaults(run_config *c)
     c->checkpoint_every_s = 120;
     c->max_retries = 3;
     c->retry_lr_factor = 0.5;
+    c->memory_order = 0;
+    c->memory_prune = 1;
+    c->cache_order = 0;
+    c->mixer_lr = 0.02;
+    c->mixer_holdout = 65536;
     snprintf(c->preset, sizeof c->preset, "defaults");
 }
 

@@ -26,6 +26,12 @@ typedef struct {
     double checkpoint_every_s;
     int max_retries;         /* divergence guard: restores before giving up */
     double retry_lr_factor;  /* learning-rate multiplier applied at each restore */
+    /* the hybrid model's other components (DESIGN.md section 6; src/memory/) */
+    int memory_order;        /* count memory of the training stream, orders 1..K; 0 = none */
+    int memory_prune;        /* top-order n-grams counted fewer times are dropped (1 = keep all) */
+    int cache_order;         /* cache of the text being read, orders 1..K; 0 = none */
+    double mixer_lr;         /* online learning rate of the mixing weights */
+    int mixer_holdout;       /* training tokens kept out of the memory to fit the mixer on; 0 = no fit */
     char preset[64];
 } run_config;
 

@@ -13,16 +13,21 @@
 #include "data/token_store.h"
 #include "data/tokenizer.h"
 #include "eval/bpb.h"
+#include "eval/hybrid_bpb.h"
+#include "memory/memory_file.h"
 #include "model/model.h"
 #include "optim/optimizer.h"
 #include "train/batch.h"
 #include "train/checkpoint.h"
+#include "train/memory_stage.h"
 #include "train/train_step.h"
 
 /* Everything one run holds; freed in one place. */
 typedef struct {
     token_file train, val;
+    token_file train_batches;    /* train less the tail held out for the mixer: what batches sample */
     int train_open, val_open;
+    memory_stage mem;
     char *tok_text;
     size_t tok_len;
     tokenizer *tok;
@@ -41,6 +46,7 @@ typedef struct {
 
 static void ctx_free(run_ctx *c)
 {
+    memory_stage_free(&c->mem);
     if (c->train_open) token_file_close(&c->train);
     if (c->val_open) token_file_close(&c->val);
     free(c->tok_text);
@@ -289,7 +295,7 @@ static void next_train_batch(void *ctx, int rows, int T, int32_t *inputs, int32_
 /* One optimizer step's forward/backward over all micro-batches; returns the mean loss. */
 static double forward_backward(run_ctx *c, const run_config *cfg, train_state *st)
 {
-    void *src[2] = {&c->train, &st->rng};
+    void *src[2] = {&c->train_batches, &st->rng};
     return train_step_gradient(c->m, cfg->batch_size, cfg->micro_batch, cfg->model.context,
                                next_train_batch, src, c->inputs, c->targets, NULL);
 }
@@ -316,6 +322,19 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
         return tempo_usage(err, "train: give a --budget or a --steps limit");
     }
     res->startup_seconds = timer_now() - t_start;
+    /* the count memory: built first, its seconds charged to the budget */
+    if (memory_stage_prepare(&c.mem, &cfg, &c.train, ngram_tokenizer_id(c.tok), o->out_dir, o->threads, o->resume,
+                             o->progress, err)) {
+        ctx_free(&c);
+        return -1;
+    }
+    c.train_batches = c.train;
+    c.train_batches.n_tokens = c.mem.holdout_start;
+    if (c.mem.built) {
+        st.memory_s += c.mem.build_s;
+        st.elapsed_s += c.mem.build_s;
+    }
+    res->startup_seconds += c.mem.load_s;
     res->params = model_num_params(c.m);
     res->flops_per_token = model_flops_per_token(&cfg.model, cfg.model.context);
     const uint64_t tokens_per_step = (uint64_t)cfg.batch_size * cfg.model.context;
@@ -324,6 +343,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
     double step_pred = 0, last_eval = st.elapsed_s, last_ckpt = st.elapsed_s, last_snap = -1e9;
     double eval_cost = 0, ckpt_cost = 0, last_bpb = -1, loss = NAN, gnorm = 0;
     double session_t0 = timer_now(), last_progress = 0, lr_now = 0;
+    double fit_reserve = 0;   /* room left at the end of the budget to fit the mixer */
     uint64_t session_tokens0 = st.tokens;
     int rc = 0;
     int64_t steps_this_session = 0;
@@ -332,13 +352,15 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
     for (;;) {
         st.elapsed_s = timer_now() - loop_t0;
         if (max_steps > 0 && st.step >= max_steps) break;
-        if (budget > 0 && st.elapsed_s + step_pred > budget) break;
+        if (budget > 0 && st.elapsed_s + step_pred + fit_reserve > budget) break;
         if (o->stop_flag && *o->stop_flag) { res->interrupted = 1; break; }
         if (st.elapsed_s - last_snap >= 30.0 || st.step == 0) {
             snapshot_take(&c, &st);
             last_snap = st.elapsed_s;
         }
-        double p = max_steps > 0 ? (double)st.step / (double)max_steps : st.elapsed_s / budget;
+        /* the schedule spans the transformer's share of the budget */
+        double p = max_steps > 0 ? (double)st.step / (double)max_steps
+                                 : (st.elapsed_s - st.memory_s) / (budget - st.memory_s - fit_reserve);
         double mult = schedule_lr_mult(&cfg.schedule, p) * st.guard_mult;
         lr_now = cfg.optim.lr * mult;
         double t0 = timer_now();
@@ -374,10 +396,11 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
         step_time_sum += dt;
         /* Predict the next step from the recent ones, leaning to the slower side. */
         step_pred = step_pred == 0 ? dt : fmax(dt, 0.7 * step_pred + 0.3 * dt);
+        fit_reserve = memory_stage_fit_estimate(&cfg, step_pred, tokens_per_step);
         st.elapsed_s = timer_now() - loop_t0;
         double tps = (double)(st.tokens - session_tokens0) / (timer_now() - session_t0);
         log_step(c.metrics, &st, loss, cfg.optim.lr * mult, tps, gnorm, dt);
-        double remaining = budget > 0 ? budget - st.elapsed_s - step_pred : 1e300;
+        double remaining = budget > 0 ? budget - st.elapsed_s - step_pred - fit_reserve : 1e300;
         if (cfg.eval_every_s > 0 && st.elapsed_s - last_eval >= cfg.eval_every_s && remaining > eval_cost) {
             double e0 = timer_now();
             last_bpb = slice_bpb(&c, &cfg);
@@ -386,7 +409,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
             last_eval = st.elapsed_s;
             log_event(c.metrics, &st, "val_bpb_slice", last_bpb, NULL);
         }
-        remaining = budget > 0 ? budget - st.elapsed_s - step_pred : 1e300;
+        remaining = budget > 0 ? budget - st.elapsed_s - step_pred - fit_reserve : 1e300;
         if (cfg.checkpoint_every_s > 0 && st.elapsed_s - last_ckpt >= cfg.checkpoint_every_s &&
             remaining > ckpt_cost) {
             double k0 = timer_now();
@@ -404,14 +427,37 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
         if (o->stop_at_step > 0 && st.step >= o->stop_at_step) { res->interrupted = 1; break; }
     }
     st.elapsed_s = timer_now() - loop_t0;
+    const double session_end = timer_now();
     if (steps_this_session > 0)
         progress(o, &st, budget, loss, lr_now,
                  (double)(st.tokens - session_tokens0) / (timer_now() - session_t0), last_bpb);
     if (o->progress && o->progress_tty) fputc('\n', o->progress);
     if (rc == 0 && st.step == 0 && !res->interrupted)
-        rc = tempo_fail(err, "train: the budget ended before the first step could run (one step takes longer)");
+        rc = tempo_fail(err, "train: the budget ended before the first step could run (one step takes longer%s)",
+                        st.memory_s > 0 ? " after the count memory's build" : "");
+    if (rc == 0 && !res->interrupted) {
+        /* the mixer's initial weights, on the held-out training tokens: charged to the budget */
+        if (o->progress && cfg.mixer_holdout > 0 && (cfg.memory_order > 0 || cfg.cache_order > 0))
+            fprintf(o->progress, "fitting the mixer on %d held-out training tokens...\n", cfg.mixer_holdout);
+        rc = memory_stage_fit_mixer(&c.mem, c.m, &cfg, &c.train, o->out_dir, cfg.micro_batch, &res->mixer_seconds,
+                                    err);
+        st.elapsed_s += res->mixer_seconds;
+    }
     if (rc == 0)
         rc = save_all(&c, &cfg, &st, err);
+    if (rc == 0)
+        rc = memory_stage_wait_saved(&c.mem, err);
+    res->memory_order = c.mem.has_memory ? c.mem.memory.order : 0;
+    res->cache_order = cfg.cache_order;
+    res->memory_seconds = st.memory_s;
+    res->memory_save_seconds = c.mem.save_s;
+    if (c.mem.has_memory) {
+        res->memory_bytes = ngram_memory_bytes(&c.mem.memory);
+        res->memory_entries = ngram_memory_entries(&c.mem.memory);
+        res->memory_tokens = c.mem.memory.tokens;
+    }
+    for (int k = 0; k < 3; k++)
+        res->val_bpb_component[k] = res->val_mean_weight[k] = NAN;
     res->train_seconds = st.elapsed_s;
     res->budget_s = budget;
     res->overrun_seconds = budget > 0 && st.elapsed_s > budget ? st.elapsed_s - budget : 0;
@@ -419,14 +465,13 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
     res->tokens = st.tokens;
     res->retries = st.retries;
     res->final_train_loss = loss;
-    double session_s = timer_now() - session_t0;
+    double session_s = session_end - session_t0;
     res->tokens_per_second = session_s > 0 ? (double)(st.tokens - session_tokens0) / session_s : 0;
     res->model_gflops = res->tokens_per_second * res->flops_per_token * 1e-9;
     res->peak_gflops = o->peak_gflops;
     res->mfu = o->peak_gflops > 0 ? res->model_gflops / o->peak_gflops : NAN;
     res->step_seconds_mean = steps_this_session ? step_time_sum / (double)steps_this_session : 0;
     if (rc == 0 && o->final_eval && !res->interrupted) {
-        bpb_result r;
         int stride = o->eval_stride > 0 ? o->eval_stride : cfg.model.context / 2;
         if (o->progress)
             fprintf(o->progress, "evaluating val bpb on %llu tokens (stride %d)...\n",
@@ -438,16 +483,25 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
             n_val = (size_t)o->val_limit;   /* a prefix, for quick experiments: not the official score */
             val_bytes = bpb_count_bytes(c.tok, c.val_tokens, n_val);
         }
-        if (bpb_evaluate(c.m, c.val_tokens, n_val, val_bytes, stride, cfg.micro_batch, &r, err)) {
+        hybrid_parts h;
+        hybrid_bpb_result hr;
+        if (memory_stage_parts(&c.mem, &cfg, (int)c.train.vocab_size, &h, err) ||
+            hybrid_bpb_evaluate(c.m, &h, 1, c.val_tokens, n_val, val_bytes, stride, cfg.micro_batch, NULL, &hr, err)) {
             rc = -1;
         } else {
-            res->val_bpb = r.bpb;
-            res->val_loss = r.loss;
-            res->val_bytes = r.n_bytes;
-            res->val_tokens = r.n_tokens;
-            res->val_seconds = r.seconds;
-            log_event(c.metrics, &st, "val_bpb", r.bpb, "full validation");
+            res->val_bpb = hr.bpb;
+            res->val_loss = hr.bits * log(2.0) / (double)hr.model.n_tokens;
+            res->val_bytes = hr.model.n_bytes;
+            res->val_tokens = hr.model.n_tokens;
+            res->val_seconds = hr.seconds;
+            res->val_model_seconds = hr.model.seconds;
+            for (int k = 0; k < 3; k++) {
+                res->val_bpb_component[k] = hr.bpb_component[k];
+                res->val_mean_weight[k] = hr.mean_weight[k];
+            }
+            log_event(c.metrics, &st, "val_bpb", hr.bpb, "full validation");
         }
+        mixer_free(&h.mx);
     }
     ctx_free(&c);
     return rc;

@@ -1,0 +1,31 @@
+/* hybrid_bpb.h - bits per byte of the hybrid model (DESIGN.md section 6):
+ * the transformer's sliding-window probabilities (bpb.h), then the stream
+ * read in order through the count memory, the cache and the mixer, score
+ * first, then learn (memory/mixture.h). Same accounting as bpb.h: every
+ * token after the leading separator scored once, bpb = bits / bytes. With
+ * no memory and no cache it is bpb.h's figure, bit for bit. */
+#ifndef TEMPO_HYBRID_BPB_H
+#define TEMPO_HYBRID_BPB_H
+
+#include "eval/bpb.h"
+#include "memory/hybrid.h"
+
+typedef struct {
+    bpb_result model;              /* the transformer alone (its bpb, seconds) */
+    double bpb, bits;              /* the mixture */
+    double bpb_component[MIX_N];   /* each component alone (NaN when absent) */
+    double mean_weight[MIX_N];     /* the mixer's mean weight per component */
+    int present[MIX_N];
+    int adapt;
+    double mixture_seconds;        /* memory + cache + mixer */
+    double seconds;                /* everything */
+} hybrid_bpb_result;
+
+/* adapt = 0 freezes the cache (empty) and the mixer (eval --no-adapt).
+ * fitted (may be NULL) receives the mixer as it ended: the trainer fits the
+ * initial weights this way on held-out training tokens. */
+int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_t *tokens, size_t n_tokens,
+                        uint64_t n_bytes, int stride, int batch, mixer *fitted, hybrid_bpb_result *res,
+                        tempo_error *err);
+
+#endif

@@ -1,0 +1,72 @@
+/* hybrid.c - gathering a run's memory, cache order and mixer (see hybrid.h). */
+#include "memory/hybrid.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/fileio.h"
+#include "memory/memory_file.h"
+
+void hybrid_run_dir(const char *run_dir_or_file, char *out, size_t n)
+{
+    struct stat st;
+    snprintf(out, n, "%s", run_dir_or_file);
+    if (stat(run_dir_or_file, &st) == 0 && S_ISDIR(st.st_mode))
+        return;
+    char *slash = strrchr(out, '/');
+    if (slash) *slash = 0;
+    else snprintf(out, n, ".");
+}
+
+int hybrid_parts_load(hybrid_parts *h, const char *run_dir_or_file, int vocab, uint64_t tokenizer_id,
+                      int memory_order, int cache_order, double mixer_lr, tempo_error *err)
+{
+    memset(h, 0, sizeof *h);
+    h->vocab = vocab;
+    h->cache_order = cache_order;
+    char dir[1024], p[1100];
+    hybrid_run_dir(run_dir_or_file, dir, sizeof dir);
+    if (memory_order > 0) {
+        path_join(p, sizeof p, dir, "memory.bin");
+        if (!path_exists(p))
+            return tempo_fail(err, "%s: missing: the model's config has a count memory of order %d "
+                              "(evaluate without it: --no-memory)", p, memory_order);
+        if (memory_file_load(&h->memory, p, vocab, tokenizer_id, err))
+            return -1;
+        h->has_memory = 1;
+    }
+    int mem_k = h->has_memory ? h->memory.order : 0;
+    path_join(p, sizeof p, dir, "mixer.json");
+    if (path_exists(p)) {
+        mixer saved;
+        if (mixer_load(&saved, p, err)) {
+            hybrid_parts_free(h);
+            return -1;
+        }
+        if (saved.memory_order == mem_k && saved.cache_order == cache_order) {
+            h->mx = saved;
+            h->mixer_fitted = 1;
+            return 0;
+        }
+        mixer_free(&saved);
+    }
+    if (mixer_init(&h->mx, mem_k, cache_order, mixer_lr, err)) {
+        hybrid_parts_free(h);
+        return -1;
+    }
+    return 0;
+}
+
+void hybrid_parts_free(hybrid_parts *h)
+{
+    ngram_memory_free(&h->memory);
+    mixer_free(&h->mx);
+    memset(h, 0, sizeof *h);
+}
+
+mixture_options hybrid_parts_options(const hybrid_parts *h, int adapt)
+{
+    mixture_options o = {h->has_memory ? &h->memory : NULL, h->vocab, h->cache_order, adapt};
+    return o;
+}

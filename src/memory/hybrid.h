@@ -1,0 +1,41 @@
+/* hybrid.h - the parts of a run's model beside the transformer: the count
+ * memory (RUN_DIR/memory.bin), the cache's order and the mixer's initial
+ * weights (RUN_DIR/mixer.json), found beside model.safetensors and checked
+ * against the model's vocabulary and tokenizer. What they compute lives in
+ * ngram_memory.h, mixer.h and mixture.h; this file only gathers them. */
+#ifndef TEMPO_HYBRID_H
+#define TEMPO_HYBRID_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "memory/mixer.h"
+#include "memory/mixture.h"
+#include "memory/ngram_memory.h"
+
+typedef struct {
+    ngram_memory memory;
+    int has_memory;
+    int cache_order;        /* 0: no cache */
+    mixer mx;               /* initial weights (fitted, or equal when the run has none) */
+    int mixer_fitted;       /* 1: mx came from mixer.json */
+    int vocab;
+} hybrid_parts;
+
+/* Gather the parts of the run at run_dir_or_file (a run folder or its
+ * model.safetensors): memory_order > 0 needs RUN_DIR/memory.bin (a clear
+ * error when missing or foreign); cache_order > 0 turns the cache on;
+ * mixer.json is used when it was fitted for these orders, else the weights
+ * start equal (mixer_lr is the online rate then). Orders of 0 switch a
+ * component off even when the run has it (eval --no-memory, --no-cache). */
+int hybrid_parts_load(hybrid_parts *h, const char *run_dir_or_file, int vocab, uint64_t tokenizer_id,
+                      int memory_order, int cache_order, double mixer_lr, tempo_error *err);
+void hybrid_parts_free(hybrid_parts *h);
+
+/* Options for reading a stream through these parts. */
+mixture_options hybrid_parts_options(const hybrid_parts *h, int adapt);
+
+/* RUN_DIR of a run folder or of a file inside one. */
+void hybrid_run_dir(const char *run_dir_or_file, char *out, size_t n);
+
+#endif

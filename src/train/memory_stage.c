@@ -1,0 +1,163 @@
+/* memory_stage.c - building, saving and fitting the hybrid model's parts
+ * during training (see memory_stage.h). */
+#include "train/memory_stage.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "core/timer.h"
+#include "eval/hybrid_bpb.h"
+#include "memory/memory_file.h"
+
+static void *save_thread(void *arg)
+{
+    memory_stage *ms = arg;
+    double t0 = timer_now();
+    ms->save_rc = memory_file_save(&ms->memory, ms->path, &ms->save_err);
+    ms->save_s = timer_now() - t0;
+    return NULL;
+}
+
+static int uses_holdout(const run_config *cfg)
+{
+    return cfg->mixer_holdout > 0 && (cfg->memory_order > 0 || cfg->cache_order > 0);
+}
+
+int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
+                         const char *out_dir, int threads, int resume, FILE *progress, tempo_error *err)
+{
+    memset(ms, 0, sizeof *ms);
+    ms->holdout_start = train->n_tokens;
+    if (uses_holdout(cfg)) {
+        uint64_t keep = (uint64_t)cfg->model.context * 4 + 2;
+        if (train->n_tokens < (uint64_t)cfg->mixer_holdout + keep)
+            return tempo_usage(err, "mixer_holdout %d: the training stream holds only %llu tokens", cfg->mixer_holdout,
+                               (unsigned long long)train->n_tokens);
+        ms->holdout_start = train->n_tokens - (uint64_t)cfg->mixer_holdout;
+    }
+    if (cfg->memory_order <= 0)
+        return 0;
+    path_join(ms->path, sizeof ms->path, out_dir, "memory.bin");
+    if (resume && path_exists(ms->path)) {
+        double t0 = timer_now();
+        if (memory_file_load(&ms->memory, ms->path, (int)train->vocab_size, tokenizer_id, err))
+            return -1;
+        ms->load_s = timer_now() - t0;
+        ms->has_memory = 1;
+        return 0;
+    }
+    if (threads < 1) threads = 1;
+    if (threads > NGRAM_MAX_SHARDS) threads = NGRAM_MAX_SHARDS;
+    if (ngram_memory_init(&ms->memory, (int)train->vocab_size, cfg->memory_order, threads, err))
+        return -1;
+    if (progress)
+        fprintf(progress, "count memory: order %d over %llu training tokens (%d threads)...\n", cfg->memory_order,
+                (unsigned long long)ms->holdout_start, threads);
+    double t0 = timer_now();
+    ngram_stream s = {train->tokens, (int)train->dtype_bytes, ms->holdout_start};
+    if (ngram_memory_build(&ms->memory, &s, cfg->memory_prune, err)) {
+        ngram_memory_free(&ms->memory);
+        return -1;
+    }
+    ms->build_s = timer_now() - t0;
+    ms->memory.tokenizer_id = tokenizer_id;
+    ms->has_memory = 1;
+    ms->built = 1;
+    if (progress)
+        fprintf(progress, "count memory: %.1f s, %llu entries, %.2f GB\n", ms->build_s,
+                (unsigned long long)ngram_memory_entries(&ms->memory), (double)ngram_memory_bytes(&ms->memory) / 1e9);
+    /* the tables no longer change: write them while the transformer trains */
+    if (pthread_create(&ms->saver, NULL, save_thread, ms) == 0) {
+        ms->saver_running = 1;
+    } else {
+        save_thread(ms);
+        if (ms->save_rc) {
+            *err = ms->save_err;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int memory_stage_wait_saved(memory_stage *ms, tempo_error *err)
+{
+    if (ms->saver_running) {
+        pthread_join(ms->saver, NULL);
+        ms->saver_running = 0;
+        if (ms->save_rc) {
+            *err = ms->save_err;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int memory_stage_parts(memory_stage *ms, const run_config *cfg, int vocab, hybrid_parts *h, tempo_error *err)
+{
+    memset(h, 0, sizeof *h);
+    h->vocab = vocab;
+    h->cache_order = cfg->cache_order;
+    if (ms->has_memory) {
+        h->memory = ms->memory;   /* shallow: owned by ms */
+        h->has_memory = 1;
+    }
+    if (ms->has_fitted)
+        return mixer_copy(&h->mx, &ms->fitted, err);
+    return mixer_init(&h->mx, h->has_memory ? h->memory.order : 0, cfg->cache_order, cfg->mixer_lr, err);
+}
+
+double memory_stage_fit_estimate(const run_config *cfg, double step_s, uint64_t tokens_per_step)
+{
+    if (!uses_holdout(cfg) || tokens_per_step == 0)
+        return 0;
+    /* windows of stride context/2 forward each token twice; a forward is about a third of a step */
+    double forward_tokens = 2.0 * cfg->mixer_holdout;
+    double model_s = step_s * forward_tokens / (double)tokens_per_step / 3.0;
+    double lookups_s = 5e-6 * cfg->mixer_holdout;
+    return 1.25 * (model_s + lookups_s) + 0.2;
+}
+
+int memory_stage_fit_mixer(memory_stage *ms, model *m, const run_config *cfg, const token_file *train,
+                           const char *out_dir, int batch, double *seconds, tempo_error *err)
+{
+    *seconds = 0;
+    if (!uses_holdout(cfg))
+        return 0;
+    double t0 = timer_now();
+    size_t n = (size_t)(train->n_tokens - ms->holdout_start);
+    int32_t *ids = malloc(sizeof(int32_t) * n);
+    if (!ids)
+        return tempo_fail(err, "mixer: out of memory");
+    token_file_read(train, ms->holdout_start, n, ids);
+    hybrid_parts h;
+    mixer fitted;
+    hybrid_bpb_result r;
+    int rc = memory_stage_parts(ms, cfg, (int)train->vocab_size, &h, err);
+    /* bytes only scale the figure, which nobody reads: the fit needs the weights */
+    if (!rc)
+        rc = hybrid_bpb_evaluate(m, &h, 1, ids, n, 1, cfg->model.context / 2, batch, &fitted, &r, err);
+    free(ids);
+    mixer_free(&h.mx);
+    if (rc)
+        return -1;
+    char p[1100];
+    rc = mixer_save(&fitted, path_join(p, sizeof p, out_dir, "mixer.json"), err);
+    if (ms->has_fitted)
+        mixer_free(&ms->fitted);
+    ms->fitted = fitted;
+    ms->has_fitted = 1;
+    *seconds = timer_now() - t0;
+    return rc;
+}
+
+void memory_stage_free(memory_stage *ms)
+{
+    if (ms->saver_running) {
+        pthread_join(ms->saver, NULL);
+        ms->saver_running = 0;
+    }
+    ngram_memory_free(&ms->memory);
+    if (ms->has_fitted)
+        mixer_free(&ms->fitted);
+}

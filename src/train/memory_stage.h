@@ -1,0 +1,61 @@
+/* memory_stage.h - the hybrid model's parts in a training run: the count
+ * memory built from the training stream inside the budget (its seconds are
+ * training seconds), saved to RUN_DIR/memory.bin by a background thread
+ * while the transformer trains, and the mixer's initial weights fitted at
+ * the end on training tokens held out of the memory (RUN_DIR/mixer.json).
+ * The loop itself lives in trainer.c. */
+#ifndef TEMPO_MEMORY_STAGE_H
+#define TEMPO_MEMORY_STAGE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/error.h"
+#include "data/token_store.h"
+#include "memory/hybrid.h"
+#include "memory/ngram_memory.h"
+#include "model/model.h"
+#include "train/run_config.h"
+
+typedef struct {
+    ngram_memory memory;
+    int has_memory;
+    int built;                /* 1: built in this session (0: loaded from memory.bin on resume) */
+    double build_s, load_s, save_s;
+    uint64_t holdout_start;   /* training tokens [holdout_start, n) are held out of the memory */
+    char path[1100];
+    pthread_t saver;
+    int saver_running, save_rc;
+    tempo_error save_err;
+    mixer fitted;             /* after memory_stage_fit_mixer */
+    int has_fitted;
+} memory_stage;
+
+/* With cfg->memory_order > 0: load RUN_DIR/memory.bin on resume when it is
+ * there, else build over the training tokens before the held-out tail and
+ * start saving it. With mixer_holdout > 0 (and a memory or a cache) the tail
+ * of cfg->mixer_holdout tokens is held out. Nothing to do otherwise. */
+int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
+                         const char *out_dir, int threads, int resume, FILE *progress, tempo_error *err);
+
+/* Wait for the background save; its error, if any. */
+int memory_stage_wait_saved(memory_stage *ms, tempo_error *err);
+
+/* Parts for evaluation over this stage's memory (no copy: valid while ms
+ * lives) with the fitted mixer when there is one, else equal weights.
+ * Free only h->mx (mixer_free). */
+int memory_stage_parts(memory_stage *ms, const run_config *cfg, int vocab, hybrid_parts *h, tempo_error *err);
+
+/* Fit the mixer on the held-out tokens (the mixture read with learning on)
+ * and write RUN_DIR/mixer.json; *seconds gets the time it took. */
+int memory_stage_fit_mixer(memory_stage *ms, model *m, const run_config *cfg, const token_file *train,
+                           const char *out_dir, int batch, double *seconds, tempo_error *err);
+
+/* Predicted seconds of memory_stage_fit_mixer from a training step's time
+ * (forward + backward over tokens_per_step tokens), so the loop can leave room. */
+double memory_stage_fit_estimate(const run_config *cfg, double step_s, uint64_t tokens_per_step);
+
+void memory_stage_free(memory_stage *ms);
+
+#endif
