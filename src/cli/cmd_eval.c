@@ -186,7 +186,11 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
         cli_icl_progress_init(&ps);
         o.progress = cli_icl_progress;
         o.user = &ps;
-        rc = icl_engine_run(m, tok, tasks, NULL, 0, &o, &r, &n, &s, &err);
+        hybrid_parts h;
+        rc = cli_load_hybrid(model_path, &cfg, tok, 1, 1, &h, &err);
+        if (!rc)
+            rc = icl_engine_run(m, &h, tok, tasks, NULL, 0, &o, &r, &n, &s, &err);
+        hybrid_parts_free(&h);
         if (!rc) {
             cli_icl_print_table(stderr, r, n, &s);
             icl_summary_json(&icl, r, n, &s, &o);

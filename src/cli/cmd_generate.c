@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "memory/mixture.h"
 #include "infer/generate.h"
 #include "train/checkpoint.h"
 
@@ -16,6 +17,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: tempo generate --model RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T]\n"
         "                      [--top-k K] [--top-p P] [--seed S] [--no-stop] [--threads N]\n"
+        "                      [--no-memory] [--no-cache]\n"
         "  --prompt TEXT     text to continue (default: none, i.e. start a new document)\n"
         "  --tokens N        new tokens at most (default 200)\n"
         "  --temperature T   0 = greedy (default 0.8)\n"
@@ -23,6 +25,9 @@ static void usage(FILE *f)
         "  --top-p P         sample from the smallest set holding P of the mass (default 1)\n"
         "  --seed S          sampling seed (default 1)\n"
         "  --no-stop         do not stop at the document separator\n"
+        "  --no-memory, --no-cache  leave the run's count memory / the cache out of the mixture\n"
+        "A run with a count memory or a cache samples from the full mixed distribution: the transformer, the\n"
+        "memory and a cache of the text so far (prompt and new tokens), at the run's fitted mixer weights.\n"
         "The model sees the separator token, then the prompt (cut from the left, keeping the\n"
         "separator, so that at least min(N, context/2) tokens fit). Text streams to stdout as it\n"
         "is produced; then a newline and one JSON line with the figures.\n");
@@ -60,7 +65,7 @@ int cmd_generate(int argc, char **argv)
 {
     const char *model_path = NULL, *prompt = "";
     double tokens = 200, temperature = 0.8, top_k = 0, top_p = 1, seed = 1, threads = 0;
-    int stop = 1;
+    int stop = 1, use_memory = 1, use_cache = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -69,6 +74,10 @@ int cmd_generate(int argc, char **argv)
         }
         if (!strcmp(a, "--no-stop")) {
             stop = 0;
+            continue;
+        }
+        if (!strcmp(a, "--no-memory") || !strcmp(a, "--no-cache")) {
+            *(a[5] == 'm' ? &use_memory : &use_cache) = 0;
             continue;
         }
         int known = !strcmp(a, "--model") || !strcmp(a, "--prompt") || !strcmp(a, "--tokens") ||
@@ -130,11 +139,30 @@ int cmd_generate(int argc, char **argv)
     }
     if (!rc)
         rc = infer_cache_create(&kc, &cfg.model, 1, 0, &err);
+    hybrid_parts h;
+    memset(&h, 0, sizeof h);
+    mixture_sampler mixs;
+    memset(&mixs, 0, sizeof mixs);
+    if (!rc)
+        rc = cli_load_hybrid(model_path, &cfg, tok, use_memory, use_cache, &h, &err);
+    int hybrid = !rc && (h.has_memory || h.cache_order > 0);
+    if (hybrid) {
+        mixture_options mo = hybrid_parts_options(&h, 0);
+        rc = mixture_sampler_init(&mixs, &mo, &h.mx, &err);
+    }
     if (!rc) {
         gen_options o = {.max_tokens = (int)tokens, .stop_at_sep = stop, .sep_id = tok_sep_id(tok),
                          .sample = {(float)temperature, (int)top_k, (float)top_p, (uint64_t)seed}};
+        if (hybrid) {
+            o.adjust = mixture_sampler_adjust;
+            o.adjust_ctx = &mixs;
+        }
         rc = infer_generate(e, &kc, 0, seq, (int)n - cut + 1, &o, on_token, &st, &res, &err);
     }
+    int mem_k = h.has_memory ? h.memory.order : 0, cache_k = h.cache_order;
+    if (hybrid)
+        mixture_sampler_free(&mixs);
+    hybrid_parts_free(&h);
     infer_cache_free(&kc);
     infer_engine_free(e);
     free(seq);
@@ -157,7 +185,7 @@ int cmd_generate(int argc, char **argv)
     strbuf_json_number(&js, temperature);
     strbuf_printf(&js, ",\"top_k\":%d,\"top_p\":", (int)top_k);
     strbuf_json_number(&js, top_p);
-    strbuf_printf(&js, ",\"seed\":%.0f,\"text\":", seed);
+    strbuf_printf(&js, ",\"seed\":%.0f,\"memory_order\":%d,\"cache_order\":%d,\"text\":", seed, mem_k, cache_k);
     strbuf_json_string(&js, st.text.data ? st.text.data : "", st.text.len);
     strbuf_puts(&js, "}");
     rc = cli_emit_result(&js, NULL);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "memory/memory_file.h"
 #include "core/fileio.h"
 #include "core/timer.h"
 #include "eval/icl_engine.h"
@@ -20,7 +21,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: tempo icl --model RUN_DIR [--tasks DIR] [--task NAME]... [--shots N] [--limit N]\n"
-        "                 [--seed S] [--threads N] [--out DIR]\n"
+        "                 [--seed S] [--threads N] [--out DIR] [--no-memory] [--no-cache]\n"
         "  --model RUN_DIR  a run folder (its model.safetensors) or a .safetensors file\n"
         "  --tasks DIR      the ICL folder with core_tasks.tsv (default $TEMPO_DATA/icl)\n"
         "  --task NAME      only this table entry (repeatable); default: every entry, then the\n"
@@ -29,6 +30,10 @@ static void usage(FILE *f)
         "  --limit N        score only the first N items of each task's fixed shuffled order\n"
         "  --seed S         few-shot seed base (default 1234: item i uses Python random.Random(S+i))\n"
         "  --out DIR        also write DIR/result.json\n"
+        "  --no-memory      leave the run's count memory out of the mixture; --no-cache: the cache\n"
+        "A run with a count memory or a cache (memory_order, cache_order) scores each continuation token by\n"
+        "the mixture of the transformer, the memory and a cache of the item's own text before the token, at\n"
+        "the run's fitted mixer weights (DESIGN.md section 6).\n"
         "Per task: accuracy, its random baseline, centered accuracy (acc-base)/(1-base); CORE = the\n"
         "mean centered accuracy over the table entries present (\"CORE-18\" when 18 of 22 are).\n"
         "Progress and a table go to stderr; the last stdout line is the result JSON.\n");
@@ -109,6 +114,13 @@ static int parse_count(const char *flag, const char *v, long long max, long long
     return 0;
 }
 
+int cli_load_hybrid(const char *model_path, const run_config *cfg, const tokenizer *tok, int use_memory,
+                    int use_cache, hybrid_parts *h, tempo_error *err)
+{
+    return hybrid_parts_load(h, model_path, cfg->model.vocab_size, ngram_tokenizer_id(tok),
+                             use_memory ? cfg->memory_order : 0, use_cache ? cfg->cache_order : 0, cfg->mixer_lr, err);
+}
+
 int cli_icl_default_tasks(char *out, size_t n)
 {
     const char *d = getenv("TEMPO_DATA");
@@ -122,7 +134,7 @@ int cmd_icl(int argc, char **argv)
 {
     const char *model_path = NULL, *tasks = NULL, *out_dir = NULL;
     const char *names[MAX_TASK_NAMES];
-    int n_names = 0, threads = 0;
+    int n_names = 0, threads = 0, use_memory = 1, use_cache = 1;
     icl_options o;
     icl_options_default(&o);
     for (int i = 1; i < argc; i++) {
@@ -131,6 +143,8 @@ int cmd_icl(int argc, char **argv)
             usage(stdout);
             return 0;
         }
+        if (!strcmp(a, "--no-memory")) { use_memory = 0; continue; }
+        if (!strcmp(a, "--no-cache")) { use_cache = 0; continue; }
         if (!takes_value(a))
             return cli_usage_error("%s: unknown option (see tempo icl --help)", a);
         if (!v)
@@ -178,7 +192,12 @@ int cmd_icl(int argc, char **argv)
     icl_task_result *r = NULL;
     int n = 0;
     icl_summary s;
-    int rc = icl_engine_run(m, tok, tasks, names, n_names, &o, &r, &n, &s, &err);
+    hybrid_parts h;
+    int rc = cli_load_hybrid(model_path, &cfg, tok, use_memory, use_cache, &h, &err);
+    if (!rc)
+        rc = icl_engine_run(m, &h, tok, tasks, names, n_names, &o, &r, &n, &s, &err);
+    int mem_k = h.has_memory ? h.memory.order : 0, cache_k = h.cache_order;
+    hybrid_parts_free(&h);
     model_free(m);
     tok_free(tok);
     if (rc)
@@ -186,6 +205,10 @@ int cmd_icl(int argc, char **argv)
     cli_icl_print_table(stderr, r, n, &s);
     strbuf js = {0};
     icl_summary_json(&js, r, n, &s, &o);
+    if (js.len && js.data[js.len - 1] == '}') {   /* which model answered */
+        js.len--;
+        strbuf_printf(&js, ",\"memory_order\":%d,\"cache_order\":%d}", mem_k, cache_k);
+    }
     int any_ok = 0;
     for (int i = 0; i < n; i++)
         any_ok |= r[i].status == ICL_TASK_OK;

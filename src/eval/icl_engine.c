@@ -7,9 +7,13 @@
  *   copies:  the prefix slot into the slot of every other request;
  *   round 2: each request's own tokens [p, end - 1) after its copy.
  * Every position t in [start - 1, end - 1) yields the logits that score
- * tokens[t + 1]; the last token is never run (nothing scores its output). */
+ * tokens[t + 1]; the last token is never run (nothing scores its output).
+ * With the hybrid model attached, each target is scored by the mixture of
+ * the transformer, the count memory and a cache of the request's tokens
+ * before it (the mixer's weights fixed at the run's fitted ones). */
 #include "eval/icl_engine.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +24,7 @@
 /* One (output row, request, target) triple of a step. */
 typedef struct {
     int row, req;
+    int pos;                   /* index of the target in the request's tokens */
     int32_t target;
 } pair;
 
@@ -37,6 +42,13 @@ struct icl_engine {
     int *pair_arg;
     int pair_cap, n_pairs;
     int *prefix;               /* [n_slots] per group in a sub-batch: shared prefix length */
+    /* the hybrid model (NULL: the transformer alone): the cache counts the request's tokens before each target */
+    const hybrid_parts *hyb;
+    mixture_stream hs;
+    long long calls, hs_call;  /* score calls so far; the call and request the cache holds */
+    int hs_req;
+    float *z_mix;              /* [V] */
+    double *p_tmp;             /* [4V] */
 };
 
 int icl_engine_create(icl_engine **out, model *m, int32_t sep, int n_slots, int max_rows,
@@ -90,7 +102,29 @@ void icl_engine_free(icl_engine *x)
     free(x->pair_nll);
     free(x->pair_arg);
     free(x->prefix);
+    if (x->hyb)
+        mixture_stream_free(&x->hs);
+    free(x->z_mix);
+    free(x->p_tmp);
     free(x);
+}
+
+int icl_engine_set_hybrid(icl_engine *x, const hybrid_parts *h, tempo_error *err)
+{
+    if (!h || (!h->has_memory && h->cache_order == 0))
+        return 0;   /* the transformer alone */
+    if (h->vocab != x->V)
+        return tempo_fail(err, "icl engine: the hybrid parts have %d ids, the model %d", h->vocab, x->V);
+    x->z_mix = malloc(sizeof(float) * (size_t)x->V);
+    x->p_tmp = malloc(sizeof(double) * 4 * (size_t)x->V);
+    if (!x->z_mix || !x->p_tmp)
+        return tempo_fail(err, "icl engine: out of memory");
+    mixture_options o = hybrid_parts_options(h, 0);
+    if (mixture_stream_init(&x->hs, &o, &h->mx, err))
+        return -1;
+    x->hyb = h;
+    x->hs_call = -1;
+    return 0;
 }
 
 int icl_engine_batch_tokens(const icl_engine *x)
@@ -103,7 +137,7 @@ long long icl_engine_rows(const icl_engine *x)
     return x->rows;
 }
 
-static int add_pair(icl_engine *x, int row, int req, int32_t target)
+static int add_pair(icl_engine *x, int row, int req, int pos, int32_t target)
 {
     if (x->n_pairs == x->pair_cap) {
         int cap = x->pair_cap ? 2 * x->pair_cap : 4096;
@@ -117,12 +151,36 @@ static int add_pair(icl_engine *x, int row, int req, int32_t target)
             return -1;
         x->pair_cap = cap;
     }
-    x->pairs[x->n_pairs++] = (pair){row, req, target};
+    x->pairs[x->n_pairs++] = (pair){row, req, pos, target};
     return 0;
 }
 
+/* -ln p of the pair's target under the mixture, and whether it is the
+ * mixture's argmax: the cache holds the request's tokens before the target
+ * (pairs of one request come in increasing positions, so it only grows;
+ * another request starts it afresh). */
+static double hybrid_nll(icl_engine *x, int req_index, const icl_request *r, int pos, const float *z,
+                         int *is_argmax, tempo_error *err)
+{
+    const int V = x->V;
+    if (x->hs_call != x->calls || x->hs_req != req_index) {
+        if (mixture_stream_reset(&x->hs, &x->hyb->mx, err))
+            return NAN;
+        x->hs_call = x->calls;
+        x->hs_req = req_index;
+    }
+    memcpy(x->z_mix, z, sizeof(float) * (size_t)V);   /* rows can be shared by requests: work on a copy */
+    if (mixture_stream_logits(&x->hs, r->tokens, (size_t)pos, x->z_mix, x->p_tmp, err))
+        return NAN;
+    int32_t best = 0;
+    for (int v = 1; v < V; v++)
+        if (x->z_mix[v] > x->z_mix[best]) best = v;
+    *is_argmax = best == r->tokens[pos];
+    return -(double)x->z_mix[r->tokens[pos]];
+}
+
 /* Run one step and score its pairs (sorted by row) into ans. */
-static int run_step(icl_engine *x, int n_chunks, icl_answer *ans, tempo_error *err)
+static int run_step(icl_engine *x, const icl_request *req, int n_chunks, icl_answer *ans, tempo_error *err)
 {
     if (infer_step(x->e, &x->cache, x->chunks, n_chunks, err))
         return -1;
@@ -135,10 +193,19 @@ static int run_step(icl_engine *x, int n_chunks, icl_answer *ans, tempo_error *e
         int p1 = p0;
         while (p1 < x->n_pairs && x->pairs[p1].row < r0 + nr)
             p1++;
+        if (x->hyb) {
+            for (int p = p0; p < p1; p++) {
+                x->pair_nll[p] = hybrid_nll(x, x->pairs[p].req, &req[x->pairs[p].req], x->pairs[p].pos,
+                                            x->logits + (size_t)(x->pairs[p].row - r0) * V, &x->pair_arg[p], err);
+                if (isnan(x->pair_nll[p]))
+                    return -1;
+            }
+        } else {
 #pragma omp parallel for schedule(static) if (p1 - p0 > 8)
-        for (int p = p0; p < p1; p++)
-            x->pair_nll[p] = infer_logits_nll(x->logits + (size_t)(x->pairs[p].row - r0) * V, V,
-                                              x->pairs[p].target, &x->pair_arg[p]);
+            for (int p = p0; p < p1; p++)
+                x->pair_nll[p] = infer_logits_nll(x->logits + (size_t)(x->pairs[p].row - r0) * V, V,
+                                                  x->pairs[p].target, &x->pair_arg[p]);
+        }
         for (int p = p0; p < p1; p++) { /* in order: deterministic sums */
             ans[x->pairs[p].req].nll_sum += x->pair_nll[p];
             ans[x->pairs[p].req].all_argmax &= x->pair_arg[p];
@@ -176,7 +243,7 @@ static int score_sub_batch(icl_engine *x, const icl_request *req, int a, int b, 
         if (gend[g] - s == 1) {
             *ch = (infer_chunk){slot, r->tokens, r->end - 1, r->start - 1};
             for (int t = r->start - 1; t < r->end - 1; t++)
-                rc |= add_pair(x, row++, s, r->tokens[t + 1]);
+                rc |= add_pair(x, row++, s, t + 1, r->tokens[t + 1]);
             continue;
         }
         int p = x->prefix[g] = group_prefix(req, s, gend[g]);
@@ -187,13 +254,13 @@ static int score_sub_batch(icl_engine *x, const icl_request *req, int a, int b, 
         if (need) {
             for (int j = s; j < gend[g]; j++)
                 if (req[j].start == p)
-                    rc |= add_pair(x, row, j, req[j].tokens[p]);
+                    rc |= add_pair(x, row, j, p, req[j].tokens[p]);
             row++;
         }
     }
     if (rc)
         return tempo_fail(err, "icl engine: out of memory");
-    if (run_step(x, n_chunks, ans, err))
+    if (run_step(x, req, n_chunks, ans, err))
         return -1;
     /* copies, then round 2 in steps of at most max_rows new tokens */
     n_chunks = row = 0;
@@ -210,26 +277,27 @@ static int score_sub_batch(icl_engine *x, const icl_request *req, int a, int b, 
             if (n <= 0)
                 continue;
             if (in_rows + n > x->max_rows) {
-                if (run_step(x, n_chunks, ans, err))
+                if (run_step(x, req, n_chunks, ans, err))
                     return -1;
                 n_chunks = row = in_rows = 0;
             }
             int from = r->start - 1 - p > 0 ? r->start - 1 - p : 0;
             x->chunks[n_chunks++] = (infer_chunk){j - a, r->tokens + p, n, from};
             for (int t = p + from; t < r->end - 1; t++)
-                rc |= add_pair(x, row + (t - p - from), j, r->tokens[t + 1]);
+                rc |= add_pair(x, row + (t - p - from), j, t + 1, r->tokens[t + 1]);
             row += n - from; /* output rows of this chunk */
             in_rows += n;
         }
     }
     if (rc)
         return tempo_fail(err, "icl engine: out of memory");
-    return n_chunks ? run_step(x, n_chunks, ans, err) : 0;
+    return n_chunks ? run_step(x, req, n_chunks, ans, err) : 0;
 }
 
 static int engine_score(void *ctx, const icl_request *req, int n, icl_answer *ans, tempo_error *err)
 {
     icl_engine *x = ctx;
+    x->calls++;
     for (int i = 0; i < n; i++) {
         const icl_request *r = &req[i];
         if (r->n > x->context || r->n < 2 || r->start < 1 || r->start >= r->end || r->end > r->n)
@@ -271,13 +339,17 @@ icl_lm icl_engine_lm(icl_engine *x)
     return lm;
 }
 
-int icl_engine_run(model *m, const tokenizer *tok, const char *tasks_dir,
+int icl_engine_run(model *m, const hybrid_parts *h, const tokenizer *tok, const char *tasks_dir,
                    const char *const *names, int n_names, const icl_options *o,
                    icl_task_result **results, int *n_results, icl_summary *s, tempo_error *err)
 {
     icl_engine *x;
     if (icl_engine_create(&x, m, tok_sep_id(tok), 0, 0, err))
         return -1;
+    if (icl_engine_set_hybrid(x, h, err)) {
+        icl_engine_free(x);
+        return -1;
+    }
     icl_lm lm = icl_engine_lm(x);
     icl_options opt = *o;
     if (opt.batch_tokens <= 0)

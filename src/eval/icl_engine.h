@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "eval/icl.h"
 #include "data/tokenizer.h"
+#include "memory/hybrid.h"
 #include "model/model.h"
 
 typedef struct icl_engine icl_engine;
@@ -27,16 +28,22 @@ int icl_engine_create(icl_engine **out, model *m, int32_t sep, int n_slots, int 
                       tempo_error *err);
 void icl_engine_free(icl_engine *x); /* NULL is fine */
 
+/* Score with the hybrid model h (which must outlive x): each target by the
+ * mixture of the transformer, h's count memory and a cache of the request's
+ * tokens before it, at h's mixer weights (not learned within a request).
+ * h without memory and cache, or NULL: the transformer alone. */
+int icl_engine_set_hybrid(icl_engine *x, const hybrid_parts *h, tempo_error *err);
+
 /* The icl_lm view (ctx = x; context = the model's). */
 icl_lm icl_engine_lm(icl_engine *x);
 
 /* Tokens a good score call holds: enough to fill the slots about twice. */
 int icl_engine_batch_tokens(const icl_engine *x);
 
-/* icl_run with the engine over model m: slots and batch size chosen as
- * icl_engine_create(0, 0) and icl_engine_batch_tokens do (o->batch_tokens
- * is used when > 0). */
-int icl_engine_run(model *m, const tokenizer *tok, const char *tasks_dir,
+/* icl_run with the engine over model m (and the hybrid parts h, or NULL):
+ * slots and batch size chosen as icl_engine_create(0, 0) and
+ * icl_engine_batch_tokens do (o->batch_tokens is used when > 0). */
+int icl_engine_run(model *m, const hybrid_parts *h, const tokenizer *tok, const char *tasks_dir,
                    const char *const *names, int n_names, const icl_options *o,
                    icl_task_result **results, int *n_results, icl_summary *s, tempo_error *err);
 

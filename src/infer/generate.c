@@ -3,6 +3,7 @@
 #include "infer/generate.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/timer.h"
 
@@ -37,9 +38,17 @@ int infer_generate(infer_engine *e, infer_cache *c, int slot, const int32_t *pro
     if (sampler_init(&s, &o->sample, V, err))
         return -1;
     float *z = malloc(sizeof(float) * (size_t)V);
-    if (!z) {
+    int32_t *hist = o->adjust ? malloc(sizeof(int32_t) * ((size_t)n_prompt + (size_t)o->max_tokens)) : NULL;
+    if (!z || (o->adjust && !hist)) {
+        free(z);
+        free(hist);
         sampler_free(&s);
         return tempo_fail(err, "generate: out of memory");
+    }
+    int n_hist = 0;
+    if (hist) {
+        memcpy(hist, prompt, sizeof(int32_t) * (size_t)n_prompt);
+        n_hist = n_prompt;
     }
     double t0 = timer_now();
     infer_cache_reset(c, slot);
@@ -48,6 +57,8 @@ int infer_generate(infer_engine *e, infer_cache *c, int slot, const int32_t *pro
     int32_t tok = 0;
     if (!rc) {
         infer_logits(e, 0, 1, z);
+        if (o->adjust)
+            rc = o->adjust(o->adjust_ctx, hist, n_hist, z, err);
         tok = sampler_next(&s, z);
     }
     double t1 = timer_now();
@@ -74,10 +85,16 @@ int infer_generate(infer_engine *e, infer_cache *c, int slot, const int32_t *pro
         if ((rc = infer_step(e, c, &ch, 1, err)))
             break;
         infer_logits(e, 0, 1, z);
+        if (hist) {
+            hist[n_hist++] = tok;
+            if ((rc = o->adjust(o->adjust_ctx, hist, n_hist, z, err)))
+                break;
+        }
         tok = sampler_next(&s, z);
     }
     res->decode_s = timer_now() - t1;
     free(z);
+    free(hist);
     sampler_free(&s);
     return rc;
 }

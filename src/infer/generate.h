@@ -18,6 +18,11 @@ typedef struct {
     int stop_at_sep;      /* 1: producing sep_id ends generation (it is not passed on) */
     int32_t sep_id;
     sample_params sample;
+    /* Optional: turn the transformer's logits z after history[0..n) (the
+     * prompt and the tokens so far) into the logits to sample from: the
+     * hybrid model's mixture (memory/mixture.h). Returns 0 or -1. */
+    int (*adjust)(void *ctx, const int32_t *history, int n, float *z, tempo_error *err);
+    void *adjust_ctx;
 } gen_options;
 
 typedef enum {

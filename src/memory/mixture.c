@@ -96,6 +96,56 @@ void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t 
                  (s->present[MIX_CACHE] ? w[MIX_CACHE] * pcache[t] : 0);
 }
 
+int mixture_stream_logits(mixture_stream *s, const int32_t *tokens, size_t n, float *z, double *tmp,
+                          tempo_error *err)
+{
+    const int V = s->opt.vocab;
+    if (s->n_counted > n)
+        return tempo_fail(err, "mixture: stream read backwards (%zu tokens counted, %zu given)", s->n_counted, n);
+    for (; s->n_counted < n; s->n_counted++)
+        if (s->present[MIX_CACHE] && ngram_memory_add(&s->cache, tokens, s->n_counted, err))
+            return -1;
+    double *pm = tmp, *out = tmp + V;
+    float top = z[0];
+    for (int v = 1; v < V; v++)
+        if (z[v] > top) top = z[v];
+    double sum = 0;
+    for (int v = 0; v < V; v++)
+        sum += pm[v] = exp((double)z[v] - top);
+    for (int v = 0; v < V; v++)
+        pm[v] /= sum;
+    mixture_stream_dist(s, tokens, n, pm, out, tmp + 2 * V);
+    for (int v = 0; v < V; v++)
+        z[v] = (float)log(out[v]);
+    return 0;
+}
+
+int mixture_sampler_init(mixture_sampler *ms, const mixture_options *o, const mixer *initial, tempo_error *err)
+{
+    memset(ms, 0, sizeof *ms);
+    if (mixture_stream_init(&ms->s, o, initial, err))
+        return -1;
+    ms->tmp = malloc(sizeof(double) * 4 * (size_t)o->vocab);
+    if (!ms->tmp) {
+        mixture_stream_free(&ms->s);
+        return tempo_fail(err, "mixture: out of memory");
+    }
+    return 0;
+}
+
+void mixture_sampler_free(mixture_sampler *ms)
+{
+    mixture_stream_free(&ms->s);
+    free(ms->tmp);
+    memset(ms, 0, sizeof *ms);
+}
+
+int mixture_sampler_adjust(void *ctx, const int32_t *history, int n, float *z, tempo_error *err)
+{
+    mixture_sampler *ms = ctx;
+    return mixture_stream_logits(&ms->s, history, (size_t)n, z, ms->tmp, err);
+}
+
 int mixture_score(const mixture_options *o, const mixer *initial, const int32_t *tokens, size_t n,
                   const double *p_model, double *bits_out, mixture_totals *totals, mixer *final_mixer,
                   tempo_error *err)

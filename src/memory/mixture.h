@@ -31,6 +31,7 @@ typedef struct {
     ngram_memory cache;          /* of the stream so far (when cache_order > 0) */
     mixer mx;                    /* a copy of the initial mixer, updated when adapt */
     int present[MIX_N];
+    size_t n_counted;            /* mixture_stream_logits: tokens of the stream the cache holds */
 } mixture_stream;
 
 /* Per-component figures over a scored span. */
@@ -59,6 +60,27 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
  * Learns nothing. */
 void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t i, const double *p_model,
                          double *out, double *tmp);
+
+/* For generation and ICL, where the transformer gives logits over the whole
+ * vocabulary after tokens[0..n): first the cache counts the tokens of
+ * tokens[0..n) it has not counted yet (the stream is read forward: calls
+ * on one stream give growing n; mixture_stream_reset starts another), then
+ * z[0..V) (the transformer's logits) becomes the log of the mixed
+ * distribution, so a sampler's softmax(z / T) draws from it. tmp holds 4V
+ * doubles. The mixer does not learn here. Returns 0, or -1 when out of
+ * memory or n went backwards. */
+int mixture_stream_logits(mixture_stream *s, const int32_t *tokens, size_t n, float *z, double *tmp,
+                          tempo_error *err);
+
+/* mixture_stream_logits with its scratch, in the shape of generation's
+ * logits hook (infer/generate.h: gen_options.adjust). */
+typedef struct {
+    mixture_stream s;
+    double *tmp;
+} mixture_sampler;
+int mixture_sampler_init(mixture_sampler *ms, const mixture_options *o, const mixer *initial, tempo_error *err);
+void mixture_sampler_free(mixture_sampler *ms);
+int mixture_sampler_adjust(void *ms, const int32_t *history, int n, float *z, tempo_error *err);
 
 /* Score tokens[1..n) of a stream whose transformer probabilities are
  * p_model[1..n) (index 0 unused): the corpus memory is asked in parallel,

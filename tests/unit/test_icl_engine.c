@@ -4,11 +4,15 @@
  * and below the spans' starts, and steps split by the row limit, every
  * request's summed continuation NLL matches model_forward's per-token losses
  * and its all-argmax flag matches the argmax of a full forward's
- * distribution; bad requests are refused. */
+ * distribution; with the hybrid model attached, every request's NLL and
+ * argmax flag match a recomputation of the mixture from the full forward's
+ * distributions, the memory's and a cache rebuilt for each position; bad
+ * requests are refused. */
 #include "test.h"
 
 #include "core/rng.h"
 #include "eval/icl_engine.h"
+#include "memory/mixer.h"
 #include "model/model.h"
 
 static model_config config(void)
@@ -131,6 +135,105 @@ static void test_matches_full_forward(void)
     model_free(m);
 }
 
+/* The mixture at one position, recomputed from its parts without mixture.c. */
+static double mixed_nll(const hybrid_parts *h, const int32_t *tok, int pos, const double *nll_row, int V,
+                        int *is_argmax)
+{
+    double pmem[11], pcache[11], w[MIX_N];
+    ngram_memory cache;
+    tempo_error err;
+    CHECK(ngram_memory_init(&cache, V, h->cache_order, 1, &err) == 0);
+    for (int i = 0; i < pos; i++)
+        ngram_memory_add(&cache, tok, (size_t)i, &err);
+    ngram_memory_dist(&h->memory, tok, (size_t)pos, pmem);
+    ngram_memory_dist(&cache, tok, (size_t)pos, pcache);
+    ngram_match mm = ngram_memory_match(&h->memory, tok, (size_t)pos);
+    ngram_match cm = ngram_memory_match(&cache, tok, (size_t)pos);
+    int present[MIX_N] = {1, 1, 1};
+    mixer_weights(&h->mx, mixer_bucket(&h->mx, &mm, &cm), present, w);
+    int best = 0;
+    double pbest = -1, ptarget = 0;
+    for (int v = 0; v < V; v++) {
+        double p = w[MIX_MODEL] * exp(-nll_row[v]) + w[MIX_MEMORY] * pmem[v] + w[MIX_CACHE] * pcache[v];
+        if (p > pbest) { pbest = p; best = v; }
+        if (v == tok[pos]) ptarget = p;
+    }
+    ngram_memory_free(&cache);
+    *is_argmax = best == tok[pos];
+    return -log(ptarget);
+}
+
+static void test_hybrid_matches_reference(void)
+{
+    model_config c = config();
+    model *m;
+    tempo_error err;
+    CHECK(model_create(&m, &c, c.vocab_size, &err) == 0);
+    model_init(m, 23);
+    model_set_training(m, 0);
+    const int V = c.vocab_size;
+    rng_state r;
+    rng_seed(&r, 9);
+    /* a memory of a stream with repeats, so that its contexts match */
+    int32_t stream[3000];
+    for (int i = 0; i < 3000; i++)
+        stream[i] = i >= 4 && rng_below(&r, 3) ? stream[i - 4] : (int32_t)rng_below(&r, (uint64_t)V);
+    hybrid_parts h;
+    memset(&h, 0, sizeof h);
+    ngram_stream st = {stream, 4, 3000};
+    CHECK(ngram_memory_init(&h.memory, V, 3, 2, &err) == 0 && ngram_memory_build(&h.memory, &st, 1, &err) == 0);
+    h.has_memory = 1;
+    h.cache_order = 2;
+    h.vocab = V;
+    CHECK(mixer_init(&h.mx, 3, 2, 0.1, &err) == 0);
+    for (int i = 0; i < h.mx.n_buckets * MIX_N; i++)
+        h.mx.theta[i] = (double)rng_below(&r, 400) / 100.0 - 2.0;
+    enum { N = 6 };
+    static const int group[N] = {0, 0, 0, 1, 2, 2}, start[N] = {18, 18, 21, 5, 30, 30}, len[N] = {25, 40, 30, 12, 36, 40};
+    int32_t tok[N][40];
+    icl_request req[N];
+    for (int i = 0; i < N; i++) {
+        for (int t = 0; t < len[i]; t++)
+            tok[i][t] = stream[100 * i + t];
+        tok[i][0] = V - 1;
+        if (i > 0 && group[i] == group[i - 1])
+            memcpy(tok[i], tok[i - 1], sizeof(int32_t) * 18);
+        req[i] = (icl_request){tok[i], len[i], start[i], len[i], group[i]};
+    }
+    double nll[40 * 11], want[N];
+    int want_arg[N], argmax_seen = 0;
+    for (int i = 0; i < N; i++) {
+        full_nll(m, tok[i], len[i], nll);
+        want[i] = 0;
+        want_arg[i] = 1;
+        for (int t = start[i] - 1; t < len[i] - 1; t++) {
+            int a;
+            want[i] += mixed_nll(&h, tok[i], t + 1, nll + t * V, V, &a);
+            want_arg[i] &= a;
+        }
+        argmax_seen += want_arg[i];
+    }
+    for (int k = 0; k < 2; k++) {
+        icl_engine *x;
+        CHECK(icl_engine_create(&x, m, V - 1, k ? 2 : 0, 0, &err) == 0);
+        CHECK(icl_engine_set_hybrid(x, &h, &err) == 0);
+        icl_lm lm = icl_engine_lm(x);
+        icl_answer ans[N];
+        for (int round = 0; round < 2; round++) {   /* a second call must not see the first's cache */
+            CHECK(lm.score(lm.ctx, req, N, ans, &err) == 0);
+            for (int i = 0; i < N; i++) {
+                CHECK_MSG(fabs(ans[i].nll_sum - want[i]) < 2e-5 * (1 + fabs(want[i])),
+                          "slots %d request %d: %.7f vs %.7f", k, i, ans[i].nll_sum, want[i]);
+                CHECK_MSG(ans[i].all_argmax == want_arg[i], "slots %d request %d argmax", k, i);
+            }
+        }
+        icl_engine_free(x);
+    }
+    (void)argmax_seen;
+    hybrid_parts_free(&h);
+    model_free(m);
+}
+
 static void test_bad_requests(void)
 {
     model_config c = config();
@@ -157,6 +260,7 @@ static void test_bad_requests(void)
 int main(void)
 {
     RUN(test_matches_full_forward);
+    RUN(test_hybrid_matches_reference);
     RUN(test_bad_requests);
     return test_summary("test_icl_engine");
 }
