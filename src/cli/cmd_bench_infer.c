@@ -3,12 +3,14 @@
  * the hardware profile, runs bench/bench_infer.c and prints its JSON lines
  * as they come, the summary last. Also the option setup `tempo eval
  * --phase 2` shares. No measuring logic lives here. */
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "bench/hw_profile.h"
+#include "bench/bench_memory.h"
 #include "cli/cli.h"
 #include "core/fileio.h"
 #include "core/json.h"
@@ -27,7 +29,10 @@ static void usage(FILE *f)
         "  --max-batch N  largest decode batch tried (default 64; powers of 2 from 1)\n"
         "JSON lines: prefill (tokens/s, time to first token), decode per batch (tokens/s,\n"
         "per-step p50/p99 ms), bound (weight+KV bytes / measured bandwidth and FLOPs / measured\n"
-        "peak, the ratio decode(batch 1) reaches), then the summary (the last line).\n");
+        "peak, the ratio decode(batch 1) reaches), then the summary (the last line). A run with a count\n"
+        "memory or a cache (the hybrid model) first prints their cost per token (bench: infer_memory):\n"
+        "score_us_per_token (one known token: eval, ICL) and dist_us_per_token (the whole mixed\n"
+        "distribution: generation), also under \"memory\" in the summary.\n");
 }
 
 static void print_line(void *user, const char *json)
@@ -132,8 +137,26 @@ int bench_infer_main(int argc, char **argv)
     tokenizer *tok;
     if (checkpoint_load_model(model_path, 1, &cfg, &m, &tok, &err))
         return cli_report(&err);
+    /* the hybrid model's other parts first: their cost per token is a line of its own */
+    hybrid_parts h;
+    bench_memory_result mr;
+    memset(&mr, 0, sizeof mr);
+    int rc = cli_load_hybrid(model_path, &cfg, tok, 1, 1, &h, &err);
     tok_free(tok);
-    int rc = cli_bench_infer_setup(model_path, threads, &o, &err);
+    if (!rc && (h.has_memory || h.cache_order > 0)) {
+        if (threads > 0)
+            omp_set_num_threads(threads);
+        rc = bench_memory_run(&h, 1024, &mr, &err);
+        if (!rc) {
+            strbuf ml = {0};
+            bench_memory_json(&ml, &mr);
+            print_line(NULL, ml.data);
+            strbuf_free(&ml);
+        }
+    }
+    hybrid_parts_free(&h);
+    if (!rc)
+        rc = cli_bench_infer_setup(model_path, threads, &o, &err);
     o.line = print_line;
     bench_infer_result r;
     if (!rc)
@@ -146,6 +169,12 @@ int bench_infer_main(int argc, char **argv)
                 r.load.other_cores);
     strbuf js = {0};
     bench_infer_summary_json(&js, &r);
+    if (mr.memory_order || mr.cache_order) {   /* the memory's figures ride in the summary too */
+        js.len--;
+        strbuf_puts(&js, ",\"memory\":");
+        bench_memory_json(&js, &mr);
+        strbuf_puts(&js, "}");
+    }
     rc = cli_emit_result(&js, NULL);
     strbuf_free(&js);
     return rc;

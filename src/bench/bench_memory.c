@@ -1,0 +1,80 @@
+/* bench_memory.c - per-token cost of the count memory and the cache (see bench_memory.h). */
+#include "bench/bench_memory.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "core/timer.h"
+#include "memory/mixture.h"
+
+/* tokens[0..n) drawn from the memory (or uniformly without one). */
+static void draw_stream(const hybrid_parts *h, int32_t *tokens, int n, double *p)
+{
+    rng_state r;
+    rng_seed(&r, 12345);
+    for (int i = 0; i < n; i++) {
+        if (!h->has_memory) {
+            tokens[i] = (int32_t)rng_below(&r, (uint64_t)h->vocab);
+            continue;
+        }
+        ngram_memory_dist(&h->memory, tokens, (size_t)i, p);
+        double u = (double)rng_below(&r, 1u << 30) / (double)(1u << 30), acc = 0;
+        int32_t t = h->vocab - 1;
+        for (int v = 0; v < h->vocab; v++)
+            if ((acc += p[v]) > u) { t = v; break; }
+        tokens[i] = t;
+    }
+}
+
+int bench_memory_run(const hybrid_parts *h, int stream_tokens, bench_memory_result *r, tempo_error *err)
+{
+    memset(r, 0, sizeof *r);
+    if (!h->has_memory && h->cache_order == 0)
+        return 0;
+    const int V = h->vocab, n = stream_tokens > 16 ? stream_tokens : 16;
+    r->memory_order = h->has_memory ? h->memory.order : 0;
+    r->cache_order = h->cache_order;
+    r->memory_bytes = h->has_memory ? (double)ngram_memory_bytes(&h->memory) : 0;
+    r->stream_tokens = n;
+    int32_t *tokens = malloc(sizeof(int32_t) * (size_t)n);
+    double *tmp = malloc(sizeof(double) * 4 * (size_t)V);
+    float *z = calloc((size_t)V, sizeof(float));
+    if (!tokens || !tmp || !z) {
+        free(tokens); free(tmp); free(z);
+        return tempo_fail(err, "bench memory: out of memory");
+    }
+    draw_stream(h, tokens, n, tmp);
+    mixture_options o = hybrid_parts_options(h, 1);
+    mixture_stream s;
+    int rc = mixture_stream_init(&s, &o, &h->mx, err);
+    if (!rc) {
+        double t0 = timer_now();
+        for (int i = 1; i < n && !rc; i++)
+            if (mixture_stream_step(&s, tokens, (size_t)i, 1.0 / V, 0, NULL, NULL, err) < 0) rc = -1;
+        r->score_us_per_token = (timer_now() - t0) / (n - 1) * 1e6;
+        mixture_stream_free(&s);
+    }
+    /* the whole distribution, as generation asks for it, at the stream's last positions */
+    int m = n < 64 ? n : 64;
+    if (!rc && !(rc = mixture_stream_init(&s, &o, &h->mx, err))) {
+        double t0 = timer_now();
+        for (int i = n - m; i < n && !rc; i++)
+            rc = mixture_stream_logits(&s, tokens, (size_t)i, z, tmp, err);
+        r->dist_us_per_token = (timer_now() - t0) / m * 1e6;
+        mixture_stream_free(&s);
+    }
+    free(tokens); free(tmp); free(z);
+    return rc;
+}
+
+void bench_memory_json(strbuf *js, const bench_memory_result *r)
+{
+    strbuf_printf(js, "{\"bench\":\"infer_memory\",\"memory_order\":%d,\"cache_order\":%d,\"memory_bytes\":%.0f,"
+                      "\"stream_tokens\":%d,\"score_us_per_token\":",
+                  r->memory_order, r->cache_order, r->memory_bytes, r->stream_tokens);
+    strbuf_json_number(js, r->score_us_per_token);
+    strbuf_puts(js, ",\"dist_us_per_token\":");
+    strbuf_json_number(js, r->dist_us_per_token);
+    strbuf_puts(js, "}");
+}
