@@ -174,6 +174,40 @@ double ngram_memory_prob(const ngram_memory *m, const int32_t *tokens, size_t i,
     return p;
 }
 
+double ngram_memory_prob_loo(const ngram_memory *m, const int32_t *tokens, size_t i)
+{
+    const uint64_t V = (uint64_t)m->vocab;
+    const uint64_t w = (uint64_t)tokens[i];
+    const int K = m->order;
+    double p = 1.0 / (double)m->vocab;
+    uint64_t ctx = 0;
+    for (int n = 1; n <= K; n++) {
+        if ((size_t)(n - 1) > i)
+            break;
+        if (n >= 2)
+            ctx += (uint64_t)tokens[i - (size_t)(n - 1)] * m->pow[n - 2];
+        const uint32_t *s = find_ctx(m, n, ctx);
+        if (!s)
+            continue;
+        uint32_t c = find_count(m, n, ctx * V + w);
+        if (n < K || (size_t)(K - 1) > i) {
+            p = kn_step(m->disc[n], s, c, p);
+            continue;
+        }
+        /* this occurrence out: one count fewer in the n-gram, its context and their bins */
+        uint32_t st[NGRAM_CTX_WORDS] = {s[0], s[1], s[2], s[3], s[4]};
+        if (st[0] <= 1)
+            continue;   /* the context was seen only here */
+        st[0]--;
+        if (c == 0 && st[4] > 0) st[4]--;          /* a pruned n-gram: its mass was in `pruned` */
+        else if (c == 1) st[1]--;
+        else if (c == 2) { st[2]--; st[1]++; }
+        else if (c == 3) { st[3]--; st[2]++; }
+        p = kn_step(m->disc[n], st, c > 0 ? c - 1 : 0, p);
+    }
+    return p;
+}
+
 ngram_match ngram_memory_match(const ngram_memory *m, const int32_t *tokens, size_t i)
 {
     ngram_match mt = {0, 0};

@@ -83,6 +83,14 @@ int ngram_memory_add(ngram_memory *m, const int32_t *tokens, size_t i, tempo_err
 /* The estimator's p(tokens[i] | tokens[max(0, i-K+1)..i)); match may be NULL. */
 double ngram_memory_prob(const ngram_memory *m, const int32_t *tokens, size_t i, ngram_match *match);
 
+/* ngram_memory_prob for a position whose own occurrence was counted (a
+ * training token scored against the memory of its own corpus): the top
+ * order's count of the n-gram ending at i, its context's total and bins are
+ * taken one lower (leave-one-out), so the memory does not simply recall the
+ * token. The lower orders' continuation counts are left as they are (one
+ * occurrence changes them only when its top-order n-gram was a singleton). */
+double ngram_memory_prob_loo(const ngram_memory *m, const int32_t *tokens, size_t i);
+
 /* What the contexts before position i match (independent of tokens[i]). */
 ngram_match ngram_memory_match(const ngram_memory *m, const int32_t *tokens, size_t i);
 

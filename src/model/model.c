@@ -306,3 +306,9 @@ void model_init(model *m, uint64_t seed)
             p[j] = (float)(std * rng_normal(&r));
     }
 }
+
+void model_set_mixture(model *m, const float *b, float a)
+{
+    m->head_ws.mix_b = b;
+    m->head_ws.mix_a = a;
+}

@@ -82,6 +82,14 @@ void model_init(model *m, uint64_t seed);
  * forward recomputes the head pass, so results are the same either way. */
 void model_set_training(model *m, int training);
 
+/* Train inside a mixture (the hybrid model, DESIGN.md section 6): until set
+ * again (b = NULL: plain cross-entropy), token n of each forward's targets
+ * has the objective -ln(a p_n + b[n]) in its gradient (b[n]: the other
+ * components' weighted probability of the target; b holds B*T floats and
+ * must stay valid through forward and backward). Losses stay the
+ * transformer's own cross-entropy. */
+void model_set_mixture(model *m, const float *b, float a);
+
 /* Attach an op profile (core/op_profile.h) that forward and backward add
  * their ops' wall time to, or NULL (the default) to stop. The model does not
  * own it. */

@@ -67,6 +67,8 @@ static const key_def KEYS[] = {
     {"cache_order", K_INT, F(cache_order), 0, 8, "cache of the text being read, orders 1..K; 0 = none"},
     {"mixer_lr", K_DOUBLE, F(mixer_lr), 0, 10, "online learning rate of the mixing weights"},
     {"mixer_holdout", K_INT, F(mixer_holdout), 0, 1 << 30, "training tokens kept out of the memory to fit the mixer"},
+    {"memory_train_weight", K_DOUBLE, F(memory_train_weight), 0, 1,
+     "a > 0: train on the mixture loss -ln(a p + (1-a) p_memory) (leave-one-out memory); 0 = cross-entropy"},
 };
 #undef F
 #define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))

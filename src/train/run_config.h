@@ -32,6 +32,7 @@ typedef struct {
     int cache_order;         /* cache of the text being read, orders 1..K; 0 = none */
     double mixer_lr;         /* online learning rate of the mixing weights */
     int mixer_holdout;       /* training tokens kept out of the memory to fit the mixer on; 0 = no fit */
+    double memory_train_weight; /* > 0: the transformer trains on -ln(a p + (1-a) p_memory), a = this; 0 = plain */
     char preset[64];
 } run_config;
 

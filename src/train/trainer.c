@@ -35,6 +35,8 @@ typedef struct {
     optimizer opt;
     int opt_ready;
     int32_t *inputs, *targets;
+    float *mix_b;                /* memory_train_weight > 0: the memory's weighted probability of each target */
+    int32_t *mix_window;         /* [micro_batch * (T + 1)] scratch for it */
     int32_t *val_tokens;         /* the whole val stream as int32 */
     /* divergence guard snapshot */
     float *snap_params, *snap_m, *snap_v;
@@ -55,6 +57,8 @@ static void ctx_free(run_ctx *c)
     if (c->opt_ready) optim_free(&c->opt);
     free(c->inputs);
     free(c->targets);
+    free(c->mix_b);
+    free(c->mix_window);
     free(c->val_tokens);
     free(c->snap_params);
     free(c->snap_m);
@@ -286,18 +290,41 @@ static void log_event(FILE *f, const train_state *st, const char *key, double va
     strbuf_free(&s);
 }
 
+typedef struct {
+    run_ctx *c;
+    const run_config *cfg;
+    rng_state *rng;
+} batch_source;
+
+/* Training inside the mixture: b[n] = (1 - a) p_memory(target n), the
+ * memory leaving out the occurrence being trained on. */
+static void mixture_prior(run_ctx *c, float a, int rows, int T, const int32_t *inputs, const int32_t *targets)
+{
+    #pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++) {
+        int32_t *win = c->mix_window + (size_t)r * (T + 1);
+        memcpy(win, inputs + (size_t)r * T, sizeof(int32_t) * (size_t)T);
+        win[T] = targets[(size_t)r * T + T - 1];
+        for (int t = 0; t < T; t++)
+            c->mix_b[(size_t)r * T + t] = (1 - a) * (float)ngram_memory_prob_loo(&c->mem.memory, win, (size_t)t + 1);
+    }
+    model_set_mixture(c->m, c->mix_b, a);
+}
+
 static void next_train_batch(void *ctx, int rows, int T, int32_t *inputs, int32_t *targets)
 {
-    void **p = ctx; /* {token_file, rng_state} */
-    batch_sample(p[0], p[1], rows, T, inputs, targets);
+    batch_source *b = ctx;
+    batch_sample(&b->c->train_batches, b->rng, rows, T, inputs, targets);
+    if (b->c->mix_b)
+        mixture_prior(b->c, (float)b->cfg->memory_train_weight, rows, T, inputs, targets);
 }
 
 /* One optimizer step's forward/backward over all micro-batches; returns the mean loss. */
 static double forward_backward(run_ctx *c, const run_config *cfg, train_state *st)
 {
-    void *src[2] = {&c->train_batches, &st->rng};
+    batch_source src = {c, cfg, &st->rng};
     return train_step_gradient(c->m, cfg->batch_size, cfg->micro_batch, cfg->model.context,
-                               next_train_batch, src, c->inputs, c->targets, NULL);
+                               next_train_batch, &src, c->inputs, c->targets, NULL);
 }
 
 int train_run(const train_options *o, train_result *res, tempo_error *err)
@@ -330,6 +357,15 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
     }
     c.train_batches = c.train;
     c.train_batches.n_tokens = c.mem.holdout_start;
+    if (cfg.memory_train_weight > 0 && c.mem.has_memory) {
+        size_t bt = (size_t)cfg.micro_batch * cfg.model.context;
+        c.mix_b = malloc(sizeof(float) * bt);
+        c.mix_window = malloc(sizeof(int32_t) * (bt + (size_t)cfg.micro_batch));
+        if (!c.mix_b || !c.mix_window) {
+            ctx_free(&c);
+            return tempo_fail(err, "training: out of memory");
+        }
+    }
     if (c.mem.built) {
         st.memory_s += c.mem.build_s;
         st.elapsed_s += c.mem.build_s;
