@@ -539,7 +539,8 @@ static void test_bench_helpers(void)
     CHECK(bench_gemm_parse_shape("256x256x8192:1:0", &sh, &err) == 0);
     CHECK(sh.M == 256 && sh.K == 8192 && sh.trans_a == 1 && sh.trans_b == 0);
     const char *bad[] = {"", "8x8", "8x8x0", "8x8x8:2:0", "8x8x8:1", "8x8x8x", "axbxc",
-                         "100000x100000x100000"};
+                         "100000x100000x100000", "4294967297x1x1", "99999999999999999999x8x8",
+                         "8x8x8:4294967296:0", "8x8x8:1:0:1", "8x8x8:-0:1:", " 8x8x8", "8x8x+"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tempo_error_clear(&err);
         CHECK_MSG(bench_gemm_parse_shape(bad[i], &sh, &err) == -1 && err.code == 2, "%s", bad[i]);
