@@ -698,6 +698,10 @@ int prepare_run(const prepare_options *o, strbuf *meta, int *reused, tempo_error
                 break;
             }
     if (rc == 0) {
+        /* temporaries of runs killed mid-write (their pid is gone): nobody else removes them */
+        int stale = atomic_remove_stale(o->out_dir);
+        if (stale)
+            say(&p, "removed %d temporary file%s left in %s by killed runs", stale, stale > 1 ? "s" : "", o->out_dir);
         compute_cache_key(&p);
         if (!o->force && try_reuse(&p, meta)) {
             *reused = 1;
