@@ -29,6 +29,8 @@ expect_error 2 "^tempo: --stop-at-step: 99999999999999999999 is out of range" tr
 expect_error 2 "^tempo: --inject-nan-at-step: -1 is out of range" tr --steps 2 --inject-nan-at-step -1
 [ ! -e "$O" ] || fail "a rejected command created $O"
 expect_error 2 "preset nope" "$TEMPO" train --data "$D" --out "$O" --budget 5s --preset nope
+expect_error 2 "^tempo: preset /nonexistent.conf: no such file$" "$TEMPO" train --data "$D" --out "$O" --budget 5s --preset /nonexistent.conf
+expect_error 2 "^tempo: preset configs/nope: no such file$" "$TEMPO" train --data "$D" --out "$O" --budget 5s --preset configs/nope
 expect_error 2 "--set wat" "$TEMPO" train --data "$D" --out "$O" --budget 5s --set wat=1
 expect_error 2 "d_model=x" "$TEMPO" train --data "$D" --out "$O" --budget 5s --set d_model=x
 expect_error 2 "unknown option" "$TEMPO" train --data "$D" --out "$O" --budget 5s --frobnicate

@@ -63,6 +63,11 @@ static void test_presets(void)
     tempo_error_clear(&err);
     CHECK(run_config_load_preset(&c, "no-such-preset", &err) == -1 && err.code == 2);
     CHECK(strstr(err.msg, "no-such-preset") != NULL);
+    /* a path is taken as given, and the error says so (issue 9: "looked for /nonexistent.conf.conf") */
+    CHECK(run_config_load_preset(&c, "/nonexistent.conf", &err) == -1 && err.code == 2);
+    CHECK_MSG(!strcmp(err.msg, "preset /nonexistent.conf: no such file"), "%s", err.msg);
+    CHECK(run_config_load_preset(&c, "configs/nope", &err) == -1 && !strcmp(err.msg, "preset configs/nope: no such file"));
+    CHECK(run_config_load_preset(&c, "nope.conf", &err) == -1 && !strcmp(err.msg, "preset nope.conf: no such file"));
     /* a preset with a bad line names the file and line */
     const char *p = "build/test_bad_preset.conf";
     FILE *f = fopen(p, "w");
