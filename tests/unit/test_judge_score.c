@@ -122,6 +122,20 @@ static void test_curves(void)
     judge_svg_run_plot(&svg, &c, NAN, NAN, "x");
     CHECK(svg.data && strstr(svg.data, "no points") != NULL);
     strbuf_free(&svg);
+    /* only the final evaluation (no val slices): the judged point is drawn inside the panel, and no
+     * "no points" is written over it (issue 9) */
+    for (int i = 0; i < 5; i++)
+        judge_series_push(&c.train_loss, 8.0 * i, 5.0 - 0.5 * i);
+    judge_svg_run_plot(&svg, &c, 40, 2.5, "y");
+    CHECK(svg.data && strstr(svg.data, "no points") == NULL);
+    const char *judged = svg.data ? strstr(svg.data, "<circle class=\"judged\"") : NULL;
+    double cx = -1, cy = -1;
+    CHECK(judged && sscanf(judged, "<circle class=\"judged\" cx=\"%lf\" cy=\"%lf\"", &cx, &cy) == 2);
+    /* the val panel's plot area: x from 330 + 52 to 660 - 12, y from 24 to 220 - 36; the one time is its end */
+    CHECK_MSG(cx > 382 + 10 && cx <= 648 && cy > 24 && cy < 184, "judged point at (%g, %g)", cx, cy);
+    CHECK(strstr(judged ? judged : "", "judged val bpb 2.5000") != NULL);
+    strbuf_free(&svg);
+    judge_curves_free(&c);
 }
 
 static void test_thin_and_ticks(void)
