@@ -211,7 +211,8 @@ static int try_reuse(prep *p, strbuf *meta)
     if (!key || strcmp(key, p->key_hex) != 0)
         goto done;
     path_join(path, sizeof path, p->o->out_dir, TOKENIZER_FILE);
-    if (tok_load(&t, path, NULL) || tok_n_regular(t) != (int)json_get_number(m, "vocab", -1))
+    /* compared as doubles: the file's number may be beyond an int (casting it would be undefined) */
+    if (tok_load(&t, path, NULL) || (double)tok_n_regular(t) != json_get_number(m, "vocab", -1))
         goto done;
     const char *names[2] = {TRAIN_FILE, VAL_FILE}, *parts[2] = {"train", "val"};
     for (int i = 0; i < 2; i++) {

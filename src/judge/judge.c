@@ -311,21 +311,7 @@ static void read_result_json(const char *out_dir, judge_run_record *r)
     judge_fmt(path, sizeof path, "%s/result.json", out_dir);
     if (!path_exists(path) || file_read_all(path, &text, &len, 1 << 20, &e))
         return;
-    json_value *v;
-    /* the file is one JSON object, possibly followed by a newline */
-    if (json_parse(text, len, &v, &e) == 0) {
-        r->train_seconds = json_get_number(v, "train_seconds", NAN);
-        double x;
-        if ((x = json_get_number(v, "steps", -1)) >= 0)
-            r->steps = (long long)x;
-        if ((x = json_get_number(v, "tokens", -1)) >= 0)
-            r->tokens = (long long)x;
-        if ((x = json_get_number(v, "params", -1)) >= 0)
-            r->params = (long long)x;
-        r->tokens_per_second = json_get_number(v, "tokens_per_second", NAN);
-        r->mfu = json_get_number(v, "mfu", NAN);
-        json_free(v);
-    }
+    judge_parse_run_result(text, len, r);
     free(text);
 }
 

@@ -247,6 +247,26 @@ static void test_cache(void)
     CHECK(utime(copy_path, &times) == 0);
     CHECK(run(out, inputs, 1, NULL, 301, 0.2, 2, 0, &reused, NULL, &err) == 0 && reused == 0); /* mtime */
     CHECK(run(out, inputs, 1, NULL, 301, 0.2, 2, 0, &reused, NULL, &err) == 0 && reused == 1);
+    /* a meta.json whose vocab no int holds (damaged or edited) is not reused, and not cast */
+    char meta_path[300];
+    snprintf(meta_path, sizeof meta_path, "%s/meta.json", out);
+    CHECK(file_read_all(meta_path, &text, &len, 0, &err) == 0);
+    char *at = strstr(text, "\"vocab\":");
+    CHECK(at != NULL);
+    if (at) {
+        char *num = at + 8, *end = num;
+        while (*end >= '0' && *end <= '9')
+            end++;
+        strbuf edited = {0};
+        strbuf_append(&edited, text, (size_t)(num - text));
+        strbuf_puts(&edited, "1e300");
+        strbuf_puts(&edited, end);
+        write_file(meta_path, edited.data, edited.len);
+        strbuf_free(&edited);
+    }
+    free(text);
+    CHECK(run(out, inputs, 1, NULL, 301, 0.2, 2, 0, &reused, NULL, &err) == 0 && reused == 0);
+    CHECK(run(out, inputs, 1, NULL, 301, 0.2, 2, 0, &reused, NULL, &err) == 0 && reused == 1);
     /* a damaged output is not reused */
     char tok[300];
     snprintf(tok, sizeof tok, "%s/train.tok", out);
