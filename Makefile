@@ -7,7 +7,7 @@ endif
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 BASE    := -std=c11 -D_GNU_SOURCE -Isrc -fopenmp -g $(WARN)
 CFLAGS  ?= -O3 -march=x86-64-v2 -mtune=native
-SANFLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SANFLAGS := -O1 -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDLIBS  := -llzma -lsqlite3 -lm
 
 LIB_SRC  := $(shell find src -name '*.c' ! -path 'src/cli/*' | sort)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/number.h"
 #include "core/rng.h"
 #include "model/model.h"
 
@@ -86,19 +87,32 @@ int bench_gemm_preset_shapes(const run_config *cfg, bench_gemm_shape *out, int m
 
 int bench_gemm_parse_shape(const char *text, bench_gemm_shape *s, tempo_error *err)
 {
+    /* "M", "N", "K" split at 'x', then optionally "ta", "tb" at ':'; each piece
+     * parsed whole and checked (sscanf's %d overflows silently) */
+    char buf[96], *piece[5];
     int n = 0;
-    s->trans_a = s->trans_b = 0;
     snprintf(s->op, sizeof s->op, "custom");
-    int got = sscanf(text, "%dx%dx%d%n", &s->M, &s->N, &s->K, &n);
-    if (got == 3 && text[n] == ':') {
-        int m = 0;
-        got += sscanf(text + n, ":%d:%d%n", &s->trans_a, &s->trans_b, &m) == 2 ? 2 : 0;
-        n += m;
-    }
-    if ((got != 3 && got != 5) || text[n] || s->M < 1 || s->N < 1 || s->K < 1 ||
-        (unsigned)s->trans_a > 1 || (unsigned)s->trans_b > 1 ||
-        (double)s->M * s->K + (double)s->K * s->N + (double)s->M * s->N > 1e9)
+    int fits = snprintf(buf, sizeof buf, "%s", text) < (int)sizeof buf;
+    piece[n++] = buf;
+    for (char *p = buf; fits && *p && n <= 5; p++)
+        if ((*p == 'x' && n < 3) || (*p == ':' && n >= 3)) {
+            *p = '\0';
+            if (n < 5)
+                piece[n] = p + 1;
+            n++;
+        }
+    long long v[5] = {0, 0, 0, 0, 0};
+    tempo_error e;
+    int ok = fits && (n == 3 || n == 5);
+    for (int i = 0; ok && i < n; i++)
+        ok = number_parse_int("shape", piece[i], i < 3 ? 1 : 0, i < 3 ? 1 << 30 : 1, &v[i], &e) == 0;
+    if (!ok || (double)v[0] * v[2] + (double)v[2] * v[1] + (double)v[0] * v[1] > 1e9)
         return tempo_usage(err, "shape '%s': expected MxNxK or MxNxK:ta:tb (ta, tb 0 or 1)", text);
+    s->M = (int)v[0];
+    s->N = (int)v[1];
+    s->K = (int)v[2];
+    s->trans_a = (int)v[3];
+    s->trans_b = (int)v[4];
     return 0;
 }
 

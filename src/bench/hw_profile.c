@@ -2,6 +2,7 @@
  * hw_profile.h); parsing is core/json.h's, unknown keys are ignored. */
 #include "bench/hw_profile.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,15 @@ static int read_bool(const json_value *obj, const char *key, int *out, tempo_err
     return 0;
 }
 
+/* An integer in [lo, hi], else dflt (absent, fractional, or out of range: a
+ * damaged file; checked before any cast, which would be undefined beyond
+ * the type's range). */
+static long long read_count(const json_value *obj, const char *key, long long lo, long long hi, long long dflt)
+{
+    double x = json_get_number(obj, key, NAN);
+    return x >= (double)lo && x <= (double)hi && x == floor(x) ? (long long)x : dflt;
+}
+
 static void read_string(const json_value *obj, const char *key, char *out, size_t n)
 {
     const char *s = json_get_string(obj, key);
@@ -165,12 +175,10 @@ int hw_profile_from_json(hw_profile *p, const char *text, size_t len, tempo_erro
         tempo_fail(err, "peak_gflops: missing or empty");
         goto done;
     }
-    p->cores = (int)json_get_number(root, "cores", 1);
-    if (p->cores < 1)
-        p->cores = 1;
-    p->l1d_bytes = (long)json_get_number(root, "l1d_bytes", 0);
-    p->l2_bytes = (long)json_get_number(root, "l2_bytes", 0);
-    p->l3_bytes = (long)json_get_number(root, "l3_bytes", 0);
+    p->cores = (int)read_count(root, "cores", 1, 1 << 20, 1);
+    p->l1d_bytes = (long)read_count(root, "l1d_bytes", 0, 1LL << 40, 0);
+    p->l2_bytes = (long)read_count(root, "l2_bytes", 0, 1LL << 40, 0);
+    p->l3_bytes = (long)read_count(root, "l3_bytes", 0, 1LL << 40, 0);
     p->seconds = json_get_number(root, "seconds", 0);
     p->other_load_cores = json_get_number(root, "other_load_cores", 0);
     read_string(root, "cpu", p->cpu, sizeof p->cpu);

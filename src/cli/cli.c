@@ -1,12 +1,14 @@
 /* cli.c - error reporting and result printing shared by subcommands. */
 #include "cli/cli.h"
 
+#include <errno.h>
 #include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "core/fileio.h"
+#include "core/number.h"
 
 int cli_report(const tempo_error *err)
 {
@@ -23,6 +25,34 @@ int cli_usage_error(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     return 2;
+}
+
+int cli_parse_int(const char *flag, const char *v, long long lo, long long hi, long long *out)
+{
+    tempo_error err;
+    tempo_error_clear(&err);
+    return number_parse_int(flag, v, lo, hi, out, &err) ? cli_report(&err) : 0;
+}
+
+int cli_parse_real(const char *flag, const char *v, double lo, double hi, int lo_open, double *out)
+{
+    tempo_error err;
+    tempo_error_clear(&err);
+    return number_parse_real(flag, v, lo, hi, lo_open, out, &err) ? cli_report(&err) : 0;
+}
+
+int cli_parse_duration(const char *flag, const char *v, double *out)
+{
+    tempo_error err;
+    tempo_error_clear(&err);
+    return number_parse_duration(flag, v, NUMBER_MAX_DURATION_S, out, &err) ? cli_report(&err) : 0;
+}
+
+int cli_parse_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    tempo_error err;
+    tempo_error_clear(&err);
+    return number_parse_size(flag, v, lo, hi, out, &err) ? cli_report(&err) : 0;
 }
 
 int cli_emit_result(const strbuf *json, const char *out_dir)
@@ -53,8 +83,9 @@ int cli_parse_thread_list(const char *text, int *out, int max)
     const char *p = text;
     while (*p && n < max) {
         char *end;
+        errno = 0;
         long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || v > 1024 || (*end && *end != ','))
+        if (end == p || errno || v < 1 || v > NUMBER_MAX_THREADS || (*end && *end != ','))
             return -1;
         out[n++] = (int)v;
         p = *end ? end + 1 : end;

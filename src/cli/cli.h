@@ -4,6 +4,7 @@
 #ifndef TEMPO_CLI_H
 #define TEMPO_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "bench/bench_infer.h"
@@ -18,6 +19,14 @@ int cli_report(const tempo_error *err);
 
 /* Print a usage error "tempo: <msg>" and return 2. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A flag's numeric value through core/number.h: 0 with *out set, or, after
+ * printing the one-line error, the exit code (2). Durations are at most
+ * NUMBER_MAX_DURATION_S. */
+int cli_parse_int(const char *flag, const char *v, long long lo, long long hi, long long *out);
+int cli_parse_real(const char *flag, const char *v, double lo, double hi, int lo_open, double *out);
+int cli_parse_duration(const char *flag, const char *v, double *out);
+int cli_parse_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
 
 /* Print the JSON object as the last stdout line; if out_dir is not NULL,
  * also write it atomically to out_dir/result.json. Returns 0 or an exit code. */
@@ -37,7 +46,7 @@ int cmd_generate(int argc, char **argv);
 int bench_infer_main(int argc, char **argv);
 int bench_train_main(int argc, char **argv);
 /* "1,2" -> thread counts in out[0..max-1]; returns how many, or 0 / -1 on a
- * bad list (each count in [1, 1024]). */
+ * bad list (each count in [1, NUMBER_MAX_THREADS]). */
 int cli_parse_thread_list(const char *text, int *out, int max);
 /* The benchmarks' default thread counts: 1, then all (omp_get_max_threads())
  * when that is more. Writes out[0..1]; returns how many. */

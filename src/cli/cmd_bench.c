@@ -51,11 +51,7 @@ static void bench_usage(FILE *f)
 
 static int parse_positive(const char *flag, const char *text, double *v)
 {
-    char *end;
-    *v = strtod(text, &end);
-    if (end == text || *end || !(*v > 0) || *v > 1e6)
-        return cli_usage_error("bench: %s '%s': expected a positive number", flag, text);
-    return 0;
+    return cli_parse_real(flag, text, 0, 1e6, 1, v);
 }
 
 static int bench_peak(int argc, char **argv)
@@ -147,10 +143,10 @@ static int bench_kernels(int argc, char **argv)
         } else if (!strcmp(a, "--presets")) {
             presets = v;
         } else if (!strcmp(a, "--vocab")) {
-            char *end;
-            vocab = strtol(v, &end, 10);
-            if (end == v || *end || vocab < 2 || vocab > (1 << 20))
-                return cli_usage_error("bench kernels: --vocab '%s': expected 2..1048576", v);
+            long long x;
+            if (cli_parse_int(a, v, 2, 1 << 20, &x))
+                return 2;
+            vocab = (long)x;
         } else if (!strcmp(a, "--shape")) {
             if (bench_gemm_parse_shape(v, &one, &err))
                 return cli_report(&err);

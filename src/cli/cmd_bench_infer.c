@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "core/fileio.h"
 #include "core/json.h"
+#include "core/number.h"
 #include "train/checkpoint.h"
 
 static void usage(FILE *f)
@@ -118,10 +119,9 @@ int bench_infer_main(int argc, char **argv)
             model_path = v;
             continue;
         }
-        char *end;
-        long x = strtol(v, &end, 10);
-        if (!*v || *end || x < 1 || x > 1 << 20)
-            return cli_usage_error("bench infer: %s %s: expected a positive integer", a, v);
+        long long x;
+        if (cli_parse_int(a, v, 1, !strcmp(a, "--threads") ? NUMBER_MAX_THREADS : 1 << 20, &x))
+            return 2;
         if (!strcmp(a, "--prompt")) o.prompt = (int)x;
         else if (!strcmp(a, "--runs")) o.runs = (int)x;
         else if (!strcmp(a, "--steps")) o.decode_steps = (int)x;

@@ -95,12 +95,10 @@ static double run_torch(const run_config *cfg, int threads, int steps, int warmu
 
 static int parse_int(const char *flag, const char *text, int lo, int hi, int *out)
 {
-    char *end;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end || v < lo || v > hi)
-        return cli_usage_error("bench train: %s '%s': expected an integer in [%d, %d]", flag,
-                               text, lo, hi);
-    *out = (int)v;
+    long long x;
+    if (cli_parse_int(flag, text, lo, hi, &x))
+        return 2;
+    *out = (int)x;
     return 0;
 }
 

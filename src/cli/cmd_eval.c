@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "core/fileio.h"
 #include "core/json.h"
+#include "core/number.h"
 #include "core/timer.h"
 #include "eval/icl_engine.h"
 #include "core/strbuf.h"
@@ -287,14 +288,12 @@ int cmd_eval(int argc, char **argv)
             if (strcmp(v, "1") && strcmp(v, "2")) return cli_usage_error("--phase %s: 1 or 2", v);
             phase = v[0] - '0';
         } else if (!strcmp(a, "--limit")) {
-            char *end;
-            long x = strtol(v, &end, 10);
-            if (!*v || *end || x < 0 || x > 1 << 30) return cli_usage_error("%s %s: expected a count", a, v);
+            long long x;
+            if (cli_parse_int(a, v, 0, 1 << 30, &x)) return 2;
             limit = (int)x;
         } else if (!strcmp(a, "--stride") || !strcmp(a, "--batch") || !strcmp(a, "--threads")) {
-            char *end;
-            long x = strtol(v, &end, 10);
-            if (!*v || *end || x < 1 || x > 1 << 20) return cli_usage_error("%s %s: expected a positive integer", a, v);
+            long long x;
+            if (cli_parse_int(a, v, 1, a[2] == 't' ? NUMBER_MAX_THREADS : 1 << 20, &x)) return 2;
             if (a[2] == 's') stride = (int)x;
             else if (a[2] == 'b') batch = (int)x;
             else threads = (int)x;

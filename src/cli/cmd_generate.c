@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/number.h"
 #include "memory/mixture.h"
 #include "infer/generate.h"
 #include "train/checkpoint.h"
@@ -51,13 +52,13 @@ static int on_token(void *user, int32_t t)
     return 0;
 }
 
-static int parse_num(const char *flag, const char *v, double lo, double hi, double *out)
+/* An integer flag into a double (the options below keep every value as one). */
+static int parse_whole(const char *flag, const char *v, long long lo, long long hi, double *out)
 {
-    char *end;
-    double x = strtod(v, &end);
-    if (!*v || *end || !(x >= lo && x <= hi))
-        return cli_usage_error("%s %s: expected a number in [%.10g, %.10g]", flag, v, lo, hi);
-    *out = x;
+    long long x;
+    if (cli_parse_int(flag, v, lo, hi, &x))
+        return 2;
+    *out = (double)x;
     return 0;
 }
 
@@ -90,17 +91,14 @@ int cmd_generate(int argc, char **argv)
         int rc = 0;
         if (!strcmp(a, "--model")) model_path = v;
         else if (!strcmp(a, "--prompt")) prompt = v;
-        else if (!strcmp(a, "--tokens")) rc = parse_num(a, v, 1, 1 << 20, &tokens);
-        else if (!strcmp(a, "--temperature")) rc = parse_num(a, v, 0, 1e6, &temperature);
-        else if (!strcmp(a, "--top-k")) rc = parse_num(a, v, 0, 1 << 20, &top_k);
-        else if (!strcmp(a, "--top-p")) rc = parse_num(a, v, 1e-9, 1, &top_p);
-        else if (!strcmp(a, "--seed")) rc = parse_num(a, v, 0, 9007199254740992.0, &seed);
-        else rc = parse_num(a, v, 1, 1024, &threads);
+        else if (!strcmp(a, "--tokens")) rc = parse_whole(a, v, 1, 1 << 20, &tokens);
+        else if (!strcmp(a, "--temperature")) rc = cli_parse_real(a, v, 0, 1e6, 0, &temperature);
+        else if (!strcmp(a, "--top-k")) rc = parse_whole(a, v, 0, 1 << 20, &top_k);
+        else if (!strcmp(a, "--top-p")) rc = cli_parse_real(a, v, 0, 1, 1, &top_p);
+        else if (!strcmp(a, "--seed")) rc = parse_whole(a, v, 0, NUMBER_MAX_SEED, &seed);
+        else rc = parse_whole(a, v, 1, NUMBER_MAX_THREADS, &threads);
         if (rc)
             return rc;
-        if ((!strcmp(a, "--tokens") || !strcmp(a, "--top-k") || !strcmp(a, "--seed")) &&
-            (tokens != floor(tokens) || top_k != floor(top_k) || seed != floor(seed)))
-            return cli_usage_error("%s %s: expected an integer", a, v);
         i++;
     }
     if (!model_path)

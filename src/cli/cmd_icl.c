@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "memory/memory_file.h"
 #include "core/fileio.h"
+#include "core/number.h"
 #include "core/timer.h"
 #include "eval/icl_engine.h"
 #include "train/checkpoint.h"
@@ -103,16 +104,6 @@ static int takes_value(const char *flag)
     return 0;
 }
 
-/* Non-negative integer flag value. */
-static int parse_count(const char *flag, const char *v, long long max, long long *out)
-{
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (!*v || *end || x < 0 || x > max)
-        return cli_usage_error("%s %s: expected an integer in [0, %lld]", flag, v, max);
-    *out = x;
-    return 0;
-}
 
 int cli_load_hybrid(const char *model_path, const run_config *cfg, const tokenizer *tok, int use_memory,
                     int use_cache, hybrid_parts *h, tempo_error *err)
@@ -158,8 +149,9 @@ int cmd_icl(int argc, char **argv)
                 return cli_usage_error("--task: at most %d names", MAX_TASK_NAMES);
             names[n_names++] = v;
         } else {
-            long long max = !strcmp(a, "--seed") ? (1LL << 62) : !strcmp(a, "--threads") ? 1024 : 1000000000;
-            if (parse_count(a, v, max, &x))
+            int is_threads = !strcmp(a, "--threads");
+            long long max = !strcmp(a, "--seed") ? NUMBER_MAX_SEED : is_threads ? NUMBER_MAX_THREADS : 1000000000;
+            if (cli_parse_int(a, v, is_threads ? 1 : 0, max, &x))
                 return 2;
             if (!strcmp(a, "--shots")) o.shots = (int)x;
             else if (!strcmp(a, "--limit")) o.limit = (int)x;

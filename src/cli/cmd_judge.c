@@ -7,7 +7,8 @@
 
 #include "cli/cli.h"
 #include "core/fileio.h"
-#include "core/timer.h"
+#include "core/number.h"
+#include "data/tokenizer.h"
 #include "judge/judge.h"
 #include "judge/report.h"
 
@@ -40,41 +41,10 @@ static void usage(FILE *f)
         "verdict; 1 when it could not judge; 2 on bad usage.\n");
 }
 
-static int parse_size(const char *flag, const char *v, uint64_t *out)
-{
-    char *end;
-    double x = strtod(v, &end);
-    double mult = 1;
-    if (*end == 'K' || *end == 'k')
-        mult = 1024.0, end++;
-    else if (*end == 'M' || *end == 'm')
-        mult = 1024.0 * 1024, end++;
-    else if (*end == 'G' || *end == 'g')
-        mult = 1024.0 * 1024 * 1024, end++;
-    if (end == v || *end || !(x > 0))
-        return cli_usage_error("%s %s: expected a size such as 512M or 8G", flag, v);
-    *out = (uint64_t)(x * mult);
-    return 0;
-}
-
-static int parse_int(const char *flag, const char *v, long long lo, long long *out)
-{
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (!*v || *end || x < lo)
-        return cli_usage_error("%s %s: expected an integer >= %lld", flag, v, lo);
-    *out = x;
-    return 0;
-}
-
-static int parse_duration(const char *v, double *out)
-{
-    tempo_error err;
-    tempo_error_clear(&err);
-    if (timer_parse_duration(v, out, &err))
-        return cli_report(&err);
-    return 0;
-}
+/* Limits of the judge's own numbers (besides number.h's shared ones). */
+#define JUDGE_MAX_SEEDS 1000                   /* each seed is a whole training run */
+#define JUDGE_MAX_MEMORY (1ULL << 50)          /* 1 PiB of address space */
+#define JUDGE_MAX_LOG_BYTES (1ULL << 30)       /* kept in memory while the command runs */
 
 int cmd_judge(int argc, char **argv)
 {
@@ -100,21 +70,21 @@ int cmd_judge(int argc, char **argv)
         if (!v)
             return cli_usage_error("%s: missing value (see tempo judge --help)", a);
         if (!strcmp(a, "--submission")) o.submission = v;
-        else if (!strcmp(a, "--phase")) {
-            if ((rc = parse_int(a, v, 1, &x)) == 0 && x > 2) rc = cli_usage_error("--phase %s: 1 or 2", v);
-            o.phase = (int)x;
-        } else if (!strcmp(a, "--budget")) rc = parse_duration(v, &o.budget_s);
-        else if (!strcmp(a, "--seeds")) { if ((rc = parse_int(a, v, 1, &x)) == 0) o.seeds = (int)x; }
-        else if (!strcmp(a, "--seed")) { if ((rc = parse_int(a, v, 0, &x)) == 0) o.seed = (uint64_t)x; }
-        else if (!strcmp(a, "--threads")) { if ((rc = parse_int(a, v, 1, &x)) == 0) o.threads = (int)x; }
-        else if (!strcmp(a, "--steps")) { if ((rc = parse_int(a, v, 1, &x)) == 0) o.steps = x; }
-        else if (!strcmp(a, "--vocab")) { if ((rc = parse_int(a, v, 256, &x)) == 0) o.vocab = (int)x; }
-        else if (!strcmp(a, "--icl-limit")) { if ((rc = parse_int(a, v, 1, &x)) == 0) o.icl_limit = (int)x; }
-        else if (!strcmp(a, "--memory")) { if ((rc = parse_size(a, v, &sz)) == 0) o.memory_bytes = sz; }
-        else if (!strcmp(a, "--log-bytes")) { if ((rc = parse_size(a, v, &sz)) == 0) o.log_bytes = (size_t)sz; }
-        else if (!strcmp(a, "--flood-bytes")) { if ((rc = parse_size(a, v, &sz)) == 0) o.flood_bytes = sz; }
-        else if (!strcmp(a, "--grace")) rc = parse_duration(v, &o.grace_s);
-        else if (!strcmp(a, "--eval-timeout")) rc = parse_duration(v, &o.eval_timeout_s);
+        else if (!strcmp(a, "--phase")) { if ((rc = cli_parse_int(a, v, 1, 2, &x)) == 0) o.phase = (int)x; }
+        else if (!strcmp(a, "--budget")) rc = cli_parse_duration(a, v, &o.budget_s);
+        else if (!strcmp(a, "--seeds")) { if ((rc = cli_parse_int(a, v, 1, JUDGE_MAX_SEEDS, &x)) == 0) o.seeds = (int)x; }
+        else if (!strcmp(a, "--seed")) {
+            /* run i uses seed + i: all of them stay within the shared range */
+            if ((rc = cli_parse_int(a, v, 0, NUMBER_MAX_SEED - JUDGE_MAX_SEEDS, &x)) == 0) o.seed = (uint64_t)x;
+        } else if (!strcmp(a, "--threads")) { if ((rc = cli_parse_int(a, v, 1, NUMBER_MAX_THREADS, &x)) == 0) o.threads = (int)x; }
+        else if (!strcmp(a, "--steps")) { if ((rc = cli_parse_int(a, v, 1, NUMBER_MAX_STEPS, &x)) == 0) o.steps = x; }
+        else if (!strcmp(a, "--vocab")) { if ((rc = cli_parse_int(a, v, TOK_MIN_VOCAB, TOK_MAX_VOCAB, &x)) == 0) o.vocab = (int)x; }
+        else if (!strcmp(a, "--icl-limit")) { if ((rc = cli_parse_int(a, v, 1, 1000000000, &x)) == 0) o.icl_limit = (int)x; }
+        else if (!strcmp(a, "--memory")) { if ((rc = cli_parse_size(a, v, 1 << 20, JUDGE_MAX_MEMORY, &sz)) == 0) o.memory_bytes = sz; }
+        else if (!strcmp(a, "--log-bytes")) { if ((rc = cli_parse_size(a, v, 1, JUDGE_MAX_LOG_BYTES, &sz)) == 0) o.log_bytes = (size_t)sz; }
+        else if (!strcmp(a, "--flood-bytes")) { if ((rc = cli_parse_size(a, v, 1, JUDGE_MAX_MEMORY, &sz)) == 0) o.flood_bytes = sz; }
+        else if (!strcmp(a, "--grace")) rc = cli_parse_duration(a, v, &o.grace_s);
+        else if (!strcmp(a, "--eval-timeout")) rc = cli_parse_duration(a, v, &o.eval_timeout_s);
         else if (!strcmp(a, "--db")) o.db_path = v;
         else if (!strcmp(a, "--work")) o.work_dir = v;
         else if (!strcmp(a, "--corpus")) o.corpus_dir = v;
@@ -122,7 +92,7 @@ int cmd_judge(int argc, char **argv)
         else if (!strcmp(a, "--data-dir")) o.data_dir = v;
         else if (!strcmp(a, "--icl")) o.icl_dir = v;
         else if (!strcmp(a, "--tempo")) o.tempo_bin = v;
-        else if (!strcmp(a, "--test-pause-in-transaction")) rc = parse_duration(v, &o.test_pause_in_tx_s);
+        else if (!strcmp(a, "--test-pause-in-transaction")) rc = cli_parse_duration(a, v, &o.test_pause_in_tx_s);
         else return cli_usage_error("%s: unknown option (see tempo judge --help)", a);
         if (rc)
             return rc;

@@ -1,12 +1,11 @@
 /* cmd_prepare.c - `tempo prepare`: parse flags, run the pipeline of
  * data/prepare.h with progress lines on stderr, print the result JSON. */
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/number.h"
 #include "data/prepare.h"
 #include "data/tokenizer.h"
 
@@ -38,27 +37,10 @@ static void progress(void *ctx, const char *line)
 
 static int parse_int(const char *flag, const char *text, long lo, long hi, int *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (!*text || *end || errno)
-        return cli_usage_error("%s: '%s' is not a number (use %ld to %ld)", flag, text, lo, hi);
-    if (v < lo || v > hi)
-        return cli_usage_error("%s: %ld is out of range (%ld to %ld)", flag, v, lo, hi);
-    *out = (int)v;
-    return 0;
-}
-
-static int parse_real(const char *flag, const char *text, double lo, double hi, int lo_open, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (!*text || *end || errno || !isfinite(v))
-        return cli_usage_error("%s: '%s' is not a number", flag, text);
-    if (v < lo || v > hi || (lo_open && v <= lo))
-        return cli_usage_error("%s: %g is out of range (%s%g to %g)", flag, v, lo_open ? "above " : "", lo, hi);
-    *out = v;
+    long long x;
+    if (cli_parse_int(flag, text, lo, hi, &x))
+        return 2;
+    *out = (int)x;
     return 0;
 }
 
@@ -115,9 +97,9 @@ int cmd_prepare(int argc, char **argv)
         case 0: o.out_dir = value; break;
         case 1: rc = parse_int("--vocab", value, TOK_MIN_VOCAB, TOK_MAX_VOCAB, &o.vocab); break;
         case 2: o.val_path = value; break;
-        case 3: rc = parse_real("--val-share", value, 0, PREPARE_MAX_VAL_SHARE, 0, &o.val_share); break;
-        case 4: rc = parse_real("--tok-sample-mb", value, 0, 1e6, 1, &o.tok_sample_mb); break;
-        default: rc = parse_int("--threads", value, 1, 1024, &o.threads); break;
+        case 3: rc = cli_parse_real("--val-share", value, 0, PREPARE_MAX_VAL_SHARE, 0, &o.val_share); break;
+        case 4: rc = cli_parse_real("--tok-sample-mb", value, 0, 1e6, 1, &o.tok_sample_mb); break;
+        default: rc = parse_int("--threads", value, 1, NUMBER_MAX_THREADS, &o.threads); break;
         }
     }
     if (rc == 0 && !o.out_dir)

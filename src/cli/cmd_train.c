@@ -10,6 +10,7 @@
 
 #include "bench/hw_profile.h"
 #include "cli/cli.h"
+#include "core/number.h"
 #include "core/thread_pin.h"
 #include "core/timer.h"
 #include "train/trainer.h"
@@ -51,18 +52,9 @@ static void usage(FILE *f)
         "  --stop-at-step N  testing: checkpoint and stop after step N, as an interruption would\n"
         "  --inject-nan-at-step N  testing: treat step N's loss as NaN once (divergence guard)\n"
         "SIGINT/SIGTERM: the run checkpoints and stops; --resume continues it.\n"
+        "Ranges: budget up to 720h (30 days), steps up to 2^40, threads 1 to 1024, seed 0 to 2^53.\n"
         "config keys:\n");
     run_config_print_keys(f);
-}
-
-static int parse_long(const char *flag, const char *v, long long min, long long *out)
-{
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (!*v || *end || x < min)
-        return cli_usage_error("%s %s: expected an integer >= %lld", flag, v, min);
-    *out = x;
-    return 0;
 }
 
 int cmd_train(int argc, char **argv)
@@ -93,15 +85,15 @@ int cmd_train(int argc, char **argv)
             if (n_sets == 256) return cli_usage_error("--set: too many");
             sets[n_sets++] = v; i++;
         } else if (!strcmp(a, "--budget")) {
-            if (timer_parse_duration(v, &o.budget_s, &err)) return cli_report(&err);
+            if (cli_parse_duration(a, v, &o.budget_s)) return 2;
             i++;
-        } else if (!strcmp(a, "--steps")) { if (parse_long(a, v, 1, &x)) return 2; o.max_steps = x; i++; }
-        else if (!strcmp(a, "--seed")) { if (parse_long(a, v, 0, &x)) return 2; o.seed = (uint64_t)x; i++; }
-        else if (!strcmp(a, "--threads")) { if (parse_long(a, v, 1, &x)) return 2; o.threads = (int)x; i++; }
-        else if (!strcmp(a, "--eval-stride")) { if (parse_long(a, v, 1, &x)) return 2; o.eval_stride = (int)x; i++; }
-        else if (!strcmp(a, "--val-limit")) { if (parse_long(a, v, 2, &x)) return 2; o.val_limit = x; i++; }
-        else if (!strcmp(a, "--stop-at-step")) { if (parse_long(a, v, 1, &x)) return 2; o.stop_at_step = x; i++; }
-        else if (!strcmp(a, "--inject-nan-at-step")) { if (parse_long(a, v, 0, &x)) return 2; o.inject_nan_step = x; i++; }
+        } else if (!strcmp(a, "--steps")) { if (cli_parse_int(a, v, 1, NUMBER_MAX_STEPS, &x)) return 2; o.max_steps = x; i++; }
+        else if (!strcmp(a, "--seed")) { if (cli_parse_int(a, v, 0, NUMBER_MAX_SEED, &x)) return 2; o.seed = (uint64_t)x; i++; }
+        else if (!strcmp(a, "--threads")) { if (cli_parse_int(a, v, 1, NUMBER_MAX_THREADS, &x)) return 2; o.threads = (int)x; i++; }
+        else if (!strcmp(a, "--eval-stride")) { if (cli_parse_int(a, v, 1, 1 << 20, &x)) return 2; o.eval_stride = (int)x; i++; }
+        else if (!strcmp(a, "--val-limit")) { if (cli_parse_int(a, v, 2, NUMBER_MAX_STEPS, &x)) return 2; o.val_limit = x; i++; }
+        else if (!strcmp(a, "--stop-at-step")) { if (cli_parse_int(a, v, 1, NUMBER_MAX_STEPS, &x)) return 2; o.stop_at_step = x; i++; }
+        else if (!strcmp(a, "--inject-nan-at-step")) { if (cli_parse_int(a, v, 0, NUMBER_MAX_STEPS, &x)) return 2; o.inject_nan_step = x; i++; }
         else return cli_usage_error("%s: unknown option (see tempo train --help)", a);
     }
     if (!o.data_dir) return cli_usage_error("train: --data DATA_DIR is required");

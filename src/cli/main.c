@@ -82,7 +82,6 @@ int main(int argc, char **argv)
         return cmd_judge(argc - 1, argv + 1);
     if (!strcmp(c, "leaderboard"))
         return cmd_leaderboard(argc - 1, argv + 1);
-    fprintf(stderr, "tempo: %s: unknown command\n", c);
-    usage(stderr);
-    return 2;
+    /* one line: the usage would bury the error under a screenful */
+    return cli_usage_error("unknown command '%s'; see tempo --help", c);
 }

@@ -1,9 +1,12 @@
 /* fileio.c - atomic writes, whole-file reads, folders (see fileio.h). */
 #include "core/fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -76,6 +79,47 @@ void atomic_abort(atomic_file *af)
     af->f = NULL;
     if (af->tmp_path[0])
         unlink(af->tmp_path);
+}
+
+/* The pid of an atomic_open temporary's name ("NAME.tmp.<digits>"), or 0. */
+static pid_t temp_owner(const char *name)
+{
+    const char *tag = NULL;
+    for (const char *p = strstr(name, ".tmp."); p; p = strstr(p + 1, ".tmp."))
+        tag = p;
+    if (!tag || tag == name)
+        return 0;
+    const char *digits = tag + 5;
+    long long pid = 0;
+    for (const char *d = digits; *d; d++) {
+        if (*d < '0' || *d > '9' || d - digits >= 10)
+            return 0;
+        pid = pid * 10 + (*d - '0');
+    }
+    return *digits && pid > 0 && pid <= INT_MAX ? (pid_t)pid : 0;
+}
+
+int atomic_remove_stale(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int removed = 0;
+    pid_t self = getpid();
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        pid_t pid = temp_owner(e->d_name);
+        /* kill(pid, 0): 0 or EPERM when the process exists, ESRCH when it is gone */
+        if (pid <= 0 || pid == self || kill(pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[4096];
+        struct stat st;
+        if (path_join(path, sizeof path, dir, e->d_name) && lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+            unlink(path) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
 }
 
 int file_write_atomic(const char *path, const void *data, size_t n, tempo_error *err)

@@ -26,6 +26,13 @@ int atomic_commit(atomic_file *af, tempo_error *err);
 /* Close and remove the temp file; the final name is untouched. */
 void atomic_abort(atomic_file *af);
 
+/* Remove from folder dir the temporaries that atomic_open made
+ * ("NAME.tmp.<pid>") for processes that are no longer alive: a process killed
+ * mid-write never reaches atomic_commit or atomic_abort, and its pid is in
+ * the name. Temporaries of live processes (a concurrent writer) and of this
+ * one stay. Returns how many were removed (0 when dir cannot be read). */
+int atomic_remove_stale(const char *dir);
+
 /* Write a whole buffer atomically to path. */
 int file_write_atomic(const char *path, const void *data, size_t n, tempo_error *err);
 

@@ -1,6 +1,8 @@
 /* safetensors.c - safetensors reader/writer (see safetensors.h). */
 #include "core/safetensors.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,16 +101,19 @@ static int parse_tensor(safetensors_file *sf, st_tensor *t, const char *name, co
     t->numel = 1;
     for (size_t d = 0; d < sh->n; d++) {
         double x = sh->items[d].number;
-        if (sh->items[d].type != JSON_NUMBER || x < 0 || x > 1e12 || x != (double)(int64_t)x)
+        /* the range before the cast (a double beyond int64_t is undefined behaviour there), and
+         * a product of dimensions that still counts bytes in a size_t */
+        if (sh->items[d].type != JSON_NUMBER || !(x >= 0 && x <= 1e12) || x != floor(x) ||
+            (x > 0 && t->numel > SIZE_MAX / 4 / (size_t)x))
             return tempo_fail(err, "%s: tensor %s: bad shape", p, name);
         t->shape[d] = (int64_t)x;
         t->numel *= (size_t)x;
     }
     double b = off->items[0].number, e = off->items[1].number;
-    if (off->items[0].type != JSON_NUMBER || off->items[1].type != JSON_NUMBER || b < 0 || e < b ||
-        b != (double)(size_t)b || e != (double)(size_t)e)
+    if (off->items[0].type != JSON_NUMBER || off->items[1].type != JSON_NUMBER || !(b >= 0 && e >= b) ||
+        b != floor(b) || e != floor(e))
         return tempo_fail(err, "%s: tensor %s: bad data_offsets", p, name);
-    if ((size_t)e > data_len)
+    if (e > (double)data_len) /* (compared as doubles: e may be beyond any size_t) */
         return tempo_fail(err, "%s: truncated (tensor %s ends at byte %.0f of %zu data bytes)", p, name, e,
                           data_len);
     if ((size_t)(e - b) != t->numel * 4)

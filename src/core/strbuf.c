@@ -114,7 +114,8 @@ void strbuf_json_number(strbuf *sb, double v)
         strbuf_puts(sb, "null");
         return;
     }
-    if (v == (double)(long long)v && fabs(v) < 1e15) {
+    /* the magnitude first: casting a double outside long long's range is undefined behaviour */
+    if (fabs(v) < 1e15 && v == (double)(long long)v) {
         strbuf_printf(sb, "%lld", (long long)v);
         return;
     }

@@ -1,10 +1,9 @@
-/* timer.c - monotonic clock and duration parsing (see timer.h). */
+/* timer.c - monotonic clock and clock-style formatting (see timer.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "core/timer.h"
 
-#include <ctype.h>
 #include <math.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <time.h>
 
 double timer_now(void)
@@ -21,32 +20,20 @@ double timer_process_cpu(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int timer_parse_duration(const char *text, double *seconds, tempo_error *err)
+void timer_format_clock(char *buf, size_t n, double seconds)
 {
-    if (!text || !*text)
-        return tempo_usage(err, "budget: empty duration (use e.g. 90s, 10m, 1h30m)");
-    const char *p = text;
-    double total = 0;
-    int parts = 0;
-    while (*p) {
-        if (!(isdigit((unsigned char)*p) || *p == '.'))
-            return tempo_usage(err, "budget '%s': not a duration (use e.g. 90s, 10m, 1h30m)", text);
-        char *end;
-        double v = strtod(p, &end);
-        if (end == p || !isfinite(v))
-            return tempo_usage(err, "budget '%s': not a duration (use e.g. 90s, 10m, 1h30m)", text);
-        p = end;
-        double unit = 1;
-        if (*p == 'h') { unit = 3600; p++; }
-        else if (*p == 'm') { unit = 60; p++; }
-        else if (*p == 's') { unit = 1; p++; }
-        else if (*p != '\0')
-            return tempo_usage(err, "budget '%s': unknown unit '%c' (use h, m or s)", text, *p);
-        total += v * unit;
-        parts++;
+    const double max_s = 999999 * 3600.0 + 59 * 60 + 59;
+    if (isnan(seconds)) {
+        snprintf(buf, n, "--:--");
+        return;
     }
-    if (parts == 0 || !(total > 0))
-        return tempo_usage(err, "budget '%s': must be greater than zero", text);
-    *seconds = total;
-    return 0;
+    /* clamp before the cast: a double beyond long long's range is undefined behaviour there */
+    double s = seconds < 0 ? 0 : seconds > max_s ? max_s : seconds;
+    long long t = (long long)(s + 0.5);
+    if (t > (long long)max_s)
+        t = (long long)max_s;
+    if (t >= 3600)
+        snprintf(buf, n, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, n, "%lld:%02lld", t / 60, t % 60);
 }

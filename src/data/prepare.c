@@ -211,7 +211,8 @@ static int try_reuse(prep *p, strbuf *meta)
     if (!key || strcmp(key, p->key_hex) != 0)
         goto done;
     path_join(path, sizeof path, p->o->out_dir, TOKENIZER_FILE);
-    if (tok_load(&t, path, NULL) || tok_n_regular(t) != (int)json_get_number(m, "vocab", -1))
+    /* compared as doubles: the file's number may be beyond an int (casting it would be undefined) */
+    if (tok_load(&t, path, NULL) || (double)tok_n_regular(t) != json_get_number(m, "vocab", -1))
         goto done;
     const char *names[2] = {TRAIN_FILE, VAL_FILE}, *parts[2] = {"train", "val"};
     for (int i = 0; i < 2; i++) {
@@ -698,6 +699,10 @@ int prepare_run(const prepare_options *o, strbuf *meta, int *reused, tempo_error
                 break;
             }
     if (rc == 0) {
+        /* temporaries of runs killed mid-write (their pid is gone): nobody else removes them */
+        int stale = atomic_remove_stale(o->out_dir);
+        if (stale)
+            say(&p, "removed %d temporary file%s left in %s by killed runs", stale, stale > 1 ? "s" : "", o->out_dir);
         compute_cache_key(&p);
         if (!o->force && try_reuse(&p, meta)) {
             *reused = 1;

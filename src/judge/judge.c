@@ -180,6 +180,23 @@ static void submission_env(env_list *e, const attempt_ctx *c, const char *run_di
     env_addf(e, "MKL_NUM_THREADS", "%d", c->threads);
 }
 
+/* The submission runs in its own folder, where a relative path would name
+ * something else: every path handed over must be absolute. Returns 0, or -1
+ * with err naming the first variable that is not. */
+static int check_paths_absolute(const env_list *e, tempo_error *err)
+{
+    static const char *const paths[] = {"TMPDIR=", "TEMPO_DATA_DIR=", "TEMPO_TRAIN_TEXT=", "TEMPO_OUT_DIR=",
+                                        "TEMPO_SUBMISSION_DIR=", "TEMPO_BIN="};
+    for (int i = 0; i < e->n; i++)
+        for (size_t k = 0; k < sizeof paths / sizeof *paths; k++) {
+            size_t l = strlen(paths[k]);
+            if (!strncmp(e->items[i], paths[k], l) && e->items[i][l] != '/')
+                return tempo_fail(err, "judge: %.*s: not an absolute path: %s", (int)(l - 1), paths[k],
+                                  e->items[i] + l);
+        }
+    return 0;
+}
+
 /* The judge's own environment with OMP_NUM_THREADS set (for its evaluations). */
 static char **eval_env(int threads, char *omp, size_t omp_n)
 {
@@ -294,21 +311,7 @@ static void read_result_json(const char *out_dir, judge_run_record *r)
     judge_fmt(path, sizeof path, "%s/result.json", out_dir);
     if (!path_exists(path) || file_read_all(path, &text, &len, 1 << 20, &e))
         return;
-    json_value *v;
-    /* the file is one JSON object, possibly followed by a newline */
-    if (json_parse(text, len, &v, &e) == 0) {
-        r->train_seconds = json_get_number(v, "train_seconds", NAN);
-        double x;
-        if ((x = json_get_number(v, "steps", -1)) >= 0)
-            r->steps = (long long)x;
-        if ((x = json_get_number(v, "tokens", -1)) >= 0)
-            r->tokens = (long long)x;
-        if ((x = json_get_number(v, "params", -1)) >= 0)
-            r->params = (long long)x;
-        r->tokens_per_second = json_get_number(v, "tokens_per_second", NAN);
-        r->mfu = json_get_number(v, "mfu", NAN);
-        json_free(v);
-    }
+    judge_parse_run_result(text, len, r);
     free(text);
 }
 
@@ -479,6 +482,10 @@ static int run_one(attempt_ctx *c, uint64_t seed, judge_run_record *r, tempo_err
     if (!env)
         return tempo_fail(err, "judge: out of memory");
     submission_env(env, c, run_dir, out_dir, copy_dir, seed, memory);
+    if (check_paths_absolute(env, err)) {
+        free(env);
+        return -1;
+    }
 
     snapshot snap = {0};
     judge_fmt(snap.src, sizeof snap.src, "%s/model.safetensors", out_dir);

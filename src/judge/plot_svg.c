@@ -75,8 +75,8 @@ static void panel(strbuf *o, double x0, const char *title, const judge_series *s
         f.xmin = 0, f.xmax = 1;
     if (!(f.ymin <= f.ymax))
         f.ymin = 0, f.ymax = 1;
-    if (f.xmin > 0 && f.xmin < 0.25 * f.xmax)
-        f.xmin = 0; /* elapsed time from the start when the run began near it */
+    if (f.xmin > 0 && (f.xmin < 0.25 * f.xmax || f.xmin == f.xmax))
+        f.xmin = 0; /* elapsed time from the start when the run began near it (or there is one time only) */
     double pad = (f.ymax - f.ymin) * 0.05;
     if (pad == 0)
         pad = fabs(f.ymax) * 0.05 + 0.05;
@@ -116,7 +116,8 @@ static void panel(strbuf *o, double x0, const char *title, const judge_series *s
         if (s->n == 1)
             strbuf_printf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>", px(&f, s->t[0]),
                           py(&f, s->v[0]), color);
-    } else {
+    } else if (!(isfinite(mark_t) && isfinite(mark_v))) {
+        /* (a run evaluated only at the end has no curve here, but its judged point below) */
         strbuf_printf(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\" fill=\"#777\">"
                          "no points</text>",
                       (left + right) / 2, (top + bottom) / 2);

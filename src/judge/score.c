@@ -36,6 +36,33 @@ int judge_parse_eval(const char *line, judge_eval_result *r, tempo_error *err)
     return rc;
 }
 
+/* A count from the submission's file, or -1 (absent, fractional, out of range). */
+static long long count_of(const json_value *v, const char *key)
+{
+    double x = json_get_number(v, key, -1);
+    return x >= 0 && x <= 9007199254740992.0 && x == floor(x) ? (long long)x : -1;
+}
+
+void judge_parse_run_result(const char *text, size_t len, judge_run_record *r)
+{
+    json_value *v;
+    tempo_error e;
+    /* the file is one JSON object, possibly followed by a newline */
+    if (json_parse(text, len, &v, &e))
+        return;
+    r->train_seconds = json_get_number(v, "train_seconds", NAN);
+    long long x;
+    if ((x = count_of(v, "steps")) >= 0)
+        r->steps = x;
+    if ((x = count_of(v, "tokens")) >= 0)
+        r->tokens = x;
+    if ((x = count_of(v, "params")) >= 0)
+        r->params = x;
+    r->tokens_per_second = json_get_number(v, "tokens_per_second", NAN);
+    r->mfu = json_get_number(v, "mfu", NAN);
+    json_free(v);
+}
+
 void judge_phase2_init(judge_phase2 *p, const judge_eval_result *e)
 {
     memset(p, 0, sizeof *p);

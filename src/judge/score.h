@@ -22,6 +22,7 @@
 
 #include "core/error.h"
 #include "core/strbuf.h"
+#include "judge/attempt.h"
 
 #define JUDGE_W_ICL 1.0
 #define JUDGE_W_SPEED 0.05
@@ -37,6 +38,14 @@ typedef struct {
 /* Parse eval's last stdout line. Needs an object with a number "bpb" (a
  * null bpb is read as NaN). Errors: "eval output: <problem>". */
 int judge_parse_eval(const char *line, judge_eval_result *r, tempo_error *err);
+
+/* Lenient read of a submission's own result.json text (tempo's trainer
+ * writes one; a custom command may write anything): sets r's
+ * train_seconds, steps, tokens, params, tokens_per_second and mfu from the
+ * numbers present and leaves the rest as they were. A count that is not a
+ * whole number in [0, 2^53] is left unknown (-1): the file is the
+ * submission's, and casting a double beyond long long is undefined. */
+void judge_parse_run_result(const char *text, size_t len, judge_run_record *r);
 
 /* The phase-2 parts and the combined score. */
 typedef struct {

@@ -528,9 +528,12 @@ int judge_data_prepare(const judge_data_options *o, judge_data *d, tempo_error *
     char key[65];
     sha256_hex(dg, key);
     key[16] = '\0';
-    char base[PATH_MAX];
-    judge_fmt(base, sizeof base, "%s/data", o->work_dir);
-    int rc = dir_create(base, err);
+    char rel_base[PATH_MAX], base[PATH_MAX];
+    judge_fmt(rel_base, sizeof rel_base, "%s/data", o->work_dir);
+    int rc = dir_create(rel_base, err);
+    /* absolute: the folder is handed to submissions, which run in folders of their own */
+    if (rc == 0 && !realpath(rel_base, base))
+        rc = tempo_fail(err, "%s: %s", rel_base, strerror(errno));
     if (rc == 0) {
         judge_fmt(d->dir, sizeof d->dir, "%s/v%d-%s", base, o->vocab, key);
         judge_fmt(d->sums_path, sizeof d->sums_path, "%s.sha256", d->dir);

@@ -34,7 +34,7 @@ typedef struct {
 } judge_data_options;
 
 typedef struct {
-    char dir[1024];          /* the folder handed to submissions (TEMPO_DATA_DIR) */
+    char dir[1024];          /* the folder handed to submissions (TEMPO_DATA_DIR), an absolute path */
     char text_dir[1100];     /* its raw training text (TEMPO_TRAIN_TEXT), "" when absent */
     char sums_path[1100];    /* the checksum record ("" for --data-dir) */
     char id[160];            /* "corpus v<vocab> <key>" or "dir <path>" */

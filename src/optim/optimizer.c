@@ -20,6 +20,16 @@ size_t optim_ns_work_len(int rows, int cols)
     return 2 * r * c + 2 * r * r;
 }
 
+/* Size ctx's workspace for the three GEMM shapes of Newton-Schulz on a
+ * rows x cols matrix (r = min, n = max; see optim_newton_schulz), run on one
+ * thread as optim_step runs them. */
+static int ns_reserve(gemm_context *ctx, int rows, int cols)
+{
+    int r = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
+    return gemm_context_reserve(ctx, r, r, n, 1) || gemm_context_reserve(ctx, r, r, r, 1) ||
+           gemm_context_reserve(ctx, r, n, r, 1);
+}
+
 int optim_create(optimizer *o, const optim_config *cfg, const optim_tensor *tensors, int n_tensors,
                  size_t n_params, tempo_error *err)
 {
@@ -41,7 +51,14 @@ int optim_create(optimizer *o, const optim_config *cfg, const optim_tensor *tens
         }
     o->ns_work_len = work;
     o->ns_work = malloc(sizeof(float) * (work ? work * (size_t)o->n_workers : 1));
-    if (!o->tensors || !o->m || !o->v || !o->ns_work || !o->muon_order || !o->gemm) {
+    int oom = !o->tensors || !o->m || !o->v || !o->ns_work || !o->muon_order || !o->gemm;
+    /* Which worker takes which matrix is decided at run time (dynamic share-out), so
+     * every worker's GEMM workspace is sized now for every matrix: no step allocates. */
+    for (int w = 0; !oom && cfg->use_muon && w < o->n_workers; w++)
+        for (int i = 0; !oom && i < n_tensors; i++)
+            if (tensors[i].group == GROUP_MATRIX)
+                oom = ns_reserve(&o->gemm[w], tensors[i].rows, tensors[i].cols) != 0;
+    if (oom) {
         optim_free(o);
         return tempo_fail(err, "optimizer: out of memory for %zu parameters", n_params);
     }

@@ -53,8 +53,9 @@ typedef struct {
     size_t ns_work_len;
     int n_workers;       /* threads that can run Muon matrices side by side
                             (omp_get_max_threads() at optim_create) */
-    gemm_context *gemm;  /* [n_workers] one per worker: no CPU query or allocation
-                            per Newton-Schulz GEMM */
+    gemm_context *gemm;  /* [n_workers] one per worker, each sized at optim_create for
+                            every matrix (the share-out is dynamic): no CPU query or
+                            allocation per Newton-Schulz GEMM, whoever takes what */
     int *muon_order;     /* GROUP_MATRIX tensor indices, largest first */
     int n_muon;
 } optimizer;

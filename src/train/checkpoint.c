@@ -1,7 +1,10 @@
 /* checkpoint.c - model and full training checkpoints (see checkpoint.h). */
 #include "train/checkpoint.h"
 
+#include <float.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,11 +181,16 @@ int checkpoint_read_config(const char *path, run_config *cfg, tempo_error *err)
     return rc;
 }
 
-static int meta_num(const safetensors_file *sf, const char *key, double *out, tempo_error *err)
+/* A metadata number in [lo, hi] (and whole when integer): checked here, since
+ * the caller casts it, and a double beyond the type's range is undefined
+ * behaviour in the cast (a damaged or hand-edited checkpoint). */
+static int meta_num(const safetensors_file *sf, const char *key, double lo, double hi, int integer, double *out,
+                    tempo_error *err)
 {
     const char *v = safetensors_meta(sf, key);
     char *end;
-    if (!v || (*out = strtod(v, &end), end == v || *end))
+    if (!v || (*out = strtod(v, &end), end == v || *end) || !(*out >= lo && *out <= hi) ||
+        (integer && *out != floor(*out)))
         return tempo_fail(err, "%s: checkpoint metadata %s missing or malformed", sf->path, key);
     return 0;
 }
@@ -209,8 +217,11 @@ int checkpoint_load_full(const char *path, model *m, optimizer *opt, train_state
     }
     double v[8];
     const char *keys[8] = {"step", "tokens", "elapsed_s", "budget_s", "max_steps", "guard_mult", "retries", "optim_t"};
+    const double count = 9007199254740992.0; /* 2^53: counters stay exact in a double */
+    const double hi[8] = {count, count, DBL_MAX, DBL_MAX, count, DBL_MAX, INT_MAX, count};
+    const int integer[8] = {1, 1, 0, 0, 1, 0, 1, 1};
     for (int i = 0; !rc && i < 8; i++)
-        rc = meta_num(&sf, keys[i], &v[i], err);
+        rc = meta_num(&sf, keys[i], 0, hi[i], integer[i], &v[i], err);
     const char *r = safetensors_meta(&sf, "rng");
     if (!rc && (!r || strlen(r) != 64))
         rc = tempo_fail(err, "%s: checkpoint metadata rng missing or malformed", path);

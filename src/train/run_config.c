@@ -185,10 +185,16 @@ int run_config_set_pair(run_config *c, const char *pair, tempo_error *err)
     return run_config_set(c, key, eq + 1, err);
 }
 
-static int find_preset(const char *name, char *path, size_t n)
+/* A name with a '/' or ending in .conf is a file path, taken as given. */
+static int preset_is_path(const char *name)
 {
     size_t len = strlen(name);
-    if (strchr(name, '/') || (len > 5 && !strcmp(name + len - 5, ".conf"))) {
+    return strchr(name, '/') || (len > 5 && !strcmp(name + len - 5, ".conf"));
+}
+
+static int find_preset(const char *name, char *path, size_t n)
+{
+    if (preset_is_path(name)) {
         snprintf(path, n, "%s", name);
         return path_exists(path);
     }
@@ -207,9 +213,12 @@ static int find_preset(const char *name, char *path, size_t n)
 int run_config_load_preset(run_config *c, const char *name, tempo_error *err)
 {
     char path[1200];
-    if (!find_preset(name, path, sizeof path))
+    if (!find_preset(name, path, sizeof path)) {
+        if (preset_is_path(name))
+            return tempo_usage(err, "preset %s: no such file", name);
         return tempo_usage(err, "preset %s: not found (looked for %s.conf in $TEMPO_CONFIGS, <tempo>/../configs, ./configs)",
                            name, name);
+    }
     char *text;
     size_t len;
     if (file_read_all(path, &text, &len, 1 << 20, err))

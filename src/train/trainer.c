@@ -120,23 +120,15 @@ static int save_all(run_ctx *c, const run_config *cfg, const train_state *st, te
     return checkpoint_save_model(c->model_path, c->m, cfg, c->tok_text, st, err);
 }
 
-static void fmt_clock(char *buf, size_t n, double s)
-{
-    if (s < 0) s = 0;
-    long t = (long)(s + 0.5);
-    if (t >= 3600) snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-    else snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
-}
-
 static void progress(const train_options *o, const train_state *st, double budget, double loss, double lr,
                      double tps, double last_bpb)
 {
     if (!o->progress)
         return;
     char el[32], bu[32], eta[32];
-    fmt_clock(el, sizeof el, st->elapsed_s);
-    fmt_clock(bu, sizeof bu, budget);
-    fmt_clock(eta, sizeof eta, budget - st->elapsed_s);
+    timer_format_clock(el, sizeof el, st->elapsed_s);
+    timer_format_clock(bu, sizeof bu, budget);
+    timer_format_clock(eta, sizeof eta, budget - st->elapsed_s);
     char bpb[32] = "";
     if (last_bpb > 0) snprintf(bpb, sizeof bpb, " val_bpb %.4f", last_bpb);
     if (o->budget_s > 0)

@@ -51,7 +51,17 @@ expect_error 2 "unknown kernel" "$TEMPO" bench kernels --kernel nope
 python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); assert d["pinned"] is True and len(d["thread_cpus"]) == 1 and d["thread_cpus"][0] >= 0, d' "$OUT" \
     || fail "--pin-threads did not pin: $(head -1 "$OUT")"
 expect_error 2 "preset nope" "$TEMPO" bench train --preset nope
-expect_error 2 "steps '0'" "$TEMPO" bench train --steps 0
+expect_error 2 "^tempo: --steps: 0 is out of range" "$TEMPO" bench train --steps 0
+# numbers beyond their type (issue 9)
+expect_error 2 "^tempo: --steps: 99999999999999999999 is out of range" "$TEMPO" bench train --steps 99999999999999999999
+expect_error 2 "^tempo: --vocab: 4294967297 is out of range" "$TEMPO" bench train --vocab 4294967297
+expect_error 2 "^tempo: --seed: -1 is out of range" "$TEMPO" bench train --seed -1
+expect_error 2 "threads '1,4294967297'" "$TEMPO" bench train --threads 1,4294967297
+expect_error 2 "threads '99999999999999999999'" "$TEMPO" bench kernels --threads 99999999999999999999
+expect_error 2 "^tempo: --vocab: 99999999999999999999 is out of range" "$TEMPO" bench kernels --vocab 99999999999999999999
+expect_error 2 "^tempo: --seconds: 1e999 is out of range" "$TEMPO" bench kernels --seconds 1e999
+expect_error 2 "^tempo: --seconds: 'nan' is not a number" "$TEMPO" bench peak --seconds nan
+expect_error 2 "shape '4294967297x8x8'" "$TEMPO" bench kernels --kernel gemm --shape 4294967297x8x8
 expect_error 2 "threads 'x'" "$TEMPO" bench train --threads x
 expect_error 2 "unknown option" "$TEMPO" bench train --frobnicate 1
 expect_error 2 "preset nope" "$TEMPO" bench kernels --presets nope

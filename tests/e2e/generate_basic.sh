@@ -40,11 +40,18 @@ cj = read("c.out")[1]
 assert cj["stop"] == "context" and cj["prompt_tokens"] + cj["new_tokens"] == 64 + 1, cj
 PY
 expect_error 2 "model RUN_DIR is required" "$TEMPO" generate --prompt x
-expect_error 2 "top-p 0" "$TEMPO" generate --model "$R" --top-p 0
-expect_error 2 "top-p 1.5" "$TEMPO" generate --model "$R" --top-p 1.5
-expect_error 2 "temperature -1" "$TEMPO" generate --model "$R" --temperature -1
-expect_error 2 "tokens 0" "$TEMPO" generate --model "$R" --tokens 0
-expect_error 2 "expected an integer" "$TEMPO" generate --model "$R" --tokens 2.5
+expect_error 2 "^tempo: --top-p: 0 is out of range \(above 0 to 1\)$" "$TEMPO" generate --model "$R" --top-p 0
+expect_error 2 "^tempo: --top-p: 1.5 is out of range" "$TEMPO" generate --model "$R" --top-p 1.5
+expect_error 2 "^tempo: --temperature: -1 is out of range" "$TEMPO" generate --model "$R" --temperature -1
+expect_error 2 "^tempo: --tokens: 0 is out of range" "$TEMPO" generate --model "$R" --tokens 0
+expect_error 2 "^tempo: --tokens: '2.5' is not an integer" "$TEMPO" generate --model "$R" --tokens 2.5
+# numbers beyond their type (issue 9)
+expect_error 2 "^tempo: --tokens: 99999999999999999999 is out of range" "$TEMPO" generate --model "$R" --tokens 99999999999999999999
+expect_error 2 "^tempo: --temperature: 'nan' is not a number" "$TEMPO" generate --model "$R" --temperature nan
+expect_error 2 "^tempo: --temperature: 1e999 is out of range" "$TEMPO" generate --model "$R" --temperature 1e999
+expect_error 2 "^tempo: --top-k: 4294967297 is out of range" "$TEMPO" generate --model "$R" --top-k 4294967297
+expect_error 2 "^tempo: --seed: 9007199254740993 is out of range" "$TEMPO" generate --model "$R" --seed 9007199254740993
+expect_error 2 "^tempo: --threads: 4294967297 is out of range \(1 to 1024\)$" "$TEMPO" generate --model "$R" --threads 4294967297
 expect_error 2 "unknown option" "$TEMPO" generate --model "$R" --frobnicate
 expect_error 1 "nope" "$TEMPO" generate --model "$E2E_TMP/nope"
 exit 0

@@ -9,7 +9,13 @@ source "$(dirname "$0")/icl_common.bash"
 M=$(copy_model) || exit 1
 expect_error 2 "model RUN_DIR is required" "$TEMPO" icl --tasks "$M/icl"
 expect_error 2 "unknown option" "$TEMPO" icl --model "$M/run" --bogus 1
-expect_error 2 "expected an integer" "$TEMPO" icl --model "$M/run" --tasks "$M/icl" --limit -3
+expect_error 2 "^tempo: --limit: -3 is out of range" "$TEMPO" icl --model "$M/run" --tasks "$M/icl" --limit -3
+# numbers beyond their type (issue 9)
+expect_error 2 "^tempo: --limit: 4294967297 is out of range" "$TEMPO" icl --model "$M/run" --tasks "$M/icl" --limit 4294967297
+expect_error 2 "^tempo: --shots: '1e3' is not an integer" "$TEMPO" icl --model "$M/run" --tasks "$M/icl" --shots 1e3
+expect_error 2 "^tempo: --seed: 99999999999999999999 is out of range" "$TEMPO" icl --model "$M/run" --tasks "$M/icl" --seed 99999999999999999999
+expect_error 2 "^tempo: --threads: 4294967297 is out of range \(1 to 1024\)$" "$TEMPO" icl --model "$M/run" --tasks "$M/icl" --threads 4294967297
+expect_error 2 "^tempo: --threads: 0 is out of range" "$TEMPO" icl --model "$M/run" --tasks "$M/icl" --threads 0
 expect_error 2 "missing value" "$TEMPO" icl --model "$M/run" --limit
 expect_error 1 "nope" "$TEMPO" icl --model "$E2E_TMP/nope" --tasks "$M/icl"
 expect_error 2 "no task 'nope'" "$TEMPO" icl --model "$M/run" --tasks "$M/icl" --task nope

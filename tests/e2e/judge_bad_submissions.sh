@@ -115,6 +115,31 @@ mkdir -p "$J_TMP/leaky" && cp "$DATA/tiny/val.txt" "$J_TMP/leaky/v.txt"
     fail "a data folder with the validation text was accepted"
 grep -q 'holds the validation text' "$J_TMP/leak.err" || fail "leak: $(cat "$J_TMP/leak.err")"
 
+# numbers out of range are usage errors (exit 2, one line), nothing judged or recorded (issue 9)
+judge_usage() {  # PATTERN ARGS...
+    local pattern=$1; shift
+    "$TEMPO" judge --submission "$S/good" "${J_ARGS[@]}" "$@" >/dev/null 2>"$J_TMP/usage.err"
+    local rc=$?
+    [ "$rc" -eq 2 ] || fail "judge $*: exit $rc, want 2 ($(cat "$J_TMP/usage.err"))"
+    [ "$(wc -l < "$J_TMP/usage.err")" -eq 1 ] && grep -Eq -- "$pattern" "$J_TMP/usage.err" ||
+        fail "judge $*: want one line /$pattern/, got: $(cat "$J_TMP/usage.err")"
+}
+judge_usage '^tempo: --budget .99999999999999999999999h.: out of range' --budget 99999999999999999999999h
+judge_usage '^tempo: --grace .721h.: out of range' --grace 721h
+judge_usage '^tempo: --eval-timeout .0s.: must be greater than zero' --eval-timeout 0s
+judge_usage '^tempo: --threads: 4294967297 is out of range \(1 to 1024\)$' --threads 4294967297
+judge_usage '^tempo: --seeds: 4294967297 is out of range' --seeds 4294967297
+judge_usage '^tempo: --seed: 99999999999999999999 is out of range' --seed 99999999999999999999
+judge_usage '^tempo: --steps: 99999999999999999999 is out of range' --steps 99999999999999999999
+judge_usage '^tempo: --vocab: 4294967552 is out of range \(256 to 65536\)$' --vocab 4294967552
+judge_usage '^tempo: --phase: 3 is out of range \(1 to 2\)$' --phase 3
+judge_usage '^tempo: --icl-limit: 4294967297 is out of range' --icl-limit 4294967297
+judge_usage '^tempo: --memory: 1e30G is out of range \(1M to 1024T\)$' --memory 1e30G
+judge_usage '^tempo: --memory: .lots. is not a size' --memory lots
+judge_usage '^tempo: --log-bytes: 2G is out of range' --log-bytes 2G
+judge_usage '^tempo: --flood-bytes: 1e400 is out of range' --flood-bytes 1e400
+echo "ok: out-of-range numbers are usage errors"
+
 "$TEMPO" leaderboard --db "$J_TMP/lb.sqlite" --check > "$J_TMP/check.json" || fail "leaderboard check failed"
 [ "$(json_get "$J_TMP/check.json" 'j["attempts"]')" = 19 ] || fail "expected 19 attempts: $(cat "$J_TMP/check.json")"
 "$TEMPO" leaderboard --db "$J_TMP/lb.sqlite" --all > "$J_TMP/table.txt" || fail "leaderboard failed"

@@ -7,7 +7,30 @@ O="$E2E_TMP/o"
 expect_error 2 "budget '-5m'" "$TEMPO" train --data "$D" --out "$O" --budget -5m
 expect_error 2 "budget '0s'" "$TEMPO" train --data "$D" --out "$O" --budget 0s
 expect_error 2 "budget 'soon'" "$TEMPO" train --data "$D" --out "$O" --budget soon
+# numbers out of range: one line, exit 2, nothing run (issue 9: a 3.6e26 s budget was taken and
+# printed "ETA -153722867280912930:-8"; --threads 4294967297 ran on 1 thread; a huge --steps became LLONG_MAX)
+tr() { "$TEMPO" train --data "$D" --out "$O" "$@"; }
+expect_error 2 "^tempo: --budget '99999999999999999999999h': out of range \(at most 720h, 30 days\)$" tr --budget 99999999999999999999999h --steps 2
+expect_error 2 "^tempo: --budget '721h': out of range" tr --budget 721h
+expect_error 2 "^tempo: --budget '1e400s': out of range" tr --budget 1e400s
+expect_error 2 "^tempo: --threads: 4294967297 is out of range \(1 to 1024\)$" tr --steps 2 --threads 4294967297
+expect_error 2 "^tempo: --threads: 0 is out of range" tr --steps 2 --threads 0
+expect_error 2 "^tempo: --threads: '2.5' is not an integer" tr --steps 2 --threads 2.5
+expect_error 2 "^tempo: --steps: 99999999999999999999 is out of range \(1 to 1099511627776\)$" tr --steps 99999999999999999999
+expect_error 2 "^tempo: --steps: 1099511627777 is out of range" tr --steps 1099511627777
+expect_error 2 "^tempo: --steps: 0 is out of range" tr --steps 0
+expect_error 2 "^tempo: --steps: 'many' is not a number" tr --steps many
+expect_error 2 "^tempo: --seed: -1 is out of range \(0 to 9007199254740992\)$" tr --steps 2 --seed -1
+expect_error 2 "^tempo: --seed: 18446744073709551616 is out of range" tr --steps 2 --seed 18446744073709551616
+expect_error 2 "^tempo: --eval-stride: 4294967297 is out of range" tr --steps 2 --eval-stride 4294967297
+expect_error 2 "^tempo: --val-limit: 1 is out of range" tr --steps 2 --val-limit 1
+expect_error 2 "^tempo: --val-limit: 99999999999999999999 is out of range" tr --steps 2 --val-limit 99999999999999999999
+expect_error 2 "^tempo: --stop-at-step: 99999999999999999999 is out of range" tr --steps 2 --stop-at-step 99999999999999999999
+expect_error 2 "^tempo: --inject-nan-at-step: -1 is out of range" tr --steps 2 --inject-nan-at-step -1
+[ ! -e "$O" ] || fail "a rejected command created $O"
 expect_error 2 "preset nope" "$TEMPO" train --data "$D" --out "$O" --budget 5s --preset nope
+expect_error 2 "^tempo: preset /nonexistent.conf: no such file$" "$TEMPO" train --data "$D" --out "$O" --budget 5s --preset /nonexistent.conf
+expect_error 2 "^tempo: preset configs/nope: no such file$" "$TEMPO" train --data "$D" --out "$O" --budget 5s --preset configs/nope
 expect_error 2 "--set wat" "$TEMPO" train --data "$D" --out "$O" --budget 5s --set wat=1
 expect_error 2 "d_model=x" "$TEMPO" train --data "$D" --out "$O" --budget 5s --set d_model=x
 expect_error 2 "unknown option" "$TEMPO" train --data "$D" --out "$O" --budget 5s --frobnicate
@@ -29,6 +52,16 @@ expect_error 1 "trunc.safetensors: truncated" "$TEMPO" eval --model "$E2E_TMP/tr
 expect_error 1 "not a safetensors file" "$TEMPO" eval --model "$DATA/tiny/val.txt" --text "$DATA/tiny/val.txt"
 expect_error 1 "nothing.txt" "$TEMPO" eval --model "$E2E_TMP/run" --text "$E2E_TMP/nothing.txt"
 expect_error 2 "exactly one" "$TEMPO" eval --model "$E2E_TMP/run"
+ev() { "$TEMPO" eval --model "$E2E_TMP/run" --text "$DATA/tiny/val.txt" "$@"; }
+expect_error 2 "^tempo: --threads: 4294967297 is out of range \(1 to 1024\)$" ev --threads 4294967297
+expect_error 2 "^tempo: --stride: 0 is out of range" ev --stride 0
+expect_error 2 "^tempo: --batch: 99999999999999999999 is out of range" ev --batch 99999999999999999999
+expect_error 2 "^tempo: --limit: 4294967297 is out of range" "$TEMPO" eval --model "$E2E_TMP/run" --phase 2 --limit 4294967297
+# the longest budget there is runs, and its progress line shows a sane ETA
+"$TEMPO" train --data "$D" --out "$E2E_TMP/long" --preset tiny-test --steps 2 --budget 720h --no-eval \
+    >/dev/null 2>"$E2E_TMP/long.err" || { cat "$E2E_TMP/long.err" >&2; fail "--budget 720h --steps 2 failed"; }
+grep -Eq '^\[[0-9]+:[0-9]{2}/720:00:00\] step 1 .* ETA (720:00:00|719:59:[0-9]{2})$' "$E2E_TMP/long.err" ||
+    fail "no sane progress line for --budget 720h: $(grep -m1 step "$E2E_TMP/long.err")"
 # a truncated checkpoint on resume
 head -c 3000 "$E2E_TMP/run/checkpoint.safetensors" > "$E2E_TMP/run/c.tmp" && mv "$E2E_TMP/run/c.tmp" "$E2E_TMP/run/checkpoint.safetensors"
 expect_error 1 "checkpoint.safetensors: truncated" "$TEMPO" train --data "$D" --out "$E2E_TMP/run" --resume --steps 5

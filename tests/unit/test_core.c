@@ -1,23 +1,125 @@
-/* test_core.c - error formatting, duration parsing, rng determinism. */
+/* test_core.c - error formatting, number and duration parsing, the clock format, rng determinism. */
 #include "test.h"
+#include <limits.h>
+#include <stdint.h>
+
 #include "core/error.h"
+#include "core/number.h"
 #include "core/rng.h"
 #include "core/timer.h"
 
 static void test_durations(void)
 {
     tempo_error err;
-    double s = 0;
-    CHECK(timer_parse_duration("90s", &s, &err) == 0 && s == 90);
-    CHECK(timer_parse_duration("10m", &s, &err) == 0 && s == 600);
-    CHECK(timer_parse_duration("1h30m", &s, &err) == 0 && s == 5400);
-    CHECK(timer_parse_duration("2.5m", &s, &err) == 0 && s == 150);
-    CHECK(timer_parse_duration("45", &s, &err) == 0 && s == 45);
-    const char *bad[] = {"-5m", "0s", "", "abc", "5x", "m", "1e400", "0"};
+    double s = 0, max = NUMBER_MAX_DURATION_S;
+    CHECK(number_parse_duration("--budget", "90s", max, &s, &err) == 0 && s == 90);
+    CHECK(number_parse_duration("--budget", "10m", max, &s, &err) == 0 && s == 600);
+    CHECK(number_parse_duration("--budget", "1h30m", max, &s, &err) == 0 && s == 5400);
+    CHECK(number_parse_duration("--budget", "2.5m", max, &s, &err) == 0 && s == 150);
+    CHECK(number_parse_duration("--budget", "45", max, &s, &err) == 0 && s == 45);
+    CHECK(number_parse_duration("--budget", "720h", max, &s, &err) == 0 && s == max);
+    const char *bad[] = {"-5m", "0s", "", "abc", "5x", "m", "1e400", "0", "720h1s", "721h",
+                         "99999999999999999999999h", "nan", "inf", "1e308h", " 5m"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tempo_error_clear(&err);
-        CHECK_MSG(timer_parse_duration(bad[i], &s, &err) == -1, "%s", bad[i]);
-        CHECK(err.code == 2 && strstr(err.msg, "budget") != NULL);
+        s = -1;
+        CHECK_MSG(number_parse_duration("--budget", bad[i], max, &s, &err) == -1 && s == -1, "%s", bad[i]);
+        CHECK(err.code == 2 && strstr(err.msg, "--budget") != NULL);
+    }
+    CHECK(number_parse_duration("--grace", "2h", 3600, &s, &err) == -1 && strstr(err.msg, "--grace '2h'"));
+}
+
+/* Integers: the whole text, in range, one clear line otherwise (issue 9:
+ * --threads 4294967297 ran on 1 thread, --steps 99999999999999999999 became
+ * LLONG_MAX). */
+static void test_integers(void)
+{
+    tempo_error err;
+    long long x = 0;
+    CHECK(number_parse_int("--threads", "4", 1, 1024, &x, &err) == 0 && x == 4);
+    CHECK(number_parse_int("--seed", "0", 0, NUMBER_MAX_SEED, &x, &err) == 0 && x == 0);
+    CHECK(number_parse_int("--steps", "1099511627776", 1, NUMBER_MAX_STEPS, &x, &err) == 0 && x == NUMBER_MAX_STEPS);
+    CHECK(number_parse_int("n", "-9223372036854775808", LLONG_MIN, LLONG_MAX, &x, &err) == 0 && x == LLONG_MIN);
+    CHECK(number_parse_int("n", "9223372036854775807", LLONG_MIN, LLONG_MAX, &x, &err) == 0 && x == LLONG_MAX);
+    struct { const char *text, *msg; } bad[] = {
+        {"4294967297", "--threads: 4294967297 is out of range (1 to 1024)"},
+        {"99999999999999999999", "--threads: 99999999999999999999 is out of range (1 to 1024)"},
+        {"-99999999999999999999", "--threads: -99999999999999999999 is out of range (1 to 1024)"},
+        {"9223372036854775808", "--threads: 9223372036854775808 is out of range (1 to 1024)"},
+        {"0", "--threads: 0 is out of range (1 to 1024)"},
+        {"1025", "--threads: 1025 is out of range (1 to 1024)"},
+        {"2.5", "--threads: '2.5' is not an integer (use 1 to 1024)"},
+        {"1e3", "--threads: '1e3' is not an integer (use 1 to 1024)"},
+        {"abc", "--threads: 'abc' is not a number (use 1 to 1024)"},
+        {"", "--threads: '' is not a number (use 1 to 1024)"},
+        {" 4", "--threads: ' 4' is not a number (use 1 to 1024)"},
+        {"4 ", "--threads: '4 ' is not a number (use 1 to 1024)"},
+        {"nan", "--threads: 'nan' is not a number (use 1 to 1024)"},
+        {"0x10", "--threads: '0x10' is not an integer (use 1 to 1024)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tempo_error_clear(&err);
+        x = -7;
+        CHECK_MSG(number_parse_int("--threads", bad[i].text, 1, 1024, &x, &err) == -1 && x == -7, "%s", bad[i].text);
+        CHECK_MSG(err.code == 2 && !strcmp(err.msg, bad[i].msg), "'%s': got '%s'", bad[i].text, err.msg);
+    }
+    CHECK(number_parse_int("--threads", NULL, 1, 2, &x, &err) == -1 && err.code == 2);
+}
+
+static void test_reals(void)
+{
+    tempo_error err;
+    double v = 0;
+    CHECK(number_parse_real("--top-p", "1", 0, 1, 1, &v, &err) == 0 && v == 1);
+    CHECK(number_parse_real("--top-p", "1e-300", 0, 1, 1, &v, &err) == 0 && v == 1e-300);
+    CHECK(number_parse_real("--val-share", "0", 0, 0.5, 0, &v, &err) == 0 && v == 0);
+    const char *bad[] = {"0", "1.0000001", "1e999", "-1e999", "inf", "-inf", "nan", "NaN", "", "x", "0.5x", " 0.5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tempo_error_clear(&err);
+        v = -7;
+        CHECK_MSG(number_parse_real("--top-p", bad[i], 0, 1, 1, &v, &err) == -1 && v == -7 && err.code == 2,
+                  "%s", bad[i]);
+    }
+    CHECK(number_parse_real("--top-p", "0", 0, 1, 1, &v, &err) == -1 && !strcmp(err.msg, "--top-p: 0 is out of range (above 0 to 1)"));
+    CHECK(number_parse_real("--top-p", "nan", 0, 1, 1, &v, &err) == -1 && !strcmp(err.msg, "--top-p: 'nan' is not a number"));
+}
+
+static void test_sizes(void)
+{
+    tempo_error err;
+    uint64_t b = 0, max = 1ULL << 50;
+    CHECK(number_parse_size("--memory", "8G", 1, max, &b, &err) == 0 && b == 8ULL << 30);
+    CHECK(number_parse_size("--memory", "1.5M", 1, max, &b, &err) == 0 && b == 3ULL << 19);
+    CHECK(number_parse_size("--memory", "4096", 1, max, &b, &err) == 0 && b == 4096);
+    CHECK(number_parse_size("--memory", "1024T", 1, max, &b, &err) == 0 && b == max);
+    CHECK(number_parse_size("n", "16T", 1, UINT64_MAX, &b, &err) == 0 && b == 16ULL << 40);
+    const char *bad[] = {"1e30G", "1025T", "0", "-1G", "nan", "inf", "8X", "G", "", " 8G", "8GB", "1e400"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tempo_error_clear(&err);
+        b = 7;
+        CHECK_MSG(number_parse_size("--memory", bad[i], 1, max, &b, &err) == -1 && b == 7 && err.code == 2, "%s", bad[i]);
+    }
+    CHECK(number_parse_size("--memory", "1e30G", 1 << 20, max, &b, &err) == -1 &&
+          !strcmp(err.msg, "--memory: 1e30G is out of range (1M to 1024T)"));
+    /* 2^64 bytes and beyond never reach the cast, even with hi = UINT64_MAX ((double) rounds it up to 2^64) */
+    CHECK(number_parse_size("n", "16777216T", 1, UINT64_MAX, &b, &err) == -1);
+    CHECK(number_parse_size("n", "18446744073709551615", 1, UINT64_MAX, &b, &err) == -1);
+}
+
+/* The progress line's clock, for any double (issue 9: a 3.6e26 s budget
+ * printed "ETA -153722867280912930:-8" through an out-of-range cast). */
+static void test_format_clock(void)
+{
+    struct { double s; const char *want; } cases[] = {
+        {0, "0:00"}, {59.4, "0:59"}, {59.5, "1:00"}, {3599, "59:59"}, {3600, "1:00:00"},
+        {5400, "1:30:00"}, {-5, "0:00"}, {-1e300, "0:00"}, {-INFINITY, "0:00"}, {NAN, "--:--"},
+        {3.6e26, "999999:59:59"}, {1e300, "999999:59:59"}, {INFINITY, "999999:59:59"},
+        {9.3e18, "999999:59:59"}, {999999 * 3600.0 + 3599, "999999:59:59"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[16];
+        timer_format_clock(buf, sizeof buf, cases[i].s);
+        CHECK_MSG(!strcmp(buf, cases[i].want), "%g: got '%s', want '%s'", cases[i].s, buf, cases[i].want);
     }
 }
 
@@ -55,6 +157,10 @@ static void test_rng(void)
 int main(void)
 {
     RUN(test_durations);
+    RUN(test_integers);
+    RUN(test_reals);
+    RUN(test_sizes);
+    RUN(test_format_clock);
     RUN(test_error_prefix);
     RUN(test_rng);
     return test_summary("test_core");

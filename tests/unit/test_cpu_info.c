@@ -144,6 +144,13 @@ static void test_profile_roundtrip(void)
                         "\"bandwidth_gbs\":{},\"note\":\"a\\\"b\"}";
     CHECK(hw_profile_from_json(&q, extra, strlen(extra), &err) == 0);
     CHECK(q.n_peak == 1 && q.peak_gflops[0].value == 50 && q.n_bandwidth == 0 && q.cores == 1);
+
+    /* counts no integer type holds (a damaged or hand-edited file) read as absent, never cast */
+    const char *huge = "{\"peak_gflops\":{\"1\":50},\"cores\":1e19,\"l1d_bytes\":1e300,"
+                       "\"l2_bytes\":-1e300,\"l3_bytes\":3.5}";
+    CHECK(hw_profile_from_json(&q, huge, strlen(huge), &err) == 0);
+    CHECK_MSG(q.cores == 1 && q.l1d_bytes == 0 && q.l2_bytes == 0 && q.l3_bytes == 0, "cores %d, l1d %ld, l2 %ld, l3 %ld",
+              q.cores, q.l1d_bytes, q.l2_bytes, q.l3_bytes);
 }
 
 static void test_profile_errors(void)

@@ -218,6 +218,53 @@ static void test_skinny_tiny_blocking(void)
     omp_set_num_threads(saved);
 }
 
+/* gemm_context_reserve sizes the workspace for a product up front: the
+ * product then neither grows nor moves it, from serial code (the team) and
+ * inside a parallel region (one thread), for both blockings and transposes;
+ * a smaller reservation never shrinks it. */
+static void test_context_reserve(void)
+{
+    static const int shapes[][3] = {{32, 32, 128}, {32, 128, 32}, {203, 37, 45}, {19, 150, 211}, {1, 1, 1}};
+    gemm_config cfgs[2] = {tiny_config(have_avx2() ? CPU_KERNELS_AVX2 : CPU_KERNELS_PORTABLE)};
+    gemm_config_init(&cfgs[1]);
+    rng_state r;
+    rng_seed(&r, 9);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(2);
+    for (int c = 0; c < 2; c++)
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+            for (int inside = 0; inside < 2; inside++) {
+                int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+                gemm_context ctx = {.cfg = cfgs[c]};
+                CHECK(gemm_context_reserve(&ctx, M, N, K, inside ? 1 : omp_get_max_threads()) == 0);
+                float *work = ctx.work;
+                size_t floats = ctx.work_floats;
+                CHECK(work != NULL && floats > 0);
+                float *A = malloc(sizeof(float) * (size_t)M * K), *B = malloc(sizeof(float) * (size_t)K * N);
+                float *C = malloc(sizeof(float) * (size_t)M * N);
+                for (size_t i = 0; i < (size_t)M * K; i++) A[i] = (float)(rng_uniform(&r) - 0.5);
+                for (size_t i = 0; i < (size_t)K * N; i++) B[i] = (float)(rng_uniform(&r) - 0.5);
+                for (int ta = 0; ta < 2; ta++)
+                    for (int tb = 0; tb < 2; tb++) {
+                        if (inside) {
+#pragma omp parallel num_threads(1)
+                            gemm_f32_ctx(&ctx, ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, 0.0f, C, N);
+                        } else {
+                            gemm_f32_ctx(&ctx, ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, 0.0f, C, N);
+                        }
+                        CHECK_MSG(ctx.work == work && ctx.work_floats == floats,
+                                  "%dx%dx%d (trans %d %d, %s, config %d) grew the reserved workspace", M, N, K,
+                                  ta, tb, inside ? "inside a region" : "serial", c);
+                    }
+                CHECK(gemm_context_reserve(&ctx, 1, 1, 1, 1) == 0 && ctx.work == work && ctx.work_floats == floats);
+                free(A);
+                free(B);
+                free(C);
+                gemm_context_free(&ctx);
+            }
+    omp_set_num_threads(saved);
+}
+
 /* The public entry point honours TEMPO_KERNELS: its result is bitwise the
  * one of the explicit config on the forced path. */
 static void test_env_switch(void)
@@ -492,7 +539,8 @@ static void test_bench_helpers(void)
     CHECK(bench_gemm_parse_shape("256x256x8192:1:0", &sh, &err) == 0);
     CHECK(sh.M == 256 && sh.K == 8192 && sh.trans_a == 1 && sh.trans_b == 0);
     const char *bad[] = {"", "8x8", "8x8x0", "8x8x8:2:0", "8x8x8:1", "8x8x8x", "axbxc",
-                         "100000x100000x100000"};
+                         "100000x100000x100000", "4294967297x1x1", "99999999999999999999x8x8",
+                         "8x8x8:4294967296:0", "8x8x8:1:0:1", "8x8x8:-0:1:", " 8x8x8", "8x8x+"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tempo_error_clear(&err);
         CHECK_MSG(bench_gemm_parse_shape(bad[i], &sh, &err) == -1 && err.code == 2, "%s", bad[i]);
@@ -566,6 +614,7 @@ int main(void)
     RUN(test_larger_than_blocking);
     RUN(test_skinny_tiny_blocking);
     RUN(test_env_switch);
+    RUN(test_context_reserve);
     RUN(test_determinism);
     RUN(test_inside_parallel);
     RUN(test_packed_b);

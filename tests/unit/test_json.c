@@ -2,6 +2,9 @@
  * strict grammar errors with columns, depth limit, writer round trip, and a
  * fuzz loop of random and mutated inputs (must never crash; run under ASan). */
 #include "test.h"
+
+#include <float.h>
+
 #include "core/json.h"
 #include "core/rng.h"
 #include "core/strbuf.h"
@@ -168,6 +171,35 @@ static void test_writer_round_trip(void)
     }
 }
 
+/* Numbers written with strbuf_json_number: integers as integers, the rest in
+ * the shortest form that reads back equal, non-finite as null; magnitudes
+ * beyond long long are never cast to it (issue 9: {"overrides":{"lr":1e19}}
+ * in a manifest was undefined behaviour, caught by the sanitized build's
+ * float-cast-overflow). */
+static void test_writer_numbers(void)
+{
+    struct { double v; const char *want; } cases[] = {
+        {1e19, "1e+19"}, {-1e19, "-1e+19"}, {1e300, "1e+300"}, {-1e300, "-1e+300"},
+        {9.3e18, "9.3e+18"}, {9223372036854775807.0, "9.223372036854776e+18"},
+        {-9223372036854775808.0, "-9.223372036854776e+18"}, {1.8446744073709552e19, "1.8446744073709552e+19"},
+        {1e15, "1e+15"}, {999999999999999.0, "999999999999999"}, {-999999999999999.0, "-999999999999999"},
+        {0, "0"}, {-0.0, "0"}, {42, "42"}, {2.5, "2.5"}, {0.1, "0.1"}, {1e-300, "1e-300"},
+        {DBL_MAX, "1.7976931348623157e+308"}, {NAN, "null"}, {-NAN, "null"}, {INFINITY, "null"}, {-INFINITY, "null"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        strbuf js = {0};
+        strbuf_json_number(&js, cases[i].v);
+        CHECK_MSG(js.data && !strcmp(js.data, cases[i].want), "%g: wrote '%s', want '%s'", cases[i].v,
+                  js.data ? js.data : "", cases[i].want);
+        json_value *v = NULL;
+        tempo_error err;
+        if (isfinite(cases[i].v))
+            CHECK(json_parse(js.data, js.len, &v, &err) == 0 && v->type == JSON_NUMBER && v->number == cases[i].v);
+        json_free(v);
+        strbuf_free(&js);
+    }
+}
+
 /* Random bytes and mutations of valid documents: parse must return 0 or -1
  * with a message, never crash or leak (ASan/LSan check the rest). */
 static void test_fuzz(void)
@@ -223,6 +255,7 @@ int main(void)
     RUN(test_escapes);
     RUN(test_errors);
     RUN(test_writer_round_trip);
+    RUN(test_writer_numbers);
     RUN(test_fuzz);
     return test_summary("test_json");
 }

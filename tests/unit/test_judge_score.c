@@ -23,6 +23,32 @@ static void test_parse_eval(void)
     CHECK(judge_parse_eval("[1]", &r, &err) == -1);
 }
 
+/* A submission's result.json: the numbers read leniently; counts that no
+ * integer type holds are unknown (-1), never cast (the sanitized build's
+ * float-cast-overflow checks that). */
+static void test_parse_run_result(void)
+{
+    judge_run_record r;
+    judge_run_record_init(&r);
+    const char *good = "{\"train_seconds\":12.5,\"steps\":40,\"tokens\":163840,\"params\":1234567,"
+                       "\"tokens_per_second\":1e4,\"mfu\":0.5}\n";
+    judge_parse_run_result(good, strlen(good), &r);
+    CHECK(r.train_seconds == 12.5 && r.steps == 40 && r.tokens == 163840 && r.params == 1234567);
+    CHECK(r.tokens_per_second == 1e4 && r.mfu == 0.5);
+    judge_run_record_init(&r);
+    const char *huge = "{\"steps\":1e19,\"tokens\":1e300,\"params\":-1e300,\"train_seconds\":1e300}";
+    judge_parse_run_result(huge, strlen(huge), &r);
+    CHECK_MSG(r.steps == -1 && r.tokens == -1 && r.params == -1, "%lld %lld %lld", r.steps, r.tokens, r.params);
+    CHECK(r.train_seconds == 1e300);
+    const char *odd = "{\"steps\":2.5,\"tokens\":9007199254740994,\"params\":9007199254740992}";
+    judge_run_record_init(&r);
+    judge_parse_run_result(odd, strlen(odd), &r);
+    CHECK(r.steps == -1 && r.tokens == -1 && r.params == 9007199254740992LL);
+    judge_run_record_init(&r);
+    judge_parse_run_result("not json", 8, &r);
+    CHECK(r.steps == -1 && isnan(r.train_seconds));
+}
+
 static void test_phase2_formula(void)
 {
     judge_eval_result e = {.bpb = 2.0, .bytes = 1000, .tokens = 250};
@@ -122,6 +148,20 @@ static void test_curves(void)
     judge_svg_run_plot(&svg, &c, NAN, NAN, "x");
     CHECK(svg.data && strstr(svg.data, "no points") != NULL);
     strbuf_free(&svg);
+    /* only the final evaluation (no val slices): the judged point is drawn inside the panel, and no
+     * "no points" is written over it (issue 9) */
+    for (int i = 0; i < 5; i++)
+        judge_series_push(&c.train_loss, 8.0 * i, 5.0 - 0.5 * i);
+    judge_svg_run_plot(&svg, &c, 40, 2.5, "y");
+    CHECK(svg.data && strstr(svg.data, "no points") == NULL);
+    const char *judged = svg.data ? strstr(svg.data, "<circle class=\"judged\"") : NULL;
+    double cx = -1, cy = -1;
+    CHECK(judged && sscanf(judged, "<circle class=\"judged\" cx=\"%lf\" cy=\"%lf\"", &cx, &cy) == 2);
+    /* the val panel's plot area: x from 330 + 52 to 660 - 12, y from 24 to 220 - 36; the one time is its end */
+    CHECK_MSG(cx > 382 + 10 && cx <= 648 && cy > 24 && cy < 184, "judged point at (%g, %g)", cx, cy);
+    CHECK(strstr(judged ? judged : "", "judged val bpb 2.5000") != NULL);
+    strbuf_free(&svg);
+    judge_curves_free(&c);
 }
 
 static void test_thin_and_ticks(void)
@@ -152,6 +192,7 @@ static void test_thin_and_ticks(void)
 int main(void)
 {
     RUN(test_parse_eval);
+    RUN(test_parse_run_result);
     RUN(test_phase2_formula);
     RUN(test_curves);
     RUN(test_thin_and_ticks);

@@ -1,10 +1,12 @@
 /* test_prepare.c - the prepare pipeline end to end on the tiny fixture:
  * outputs decode back to the input text, meta.json figures, determinism over
  * thread counts, the held-out share, caching (reuse, mtime, options, force),
- * the document sampler, and bad inputs failing before anything is written. */
+ * the document sampler, bad inputs failing before anything is written, and
+ * the temporaries of killed runs removed by the next. */
 #include "test.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <utime.h>
 
@@ -245,6 +247,26 @@ static void test_cache(void)
     CHECK(utime(copy_path, &times) == 0);
     CHECK(run(out, inputs, 1, NULL, 301, 0.2, 2, 0, &reused, NULL, &err) == 0 && reused == 0); /* mtime */
     CHECK(run(out, inputs, 1, NULL, 301, 0.2, 2, 0, &reused, NULL, &err) == 0 && reused == 1);
+    /* a meta.json whose vocab no int holds (damaged or edited) is not reused, and not cast */
+    char meta_path[300];
+    snprintf(meta_path, sizeof meta_path, "%s/meta.json", out);
+    CHECK(file_read_all(meta_path, &text, &len, 0, &err) == 0);
+    char *at = strstr(text, "\"vocab\":");
+    CHECK(at != NULL);
+    if (at) {
+        char *num = at + 8, *end = num;
+        while (*end >= '0' && *end <= '9')
+            end++;
+        strbuf edited = {0};
+        strbuf_append(&edited, text, (size_t)(num - text));
+        strbuf_puts(&edited, "1e300");
+        strbuf_puts(&edited, end);
+        write_file(meta_path, edited.data, edited.len);
+        strbuf_free(&edited);
+    }
+    free(text);
+    CHECK(run(out, inputs, 1, NULL, 301, 0.2, 2, 0, &reused, NULL, &err) == 0 && reused == 0);
+    CHECK(run(out, inputs, 1, NULL, 301, 0.2, 2, 0, &reused, NULL, &err) == 0 && reused == 1);
     /* a damaged output is not reused */
     char tok[300];
     snprintf(tok, sizeof tok, "%s/train.tok", out);
@@ -309,6 +331,70 @@ static void test_errors(void)
     CHECK(run(one, in, 1, NULL, 300, 0, 1, 0, NULL, NULL, &err) == -1 && strstr(err.msg, "is not a folder"));
 }
 
+/* The pid of a process that has exited (forked and waited for): nothing
+ * runs under it for a good while, since the kernel hands pids out in turn. */
+static pid_t dead_pid(void)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    CHECK(pid > 0 && waitpid(pid, NULL, 0) == pid);
+    return pid;
+}
+
+/* A prepare killed mid-write leaves NAME.tmp.<pid>; the next run in the same
+ * folder removes those of dead processes, whether it rebuilds or reuses, and
+ * leaves a live process's (a concurrent run) and anything else alone
+ * (issue 9: seven kills left seven of each). */
+static void test_stale_temporaries(void)
+{
+    char *inputs[] = {data_path("tiny/val.txt")};
+    char out[256], path[512];
+    snprintf(out, sizeof out, "%s", tmp_path("stale"));
+    CHECK(mkdir(out, 0777) == 0);
+    pid_t dead = dead_pid(), live = getppid();
+    const char *stale[] = {"train.tok", "val.tok", "tokenizer.tiktoken", "meta.json"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s.tmp.%d", out, stale[i], (int)dead);
+        write_file(path, "partial", 7);
+    }
+    const char *keep[] = {"train.tok.tmp.x12", "notes.tmp.", "val.tok.tmp.99999999999", ".tmp.1"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", out, keep[i]);
+        write_file(path, "other", 5);
+    }
+    snprintf(path, sizeof path, "%s/val.tok.tmp.%d", out, (int)live);
+    write_file(path, "a live writer's", 15);
+    snprintf(path, sizeof path, "%s/dir.tmp.%d", out, (int)dead);
+    CHECK(mkdir(path, 0777) == 0); /* not a file: not ours */
+    tempo_error err;
+    int reused = -1;
+    CHECK_MSG(run(out, inputs, 1, NULL, 300, 0.1, 1, 0, &reused, NULL, &err) == 0 && reused == 0, "%s", err.msg);
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s.tmp.%d", out, stale[i], (int)dead);
+        CHECK_MSG(!path_exists(path), "%s was left", path);
+        snprintf(path, sizeof path, "%s/%s", out, keep[i]);
+        CHECK_MSG(path_exists(path), "%s was removed", path);
+    }
+    snprintf(path, sizeof path, "%s/val.tok.tmp.%d", out, (int)live);
+    CHECK_MSG(path_exists(path), "a live process's %s was removed", path);
+    snprintf(path, sizeof path, "%s/dir.tmp.%d", out, (int)dead);
+    CHECK(path_exists(path));
+    /* a reused folder is cleaned too */
+    snprintf(path, sizeof path, "%s/train.tok.tmp.%d", out, (int)dead);
+    write_file(path, "partial", 7);
+    CHECK(run(out, inputs, 1, NULL, 300, 0.1, 1, 0, &reused, NULL, &err) == 0 && reused == 1);
+    CHECK_MSG(!path_exists(path), "%s was left by a reusing run", path);
+    /* the function itself: counts what it removed; our own temporaries stay */
+    snprintf(path, sizeof path, "%s/a.tmp.%d", out, (int)dead);
+    write_file(path, "x", 1);
+    snprintf(path, sizeof path, "%s/b.tmp.%d", out, (int)getpid());
+    write_file(path, "x", 1);
+    CHECK(atomic_remove_stale(out) == 1 && path_exists(path));
+    CHECK(atomic_remove_stale(out) == 0);
+    CHECK(atomic_remove_stale(tmp_path("no-such-folder")) == 0);
+}
+
 /* The bottom-k sample does not depend on the order of offers. */
 static void test_sampler(void)
 {
@@ -361,6 +447,7 @@ int main(void)
     RUN(test_held_out_share);
     RUN(test_cache);
     RUN(test_errors);
+    RUN(test_stale_temporaries);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
     if (system(cmd) != 0)

@@ -1,10 +1,14 @@
 /* test_run_config.c - presets, --set overrides and their errors, the JSON
- * round trip used by checkpoints. */
+ * round trip used by checkpoints, and a checkpoint's loop-state metadata
+ * checked before it is cast. */
 #include "test.h"
 
 #include <unistd.h>
 
+#include "core/safetensors.h"
+#include "train/checkpoint.h"
 #include "train/run_config.h"
+#include "train/train_step.h"
 
 static void test_set_and_errors(void)
 {
@@ -63,6 +67,11 @@ static void test_presets(void)
     tempo_error_clear(&err);
     CHECK(run_config_load_preset(&c, "no-such-preset", &err) == -1 && err.code == 2);
     CHECK(strstr(err.msg, "no-such-preset") != NULL);
+    /* a path is taken as given, and the error says so (issue 9: "looked for /nonexistent.conf.conf") */
+    CHECK(run_config_load_preset(&c, "/nonexistent.conf", &err) == -1 && err.code == 2);
+    CHECK_MSG(!strcmp(err.msg, "preset /nonexistent.conf: no such file"), "%s", err.msg);
+    CHECK(run_config_load_preset(&c, "configs/nope", &err) == -1 && !strcmp(err.msg, "preset configs/nope: no such file"));
+    CHECK(run_config_load_preset(&c, "nope.conf", &err) == -1 && !strcmp(err.msg, "preset nope.conf: no such file"));
     /* a preset with a bad line names the file and line */
     const char *p = "build/test_bad_preset.conf";
     FILE *f = fopen(p, "w");
@@ -99,11 +108,86 @@ static void test_json_round_trip(void)
     CHECK(run_config_from_json(&b, "[1]", 3, &err) == -1);
 }
 
+/* Copy the checkpoint src to dst with one metadata value replaced. */
+static int rewrite_meta(const char *src, const char *dst, const char *key, const char *value)
+{
+    safetensors_file sf;
+    tempo_error err;
+    if (safetensors_open(&sf, src, &err))
+        return -1;
+    st_write_tensor *ts = calloc((size_t)sf.n_tensors, sizeof *ts);
+    st_meta *meta = calloc((size_t)sf.n_meta, sizeof *meta);
+    for (int i = 0; ts && i < sf.n_tensors; i++) {
+        const st_tensor *t = &sf.tensors[i];
+        ts[i].name = t->name;
+        ts[i].data = t->data;
+        ts[i].ndim = t->ndim;
+        memcpy(ts[i].shape, t->shape, sizeof t->shape);
+    }
+    for (int i = 0; meta && i < sf.n_meta; i++) {
+        meta[i].key = sf.meta_keys[i];
+        meta[i].value = strcmp(sf.meta_keys[i], key) ? sf.meta_values[i] : value;
+    }
+    int rc = ts && meta ? safetensors_write(dst, ts, sf.n_tensors, meta, sf.n_meta, &err) : -1;
+    free(ts);
+    free(meta);
+    safetensors_close(&sf);
+    return rc;
+}
+
+/* A checkpoint whose loop state holds numbers out of their range (a damaged
+ * or edited file) is refused as malformed: the loader casts them to
+ * integers, which is undefined behaviour beyond the type's range (the
+ * sanitized build checks it). The unchanged copy loads. */
+static void test_checkpoint_metadata_ranges(void)
+{
+    run_config c;
+    run_config_defaults(&c);
+    tempo_error err;
+    CHECK(run_config_load_preset(&c, "tiny-test", &err) == 0);
+    c.model.vocab_size = 97;
+    CHECK(run_config_finish(&c, &err) == 0);
+    model *m = NULL;
+    CHECK(model_create(&m, &c.model, 1, &err) == 0);
+    if (!m)
+        return;
+    model_init(m, 1);
+    optimizer o;
+    CHECK(train_optimizer_create(&o, m, &c.optim, &err) == 0);
+    train_state st = {.step = 12, .tokens = 3456, .elapsed_s = 1.5, .budget_s = 60, .max_steps = 0,
+                      .guard_mult = 1, .retries = 0};
+    char src[64], dst[64];
+    snprintf(src, sizeof src, "build/test_ckpt_%d.safetensors", (int)getpid());
+    snprintf(dst, sizeof dst, "build/test_ckpt_%d_bad.safetensors", (int)getpid());
+    CHECK(checkpoint_save_full(src, m, &c, &o, &st, &err) == 0);
+    train_state back;
+    CHECK(rewrite_meta(src, dst, "step", "12") == 0);
+    CHECK_MSG(checkpoint_load_full(dst, m, &o, &back, &err) == 0 && back.step == 12 && back.tokens == 3456,
+              "%s", err.msg);
+    struct { const char *key, *value; } bad[] = {
+        {"step", "1e30"}, {"step", "-1"}, {"step", "2.5"}, {"tokens", "1e20"}, {"max_steps", "9.3e18"},
+        {"optim_t", "1e300"}, {"retries", "1e10"}, {"retries", "-1e300"}, {"elapsed_s", "nan"},
+        {"budget_s", "inf"}, {"guard_mult", "-1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(rewrite_meta(src, dst, bad[i].key, bad[i].value) == 0);
+        tempo_error_clear(&err);
+        CHECK_MSG(checkpoint_load_full(dst, m, &o, &back, &err) == -1 && strstr(err.msg, "malformed") &&
+                      strstr(err.msg, bad[i].key),
+                  "%s=%s: %s", bad[i].key, bad[i].value, err.msg);
+    }
+    unlink(src);
+    unlink(dst);
+    optim_free(&o);
+    model_free(m);
+}
+
 int main(void)
 {
     RUN(test_set_and_errors);
     RUN(test_finish_derives_and_validates);
     RUN(test_presets);
     RUN(test_json_round_trip);
+    RUN(test_checkpoint_metadata_ranges);
     return test_summary("test_run_config");
 }

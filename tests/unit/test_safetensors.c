@@ -89,6 +89,27 @@ static void test_foreign_files(void)
         CHECK_MSG(safetensors_open(&sf, p, &err) == -1, "case %zu", i);
         CHECK(strstr(err.msg, p) != NULL);
     }
+    /* numbers no integer type holds, in shapes and offsets: refused, never cast (the sanitized build's
+     * float-cast-overflow checks the "never") */
+    const char *huge[] = {
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[1e300,1e300]}}",
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,1e20]}}",
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-1e300,4]}}",
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[1e300],\"data_offsets\":[0,4]}}",
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[1e19,1],\"data_offsets\":[0,4]}}",
+        /* dimensions whose product wraps a size_t to 0 elements, "matching" no data */
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]}}",
+    };
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+        char file[512];
+        size_t hl = strlen(huge[i]);
+        memcpy(file, &(uint64_t){hl}, 8); /* little-endian header length (x86, as the format) */
+        memcpy(file + 8, huge[i], hl);
+        memset(file + 8 + hl, 0, 4);
+        CHECK(file_write_atomic(p, file, 8 + hl + 4, &err) == 0);
+        tempo_error_clear(&err);
+        CHECK_MSG(safetensors_open(&sf, p, &err) == -1 && strstr(err.msg, "tensor w"), "%s: %s", huge[i], err.msg);
+    }
     tempo_error_clear(&err);
     CHECK(safetensors_open(&sf, "build/definitely/not/here.safetensors", &err) == -1);
     CHECK(strstr(err.msg, "not/here") != NULL);

@@ -1,6 +1,12 @@
 /* test_step_alloc.c - a training step allocates nothing after the first:
  * the model, its GEMM contexts and head workspace, and the optimizer grow
- * their buffers on first use and reuse them. Proven by linking this test
+ * their buffers on first use (or size them up front) and reuse them,
+ * whatever the scheduling: Muon shares its matrices out dynamically, so the
+ * test also runs with the first step's share-out lopsided (all on one
+ * worker, as when the other thread is late) and with a busy thread
+ * competing for the cores (issue 9: a flaky "1 allocations in steps 2-4"
+ * under load, from a worker's GEMM workspace grown by the first large
+ * matrix it happened to take). Proven by linking this test
  * with -Wl,--wrap for malloc, calloc, realloc, aligned_alloc and
  * posix_memalign (Makefile: TEST_LDFLAGS_test_step_alloc), so every
  * allocation made by tempo's own code (not libgomp's or libc's internals)
@@ -9,8 +15,10 @@
 #include "test.h"
 
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/rng.h"
 #include "model/model.h"
@@ -68,9 +76,39 @@ static void random_batch(void *ctx, int rows, int T, int32_t *in, int32_t *tg)
     }
 }
 
-/* steps after the first with `threads` threads, for a config with Muon or
- * AdamW, SwiGLU or ReLU^2, micro-batches: no allocation. */
-static void check_steps(int threads, int muon, mlp_kind mlp, int micro)
+/* A thread that keeps a core busy until *stop is set. */
+static void *spin(void *arg)
+{
+    volatile unsigned long x = 0;
+    while (!__atomic_load_n((int *)arg, __ATOMIC_RELAXED))
+        x++;
+    return NULL;
+}
+
+/* n busy threads (spin) until spin_stop; the count started. */
+static int spin_start(pthread_t *busy, int n, int *stop)
+{
+    int started = 0;
+    *stop = 0;
+    for (int i = 0; i < n; i++)
+        if (pthread_create(&busy[started], NULL, spin, stop) == 0)
+            started++;
+    return started;
+}
+
+static void spin_stop(pthread_t *busy, int n, int *stop)
+{
+    __atomic_store_n(stop, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < n; i++)
+        pthread_join(busy[i], NULL);
+}
+
+/* steps 2..n_steps with `threads` threads, for a config with Muon or
+ * AdamW, SwiGLU or ReLU^2, micro-batches: no allocation. first_optim_threads
+ * > 0 caps the threads of the first optimizer step: with 1, one worker takes
+ * every matrix, and the others meet theirs only later. */
+static void check_steps_n(int threads, int muon, mlp_kind mlp, int micro, int n_steps,
+                          int first_optim_threads)
 {
     int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
@@ -97,7 +135,7 @@ static void check_steps(int threads, int muon, mlp_kind mlp, int micro)
     int32_t *tg = malloc(sizeof(int32_t) * (size_t)c.micro_batch * c.model.context);
     rng_state r;
     rng_seed(&r, 3);
-    for (int step = 0; step < 4; step++) {
+    for (int step = 0; step < n_steps; step++) {
         if (step == 1) { /* the first step may grow buffers; none after it */
             g_allocs = 0;
             g_counting = 1;
@@ -106,16 +144,25 @@ static void check_steps(int threads, int muon, mlp_kind mlp, int micro)
                                           random_batch, &r, in, tg, NULL);
         CHECK(loss > 0);
         double gn = optim_grad_norm(model_grads(m), model_num_params(m));
+        if (step == 0 && first_optim_threads > 0)
+            omp_set_num_threads(first_optim_threads);
         optim_step(&o, model_params(m), model_grads(m), gn, 1.0);
+        omp_set_num_threads(threads);
     }
     g_counting = 0;
-    CHECK_MSG(g_allocs == 0, "%ld allocations in steps 2-4 (threads %d, muon %d, mlp %d, micro %d)",
-              g_allocs, threads, muon, (int)mlp, micro);
+    CHECK_MSG(g_allocs == 0, "%ld allocations in steps 2-%d (threads %d, muon %d, mlp %d, micro %d%s)",
+              g_allocs, n_steps, threads, muon, (int)mlp, micro,
+              first_optim_threads > 0 ? ", lopsided first share-out" : "");
     free(in);
     free(tg);
     optim_free(&o);
     model_free(m);
     omp_set_num_threads(saved);
+}
+
+static void check_steps(int threads, int muon, mlp_kind mlp, int micro)
+{
+    check_steps_n(threads, muon, mlp, micro, 4, 0);
 }
 
 /* The counters see allocations at all (else the check above proves nothing). */
@@ -137,9 +184,43 @@ static void test_no_allocation_after_first_step(void)
     }
 }
 
-int main(void)
+/* The first step's Muon share-out all on worker 0 (what a late second
+ * thread gives): the other worker must not grow anything when it takes a
+ * large matrix later. Deterministic: this is the imbalance that made the
+ * test flaky, forced. */
+static void test_lopsided_first_share_out(void)
 {
+    check_steps_n(2, 1, MLP_RELU2, 8, 4, 1);
+    check_steps_n(2, 1, MLP_SWIGLU, 4, 4, 1);
+}
+
+/* Under contention: busy threads (one per team thread) compete with the
+ * team for the cores while fresh models and optimizers take their steps, so
+ * each Muon share-out is as lopsided as the OS makes it and which worker
+ * first meets which matrix varies from round to round. */
+static void test_no_allocation_under_contention(void)
+{
+    pthread_t busy[2];
+    int stop, n_busy = spin_start(busy, 2, &stop);
+    CHECK(n_busy > 0);
+    for (int round = 0; round < 12; round++)
+        check_steps_n(2, 1, round % 2 ? MLP_SWIGLU : MLP_RELU2, round % 3 ? 8 : 4, 6, 0);
+    spin_stop(busy, n_busy, &stop);
+}
+
+int main(int argc, char **argv)
+{
+    /* As the tempo command does (src/cli/main.c): libgomp reads its wait
+     * policy when it loads, so re-execute once with PASSIVE unless one was
+     * chosen. Spinning team threads against the busy threads below would
+     * make each barrier wait for a time slice (seconds per step). */
+    if (argc > 0 && !getenv("OMP_WAIT_POLICY")) {
+        setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+        execv("/proc/self/exe", argv);
+    }
     RUN(test_counter_works);
     RUN(test_no_allocation_after_first_step);
+    RUN(test_lopsided_first_share_out);
+    RUN(test_no_allocation_under_contention);
     return test_summary("test_step_alloc");
 }

@@ -234,11 +234,17 @@ static void plan_b(const gemm_config *cfg, int N, int K, int *kc, int *nc, int *
     *nc = ceil_div(ceil_div(N, n_j), GEMM_NR) * GEMM_NR;
 }
 
-/* Thread count and the items (blocks of C) for j's M and nc; returns the
- * thread count. */
-static int plan_items(gemm_job *j, const gemm_config *cfg)
+/* Threads a call made now may use: its own team from serial code, the
+ * calling thread alone inside any parallel region. */
+static int threads_available(void)
 {
-    int nt = (omp_get_level() > 0) ? 1 : omp_get_max_threads();
+    return omp_get_level() > 0 ? 1 : omp_get_max_threads();
+}
+
+/* Thread count (at most nt) and the items (blocks of C) for j's M and nc;
+ * returns the thread count. */
+static int plan_items(gemm_job *j, const gemm_config *cfg, int nt)
+{
     long fmas = (long)j->M * j->N * j->K;
     if (fmas / GEMM_MIN_FMAS_PER_THREAD < nt)
         nt = max_int(1, (int)(fmas / GEMM_MIN_FMAS_PER_THREAD));
@@ -313,13 +319,20 @@ static void job_init(gemm_job *j, const gemm_config *cfg, int trans_a, int trans
     };
 }
 
+/* Floats of the packing buffers of a planned job on nt threads (sets
+ * j->apack_stride). */
+static size_t job_floats(gemm_job *j, int nt, size_t b_floats)
+{
+    j->apack_stride = ((size_t)j->kc * j->mc + 15) / 16 * 16;
+    return b_floats + (size_t)nt * j->apack_stride;
+}
+
 /* The packing buffers of a planned job, from the caller's workspace when
  * there is one (grown if too small), else from a per-call allocation
  * (*owned set: free it after). NULL when out of memory. */
 static float *job_buffers(gemm_job *j, int nt, size_t b_floats, gemm_context *ctx, float **owned)
 {
-    j->apack_stride = ((size_t)j->kc * j->mc + 15) / 16 * 16;
-    size_t floats = b_floats + (size_t)nt * j->apack_stride;
+    size_t floats = job_floats(j, nt, b_floats);
     float *buf;
     *owned = NULL;
     if (ctx && ctx->work_floats >= floats) {
@@ -339,6 +352,20 @@ static float *job_buffers(gemm_job *j, int nt, size_t b_floats, gemm_context *ct
     return buf;
 }
 
+/* The blocking of an M x N x K product on at most `avail` threads: sets j's
+ * kc, nc, kb, mc, m_blocks, nw and *b_floats (the shared B panel); returns
+ * the thread count. Depends on the shape, cfg and avail only. */
+static int plan_job(gemm_job *j, const gemm_config *cfg, int avail, size_t *b_floats)
+{
+    int n_k;
+    plan_b(cfg, j->N, j->K, &j->kc, &j->nc, &n_k);
+    /* As many slices per packed B panel as its share of L3 holds. */
+    long kb_slices = cfg->b_panel_bytes / ((long)j->nc * j->kc * (long)sizeof(float));
+    j->kb = (int)(kb_slices < 1 ? 1 : kb_slices < n_k ? kb_slices : n_k) * j->kc;
+    *b_floats = ((size_t)j->kb * j->nc + 15) / 16 * 16;
+    return plan_items(j, cfg, avail);
+}
+
 static void gemm_blocked(const gemm_config *cfg, gemm_context *ctx, int trans_a, int trans_b,
                          int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                          float beta, float *C, int ldc)
@@ -347,14 +374,10 @@ static void gemm_blocked(const gemm_config *cfg, gemm_context *ctx, int trans_a,
         return;
     gemm_job j;
     job_init(&j, cfg, trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
-    int n_k;
-    plan_b(cfg, N, K, &j.kc, &j.nc, &n_k);
-    /* As many slices per packed B panel as its share of L3 holds. */
-    long kb_slices = cfg->b_panel_bytes / ((long)j.nc * j.kc * (long)sizeof(float));
-    j.kb = (int)(kb_slices < 1 ? 1 : kb_slices < n_k ? kb_slices : n_k) * j.kc;
-    int nt = plan_items(&j, cfg);
+    size_t b_floats;
+    int nt = plan_job(&j, cfg, threads_available(), &b_floats);
     float *owned;
-    if (!job_buffers(&j, nt, ((size_t)j.kb * j.nc + 15) / 16 * 16, ctx, &owned)) {
+    if (!job_buffers(&j, nt, b_floats, ctx, &owned)) {
         /* Out of memory for a few MiB: still give the right answer, slowly. */
         gemm_f32_ref(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
@@ -397,6 +420,25 @@ gemm_context *gemm_context_array_new(int n, const gemm_config *cfg)
     for (int t = 0; t < n; t++)
         a[t].cfg = c;
     return a;
+}
+
+int gemm_context_reserve(gemm_context *ctx, int M, int N, int K, int threads)
+{
+    if (M <= 0 || N <= 0 || K <= 0)
+        return 0;
+    gemm_job j = {.M = M, .N = N, .K = K};
+    size_t b_floats;
+    int nt = plan_job(&j, &ctx->cfg, threads > 0 ? threads : 1, &b_floats);
+    size_t floats = job_floats(&j, nt, b_floats);
+    if (ctx->work_floats >= floats)
+        return 0;
+    float *w = aligned_alloc(64, floats * sizeof(float));
+    if (!w)
+        return -1;
+    free(ctx->work);
+    ctx->work = w;
+    ctx->work_floats = floats;
+    return 0;
 }
 
 void gemm_context_array_free(gemm_context *a, int n)
@@ -468,7 +510,7 @@ static void packed_b_run(const gemm_config *cfg, gemm_context *ctx, int trans_a,
     j.kc = pb->kc;
     j.nc = pb->nc;
     j.kb = ceil_div(K, pb->kc) * pb->kc;
-    int nt = plan_items(&j, cfg);
+    int nt = plan_items(&j, cfg, threads_available());
     float *owned;
     if (job_buffers(&j, nt, 0, ctx, &owned)) {
         j.bprepacked = pb->data;

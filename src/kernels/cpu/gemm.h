@@ -103,6 +103,15 @@ void gemm_context_free(gemm_context *ctx);
 gemm_context *gemm_context_array_new(int n, const gemm_config *cfg);
 void gemm_context_array_free(gemm_context *a, int n);
 
+/* Grow ctx's workspace (never shrink it) so that gemm_f32_ctx of an
+ * M x N x K product (either trans_a, trans_b) allocates nothing when called
+ * with `threads` threads available: omp_get_max_threads() from serial code,
+ * 1 inside a parallel region. For callers whose contexts meet products in an
+ * order decided at run time (a dynamic schedule), so that the first call is
+ * not the one that grows it. Returns 0, or -1 when out of memory (ctx is
+ * left as it was). */
+int gemm_context_reserve(gemm_context *ctx, int M, int N, int K, int threads);
+
 /* gemm_f32 through ctx (same contract; bitwise the result of gemm_f32_with
  * with ctx->cfg): no allocation once the workspace is large enough. */
 void gemm_f32_ctx(gemm_context *ctx, int trans_a, int trans_b, int M, int N, int K,
