@@ -30,7 +30,7 @@ static void draw_stream(const hybrid_parts *h, int32_t *tokens, int n, double *p
 int bench_memory_run(const hybrid_parts *h, int stream_tokens, bench_memory_result *r, tempo_error *err)
 {
     memset(r, 0, sizeof *r);
-    if (!h->has_memory && h->cache_order == 0)
+    if (!hybrid_parts_any(h))
         return 0;
     const int V = h->vocab, n = stream_tokens > 16 ? stream_tokens : 16;
     r->memory_order = h->has_memory ? h->memory.order : 0;

@@ -143,7 +143,7 @@ int bench_infer_main(int argc, char **argv)
     memset(&mr, 0, sizeof mr);
     int rc = cli_load_hybrid(model_path, &cfg, tok, 1, 1, &h, &err);
     tok_free(tok);
-    if (!rc && (h.has_memory || h.cache_order > 0)) {
+    if (!rc && hybrid_parts_any(&h)) {
         if (threads > 0)
             omp_set_num_threads(threads);
         rc = bench_memory_run(&h, 1024, &mr, &err);

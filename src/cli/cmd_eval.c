@@ -28,7 +28,7 @@
 static int takes_value(const char *flag)
 {
     static const char *const flags[] = {"--model", "--data", "--text", "--stride", "--batch", "--threads",
-                                        "--phase", "--tasks", "--limit", "--out"};
+                                        "--phase", "--tasks", "--limit", "--out", "--cache-order", "--match-length"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (!strcmp(flag, flags[i]))
             return 1;
@@ -39,13 +39,16 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: tempo eval --model RUN_DIR (--data DATA_DIR | --text FILE) [--stride N] [--batch N] [--threads N]\n"
-        "                  [--no-memory] [--no-cache] [--no-adapt]\n"
+        "                  [--no-memory] [--no-cache] [--no-adapt] [--cache-order K] [--match-length N]\n"
         "  --model RUN_DIR   a run folder (its model.safetensors) or a .safetensors file\n"
         "  --data DATA_DIR   score DATA_DIR/val.tok (must use the model's tokenizer)\n"
         "  --text FILE       score any .txt/.jsonl(.xz) file: documents as 'tempo prepare' reads them\n"
         "  --stride N        sliding-window stride in tokens (default: context/2; context = disjoint windows)\n"
         "  --no-memory       leave out the run's count memory (RUN_DIR/memory.bin) from the mixture\n"
-        "  --no-cache        leave out the cache of the text being read\n"
+        "  --no-cache        leave out the cache and the match model of the text being read\n"
+        "  --cache-order K, --match-length N  use a cache of order K / a match model of N tokens instead of\n"
+        "                    the run's own (0 = none); they need no training: any model can read with them\n"
+        "                    (the mixer's weights then start equal unless mixer.json was fitted for them)\n"
         "  --no-adapt        freeze the cache (empty) and the mixer's weights (no learning while reading)\n"
         "A run trained with memory_order/cache_order > 0 is a mixture of the transformer, the count memory and\n"
         "the cache (DESIGN.md section 6); the text is read in order, each token scored before the cache and the\n"
@@ -69,6 +72,7 @@ static void usage(FILE *f)
 /* Which of the hybrid model's components to use (all by default). */
 typedef struct {
     int memory, cache, adapt;
+    int cache_order, match_length;   /* >= 0: instead of the run's own (components needing no training) */
 } eval_parts;
 
 /* bpb of the val split or a text file; the phase-1 result object into js. */
@@ -105,12 +109,16 @@ static int eval_bpb(const char *model_path, model *m, tokenizer *tok, const run_
     hybrid_bpb_result hr;
     if (!rc)
         rc = hybrid_parts_load(&h, model_path, cfg->model.vocab_size, ngram_tokenizer_id(tok),
-                               use.memory ? cfg->memory_order : 0, use.cache ? cfg->cache_order : 0, cfg->mixer_lr, err);
+                               use.memory ? cfg->memory_order : 0,
+                               !use.cache ? 0 : use.cache_order >= 0 ? use.cache_order : cfg->cache_order,
+                               !use.cache ? 0 : use.match_length >= 0 ? use.match_length : cfg->match_length,
+                               cfg->mixer_lr, err);
     if (!rc)
         rc = hybrid_bpb_evaluate(m, &h, use.adapt, ids, n, n_bytes, stride ? stride : cfg->model.context / 2, batch,
                                  NULL, &hr, err);
     free(ids);
     int fitted = h.mixer_fitted, mem_k = h.has_memory ? h.memory.order : 0, cache_k = h.cache_order;
+    int match_k = h.match_length;
     hybrid_parts_free(&h);
     if (rc) return rc;
     const bpb_result *r = &hr.model;
@@ -128,8 +136,8 @@ static int eval_bpb(const char *model_path, model *m, tokenizer *tok, const run_
     strbuf_json_number(js, r->seconds);
     strbuf_puts(js, ",\"mixture_seconds\":");
     strbuf_json_number(js, hr.mixture_seconds);
-    strbuf_printf(js, ",\"memory_order\":%d,\"cache_order\":%d,\"adapt\":%s,\"mixer\":\"%s\",\"components\":{",
-                  mem_k, cache_k, use.adapt ? "true" : "false", fitted ? "fitted" : "equal");
+    strbuf_printf(js, ",\"memory_order\":%d,\"cache_order\":%d,\"match_length\":%d,\"adapt\":%s,\"mixer\":\"%s\","
+                  "\"components\":{", mem_k, cache_k, match_k, use.adapt ? "true" : "false", fitted ? "fitted" : "equal");
     for (int c = 0; c < MIX_N; c++) {
         strbuf_printf(js, "%s\"%s\":{\"bpb\":", c ? "," : "", mixer_component_names[c]);
         strbuf_json_number(js, hr.bpb_component[c]);
@@ -172,7 +180,7 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
     int rc = 0;
     if (data_dir || text) {
         fprintf(stderr, "eval: bpb of %s\n", text ? text : data_dir);
-        eval_parts all = {1, 1, 1};
+        eval_parts all = {1, 1, 1, -1, -1};
         rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, all, &bpb, &err);
     }
     icl_task_result *r = NULL;
@@ -269,7 +277,7 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
 int cmd_eval(int argc, char **argv)
 {
     const char *model_path = NULL, *data_dir = NULL, *text = NULL, *tasks = NULL, *out_dir = NULL;
-    eval_parts use = {1, 1, 1};
+    eval_parts use = {1, 1, 1, -1, -1};
     int stride = 0, batch = 8, threads = 0, phase = 1, limit = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -297,6 +305,10 @@ int cmd_eval(int argc, char **argv)
             if (a[2] == 's') stride = (int)x;
             else if (a[2] == 'b') batch = (int)x;
             else threads = (int)x;
+        } else if (!strcmp(a, "--cache-order") || !strcmp(a, "--match-length")) {
+            long long x;
+            if (cli_parse_int(a, v, 0, a[2] == 'c' ? NGRAM_MAX_ORDER : 64, &x)) return 2;
+            *(a[2] == 'c' ? &use.cache_order : &use.match_length) = (int)x;
         } else return cli_usage_error("%s: unknown option (see tempo eval --help)", a);
         i++;
     }

@@ -143,7 +143,7 @@ int cmd_generate(int argc, char **argv)
     memset(&mixs, 0, sizeof mixs);
     if (!rc)
         rc = cli_load_hybrid(model_path, &cfg, tok, use_memory, use_cache, &h, &err);
-    int hybrid = !rc && (h.has_memory || h.cache_order > 0);
+    int hybrid = !rc && hybrid_parts_any(&h);
     if (hybrid) {
         mixture_options mo = hybrid_parts_options(&h, 0);
         rc = mixture_sampler_init(&mixs, &mo, &h.mx, &err);

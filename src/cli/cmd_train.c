@@ -10,6 +10,7 @@
 
 #include "bench/hw_profile.h"
 #include "cli/cli.h"
+#include "memory/mixer.h"
 #include "core/number.h"
 #include "core/thread_pin.h"
 #include "core/timer.h"
@@ -166,7 +167,8 @@ int cmd_train(int argc, char **argv)
     strbuf_json_number(&js, r.step_seconds_mean);
     strbuf_puts(&js, ",\"final_train_loss\":");
     strbuf_json_number(&js, r.final_train_loss);
-    strbuf_printf(&js, ",\"memory_order\":%d,\"cache_order\":%d,\"memory_seconds\":", r.memory_order, r.cache_order);
+    strbuf_printf(&js, ",\"memory_order\":%d,\"cache_order\":%d,\"match_length\":%d,\"memory_seconds\":",
+                  r.memory_order, r.cache_order, r.match_length);
     strbuf_json_number(&js, r.memory_seconds);
     strbuf_puts(&js, ",\"memory_save_seconds\":");
     strbuf_json_number(&js, r.memory_save_seconds);
@@ -176,13 +178,12 @@ int cmd_train(int argc, char **argv)
     strbuf_json_number(&js, r.mixer_seconds);
     strbuf_puts(&js, ",\"val_model_seconds\":");
     strbuf_json_number(&js, r.val_model_seconds);
-    static const char *const comp[3] = {"transformer", "memory", "cache"};
-    for (int k = 0; k < 3; k++) {
-        strbuf_printf(&js, ",\"val_bpb_%s\":", comp[k]);
+    for (int k = 0; k < MIX_N; k++) {
+        strbuf_printf(&js, ",\"val_bpb_%s\":", mixer_component_names[k]);
         strbuf_json_number(&js, r.val_bpb_component[k]);
     }
-    for (int k = 0; k < 3; k++) {
-        strbuf_printf(&js, ",\"val_weight_%s\":", comp[k]);
+    for (int k = 0; k < MIX_N; k++) {
+        strbuf_printf(&js, ",\"val_weight_%s\":", mixer_component_names[k]);
         strbuf_json_number(&js, r.val_mean_weight[k]);
     }
     strbuf_printf(&js, ",\"retries\":%d,\"interrupted\":%s,\"threads\":%d,\"threads_pinned\":%s,"

@@ -22,15 +22,15 @@ int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_
     }
     double t1 = timer_now();
     res->present[MIX_MODEL] = 1;
-    if (!h->has_memory && h->cache_order == 0 && !fitted) {
+    if (!hybrid_parts_any(h) && !fitted) {
         /* the transformer alone: its own figure, bit for bit */
         free(nats);
         res->bits = res->model.bits;
         res->bpb = res->model.bpb;
         res->bpb_component[MIX_MODEL] = res->model.bpb;
-        res->bpb_component[MIX_MEMORY] = res->bpb_component[MIX_CACHE] = NAN;
+        res->bpb_component[MIX_MEMORY] = res->bpb_component[MIX_CACHE] = res->bpb_component[MIX_MATCH] = NAN;
         res->mean_weight[MIX_MODEL] = 1;
-        res->mean_weight[MIX_MEMORY] = res->mean_weight[MIX_CACHE] = NAN;
+        res->mean_weight[MIX_MEMORY] = res->mean_weight[MIX_CACHE] = res->mean_weight[MIX_MATCH] = NAN;
         res->adapt = adapt;
         res->seconds = timer_now() - t0;
         return 0;
@@ -49,6 +49,7 @@ int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_
     res->present[MIX_MODEL] = 1;
     res->present[MIX_MEMORY] = o.memory != NULL;
     res->present[MIX_CACHE] = o.cache_order > 0;
+    res->present[MIX_MATCH] = o.match_length > 0;
     for (int c = 0; c < MIX_N; c++) {
         res->bpb_component[c] = res->present[c] ? t.bits_component[c] / (double)n_bytes : NAN;
         res->mean_weight[c] = t.n_tokens ? t.weight_sum[c] / (double)t.n_tokens : NAN;

@@ -111,7 +111,7 @@ void icl_engine_free(icl_engine *x)
 
 int icl_engine_set_hybrid(icl_engine *x, const hybrid_parts *h, tempo_error *err)
 {
-    if (!h || (!h->has_memory && h->cache_order == 0))
+    if (!h || !hybrid_parts_any(h))
         return 0;   /* the transformer alone */
     if (h->vocab != x->V)
         return tempo_fail(err, "icl engine: the hybrid parts have %d ids, the model %d", h->vocab, x->V);

@@ -19,12 +19,18 @@ void hybrid_run_dir(const char *run_dir_or_file, char *out, size_t n)
     else snprintf(out, n, ".");
 }
 
+int hybrid_parts_any(const hybrid_parts *h)
+{
+    return h->has_memory || h->cache_order > 0 || h->match_length > 0;
+}
+
 int hybrid_parts_load(hybrid_parts *h, const char *run_dir_or_file, int vocab, uint64_t tokenizer_id,
-                      int memory_order, int cache_order, double mixer_lr, tempo_error *err)
+                      int memory_order, int cache_order, int match_length, double mixer_lr, tempo_error *err)
 {
     memset(h, 0, sizeof *h);
     h->vocab = vocab;
     h->cache_order = cache_order;
+    h->match_length = match_length;
     char dir[1024], p[1100];
     hybrid_run_dir(run_dir_or_file, dir, sizeof dir);
     if (memory_order > 0) {
@@ -40,18 +46,21 @@ int hybrid_parts_load(hybrid_parts *h, const char *run_dir_or_file, int vocab, u
     path_join(p, sizeof p, dir, "mixer.json");
     if (path_exists(p)) {
         mixer saved;
-        if (mixer_load(&saved, p, err)) {
+        int rc = mixer_load(&saved, p, err);
+        if (rc == -1) {
             hybrid_parts_free(h);
             return -1;
         }
-        if (saved.memory_order == mem_k && saved.cache_order == cache_order) {
+        if (rc == 0 && saved.memory_order == mem_k && saved.cache_order == cache_order &&
+            saved.match == (match_length > 0)) {
             h->mx = saved;
             h->mixer_fitted = 1;
             return 0;
         }
-        mixer_free(&saved);
+        if (rc == 0)
+            mixer_free(&saved);   /* fitted for other parts (or of an older layout): start from equal weights */
     }
-    if (mixer_init(&h->mx, mem_k, cache_order, mixer_lr, err)) {
+    if (mixer_init(&h->mx, mem_k, cache_order, match_length > 0, mixer_lr, err)) {
         hybrid_parts_free(h);
         return -1;
     }
@@ -67,6 +76,6 @@ void hybrid_parts_free(hybrid_parts *h)
 
 mixture_options hybrid_parts_options(const hybrid_parts *h, int adapt)
 {
-    mixture_options o = {h->has_memory ? &h->memory : NULL, h->vocab, h->cache_order, adapt};
+    mixture_options o = {h->has_memory ? &h->memory : NULL, h->vocab, h->cache_order, adapt, h->match_length};
     return o;
 }

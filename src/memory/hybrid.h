@@ -17,6 +17,7 @@ typedef struct {
     ngram_memory memory;
     int has_memory;
     int cache_order;        /* 0: no cache */
+    int match_length;       /* 0: no match model */
     mixer mx;               /* initial weights (fitted, or equal when the run has none) */
     int mixer_fitted;       /* 1: mx came from mixer.json */
     int vocab;
@@ -24,13 +25,18 @@ typedef struct {
 
 /* Gather the parts of the run at run_dir_or_file (a run folder or its
  * model.safetensors): memory_order > 0 needs RUN_DIR/memory.bin (a clear
- * error when missing or foreign); cache_order > 0 turns the cache on;
- * mixer.json is used when it was fitted for these orders, else the weights
- * start equal (mixer_lr is the online rate then). Orders of 0 switch a
+ * error when missing or foreign); cache_order > 0 turns the cache on,
+ * match_length > 0 the match model;
+ * mixer.json is used when it was fitted for these parts, else (other parts,
+ * or an older layout) the weights start equal (mixer_lr is the online rate
+ * then); a corrupt mixer.json is an error. Orders of 0 switch a
  * component off even when the run has it (eval --no-memory, --no-cache). */
 int hybrid_parts_load(hybrid_parts *h, const char *run_dir_or_file, int vocab, uint64_t tokenizer_id,
-                      int memory_order, int cache_order, double mixer_lr, tempo_error *err);
+                      int memory_order, int cache_order, int match_length, double mixer_lr, tempo_error *err);
 void hybrid_parts_free(hybrid_parts *h);
+
+/* 1 when h has any component beside the transformer. */
+int hybrid_parts_any(const hybrid_parts *h);
 
 /* Options for reading a stream through these parts. */
 mixture_options hybrid_parts_options(const hybrid_parts *h, int adapt);

@@ -9,17 +9,23 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/strbuf.h"
+#include "memory/match_model.h"
 
-const char *const mixer_component_names[MIX_N] = {"transformer", "memory", "cache"};
+const char *const mixer_component_names[MIX_N] = {"transformer", "memory", "cache", "match"};
 
-static int total_bin(uint32_t total)
+/* A matched context's bin: seen once or twice; 3-15 times; more; or at
+ * least 3 times and always followed by the same token (deterministic). */
+#define CONTEXT_BINS 4
+static int context_bin(const ngram_match *m)
 {
-    return total <= 2 ? 0 : total <= 15 ? 1 : 2;
+    if (m->total <= 2) return 0;
+    if (m->distinct == 1) return 3;
+    return m->total <= 15 ? 1 : 2;
 }
 
-static int part_slots(int order) { return (order + 1) * 3; }
+static int part_slots(int order) { return (order + 1) * CONTEXT_BINS; }
 
-int mixer_init(mixer *mx, int memory_order, int cache_order, double lr, tempo_error *err)
+int mixer_init(mixer *mx, int memory_order, int cache_order, int match, double lr, tempo_error *err)
 {
     memset(mx, 0, sizeof *mx);
     if (memory_order < 0 || memory_order > NGRAM_MAX_ORDER || cache_order < 0 || cache_order > NGRAM_MAX_ORDER)
@@ -28,7 +34,8 @@ int mixer_init(mixer *mx, int memory_order, int cache_order, double lr, tempo_er
         return tempo_usage(err, "mixer: learning rate %g outside 0..10", lr);
     mx->memory_order = memory_order;
     mx->cache_order = cache_order;
-    mx->n_buckets = part_slots(memory_order) * part_slots(cache_order);
+    mx->match = match ? 1 : 0;
+    mx->n_buckets = part_slots(memory_order) * part_slots(cache_order) * (mx->match ? MATCH_LEN_BINS : 1);
     mx->lr = lr;
     mx->theta = calloc((size_t)mx->n_buckets * MIX_N, sizeof(double));
     if (!mx->theta)
@@ -44,7 +51,7 @@ void mixer_free(mixer *mx)
 
 int mixer_copy(mixer *dst, const mixer *src, tempo_error *err)
 {
-    if (mixer_init(dst, src->memory_order, src->cache_order, src->lr, err))
+    if (mixer_init(dst, src->memory_order, src->cache_order, src->match, src->lr, err))
         return -1;
     memcpy(dst->theta, src->theta, sizeof(double) * (size_t)src->n_buckets * MIX_N);
     return 0;
@@ -55,12 +62,17 @@ static int part_index(const ngram_match *m, int order)
     if (!m || order == 0)
         return 0;
     int matched = m->matched > order ? order : m->matched;
-    return matched * 3 + (matched ? total_bin(m->total) : 0);
+    return matched * CONTEXT_BINS + (matched ? context_bin(m) : 0);
 }
 
-int mixer_bucket(const mixer *mx, const ngram_match *memory, const ngram_match *cache)
+int mixer_bucket(const mixer *mx, const ngram_match *memory, const ngram_match *cache, int match_bin)
 {
-    return part_index(memory, mx->memory_order) * part_slots(mx->cache_order) + part_index(cache, mx->cache_order);
+    int b = part_index(memory, mx->memory_order) * part_slots(mx->cache_order) + part_index(cache, mx->cache_order);
+    if (!mx->match)
+        return b;
+    if (match_bin < 0) match_bin = 0;
+    if (match_bin >= MATCH_LEN_BINS) match_bin = MATCH_LEN_BINS - 1;
+    return b * MATCH_LEN_BINS + match_bin;
 }
 
 void mixer_weights(const mixer *mx, int bucket, const int present[MIX_N], double w[MIX_N])
@@ -97,10 +109,10 @@ void mixer_learn(mixer *mx, int bucket, const int present[MIX_N], const double w
 int mixer_save(const mixer *mx, const char *path, tempo_error *err)
 {
     strbuf s = {0};
-    strbuf_printf(&s, "{\"format\":\"tempo-mixer\",\"version\":1,\"components\":[\"%s\",\"%s\",\"%s\"],"
-                      "\"memory_order\":%d,\"cache_order\":%d,\"buckets\":%d,\"lr\":",
-                  mixer_component_names[0], mixer_component_names[1], mixer_component_names[2], mx->memory_order,
-                  mx->cache_order, mx->n_buckets);
+    strbuf_printf(&s, "{\"format\":\"tempo-mixer\",\"version\":2,\"components\":[\"%s\",\"%s\",\"%s\",\"%s\"],"
+                      "\"memory_order\":%d,\"cache_order\":%d,\"match\":%d,\"buckets\":%d,\"lr\":",
+                  mixer_component_names[0], mixer_component_names[1], mixer_component_names[2],
+                  mixer_component_names[3], mx->memory_order, mx->cache_order, mx->match, mx->n_buckets);
     strbuf_json_number(&s, mx->lr);
     strbuf_puts(&s, ",\"theta\":[");
     for (int b = 0; b < mx->n_buckets; b++) {
@@ -133,17 +145,29 @@ int mixer_load(mixer *mx, const char *path, tempo_error *err)
     rc = -1;
     const char *fmt = json_get_string(v, "format");
     double mo = json_get_number(v, "memory_order", -1), co = json_get_number(v, "cache_order", -1);
+    double version = json_get_number(v, "version", 0);
+    double ma = json_get_number(v, "match", -1);
+    const int width = MIX_N;
     double lr = json_get_number(v, "lr", -1), nb = json_get_number(v, "buckets", -1);
     const json_value *th = json_get(v, "theta");
-    if (!fmt || strcmp(fmt, "tempo-mixer") || json_get_number(v, "version", 0) != 1) {
-        tempo_fail(err, "%s: not a tempo mixer file (format tempo-mixer, version 1)", path);
+    if (fmt && !strcmp(fmt, "tempo-mixer") && version == 1) {
+        tempo_fail(err, "%s: a mixer of an older layout (version 1: no match model, three context bins)", path);
+        rc = -2;
         goto out;
     }
-    if (mo != (int)mo || co != (int)co || mo < 0 || mo > NGRAM_MAX_ORDER || co < 0 || co > NGRAM_MAX_ORDER) {
+    if (!fmt || strcmp(fmt, "tempo-mixer") || version != 2) {
+        tempo_fail(err, "%s: not a tempo mixer file (format tempo-mixer, version 2)", path);
+        goto out;
+    }
+    if (!(mo >= 0 && mo <= NGRAM_MAX_ORDER && co >= 0 && co <= NGRAM_MAX_ORDER) || mo != (int)mo || co != (int)co) {
         tempo_fail(err, "%s: memory_order and cache_order must be integers in 0..%d", path, NGRAM_MAX_ORDER);
         goto out;
     }
-    if (mixer_init(mx, (int)mo, (int)co, lr, err)) {
+    if (ma != 0 && ma != 1) {
+        tempo_fail(err, "%s: match must be 0 or 1", path);
+        goto out;
+    }
+    if (mixer_init(mx, (int)mo, (int)co, (int)ma, lr, err)) {
         tempo_error_prefix(err, path);
         goto out;
     }
@@ -153,11 +177,11 @@ int mixer_load(mixer *mx, const char *path, tempo_error *err)
     }
     for (size_t b = 0; b < th->n; b++) {
         const json_value *row = &th->items[b];
-        if (row->type != JSON_ARRAY || row->n != MIX_N) {
-            tempo_fail(err, "%s: theta[%zu]: expected %d numbers", path, b, MIX_N);
+        if (row->type != JSON_ARRAY || row->n != (size_t)width) {
+            tempo_fail(err, "%s: theta[%zu]: expected %d numbers", path, b, width);
             goto out;
         }
-        for (int i = 0; i < MIX_N; i++) {
+        for (int i = 0; i < width; i++) {
             const json_value *x = &row->items[i];
             if (x->type != JSON_NUMBER || !(fabs(x->number) <= 30)) {
                 tempo_fail(err, "%s: theta[%zu][%d]: expected a number in -30..30", path, b, i);

@@ -12,17 +12,20 @@ int mixture_stream_init(mixture_stream *s, const mixture_options *o, const mixer
     s->opt = *o;
     if (o->memory && o->memory->vocab != o->vocab)
         return tempo_fail(err, "mixture: the count memory has %d ids, the model %d", o->memory->vocab, o->vocab);
-    if (initial->memory_order != (o->memory ? o->memory->order : 0) || initial->cache_order != o->cache_order)
-        return tempo_fail(err, "mixture: the mixer was fitted for memory order %d and cache order %d, "
-                          "the model has %d and %d", initial->memory_order, initial->cache_order,
-                          o->memory ? o->memory->order : 0, o->cache_order);
+    if (initial->memory_order != (o->memory ? o->memory->order : 0) || initial->cache_order != o->cache_order ||
+        initial->match != (o->match_length > 0))
+        return tempo_fail(err, "mixture: the mixer was fitted for memory order %d, cache order %d, match %d; "
+                          "the model has %d, %d, %d", initial->memory_order, initial->cache_order, initial->match,
+                          o->memory ? o->memory->order : 0, o->cache_order, o->match_length > 0);
     s->present[MIX_MODEL] = 1;
     s->present[MIX_MEMORY] = o->memory != NULL;
     s->present[MIX_CACHE] = o->cache_order > 0;
-    if (o->cache_order > 0 && ngram_memory_init(&s->cache, o->vocab, o->cache_order, 1, err))
-        return -1;
-    if (mixer_copy(&s->mx, initial, err)) {
+    s->present[MIX_MATCH] = o->match_length > 0;
+    if ((o->cache_order > 0 && ngram_memory_init(&s->cache, o->vocab, o->cache_order, 1, err)) ||
+        (o->match_length > 0 && match_model_init(&s->match, o->vocab, o->match_length, err)) ||
+        mixer_copy(&s->mx, initial, err)) {
         ngram_memory_free(&s->cache);
+        match_model_free(&s->match);
         return -1;
     }
     return 0;
@@ -31,6 +34,7 @@ int mixture_stream_init(mixture_stream *s, const mixture_options *o, const mixer
 void mixture_stream_free(mixture_stream *s)
 {
     ngram_memory_free(&s->cache);
+    match_model_free(&s->match);
     mixer_free(&s->mx);
 }
 
@@ -44,15 +48,18 @@ int mixture_stream_reset(mixture_stream *s, const mixer *initial, tempo_error *e
 double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, double p_model, double mem_p,
                            const ngram_match *mem_match, mixture_totals *totals, tempo_error *err)
 {
-    double p[MIX_N] = {p_model, 0, 0}, w[MIX_N];
-    ngram_match mm = {0, 0}, cm = {0, 0};
+    double p[MIX_N] = {p_model, 0, 0, 0}, w[MIX_N];
+    ngram_match mm = {0, 0, 0}, cm = {0, 0, 0};
     if (s->present[MIX_MEMORY]) {
         if (mem_match) { p[MIX_MEMORY] = mem_p; mm = *mem_match; }
         else p[MIX_MEMORY] = ngram_memory_prob(s->opt.memory, tokens, i, &mm);
     }
     if (s->present[MIX_CACHE])
         p[MIX_CACHE] = ngram_memory_prob(&s->cache, tokens, i, &cm);
-    int b = mixer_bucket(&s->mx, s->present[MIX_MEMORY] ? &mm : NULL, s->present[MIX_CACHE] ? &cm : NULL);
+    if (s->present[MIX_MATCH])
+        p[MIX_MATCH] = match_model_prob(&s->match, tokens, i);
+    int b = mixer_bucket(&s->mx, s->present[MIX_MEMORY] ? &mm : NULL, s->present[MIX_CACHE] ? &cm : NULL,
+                         s->present[MIX_MATCH] ? match_model_bin(&s->match) : 0);
     mixer_weights(&s->mx, b, s->present, w);
     double pm = 0;
     for (int c = 0; c < MIX_N; c++)
@@ -71,6 +78,8 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
         mixer_learn(&s->mx, b, s->present, w, p);
         if (s->present[MIX_CACHE] && ngram_memory_add(&s->cache, tokens, i, err))
             return -1;
+        if (s->present[MIX_MATCH])
+            match_model_update(&s->match, tokens, i);
     }
     return pm;
 }
@@ -80,7 +89,9 @@ void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t 
 {
     const int V = s->opt.vocab;
     double *pmem = tmp, *pcache = tmp + V, w[MIX_N];
-    ngram_match mm = {0, 0}, cm = {0, 0};
+    double qmatch = 0;
+    int32_t predicted = -1;
+    ngram_match mm = {0, 0, 0}, cm = {0, 0, 0};
     if (s->present[MIX_MEMORY]) {
         ngram_memory_dist(s->opt.memory, tokens, i, pmem);
         mm = ngram_memory_match(s->opt.memory, tokens, i);
@@ -89,11 +100,16 @@ void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t 
         ngram_memory_dist(&s->cache, tokens, i, pcache);
         cm = ngram_memory_match(&s->cache, tokens, i);
     }
-    int b = mixer_bucket(&s->mx, s->present[MIX_MEMORY] ? &mm : NULL, s->present[MIX_CACHE] ? &cm : NULL);
+    if (s->present[MIX_MATCH])   /* q on one id, the rest even: no array needed */
+        qmatch = match_model_predict(&s->match, tokens, &predicted);
+    int b = mixer_bucket(&s->mx, s->present[MIX_MEMORY] ? &mm : NULL, s->present[MIX_CACHE] ? &cm : NULL,
+                         s->present[MIX_MATCH] ? match_model_bin(&s->match) : 0);
     mixer_weights(&s->mx, b, s->present, w);
     for (int t = 0; t < V; t++)
         out[t] = w[MIX_MODEL] * p_model[t] + (s->present[MIX_MEMORY] ? w[MIX_MEMORY] * pmem[t] : 0) +
-                 (s->present[MIX_CACHE] ? w[MIX_CACHE] * pcache[t] : 0);
+                 (s->present[MIX_CACHE] ? w[MIX_CACHE] * pcache[t] : 0) +
+                 (s->present[MIX_MATCH] ? w[MIX_MATCH] * (predicted < 0 ? 1.0 / V
+                                                          : t == predicted ? qmatch : (1 - qmatch) / (V - 1)) : 0);
 }
 
 int mixture_stream_logits(mixture_stream *s, const int32_t *tokens, size_t n, float *z, double *tmp,
@@ -102,9 +118,12 @@ int mixture_stream_logits(mixture_stream *s, const int32_t *tokens, size_t n, fl
     const int V = s->opt.vocab;
     if (s->n_counted > n)
         return tempo_fail(err, "mixture: stream read backwards (%zu tokens counted, %zu given)", s->n_counted, n);
-    for (; s->n_counted < n; s->n_counted++)
+    for (; s->n_counted < n; s->n_counted++) {
         if (s->present[MIX_CACHE] && ngram_memory_add(&s->cache, tokens, s->n_counted, err))
             return -1;
+        if (s->present[MIX_MATCH])
+            match_model_update(&s->match, tokens, s->n_counted);
+    }
     double *pm = tmp, *out = tmp + V;
     float top = z[0];
     for (int v = 1; v < V; v++)

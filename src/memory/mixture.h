@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "memory/match_model.h"
 #include "memory/mixer.h"
 #include "memory/ngram_memory.h"
 
@@ -24,11 +25,13 @@ typedef struct {
     int vocab;
     int cache_order;             /* 0: no cache */
     int adapt;                   /* 1: the cache counts and the mixer learns as the stream is read */
+    int match_length;            /* > 0: the match model, finding matches of this many tokens; 0 = none */
 } mixture_options;
 
 typedef struct {
     mixture_options opt;
     ngram_memory cache;          /* of the stream so far (when cache_order > 0) */
+    match_model match;           /* of the stream so far (when match_length > 0) */
     mixer mx;                    /* a copy of the initial mixer, updated when adapt */
     int present[MIX_N];
     size_t n_counted;            /* mixture_stream_logits: tokens of the stream the cache holds */

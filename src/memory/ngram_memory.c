@@ -156,7 +156,7 @@ double ngram_memory_prob(const ngram_memory *m, const int32_t *tokens, size_t i,
     const uint64_t w = (uint64_t)tokens[i];
     double p = 1.0 / (double)m->vocab;
     uint64_t ctx = 0;
-    ngram_match mt = {0, 0};
+    ngram_match mt = {0, 0, 0};
     for (int n = 1; n <= m->order; n++) {
         if ((size_t)(n - 1) > i)
             break;
@@ -168,6 +168,7 @@ double ngram_memory_prob(const ngram_memory *m, const int32_t *tokens, size_t i,
         p = kn_step(m->disc[n], s, find_count(m, n, ctx * V + w), p);
         mt.matched = n;
         mt.total = s[0];
+        mt.distinct = s[1] + s[2] + s[3];
     }
     if (match)
         *match = mt;
@@ -210,7 +211,7 @@ double ngram_memory_prob_loo(const ngram_memory *m, const int32_t *tokens, size_
 
 ngram_match ngram_memory_match(const ngram_memory *m, const int32_t *tokens, size_t i)
 {
-    ngram_match mt = {0, 0};
+    ngram_match mt = {0, 0, 0};
     uint64_t ctx = 0;
     for (int n = 1; n <= m->order; n++) {
         if ((size_t)(n - 1) > i)
@@ -221,6 +222,7 @@ ngram_match ngram_memory_match(const ngram_memory *m, const int32_t *tokens, siz
         if (s) {
             mt.matched = n;
             mt.total = s[0];
+            mt.distinct = s[1] + s[2] + s[3];
         }
     }
     return mt;
@@ -493,6 +495,19 @@ int ngram_memory_build(ngram_memory *m, const ngram_stream *s, int prune_min, te
     m->prune_min = prune_min;
     m->tokens = s->n;
     return 0;
+}
+
+double ngram_memory_estimate_bytes(int order, uint64_t n_tokens)
+{
+    /* distinct n-grams per token for n = 1..8 (n >= 6 assumed near one) */
+    static const double distinct[NGRAM_MAX_ORDER + 1] = {0, 0.0001, 0.026, 0.224, 0.545, 0.78, 0.9, 0.95, 0.97};
+    double bytes = 0;
+    for (int n = 1; n <= order && n <= NGRAM_MAX_ORDER; n++) {
+        bytes += distinct[n] * (double)n_tokens / 0.7 * (double)count_table_stride(1);
+        if (n >= 2)   /* contexts of order n: about the (n-1)-grams */
+            bytes += distinct[n - 1] * (double)n_tokens / 0.7 * (double)count_table_stride(NGRAM_CTX_WORDS);
+    }
+    return bytes * 1.3;   /* growth and compaction hold two copies of a table for a while */
 }
 
 uint64_t ngram_memory_entries(const ngram_memory *m)

@@ -60,10 +60,11 @@ typedef struct {
 } ngram_memory;
 
 /* What a query found: the longest order whose context was seen (0 = none),
- * and that context's total count. */
+ * that context's total count and how many distinct tokens followed it. */
 typedef struct {
     int matched;
     uint32_t total;
+    uint32_t distinct;   /* how many different tokens followed that context (n1 + n2 + n3) */
 } ngram_match;
 
 /* The largest K for which V^K fits (at most NGRAM_MAX_ORDER). */
@@ -111,6 +112,12 @@ typedef struct {
  * come from ngram_memory_init with shards = threads and be empty. The result
  * depends on the stream, K, prune_min and threads only. */
 int ngram_memory_build(ngram_memory *m, const ngram_stream *s, int prune_min, tempo_error *err);
+
+/* About how many bytes a build of order K over n tokens will hold at its
+ * peak, from distinct n-grams per token measured on English BPE text
+ * (order 4 over 90 M tokens of vocab 4097: 2.3 GB; order 5: 5.3 GB). A
+ * guess for refusing a build that cannot fit, not a promise. */
+double ngram_memory_estimate_bytes(int order, uint64_t n_tokens);
 
 /* Slots and bytes the tables take (keys and values). */
 uint64_t ngram_memory_entries(const ngram_memory *m);

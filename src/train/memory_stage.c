@@ -2,6 +2,7 @@
  * during training (see memory_stage.h). */
 #include "train/memory_stage.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,21 @@
 #include "core/timer.h"
 #include "eval/hybrid_bpb.h"
 #include "memory/memory_file.h"
+
+/* MemAvailable from /proc/meminfo in bytes, or 0 when unknown. */
+static double available_bytes(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    double kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024;
+}
 
 static void *save_thread(void *arg)
 {
@@ -21,7 +37,7 @@ static void *save_thread(void *arg)
 
 static int uses_holdout(const run_config *cfg)
 {
-    return cfg->mixer_holdout > 0 && (cfg->memory_order > 0 || cfg->cache_order > 0);
+    return cfg->mixer_holdout > 0 && (cfg->memory_order > 0 || cfg->cache_order > 0 || cfg->match_length > 0);
 }
 
 int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
@@ -49,6 +65,11 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
     }
     if (threads < 1) threads = 1;
     if (threads > NGRAM_MAX_SHARDS) threads = NGRAM_MAX_SHARDS;
+    double need = ngram_memory_estimate_bytes(cfg->memory_order, ms->holdout_start), have = available_bytes();
+    if (have > 0 && need > have)
+        return tempo_fail(err, "count memory: order %d over %llu tokens needs about %.1f GB, and %.1f GB of memory is "
+                          "available (lower memory_order)", cfg->memory_order,
+                          (unsigned long long)ms->holdout_start, need / 1e9, have / 1e9);
     if (ngram_memory_init(&ms->memory, (int)train->vocab_size, cfg->memory_order, threads, err))
         return -1;
     if (progress)
@@ -98,13 +119,15 @@ int memory_stage_parts(memory_stage *ms, const run_config *cfg, int vocab, hybri
     memset(h, 0, sizeof *h);
     h->vocab = vocab;
     h->cache_order = cfg->cache_order;
+    h->match_length = cfg->match_length;
     if (ms->has_memory) {
         h->memory = ms->memory;   /* shallow: owned by ms */
         h->has_memory = 1;
     }
     if (ms->has_fitted)
         return mixer_copy(&h->mx, &ms->fitted, err);
-    return mixer_init(&h->mx, h->has_memory ? h->memory.order : 0, cfg->cache_order, cfg->mixer_lr, err);
+    return mixer_init(&h->mx, h->has_memory ? h->memory.order : 0, cfg->cache_order, cfg->match_length > 0,
+                      cfg->mixer_lr, err);
 }
 
 double memory_stage_fit_estimate(const run_config *cfg, double step_s, uint64_t tokens_per_step)

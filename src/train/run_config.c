@@ -65,6 +65,7 @@ static const key_def KEYS[] = {
     {"memory_order", K_INT, F(memory_order), 0, 8, "count memory of the training tokens, n-gram orders 1..K; 0 = none"},
     {"memory_prune", K_INT, F(memory_prune), 1, 1 << 20, "drop top-order n-grams counted fewer times (1 = keep all)"},
     {"cache_order", K_INT, F(cache_order), 0, 8, "cache of the text being read, orders 1..K; 0 = none"},
+    {"match_length", K_INT, F(match_length), 0, 64, "match model of the text being read: tokens a match starts from; 0 = none"},
     {"mixer_lr", K_DOUBLE, F(mixer_lr), 0, 10, "online learning rate of the mixing weights"},
     {"mixer_holdout", K_INT, F(mixer_holdout), 0, 1 << 30, "training tokens kept out of the memory to fit the mixer"},
     {"memory_train_weight", K_DOUBLE, F(memory_train_weight), 0, 1,

@@ -30,6 +30,7 @@ typedef struct {
     int memory_order;        /* count memory of the training stream, orders 1..K; 0 = none */
     int memory_prune;        /* top-order n-grams counted fewer times are dropped (1 = keep all) */
     int cache_order;         /* cache of the text being read, orders 1..K; 0 = none */
+    int match_length;        /* match model of the text being read: tokens a match starts from; 0 = none */
     double mixer_lr;         /* online learning rate of the mixing weights */
     int mixer_holdout;       /* training tokens kept out of the memory to fit the mixer on; 0 = no fit */
     double memory_train_weight; /* > 0: the transformer trains on -ln(a p + (1-a) p_memory), a = this; 0 = plain */

@@ -465,7 +465,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
                         st.memory_s > 0 ? " after the count memory's build" : "");
     if (rc == 0 && !res->interrupted) {
         /* the mixer's initial weights, on the held-out training tokens: charged to the budget */
-        if (o->progress && cfg.mixer_holdout > 0 && (cfg.memory_order > 0 || cfg.cache_order > 0))
+        if (o->progress && cfg.mixer_holdout > 0 && (cfg.memory_order > 0 || cfg.cache_order > 0 || cfg.match_length > 0))
             fprintf(o->progress, "fitting the mixer on %d held-out training tokens...\n", cfg.mixer_holdout);
         rc = memory_stage_fit_mixer(&c.mem, c.m, &cfg, &c.train, o->out_dir, cfg.micro_batch, &res->mixer_seconds,
                                     err);
@@ -477,6 +477,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
         rc = memory_stage_wait_saved(&c.mem, err);
     res->memory_order = c.mem.has_memory ? c.mem.memory.order : 0;
     res->cache_order = cfg.cache_order;
+    res->match_length = cfg.match_length;
     res->memory_seconds = st.memory_s;
     res->memory_save_seconds = c.mem.save_s;
     if (c.mem.has_memory) {
@@ -484,7 +485,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
         res->memory_entries = ngram_memory_entries(&c.mem.memory);
         res->memory_tokens = c.mem.memory.tokens;
     }
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < MIX_N; k++)
         res->val_bpb_component[k] = res->val_mean_weight[k] = NAN;
     res->train_seconds = st.elapsed_s;
     res->budget_s = budget;
@@ -523,7 +524,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
             res->val_tokens = hr.model.n_tokens;
             res->val_seconds = hr.seconds;
             res->val_model_seconds = hr.model.seconds;
-            for (int k = 0; k < 3; k++) {
+            for (int k = 0; k < MIX_N; k++) {
                 res->val_bpb_component[k] = hr.bpb_component[k];
                 res->val_mean_weight[k] = hr.mean_weight[k];
             }

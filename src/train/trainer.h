@@ -55,13 +55,13 @@ typedef struct {
     double peak_gflops;
     double step_seconds_mean;
     /* the hybrid model (DESIGN.md section 6); memory_order 0 = no count memory */
-    int memory_order, cache_order;
+    int memory_order, cache_order, match_length;
     double memory_seconds;            /* building the count memory, charged to the budget */
     double memory_save_seconds;       /* writing memory.bin, in the background while training */
     uint64_t memory_bytes, memory_entries, memory_tokens;
     double mixer_seconds;             /* fitting the mixer on held-out training tokens, charged to the budget */
-    double val_bpb_component[3];      /* transformer, memory, cache alone on val (NaN when absent) */
-    double val_mean_weight[3];
+    double val_bpb_component[4];      /* transformer, memory, cache, match model alone on val (NaN when absent) */
+    double val_mean_weight[4];
     double val_model_seconds;         /* the transformer's part of val_seconds */
 } train_result;
 

@@ -150,7 +150,7 @@ static double mixed_nll(const hybrid_parts *h, const int32_t *tok, int pos, cons
     ngram_match mm = ngram_memory_match(&h->memory, tok, (size_t)pos);
     ngram_match cm = ngram_memory_match(&cache, tok, (size_t)pos);
     int present[MIX_N] = {1, 1, 1};
-    mixer_weights(&h->mx, mixer_bucket(&h->mx, &mm, &cm), present, w);
+    mixer_weights(&h->mx, mixer_bucket(&h->mx, &mm, &cm, 0), present, w);
     int best = 0;
     double pbest = -1, ptarget = 0;
     for (int v = 0; v < V; v++) {
@@ -185,7 +185,7 @@ static void test_hybrid_matches_reference(void)
     h.has_memory = 1;
     h.cache_order = 2;
     h.vocab = V;
-    CHECK(mixer_init(&h.mx, 3, 2, 0.1, &err) == 0);
+    CHECK(mixer_init(&h.mx, 3, 2, 0, 0.1, &err) == 0);
     for (int i = 0; i < h.mx.n_buckets * MIX_N; i++)
         h.mx.theta[i] = (double)rng_below(&r, 400) / 100.0 - 2.0;
     enum { N = 6 };

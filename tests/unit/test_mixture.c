@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "memory/match_model.h"
 #include "memory/mixer.h"
 #include "memory/mixture.h"
 #include "memory/ngram_memory.h"
@@ -58,10 +59,10 @@ static void test_sums_and_consistency(void)
     const int V = 23;
     ngram_memory mem;
     build_memory(&mem, V, 3, 9);
-    mixture_options o = {&mem, V, 3, 1};
+    mixture_options o = {&mem, V, 3, 1, 4};
     mixer mx;
     tempo_error e;
-    CHECK(mixer_init(&mx, 3, 3, 0.05, &e) == 0);
+    CHECK(mixer_init(&mx, 3, 3, 1, 0.05, &e) == 0);
     mixture_stream s;
     CHECK(mixture_stream_init(&s, &o, &mx, &e) == 0);
     size_t n = 3000;
@@ -97,7 +98,7 @@ static void score(const ngram_memory *mem, const mixer *mx, const int32_t *x, si
         model_dist(x, i, V, d);
         pm[i] = d[x[i]];
     }
-    mixture_options o = {mem, V, 3, 1};
+    mixture_options o = {mem, V, 3, 1, 4};
     mixture_totals t;
     tempo_error e;
     CHECK(mixture_score(&o, mx, x, n, pm, bits, &t, NULL, &e) == 0);
@@ -114,7 +115,7 @@ static void test_causality(void)
     build_memory(&mem, V, 3, 2);
     mixer mx;
     tempo_error e;
-    CHECK(mixer_init(&mx, 3, 3, 0.1, &e) == 0);
+    CHECK(mixer_init(&mx, 3, 3, 1, 0.1, &e) == 0);
     size_t n = 4000;
     int32_t *a = malloc(sizeof(int32_t) * n), *b = malloc(sizeof(int32_t) * n);
     double *ba = malloc(sizeof(double) * n), *bb = malloc(sizeof(double) * n);
@@ -153,31 +154,78 @@ static void test_learning(void)
     for (size_t i = 1; i < n; i++) { model_dist(x, i, V, d); pm[i] = d[x[i]]; }
     mixer mx, fitted;
     tempo_error e;
-    CHECK(mixer_init(&mx, 3, 3, 0.05, &e) == 0);
-    mixture_options o = {&mem, V, 3, 1};
+    CHECK(mixer_init(&mx, 3, 3, 1, 0.05, &e) == 0);
+    mixture_options o = {&mem, V, 3, 1, 4};
     mixture_totals t;
     CHECK(mixture_score(&o, &mx, x, n, pm, NULL, &t, &fitted, &e) == 0);
     CHECK(t.bits < t.bits_component[MIX_MODEL] && t.bits < t.bits_component[MIX_MEMORY]);
     CHECK(t.weight_sum[MIX_CACHE] > t.weight_sum[MIX_MODEL]);
-    /* over the last pass the cache carried most of the weight */
-    CHECK_MSG(t.weight_sum[MIX_CACHE] / (double)t.n_tokens > 0.6, "mean cache weight %g",
-              t.weight_sum[MIX_CACHE] / (double)t.n_tokens);
-    /* and the fitted mixer gives it most weight where it matched a long, frequent context */
-    ngram_match mem3 = ngram_memory_match(&mem, x, n - 1), full = {3, 100};
-    int present[MIX_N] = {1, 1, 1};
+    /* the components that learn the text (cache, match model) carried most of the weight */
+    double adaptive = (t.weight_sum[MIX_CACHE] + t.weight_sum[MIX_MATCH]) / (double)t.n_tokens;
+    CHECK_MSG(adaptive > 0.6, "mean cache + match weight %g", adaptive);
+    /* and the fitted mixer gives them most weight in a long match after a long, frequent context */
+    ngram_match mem3 = ngram_memory_match(&mem, x, n - 1), full = {3, 100, 1};
+    int present[MIX_N] = {1, 1, 1, 1};
     double w[MIX_N];
-    mixer_weights(&fitted, mixer_bucket(&fitted, &mem3, &full), present, w);
-    CHECK_MSG(w[MIX_CACHE] > 0.8, "cache weight %g", w[MIX_CACHE]);
+    mixer_weights(&fitted, mixer_bucket(&fitted, &mem3, &full, MATCH_LEN_BINS - 1), present, w);
+    CHECK_MSG(w[MIX_CACHE] + w[MIX_MATCH] > 0.8, "cache + match weight %g", w[MIX_CACHE] + w[MIX_MATCH]);
     /* without adaptation nothing is learned: the cache stays empty, the weights equal */
     o.adapt = 0;
     mixture_totals t2;
     CHECK(mixture_score(&o, &mx, x, n, pm, NULL, &t2, NULL, &e) == 0);
-    CHECK_NEAR(t2.weight_sum[MIX_CACHE] / (double)t2.n_tokens, 1.0 / 3, 1e-12);
+    CHECK_NEAR(t2.weight_sum[MIX_CACHE] / (double)t2.n_tokens, 1.0 / MIX_N, 1e-12);
     CHECK(t2.bits > t.bits);
     mixer_free(&mx);
     mixer_free(&fitted);
     ngram_memory_free(&mem);
     free(x); free(pm); free(d);
+}
+
+/* The match model against a plain reference: at each position, the most
+ * recent earlier occurrence of the last L tokens found by searching the
+ * stream, followed while it predicts right, with the hit rate per length bin. */
+static void test_match_model(void)
+{
+    const int V = 13, L = 3;
+    size_t n = 3000;
+    int32_t *x = malloc(sizeof(int32_t) * n);
+    make_stream(x, n, V, 21);
+    for (size_t i = 1000; i < 1400; i++) x[i] = x[i - 700];   /* a long repeat */
+    match_model mm;
+    tempo_error e;
+    CHECK(match_model_init(&mm, V, L, &e) == 0);
+    size_t ref_next = 0;   /* the reference's predicted position + 1 */
+    int ref_len = 0;
+    uint32_t hits[MATCH_LEN_BINS] = {0}, trials[MATCH_LEN_BINS] = {0};
+    int mismatches = 0, long_matches = 0;
+    double *p = malloc(sizeof(double) * V);
+    for (size_t i = 0; i < n; i++) {
+        int bin = !ref_next ? 0 : ref_len < 4 ? 1 : ref_len < 8 ? 2 : ref_len < 16 ? 3 : ref_len < 32 ? 4 : 5;
+        double q = ((double)hits[bin] + 1) / ((double)trials[bin] + 2);
+        double want = !ref_next ? 1.0 / V : x[ref_next - 1] == x[i] ? q : (1 - q) / (V - 1);
+        if (fabs(match_model_prob(&mm, x, i) - want) > 1e-15 || match_model_bin(&mm) != bin) mismatches++;
+        int32_t pred;
+        double qq = match_model_predict(&mm, x, &pred), sum = 0;
+        for (int w = 0; w < V; w++) sum += pred < 0 ? 1.0 / V : w == pred ? qq : (1 - qq) / (V - 1);
+        CHECK_NEAR(sum, 1.0, 1e-12);
+        match_model_update(&mm, x, i);
+        /* the reference learns the same token */
+        if (ref_next) {
+            trials[bin]++;
+            if (x[ref_next - 1] == x[i]) { hits[bin]++; ref_next++; ref_len++; }
+            else { ref_next = 0; ref_len = 0; }
+        }
+        size_t end = i + 1;
+        if (!ref_next && end >= (size_t)L)
+            for (size_t q2 = end - 1; q2 >= (size_t)L; q2--)
+                if (!memcmp(x + q2 - L, x + end - L, sizeof(int32_t) * L)) { ref_next = q2 + 1; ref_len = 0; break; }
+        long_matches += ref_len >= 32;
+    }
+    CHECK_MSG(mismatches == 0, "%d positions differ from the reference", mismatches);
+    CHECK(long_matches > 200);   /* the repeat was found and followed */
+    free(p);
+    match_model_free(&mm);
+    free(x);
 }
 
 static void write_text(const char *path, const char *text)
@@ -195,29 +243,35 @@ static void test_mixer_file(void)
     close(fd);
     mixer a, b;
     tempo_error e;
-    CHECK(mixer_init(&a, 4, 2, 0.02, &e) == 0);
+    CHECK(mixer_init(&a, 4, 2, 1, 0.02, &e) == 0);
     for (int i = 0; i < a.n_buckets * MIX_N; i++) a.theta[i] = (i % 7) * 0.37 - 1.1;
     CHECK(mixer_save(&a, path, &e) == 0);
     CHECK_MSG(mixer_load(&b, path, &e) == 0, "%s", e.msg);
-    CHECK(b.memory_order == 4 && b.cache_order == 2 && b.n_buckets == a.n_buckets && b.lr == a.lr);
+    CHECK(b.memory_order == 4 && b.cache_order == 2 && b.match == 1 && b.n_buckets == a.n_buckets && b.lr == a.lr);
     CHECK(!memcmp(a.theta, b.theta, sizeof(double) * (size_t)a.n_buckets * MIX_N));
     mixer_free(&b);
     const char *bad[] = {
-        "", "{", "[]", "{\"format\":\"x\",\"version\":1}",
-        "{\"format\":\"tempo-mixer\",\"version\":1,\"memory_order\":9,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[]}",
-        "{\"format\":\"tempo-mixer\",\"version\":1,\"memory_order\":0,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[[1,2]]}",
-        "{\"format\":\"tempo-mixer\",\"version\":1,\"memory_order\":0,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[[1,2,1e300]]}",
-        "{\"format\":\"tempo-mixer\",\"version\":1,\"memory_order\":0,\"cache_order\":0,\"lr\":-1,\"buckets\":1,\"theta\":[[1,2,3]]}",
-        "{\"format\":\"tempo-mixer\",\"version\":1,\"memory_order\":0.5,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[[1,2,3]]}",
+        "", "{", "[]", "{\"format\":\"x\",\"version\":2}",
+        "{\"format\":\"tempo-mixer\",\"version\":2,\"memory_order\":9,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[]}",
+        "{\"format\":\"tempo-mixer\",\"version\":2,\"memory_order\":0,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[[1,2]]}",
+        "{\"format\":\"tempo-mixer\",\"version\":3,\"memory_order\":0,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[[1,2,3]]}",
+        "{\"format\":\"tempo-mixer\",\"version\":2,\"memory_order\":0,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[[1,2,1e300]]}",
+        "{\"format\":\"tempo-mixer\",\"version\":2,\"memory_order\":0,\"cache_order\":0,\"lr\":-1,\"buckets\":1,\"theta\":[[1,2,3]]}",
+        "{\"format\":\"tempo-mixer\",\"version\":2,\"memory_order\":0.5,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[[1,2,3]]}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_text(path, bad[i]);
         CHECK_MSG(mixer_load(&b, path, &e) == -1 && strstr(e.msg, path), "case %zu: %s", i, e.msg);
     }
-    write_text(path, "{\"format\":\"tempo-mixer\",\"version\":1,\"memory_order\":0,\"cache_order\":0,\"lr\":0.1,"
-                     "\"buckets\":9,\"theta\":[[0,0,0],[0,0,0],[0,0,0],[0,0,0],[0,0,0],[0,0,0],[0,0,0],[0,0,0],[1,2,3]]}");
+    write_text(path, "{\"format\":\"tempo-mixer\",\"version\":2,\"memory_order\":0,\"cache_order\":0,\"match\":0,"
+                     "\"lr\":0.1,\"buckets\":16,\"theta\":[[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[1,2,3,4]]}");
     CHECK_MSG(mixer_load(&b, path, &e) == 0, "%s", e.msg);
     mixer_free(&b);
+    /* version 1 (before the match model and the context bins): refused as an older layout */
+    write_text(path, "{\"format\":\"tempo-mixer\",\"version\":1,\"memory_order\":0,\"cache_order\":0,"
+                     "\"lr\":0.1,\"buckets\":9,\"theta\":[[0,0,0],[0,0,0],[0,0,0],[0,0,0],[0,0,0],[0,0,0],"
+                     "[0,0,0],[0,0,0],[1,2,3]]}");
+    CHECK(mixer_load(&b, path, &e) == -2 && strstr(e.msg, "older layout"));
     unlink(path);
     mixer_free(&a);
 }
@@ -227,6 +281,7 @@ int main(void)
     RUN(test_sums_and_consistency);
     RUN(test_causality);
     RUN(test_learning);
+    RUN(test_match_model);
     RUN(test_mixer_file);
     return test_summary("test_mixture");
 }

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# train_hybrid.sh - the hybrid model end to end on the tiny fixture: train
+# with a count memory, a cache and training inside the mixture; the run
+# folder holds memory.bin and mixer.json; result.json reports the parts;
+# tempo eval of the folder gives the trainer's val bpb again, and with
+# --no-memory --no-cache the transformer's alone; icl and generate use the
+# mixture; a stopped run resumes from its memory.bin bit-identically; bad
+# memory files and orders are one-line errors.
+source "$(dirname "$0")/train_common.bash"
+D=$(tiny_data 512)
+HYB=(--set memory_order=4 --set cache_order=3 --set match_length=4 --set mixer_holdout=4096 --set memory_train_weight=0.5)
+COMMON=(--data "$D" --preset tiny-test --steps 30 --threads 2 --seed 5 "${HYB[@]}")
+R="$E2E_TMP/run"
+"$TEMPO" train "${COMMON[@]}" --out "$R" > "$E2E_TMP/train.out" 2> "$E2E_TMP/train.err" \
+    || { cat "$E2E_TMP/train.err" >&2; fail "hybrid training failed"; }
+for f in model.safetensors memory.bin mixer.json result.json; do [ -s "$R/$f" ] || fail "no $f in the run folder"; done
+python3 - "$R/result.json" <<'PY' || fail "result.json lacks the hybrid model's figures"
+import json, math, sys
+r = json.load(open(sys.argv[1]))
+assert r["memory_order"] == 4 and r["cache_order"] == 3 and r["match_length"] == 4, r
+assert r["memory_seconds"] > 0 and r["mixer_seconds"] > 0 and r["memory_bytes"] > 0 and r["memory_entries"] > 0
+assert r["memory_tokens"] > 0
+for k in ("transformer", "memory", "cache", "match"):
+    assert math.isfinite(r["val_bpb_" + k]) and 0 < r["val_weight_" + k] < 1, k
+# the mixture beats every component alone on the tiny val text
+assert r["val_bpb"] < min(r["val_bpb_" + k] for k in ("transformer", "memory", "cache", "match")), r
+PY
+# tempo eval of the folder: the same mixture, the same figure
+"$TEMPO" eval --model "$R" --data "$D" --batch 8 > "$E2E_TMP/eval.json" 2>/dev/null || fail "eval of the hybrid run failed"
+python3 - "$R/result.json" "$E2E_TMP/eval.json" <<'PY' || fail "eval does not reproduce the trainer's val bpb"
+import json, sys
+r, e = json.load(open(sys.argv[1])), json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
+assert e["mixer"] == "fitted" and e["memory_order"] == 4 and e["cache_order"] == 3 and e["match_length"] == 4, e
+assert abs(e["bpb"] - r["val_bpb"]) <= 1e-6 * r["val_bpb"], (e["bpb"], r["val_bpb"])
+for k in ("transformer", "memory", "cache", "match"):
+    assert abs(e["components"][k]["bpb"] - r["val_bpb_" + k]) <= 1e-6 * r["val_bpb_" + k], k
+PY
+"$TEMPO" eval --model "$R" --data "$D" --batch 8 --no-memory --no-cache > "$E2E_TMP/plain.json" 2>/dev/null \
+    || fail "eval --no-memory --no-cache failed"
+python3 - "$R/result.json" "$E2E_TMP/plain.json" <<'PY' || fail "--no-memory --no-cache is not the transformer alone"
+import json, sys
+r, e = json.load(open(sys.argv[1])), json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
+assert e["memory_order"] == 0 and e["cache_order"] == 0 and e["match_length"] == 0
+assert abs(e["bpb"] - r["val_bpb_transformer"]) <= 1e-6 * r["val_bpb_transformer"], (e["bpb"], r["val_bpb_transformer"])
+PY
+# components that need no training can be asked for at evaluation: a cache and a match model of other sizes
+"$TEMPO" eval --model "$R" --data "$D" --batch 8 --cache-order 5 --match-length 6 > "$E2E_TMP/other.json" 2>/dev/null \
+    || fail "eval --cache-order --match-length failed"
+tail -n 1 "$E2E_TMP/other.json" | grep -q '"cache_order":5,"match_length":6,"adapt":true,"mixer":"equal"' \
+    || fail "eval did not use the asked-for cache and match model with equal starting weights"
+"$TEMPO" generate --model "$R" --prompt "The " --tokens 20 --seed 2 > "$E2E_TMP/gen.out" 2>/dev/null || fail "generate failed"
+tail -n 1 "$E2E_TMP/gen.out" | grep -q '"memory_order":4,"cache_order":3' || fail "generate did not use the mixture"
+"$TEMPO" icl --model "$R" --tasks "$DATA/icl" --task piqa --limit 5 > "$E2E_TMP/icl.out" 2>/dev/null || fail "icl failed"
+tail -n 1 "$E2E_TMP/icl.out" | grep -q '"memory_order":4,"cache_order":3' || fail "icl did not use the mixture"
+# resume: a stopped hybrid run continues from its memory.bin to the uninterrupted run's weights
+P="$E2E_TMP/part"
+"$TEMPO" train "${COMMON[@]}" --out "$P" --stop-at-step 11 > /dev/null 2>&1 || fail "partial hybrid run failed"
+[ -s "$P/memory.bin" ] || fail "the stopped run left no memory.bin"
+"$TEMPO" train "${COMMON[@]}" --out "$P" --resume > /dev/null 2>&1 || fail "hybrid resume failed"
+cmp "$R/model.safetensors" "$P/model.safetensors" || fail "resumed hybrid weights differ from the uninterrupted run"
+cmp "$R/memory.bin" "$P/memory.bin" || fail "the memory of the same data and threads differs"
+# bad input
+expect_error 2 "memory_order" "$TEMPO" train --data "$D" --preset tiny-test --steps 2 --out "$E2E_TMP/x" --set memory_order=9
+expect_error 2 "order 8 is outside 1..7" "$TEMPO" train --data "$D" --preset tiny-test --steps 2 --out "$E2E_TMP/x" --set memory_order=8
+B="$E2E_TMP/bad"
+mkdir -p "$B"
+cp "$R/model.safetensors" "$R/mixer.json" "$B/"
+expect_error 1 "$B/memory.bin: missing" "$TEMPO" eval --model "$B" --data "$D"
+head -c 5000 "$R/memory.bin" > "$B/memory.bin"
+expect_error 1 "$B/memory.bin: (truncated|corrupt)" "$TEMPO" eval --model "$B" --data "$D"
+cp "$R/memory.bin" "$B/memory.bin"
+printf '\x55' | dd of="$B/memory.bin" bs=1 seek=9000 conv=notrunc 2>/dev/null
+expect_error 1 "$B/memory.bin: corrupt" "$TEMPO" eval --model "$B" --data "$D"
+echo '{"format":"tempo-mixer"}' > "$B/mixer.json"
+cp "$R/memory.bin" "$B/memory.bin"
+expect_error 1 "$B/mixer.json" "$TEMPO" eval --model "$B" --data "$D"
+echo "ok"
