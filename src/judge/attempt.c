@@ -14,7 +14,7 @@ void judge_run_record_init(judge_run_record *r)
     judge_fmt(r->status, sizeof r->status, JUDGE_FAILED);
     r->score = r->bpb = r->val_bytes = r->val_tokens = NAN;
     r->core = r->decode_tokens_per_s = r->decode_bytes_per_s = r->icl_term = r->speed_term = NAN;
-    r->wall_seconds = r->overrun_seconds = r->train_seconds = NAN;
+    r->wall_seconds = r->overrun_seconds = r->train_seconds = r->eval_seconds = NAN;
     r->tokens_per_second = r->mfu = NAN;
     r->exit_code = r->term_signal = -1;
     r->steps = r->tokens = r->params = -1;
@@ -99,6 +99,7 @@ static void run_json(const judge_run_record *r, strbuf *o)
     knum(o, "wall_seconds", r->wall_seconds, &f);
     knum(o, "overrun_seconds", r->overrun_seconds, &f);
     knum(o, "train_seconds", r->train_seconds, &f);
+    knum(o, "eval_seconds", r->eval_seconds, &f);
     kint(o, "exit_code", r->exit_code, &f);
     kint(o, "term_signal", r->term_signal, &f);
     kint(o, "steps", r->steps, &f);

@@ -32,6 +32,7 @@ typedef struct {
     char phase2_reason[256];
     /* timing: wall from the judge's clock, train/steps/... from the submission's result.json */
     double wall_seconds, overrun_seconds, train_seconds;
+    double eval_seconds;        /* the judge's evaluation of the model (wall; not stored in the database yet) */
     int exit_code, term_signal;  /* -1 when not applicable */
     long long steps, tokens, params;
     double tokens_per_second, mfu;

@@ -88,7 +88,7 @@ void judge_options_default(judge_options *o)
     o->grace_s = 5;
     o->log_bytes = 1 << 20;
     o->flood_bytes = 64ull << 20;
-    o->eval_timeout_s = 3600;
+    o->eval_timeout_s = 0;   /* the budget (at least EVAL_CAP_MIN_S): judge_eval_cap */
     o->db_path = "leaderboard.sqlite";
     o->work_dir = "runs/judge";
     o->progress = stderr;
@@ -248,10 +248,18 @@ static void tidy_message(char *line, size_t n, const char *model_path)
     }
 }
 
-/* Run a tempo evaluation command; the last stdout line into line. Returns 0
- * when it exited 0, else 1 with a one-line account in why. */
+double judge_eval_cap(const judge_options *o)
+{
+    if (o->eval_timeout_s > 0)
+        return o->eval_timeout_s;
+    return o->budget_s > EVAL_CAP_MIN_S ? o->budget_s : EVAL_CAP_MIN_S;
+}
+
+/* Run a tempo evaluation command; the last stdout line into line, its wall
+ * seconds into *seconds. Returns 0 when it exited 0, else 1 with a one-line
+ * account in why. */
 static int run_eval(const attempt_ctx *c, char **argv, const char *log_prefix, char *line, size_t line_n, char *why,
-                    size_t why_n, int *exit_code)
+                    size_t why_n, int *exit_code, double *seconds)
 {
     char out_log[PATH_MAX + 32], err_log[PATH_MAX + 32], omp[64];
     judge_fmt(out_log, sizeof out_log, "%s.stdout.log", log_prefix);
@@ -265,7 +273,7 @@ static int run_eval(const attempt_ctx *c, char **argv, const char *log_prefix, c
     s.log_head_bytes = 1 << 20;
     s.log_tail_bytes = EVAL_LINE_MAX; /* the scorecard line holds every task's figures */
     s.flood_bytes = c->o->flood_bytes;
-    s.budget_s = c->o->eval_timeout_s;
+    s.budget_s = judge_eval_cap(c->o);
     s.grace_s = c->o->grace_s;
     s.memory_bytes = c->o->memory_bytes ? c->o->memory_bytes : default_memory();
     judge_proc_result r;
@@ -278,12 +286,13 @@ static int run_eval(const attempt_ctx *c, char **argv, const char *log_prefix, c
         return 1;
     }
     free(env);
+    *seconds = r.wall_s;
     int rc = 0;
     char errline[400];
     judge_caplog_last_line(&r.err, errline, sizeof errline);
     tidy_message(errline, sizeof errline, argv[3]);
     if (r.deadline_hit) {
-        judge_fmt(why, why_n, "evaluation did not finish within %.0f s", c->o->eval_timeout_s);
+        judge_fmt(why, why_n, "evaluation did not finish within %.0f s (the evaluation cap)", judge_eval_cap(c->o));
         rc = 1;
     } else if (r.exec_errno || !r.exited || r.exit_code != 0) {
         char how[160];
@@ -336,7 +345,7 @@ static void score_model(const attempt_ctx *c, const char *run_dir, const char *m
     judge_fmt(threads, sizeof threads, "%d", c->threads);
     char *argv[] = {(char *)c->tempo_bin, "eval", "--model", (char *)model, "--text", (char *)c->val_path,
                     "--threads", threads, NULL};
-    if (run_eval(c, argv, prefix, line, EVAL_LINE_MAX, why, sizeof why, &code)) {
+    if (run_eval(c, argv, prefix, line, EVAL_LINE_MAX, why, sizeof why, &code, &r->eval_seconds)) {
         if (code == 1)
             set_status(r, strstr(why, "non-finite") ? JUDGE_DIVERGED : JUDGE_INVALID_MODEL, "%s", why);
         else
@@ -366,7 +375,8 @@ static void score_model(const attempt_ctx *c, const char *run_dir, const char *m
     char *argv2[] = {(char *)c->tempo_bin, "eval", "--model", (char *)model, "--phase", "2", "--threads", threads,
                      "--tasks", (char *)(c->o->icl_dir ? c->o->icl_dir : ""), c->o->icl_limit > 0 ? "--limit" : NULL,
                      limit, NULL};
-    if (run_eval(c, argv2, prefix, line, EVAL_LINE_MAX, why, sizeof why, &code))
+    double phase2_s = 0;
+    if (run_eval(c, argv2, prefix, line, EVAL_LINE_MAX, why, sizeof why, &code, &phase2_s))
         judge_phase2_unavailable(&p2, "phase 2 unavailable: `tempo eval --phase 2` (issue 4) failed: %s", why);
     else
         judge_phase2_from_scorecard(&p2, line);
@@ -572,7 +582,8 @@ static int run_one(attempt_ctx *c, uint64_t seed, judge_run_record *r, tempo_err
     judge_proc_free(&pr);
     judge_utc_now(r->ended_at);
     if (!strcmp(r->status, JUDGE_OK))
-        say(o, "seed %llu: ok, val bpb %.6f (wall %.1f s)", (unsigned long long)seed, r->bpb, r->wall_seconds);
+        say(o, "seed %llu: ok, val bpb %.6f (wall %.1f s, evaluation %.1f s)", (unsigned long long)seed, r->bpb,
+            r->wall_seconds, r->eval_seconds);
     else
         say(o, "seed %llu: %s: %s", (unsigned long long)seed, r->status, r->reason);
     return 0;

@@ -43,7 +43,7 @@ typedef struct {
     double grace_s;             /* SIGTERM -> SIGKILL */
     size_t log_bytes;           /* kept per stream: the first log_bytes and the last log_bytes/4 */
     uint64_t flood_bytes;       /* stdout+stderr beyond this: failed as flooding */
-    double eval_timeout_s;      /* limit on each evaluation */
+    double eval_timeout_s;      /* limit on each evaluation; 0 = judge_eval_cap's default */
     const char *db_path;
     const char *work_dir;       /* runs and the data cache go here */
     const char *tempo_bin;      /* NULL: this executable */
@@ -60,6 +60,13 @@ typedef struct {
  * grace 5 s, logs 1 MiB, flood 64 MiB, eval timeout 1 h, leaderboard.sqlite,
  * runs/judge, data from $TEMPO_DATA or ../shared/data). */
 void judge_options_default(judge_options *o);
+
+/* The limit on each evaluation of a model: --eval-timeout when given, else
+ * the training budget (as Parameter Golf caps evaluation), at least
+ * EVAL_CAP_MIN_S so that a short test budget can still score the full val
+ * text. A hybrid model's memory and cache count inside it. */
+#define EVAL_CAP_MIN_S 300.0
+double judge_eval_cap(const judge_options *o);
 
 /* Judge and record one attempt; *a holds it afterwards (free with
  * judge_attempt_free). Returns 0 whenever the attempt was recorded, even a
