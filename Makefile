@@ -25,7 +25,7 @@ SAN_TESTS := $(TEST_SRC:tests/unit/%.c=build/asan/tests/%)
 # allocations through --wrap (tests/unit/test_step_alloc.c).
 TEST_LDFLAGS_test_step_alloc := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign
 
-.PHONY: all test unit asan run clean
+.PHONY: all test unit asan run clean fuzz
 all: build/tempo
 
 build/obj/%.o: %.c $(HEADERS)
@@ -59,6 +59,32 @@ build/asan/tests/%: tests/unit/%.c build/asan/libtempo.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	@echo LD-SAN $@
 	@$(CC) $(BASE) $(SANFLAGS) -Itests $< build/asan/libtempo.a $(LDLIBS) $(TEST_LDFLAGS_$*) -o $@
+
+# libFuzzer harnesses (tests/fuzz/fuzz_*.c) over the library built by clang
+# with ASan+UBSan; `make fuzz FUZZ_SECONDS=N` runs each for N seconds from
+# its committed seed corpus (tests/fuzz/run.sh).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 10
+FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -Isrc -fopenmp -g -O1 -fno-omit-frame-pointer \
+                -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
+FUZZ_OBJ     := $(LIB_SRC:%.c=build/fuzz/obj/%.o)
+FUZZ_BINS    := $(patsubst tests/fuzz/fuzz_%.c,build/fuzz/fuzz_%,$(wildcard tests/fuzz/fuzz_*.c))
+
+build/fuzz/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	@echo CC-FUZZ $<
+	@$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+build/fuzz/libtempo.a: $(FUZZ_OBJ)
+	@rm -f $@
+	@ar rcs $@ $^
+
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c build/fuzz/libtempo.a
+	@echo LD-FUZZ $@
+	@$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< build/fuzz/libtempo.a $(LDLIBS) -o $@
+
+fuzz:
+	@bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 unit: $(TESTS)
 asan: $(SAN_TESTS)

@@ -1,0 +1,32 @@
+/* fuzz_memory_file.c - libFuzzer harness for the count memory's file loader
+ * (src/memory/memory_file.c): any bytes as RUN_DIR/memory.bin must load
+ * cleanly or be refused with an error, never crash, hang or leak; a loaded
+ * memory is queried (so a table whose probes never end would hang here). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "memory/memory_file.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/tempo_fuzz_memory.%d", (int)getpid());
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return 0;
+    fwrite(data, 1, size, f);
+    fclose(f);
+    ngram_memory m;
+    tempo_error err;
+    if (memory_file_load(&m, path, 0, 0, &err) == 0) {
+        int32_t tokens[8] = {0, 1, 2, 3, 1, 2, 3, 0};
+        for (size_t i = 0; i < 8; i++)
+            if (m.vocab > 3)
+                (void)ngram_memory_prob(&m, tokens, i, NULL);
+        ngram_memory_free(&m);
+    }
+    unlink(path);
+    return 0;
+}
