@@ -49,7 +49,8 @@ typedef struct {
     int train_has_no_eval;     /* `tempo train --help` lists --no-eval */
 } attempt_ctx;
 
-/* The deadline snapshot: the model as it is when the run ends or is stopped. */
+/* The deadline snapshot: the model (its weights, and a hybrid model's
+ * memory.bin and mixer.json) as it is when the run ends or is stopped. */
 typedef struct {
     char src[PATH_MAX + 32], dst[PATH_MAX + 32];
     int taken;
@@ -74,6 +75,20 @@ static void take_snapshot(void *ctx, int at_deadline)
     if (judge_copy_file(s->src, s->dst, &e)) {
         judge_fmt(s->problem, sizeof s->problem, "cannot take the model: %s", e.msg);
         return;
+    }
+    /* a hybrid model's other parts live beside its weights (docs/hybrid_model.md) */
+    static const char *const parts[] = {"memory.bin", "mixer.json"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        char from[PATH_MAX + 32], to[PATH_MAX + 32];
+        judge_fmt(from, sizeof from, "%.*s/%s", (int)(strrchr(s->src, '/') - s->src), s->src, parts[i]);
+        judge_fmt(to, sizeof to, "%.*s/%s", (int)(strrchr(s->dst, '/') - s->dst), s->dst, parts[i]);
+        if (lstat(from, &st) != 0)
+            continue;
+        if (!S_ISREG(st.st_mode) || judge_copy_file(from, to, &e)) {
+            judge_fmt(s->problem, sizeof s->problem, "cannot take the model's %s%s%s", parts[i],
+                      S_ISREG(st.st_mode) ? ": " : " (not a regular file)", S_ISREG(st.st_mode) ? e.msg : "");
+            return;
+        }
     }
     s->taken = 1;
 }
