@@ -1,6 +1,8 @@
 /* bench_train.c - the training-step benchmark (see bench_train.h). */
 #include "bench/bench_train.h"
 
+#include "core/procfs.h"
+
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -32,16 +34,7 @@ static void random_batch(void *ctx, int rows, int T, int32_t *inputs, int32_t *t
 /* VmHWM from /proc/self/status in MiB; 0 when unreadable. */
 static double peak_rss_mib(void)
 {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    double kib = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %lf kB", &kib) == 1)
-            break;
-    fclose(f);
-    return kib / 1024.0;
+    return procfs_kb("/proc/self/status", "VmHWM") / 1024.0;
 }
 
 static double cpu_seconds(long *minflt)

@@ -2,6 +2,7 @@
  * call train_run, print the result. The only file-scope mutable variable in
  * tempo is the signal flag below: a signal handler can reach nothing else. */
 #include <signal.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +137,12 @@ int cmd_train(int argc, char **argv)
     train_result r;
     int rc = train_run(&o, &r, &err);
     if (rc) return cli_report(&err);
+    if (r.mfu > 1) {   /* impossible: the cached peak was measured while something else ran */
+        fprintf(stderr, "tempo: note: MFU came out at %.0f %% of the cached hardware profile's peak (%.1f GFLOP/s), "
+                        "which was measured under load; mfu is null (re-measure with tempo bench peak)\n",
+                100 * r.mfu, r.peak_gflops);
+        r.mfu = NAN;
+    }
     strbuf js = {0};
     strbuf_puts(&js, "{\"val_bpb\":");
     strbuf_json_number(&js, r.val_bpb);

@@ -281,6 +281,15 @@ typedef struct {
     int n;
 } chunk;
 
+/* Queue a key; 1 when the chunk is full and must be flushed. */
+static inline int chunk_push(chunk *c, uint64_t key, uint64_t h, uint32_t add)
+{
+    c->key[c->n] = key;
+    c->h[c->n] = h;
+    c->add[c->n++] = add;
+    return c->n == CHUNK;
+}
+
 /* counts[key] += add for the chunk's keys. */
 static int flush_counts(count_table *t, chunk *c)
 {
@@ -341,10 +350,7 @@ static int count_top(ngram_memory *m, const ngram_stream *s, int t, chunk *c)
         uint64_t h = count_hash(key);
         if (h % (uint64_t)P != (uint64_t)t)
             continue;
-        c->key[c->n] = key;
-        c->h[c->n] = h;
-        c->add[c->n++] = 1;
-        if (c->n == CHUNK && flush_counts(tab, c))
+        if (chunk_push(c, key, h, 1) && flush_counts(tab, c))
             return -1;
     }
     return flush_counts(tab, c);
@@ -368,10 +374,7 @@ static int count_continuations(ngram_memory *m, int n, int t, chunk *c)
             uint64_t h = count_hash(suffix);
             if (h % (uint64_t)P != (uint64_t)t)
                 continue;
-            c->key[c->n] = suffix;
-            c->h[c->n] = h;
-            c->add[c->n++] = 1;
-            if (c->n == CHUNK && flush_counts(tab, c))
+            if (chunk_push(c, suffix, h, 1) && flush_counts(tab, c))
                 return -1;
         }
     }
@@ -405,10 +408,7 @@ static int count_contexts(ngram_memory *m, int prune_min, int t, uint64_t coc[][
                 uint64_t h = count_hash(prefix);
                 if (h % (uint64_t)P != (uint64_t)t)
                     continue;
-                c->key[c->n] = prefix;
-                c->h[c->n] = h;
-                c->add[c->n++] = cnt;
-                if (c->n == CHUNK && flush_contexts(tab, c, prune_below))
+                if (chunk_push(c, prefix, h, cnt) && flush_contexts(tab, c, prune_below))
                     return -1;
             }
         }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/fileio.h"
+#include "core/procfs.h"
 #include "core/timer.h"
 #include "eval/hybrid_bpb.h"
 #include "memory/memory_file.h"
@@ -14,16 +15,7 @@
 /* MemAvailable from /proc/meminfo in bytes, or 0 when unknown. */
 static double available_bytes(void)
 {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    double kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
-            break;
-    fclose(f);
-    return kb * 1024;
+    return procfs_kb("/proc/meminfo", "MemAvailable") * 1024;
 }
 
 static void *save_thread(void *arg)
