@@ -71,21 +71,21 @@ static uint32_t key_of(const match_model *mm, const int32_t *tokens, size_t end)
     return (uint32_t)(h >> (64 - mm->bits));
 }
 
+/* Point the hash of tokens[end - min_len .. end) at the position after them. */
+static void remember(match_model *mm, size_t end, uint32_t k)
+{
+    if (end < UINT32_MAX)
+        mm->table[k] = (uint32_t)end + 1;
+}
+
 void match_model_update(match_model *mm, const int32_t *tokens, size_t i)
 {
     if (i < mm->seen)
         return;   /* already learned (callers read streams forward) */
-    if (i > mm->seen) {
-        /* tokens before i that nobody scored (a stream whose first token is given): index them only */
-        size_t next = mm->next;
-        for (size_t j = mm->seen; j < i; j++) {
-            mm->next = 0;
-            mm->seen = j;
-            match_model_update(mm, tokens, j);
-        }
-        mm->next = next;
-        mm->length = 0;
-    }
+    /* tokens before i that nobody scored (a stream whose first token is given): index them only */
+    for (; mm->seen < i; mm->seen++)
+        if (mm->seen + 1 >= (size_t)mm->min_len)
+            remember(mm, mm->seen + 1, key_of(mm, tokens, mm->seen + 1));
     mm->seen++;
     /* the prediction made for token i, scored: its bin's hit rate, and the match goes on or ends */
     if (mm->next) {
@@ -113,6 +113,5 @@ void match_model_update(match_model *mm, const int32_t *tokens, size_t i)
             mm->length = 0;
         }
     }
-    if (end < UINT32_MAX)
-        mm->table[k] = (uint32_t)end + 1;
+    remember(mm, end, k);
 }

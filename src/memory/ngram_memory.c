@@ -150,6 +150,23 @@ static inline uint32_t find_count(const ngram_memory *m, int n, uint64_t key)
     return c ? *c : 0;
 }
 
+/* Orders whose whole context lies in tokens[0..i): 1..min(K, i + 1). */
+static inline int usable_orders(const ngram_memory *m, size_t i)
+{
+    return i + 1 < (size_t)m->order ? (int)i + 1 : m->order;
+}
+
+/* The walk every query makes from order 1 up: *ctx holds order n-1's context
+ * (0 for order 1's empty one) and becomes order n's by taking one older
+ * token; returns that context's statistics, or NULL when it was never seen. */
+static inline const uint32_t *next_context(const ngram_memory *m, const int32_t *tokens, size_t i, int n,
+                                           uint64_t *ctx)
+{
+    if (n >= 2)
+        *ctx += (uint64_t)tokens[i - (size_t)(n - 1)] * m->pow[n - 2];
+    return find_ctx(m, n, *ctx);
+}
+
 double ngram_memory_prob(const ngram_memory *m, const int32_t *tokens, size_t i, ngram_match *match)
 {
     const uint64_t V = (uint64_t)m->vocab;
@@ -157,12 +174,8 @@ double ngram_memory_prob(const ngram_memory *m, const int32_t *tokens, size_t i,
     double p = 1.0 / (double)m->vocab;
     uint64_t ctx = 0;
     ngram_match mt = {0, 0, 0};
-    for (int n = 1; n <= m->order; n++) {
-        if ((size_t)(n - 1) > i)
-            break;
-        if (n >= 2)
-            ctx += (uint64_t)tokens[i - (size_t)(n - 1)] * m->pow[n - 2];
-        const uint32_t *s = find_ctx(m, n, ctx);
+    for (int n = 1, top = usable_orders(m, i); n <= top; n++) {
+        const uint32_t *s = next_context(m, tokens, i, n, &ctx);
         if (!s)
             continue;
         p = kn_step(m->disc[n], s, find_count(m, n, ctx * V + w), p);
@@ -179,19 +192,15 @@ double ngram_memory_prob_loo(const ngram_memory *m, const int32_t *tokens, size_
 {
     const uint64_t V = (uint64_t)m->vocab;
     const uint64_t w = (uint64_t)tokens[i];
-    const int K = m->order;
+    const int K = m->order;   /* reached only when the full top-order context is there */
     double p = 1.0 / (double)m->vocab;
     uint64_t ctx = 0;
-    for (int n = 1; n <= K; n++) {
-        if ((size_t)(n - 1) > i)
-            break;
-        if (n >= 2)
-            ctx += (uint64_t)tokens[i - (size_t)(n - 1)] * m->pow[n - 2];
-        const uint32_t *s = find_ctx(m, n, ctx);
+    for (int n = 1, top = usable_orders(m, i); n <= top; n++) {
+        const uint32_t *s = next_context(m, tokens, i, n, &ctx);
         if (!s)
             continue;
         uint32_t c = find_count(m, n, ctx * V + w);
-        if (n < K || (size_t)(K - 1) > i) {
+        if (n < K) {
             p = kn_step(m->disc[n], s, c, p);
             continue;
         }
@@ -213,12 +222,8 @@ ngram_match ngram_memory_match(const ngram_memory *m, const int32_t *tokens, siz
 {
     ngram_match mt = {0, 0, 0};
     uint64_t ctx = 0;
-    for (int n = 1; n <= m->order; n++) {
-        if ((size_t)(n - 1) > i)
-            break;
-        if (n >= 2)
-            ctx += (uint64_t)tokens[i - (size_t)(n - 1)] * m->pow[n - 2];
-        const uint32_t *s = find_ctx(m, n, ctx);
+    for (int n = 1, top = usable_orders(m, i); n <= top; n++) {
+        const uint32_t *s = next_context(m, tokens, i, n, &ctx);
         if (s) {
             mt.matched = n;
             mt.total = s[0];
@@ -234,12 +239,8 @@ void ngram_memory_dist(const ngram_memory *m, const int32_t *tokens, size_t i, d
     for (uint64_t w = 0; w < V; w++)
         p[w] = 1.0 / (double)V;
     uint64_t ctx = 0;
-    for (int n = 1; n <= m->order; n++) {
-        if ((size_t)(n - 1) > i)
-            break;
-        if (n >= 2)
-            ctx += (uint64_t)tokens[i - (size_t)(n - 1)] * m->pow[n - 2];
-        const uint32_t *s = find_ctx(m, n, ctx);
+    for (int n = 1, top = usable_orders(m, i); n <= top; n++) {
+        const uint32_t *s = next_context(m, tokens, i, n, &ctx);
         if (!s)
             continue;
         for (uint64_t w = 0; w < V; w++)

@@ -3,21 +3,16 @@
  * cleanly or be refused with an error, never crash, hang or leak; a loaded
  * memory is queried (so a table whose probes never end would hang here). */
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <unistd.h>
 
+#include "fuzz_file.h"
 #include "memory/memory_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char path[64];
-    snprintf(path, sizeof path, "/tmp/tempo_fuzz_memory.%d", (int)getpid());
-    FILE *f = fopen(path, "wb");
-    if (!f)
+    if (fuzz_write_file(path, sizeof path, "memory", data, size))
         return 0;
-    fwrite(data, 1, size, f);
-    fclose(f);
     ngram_memory m;
     tempo_error err;
     if (memory_file_load(&m, path, 0, 0, &err) == 0) {

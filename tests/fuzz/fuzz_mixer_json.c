@@ -2,24 +2,20 @@
  * (src/memory/mixer.c): any bytes must load or be refused, never crash or
  * leak; a loaded mixer's weights are computed for every bucket. */
 #include <stdint.h>
-#include <stdio.h>
 #include <unistd.h>
 
+#include "fuzz_file.h"
 #include "memory/mixer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char path[64];
-    snprintf(path, sizeof path, "/tmp/tempo_fuzz_mixer.%d", (int)getpid());
-    FILE *f = fopen(path, "wb");
-    if (!f)
+    if (fuzz_write_file(path, sizeof path, "mixer", data, size))
         return 0;
-    fwrite(data, 1, size, f);
-    fclose(f);
     mixer mx;
     tempo_error err;
     if (mixer_load(&mx, path, &err) == 0) {
-        int present[MIX_N] = {1, 1, 1};
+        int present[MIX_N] = {1, 1, 1, 1};
         double w[MIX_N];
         for (int b = 0; b < mx.n_buckets; b++)
             mixer_weights(&mx, b, present, w);

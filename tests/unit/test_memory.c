@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/fileio.h"
 #include "memory/memory_file.h"
 #include "memory/ngram_memory.h"
 #include "test.h"
@@ -251,24 +252,11 @@ static void test_pruning(void)
     free(x);
 }
 
-static int read_file(const char *path, uint8_t **buf, size_t *n)
+/* Write n bytes of buf to path (core/fileio's atomic write), checking it worked. */
+static void write_file(const char *path, const void *buf, size_t n)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *buf = malloc(*n ? *n : 1);
-    size_t got = fread(*buf, 1, *n, f);
-    fclose(f);
-    return got == *n ? 0 : -1;
-}
-
-static void write_file(const char *path, const uint8_t *buf, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    fwrite(buf, 1, n, f);
-    fclose(f);
+    tempo_error e;
+    CHECK_MSG(file_write_atomic(path, buf, n, &e) == 0, "%s", e.msg);
 }
 
 /* Save, map back, same answers; the same build twice gives the same bytes; bad files are refused. */
@@ -293,9 +281,9 @@ static void test_file_round_trip(void)
     CHECK(ngram_memory_init(&b, V, K, 2, &e) == 0 && ngram_memory_build(&b, &s, 2, &e) == 0);
     b.tokenizer_id = 42;
     CHECK(memory_file_save(&b, p2, &e) == 0);
-    uint8_t *f1, *f2;
+    char *f1, *f2;
     size_t n1, n2;
-    CHECK(read_file(p1, &f1, &n1) == 0 && read_file(p2, &f2, &n2) == 0);
+    CHECK(file_read_all(p1, &f1, &n1, 0, &e) == 0 && file_read_all(p2, &f2, &n2, 0, &e) == 0);
     CHECK(n1 == n2 && !memcmp(f1, f2, n1));
     CHECK_MSG(memory_file_load(&l, p1, V, 42, &e) == 0, "%s", e.msg);
     int same = 1;

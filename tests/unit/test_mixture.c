@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/fileio.h"
 #include "memory/match_model.h"
 #include "memory/mixer.h"
 #include "memory/mixture.h"
@@ -228,11 +229,11 @@ static void test_match_model(void)
     free(x);
 }
 
+/* Write text to path (core/fileio's atomic write), checking it worked. */
 static void write_text(const char *path, const char *text)
 {
-    FILE *f = fopen(path, "w");
-    fputs(text, f);
-    fclose(f);
+    tempo_error e;
+    CHECK_MSG(file_write_atomic(path, text, strlen(text), &e) == 0, "%s", e.msg);
 }
 
 static void test_mixer_file(void)
