@@ -10,11 +10,11 @@
 int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
                  bpb_result *res, tempo_error *err)
 {
-    return bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, NULL, res, err);
+    return bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, NULL, NULL, res, err);
 }
 
 int bpb_evaluate_tokens(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
-                        double *token_nats, bpb_result *res, tempo_error *err)
+                        double *token_nats, float *token_top, bpb_result *res, tempo_error *err)
 {
     memset(res, 0, sizeof *res);
     double t0 = timer_now();
@@ -56,18 +56,22 @@ int bpb_evaluate_tokens(model *m, const int32_t *tokens, size_t n_tokens, uint64
             rows++;
         }
         model_forward(m, in, tg, rows, T);
-        const float *losses = model_token_losses(m);
+        const float *losses = model_token_losses(m), *top = model_token_top_logprob(m);
         for (int r = 0; r < rows; r++)
             for (size_t j = first[r]; j < (size_t)T; j++) {
                 nats += losses[(size_t)r * T + j];
                 if (token_nats)
                     token_nats[row_start[r] + 1 + j] = losses[(size_t)r * T + j];
+                if (token_top)
+                    token_top[row_start[r] + 1 + j] = top[(size_t)r * T + j];
                 scored++;
             }
     }
     model_set_training(m, 1);
     if (token_nats)
         token_nats[0] = 0;
+    if (token_top)
+        token_top[0] = 0;
     free(in); free(tg); free(first); free(row_start);
     if (scored != n_tokens - 1)
         return tempo_fail(err, "evaluation: internal error: scored %llu of %zu tokens",

@@ -39,9 +39,12 @@ int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_by
                  bpb_result *res, tempo_error *err);
 
 /* The same, also writing each scored token's -ln p into token_nats[i]
- * (i = 1..n_tokens-1; token_nats[0] = 0) when token_nats is not NULL. */
+ * (i = 1..n_tokens-1; token_nats[0] = 0) when token_nats is not NULL, and
+ * the log of the largest probability the model gave at that position (its
+ * confidence, model_token_top_logprob) into token_top[i] when token_top is
+ * not NULL. */
 int bpb_evaluate_tokens(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
-                        double *token_nats, bpb_result *res, tempo_error *err);
+                        double *token_nats, float *token_top, bpb_result *res, tempo_error *err);
 
 /* Bytes of text that tokens[0..n) stand for under tok (separators: none);
  * exact, so a prefix of a stream can be scored honestly. */

@@ -14,17 +14,21 @@ int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_
     memset(res, 0, sizeof *res);
     double t0 = timer_now();
     double *nats = malloc(sizeof(double) * (n_tokens ? n_tokens : 1));
-    if (!nats)
+    float *top = malloc(sizeof(float) * (n_tokens ? n_tokens : 1));
+    double *confidence = malloc(sizeof(double) * (n_tokens ? n_tokens : 1));
+    if (!nats || !top || !confidence) {
+        free(nats); free(top); free(confidence);
         return tempo_fail(err, "evaluation: out of memory for %zu tokens", n_tokens);
-    if (bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, nats, &res->model, err)) {
-        free(nats);
+    }
+    if (bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, nats, top, &res->model, err)) {
+        free(nats); free(top); free(confidence);
         return -1;
     }
     double t1 = timer_now();
     res->present[MIX_MODEL] = 1;
     if (!hybrid_parts_any(h) && !fitted) {
         /* the transformer alone: its own figure, bit for bit */
-        free(nats);
+        free(nats); free(top); free(confidence);
         res->bits = res->model.bits;
         res->bpb = res->model.bpb;
         res->bpb_component[MIX_MODEL] = res->model.bpb;
@@ -35,12 +39,16 @@ int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_
         res->seconds = timer_now() - t0;
         return 0;
     }
-    for (size_t i = 1; i < n_tokens; i++)
-        nats[i] = exp(-nats[i]);   /* now the transformer's probability of token i */
+    for (size_t i = 1; i < n_tokens; i++) {
+        nats[i] = exp(-nats[i]);          /* now the transformer's probability of token i */
+        confidence[i] = exp((double)top[i]);   /* and its largest probability there */
+    }
+    free(top);
     mixture_options o = hybrid_parts_options(h, adapt);
     mixture_totals t;
-    int rc = mixture_score(&o, &h->mx, tokens, n_tokens, nats, NULL, &t, fitted, err);
+    int rc = mixture_score(&o, &h->mx, tokens, n_tokens, nats, confidence, NULL, &t, fitted, err);
     free(nats);
+    free(confidence);
     if (rc)
         return -1;
     res->adapt = adapt;

@@ -75,6 +75,8 @@ static uint64_t get_u64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return
 int memory_file_save(const ngram_memory *m, const char *path, tempo_error *err)
 {
     const int K = m->order, P = m->shards;
+    if (K > m->exact_order)
+        return tempo_fail(err, "%s: a count memory of hashed orders (above %d) cannot be saved", path, m->exact_order);
     uint64_t hb = header_bytes(K, P);
     uint8_t *h = calloc(1, hb);
     if (!h)
@@ -186,7 +188,7 @@ int memory_file_load(ngram_memory *m, const char *path, int expect_vocab, uint64
     }
     int vocab = (int)get_u32(map + 12), order = (int)get_u32(map + 16), shards = (int)get_u32(map + 20);
     if (get_u32(map + 12) > (1u << 24) || ngram_memory_init(m, vocab, order, shards, err) ||
-        get_u32(map + 28) != NGRAM_CTX_WORDS) {
+        m->exact_order != order || get_u32(map + 28) != NGRAM_CTX_WORDS) {
         tempo_fail(err, "%s: corrupt header (vocab %u, order %u, shards %u)", path, get_u32(map + 12),
                    get_u32(map + 16), get_u32(map + 20));
         goto out;

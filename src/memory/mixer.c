@@ -12,6 +12,7 @@
 #include "memory/match_model.h"
 
 const char *const mixer_component_names[MIX_N] = {"transformer", "memory", "cache", "match"};
+const char *const mixer_set_names[MIX_SETS] = {"matched", "cache", "confidence"};
 
 /* A matched context's bin: seen once or twice; 3-15 times; more; or at
  * least 3 times and always followed by the same token (deterministic). */
@@ -25,6 +26,8 @@ static int context_bin(const ngram_match *m)
 
 static int part_slots(int order) { return (order + 1) * CONTEXT_BINS; }
 
+static int match_slots(const mixer *mx) { return mx->match ? MATCH_LEN_BINS : 1; }
+
 int mixer_init(mixer *mx, int memory_order, int cache_order, int match, double lr, tempo_error *err)
 {
     memset(mx, 0, sizeof *mx);
@@ -35,17 +38,27 @@ int mixer_init(mixer *mx, int memory_order, int cache_order, int match, double l
     mx->memory_order = memory_order;
     mx->cache_order = cache_order;
     mx->match = match ? 1 : 0;
-    mx->n_buckets = part_slots(memory_order) * part_slots(cache_order) * (mx->match ? MATCH_LEN_BINS : 1);
+    mx->n_buckets[0] = part_slots(memory_order) * part_slots(cache_order) * match_slots(mx);
+    mx->n_buckets[1] = part_slots(cache_order) * match_slots(mx);
+    mx->n_buckets[2] = MIX_CONFIDENCE_BINS * (memory_order + 1) * (cache_order + 1);
+    mx->n_final = MIX_CONFIDENCE_BINS * (memory_order + 1);
     mx->lr = lr;
-    mx->theta = calloc((size_t)mx->n_buckets * MIX_N, sizeof(double));
-    if (!mx->theta)
+    mx->lr_final = MIXER_LR_FINAL;
+    for (int s = 0; s < MIX_SETS; s++)
+        mx->theta[s] = calloc((size_t)mx->n_buckets[s] * MIX_N, sizeof(double));
+    mx->phi = calloc((size_t)mx->n_final * MIX_SETS, sizeof(double));
+    if (!mx->theta[0] || !mx->theta[1] || !mx->theta[2] || !mx->phi) {
+        mixer_free(mx);
         return tempo_fail(err, "mixer: out of memory");
+    }
     return 0;
 }
 
 void mixer_free(mixer *mx)
 {
-    free(mx->theta);
+    for (int s = 0; s < MIX_SETS; s++)
+        free(mx->theta[s]);
+    free(mx->phi);
     memset(mx, 0, sizeof *mx);
 }
 
@@ -53,10 +66,14 @@ int mixer_copy(mixer *dst, const mixer *src, tempo_error *err)
 {
     if (mixer_init(dst, src->memory_order, src->cache_order, src->match, src->lr, err))
         return -1;
-    memcpy(dst->theta, src->theta, sizeof(double) * (size_t)src->n_buckets * MIX_N);
+    dst->lr_final = src->lr_final;
+    for (int s = 0; s < MIX_SETS; s++)
+        memcpy(dst->theta[s], src->theta[s], sizeof(double) * (size_t)src->n_buckets[s] * MIX_N);
+    memcpy(dst->phi, src->phi, sizeof(double) * (size_t)src->n_final * MIX_SETS);
     return 0;
 }
 
+/* A memory's slot: matched order x context bin (0 when absent). */
 static int part_index(const ngram_match *m, int order)
 {
     if (!m || order == 0)
@@ -65,68 +82,148 @@ static int part_index(const ngram_match *m, int order)
     return matched * CONTEXT_BINS + (matched ? context_bin(m) : 0);
 }
 
-int mixer_bucket(const mixer *mx, const ngram_match *memory, const ngram_match *cache, int match_bin)
+static int matched_order(const ngram_match *m, int order)
 {
-    int b = part_index(memory, mx->memory_order) * part_slots(mx->cache_order) + part_index(cache, mx->cache_order);
-    if (!mx->match)
-        return b;
-    if (match_bin < 0) match_bin = 0;
-    if (match_bin >= MATCH_LEN_BINS) match_bin = MATCH_LEN_BINS - 1;
-    return b * MATCH_LEN_BINS + match_bin;
+    if (!m || order == 0)
+        return 0;
+    return m->matched > order ? order : m->matched;
 }
 
-void mixer_weights(const mixer *mx, int bucket, const int present[MIX_N], double w[MIX_N])
+static int confidence_bin(double c)
 {
-    const double *t = mx->theta + (size_t)bucket * MIX_N;
+    if (!(c > 0))   /* also NaN */
+        return 0;
+    int b = (int)(c * MIX_CONFIDENCE_BINS);
+    return b >= MIX_CONFIDENCE_BINS ? MIX_CONFIDENCE_BINS - 1 : b;
+}
+
+mixer_context mixer_select(const mixer *mx, const ngram_match *memory, const ngram_match *cache, int match_bin,
+                           double confidence)
+{
+    if (!mx->match || match_bin < 0) match_bin = 0;
+    if (match_bin >= MATCH_LEN_BINS) match_bin = MATCH_LEN_BINS - 1;
+    int pm = part_index(memory, mx->memory_order), pc = part_index(cache, mx->cache_order);
+    int om = matched_order(memory, mx->memory_order), oc = matched_order(cache, mx->cache_order);
+    int cb = confidence_bin(confidence), ms = match_slots(mx);
+    mixer_context c;
+    c.bucket[0] = (pm * part_slots(mx->cache_order) + pc) * ms + match_bin;
+    c.bucket[1] = pc * ms + match_bin;
+    c.bucket[2] = (cb * (mx->memory_order + 1) + om) * (mx->cache_order + 1) + oc;
+    c.final = cb * (mx->memory_order + 1) + om;
+    return c;
+}
+
+/* w = softmax of t over the entries present (present == NULL: all n). */
+static void softmax(const double *t, int n, const int *present, double *w)
+{
     double top = -INFINITY, sum = 0;
-    for (int i = 0; i < MIX_N; i++)
-        if (present[i] && t[i] > top) top = t[i];
-    for (int i = 0; i < MIX_N; i++) {
-        w[i] = present[i] ? exp(t[i] - top) : 0;
+    for (int i = 0; i < n; i++)
+        if ((!present || present[i]) && t[i] > top) top = t[i];
+    for (int i = 0; i < n; i++) {
+        w[i] = !present || present[i] ? exp(t[i] - top) : 0;
         sum += w[i];
     }
-    for (int i = 0; i < MIX_N; i++)
+    for (int i = 0; i < n; i++)
         w[i] /= sum;
 }
 
-void mixer_learn(mixer *mx, int bucket, const int present[MIX_N], const double w[MIX_N], const double p[MIX_N])
+void mixer_weights(const mixer *mx, const mixer_context *c, const int present[MIX_N], mixer_blend *b)
 {
-    double pm = 0;
-    for (int i = 0; i < MIX_N; i++)
-        pm += w[i] * p[i];
+    for (int s = 0; s < MIX_SETS; s++)
+        softmax(mx->theta[s] + (size_t)c->bucket[s] * MIX_N, MIX_N, present, b->set[s]);
+    softmax(mx->phi + (size_t)c->final * MIX_SETS, MIX_SETS, NULL, b->v);
+    for (int i = 0; i < MIX_N; i++) {
+        b->w[i] = 0;
+        for (int s = 0; s < MIX_SETS; s++)
+            b->w[i] += b->v[s] * b->set[s][i];
+    }
+}
+
+/* Keep logits bounded so that no weight underflows to exactly 0. */
+static double clamp_logit(double t) { return t > 30 ? 30 : t < -30 ? -30 : t; }
+
+void mixer_learn(mixer *mx, const mixer_context *c, const int present[MIX_N], const mixer_blend *b,
+                 const double p[MIX_N])
+{
+    double q[MIX_SETS], pm = 0;
+    for (int s = 0; s < MIX_SETS; s++) {
+        q[s] = 0;
+        for (int i = 0; i < MIX_N; i++)
+            q[s] += b->set[s][i] * p[i];
+        pm += b->v[s] * q[s];
+    }
     if (!(pm > 0))
         return;
-    double *t = mx->theta + (size_t)bucket * MIX_N;
-    for (int i = 0; i < MIX_N; i++)
-        if (present[i]) {
-            t[i] -= mx->lr * w[i] * (1 - p[i] / pm);
-            /* keep logits bounded so that no weight underflows to exactly 0 */
-            if (t[i] > 30) t[i] = 30;
-            if (t[i] < -30) t[i] = -30;
-        }
+    for (int s = 0; s < MIX_SETS; s++) {
+        if (!(q[s] > 0))
+            continue;
+        double *t = mx->theta[s] + (size_t)c->bucket[s] * MIX_N;
+        for (int i = 0; i < MIX_N; i++)
+            if (present[i])
+                t[i] = clamp_logit(t[i] - mx->lr * b->set[s][i] * (1 - p[i] / q[s]));
+    }
+    double *f = mx->phi + (size_t)c->final * MIX_SETS;
+    for (int s = 0; s < MIX_SETS; s++)
+        f[s] = clamp_logit(f[s] - mx->lr_final * b->v[s] * (1 - q[s] / pm));
+}
+
+/* rows x width logits as a JSON array of arrays */
+static void put_rows(strbuf *s, const double *x, int rows, int width)
+{
+    strbuf_puts(s, "[");
+    for (int b = 0; b < rows; b++) {
+        strbuf_puts(s, b ? ",[" : "[");
+        for (int i = 0; i < width; i++)
+            strbuf_printf(s, i ? ",%.17g" : "%.17g", x[(size_t)b * width + i]);
+        strbuf_puts(s, "]");
+    }
+    strbuf_puts(s, "]");
 }
 
 int mixer_save(const mixer *mx, const char *path, tempo_error *err)
 {
     strbuf s = {0};
-    strbuf_printf(&s, "{\"format\":\"tempo-mixer\",\"version\":2,\"components\":[\"%s\",\"%s\",\"%s\",\"%s\"],"
-                      "\"memory_order\":%d,\"cache_order\":%d,\"match\":%d,\"buckets\":%d,\"lr\":",
+    strbuf_printf(&s, "{\"format\":\"tempo-mixer\",\"version\":3,\"components\":[\"%s\",\"%s\",\"%s\",\"%s\"],"
+                      "\"sets\":[\"%s\",\"%s\",\"%s\"],\"memory_order\":%d,\"cache_order\":%d,\"match\":%d,"
+                      "\"buckets\":[%d,%d,%d],\"final_buckets\":%d,\"lr\":",
                   mixer_component_names[0], mixer_component_names[1], mixer_component_names[2],
-                  mixer_component_names[3], mx->memory_order, mx->cache_order, mx->match, mx->n_buckets);
+                  mixer_component_names[3], mixer_set_names[0], mixer_set_names[1], mixer_set_names[2],
+                  mx->memory_order, mx->cache_order, mx->match, mx->n_buckets[0], mx->n_buckets[1], mx->n_buckets[2],
+                  mx->n_final);
     strbuf_json_number(&s, mx->lr);
+    strbuf_puts(&s, ",\"lr_final\":");
+    strbuf_json_number(&s, mx->lr_final);
     strbuf_puts(&s, ",\"theta\":[");
-    for (int b = 0; b < mx->n_buckets; b++) {
-        strbuf_puts(&s, b ? ",[" : "[");
-        for (int i = 0; i < MIX_N; i++) {
-            if (i) strbuf_puts(&s, ",");
-            strbuf_printf(&s, "%.17g", mx->theta[(size_t)b * MIX_N + i]);
-        }
-        strbuf_puts(&s, "]");
+    for (int k = 0; k < MIX_SETS; k++) {
+        if (k) strbuf_puts(&s, ",");
+        put_rows(&s, mx->theta[k], mx->n_buckets[k], MIX_N);
     }
-    strbuf_puts(&s, "]}\n");
+    strbuf_puts(&s, "],\"final\":");
+    put_rows(&s, mx->phi, mx->n_final, MIX_SETS);
+    strbuf_puts(&s, "}\n");
     int rc = file_write_atomic(path, s.data, s.len, err);
     strbuf_free(&s);
     return rc;
+}
+
+/* Read rows x width logits in -30..30 from a JSON array of arrays into x. */
+static int get_rows(const json_value *a, double *x, int rows, int width, const char *path, const char *what,
+                    tempo_error *err)
+{
+    if (!a || a->type != JSON_ARRAY || a->n != (size_t)rows)
+        return tempo_fail(err, "%s: %s: expected %d rows of logits", path, what, rows);
+    for (size_t b = 0; b < a->n; b++) {
+        const json_value *row = &a->items[b];
+        if (row->type != JSON_ARRAY || row->n != (size_t)width)
+            return tempo_fail(err, "%s: %s[%zu]: expected %d numbers", path, what, b, width);
+        for (int i = 0; i < width; i++) {
+            const json_value *v = &row->items[i];
+            if (v->type != JSON_NUMBER || !(fabs(v->number) <= 30))
+                return tempo_fail(err, "%s: %s[%zu][%d]: expected a number in -30..30", path, what, b, i);
+            x[b * (size_t)width + (size_t)i] = v->number;
+        }
+    }
+    return 0;
 }
 
 int mixer_load(mixer *mx, const char *path, tempo_error *err)
@@ -134,7 +231,7 @@ int mixer_load(mixer *mx, const char *path, tempo_error *err)
     memset(mx, 0, sizeof *mx);
     char *text;
     size_t len;
-    if (file_read_all(path, &text, &len, 16u << 20, err))
+    if (file_read_all(path, &text, &len, 64u << 20, err))
         return -1;
     json_value *v;
     tempo_error je;
@@ -147,16 +244,16 @@ int mixer_load(mixer *mx, const char *path, tempo_error *err)
     double mo = json_get_number(v, "memory_order", -1), co = json_get_number(v, "cache_order", -1);
     double version = json_get_number(v, "version", 0);
     double ma = json_get_number(v, "match", -1);
-    const int width = MIX_N;
-    double lr = json_get_number(v, "lr", -1), nb = json_get_number(v, "buckets", -1);
-    const json_value *th = json_get(v, "theta");
-    if (fmt && !strcmp(fmt, "tempo-mixer") && version == 1) {
-        tempo_fail(err, "%s: a mixer of an older layout (version 1: no match model, three context bins)", path);
+    double lr = json_get_number(v, "lr", -1), lr_final = json_get_number(v, "lr_final", -1);
+    double nf = json_get_number(v, "final_buckets", -1);
+    const json_value *nb = json_get(v, "buckets"), *th = json_get(v, "theta");
+    if (fmt && !strcmp(fmt, "tempo-mixer") && (version == 1 || version == 2)) {
+        tempo_fail(err, "%s: a mixer of an older layout (version %g: one weight set)", path, version);
         rc = -2;
         goto out;
     }
-    if (!fmt || strcmp(fmt, "tempo-mixer") || version != 2) {
-        tempo_fail(err, "%s: not a tempo mixer file (format tempo-mixer, version 2)", path);
+    if (!fmt || strcmp(fmt, "tempo-mixer") || version != 3) {
+        tempo_fail(err, "%s: not a tempo mixer file (format tempo-mixer, version 3)", path);
         goto out;
     }
     if (!(mo >= 0 && mo <= NGRAM_MAX_ORDER && co >= 0 && co <= NGRAM_MAX_ORDER) || mo != (int)mo || co != (int)co) {
@@ -167,29 +264,35 @@ int mixer_load(mixer *mx, const char *path, tempo_error *err)
         tempo_fail(err, "%s: match must be 0 or 1", path);
         goto out;
     }
+    if (!(lr_final >= 0 && lr_final <= 10)) {
+        tempo_fail(err, "%s: lr_final must be a number in 0..10", path);
+        goto out;
+    }
     if (mixer_init(mx, (int)mo, (int)co, (int)ma, lr, err)) {
         tempo_error_prefix(err, path);
         goto out;
     }
-    if (nb != mx->n_buckets || !th || th->type != JSON_ARRAY || th->n != (size_t)mx->n_buckets) {
-        tempo_fail(err, "%s: expected %d buckets of logits", path, mx->n_buckets);
+    mx->lr_final = lr_final;
+    if (!nb || nb->type != JSON_ARRAY || nb->n != MIX_SETS || nf != mx->n_final) {
+        tempo_fail(err, "%s: expected buckets [%d,%d,%d] and final_buckets %d", path, mx->n_buckets[0],
+                   mx->n_buckets[1], mx->n_buckets[2], mx->n_final);
         goto out;
     }
-    for (size_t b = 0; b < th->n; b++) {
-        const json_value *row = &th->items[b];
-        if (row->type != JSON_ARRAY || row->n != (size_t)width) {
-            tempo_fail(err, "%s: theta[%zu]: expected %d numbers", path, b, width);
+    for (int k = 0; k < MIX_SETS; k++)
+        if (nb->items[k].type != JSON_NUMBER || nb->items[k].number != mx->n_buckets[k]) {
+            tempo_fail(err, "%s: expected buckets [%d,%d,%d]", path, mx->n_buckets[0], mx->n_buckets[1],
+                       mx->n_buckets[2]);
             goto out;
         }
-        for (int i = 0; i < width; i++) {
-            const json_value *x = &row->items[i];
-            if (x->type != JSON_NUMBER || !(fabs(x->number) <= 30)) {
-                tempo_fail(err, "%s: theta[%zu][%d]: expected a number in -30..30", path, b, i);
-                goto out;
-            }
-            mx->theta[b * MIX_N + (size_t)i] = x->number;
-        }
+    if (!th || th->type != JSON_ARRAY || th->n != MIX_SETS) {
+        tempo_fail(err, "%s: theta: expected %d weight sets", path, MIX_SETS);
+        goto out;
     }
+    for (int k = 0; k < MIX_SETS; k++)
+        if (get_rows(&th->items[k], mx->theta[k], mx->n_buckets[k], MIX_N, path, mixer_set_names[k], err))
+            goto out;
+    if (get_rows(json_get(v, "final"), mx->phi, mx->n_final, MIX_SETS, path, "final", err))
+        goto out;
     rc = 0;
 out:
     json_free(v);

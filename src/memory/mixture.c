@@ -45,10 +45,11 @@ int mixture_stream_reset(mixture_stream *s, const mixer *initial, tempo_error *e
     return mixture_stream_init(s, &o, initial, err);
 }
 
-double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, double p_model, double mem_p,
-                           const ngram_match *mem_match, mixture_totals *totals, tempo_error *err)
+double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, double p_model, double confidence,
+                           double mem_p, const ngram_match *mem_match, mixture_totals *totals, tempo_error *err)
 {
-    double p[MIX_N] = {p_model, 0, 0, 0}, w[MIX_N];
+    double p[MIX_N] = {p_model, 0, 0, 0};
+    mixer_blend bl;
     ngram_match mm = {0, 0, 0}, cm = {0, 0, 0};
     if (s->present[MIX_MEMORY]) {
         if (mem_match) { p[MIX_MEMORY] = mem_p; mm = *mem_match; }
@@ -58,9 +59,10 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
         p[MIX_CACHE] = ngram_memory_prob(&s->cache, tokens, i, &cm);
     if (s->present[MIX_MATCH])
         p[MIX_MATCH] = match_model_prob(&s->match, tokens, i);
-    int b = mixer_bucket(&s->mx, s->present[MIX_MEMORY] ? &mm : NULL, s->present[MIX_CACHE] ? &cm : NULL,
-                         s->present[MIX_MATCH] ? match_model_bin(&s->match) : 0);
-    mixer_weights(&s->mx, b, s->present, w);
+    mixer_context ctx = mixer_select(&s->mx, s->present[MIX_MEMORY] ? &mm : NULL, s->present[MIX_CACHE] ? &cm : NULL,
+                                     s->present[MIX_MATCH] ? match_model_bin(&s->match) : 0, confidence);
+    mixer_weights(&s->mx, &ctx, s->present, &bl);
+    const double *w = bl.w;
     double pm = 0;
     for (int c = 0; c < MIX_N; c++)
         pm += w[c] * p[c];
@@ -75,7 +77,7 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
     }
     /* the probability is fixed: now learn from the token */
     if (s->opt.adapt) {
-        mixer_learn(&s->mx, b, s->present, w, p);
+        mixer_learn(&s->mx, &ctx, s->present, &bl, p);
         if (s->present[MIX_CACHE] && ngram_memory_add(&s->cache, tokens, i, err))
             return -1;
         if (s->present[MIX_MATCH])
@@ -88,8 +90,9 @@ void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t 
                          double *out, double *tmp)
 {
     const int V = s->opt.vocab;
-    double *pmem = tmp, *pcache = tmp + V, w[MIX_N];
-    double qmatch = 0;
+    double *pmem = tmp, *pcache = tmp + V;
+    double qmatch = 0, confidence = 0;
+    mixer_blend bl;
     int32_t predicted = -1;
     ngram_match mm = {0, 0, 0}, cm = {0, 0, 0};
     if (s->present[MIX_MEMORY]) {
@@ -102,9 +105,12 @@ void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t 
     }
     if (s->present[MIX_MATCH])   /* q on one id, the rest even: no array needed */
         qmatch = match_model_predict(&s->match, tokens, &predicted);
-    int b = mixer_bucket(&s->mx, s->present[MIX_MEMORY] ? &mm : NULL, s->present[MIX_CACHE] ? &cm : NULL,
-                         s->present[MIX_MATCH] ? match_model_bin(&s->match) : 0);
-    mixer_weights(&s->mx, b, s->present, w);
+    for (int t = 0; t < V; t++)
+        if (p_model[t] > confidence) confidence = p_model[t];
+    mixer_context ctx = mixer_select(&s->mx, s->present[MIX_MEMORY] ? &mm : NULL, s->present[MIX_CACHE] ? &cm : NULL,
+                                     s->present[MIX_MATCH] ? match_model_bin(&s->match) : 0, confidence);
+    mixer_weights(&s->mx, &ctx, s->present, &bl);
+    const double *w = bl.w;
     for (int t = 0; t < V; t++)
         out[t] = w[MIX_MODEL] * p_model[t] + (s->present[MIX_MEMORY] ? w[MIX_MEMORY] * pmem[t] : 0) +
                  (s->present[MIX_CACHE] ? w[MIX_CACHE] * pcache[t] : 0) +
@@ -166,7 +172,7 @@ int mixture_sampler_adjust(void *ctx, const int32_t *history, int n, float *z, t
 }
 
 int mixture_score(const mixture_options *o, const mixer *initial, const int32_t *tokens, size_t n,
-                  const double *p_model, double *bits_out, mixture_totals *totals, mixer *final_mixer,
+                  const double *p_model, const double *confidence, double *bits_out, mixture_totals *totals, mixer *final_mixer,
                   tempo_error *err)
 {
     memset(totals, 0, sizeof *totals);
@@ -190,8 +196,8 @@ int mixture_score(const mixture_options *o, const mixer *initial, const int32_t 
     mixture_stream s;
     int rc = mixture_stream_init(&s, o, initial, err);
     for (size_t i = 1; i < n && !rc; i++) {
-        double p = mixture_stream_step(&s, tokens, i, p_model[i], mem_p ? mem_p[i] : 0, mem_m ? &mem_m[i] : NULL,
-                                       totals, err);
+        double p = mixture_stream_step(&s, tokens, i, p_model[i], confidence ? confidence[i] : 0,
+                                       mem_p ? mem_p[i] : 0, mem_m ? &mem_m[i] : NULL, totals, err);
         if (p < 0) rc = -1;
         else if (bits_out) bits_out[i] = -log2(p);
     }

@@ -51,12 +51,13 @@ void mixture_stream_free(mixture_stream *s);
 int mixture_stream_reset(mixture_stream *s, const mixer *initial, tempo_error *err);
 
 /* The mixture's p(tokens[i] | tokens[0..i)) given the transformer's p_model
- * of that token; then, if adapting, learn from it. mem_p/mem_match are the
+ * of that token and its confidence (its largest probability at i, which
+ * selects mixing weights); then, if adapting, learn from it. mem_p/mem_match are the
  * corpus memory's answer when already computed (mem_match != NULL), else
  * it is asked here. totals may be NULL. Returns the probability, or a
  * negative value when the cache runs out of memory (err set). */
-double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, double p_model, double mem_p,
-                           const ngram_match *mem_match, mixture_totals *totals, tempo_error *err);
+double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, double p_model, double confidence,
+                           double mem_p, const ngram_match *mem_match, mixture_totals *totals, tempo_error *err);
 
 /* The whole mixed distribution after tokens[0..i): out[w] = sum_c w_c p_c(w)
  * given the transformer's distribution p_model[0..V). tmp holds 2V doubles.
@@ -86,11 +87,12 @@ void mixture_sampler_free(mixture_sampler *ms);
 int mixture_sampler_adjust(void *ms, const int32_t *history, int n, float *z, tempo_error *err);
 
 /* Score tokens[1..n) of a stream whose transformer probabilities are
- * p_model[1..n) (index 0 unused): the corpus memory is asked in parallel,
+ * p_model[1..n) and confidences (largest probabilities) confidence[1..n)
+ * (index 0 unused; confidence may be NULL: all 0): the corpus memory is asked in parallel,
  * then the stream is read in order. bits_out[i] (may be NULL) gets
  * -log2 p of token i. */
 int mixture_score(const mixture_options *o, const mixer *initial, const int32_t *tokens, size_t n,
-                  const double *p_model, double *bits_out, mixture_totals *totals, mixer *final_mixer,
+                  const double *p_model, const double *confidence, double *bits_out, mixture_totals *totals, mixer *final_mixer,
                   tempo_error *err);
 
 #endif

@@ -50,18 +50,19 @@ int ngram_memory_init(ngram_memory *m, int vocab, int order, int shards, tempo_e
     if (vocab < 2)
         return tempo_usage(err, "count memory: vocabulary of %d ids (need at least 2)", vocab);
     int kmax = ngram_max_order(vocab);
-    if (order < 1 || order > kmax)
-        return tempo_usage(err, "count memory: order %d is outside 1..%d (the most whose keys fit 64 bits with %d ids)",
-                           order, kmax, vocab);
+    int most = vocab <= NGRAM_HASHED_MAX_VOCAB ? NGRAM_MAX_ORDER : kmax;
+    if (order < 1 || order > most)
+        return tempo_usage(err, "count memory: order %d is outside 1..%d (with %d ids)", order, most, vocab);
     if (shards < 1 || shards > NGRAM_MAX_SHARDS)
         return tempo_usage(err, "count memory: %d shards (1..%d)", shards, NGRAM_MAX_SHARDS);
     m->vocab = vocab;
     m->order = order;
+    m->exact_order = order < kmax ? order : kmax;
     m->shards = shards;
     m->prune_min = 1;
     m->pow[0] = 1;
     for (int i = 1; i <= NGRAM_MAX_ORDER; i++)
-        m->pow[i] = i <= order ? m->pow[i - 1] * (uint64_t)vocab : 0;
+        m->pow[i] = i <= m->exact_order ? m->pow[i - 1] * (uint64_t)vocab : 0;
     for (int n = 0; n <= NGRAM_MAX_ORDER; n++) {
         ngram_discounts(m->coc[n], m->disc[n]);
         for (int s = 0; s < NGRAM_MAX_SHARDS; s++) {
@@ -99,23 +100,35 @@ static void coc_bump(uint64_t *coc, uint32_t old)
     if (old + 1 <= 4) coc[old + 1]++;
 }
 
+/* Order n's context key (n >= 2) from order n-1's and the token that
+ * extends it into the past: the base-V number while V^n fits 64 bits, else
+ * a 50-bit hash of the two (so that key * V + w still fits, V <= 2^13). */
+static inline uint64_t extend_context(const ngram_memory *m, uint64_t ctx, int n, int32_t older)
+{
+    if (n <= m->exact_order)
+        return ctx + (uint64_t)older * m->pow[n - 2];
+    return count_hash(ctx * 0x9e3779b97f4a7c15ULL + (uint64_t)older + 1) >> 14;
+}
+
 int ngram_memory_add(ngram_memory *m, const int32_t *tokens, size_t i, tempo_error *err)
 {
     const int K = m->order;
+    const uint64_t V = (uint64_t)m->vocab;
     if (m->shards != 1)
         return tempo_fail(err, "count memory: incremental counting needs a single shard");
     if (i + 1 < (size_t)K)
         return 0;
-    uint64_t key = 0;
-    for (int j = K - 1; j >= 0; j--)
-        key = key * (uint64_t)m->vocab + (uint64_t)tokens[i - (size_t)j];
+    uint64_t ctx[NGRAM_MAX_ORDER + 1];   /* [n]: order n's context key */
+    ctx[1] = 0;
+    for (int n = 2; n <= K; n++)
+        ctx[n] = extend_context(m, ctx[n - 1], n, tokens[i - (size_t)(n - 1)]);
     for (int n = K; n >= 1; n--) {
         int created;
-        uint32_t *c = count_table_upsert(&m->grams[n][0], key, &created);
+        uint32_t *c = count_table_upsert(&m->grams[n][0], ctx[n] * V + (uint64_t)tokens[i], &created);
         if (!c)
             return tempo_fail(err, "count memory: out of memory");
         uint32_t old = (*c)++;
-        uint32_t *s = count_table_upsert(&m->ctxs[n][0], key / (uint64_t)m->vocab, &created);
+        uint32_t *s = count_table_upsert(&m->ctxs[n][0], ctx[n], &created);
         if (!s)
             return tempo_fail(err, "count memory: out of memory");
         ctx_bins_bump(s, old);
@@ -123,7 +136,6 @@ int ngram_memory_add(ngram_memory *m, const int32_t *tokens, size_t i, tempo_err
         ngram_discounts(m->coc[n], m->disc[n]);
         if (old != 0)
             break;   /* an n-gram seen before adds no new continuation below */
-        key %= m->pow[n - 1];
     }
     m->tokens++;
     return 0;
@@ -163,7 +175,7 @@ static inline const uint32_t *next_context(const ngram_memory *m, const int32_t 
                                            uint64_t *ctx)
 {
     if (n >= 2)
-        *ctx += (uint64_t)tokens[i - (size_t)(n - 1)] * m->pow[n - 2];
+        *ctx = extend_context(m, *ctx, n, tokens[i - (size_t)(n - 1)]);
     return find_ctx(m, n, *ctx);
 }
 
@@ -442,6 +454,9 @@ int ngram_memory_build(ngram_memory *m, const ngram_stream *s, int prune_min, te
     const int K = m->order, P = m->shards;
     if (m->tokens || order_count(m, K))
         return tempo_fail(err, "count memory: build needs an empty memory");
+    if (K > m->exact_order)
+        return tempo_usage(err, "count memory: a built memory needs exact keys: order %d is above %d for %d ids",
+                           K, m->exact_order, m->vocab);
     if (s->dtype_bytes != 2 && s->dtype_bytes != 4)
         return tempo_fail(err, "count memory: token width %d bytes (2 or 4)", s->dtype_bytes);
     if (s->n >= (uint64_t)UINT32_MAX)

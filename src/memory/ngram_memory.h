@@ -7,8 +7,14 @@
  *
  * Keys: an n-gram t_1..t_n (oldest first) is the base-V number
  * t_1 V^(n-1) + ... + t_n, so its context (the first n-1 tokens) is key / V
- * and its lower-order suffix key % V^(n-1). K is limited so that V^K fits
- * 64 bits (V = 4097: K <= 5). Each order has a table of n-gram counts and a
+ * and its lower-order suffix key % V^(n-1), while V^n fits 64 bits (V =
+ * 4097: n <= 5, the `exact_order`). A memory grown one token at a time (a
+ * cache) may go further, up to NGRAM_MAX_ORDER when V <= 8192: above the
+ * exact order a context's key is a 50-bit hash of the order below's key and
+ * the older token, and the n-gram's key is still context * V + token, so
+ * every n-gram belongs to exactly one context and the estimate stays a
+ * distribution (two contexts whose hashes collide merely share statistics).
+ * A built corpus memory uses exact keys only. Each order has a table of n-gram counts and a
  * table of context statistics; both are split into `shards` tables by the
  * key's hash so that the build runs one thread per shard.
  *
@@ -41,10 +47,12 @@
 #define NGRAM_MAX_ORDER 8
 #define NGRAM_MAX_SHARDS 16
 #define NGRAM_CTX_WORDS 5   /* total, n1, n2, n3+, pruned */
+#define NGRAM_HASHED_MAX_VOCAB 8192   /* hashed orders need key * V + w below 2^64 */
 
 typedef struct {
     int vocab;                 /* V: ids 0..V-1 */
     int order;                 /* K */
+    int exact_order;           /* orders up to this one have exact keys (min(K, ngram_max_order(V))) */
     int shards;                /* tables per order; a key's shard = count_hash(key) % shards (low bits) */
     int prune_min;             /* top-order n-grams counted fewer times were dropped; 1 = none */
     uint64_t pow[NGRAM_MAX_ORDER + 1];                          /* V^i */
@@ -71,7 +79,8 @@ typedef struct {
 int ngram_max_order(int vocab);
 
 /* An empty memory (incremental use: a cache). Errors: vocab < 2, order
- * outside 1..ngram_max_order(vocab), shards outside 1..NGRAM_MAX_SHARDS. */
+ * outside 1..NGRAM_MAX_ORDER (1..ngram_max_order(vocab) when vocab > 8192),
+ * shards outside 1..NGRAM_MAX_SHARDS. */
 int ngram_memory_init(ngram_memory *m, int vocab, int order, int shards, tempo_error *err);
 void ngram_memory_free(ngram_memory *m);  /* tables and any mapping; zeroes *m */
 
@@ -106,6 +115,7 @@ typedef struct {
 } ngram_stream;
 
 /* Build a corpus memory from a stream with `threads` threads (= shards),
+ * of an order with exact keys (order <= ngram_max_order(vocab)),
  * in three passes (top-order counts, continuation counts order by order,
  * context statistics), then drop top-order n-grams counted fewer than
  * prune_min times and compact every table to a load of 0.7. The memory must

@@ -149,6 +149,7 @@ static void carve(model *m, arena_cursor *a)
     m->dxf = take(a, N * C);
     m->dres = take(a, N * C);
     m->losses = take(a, N);
+    m->top_logprob = take(a, N);
     m->head_scratch = take(a, lm_head_scratch_floats(MODEL_HEAD_CHUNK_ROWS, (int)V));
     m->head_dw = take(a, V * C);
     m->tokens = (int32_t *)take(a, N); /* int32 and float have the same size */
@@ -218,6 +219,7 @@ int model_create(model **out, const model_config *cfg, int max_batch, tempo_erro
     }
     arena_cursor assign = {m->arena, 0};
     carve(m, &assign);
+    m->head_ws.top_logprob = m->top_logprob;
     rope_table_init(m->rope_cos, m->rope_sin, cfg->context, D, cfg->rope_theta);
     m->dims.rope_cos = m->rope_cos;
     m->dims.rope_sin = m->rope_sin;
@@ -261,6 +263,7 @@ float *model_params(model *m) { return m->params; }
 float *model_grads(model *m) { return m->grads; }
 int model_num_tensors(const model *m) { return m->n_tensors; }
 const float *model_token_losses(const model *m) { return m->losses; }
+const float *model_token_top_logprob(const model *m) { return m->top_logprob; }
 void model_set_training(model *m, int training) { m->training = training != 0; }
 
 void model_set_profile(model *m, op_profile *prof)

@@ -103,6 +103,9 @@ void model_set_profile(model *m, op_profile *prof);
  * range) return NAN and leave the model ready for another forward. */
 double model_forward(model *m, const int32_t *tokens, const int32_t *targets, int B, int T);
 const float *model_token_losses(const model *m); /* [B*T] of the last forward */
+/* [B*T] of the last forward with targets: log of the largest next-token
+ * probability at each position (the model's confidence, <= 0). */
+const float *model_token_top_logprob(const model *m);
 
 /* Sets all gradients to 0. */
 void model_zero_grad(model *m);

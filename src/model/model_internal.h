@@ -39,6 +39,7 @@ struct model {
     float *xf, *rstd_f;         /* final norm output [N, C], [N] */
     float *dxf, *dres;          /* head input gradient, residual gradient [N, C] */
     float *losses;              /* [N] */
+    float *top_logprob;         /* [N]: log of each position's largest next-token probability */
     float *head_scratch;        /* [MODEL_HEAD_CHUNK_ROWS, V] */
     float *head_dw;             /* [V, C] head weight gradient staged by a training forward */
     int32_t *tokens, *targets;  /* [N] copies of the last forward's inputs */

@@ -37,6 +37,14 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
 {
     memset(ms, 0, sizeof *ms);
     ms->holdout_start = train->n_tokens;
+    /* orders the vocabulary allows, checked before any work (the cache's is first used at the end) */
+    int V = (int)train->vocab_size, kmax = ngram_max_order(V);
+    int cache_max = V <= NGRAM_HASHED_MAX_VOCAB ? NGRAM_MAX_ORDER : kmax;
+    if (cfg->memory_order > kmax)
+        return tempo_usage(err, "memory_order %d is outside 1..%d (the most whose keys fit 64 bits with %d ids)",
+                           cfg->memory_order, kmax, V);
+    if (cfg->cache_order > cache_max)
+        return tempo_usage(err, "cache_order %d is outside 1..%d (with %d ids)", cfg->cache_order, cache_max, V);
     if (uses_holdout(cfg)) {
         uint64_t keep = (uint64_t)cfg->model.context * 4 + 2;
         if (train->n_tokens < (uint64_t)cfg->mixer_holdout + keep)

@@ -139,7 +139,7 @@ static void test_matches_full_forward(void)
 static double mixed_nll(const hybrid_parts *h, const int32_t *tok, int pos, const double *nll_row, int V,
                         int *is_argmax)
 {
-    double pmem[11], pcache[11], w[MIX_N];
+    double pmem[11], pcache[11];
     ngram_memory cache;
     tempo_error err;
     CHECK(ngram_memory_init(&cache, V, h->cache_order, 1, &err) == 0);
@@ -150,7 +150,12 @@ static double mixed_nll(const hybrid_parts *h, const int32_t *tok, int pos, cons
     ngram_match mm = ngram_memory_match(&h->memory, tok, (size_t)pos);
     ngram_match cm = ngram_memory_match(&cache, tok, (size_t)pos);
     int present[MIX_N] = {1, 1, 1};
-    mixer_weights(&h->mx, mixer_bucket(&h->mx, &mm, &cm, 0), present, w);
+    double top = 0;   /* the transformer's confidence selects weights too */
+    for (int v = 0; v < V; v++) if (exp(-nll_row[v]) > top) top = exp(-nll_row[v]);
+    mixer_blend bl;
+    mixer_context ctx = mixer_select(&h->mx, &mm, &cm, 0, top);
+    mixer_weights(&h->mx, &ctx, present, &bl);
+    const double *w = bl.w;
     int best = 0;
     double pbest = -1, ptarget = 0;
     for (int v = 0; v < V; v++) {
@@ -186,8 +191,11 @@ static void test_hybrid_matches_reference(void)
     h.cache_order = 2;
     h.vocab = V;
     CHECK(mixer_init(&h.mx, 3, 2, 0, 0.1, &err) == 0);
-    for (int i = 0; i < h.mx.n_buckets * MIX_N; i++)
-        h.mx.theta[i] = (double)rng_below(&r, 400) / 100.0 - 2.0;
+    for (int k = 0; k < MIX_SETS; k++)
+        for (int i = 0; i < h.mx.n_buckets[k] * MIX_N; i++)
+            h.mx.theta[k][i] = (double)rng_below(&r, 400) / 100.0 - 2.0;
+    for (int i = 0; i < h.mx.n_final * MIX_SETS; i++)
+        h.mx.phi[i] = (double)rng_below(&r, 400) / 100.0 - 2.0;
     enum { N = 6 };
     static const int group[N] = {0, 0, 0, 1, 2, 2}, start[N] = {18, 18, 21, 5, 30, 30}, len[N] = {25, 40, 30, 12, 36, 40};
     int32_t tok[N][40];

@@ -28,12 +28,21 @@ static void make_stream(int32_t *x, size_t n, int V, uint64_t seed)
     }
 }
 
+static double dist_sum(const ngram_memory *m, const int32_t *x, size_t i, double *p)
+{
+    ngram_memory_dist(m, x, i, p);
+    double s = 0;
+    for (int w = 0; w < m->vocab; w++) s += p[w];
+    return s;
+}
+
 /* ---- the reference: counts recomputed from the stream for each query ---- */
 
 typedef struct {
     const int32_t *x;
     size_t n;
     int V, K;
+    int A;   /* the stream's ids are below A (0: below V); ids A..V-1 have count 0 */
 } ref_lm;
 
 /* Does the K-gram ending at position j (j >= K-1) have the n-gram g (n tokens) as its suffix? */
@@ -95,7 +104,7 @@ static double ref_prob(const ref_lm *r, size_t i, double disc[][4])
         int32_t g[8];
         for (int a = 0; a < n - 1; a++) g[a] = r->x[i - (size_t)(n - 1 - a)];
         double total = 0, gnum = 0, cw = 0;
-        for (int w = 0; w < r->V; w++) {
+        for (int w = 0; w < (r->A ? r->A : r->V); w++) {
             g[n - 1] = w;
             uint32_t c = ref_count(r, g, n);
             total += c;
@@ -134,9 +143,62 @@ static void test_max_order(void)
     CHECK(ngram_max_order(2) == 8);
     ngram_memory m;
     tempo_error e;
-    CHECK(ngram_memory_init(&m, 4097, 6, 1, &e) == -1 && strstr(e.msg, "1..5"));
-    CHECK(ngram_memory_init(&m, 4097, 5, 1, &e) == 0);
+    /* up to 8192 ids, orders above the exact ones are hashed; beyond, refused */
+    CHECK(ngram_memory_init(&m, 4097, 9, 1, &e) == -1 && strstr(e.msg, "1..8"));
+    CHECK(ngram_memory_init(&m, 8193, 5, 1, &e) == -1 && strstr(e.msg, "1..4"));
+    CHECK(ngram_memory_init(&m, 4097, 5, 1, &e) == 0 && m.exact_order == 5);
     ngram_memory_free(&m);
+    CHECK(ngram_memory_init(&m, 4097, 7, 1, &e) == 0 && m.exact_order == 5);
+    ngram_memory_free(&m);
+    /* a built (saved, mapped) memory needs exact keys */
+    int32_t x[16] = {0};
+    ngram_stream s = {x, 4, 16};
+    CHECK(ngram_memory_init(&m, 4097, 6, 1, &e) == 0);
+    CHECK(ngram_memory_build(&m, &s, 1, &e) == -1 && strstr(e.msg, "exact keys"));
+    for (size_t i = 0; i < 16; i++) ngram_memory_add(&m, x, i, &e);
+    CHECK(memory_file_save(&m, "/tmp/tempo_never_written.bin", &e) == -1 && strstr(e.msg, "hashed"));
+    CHECK(access("/tmp/tempo_never_written.bin", F_OK) != 0);
+    ngram_memory_free(&m);
+}
+
+/* Orders above the exact ones (hashed context keys, a cache of a long
+ * context) against the same reference: ids 0..5 of a 4097-id vocabulary,
+ * orders 6 and 7 (exact keys stop at 5); each distribution sums to 1. */
+static void test_hashed_orders(void)
+{
+    const int V = 4097, A = 6;
+    const size_t N = 420;
+    int32_t *x = malloc(sizeof(int32_t) * N);
+    double *p = malloc(sizeof(double) * V);
+    make_stream(x, N, A, 21);
+    for (int K = 6; K <= 7; K++) {
+        ngram_memory m;
+        tempo_error e;
+        CHECK(ngram_memory_init(&m, V, K, 1, &e) == 0 && m.exact_order < K);
+        for (size_t i = 0; i < N; i++)
+            if (ngram_memory_add(&m, x, i, &e)) { CHECK_MSG(0, "%s", e.msg); break; }
+        ref_lm r = {x, N, V, K, A};
+        double disc[NGRAM_MAX_ORDER + 1][4];
+        for (int n = 1; n <= K; n++) {
+            uint64_t coc[5];
+            ref_coc(&r, n, coc);
+            for (int k = 1; k <= 4; k++)
+                CHECK_MSG(coc[k] == m.coc[n][k], "K %d order %d coc[%d] %llu vs %llu", K, n, k,
+                          (unsigned long long)coc[k], (unsigned long long)m.coc[n][k]);
+            ngram_discounts(coc, disc[n]);
+        }
+        double worst = 0;
+        for (size_t i = 0; i < N; i += 11) {
+            double a = ngram_memory_prob(&m, x, i, NULL), b = ref_prob(&r, i, disc);
+            if (fabs(a - b) > worst) worst = fabs(a - b);
+        }
+        CHECK_MSG(worst <= 1e-13, "K %d: worst difference %g", K, worst);
+        for (size_t i = 0; i < N; i += 53)
+            CHECK_NEAR(dist_sum(&m, x, i, p), 1.0, 1e-9);
+        ngram_memory_free(&m);
+    }
+    free(p);
+    free(x);
 }
 
 /* The incremental memory and the reference agree at every position. */
@@ -152,7 +214,7 @@ static void test_against_reference(void)
         CHECK(ngram_memory_init(&m, V, K, 1, &e) == 0);
         for (size_t i = 0; i < N; i++)
             if (ngram_memory_add(&m, x, i, &e)) { CHECK_MSG(0, "%s", e.msg); break; }
-        ref_lm r = {x, N, V, K};
+        ref_lm r = {x, N, V, K, 0};
         double disc[NGRAM_MAX_ORDER + 1][4];
         for (int n = 1; n <= K; n++) {
             uint64_t coc[5];
@@ -173,13 +235,6 @@ static void test_against_reference(void)
     free(x);
 }
 
-static double dist_sum(const ngram_memory *m, const int32_t *x, size_t i, double *p)
-{
-    ngram_memory_dist(m, x, i, p);
-    double s = 0;
-    for (int w = 0; w < m->vocab; w++) s += p[w];
-    return s;
-}
 
 /* The parallel build equals the incremental count at any thread count; every distribution sums to 1. */
 static void test_build_matches_incremental(void)
@@ -329,6 +384,7 @@ int main(void)
     RUN(test_discounts_formula);
     RUN(test_max_order);
     RUN(test_against_reference);
+    RUN(test_hashed_orders);
     RUN(test_build_matches_incremental);
     RUN(test_pruning);
     RUN(test_file_round_trip);

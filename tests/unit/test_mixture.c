@@ -73,15 +73,17 @@ static void test_sums_and_consistency(void)
     double worst_sum = 0, worst_entry = 0;
     for (size_t i = 1; i < n; i++) {
         model_dist(x, i, V, pm);
+        double top = 0;
+        for (int w = 0; w < V; w++) if (pm[w] > top) top = pm[w];
         if (i % 37 == 0) {
             mixture_stream_dist(&s, x, i, pm, out, tmp);
             double sum = 0;
             for (int w = 0; w < V; w++) { sum += out[w]; CHECK(out[w] > 0); }
             if (fabs(sum - 1) > worst_sum) worst_sum = fabs(sum - 1);
-            double p = mixture_stream_step(&s, x, i, pm[x[i]], 0, NULL, NULL, &e);
+            double p = mixture_stream_step(&s, x, i, pm[x[i]], top, 0, NULL, NULL, &e);
             if (fabs(p - out[x[i]]) > worst_entry) worst_entry = fabs(p - out[x[i]]);
         } else {
-            mixture_stream_step(&s, x, i, pm[x[i]], 0, NULL, NULL, &e);
+            mixture_stream_step(&s, x, i, pm[x[i]], top, 0, NULL, NULL, &e);
         }
     }
     CHECK_MSG(worst_sum <= 1e-9, "worst |sum - 1| %g", worst_sum);
@@ -94,17 +96,19 @@ static void test_sums_and_consistency(void)
 
 static void score(const ngram_memory *mem, const mixer *mx, const int32_t *x, size_t n, int V, double *bits)
 {
-    double *pm = malloc(sizeof(double) * n), *d = malloc(sizeof(double) * V);
+    double *pm = malloc(sizeof(double) * n), *top = calloc(n, sizeof(double)), *d = malloc(sizeof(double) * V);
     for (size_t i = 1; i < n; i++) {
         model_dist(x, i, V, d);
         pm[i] = d[x[i]];
+        for (int w = 0; w < V; w++) if (d[w] > top[i]) top[i] = d[w];
     }
     mixture_options o = {mem, V, 3, 1, 4};
     mixture_totals t;
     tempo_error e;
-    CHECK(mixture_score(&o, mx, x, n, pm, bits, &t, NULL, &e) == 0);
+    CHECK(mixture_score(&o, mx, x, n, pm, top, bits, &t, NULL, &e) == 0);
     CHECK(t.n_tokens == n - 1);
     free(pm);
+    free(top);
     free(d);
 }
 
@@ -158,7 +162,7 @@ static void test_learning(void)
     CHECK(mixer_init(&mx, 3, 3, 1, 0.05, &e) == 0);
     mixture_options o = {&mem, V, 3, 1, 4};
     mixture_totals t;
-    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, &t, &fitted, &e) == 0);
+    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, NULL, &t, &fitted, &e) == 0);
     CHECK(t.bits < t.bits_component[MIX_MODEL] && t.bits < t.bits_component[MIX_MEMORY]);
     CHECK(t.weight_sum[MIX_CACHE] > t.weight_sum[MIX_MODEL]);
     /* the components that learn the text (cache, match model) carried most of the weight */
@@ -167,13 +171,15 @@ static void test_learning(void)
     /* and the fitted mixer gives them most weight in a long match after a long, frequent context */
     ngram_match mem3 = ngram_memory_match(&mem, x, n - 1), full = {3, 100, 1};
     int present[MIX_N] = {1, 1, 1, 1};
-    double w[MIX_N];
-    mixer_weights(&fitted, mixer_bucket(&fitted, &mem3, &full, MATCH_LEN_BINS - 1), present, w);
+    mixer_blend bl;
+    mixer_context ctx = mixer_select(&fitted, &mem3, &full, MATCH_LEN_BINS - 1, 0);
+    mixer_weights(&fitted, &ctx, present, &bl);
+    const double *w = bl.w;
     CHECK_MSG(w[MIX_CACHE] + w[MIX_MATCH] > 0.8, "cache + match weight %g", w[MIX_CACHE] + w[MIX_MATCH]);
     /* without adaptation nothing is learned: the cache stays empty, the weights equal */
     o.adapt = 0;
     mixture_totals t2;
-    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, &t2, NULL, &e) == 0);
+    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, NULL, &t2, NULL, &e) == 0);
     CHECK_NEAR(t2.weight_sum[MIX_CACHE] / (double)t2.n_tokens, 1.0 / MIX_N, 1e-12);
     CHECK(t2.bits > t.bits);
     mixer_free(&mx);
@@ -245,36 +251,141 @@ static void test_mixer_file(void)
     mixer a, b;
     tempo_error e;
     CHECK(mixer_init(&a, 4, 2, 1, 0.02, &e) == 0);
-    for (int i = 0; i < a.n_buckets * MIX_N; i++) a.theta[i] = (i % 7) * 0.37 - 1.1;
+    a.lr_final = 0.03;
+    for (int k = 0; k < MIX_SETS; k++)
+        for (int i = 0; i < a.n_buckets[k] * MIX_N; i++) a.theta[k][i] = ((i + k) % 7) * 0.37 - 1.1;
+    for (int i = 0; i < a.n_final * MIX_SETS; i++) a.phi[i] = (i % 5) * 0.21 - 0.4;
     CHECK(mixer_save(&a, path, &e) == 0);
     CHECK_MSG(mixer_load(&b, path, &e) == 0, "%s", e.msg);
-    CHECK(b.memory_order == 4 && b.cache_order == 2 && b.match == 1 && b.n_buckets == a.n_buckets && b.lr == a.lr);
-    CHECK(!memcmp(a.theta, b.theta, sizeof(double) * (size_t)a.n_buckets * MIX_N));
+    CHECK(b.memory_order == 4 && b.cache_order == 2 && b.match == 1 && b.n_final == a.n_final && b.lr == a.lr &&
+          b.lr_final == a.lr_final);
+    for (int k = 0; k < MIX_SETS; k++)
+        CHECK(b.n_buckets[k] == a.n_buckets[k] &&
+              !memcmp(a.theta[k], b.theta[k], sizeof(double) * (size_t)a.n_buckets[k] * MIX_N));
+    CHECK(!memcmp(a.phi, b.phi, sizeof(double) * (size_t)a.n_final * MIX_SETS));
+    mixer_free(&b);
+    /* the smallest layout: orders 0, no match -> buckets [16,4,4], final 4 */
+#define HEAD "{\"format\":\"tempo-mixer\",\"version\":3,\"memory_order\":0,\"cache_order\":0,\"match\":0,"
+#define ROWS4 "[[0,0,0,0],[0,0,0,0],[0,0,0,0],[1,2,3,4]]"
+#define FINAL4 "[[0,0,0],[0,0,0],[0,0,0],[1,2,3]]"
+#define ROWS16 "[[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0]," \
+               "[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[1,2,3,4]]"
+    const char *good = HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":0.1,\"lr_final\":0.02,"
+                       "\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 "}";
+    write_text(path, good);
+    CHECK_MSG(mixer_load(&b, path, &e) == 0, "%s", e.msg);
+    CHECK(b.theta[2][15] == 4 && b.phi[11] == 3);
     mixer_free(&b);
     const char *bad[] = {
-        "", "{", "[]", "{\"format\":\"x\",\"version\":2}",
-        "{\"format\":\"tempo-mixer\",\"version\":2,\"memory_order\":9,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[]}",
-        "{\"format\":\"tempo-mixer\",\"version\":2,\"memory_order\":0,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[[1,2]]}",
-        "{\"format\":\"tempo-mixer\",\"version\":3,\"memory_order\":0,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[[1,2,3]]}",
-        "{\"format\":\"tempo-mixer\",\"version\":2,\"memory_order\":0,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[[1,2,1e300]]}",
-        "{\"format\":\"tempo-mixer\",\"version\":2,\"memory_order\":0,\"cache_order\":0,\"lr\":-1,\"buckets\":1,\"theta\":[[1,2,3]]}",
-        "{\"format\":\"tempo-mixer\",\"version\":2,\"memory_order\":0.5,\"cache_order\":0,\"lr\":0.1,\"buckets\":1,\"theta\":[[1,2,3]]}",
+        "", "{", "[]", "{\"format\":\"x\",\"version\":3}",
+        "{\"format\":\"tempo-mixer\",\"version\":4}",
+        /* orders out of range, not integers */
+        "{\"format\":\"tempo-mixer\",\"version\":3,\"memory_order\":9,\"cache_order\":0,\"match\":0}",
+        "{\"format\":\"tempo-mixer\",\"version\":3,\"memory_order\":0.5,\"cache_order\":0,\"match\":0}",
+        /* bucket counts that do not fit the orders */
+        HEAD "\"buckets\":[16,4,5],\"final_buckets\":4,\"lr\":0.1,\"lr_final\":0.02,\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 "}",
+        HEAD "\"buckets\":[16,4,4],\"final_buckets\":3,\"lr\":0.1,\"lr_final\":0.02,\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 "}",
+        /* a set missing, a row too short, a logit out of range, a bad final */
+        HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":0.1,\"lr_final\":0.02,\"theta\":[" ROWS16 "," ROWS4 "],\"final\":" FINAL4 "}",
+        HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":0.1,\"lr_final\":0.02,\"theta\":[" ROWS16 "," ROWS4 ",[[0,0,0,0],[0,0,0,0],[0,0,0,0],[1,2,3]]],\"final\":" FINAL4 "}",
+        HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":0.1,\"lr_final\":0.02,\"theta\":[" ROWS16 "," ROWS4 ",[[0,0,0,0],[0,0,0,0],[0,0,0,0],[1,2,3,1e300]]],\"final\":" FINAL4 "}",
+        HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":0.1,\"lr_final\":0.02,\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":[[0,0,0]]}",
+        HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":0.1,\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 "}",
+        HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":-1,\"lr_final\":0.02,\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 "}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_text(path, bad[i]);
         CHECK_MSG(mixer_load(&b, path, &e) == -1 && strstr(e.msg, path), "case %zu: %s", i, e.msg);
     }
-    write_text(path, "{\"format\":\"tempo-mixer\",\"version\":2,\"memory_order\":0,\"cache_order\":0,\"match\":0,"
-                     "\"lr\":0.1,\"buckets\":16,\"theta\":[[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0],[1,2,3,4]]}");
-    CHECK_MSG(mixer_load(&b, path, &e) == 0, "%s", e.msg);
-    mixer_free(&b);
-    /* version 1 (before the match model and the context bins): refused as an older layout */
+    /* versions 1 and 2 (one weight set): refused as an older layout */
     write_text(path, "{\"format\":\"tempo-mixer\",\"version\":1,\"memory_order\":0,\"cache_order\":0,"
                      "\"lr\":0.1,\"buckets\":9,\"theta\":[[0,0,0],[0,0,0],[0,0,0],[0,0,0],[0,0,0],[0,0,0],"
                      "[0,0,0],[0,0,0],[1,2,3]]}");
     CHECK(mixer_load(&b, path, &e) == -2 && strstr(e.msg, "older layout"));
+    write_text(path, "{\"format\":\"tempo-mixer\",\"version\":2,\"memory_order\":0,\"cache_order\":0,\"match\":0,"
+                     "\"lr\":0.1,\"buckets\":4,\"theta\":[[0,0,0,0],[0,0,0,0],[0,0,0,0],[1,2,3,4]]}");
+    CHECK(mixer_load(&b, path, &e) == -2 && strstr(e.msg, "older layout"));
+#undef HEAD
+#undef ROWS4
+#undef FINAL4
+#undef ROWS16
     unlink(path);
     mixer_free(&a);
+}
+
+/* mixer_learn's steps are the gradients of the log losses they claim
+ * (mixer.h), checked by central differences: each set's logits on the loss
+ * of that set's mixture, the final logits on the loss of the whole. */
+static void test_mixer_gradient(void)
+{
+    mixer mx;
+    tempo_error e;
+    CHECK(mixer_init(&mx, 2, 2, 1, 1.0, &e) == 0);
+    mx.lr_final = 1.0;
+    ngram_match mm = {2, 7, 3}, cm = {1, 2, 2};
+    mixer_context c = mixer_select(&mx, &mm, &cm, 2, 0.6);
+    for (int k = 0; k < MIX_SETS; k++) CHECK(c.bucket[k] >= 0 && c.bucket[k] < mx.n_buckets[k]);
+    CHECK(c.final >= 0 && c.final < mx.n_final);
+    uint64_t r = 11;
+    for (int k = 0; k < MIX_SETS; k++)
+        for (int i = 0; i < MIX_N; i++)
+            mx.theta[k][(size_t)c.bucket[k] * MIX_N + i] = (double)(lcg(&r) % 1000) / 500.0 - 1;
+    for (int k = 0; k < MIX_SETS; k++)
+        mx.phi[(size_t)c.final * MIX_SETS + k] = (double)(lcg(&r) % 1000) / 500.0 - 1;
+    const int present[MIX_N] = {1, 1, 0, 1};   /* an absent component keeps weight 0 and its logit */
+    const double p[MIX_N] = {0.05, 0.3, 0.9, 0.01};
+    mixer_blend b;
+    mixer_weights(&mx, &c, present, &b);
+    double wsum = 0;
+    for (int i = 0; i < MIX_N; i++) wsum += b.w[i];
+    CHECK_NEAR(wsum, 1, 1e-12);
+    CHECK(b.w[MIX_CACHE] == 0);
+    /* losses as functions of the logits, by finite differences */
+    double grad_theta[MIX_SETS][MIX_N], grad_phi[MIX_SETS];
+    const double h = 1e-6;
+    for (int k = 0; k < MIX_SETS; k++) {
+        for (int i = 0; i < MIX_N; i++) {
+            double *t = &mx.theta[k][(size_t)c.bucket[k] * MIX_N + i], t0 = *t, lp[2];
+            for (int sgn = 0; sgn < 2; sgn++) {
+                *t = t0 + (sgn ? -h : h);
+                mixer_blend bb;
+                mixer_weights(&mx, &c, present, &bb);
+                double q = 0;
+                for (int j = 0; j < MIX_N; j++) q += bb.set[k][j] * p[j];
+                lp[sgn] = -log(q);
+            }
+            *t = t0;
+            grad_theta[k][i] = (lp[0] - lp[1]) / (2 * h);
+        }
+        double *f = &mx.phi[(size_t)c.final * MIX_SETS + k], f0 = *f, lp[2];
+        for (int sgn = 0; sgn < 2; sgn++) {
+            *f = f0 + (sgn ? -h : h);
+            mixer_blend bb;
+            mixer_weights(&mx, &c, present, &bb);
+            double q = 0;
+            for (int j = 0; j < MIX_N; j++) q += bb.w[j] * p[j];
+            lp[sgn] = -log(q);
+        }
+        *f = f0;
+        grad_phi[k] = (lp[0] - lp[1]) / (2 * h);
+    }
+    mixer before;
+    CHECK(mixer_copy(&before, &mx, &e) == 0);
+    mixer_learn(&mx, &c, present, &b, p);   /* lr = 1: the step is minus the gradient */
+    double worst = 0;
+    for (int k = 0; k < MIX_SETS; k++) {
+        for (int i = 0; i < MIX_N; i++) {
+            size_t at = (size_t)c.bucket[k] * MIX_N + i;
+            double step = mx.theta[k][at] - before.theta[k][at];
+            if (!present[i]) { CHECK(step == 0); continue; }
+            if (fabs(step + grad_theta[k][i]) > worst) worst = fabs(step + grad_theta[k][i]);
+        }
+        double step = mx.phi[(size_t)c.final * MIX_SETS + k] - before.phi[(size_t)c.final * MIX_SETS + k];
+        if (fabs(step + grad_phi[k]) > worst) worst = fabs(step + grad_phi[k]);
+    }
+    CHECK_MSG(worst < 1e-6, "learning step differs from the gradient by %g", worst);
+    mixer_free(&before);
+    mixer_free(&mx);
 }
 
 int main(void)
@@ -284,5 +395,6 @@ int main(void)
     RUN(test_learning);
     RUN(test_match_model);
     RUN(test_mixer_file);
+    RUN(test_mixer_gradient);
     return test_summary("test_mixture");
 }

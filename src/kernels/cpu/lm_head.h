@@ -52,6 +52,10 @@ typedef struct {
      * mix_a p_n / (mix_a p_n + mix_b[n]). Losses stay the cross-entropy. */
     const float *mix_b;
     float mix_a;
+    /* When set, row n's log of its largest probability, max_v z - logsumexp(z)
+     * (after the soft-cap), goes to top_logprob[n]: the model's confidence,
+     * which the hybrid model's mixer reads (memory/mixer.h). Costs a store. */
+    float *top_logprob;
 } lm_head_workspace;
 void lm_head_workspace_free(lm_head_workspace *ws); /* all but *gemm */
 
