@@ -489,8 +489,26 @@ static void head_case(int N, int C, int V, float cap, int chunk, int fd)
                 memcpy(dw5, dw4, sizeof(float) * nw);
             else
                 CHECK(max_abs_diff(dw4, dw5, nw) == 0);
+            float *top = malloc(sizeof(float) * N);
+            ws.top_logprob = top;   /* the confidence output: max z - logsumexp z, per row */
             lm_head_loss_forward(l4, x, w, tg, N, C, V, cap, scratch, chunk, &ws);
+            ws.top_logprob = NULL;
             CHECK(max_abs_diff(l4, l1, N) == 0);
+            double worst = 0;
+            for (int n = 0; n < N; n++) {
+                double mx = -INFINITY, sum = 0, *z = malloc(sizeof(double) * V);
+                for (int v = 0; v < V; v++) {
+                    double d = 0;
+                    for (int k = 0; k < C; k++) d += (double)x[(size_t)n * C + k] * w[(size_t)v * C + k];
+                    z[v] = cap > 0 ? cap * tanh(d / cap) : d;
+                    if (z[v] > mx) mx = z[v];
+                }
+                for (int v = 0; v < V; v++) sum += exp(z[v] - mx);
+                worst = fmax(worst, fabs(top[n] - (-log(sum))));
+                free(z);
+            }
+            CHECK_MSG(worst < 1e-4, "top_logprob N=%d V=%d cap=%g: error %g", N, V, cap, worst);
+            free(top);
         }
         lm_head_workspace_free(&ws);
         gemm_context_free(&gc);
