@@ -102,12 +102,12 @@ static void coc_bump(uint64_t *coc, uint32_t old)
 
 /* Order n's context key (n >= 2) from order n-1's and the token that
  * extends it into the past: the base-V number while V^n fits 64 bits, else
- * a 50-bit hash of the two (so that key * V + w still fits, V <= 2^13). */
+ * a 49-bit hash of the two (so that key * V + w stays below 2^63, V <= 2^14). */
 static inline uint64_t extend_context(const ngram_memory *m, uint64_t ctx, int n, int32_t older)
 {
     if (n <= m->exact_order)
         return ctx + (uint64_t)older * m->pow[n - 2];
-    return count_hash(ctx * 0x9e3779b97f4a7c15ULL + (uint64_t)older + 1) >> 14;
+    return count_hash(ctx * 0x9e3779b97f4a7c15ULL + (uint64_t)older + 1) >> 15;
 }
 
 int ngram_memory_add(ngram_memory *m, const int32_t *tokens, size_t i, tempo_error *err)

@@ -9,8 +9,8 @@
  * t_1 V^(n-1) + ... + t_n, so its context (the first n-1 tokens) is key / V
  * and its lower-order suffix key % V^(n-1), while V^n fits 64 bits (V =
  * 4097: n <= 5, the `exact_order`). A memory grown one token at a time (a
- * cache) may go further, up to NGRAM_MAX_ORDER when V <= 8192: above the
- * exact order a context's key is a 50-bit hash of the order below's key and
+ * cache) may go further, up to NGRAM_MAX_ORDER when V <= 16384: above the
+ * exact order a context's key is a 49-bit hash of the order below's key and
  * the older token, and the n-gram's key is still context * V + token, so
  * every n-gram belongs to exactly one context and the estimate stays a
  * distribution (two contexts whose hashes collide merely share statistics).
@@ -47,7 +47,7 @@
 #define NGRAM_MAX_ORDER 8
 #define NGRAM_MAX_SHARDS 16
 #define NGRAM_CTX_WORDS 5   /* total, n1, n2, n3+, pruned */
-#define NGRAM_HASHED_MAX_VOCAB 8192   /* hashed orders need key * V + w below 2^64 */
+#define NGRAM_HASHED_MAX_VOCAB 16384  /* hashed orders need key * V + w below 2^64 */
 
 typedef struct {
     int vocab;                 /* V: ids 0..V-1 */
@@ -79,7 +79,7 @@ typedef struct {
 int ngram_max_order(int vocab);
 
 /* An empty memory (incremental use: a cache). Errors: vocab < 2, order
- * outside 1..NGRAM_MAX_ORDER (1..ngram_max_order(vocab) when vocab > 8192),
+ * outside 1..NGRAM_MAX_ORDER (1..ngram_max_order(vocab) when vocab > 16384),
  * shards outside 1..NGRAM_MAX_SHARDS. */
 int ngram_memory_init(ngram_memory *m, int vocab, int order, int shards, tempo_error *err);
 void ngram_memory_free(ngram_memory *m);  /* tables and any mapping; zeroes *m */

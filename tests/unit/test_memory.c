@@ -143,9 +143,11 @@ static void test_max_order(void)
     CHECK(ngram_max_order(2) == 8);
     ngram_memory m;
     tempo_error e;
-    /* up to 8192 ids, orders above the exact ones are hashed; beyond, refused */
+    /* up to 16384 ids, orders above the exact ones are hashed; beyond, refused */
     CHECK(ngram_memory_init(&m, 4097, 9, 1, &e) == -1 && strstr(e.msg, "1..8"));
-    CHECK(ngram_memory_init(&m, 8193, 5, 1, &e) == -1 && strstr(e.msg, "1..4"));
+    CHECK(ngram_memory_init(&m, 16385, 5, 1, &e) == -1 && strstr(e.msg, "1..4"));
+    CHECK(ngram_memory_init(&m, 16384, 8, 1, &e) == 0 && m.exact_order == 4);
+    ngram_memory_free(&m);
     CHECK(ngram_memory_init(&m, 4097, 5, 1, &e) == 0 && m.exact_order == 5);
     ngram_memory_free(&m);
     CHECK(ngram_memory_init(&m, 4097, 7, 1, &e) == 0 && m.exact_order == 5);
