@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# sweep_hybrid.sh - the hybrid model's preset sweep (the hybrid-model issue, part 7):
+# every point of cpu-default plus its overrides trained for BUDGET (default 10m) with
+# SEEDS (default "1 2"), scored on the whole val split, one row per run appended to
+# OUT (TSV): the mixture's val bpb and each component's alone, steps, tokens/s, the
+# memory's build seconds and bytes, and the 1-minute load average before and after
+# (a row whose load is well above the thread count ran on a busy machine: rerun it).
+#
+#   scripts/sweep_hybrid.sh OUT.tsv [POINT...]      POINT = a name from the list below
+#
+# Each 10-minute point costs about 13 minutes (training, memory build included, and
+# the final evaluation); the full list with two seeds about 6 hours. The vocabulary
+# points need their own prepared data (DATA_2048, DATA_8192; `tempo prepare --vocab
+# N`, as the README's first command prepares data/corpus). Run on a quiet machine
+# and record the table in configs/README.md. Nothing here is a test.
+set -euo pipefail
+out=${1:?usage: sweep_hybrid.sh OUT.tsv [POINT...]}; shift
+TEMPO=${TEMPO:-build/tempo}
+BUDGET=${BUDGET:-10m}
+SEEDS=${SEEDS:-1 2}
+DATA=${DATA:-data/corpus}
+DATA_2048=${DATA_2048:-data/corpus-v2048}
+DATA_8192=${DATA_8192:-data/corpus-v8192}
+
+# name | data folder | overrides on cpu-default
+points() {
+cat <<EOF
+default|$DATA|
+order4|$DATA|memory_order=4
+prune2|$DATA|memory_prune=2
+cache5|$DATA|cache_order=5 match_length=4
+wide|$DATA|d_model=256 n_heads=4
+narrow|$DATA|d_model=128 n_heads=2
+deep|$DATA|n_layers=6
+shallow|$DATA|n_layers=3
+lr_hi|$DATA|lr_muon=0.03 lr=4.5e-3
+lr_lo|$DATA|lr_muon=0.014 lr=2e-3
+vocab2048|$DATA_2048|
+vocab8192|$DATA_8192|memory_order=4
+EOF
+}
+
+want=" $* "
+[ -s "$out" ] || printf 'name\tseed\tbudget\tval_bpb\ttransformer\tmemory\tcache\tmatch\tsteps\ttokens_per_s\tmemory_s\tmemory_gb\tload_before\tload_after\tsets\n' > "$out"
+points | while IFS='|' read -r name data sets; do
+    [ $# -eq 0 ] || [[ $want == *" $name "* ]] || continue
+    [ -f "$data/train.tok" ] || { echo "sweep: $name: no prepared data in $data (tempo prepare --vocab N)" >&2; continue; }
+    args=()
+    for s in $sets; do args+=(--set "$s"); done
+    for seed in $SEEDS; do
+        run="runs/sweep/$name-s$seed-$BUDGET"
+        load0=$(cut -d' ' -f1 /proc/loadavg)
+        "$TEMPO" train --data "$data" --budget "$BUDGET" --preset cpu-default --seed "$seed" --out "$run" \
+            ${args[@]+"${args[@]}"} > /dev/null 2> "$run.log" || { echo "sweep: $name seed $seed failed (see $run.log)" >&2; continue; }
+        load1=$(cut -d' ' -f1 /proc/loadavg)
+        python3 - "$run/result.json" "$name" "$seed" "$BUDGET" "$load0" "$load1" "$sets" >> "$out" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+name, seed, budget, l0, l1, sets = sys.argv[2:]
+f = lambda k: "%.4f" % r[k] if isinstance(r.get(k), (int, float)) else "-"
+print("\t".join([name, seed, budget, f("val_bpb"), f("val_bpb_transformer"), f("val_bpb_memory"),
+                 f("val_bpb_cache"), f("val_bpb_match"), str(r["steps"]), "%.0f" % r["tokens_per_second"],
+                 "%.1f" % r.get("memory_seconds", 0), "%.2f" % (r.get("memory_bytes", 0) / 1e9), l0, l1, sets or "-"]))
+PY
+        tail -n 1 "$out"
+    done
+done
