@@ -54,6 +54,9 @@ static void usage(FILE *f)
         "  --stop-at-step N  testing: checkpoint and stop after step N, as an interruption would\n"
         "  --inject-nan-at-step N  testing: treat step N's loss as NaN once (divergence guard)\n"
         "SIGINT/SIGTERM: the run checkpoints and stops; --resume continues it.\n"
+        "result.json (also the last line of stdout): val bpb and its parts, tokens/s, MFU, and phase_seconds:\n"
+        "  where this session's train_seconds went (steps, val_slices, checkpoints, snapshots, memory_build,\n"
+        "  mixer_fit, other), adding up to it.\n"
         "Ranges: budget up to 720h (30 days), steps up to 2^40, threads 1 to 1024, seed 0 to 2^53.\n"
         "config keys:\n");
     run_config_print_keys(f);
@@ -192,6 +195,18 @@ int cmd_train(int argc, char **argv)
     for (int k = 0; k < MIX_N; k++) {
         strbuf_printf(&js, ",\"val_weight_%s\":", mixer_component_names[k]);
         strbuf_json_number(&js, r.val_mean_weight[k]);
+    }
+    {
+        const char *names[] = {"steps", "val_slices", "checkpoints", "snapshots", "memory_build", "mixer_fit", "other"};
+        const double vals[] = {r.phase_seconds.steps, r.phase_seconds.val_slices, r.phase_seconds.checkpoints,
+                               r.phase_seconds.snapshots, r.phase_seconds.memory_build, r.phase_seconds.mixer_fit,
+                               r.phase_seconds.other};
+        strbuf_puts(&js, ",\"phase_seconds\":{");
+        for (int k = 0; k < 7; k++) {
+            strbuf_printf(&js, "%s\"%s\":", k ? "," : "", names[k]);
+            strbuf_json_number(&js, vals[k]);
+        }
+        strbuf_puts(&js, "}");
     }
     strbuf_printf(&js, ",\"retries\":%d,\"interrupted\":%s,\"threads\":%d,\"threads_pinned\":%s,"
                   "\"seed\":%llu}", r.retries, r.interrupted ? "true" : "false", o.threads,

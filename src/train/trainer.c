@@ -358,7 +358,9 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
             return tempo_fail(err, "training: out of memory");
         }
     }
+    const double elapsed_at_start = st.elapsed_s;   /* of a resumed run: the sessions before */
     if (c.mem.built) {
+        res->phase_seconds.memory_build = c.mem.build_s;
         st.memory_s += c.mem.build_s;
         st.elapsed_s += c.mem.build_s;
     }
@@ -383,7 +385,9 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
         if (budget > 0 && st.elapsed_s + step_pred + fit_reserve > budget) break;
         if (o->stop_flag && *o->stop_flag) { res->interrupted = 1; break; }
         if (st.elapsed_s - last_snap >= 30.0 || st.step == 0) {
+            double s0 = timer_now();
             snapshot_take(&c, &st);
+            res->phase_seconds.snapshots += timer_now() - s0;
             last_snap = st.elapsed_s;
         }
         /* the schedule spans the transformer's share of the budget */
@@ -397,6 +401,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
         if (o->inject_nan_step > 0 && st.step == o->inject_nan_step && st.retries == 0)
             loss = NAN; /* fault injection for the divergence-guard test */
         if (!isfinite(loss) || !isfinite(gnorm)) {
+            res->phase_seconds.steps += timer_now() - t0;   /* a step thrown away is a step's time still */
             st.retries++;
             st.elapsed_s = timer_now() - loop_t0;
             if (st.retries > cfg.max_retries) {
@@ -422,6 +427,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
         steps_this_session++;
         double dt = timer_now() - t0;
         step_time_sum += dt;
+        res->phase_seconds.steps += dt;
         /* Predict the next step from the recent ones, leaning to the slower side. */
         step_pred = step_pred == 0 ? dt : fmax(dt, 0.7 * step_pred + 0.3 * dt);
         fit_reserve = memory_stage_fit_estimate(&cfg, step_pred, tokens_per_step);
@@ -433,6 +439,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
             double e0 = timer_now();
             last_bpb = slice_bpb(&c, &cfg);
             eval_cost = timer_now() - e0;
+            res->phase_seconds.val_slices += eval_cost;
             st.elapsed_s = timer_now() - loop_t0;
             last_eval = st.elapsed_s;
             log_event(c.metrics, &st, "val_bpb_slice", last_bpb, NULL);
@@ -443,6 +450,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
             double k0 = timer_now();
             if (save_all(&c, &cfg, &st, err)) { rc = -1; break; }
             ckpt_cost = timer_now() - k0;
+            res->phase_seconds.checkpoints += ckpt_cost;
             st.elapsed_s = timer_now() - loop_t0;
             last_ckpt = st.elapsed_s;
         }
@@ -488,6 +496,11 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
     for (int k = 0; k < MIX_N; k++)
         res->val_bpb_component[k] = res->val_mean_weight[k] = NAN;
     res->train_seconds = st.elapsed_s;
+    res->phase_seconds.mixer_fit = res->mixer_seconds;
+    res->phase_seconds.other = st.elapsed_s - elapsed_at_start - res->phase_seconds.steps -
+                               res->phase_seconds.val_slices - res->phase_seconds.checkpoints -
+                               res->phase_seconds.snapshots - res->phase_seconds.memory_build -
+                               res->phase_seconds.mixer_fit;
     res->budget_s = budget;
     res->overrun_seconds = budget > 0 && st.elapsed_s > budget ? st.elapsed_s - budget : 0;
     res->steps = st.step;

@@ -63,6 +63,15 @@ typedef struct {
     double val_bpb_component[4];      /* transformer, memory, cache, match model alone on val (NaN when absent) */
     double val_mean_weight[4];
     double val_model_seconds;         /* the transformer's part of val_seconds */
+    /* Where train_seconds went, this session (a resumed run: since the resume):
+     * the steps (forward, backward, optimizer, batch assembly), the periodic
+     * validation slices, checkpoints, in-memory snapshots for the divergence
+     * guard, the count memory's build and the mixer's fit; `other` is the rest
+     * (progress, metrics, the schedule, the host). They add up to the session's
+     * share of train_seconds. */
+    struct {
+        double steps, val_slices, checkpoints, snapshots, memory_build, mixer_fit, other;
+    } phase_seconds;
 } train_result;
 
 int train_run(const train_options *opt, train_result *res, tempo_error *err);

@@ -22,6 +22,16 @@ assert train_s <= 30 + max(0.3, step) + 1e-9, f"train_seconds {train_s} overran 
 assert over <= max(0.3, step) + 1e-9, f"overrun {over}"
 assert train_s > 20, f"stopped far too early: {train_s}"
 PY
+# where the time went: every phase reported, none negative, and they add up to train_seconds
+python3 - "$RUN/result.json" <<'PY' || fail "phase_seconds do not account for train_seconds"
+import json, sys
+r = json.load(open(sys.argv[1]))
+p = r["phase_seconds"]
+assert set(p) == {"steps", "val_slices", "checkpoints", "snapshots", "memory_build", "mixer_fit", "other"}, p
+assert all(v >= 0 for v in p.values()), p
+assert abs(sum(p.values()) - r["train_seconds"]) < 1e-6, (sum(p.values()), r["train_seconds"])
+assert p["steps"] > 0.5 * r["train_seconds"] and p["val_slices"] > 0, p   # eval_every=10 in 30 s: slices ran
+PY
 [ -s "$RUN/metrics.jsonl" ] || fail "no metrics.jsonl"
 grep -q '"val_bpb_slice"' "$RUN/metrics.jsonl" || fail "no periodic val bpb in metrics"
 python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$RUN/metrics.jsonl" || fail "metrics.jsonl not JSON lines"
