@@ -247,7 +247,8 @@ ngram_match ngram_memory_match(const ngram_memory *m, const int32_t *tokens, siz
 
 void ngram_memory_dist(const ngram_memory *m, const int32_t *tokens, size_t i, double *p)
 {
-    const uint64_t V = (uint64_t)m->vocab;
+    enum { BLOCK = 32 };   /* probes in flight: hash and prefetch a block, then read it */
+    const uint64_t V = (uint64_t)m->vocab, P = (uint64_t)m->shards;
     for (uint64_t w = 0; w < V; w++)
         p[w] = 1.0 / (double)V;
     uint64_t ctx = 0;
@@ -255,8 +256,17 @@ void ngram_memory_dist(const ngram_memory *m, const int32_t *tokens, size_t i, d
         const uint32_t *s = next_context(m, tokens, i, n, &ctx);
         if (!s)
             continue;
-        for (uint64_t w = 0; w < V; w++)
-            p[w] = kn_step(m->disc[n], s, find_count(m, n, ctx * V + w), p[w]);
+        for (uint64_t w0 = 0; w0 < V; w0 += BLOCK) {
+            uint64_t nb = V - w0 < BLOCK ? V - w0 : BLOCK, h[BLOCK];
+            for (uint64_t j = 0; j < nb; j++) {
+                h[j] = count_hash(ctx * V + w0 + j);
+                count_table_prefetch(&m->grams[n][h[j] % P], h[j]);
+            }
+            for (uint64_t j = 0; j < nb; j++) {
+                const uint32_t *c = count_table_find_hashed(&m->grams[n][h[j] % P], ctx * V + w0 + j, h[j]);
+                p[w0 + j] = kn_step(m->disc[n], s, c ? *c : 0, p[w0 + j]);
+            }
+        }
     }
 }
 
