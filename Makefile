@@ -5,10 +5,18 @@ ifeq ($(origin CC),default)
 CC      := gcc
 endif
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
-BASE    := -std=c11 -D_GNU_SOURCE -Isrc -fopenmp -g $(WARN)
+BASE    = -std=c11 -D_GNU_SOURCE -Isrc -fopenmp -g $(WARN) $(BASE_MPI)
 CFLAGS  ?= -O3 -march=x86-64-v2 -mtune=native
 SANFLAGS := -O1 -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDLIBS  := -llzma -lsqlite3 -lm
+
+# Open MPI (multi-process training, src/dist/): used when mpicc is there,
+# unless MPI=0. Its headers come in as system headers (no -Werror on them).
+MPI ?= $(if $(shell command -v mpicc 2>/dev/null),1,0)
+ifeq ($(MPI),1)
+BASE_MPI := -DTEMPO_MPI $(patsubst -I%,-isystem %,$(shell mpicc --showme:compile))
+LDLIBS   += $(shell mpicc --showme:link)
+endif
 
 LIB_SRC  := $(shell find src -name '*.c' ! -path 'src/cli/*' | sort)
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
@@ -25,7 +33,7 @@ SAN_TESTS := $(TEST_SRC:tests/unit/%.c=build/asan/tests/%)
 # allocations through --wrap (tests/unit/test_step_alloc.c).
 TEST_LDFLAGS_test_step_alloc := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign
 
-.PHONY: all test unit asan run clean fuzz
+.PHONY: all test test-suite unit asan run run-job clean fuzz
 all: build/tempo
 
 build/obj/%.o: %.c $(HEADERS)
@@ -90,12 +98,20 @@ unit: $(TESTS)
 asan: $(SAN_TESTS)
 
 # The whole suite: unit tests (normal and sanitized), then end-to-end tests.
-test: build/tempo $(TESTS) $(SAN_TESTS)
+# Missing Debian packages are installed first (scripts/install_deps.sh), in a
+# make of its own, so that the build sees what was installed (mpicc).
+test:
+	@bash scripts/install_deps.sh
+	@$(MAKE) --no-print-directory test-suite
+test-suite: build/tempo $(TESTS) $(SAN_TESTS)
 	bash tests/run_all.sh
 
 # The main job: prepare the bundled corpus, train under the default budget, report.
 BUDGET ?= 5m
-run: build/tempo
+run:
+	@bash scripts/install_deps.sh
+	@$(MAKE) --no-print-directory run-job
+run-job: build/tempo
 	bash scripts/main_job.sh $(BUDGET)
 
 clean:

@@ -54,6 +54,10 @@ static void usage(FILE *f)
         "  --stop-at-step N  testing: checkpoint and stop after step N, as an interruption would\n"
         "  --inject-nan-at-step N  testing: treat step N's loss as NaN once (divergence guard)\n"
         "SIGINT/SIGTERM: the run checkpoints and stops; --resume continues it.\n"
+        "Several processes: mpirun -np N tempo train ... (tempo --version says whether MPI is built in): each\n"
+        "  rank trains batch_size/N sequences of every global batch, gradients are averaged over the ranks,\n"
+        "  rank 0 keeps the clock, builds the count memory, evaluates and writes the run folder; --threads\n"
+        "  defaults to the cores divided among the ranks on the machine. Partial: see docs/distributed.md.\n"
         "result.json (also the last line of stdout): val bpb and its parts, tokens/s, MFU, and phase_seconds:\n"
         "  where this session's train_seconds went (steps, val_slices, checkpoints, snapshots, memory_build,\n"
         "  mixer_fit, other), adding up to it.\n"
@@ -62,10 +66,11 @@ static void usage(FILE *f)
     run_config_print_keys(f);
 }
 
-int cmd_train(int argc, char **argv)
+static int train_command(int argc, char **argv, dist_context *dist)
 {
     train_options o;
     memset(&o, 0, sizeof o);
+    o.dist = dist;
     o.seed = 1;
     o.final_eval = 1;
     const char *preset = "cpu-default";
@@ -111,9 +116,12 @@ int cmd_train(int argc, char **argv)
         if (run_config_set_pair(&o.cfg, sets[i], &err)) return cli_report(&err);
     if (o.resume && n_sets)
         fprintf(stderr, "tempo: note: --resume uses the checkpoint's config; --set values are ignored\n");
-    if (o.threads <= 0) {
+    if (o.threads <= 0) {   /* all cores, shared among the ranks on this machine */
         long n = sysconf(_SC_NPROCESSORS_ONLN);
-        o.threads = n > 0 ? (int)n : 1;
+        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        long ranks_here = dist->world > 1 && local ? strtol(local, NULL, 10) : 1;
+        if (ranks_here < 1) ranks_here = 1;
+        o.threads = n / ranks_here > 0 ? (int)(n / ranks_here) : 1;
     }
     omp_set_num_threads(o.threads);
     int cpus[256];
@@ -129,7 +137,7 @@ int cmd_train(int argc, char **argv)
         fprintf(stderr, "tempo: note: no hardware profile (%s); mfu will be null\n", err.msg);
     tempo_error_clear(&err);
     o.stop_flag = &stop_requested;
-    o.progress = stderr;
+    o.progress = dist->rank == 0 ? stderr : NULL;   /* one voice: rank 0's */
     o.progress_tty = isatty(2);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -139,7 +147,18 @@ int cmd_train(int argc, char **argv)
 
     train_result r;
     int rc = train_run(&o, &r, &err);
-    if (rc) return cli_report(&err);
+    if (rc) {
+        if (dist->world > 1) {
+            if (err.code == 2 && dist->rank != 0)
+                return 2;   /* a usage error is every rank's: rank 0 says it once */
+            char who[48];
+            snprintf(who, sizeof who, "rank %d of %d", dist->rank, dist->world);
+            tempo_error_prefix(&err, who);
+        }
+        return cli_report(&err);
+    }
+    if (dist->rank != 0)
+        return 0;   /* rank 0 reports for the job */
     if (r.mfu > 1) {   /* impossible: the cached peak was measured while something else ran */
         fprintf(stderr, "tempo: note: MFU came out at %.0f %% of the cached hardware profile's peak (%.1f GFLOP/s), "
                         "which was measured under load; mfu is null (re-measure with tempo bench peak)\n",
@@ -208,6 +227,8 @@ int cmd_train(int argc, char **argv)
         }
         strbuf_puts(&js, "}");
     }
+    strbuf_printf(&js, ",\"world_size\":%d,\"ranks_threads\":%d,\"comm_seconds\":", r.world_size, o.threads);
+    strbuf_json_number(&js, r.comm_seconds);
     strbuf_printf(&js, ",\"retries\":%d,\"interrupted\":%s,\"threads\":%d,\"threads_pinned\":%s,"
                   "\"seed\":%llu}", r.retries, r.interrupted ? "true" : "false", o.threads,
                   pinned ? "true" : "false", (unsigned long long)o.seed);
@@ -219,4 +240,17 @@ int cmd_train(int argc, char **argv)
         return 130;
     }
     return 0;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    dist_context d;
+    tempo_error err;
+    if (dist_init(&d, &argc, &argv, &err))
+        return cli_report(&err);
+    int rc = train_command(argc, argv, &d);
+    if (rc != 0 && rc != 130 && d.world > 1)
+        dist_abort(&d, rc);   /* the other ranks may be waiting in a collective: end the whole job */
+    dist_finalize(&d);
+    return rc;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "dist/dist.h"
 
 static void usage(FILE *f)
 {
@@ -19,7 +20,7 @@ static void usage(FILE *f)
             "  bench     benchmarks (peak, kernels, train, infer)\n"
             "  judge     run a submission under the budget and score it\n"
             "  leaderboard  the judged results (terminal table or HTML page)\n"
-            "run 'tempo <command> --help' for a command's options\n");
+            "run 'tempo <command> --help' for a command's options; 'tempo --version' says whether MPI is built in\n");
 }
 
 /* OpenMP settings that libgomp reads when it loads, before main, so tempo
@@ -63,6 +64,13 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        char v[256];
+        printf("tempo\nmpi: %s\n", dist_built_with_mpi()
+                   ? dist_library_version(v, sizeof v)
+                   : "not built in (no mpicc when tempo was built; mpirun -np N tempo train refuses)");
         return 0;
     }
     const char *c = argv[1];

@@ -14,3 +14,10 @@ void batch_sample(const token_file *tf, rng_state *rng, int B, int T, int32_t *i
         memcpy(targets + (size_t)b * T, window + 1, sizeof(int32_t) * (size_t)T);
     }
 }
+
+void batch_skip(const token_file *tf, rng_state *rng, int B, int T)
+{
+    uint64_t n_starts = tf->n_tokens - (uint64_t)T;
+    for (int b = 0; b < B; b++)
+        (void)rng_below(rng, n_starts);
+}

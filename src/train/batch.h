@@ -15,4 +15,8 @@
 /* Fill inputs[B*T] and targets[B*T]. The stream must hold at least T+1 tokens. */
 void batch_sample(const token_file *tf, rng_state *rng, int B, int T, int32_t *inputs, int32_t *targets);
 
+/* Advance rng past B windows without reading them: what batch_sample(B)
+ * draws, so that a rank can skip the other ranks' rows of a global batch. */
+void batch_skip(const token_file *tf, rng_state *rng, int B, int T);
+
 #endif

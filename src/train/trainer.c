@@ -44,6 +44,8 @@ typedef struct {
     train_state snap_state;
     FILE *metrics;
     char ckpt_path[1100], model_path[1100];
+    dist_context *dist;          /* NULL: one process */
+    int rank, world;
 } run_ctx;
 
 static void ctx_free(run_ctx *c)
@@ -189,6 +191,20 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
         if (run_config_finish(cfg, err))
             return -1;
     }
+    if (c->world > 1) {
+        /* each rank takes batch_size / world sequences of every global batch */
+        if (cfg->batch_size % c->world)
+            return tempo_usage(err, "batch_size %d does not divide among %d ranks", cfg->batch_size, c->world);
+        int local = cfg->batch_size / c->world;
+        if (cfg->micro_batch > local)
+            cfg->micro_batch = local;
+        if (local % cfg->micro_batch)
+            return tempo_usage(err, "a rank's %d sequences per step do not split into micro-batches of %d",
+                               local, cfg->micro_batch);
+        if (cfg->memory_train_weight > 0)
+            return tempo_usage(err, "memory_train_weight with %d ranks: not supported yet (one process only)",
+                               c->world);
+    }
     if (c->train.n_tokens < (uint64_t)cfg->model.context + 2)
         return tempo_fail(err, "%s/train.tok: %llu tokens, fewer than one training window of %d", o->data_dir,
                           (unsigned long long)c->train.n_tokens, cfg->model.context + 1);
@@ -220,6 +236,8 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
     if (!c->inputs || !c->targets || !c->val_tokens || !c->snap_params || !c->snap_m || !c->snap_v)
         return tempo_fail(err, "training: out of memory");
     token_file_read(&c->val, 0, c->val.n_tokens, c->val_tokens);
+    if (c->rank != 0)
+        return 0;   /* only rank 0 writes the run folder */
     char mp[1100];
     path_join(mp, sizeof mp, o->out_dir, "metrics.jsonl");
     if (o->resume && metrics_truncate(mp, st->step, err))
@@ -246,6 +264,8 @@ static double slice_bpb(run_ctx *c, const run_config *cfg)
 static void log_step(FILE *f, const train_state *st, double loss, double lr, double tps, double gnorm,
                      double step_s)
 {
+    if (!f)
+        return;
     strbuf s = {0};
     strbuf_printf(&s, "{\"step\":%lld,\"elapsed_s\":", (long long)st->step);
     strbuf_json_number(&s, st->elapsed_s);
@@ -267,6 +287,8 @@ static void log_step(FILE *f, const train_state *st, double loss, double lr, dou
 
 static void log_event(FILE *f, const train_state *st, const char *key, double value, const char *note)
 {
+    if (!f)
+        return;
     strbuf s = {0};
     strbuf_printf(&s, "{\"step\":%lld,\"elapsed_s\":", (long long)st->step);
     strbuf_json_number(&s, st->elapsed_s);
@@ -311,12 +333,31 @@ static void next_train_batch(void *ctx, int rows, int T, int32_t *inputs, int32_
         mixture_prior(b->c, (float)b->cfg->memory_train_weight, rows, T, inputs, targets);
 }
 
-/* One optimizer step's forward/backward over all micro-batches; returns the mean loss. */
-static double forward_backward(run_ctx *c, const run_config *cfg, train_state *st)
+/* One optimizer step's forward/backward over this rank's share of the
+ * global batch (rows rank*local .. of the rows a single process would draw,
+ * the others skipped), then the mean over ranks of the gradient and the
+ * loss (*loss_out); *comm_s gets the seconds spent averaging. Returns 0, or
+ * -1 when a collective failed. */
+static int forward_backward(run_ctx *c, const run_config *cfg, train_state *st, double *loss_out, double *comm_s,
+                            tempo_error *err)
 {
     batch_source src = {c, cfg, &st->rng};
-    return train_step_gradient(c->m, cfg->batch_size, cfg->micro_batch, cfg->model.context,
-                               next_train_batch, &src, c->inputs, c->targets, NULL);
+    int local = cfg->batch_size / c->world, T = cfg->model.context;
+    batch_skip(&c->train_batches, &st->rng, c->rank * local, T);
+    double loss = train_step_gradient(c->m, local, cfg->micro_batch, T, next_train_batch, &src, c->inputs,
+                                      c->targets, NULL);
+    batch_skip(&c->train_batches, &st->rng, (c->world - 1 - c->rank) * local, T);
+    *comm_s = 0;
+    if (c->world > 1) {
+        double t0 = timer_now();
+        if (dist_allreduce_mean_f32(c->dist, model_grads(c->m), model_num_params(c->m), err) ||
+            dist_allreduce_sum_f64(c->dist, &loss, 1, err))
+            return -1;
+        loss /= c->world;
+        *comm_s = timer_now() - t0;
+    }
+    *loss_out = loss;
+    return 0;
 }
 
 int train_run(const train_options *o, train_result *res, tempo_error *err)
@@ -328,6 +369,10 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
         omp_set_num_threads(o->threads);
     run_ctx c;
     memset(&c, 0, sizeof c);
+    c.dist = o->dist && o->dist->world > 1 ? o->dist : NULL;
+    c.rank = c.dist ? c.dist->rank : 0;
+    c.world = c.dist ? c.dist->world : 1;
+    const int root = c.rank == 0;
     run_config cfg;
     train_state st;
     if (setup(&c, o, &cfg, &st, err)) {
@@ -341,9 +386,12 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
         return tempo_usage(err, "train: give a --budget or a --steps limit");
     }
     res->startup_seconds = timer_now() - t_start;
-    /* the count memory: built first, its seconds charged to the budget */
-    if (memory_stage_prepare(&c.mem, &cfg, &c.train, ngram_tokenizer_id(c.tok), o->out_dir, o->threads, o->resume,
-                             o->progress, err)) {
+    /* the count memory: built first (by rank 0 alone), its seconds charged to the budget */
+    run_config stage_cfg = cfg;
+    if (!root)
+        stage_cfg.memory_order = 0;   /* the other ranks only need the held-out tail's start */
+    if (memory_stage_prepare(&c.mem, &stage_cfg, &c.train, ngram_tokenizer_id(c.tok), o->out_dir, o->threads,
+                             o->resume, o->progress, err)) {
         ctx_free(&c);
         return -1;
     }
@@ -381,22 +429,34 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
 
     for (;;) {
         st.elapsed_s = timer_now() - loop_t0;
-        if (max_steps > 0 && st.step >= max_steps) break;
-        if (budget > 0 && st.elapsed_s + step_pred + fit_reserve > budget) break;
-        if (o->stop_flag && *o->stop_flag) { res->interrupted = 1; break; }
-        if (st.elapsed_s - last_snap >= 30.0 || st.step == 0) {
+        /* rank 0's clock decides for every rank: stop (1: limit, 2: interrupted), the schedule's
+         * progress, and whether to take the divergence guard's snapshot */
+        double ctl[3] = {0, 0, 0};
+        if (root) {
+            if ((max_steps > 0 && st.step >= max_steps) || (budget > 0 && st.elapsed_s + step_pred + fit_reserve > budget))
+                ctl[0] = 1;
+            else if (o->stop_flag && *o->stop_flag)
+                ctl[0] = 2;
+            /* the schedule spans the transformer's share of the budget */
+            ctl[1] = max_steps > 0 ? (double)st.step / (double)max_steps
+                                   : (st.elapsed_s - st.memory_s) / (budget - st.memory_s - fit_reserve);
+            ctl[2] = st.elapsed_s - last_snap >= 30.0 || st.step == 0;
+        }
+        if (c.dist && dist_broadcast_f64(c.dist, ctl, 3, err)) { rc = -1; break; }
+        if (ctl[0] == 2) res->interrupted = 1;
+        if (ctl[0] != 0) break;
+        if (ctl[2] != 0) {
             double s0 = timer_now();
             snapshot_take(&c, &st);
             res->phase_seconds.snapshots += timer_now() - s0;
             last_snap = st.elapsed_s;
         }
-        /* the schedule spans the transformer's share of the budget */
-        double p = max_steps > 0 ? (double)st.step / (double)max_steps
-                                 : (st.elapsed_s - st.memory_s) / (budget - st.memory_s - fit_reserve);
+        double p = ctl[1];
         double mult = schedule_lr_mult(&cfg.schedule, p) * st.guard_mult;
         lr_now = cfg.optim.lr * mult;
-        double t0 = timer_now();
-        loss = forward_backward(&c, &cfg, &st);
+        double t0 = timer_now(), comm_s = 0;
+        if (forward_backward(&c, &cfg, &st, &loss, &comm_s, err)) { rc = -1; break; }
+        res->comm_seconds += comm_s;
         gnorm = optim_grad_norm(model_grads(c.m), model_num_params(c.m));
         if (o->inject_nan_step > 0 && st.step == o->inject_nan_step && st.retries == 0)
             loss = NAN; /* fault injection for the divergence-guard test */
@@ -435,7 +495,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
         double tps = (double)(st.tokens - session_tokens0) / (timer_now() - session_t0);
         log_step(c.metrics, &st, loss, cfg.optim.lr * mult, tps, gnorm, dt);
         double remaining = budget > 0 ? budget - st.elapsed_s - step_pred - fit_reserve : 1e300;
-        if (cfg.eval_every_s > 0 && st.elapsed_s - last_eval >= cfg.eval_every_s && remaining > eval_cost) {
+        if (root && cfg.eval_every_s > 0 && st.elapsed_s - last_eval >= cfg.eval_every_s && remaining > eval_cost) {
             double e0 = timer_now();
             last_bpb = slice_bpb(&c, &cfg);
             eval_cost = timer_now() - e0;
@@ -445,7 +505,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
             log_event(c.metrics, &st, "val_bpb_slice", last_bpb, NULL);
         }
         remaining = budget > 0 ? budget - st.elapsed_s - step_pred - fit_reserve : 1e300;
-        if (cfg.checkpoint_every_s > 0 && st.elapsed_s - last_ckpt >= cfg.checkpoint_every_s &&
+        if (root && cfg.checkpoint_every_s > 0 && st.elapsed_s - last_ckpt >= cfg.checkpoint_every_s &&
             remaining > ckpt_cost) {
             double k0 = timer_now();
             if (save_all(&c, &cfg, &st, err)) { rc = -1; break; }
@@ -471,7 +531,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
     if (rc == 0 && st.step == 0 && !res->interrupted)
         rc = tempo_fail(err, "train: the budget ended before the first step could run (one step takes longer%s)",
                         st.memory_s > 0 ? " after the count memory's build" : "");
-    if (rc == 0 && !res->interrupted) {
+    if (rc == 0 && !res->interrupted && root) {
         /* the mixer's initial weights, on the held-out training tokens: charged to the budget */
         if (o->progress && cfg.mixer_holdout > 0 && (cfg.memory_order > 0 || cfg.cache_order > 0 || cfg.match_length > 0))
             fprintf(o->progress, "fitting the mixer on %d held-out training tokens...\n", cfg.mixer_holdout);
@@ -479,10 +539,11 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
                                     err);
         st.elapsed_s += res->mixer_seconds;
     }
-    if (rc == 0)
+    if (rc == 0 && root)
         rc = save_all(&c, &cfg, &st, err);
-    if (rc == 0)
+    if (rc == 0 && root)
         rc = memory_stage_wait_saved(&c.mem, err);
+    res->world_size = c.world;
     res->memory_order = c.mem.has_memory ? c.mem.memory.order : 0;
     res->cache_order = cfg.cache_order;
     res->match_length = cfg.match_length;
@@ -513,7 +574,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
     res->peak_gflops = o->peak_gflops;
     res->mfu = o->peak_gflops > 0 ? res->model_gflops / o->peak_gflops : NAN;
     res->step_seconds_mean = steps_this_session ? step_time_sum / (double)steps_this_session : 0;
-    if (rc == 0 && o->final_eval && !res->interrupted) {
+    if (rc == 0 && o->final_eval && !res->interrupted && root) {
         int stride = o->eval_stride > 0 ? o->eval_stride : cfg.model.context / 2;
         if (o->progress)
             fprintf(o->progress, "evaluating val bpb on %llu tokens (stride %d)...\n",

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "core/error.h"
+#include "dist/dist.h"
 #include "train/run_config.h"
 
 typedef struct {
@@ -36,6 +37,14 @@ typedef struct {
     double peak_gflops;       /* measured FMA peak at `threads`, for MFU; 0 = unknown */
     volatile sig_atomic_t *stop_flag;
     FILE *progress;           /* human progress (stderr), or NULL */
+    /* Data parallel over ranks (NULL or a world of 1: one process). Each
+     * rank trains on its share of every global batch (batch_size / world
+     * sequences: the same rows a single process would take, rank by rank);
+     * the gradients are averaged over ranks before the optimizer's step, so
+     * every rank holds the same weights. Rank 0 owns the clock: its stop and
+     * schedule decisions and its snapshot times are broadcast each step; it
+     * alone builds the count memory, evaluates, checkpoints and writes files. */
+    dist_context *dist;
     int progress_tty;         /* redraw one line instead of printing lines */
 } train_options;
 
@@ -72,6 +81,8 @@ typedef struct {
     struct {
         double steps, val_slices, checkpoints, snapshots, memory_build, mixer_fit, other;
     } phase_seconds;
+    int world_size;                   /* ranks that trained (1 = one process) */
+    double comm_seconds;              /* of phase_seconds.steps: averaging gradients over ranks */
 } train_result;
 
 int train_run(const train_options *opt, train_result *res, tempo_error *err);

@@ -1,0 +1,198 @@
+/* dist.c - the MPI session and collectives of dist.h; without TEMPO_MPI a
+ * world of one whose collectives do nothing. */
+#include "dist/dist.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The size of the job mpirun (Open MPI, or a PMI launcher) started, from
+ * its environment; 0 when not started by one. */
+static int launcher_world(void)
+{
+    const char *names[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v) {
+            long n = strtol(v, NULL, 10);
+            return n > 0 && n < (1 << 20) ? (int)n : 0;
+        }
+    }
+    return 0;
+}
+
+#ifdef TEMPO_MPI
+#include <mpi.h>
+
+int dist_built_with_mpi(void) { return 1; }
+
+const char *dist_library_version(char *buf, size_t n)
+{
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(v, &len);
+    char *nl = strpbrk(v, ",\n");   /* "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4" */
+    if (nl) *nl = 0;
+    snprintf(buf, n, "%s", v);
+    return buf;
+}
+
+int dist_init(dist_context *d, int *argc, char ***argv, tempo_error *err)
+{
+    memset(d, 0, sizeof *d);
+    d->world = 1;
+    if (launcher_world() == 0)
+        return 0;
+    int provided;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        return tempo_fail(err, "mpi: MPI_Init failed");
+    d->active = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &d->world);
+    return 0;
+}
+
+/* Wait for a request without spinning a core: a few quick tests, then
+ * sleeps growing to 1 ms (a step is hundreds of ms; a rank idle for a
+ * minute while the root builds the count memory costs nothing). */
+static int wait_sleeping(MPI_Request *req)
+{
+    int done = 0;
+    long ns = 20000;
+    for (int i = 0; !done; i++) {
+        if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return -1;
+        if (done || i < 32)
+            continue;
+        struct timespec t = {0, ns};
+        nanosleep(&t, NULL);
+        if (ns < 1000000) ns *= 2;
+    }
+    return 0;
+}
+
+void dist_finalize(dist_context *d)
+{
+    if (!d->active)
+        return;
+    MPI_Request r;
+    if (MPI_Ibarrier(MPI_COMM_WORLD, &r) == MPI_SUCCESS)
+        wait_sleeping(&r);
+    MPI_Finalize();
+    d->active = 0;
+}
+
+void dist_abort(dist_context *d, int status)
+{
+    if (d->active)
+        MPI_Abort(MPI_COMM_WORLD, status);
+    exit(status);
+}
+
+int dist_allreduce_mean_f32(dist_context *d, float *x, size_t n, tempo_error *err)
+{
+    if (d->world <= 1)
+        return 0;
+    /* counts are int: large buffers go in pieces */
+    const size_t piece = (size_t)1 << 30;
+    for (size_t at = 0; at < n; at += piece) {
+        int cnt = (int)(n - at < piece ? n - at : piece);
+        MPI_Request r;
+        if (MPI_Iallreduce(MPI_IN_PLACE, x + at, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r) != MPI_SUCCESS ||
+            wait_sleeping(&r))
+            return tempo_fail(err, "mpi: all-reduce of %zu floats failed", n);
+    }
+    const float s = 1.0f / (float)d->world;
+    for (size_t i = 0; i < n; i++)
+        x[i] *= s;
+    return 0;
+}
+
+int dist_allreduce_sum_f64(dist_context *d, double *x, size_t n, tempo_error *err)
+{
+    if (d->world <= 1)
+        return 0;
+    MPI_Request r;
+    if (MPI_Iallreduce(MPI_IN_PLACE, x, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r) != MPI_SUCCESS ||
+        wait_sleeping(&r))
+        return tempo_fail(err, "mpi: all-reduce of %zu doubles failed", n);
+    return 0;
+}
+
+int dist_broadcast_f64(dist_context *d, double *x, size_t n, tempo_error *err)
+{
+    if (d->world <= 1)
+        return 0;
+    MPI_Request r;
+    if (MPI_Ibcast(x, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD, &r) != MPI_SUCCESS || wait_sleeping(&r))
+        return tempo_fail(err, "mpi: broadcast failed");
+    return 0;
+}
+
+int dist_barrier(dist_context *d, tempo_error *err)
+{
+    if (d->world <= 1)
+        return 0;
+    MPI_Request r;
+    if (MPI_Ibarrier(MPI_COMM_WORLD, &r) != MPI_SUCCESS || wait_sleeping(&r))
+        return tempo_fail(err, "mpi: barrier failed");
+    return 0;
+}
+
+#else /* built without MPI: a world of one */
+
+int dist_built_with_mpi(void) { return 0; }
+
+const char *dist_library_version(char *buf, size_t n)
+{
+    snprintf(buf, n, "none");
+    return buf;
+}
+
+int dist_init(dist_context *d, int *argc, char ***argv, tempo_error *err)
+{
+    (void)argc;
+    (void)argv;
+    memset(d, 0, sizeof *d);
+    d->world = 1;
+    int w = launcher_world();
+    if (w > 1)
+        return tempo_usage(err, "mpi: started by mpirun as one of %d processes, but this tempo was built without "
+                           "MPI (install libopenmpi-dev and rebuild)", w);
+    return 0;
+}
+
+void dist_finalize(dist_context *d) { (void)d; }
+
+void dist_abort(dist_context *d, int status)
+{
+    (void)d;
+    exit(status);
+}
+
+int dist_allreduce_mean_f32(dist_context *d, float *x, size_t n, tempo_error *err)
+{
+    (void)d; (void)x; (void)n; (void)err;
+    return 0;
+}
+
+int dist_allreduce_sum_f64(dist_context *d, double *x, size_t n, tempo_error *err)
+{
+    (void)d; (void)x; (void)n; (void)err;
+    return 0;
+}
+
+int dist_broadcast_f64(dist_context *d, double *x, size_t n, tempo_error *err)
+{
+    (void)d; (void)x; (void)n; (void)err;
+    return 0;
+}
+
+int dist_barrier(dist_context *d, tempo_error *err)
+{
+    (void)d; (void)err;
+    return 0;
+}
+
+#endif

@@ -1,0 +1,49 @@
+/* dist.h - several tempo processes training one model (data parallel), on
+ * Open MPI when tempo was built with it (`make` uses mpicc's flags when
+ * mpicc is there: TEMPO_MPI). Launched under mpirun, every process is a
+ * rank of one job; launched alone (or built without MPI) it is rank 0 of a
+ * world of 1, and nothing here does anything.
+ *
+ * What lives here: starting and ending the MPI session, the collectives the
+ * trainer needs (the gradient's all-reduce, the root's decisions broadcast)
+ * and a wait that sleeps instead of spinning, so that an idle rank leaves
+ * the cores to the ranks still working (these machines have two). What does
+ * not: which rank reads which rows of a batch, who writes files (the
+ * trainer), how a job is launched (mpirun). */
+#ifndef TEMPO_DIST_H
+#define TEMPO_DIST_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+
+typedef struct {
+    int rank, world;   /* 0 and 1 when not under mpirun */
+    int active;        /* MPI_Init was called (and MPI_Finalize is owed) */
+} dist_context;
+
+/* 1 when this tempo was built with MPI. */
+int dist_built_with_mpi(void);
+/* "Open MPI v4.1.4" or similar when built with MPI, else "none". */
+const char *dist_library_version(char *buf, size_t n);
+
+/* Join the job when started by mpirun (its environment says so), else a
+ * world of 1. Errors: MPI failing to start. */
+int dist_init(dist_context *d, int *argc, char ***argv, tempo_error *err);
+/* Leave the job: waits (sleeping) for every rank, then MPI_Finalize. */
+void dist_finalize(dist_context *d);
+/* End the whole job now, every rank, with this exit status (a rank that
+ * failed must not leave the others waiting in a collective). */
+void dist_abort(dist_context *d, int status);
+
+/* x[0..n) = the mean over ranks of x (in place; a sum, then a scale by
+ * 1/world in float). Returns 0, or -1 with err set. */
+int dist_allreduce_mean_f32(dist_context *d, float *x, size_t n, tempo_error *err);
+/* x[0..n) = the sum over ranks (doubles). */
+int dist_allreduce_sum_f64(dist_context *d, double *x, size_t n, tempo_error *err);
+/* x[0..n) = the root's (rank 0's) values, waiting by sleeping. */
+int dist_broadcast_f64(dist_context *d, double *x, size_t n, tempo_error *err);
+/* Every rank reaches this point, waiting by sleeping. */
+int dist_barrier(dist_context *d, tempo_error *err);
+
+#endif

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# train_mpi.sh - data-parallel training under mpirun (src/dist/), on 2 ranks of
+# this machine: the same losses as one process on the same global batches
+# (AdamW and Muon), a budget that every rank stops at the same step, a batch
+# that does not divide refused in one line, a killed rank ending the job
+# (no hang) with the last checkpoint still loading, and resume at 2 ranks
+# bit-identical and at 1 rank working. Skips, visibly, only when tempo was
+# built without MPI and mpirun is missing (CI installs Open MPI).
+source "$(dirname "$0")/train_common.bash"
+if ! "$TEMPO" --version | grep -q '^mpi: Open MPI'; then
+    command -v mpirun >/dev/null && fail "mpirun is here but tempo was built without MPI (rebuild: make clean; make)"
+    echo "SKIP: tempo built without MPI and no mpirun (apt-get install libopenmpi-dev openmpi-bin)"; exit 0
+fi
+MPIRUN=(mpirun --oversubscribe -np 2)
+[ "$(id -u)" = 0 ] && MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np 2)
+export OMPI_MCA_btl_vader_single_copy_mechanism=none   # containers forbid the CMA syscalls
+D=$(tiny_data 512)
+
+# 1. Two ranks on halves of each global batch of 8 = one process on the same 8 (as 2 micro-batches of 4).
+#    Differences come only from the order of the two halves' sum: one process adds the second half's
+#    gradient into the first's inside the backward pass, MPI adds the two finished halves; a relative
+#    1e-6 over 20 steps allows that rounding (measured: 2e-8) and nothing else.
+for opt in adamw muon; do
+    SAME=(--data "$D" --preset tiny-test --steps 20 --no-eval --threads 1 --seed 3 --set batch_size=8
+          --set micro_batch=4 --set optimizer="$opt")
+    "$TEMPO" train "${SAME[@]}" --out "$E2E_TMP/one-$opt" > /dev/null 2>&1 || fail "1-process run ($opt) failed"
+    "${MPIRUN[@]}" "$TEMPO" train "${SAME[@]}" --out "$E2E_TMP/two-$opt" > "$E2E_TMP/two.out" 2> "$E2E_TMP/two.err" \
+        || { cat "$E2E_TMP/two.err" >&2; fail "2-rank run ($opt) failed"; }
+    [ "$(grep -c '^{' "$E2E_TMP/two.out")" = 1 ] || fail "2 ranks printed $(grep -c '^{' "$E2E_TMP/two.out") results (rank 0 only)"
+    python3 - "$E2E_TMP/one-$opt" "$E2E_TMP/two-$opt" "$opt" <<'PY' || fail "2 ranks do not train like 1 process ($opt)"
+import json, sys
+one, two, opt = sys.argv[1:]
+rows = lambda d: [json.loads(l) for l in open(d + "/metrics.jsonl") if '"train_loss"' in l]
+a, b = rows(one), rows(two)
+assert len(a) == len(b) == 20, (len(a), len(b))
+worst = max(abs(x["train_loss"] - y["train_loss"]) / abs(x["train_loss"]) for x, y in zip(a, b))
+assert worst < 1e-6, f"{opt}: worst relative loss difference {worst}"
+assert a[0]["train_loss"] == b[0]["train_loss"] or abs(a[0]["train_loss"] - b[0]["train_loss"]) < 1e-6 * a[0]["train_loss"]
+r1, r2 = json.load(open(one + "/result.json")), json.load(open(two + "/result.json"))
+assert r1["world_size"] == 1 and r2["world_size"] == 2 and r2["ranks_threads"] == 1, (r1, r2)
+assert r2["comm_seconds"] > 0 and r1["comm_seconds"] == 0
+assert r1["tokens"] == r2["tokens"], (r1["tokens"], r2["tokens"])   # the same global batches
+print(f"{opt}: 20 steps, worst relative loss difference {worst:.2e}")
+PY
+done
+
+# 2. The budget: rank 0's clock stops every rank after the same step, and the job exits 0.
+"${MPIRUN[@]}" "$TEMPO" train --data "$D" --preset tiny-test --budget 15s --threads 1 --set batch_size=8 \
+    --set eval_every=0 --out "$E2E_TMP/budget" > /dev/null 2> "$E2E_TMP/budget.err" \
+    || { cat "$E2E_TMP/budget.err" >&2; fail "2-rank budget run failed"; }
+python3 - "$E2E_TMP/budget/result.json" <<'PY' || fail "2-rank budget run did not respect the budget"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["world_size"] == 2 and r["steps"] > 0
+assert 10 < r["train_seconds"] <= 15 + max(0.3, r["step_seconds_mean"]) + 1e-9, r["train_seconds"]
+PY
+
+# 3. Bad input: a batch that does not divide among the ranks, one line from rank 0, exit 2.
+out=$("${MPIRUN[@]}" "$TEMPO" train --data "$D" --preset tiny-test --steps 2 --threads 1 --set batch_size=7 \
+      --out "$E2E_TMP/bad" 2>&1 >/dev/null); rc=$?
+[ "$rc" = 2 ] || fail "batch_size 7 on 2 ranks: exit $rc, not 2"
+[ "$(echo "$out" | grep -c '^tempo:')" = 1 ] || fail "expected one tempo: line, got: $out"
+echo "$out" | grep -q "batch_size 7 does not divide among 2 ranks" || fail "unclear error: $out"
+
+# 4. Resume: 2 ranks stopped at step 10 and resumed = 2 ranks straight through, bit for bit; 1 rank resumes it too.
+R=(--data "$D" --preset tiny-test --steps 20 --no-eval --threads 1 --seed 5 --set batch_size=8)
+"${MPIRUN[@]}" "$TEMPO" train "${R[@]}" --out "$E2E_TMP/full" > /dev/null 2>&1 || fail "2-rank full run failed"
+"${MPIRUN[@]}" "$TEMPO" train "${R[@]}" --out "$E2E_TMP/part" --stop-at-step 10 > /dev/null 2>&1 || fail "2-rank partial run failed"
+[ "$(json_field "$E2E_TMP/part/result.json" steps)" = 10 ] || fail "2-rank stop-at-step did not stop at 10"
+cp -r "$E2E_TMP/part" "$E2E_TMP/part1"
+"${MPIRUN[@]}" "$TEMPO" train "${R[@]}" --out "$E2E_TMP/part" --resume > /dev/null 2>&1 || fail "2-rank resume failed"
+cmp "$E2E_TMP/full/model.safetensors" "$E2E_TMP/part/model.safetensors" || fail "2-rank resume is not bit-identical"
+"$TEMPO" train "${R[@]}" --out "$E2E_TMP/part1" --resume > /dev/null 2>&1 || fail "1-process resume of a 2-rank run failed"
+[ "$(json_field "$E2E_TMP/part1/result.json" steps)" = 20 ] || fail "1-process resume did not reach step 20"
+
+# 5. A rank killed mid-run ends the whole job non-zero (within 60 s, no hang); the last checkpoint loads.
+"${MPIRUN[@]}" "$TEMPO" train --data "$D" --preset tiny-test --budget 60s --threads 1 --set batch_size=8 \
+    --set checkpoint_every=1 --set eval_every=0 --out "$E2E_TMP/kill" > /dev/null 2> "$E2E_TMP/kill.err" &
+job=$!
+for _ in $(seq 200); do [ -f "$E2E_TMP/kill/checkpoint.safetensors" ] && break; sleep 0.1; done
+sleep 1.5
+victim=$(pgrep -f "train --data $D .*--out $E2E_TMP/kill" | sort -n | tail -n 1)
+[ -n "$victim" ] || fail "no rank to kill"
+kill -9 "$victim"
+for _ in $(seq 600); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$job" 2>/dev/null; then kill -9 "$job"; fail "the job still ran 60 s after a rank was killed"; fi
+wait "$job"; rc=$?
+[ "$rc" -ne 0 ] || fail "a killed rank left the job exiting 0"
+"$TEMPO" eval --model "$E2E_TMP/kill" --data "$D" > /dev/null 2>&1 \
+    || fail "the last checkpoint of the killed job does not load"
+exit 0
