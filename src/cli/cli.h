@@ -45,6 +45,7 @@ int cmd_generate(int argc, char **argv);
  * (cmd_bench_train.c), dispatched by cmd_bench. */
 int bench_infer_main(int argc, char **argv);
 int bench_train_main(int argc, char **argv);
+int bench_allreduce_main(int argc, char **argv);
 /* "1,2" -> thread counts in out[0..max-1]; returns how many, or 0 / -1 on a
  * bad list (each count in [1, NUMBER_MAX_THREADS]). */
 int cli_parse_thread_list(const char *text, int *out, int max);

@@ -46,7 +46,10 @@ static void bench_usage(FILE *f)
             "           share, serial share, peak memory; see tempo bench train --help.\n"
             "       tempo bench infer --model RUN_DIR [...]\n"
             "  infer    inference speed of a trained model (prefill, decode per batch, the\n"
-            "           chip's bound); see tempo bench infer --help.\n");
+            "           chip's bound); see tempo bench infer --help.\n"
+            "       mpirun -np N tempo bench allreduce [--sizes ...] [--iters N]\n"
+            "  allreduce  the gradient all-reduce's bandwidth by size across the job's ranks\n"
+            "           against one rank's memcpy; see tempo bench allreduce --help.\n");
 }
 
 static int parse_positive(const char *flag, const char *text, double *v)
@@ -314,6 +317,8 @@ int cmd_bench(int argc, char **argv)
         return bench_infer_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "train"))
         return bench_train_main(argc - 1, argv + 1);
-    return cli_usage_error("bench: %s: unknown benchmark (try: peak, kernels, train, infer)",
+    if (!strcmp(argv[1], "allreduce"))
+        return bench_allreduce_main(argc - 1, argv + 1);
+    return cli_usage_error("bench: %s: unknown benchmark (try: peak, kernels, train, infer, allreduce)",
                            argv[1]);
 }

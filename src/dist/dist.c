@@ -90,7 +90,7 @@ void dist_abort(dist_context *d, int status)
     exit(status);
 }
 
-int dist_allreduce_mean_f32(dist_context *d, float *x, size_t n, tempo_error *err)
+int dist_allreduce_sum_f32(dist_context *d, float *x, size_t n, tempo_error *err)
 {
     if (d->world <= 1)
         return 0;
@@ -98,11 +98,20 @@ int dist_allreduce_mean_f32(dist_context *d, float *x, size_t n, tempo_error *er
     const size_t piece = (size_t)1 << 30;
     for (size_t at = 0; at < n; at += piece) {
         int cnt = (int)(n - at < piece ? n - at : piece);
-        MPI_Request r;
-        if (MPI_Iallreduce(MPI_IN_PLACE, x + at, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r) != MPI_SUCCESS ||
-            wait_sleeping(&r))
+        /* blocking: a non-blocking collective advances only inside MPI calls, so a
+         * sleeping wait would stall it between polls (measured: 1 GB/s at 10 MB) */
+        if (MPI_Allreduce(MPI_IN_PLACE, x + at, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
             return tempo_fail(err, "mpi: all-reduce of %zu floats failed", n);
     }
+    return 0;
+}
+
+int dist_allreduce_mean_f32(dist_context *d, float *x, size_t n, tempo_error *err)
+{
+    if (d->world <= 1)
+        return 0;
+    if (dist_allreduce_sum_f32(d, x, n, err))
+        return -1;
     const float s = 1.0f / (float)d->world;
     for (size_t i = 0; i < n; i++)
         x[i] *= s;
@@ -113,9 +122,7 @@ int dist_allreduce_sum_f64(dist_context *d, double *x, size_t n, tempo_error *er
 {
     if (d->world <= 1)
         return 0;
-    MPI_Request r;
-    if (MPI_Iallreduce(MPI_IN_PLACE, x, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r) != MPI_SUCCESS ||
-        wait_sleeping(&r))
+    if (MPI_Allreduce(MPI_IN_PLACE, x, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
         return tempo_fail(err, "mpi: all-reduce of %zu doubles failed", n);
     return 0;
 }
@@ -178,6 +185,12 @@ int dist_allreduce_mean_f32(dist_context *d, float *x, size_t n, tempo_error *er
 }
 
 int dist_allreduce_sum_f64(dist_context *d, double *x, size_t n, tempo_error *err)
+{
+    (void)d; (void)x; (void)n; (void)err;
+    return 0;
+}
+
+int dist_allreduce_sum_f32(dist_context *d, float *x, size_t n, tempo_error *err)
 {
     (void)d; (void)x; (void)n; (void)err;
     return 0;

@@ -6,8 +6,12 @@
  *
  * What lives here: starting and ending the MPI session, the collectives the
  * trainer needs (the gradient's all-reduce, the root's decisions broadcast)
- * and a wait that sleeps instead of spinning, so that an idle rank leaves
- * the cores to the ranks still working (these machines have two). What does
+ * and, for the waits that can be long (the broadcast, the barrier: a rank
+ * waiting while rank 0 builds the count memory or evaluates), a wait that
+ * sleeps instead of spinning, so that an idle rank leaves the cores to the
+ * ranks still working (these machines have two). The all-reduces block
+ * (spin): every rank arrives at about the same time, and a non-blocking
+ * collective would advance only while polled. What does
  * not: which rank reads which rows of a batch, who writes files (the
  * trainer), how a job is launched (mpirun). */
 #ifndef TEMPO_DIST_H
@@ -39,6 +43,8 @@ void dist_abort(dist_context *d, int status);
 /* x[0..n) = the mean over ranks of x (in place; a sum, then a scale by
  * 1/world in float). Returns 0, or -1 with err set. */
 int dist_allreduce_mean_f32(dist_context *d, float *x, size_t n, tempo_error *err);
+/* x[0..n) = the sum over ranks (floats), in place. */
+int dist_allreduce_sum_f32(dist_context *d, float *x, size_t n, tempo_error *err);
 /* x[0..n) = the sum over ranks (doubles). */
 int dist_allreduce_sum_f64(dist_context *d, double *x, size_t n, tempo_error *err);
 /* x[0..n) = the root's (rank 0's) values, waiting by sleeping. */

@@ -73,7 +73,21 @@ cmp "$E2E_TMP/full/model.safetensors" "$E2E_TMP/part/model.safetensors" || fail 
 "$TEMPO" train "${R[@]}" --out "$E2E_TMP/part1" --resume > /dev/null 2>&1 || fail "1-process resume of a 2-rank run failed"
 [ "$(json_field "$E2E_TMP/part1/result.json" steps)" = 20 ] || fail "1-process resume did not reach step 20"
 
-# 5. A rank killed mid-run ends the whole job non-zero (within 60 s, no hang); the last checkpoint loads.
+# 5. tempo bench allreduce: one JSON line per size from rank 0, figures that hold together; one process refuses.
+"${MPIRUN[@]}" "$TEMPO" bench allreduce --sizes 4K,1M --iters 3 > "$E2E_TMP/ar.json" 2> "$E2E_TMP/ar.err" \
+    || { cat "$E2E_TMP/ar.err" >&2; fail "bench allreduce failed"; }
+python3 - "$E2E_TMP/ar.json" <<'PY' || fail "bench allreduce lines wrong"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["bytes"] for r in rows] == [4096, 1048576], rows
+for r in rows:
+    assert r["ranks"] == 2 and r["seconds"] > 0 and r["memcpy_GBps"] > 0
+    assert abs(r["algbw_GBps"] - r["bytes"] / r["seconds"] * 1e-9) < 1e-9 * r["algbw_GBps"] + 1e-12
+    assert abs(r["busbw_GBps"] - r["algbw_GBps"]) < 1e-12   # 2(N-1)/N = 1 at N = 2
+PY
+expect_error 2 "one process has nothing to reduce" "$TEMPO" bench allreduce
+
+# 6. A rank killed mid-run ends the whole job non-zero (within 60 s, no hang); the last checkpoint loads.
 "${MPIRUN[@]}" "$TEMPO" train --data "$D" --preset tiny-test --budget 60s --threads 1 --set batch_size=8 \
     --set checkpoint_every=1 --set eval_every=0 --out "$E2E_TMP/kill" > /dev/null 2> "$E2E_TMP/kill.err" &
 job=$!

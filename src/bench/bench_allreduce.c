@@ -1,0 +1,81 @@
+/* bench_allreduce.c - all-reduce bandwidth by size (see bench_allreduce.h). */
+#include "bench/bench_allreduce.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/timer.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+int bench_allreduce_run(dist_context *d, const size_t *sizes, int n_sizes, int iters, bench_allreduce_row *rows,
+                        tempo_error *err)
+{
+    if (iters < 1)
+        iters = 1;
+    double *t = malloc(sizeof(double) * (size_t)iters);
+    if (!t)
+        return tempo_fail(err, "bench allreduce: out of memory");
+    int rc = 0;
+    for (int s = 0; s < n_sizes && !rc; s++) {
+        size_t n = sizes[s] / sizeof(float);
+        if (n == 0) n = 1;
+        float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+        if (!x || !y) {
+            free(x); free(y);
+            rc = tempo_fail(err, "bench allreduce: out of memory for %zu bytes", sizes[s]);
+            break;
+        }
+        for (size_t i = 0; i < n; i++) x[i] = y[i] = (float)(i % 7);
+        bench_allreduce_row *r = &rows[s];
+        memset(r, 0, sizeof *r);
+        r->bytes = n * sizeof(float);
+        for (int k = -2; k < iters && !rc; k++) {
+            rc = dist_barrier(d, err);
+            double t0 = timer_now();
+            if (!rc) rc = dist_allreduce_sum_f32(d, x, n, err);
+            if (k >= 0) t[k] = timer_now() - t0;
+        }
+        if (!rc) {
+            r->seconds = median(t, iters);
+            r->algbw_gbps = (double)r->bytes / r->seconds * 1e-9;
+            r->busbw_gbps = r->algbw_gbps * 2.0 * (d->world - 1) / d->world;
+            for (int k = -2; k < iters; k++) {
+                double t0 = timer_now();
+                memcpy(y, x, r->bytes);
+                __asm__ volatile("" : : "r"(y) : "memory");   /* keep the copy */
+                if (k >= 0) t[k] = timer_now() - t0;
+            }
+            r->memcpy_gbps = (double)r->bytes / median(t, iters) * 1e-9;
+        }
+        free(x);
+        free(y);
+    }
+    free(t);
+    return rc;
+}
+
+void bench_allreduce_json(const dist_context *d, const bench_allreduce_row *r, strbuf *out)
+{
+    strbuf_printf(out, "{\"bench\":\"allreduce\",\"ranks\":%d,\"bytes\":%zu,\"seconds\":", d->world, r->bytes);
+    strbuf_json_number(out, r->seconds);
+    strbuf_puts(out, ",\"algbw_GBps\":");
+    strbuf_json_number(out, r->algbw_gbps);
+    strbuf_puts(out, ",\"busbw_GBps\":");
+    strbuf_json_number(out, r->busbw_gbps);
+    strbuf_puts(out, ",\"memcpy_GBps\":");
+    strbuf_json_number(out, r->memcpy_gbps);
+    strbuf_puts(out, ",\"busbw_vs_memcpy\":");
+    strbuf_json_number(out, r->memcpy_gbps > 0 ? r->busbw_gbps / r->memcpy_gbps : 0);
+    strbuf_puts(out, "}\n");
+}

@@ -1,0 +1,77 @@
+/* cmd_bench_allreduce.c - `tempo bench allreduce`: flags, the MPI session,
+ * and rank 0 printing bench/bench_allreduce.c's JSON lines. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench_allreduce.h"
+#include "cli/cli.h"
+#include "dist/dist.h"
+
+#define MAX_SIZES 32
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpirun -np N tempo bench allreduce [--sizes 4K,64K,1M,10M,64M] [--iters N]\n"
+            "  the all-reduce (sum of floats) the trainer averages gradients with, timed on the ranks of the\n"
+            "  job: one JSON line per size with the median time, algorithm bandwidth (bytes / time), bus\n"
+            "  bandwidth (algbw x 2(N-1)/N) and, beside it, one rank's memcpy of the same bytes.\n"
+            "  --sizes  comma list of byte counts (K/M/G = 1024^k; default above; 10M is about the\n"
+            "           default model's gradient); --iters: timed repetitions per size (default 20).\n"
+            "  Under one process there is nothing to reduce: it says so and exits 2.\n");
+}
+
+int bench_allreduce_main(int argc, char **argv)
+{
+    size_t sizes[MAX_SIZES] = {4u << 10, 64u << 10, 1u << 20, 10u << 20, 64u << 20};
+    int n_sizes = 5;
+    long long iters = 20;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        if (!v) return cli_usage_error("bench allreduce: %s: unknown option or missing value", a);
+        if (!strcmp(a, "--iters")) {
+            if (cli_parse_int(a, v, 1, 100000, &iters)) return 2;
+        } else if (!strcmp(a, "--sizes")) {
+            char buf[512];
+            snprintf(buf, sizeof buf, "%s", v);
+            n_sizes = 0;
+            for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                uint64_t b;
+                if (n_sizes == MAX_SIZES) return cli_usage_error("bench allreduce: --sizes: at most %d", MAX_SIZES);
+                if (cli_parse_size(a, tok, 4, (uint64_t)1 << 32, &b)) return 2;
+                sizes[n_sizes++] = (size_t)b;
+            }
+            if (!n_sizes) return cli_usage_error("bench allreduce: --sizes '%s': no sizes", v);
+        } else {
+            return cli_usage_error("bench allreduce: %s: unknown option", a);
+        }
+        i++;
+    }
+    dist_context d;
+    tempo_error err;
+    if (dist_init(&d, &argc, &argv, &err))
+        return cli_report(&err);
+    if (d.world < 2) {
+        dist_finalize(&d);
+        return cli_usage_error("bench allreduce: one process has nothing to reduce; run it as "
+                               "mpirun -np N tempo bench allreduce%s",
+                               dist_built_with_mpi() ? "" : " (and build tempo with MPI)");
+    }
+    bench_allreduce_row rows[MAX_SIZES];
+    if (bench_allreduce_run(&d, sizes, n_sizes, (int)iters, rows, &err)) {
+        cli_report(&err);
+        dist_abort(&d, 1);
+    }
+    if (d.rank == 0)
+        for (int s = 0; s < n_sizes; s++) {
+            strbuf js = {0};
+            bench_allreduce_json(&d, &rows[s], &js);
+            fputs(js.data, stdout);
+            strbuf_free(&js);
+        }
+    fflush(stdout);
+    dist_finalize(&d);
+    return 0;
+}
