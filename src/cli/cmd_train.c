@@ -48,6 +48,7 @@ static void usage(FILE *f)
         "  --threads N       threads (default: all cores)\n"
         "  --pin-threads     bind each thread to its own core (OMP_PROC_BIND=close, OMP_PLACES=cores)\n"
         "  --resume          continue RUN_DIR's checkpoint (same seed/threads => identical weights)\n"
+        "  --resume-other-world  --resume a checkpoint written by another number of MPI ranks (not bit-identical)\n"
         "  --eval-stride N   stride of the final val bpb (default: context/2)\n"
         "  --no-eval         skip the final full validation\n"
         "  --val-limit N     score only the first N val tokens (quick experiments; not the official score)\n"
@@ -84,6 +85,7 @@ static int train_command(int argc, char **argv, dist_context *dist)
         long long x = 0;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         else if (!strcmp(a, "--resume")) o.resume = 1;
+        else if (!strcmp(a, "--resume-other-world")) { o.resume = 1; o.resume_other_world = 1; }
         else if (!strcmp(a, "--no-eval")) o.final_eval = 0;
         else if (!strcmp(a, "--pin-threads")) pin = 1; /* set up by main.c before libgomp loads */
         else if (!takes_value(a)) return cli_usage_error("%s: unknown option (see tempo train --help)", a);

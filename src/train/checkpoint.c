@@ -43,9 +43,10 @@ static void state_meta(const train_state *st, char buf[][80], st_meta *meta, int
     snprintf(buf[6], 80, "%.17g", st->guard_mult);
     snprintf(buf[7], 80, "%d", st->retries);
     snprintf(buf[8], 80, "%.17g", st->memory_s);
-    const char *keys[9] = {"step", "tokens", "elapsed_s", "budget_s", "max_steps", "rng", "guard_mult", "retries",
-                           "memory_s"};
-    for (int i = 0; i < (full ? 9 : 2); i++) {
+    snprintf(buf[9], 80, "%d", st->world_size > 0 ? st->world_size : 1);
+    const char *keys[10] = {"step", "tokens", "elapsed_s", "budget_s", "max_steps", "rng", "guard_mult", "retries",
+                            "memory_s", "world_size"};
+    for (int i = 0; i < (full ? 10 : 2); i++) {
         meta[*n].key = keys[i];
         meta[*n].value = buf[i];
         (*n)++;
@@ -62,7 +63,7 @@ int checkpoint_save_model(const char *path, model *m, const run_config *cfg, con
     collect_tensors(m, ts);
     strbuf cj = {0};
     run_config_to_json(cfg, &cj);
-    char buf[9][80];
+    char buf[10][80];
     st_meta meta[MAX_META];
     int n = 0;
     meta[n++] = (st_meta){"format", "tempo-model-1"};
@@ -87,7 +88,7 @@ int checkpoint_save_full(const char *path, model *m, const run_config *cfg, cons
     ts[nt + 1] = (st_write_tensor){"optim.v", opt->v, 1, {(int64_t)opt->n_params}};
     strbuf cj = {0};
     run_config_to_json(cfg, &cj);
-    char buf[9][80], tbuf[32];
+    char buf[10][80], tbuf[32];
     snprintf(tbuf, sizeof tbuf, "%" PRId64, opt->t);
     st_meta meta[MAX_META];
     int n = 0;
@@ -238,6 +239,10 @@ int checkpoint_load_full(const char *path, model *m, optimizer *opt, train_state
         const char *ms = safetensors_meta(&sf, "memory_s");
         st->memory_s = ms ? strtod(ms, NULL) : 0;
         if (!(st->memory_s >= 0 && st->memory_s <= st->elapsed_s)) st->memory_s = 0;
+        /* absent from checkpoints written before data parallel training: one process */
+        const char *ws = safetensors_meta(&sf, "world_size");
+        long w = ws ? strtol(ws, NULL, 10) : 1;
+        st->world_size = w >= 1 && w <= (1 << 20) ? (int)w : 1;
         for (int i = 0; i < 4; i++) {
             char part[17];
             memcpy(part, r + 16 * i, 16);

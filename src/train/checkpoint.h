@@ -31,6 +31,7 @@ typedef struct {
     double guard_mult;    /* divergence guard lr multiplier */
     int retries;          /* divergence restores so far */
     double memory_s;      /* of elapsed_s, the seconds spent building the count memory (0: none) */
+    int world_size;       /* ranks that trained it (data parallel; 1 = one process) */
 } train_state;
 
 int checkpoint_save_model(const char *path, model *m, const run_config *cfg, const char *tokenizer_text,

@@ -225,7 +225,12 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
         /* A resume continues the same run: its budget and step limit, unless given anew. */
         if (o->budget_s > 0) st->budget_s = o->budget_s;
         if (o->max_steps > 0) st->max_steps = o->max_steps;
+        if (st->world_size != c->world && !o->resume_other_world)
+            return tempo_usage(err, "%s: a checkpoint of %d rank%s, resumed on %d: add --resume-other-world "
+                               "(the batches are re-split; the result is not bit-identical)", c->ckpt_path,
+                               st->world_size, st->world_size == 1 ? "" : "s", c->world);
     }
+    st->world_size = c->world;
     size_t n = model_num_params(c->m), bt = (size_t)cfg->micro_batch * cfg->model.context;
     c->inputs = malloc(sizeof(int32_t) * bt);
     c->targets = malloc(sizeof(int32_t) * bt);

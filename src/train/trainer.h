@@ -30,6 +30,7 @@ typedef struct {
     int threads;
     uint64_t seed;
     int resume;
+    int resume_other_world;   /* allow resuming a checkpoint written by another number of ranks */
     int eval_stride;          /* final val bpb stride; 0 = context / 2 */
     int final_eval;           /* run the full val evaluation at the end */
     int64_t val_limit;        /* score only the first N val tokens (quick experiments); 0 = all */

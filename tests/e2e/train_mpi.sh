@@ -70,7 +70,9 @@ R=(--data "$D" --preset tiny-test --steps 20 --no-eval --threads 1 --seed 5 --se
 cp -r "$E2E_TMP/part" "$E2E_TMP/part1"
 "${MPIRUN[@]}" "$TEMPO" train "${R[@]}" --out "$E2E_TMP/part" --resume > /dev/null 2>&1 || fail "2-rank resume failed"
 cmp "$E2E_TMP/full/model.safetensors" "$E2E_TMP/part/model.safetensors" || fail "2-rank resume is not bit-identical"
-"$TEMPO" train "${R[@]}" --out "$E2E_TMP/part1" --resume > /dev/null 2>&1 || fail "1-process resume of a 2-rank run failed"
+expect_error 2 "a checkpoint of 2 ranks, resumed on 1: add --resume-other-world" \
+    "$TEMPO" train "${R[@]}" --out "$E2E_TMP/part1" --resume
+"$TEMPO" train "${R[@]}" --out "$E2E_TMP/part1" --resume-other-world > /dev/null 2>&1 || fail "1-process resume of a 2-rank run failed"
 [ "$(json_field "$E2E_TMP/part1/result.json" steps)" = 20 ] || fail "1-process resume did not reach step 20"
 
 # 5. tempo bench allreduce: one JSON line per size from rank 0, figures that hold together; one process refuses.
