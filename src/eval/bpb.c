@@ -16,6 +16,12 @@ int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_by
 int bpb_evaluate_tokens(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
                         double *token_nats, float *token_top, bpb_result *res, tempo_error *err)
 {
+    return bpb_evaluate_part(m, tokens, n_tokens, n_bytes, stride, batch, 0, 1, token_nats, token_top, res, err);
+}
+
+int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
+                      int part, int parts, double *token_nats, float *token_top, bpb_result *res, tempo_error *err)
+{
     memset(res, 0, sizeof *res);
     double t0 = timer_now();
     int T = model_get_config(m)->context;
@@ -41,12 +47,18 @@ int bpb_evaluate_tokens(model *m, const int32_t *tokens, size_t n_tokens, uint64
     size_t last = n_tokens - 1;   /* index of the last target */
     size_t prev_end = 0;          /* targets 1..prev_end are scored */
     double nats = 0;
-    uint64_t scored = 0;
+    uint64_t scored = 0, window = 0;
+    if (parts < 1 || part < 0 || part >= parts)
+        parts = 1, part = 0;
     while (prev_end < last) {
         int rows = 0;
         while (rows < batch && prev_end < last) {
             size_t end = prev_end == 0 ? (size_t)T : prev_end + (size_t)stride;
             if (end > last) end = last;
+            if (window++ % (uint64_t)parts != (uint64_t)part) {   /* another part's window */
+                prev_end = end;
+                continue;
+            }
             size_t start = end - (size_t)T;            /* inputs start..end-1, targets start+1..end */
             memcpy(in + (size_t)rows * T, tokens + start, sizeof(int32_t) * (size_t)T);
             memcpy(tg + (size_t)rows * T, tokens + start + 1, sizeof(int32_t) * (size_t)T);
@@ -55,6 +67,8 @@ int bpb_evaluate_tokens(model *m, const int32_t *tokens, size_t n_tokens, uint64
             prev_end = end;
             rows++;
         }
+        if (rows == 0)
+            break;   /* the remaining windows were all another part's */
         model_forward(m, in, tg, rows, T);
         const float *losses = model_token_losses(m), *top = model_token_top_logprob(m);
         for (int r = 0; r < rows; r++)
@@ -73,7 +87,7 @@ int bpb_evaluate_tokens(model *m, const int32_t *tokens, size_t n_tokens, uint64
     if (token_top)
         token_top[0] = 0;
     free(in); free(tg); free(first); free(row_start);
-    if (scored != n_tokens - 1)
+    if (parts == 1 && scored != n_tokens - 1)
         return tempo_fail(err, "evaluation: internal error: scored %llu of %zu tokens",
                           (unsigned long long)scored, n_tokens - 1);
     res->bits = nats / log(2.0);

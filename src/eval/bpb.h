@@ -46,6 +46,15 @@ int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_by
 int bpb_evaluate_tokens(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
                         double *token_nats, float *token_top, bpb_result *res, tempo_error *err);
 
+/* One part of bpb_evaluate_tokens for data-parallel evaluation: only the
+ * windows k (in the order above) with k % parts == part are run; token_nats
+ * and token_top get those windows' tokens and are left untouched elsewhere,
+ * and res holds this part's bits and tokens. The parts' token arrays,
+ * summed from zeros, are exactly the whole evaluation's. parts = 1 is
+ * bpb_evaluate_tokens. */
+int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
+                      int part, int parts, double *token_nats, float *token_top, bpb_result *res, tempo_error *err);
+
 /* Bytes of text that tokens[0..n) stand for under tok (separators: none);
  * exact, so a prefix of a stream can be scored honestly. */
 uint64_t bpb_count_bytes(const tokenizer *tok, const int32_t *tokens, size_t n);

@@ -11,6 +11,39 @@ int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_
                         uint64_t n_bytes, int stride, int batch, mixer *fitted, hybrid_bpb_result *res,
                         tempo_error *err)
 {
+    return hybrid_bpb_evaluate_ranks(NULL, m, h, adapt, tokens, n_tokens, n_bytes, stride, batch, fitted, res, err);
+}
+
+/* The transformer's part over the ranks: each runs its windows into zeroed
+ * arrays, which are then summed over the ranks (exact: every entry comes
+ * from one rank), and the totals recomputed in token order, as one process
+ * sums them. */
+static int model_part_ranks(dist_context *dist, model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes,
+                            int stride, int batch, double *nats, float *top, bpb_result *r, tempo_error *err)
+{
+    memset(nats, 0, sizeof(double) * n_tokens);
+    memset(top, 0, sizeof(float) * n_tokens);
+    double t0 = timer_now();
+    if (bpb_evaluate_part(m, tokens, n_tokens, n_bytes, stride, batch, dist->rank, dist->world, nats, top, r, err) ||
+        dist_allreduce_sum_f64(dist, nats, n_tokens, err) || dist_allreduce_sum_f32(dist, top, n_tokens, err))
+        return -1;
+    double sum = 0;
+    for (size_t i = 1; i < n_tokens; i++)
+        sum += nats[i];
+    r->bits = sum / log(2.0);
+    r->bpb = r->bits / (double)n_bytes;
+    r->n_tokens = n_tokens - 1;
+    r->loss = sum / (double)r->n_tokens;
+    r->seconds = timer_now() - t0;
+    return 0;
+}
+
+int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *h, int adapt, const int32_t *tokens,
+                              size_t n_tokens, uint64_t n_bytes, int stride, int batch, mixer *fitted,
+                              hybrid_bpb_result *res, tempo_error *err)
+{
+    if (dist && dist->world <= 1)
+        dist = NULL;
     memset(res, 0, sizeof *res);
     double t0 = timer_now();
     double *nats = malloc(sizeof(double) * (n_tokens ? n_tokens : 1));
@@ -20,9 +53,17 @@ int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_
         free(nats); free(top); free(confidence);
         return tempo_fail(err, "evaluation: out of memory for %zu tokens", n_tokens);
     }
-    if (bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, nats, top, &res->model, err)) {
+    if (dist ? model_part_ranks(dist, m, tokens, n_tokens, n_bytes, stride, batch, nats, top, &res->model, err)
+             : bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, nats, top, &res->model, err)) {
         free(nats); free(top); free(confidence);
         return -1;
+    }
+    if (dist && dist->rank != 0) {   /* the mixture is rank 0's */
+        free(nats); free(top); free(confidence);
+        res->bits = res->model.bits;
+        res->bpb = res->model.bpb;
+        res->seconds = timer_now() - t0;
+        return 0;
     }
     double t1 = timer_now();
     res->present[MIX_MODEL] = 1;

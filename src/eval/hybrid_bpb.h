@@ -7,6 +7,7 @@
 #ifndef TEMPO_HYBRID_BPB_H
 #define TEMPO_HYBRID_BPB_H
 
+#include "dist/dist.h"
 #include "eval/bpb.h"
 #include "memory/hybrid.h"
 
@@ -27,5 +28,15 @@ typedef struct {
 int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_t *tokens, size_t n_tokens,
                         uint64_t n_bytes, int stride, int batch, mixer *fitted, hybrid_bpb_result *res,
                         tempo_error *err);
+
+/* The same on the ranks of a data-parallel job (dist NULL or a world of 1:
+ * hybrid_bpb_evaluate): every rank runs the transformer on its share of the
+ * windows (bpb_evaluate_part), the per-token figures are summed over the
+ * ranks, and rank 0 alone reads the stream through the mixture (the count
+ * memory is rank 0's). Rank 0's result is bit for bit the single process's;
+ * the other ranks get only res->model. Every rank must call it. */
+int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *h, int adapt, const int32_t *tokens,
+                              size_t n_tokens, uint64_t n_bytes, int stride, int batch, mixer *fitted,
+                              hybrid_bpb_result *res, tempo_error *err);
 
 #endif

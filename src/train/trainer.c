@@ -579,7 +579,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
     res->peak_gflops = o->peak_gflops;
     res->mfu = o->peak_gflops > 0 ? res->model_gflops / o->peak_gflops : NAN;
     res->step_seconds_mean = steps_this_session ? step_time_sum / (double)steps_this_session : 0;
-    if (rc == 0 && o->final_eval && !res->interrupted && root) {
+    if (rc == 0 && o->final_eval && !res->interrupted) {   /* every rank: the windows are shared out */
         int stride = o->eval_stride > 0 ? o->eval_stride : cfg.model.context / 2;
         if (o->progress)
             fprintf(o->progress, "evaluating val bpb on %llu tokens (stride %d)...\n",
@@ -594,7 +594,8 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
         hybrid_parts h;
         hybrid_bpb_result hr;
         if (memory_stage_parts(&c.mem, &cfg, (int)c.train.vocab_size, &h, err) ||
-            hybrid_bpb_evaluate(c.m, &h, 1, c.val_tokens, n_val, val_bytes, stride, cfg.micro_batch, NULL, &hr, err)) {
+            hybrid_bpb_evaluate_ranks(c.dist, c.m, &h, 1, c.val_tokens, n_val, val_bytes, stride, cfg.micro_batch,
+                                      NULL, &hr, err)) {
             rc = -1;
         } else {
             res->val_bpb = hr.bpb;

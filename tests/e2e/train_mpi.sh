@@ -55,6 +55,23 @@ assert r["world_size"] == 2 and r["steps"] > 0
 assert 10 < r["train_seconds"] <= 15 + max(0.3, r["step_seconds_mean"]) + 1e-9, r["train_seconds"]
 PY
 
+# 2b. A hybrid run on 2 ranks: rank 0 builds the memory and fits the mixer, the final evaluation's
+#     transformer windows are shared out over the ranks; its val bpb equals one process's tempo eval of
+#     the same folder bit for bit (every token's figure comes from one rank; sums in token order).
+H=(--data "$D" --preset tiny-test --steps 10 --threads 1 --seed 3 --set batch_size=8 --set memory_order=3
+   --set cache_order=6 --set match_length=2 --set mixer_holdout=4096)
+"${MPIRUN[@]}" "$TEMPO" train "${H[@]}" --out "$E2E_TMP/hyb" > "$E2E_TMP/hyb.out" 2> "$E2E_TMP/hyb.err" \
+    || { cat "$E2E_TMP/hyb.err" >&2; fail "2-rank hybrid run failed"; }
+[ -s "$E2E_TMP/hyb/memory.bin" ] && [ -s "$E2E_TMP/hyb/mixer.json" ] || fail "2-rank hybrid run wrote no memory.bin/mixer.json"
+"$TEMPO" eval --model "$E2E_TMP/hyb" --data "$D" > "$E2E_TMP/hyb_eval.json" 2>/dev/null || fail "eval of the 2-rank hybrid run failed"
+python3 - "$E2E_TMP/hyb/result.json" "$E2E_TMP/hyb_eval.json" <<'PY' || fail "split evaluation differs from one process's"
+import json, sys
+r = json.load(open(sys.argv[1]))
+e = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
+assert r["world_size"] == 2 and r["memory_order"] == 3, r
+assert r["val_bpb"] == e["bpb"], (r["val_bpb"], e["bpb"])
+PY
+
 # 3. Bad input: a batch that does not divide among the ranks, one line from rank 0, exit 2.
 out=$("${MPIRUN[@]}" "$TEMPO" train --data "$D" --preset tiny-test --steps 2 --threads 1 --set batch_size=7 \
       --out "$E2E_TMP/bad" 2>&1 >/dev/null); rc=$?
