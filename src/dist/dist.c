@@ -22,6 +22,8 @@ static int launcher_world(void)
     return 0;
 }
 
+int dist_launched_world(void) { return launcher_world(); }
+
 #ifdef TEMPO_MPI
 #include <mpi.h>
 

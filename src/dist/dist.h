@@ -26,6 +26,10 @@ typedef struct {
     int active;        /* MPI_Init was called (and MPI_Finalize is owed) */
 } dist_context;
 
+/* How many processes the launcher (mpirun) started this one among, from its
+ * environment; 0 when not started by one. Read before any MPI call. */
+int dist_launched_world(void);
+
 /* 1 when this tempo was built with MPI. */
 int dist_built_with_mpi(void);
 /* "Open MPI v4.1.4" or similar when built with MPI, else "none". */

@@ -105,6 +105,11 @@ for r in rows:
     assert abs(r["busbw_GBps"] - r["algbw_GBps"]) < 1e-12   # 2(N-1)/N = 1 at N = 2
 PY
 expect_error 2 "one process has nothing to reduce" "$TEMPO" bench allreduce
+# any other command under mpirun would run N times over the same files: refused, one line
+out=$("${MPIRUN[@]}" "$TEMPO" eval --model "$E2E_TMP/hyb" --data "$D" 2>&1 >/dev/null); rc=$?
+[ "$rc" -ne 0 ] || fail "eval under mpirun -np 2 ran"
+[ "$(echo "$out" | grep -c '^tempo:')" = 1 ] && echo "$out" | grep -q "eval runs as one process" \
+    || fail "eval under mpirun: expected one tempo: line, got: $out"
 
 # 6. A rank killed mid-run ends the whole job non-zero (within 60 s, no hang); the last checkpoint loads.
 "${MPIRUN[@]}" "$TEMPO" train --data "$D" --preset tiny-test --budget 60s --threads 1 --set batch_size=8 \
