@@ -1,6 +1,6 @@
 /* cmd_bench_train.c - `tempo bench train`: options, the preset, one
  * bench_train_run per thread count (bench/bench_train.h), and with
- * --vs-torch the PyTorch reference (bench/torch_reference.py) run after
+ * --vs-torch the PyTorch reference (scripts/torch_reference.py) run after
  * ours in the same invocation; prints JSON lines. No measuring logic here. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,17 +31,17 @@ static void usage(FILE *f)
             "  --steps    timed steps (default 5) after --warmup untimed ones (default 1)\n"
             "  --pin-threads  bind each thread to its own core (OMP_PROC_BIND=close,\n"
             "             OMP_PLACES=cores); the lines report \"pinned\" and \"thread_cpus\"\n"
-            "  --vs-torch also run bench/torch_reference.py (Debian's python3-torch, fp32,\n"
+            "  --vs-torch also run scripts/torch_reference.py (Debian's python3-torch, fp32,\n"
             "             AdamW: PyTorch has no Muon) on the same shape at the largest\n"
             "             thread count, and print tempo/torch tokens/s.\n");
 }
 
-/* bench/torch_reference.py next to the binary's tree or under ./bench. */
+/* scripts/torch_reference.py next to the binary's tree or under ./scripts. */
 static int find_torch_script(char *path, size_t n)
 {
-    if (path_beside_exe(path, n, "../bench/torch_reference.py"))
+    if (path_beside_exe(path, n, "../scripts/torch_reference.py"))
         return 1;
-    snprintf(path, n, "bench/torch_reference.py");
+    snprintf(path, n, "scripts/torch_reference.py");
     return path_exists(path);
 }
 
@@ -50,7 +50,7 @@ static double run_torch(const run_config *cfg, int threads, int steps, int warmu
 {
     char script[1100];
     if (!find_torch_script(script, sizeof script)) {
-        fprintf(stderr, "bench train: --vs-torch: bench/torch_reference.py not found\n");
+        fprintf(stderr, "bench train: --vs-torch: scripts/torch_reference.py not found\n");
         return -1;
     }
     const model_config *m = &cfg->model;

@@ -38,6 +38,7 @@ struct corpus_reader {
     /* decompressed bytes: buf[pos..len) are unread */
     uint8_t *buf;
     size_t pos, len, cap;
+    size_t read_size;        /* at most this many bytes per read; 0 = as many as fit */
 
     /* the current document (txt) or parsed line (jsonl) */
     uint8_t *doc;
@@ -53,7 +54,7 @@ static int ends_with(const char *s, const char *suffix)
     return n >= m && memcmp(s + n - m, suffix, m) == 0;
 }
 
-static int is_corpus_name(const char *name)
+int corpus_is_input_name(const char *name)
 {
     return ends_with(name, ".txt") || ends_with(name, ".jsonl") || ends_with(name, ".txt.xz") ||
            ends_with(name, ".jsonl.xz");
@@ -124,7 +125,7 @@ static int push_folder(corpus_file **files, size_t *n, size_t *cap, const char *
     int rc = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (!is_corpus_name(e->d_name))
+        if (!corpus_is_input_name(e->d_name))
             continue;
         if (n_names == names_cap) {
             size_t c = names_cap ? names_cap * 2 : 16;
@@ -296,6 +297,8 @@ static int refill(corpus_reader *r, tempo_error *err)
     }
     uint8_t *dst = r->buf + r->len;
     size_t room = r->cap - r->len;
+    if (r->read_size && room > r->read_size)
+        room = r->read_size;
     long got;
     if (r->xz_active) {
         got = xz_read(r, dst, room, err);
@@ -494,12 +497,12 @@ int corpus_next(corpus_reader *r, const uint8_t **doc, size_t *len, tempo_error 
     return -1;
 }
 
+void corpus_set_read_size(corpus_reader *r, size_t bytes) { r->read_size = bytes; }
+
 const char *corpus_current_path(const corpus_reader *r)
 {
     return r->cur >= 0 ? r->files[r->cur].path : NULL;
 }
-
-int corpus_current_index(const corpus_reader *r) { return r->cur; }
 
 size_t corpus_n_files(const corpus_reader *r) { return r->n_files; }
 

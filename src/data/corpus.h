@@ -45,6 +45,9 @@ typedef struct {
     int done;              /* 1 once the whole file has been read */
 } corpus_file;
 
+/* 1 when a file name is one a folder contributes: *.txt, *.jsonl, *.txt.xz, *.jsonl.xz. */
+int corpus_is_input_name(const char *name);
+
 /* Expand paths (files or folders) into the list of input files, stat'ing each
  * and checking it can be opened for reading. Errors name the path:
  * "x.txt: cannot open: No such file or directory", "dir: no .txt, .jsonl,
@@ -66,10 +69,13 @@ int corpus_open(corpus_reader **out, char *const *paths, int n_paths, tempo_erro
  * further call returns -1 with the same message. */
 int corpus_next(corpus_reader *r, const uint8_t **doc, size_t *len, tempo_error *err);
 
+/* Read at most bytes decompressed bytes at a time (0: fill the buffer, the
+ * default). Documents do not depend on it; tests and the fuzzer use small
+ * reads to put every document and line boundary across a read boundary. */
+void corpus_set_read_size(corpus_reader *r, size_t bytes);
+
 /* Path of the file the last document came from (or is being read); NULL before the first call. */
 const char *corpus_current_path(const corpus_reader *r);
-/* Index (into corpus_file_at) of that file, -1 before the first call. */
-int corpus_current_index(const corpus_reader *r);
 /* The input files and what has been measured so far. */
 size_t corpus_n_files(const corpus_reader *r);
 const corpus_file *corpus_file_at(const corpus_reader *r, size_t i);

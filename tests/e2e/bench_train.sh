@@ -24,8 +24,22 @@ for d in runs:
     assert d["peak_rss_mib"] > 0 and d["model_mib"] > 0 and d["minor_faults_per_step"] >= 0
     assert 0 <= d["serial_share"] <= 1 and d["cpu_utilisation"] > 0
 assert len(summ) == 1 and set(summ[0]["tokens_per_s"]) == {"1", "2"}
-assert "second_thread_speedup" in summ[0] and "ratio_vs_torch" in summ[0], summ
+assert "second_thread_speedup" in summ[0], summ
+# --vs-torch: a ratio of the two speeds when PyTorch runs here; null only when it is not installed
+s = summ[0]
+try:
+    import torch  # noqa: F401
+    have_torch = True
+except ImportError:
+    have_torch = False
+if have_torch:
+    assert s["torch_tokens_per_s"] > 0 and s["ratio_vs_torch"] > 0, s
+    assert abs(s["ratio_vs_torch"] - s["tokens_per_s"]["2"] / s["torch_tokens_per_s"]) <= 0.001 + 0.001 * s["ratio_vs_torch"], s
+else:
+    assert s["torch_tokens_per_s"] is None and s["ratio_vs_torch"] is None, s
 PY
+grep -q "python3-torch is not installed" "$E2E_TMP/err" || python3 -c 'import torch' 2>/dev/null \
+    || fail "bench train --vs-torch without PyTorch says nothing about it: $(cat "$E2E_TMP/err")"
 "$TEMPO" bench kernels --kernel gemm --presets tiny-test --threads 1 --seconds 0.01 --no-openblas >"$OUT" 2>/dev/null \
     || fail "bench kernels failed"
 python3 - "$OUT" <<'PY' || fail "bench kernels output is wrong: $(head -3 "$OUT")"

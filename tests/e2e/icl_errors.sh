@@ -55,8 +55,8 @@ mc, lm = t["mc"], t["lm"]
 assert mc["status"] == "ok" and mc["evaluated"] == 2 and mc["records"] == 2, mc
 s = mc["skipped"]
 assert (s["malformed"], s["gold_out_of_range"], s["too_few_choices"], s["invalid_text"]) == (1, 1, 1, 1), s
-assert s["total"] == 4 and mc["first_skip"].endswith("mc.jsonl:2: not JSON (column 52: expected ',' or '}')") \
-    or "mc.jsonl:2:" in mc["first_skip"], mc["first_skip"]
+assert s["total"] == 4, s
+assert mc["first_skip"].endswith("mc.jsonl:2: not JSON (column 50: unterminated object)"), mc["first_skip"]
 assert lm["evaluated"] == 2 and lm["skipped"]["continuation_too_long"] == 1, lm
 assert "context of 64 tokens" in lm["first_skip"], lm["first_skip"]
 assert r["core_entries"] == 2 and r["core_of"] == 2

@@ -8,7 +8,6 @@ J_TMP=$(mktemp -d "${TMPDIR:-/tmp}/tempo-judge-e2e.XXXXXX")
 trap '[ -n "${J_KEEP:-}" ] || rm -rf "$J_TMP"' EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
-skip() { echo "SKIP: $*"; exit 0; }
 
 # json_get FILE_OR_DASH EXPR : evaluate a python expression on the last JSON line (variable j).
 json_get() {
@@ -93,12 +92,6 @@ new_submission() {
     mkdir -p "$1"
     printf '{"name": "%s", "authors": ["e2e"], "description": "test submission", "phase": 1, "command": %s%s}\n' \
         "$2" "$3" "${4:+, $4}" > "$1/manifest.json"
-}
-
-# Is the real trainer in the tree and built? (0: yes)
-have_trainer() {
-    [ -f src/train/trainer.c ] && "$TEMPO" train --help >/dev/null 2>&1 && "$TEMPO" eval --help >/dev/null 2>&1 &&
-        "$TEMPO" prepare --help >/dev/null 2>&1
 }
 
 # judge_expect SUBMISSION STATUS REASON_REGEX [judge args...]: judge it with

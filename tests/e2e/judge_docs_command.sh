@@ -11,7 +11,6 @@
 # runs/judge and leaderboard.sqlite land there, not in the checkout; the data
 # is the tiny fixture and the run is capped at 2 steps to keep it short.
 source "$(dirname "$0")/judge_common.bash"
-have_trainer || skip "judge_docs_command.sh needs tempo's trainer; not built"
 abs_data=$(cd "$DATA" && pwd)
 root=$J_TMP/root
 mkdir -p "$root/build"

@@ -17,10 +17,14 @@ SLOW=(--data "$D" --preset tiny-test --steps 300 --threads 2 --seed 3 --no-eval 
 "$TEMPO" train "${SLOW[@]}" --out "$E2E_TMP/sig" > /dev/null 2>"$E2E_TMP/sig.log" &
 pid=$!
 for _ in $(seq 100); do grep -q 'step' "$E2E_TMP/sig.log" 2>/dev/null && break; sleep 0.1; done
-sleep 0.5
+sleep 0.2
 kill -TERM "$pid"
 wait "$pid"; rc=$?
-[ "$rc" -eq 130 ] || [ "$rc" -eq 0 ] || fail "SIGTERM run exited $rc"
+# 130 only: a run that ended before the signal (exit 0) would resume nothing
+[ "$rc" -eq 130 ] || fail "SIGTERM run exited $rc, not 130 (interrupted)"
+[ "$(json_field "$E2E_TMP/sig/result.json" interrupted)" = True ] || fail "result.json does not say interrupted"
+steps=$(json_field "$E2E_TMP/sig/result.json" steps)
+[ "$steps" -ge 1 ] && [ "$steps" -lt 300 ] || fail "SIGTERM run stopped at step $steps, not within 1..299"
 [ -f "$E2E_TMP/sig/checkpoint.safetensors" ] || fail "no checkpoint after SIGTERM"
 "$TEMPO" train "${SLOW[@]}" --out "$E2E_TMP/sig" --resume > /dev/null 2>&1 || fail "resume after SIGTERM failed"
 cmp "$E2E_TMP/full2/model.safetensors" "$E2E_TMP/sig/model.safetensors" || fail "weights after SIGTERM+resume differ"
