@@ -2,6 +2,7 @@
 #include "export/hf_write.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,22 @@ static void json_kv_num(strbuf *b, const char *k, double v)
     strbuf_json_number(b, v);
 }
 
+/* A float config value as the shortest decimal that reads back as the same
+ * float (1e-05, not 9.999999747378752e-06). */
+static void json_kv_float(strbuf *b, const char *k, float v)
+{
+    char t[32];
+    if (v == floorf(v) && fabsf(v) < 1e9f)
+        snprintf(t, sizeof t, "%.1f", (double)v); /* whole numbers as 10000.0 */
+    else
+        for (int digits = 1; digits <= 9; digits++) {
+            snprintf(t, sizeof t, "%.*g", digits, (double)v);
+            if (strtof(t, NULL) == v)
+                break;
+        }
+    strbuf_printf(b, ",\n  \"%s\": %s", k, t);
+}
+
 static void config_json(strbuf *b, const model_config *c, export_arch arch, export_dtype dt, int sep)
 {
     strbuf_printf(b, "{\n  \"architectures\": [\"%s\"]", export_arch_hf_class(arch));
@@ -50,8 +67,8 @@ static void config_json(strbuf *b, const model_config *c, export_arch arch, expo
     json_kv_num(b, "num_key_value_heads", c->n_kv_heads);
     json_kv_num(b, "head_dim", model_config_head_dim(c));
     json_kv_num(b, "max_position_embeddings", c->context);
-    json_kv_num(b, "rms_norm_eps", c->norm_eps);
-    json_kv_num(b, "rope_theta", c->rope_theta);
+    json_kv_float(b, "rms_norm_eps", c->norm_eps);
+    json_kv_float(b, "rope_theta", c->rope_theta);
     strbuf_puts(b, ",\n  \"rope_scaling\": null");
     json_kv_str(b, "hidden_act", "silu", 1);
     strbuf_puts(b, ",\n  \"attention_bias\": false,\n  \"attention_dropout\": 0.0");
@@ -64,7 +81,7 @@ static void config_json(strbuf *b, const model_config *c, export_arch arch, expo
     json_kv_num(b, "bos_token_id", sep);
     json_kv_num(b, "eos_token_id", sep);
     json_kv_str(b, "torch_dtype", dt == EXPORT_F16 ? "float16" : "float32", 1);
-    json_kv_num(b, "initializer_range", c->init_std);
+    json_kv_float(b, "initializer_range", c->init_std);
     strbuf_puts(b, ",\n  \"use_cache\": true\n}\n");
 }
 
