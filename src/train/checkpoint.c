@@ -13,6 +13,7 @@
 #include "core/fileio.h"
 #include "core/safetensors.h"
 #include "core/strbuf.h"
+#include "export/gguf_import.h"
 
 #define MAX_META 16
 
@@ -141,6 +142,8 @@ int checkpoint_load_model(const char *run_dir_or_file, int max_batch, run_config
     struct stat st;
     *m = NULL;
     *tok = NULL;
+    if (stat(run_dir_or_file, &st) == 0 && S_ISREG(st.st_mode) && gguf_is_file(run_dir_or_file))
+        return gguf_import_model(run_dir_or_file, max_batch, cfg, m, tok, err); /* a model from llama.cpp's world */
     if (stat(run_dir_or_file, &st) == 0 && S_ISDIR(st.st_mode))
         path_join(path, sizeof path, run_dir_or_file, "model.safetensors");
     else

@@ -38,9 +38,10 @@ int checkpoint_save_model(const char *path, model *m, const run_config *cfg, con
 int checkpoint_save_full(const char *path, model *m, const run_config *cfg, const optimizer *opt,
                          const train_state *st, tempo_error *err);
 
-/* Load a model for evaluation from RUN_DIR (its model.safetensors) or from a
- * .safetensors path: builds the config, the model (for up to max_batch
- * sequences) and the tokenizer. */
+/* Load a model for evaluation from RUN_DIR (its model.safetensors), from a
+ * .safetensors path, or from a GGUF file (export/gguf_import.h: llama or
+ * qwen3, the transformer alone): builds the config, the model (for up to
+ * max_batch sequences) and the tokenizer. */
 int checkpoint_load_model(const char *run_dir_or_file, int max_batch, run_config *cfg, model **m,
                           tokenizer **tok, tempo_error *err);
 

@@ -10,10 +10,11 @@
  *       the probability of ids[i+1] after ids[0..i], one per line ("%.9g").
  *   tempo_llama greedy MODEL.gguf IDS_FILE N [THREADS]
  *       Greedy decoding of N tokens after the prompt ids; prints the ids.
- *   tempo_llama bench MODEL.gguf THREADS PROMPT_TOKENS DECODE_TOKENS REPS
- *       Batch-1 prefill of PROMPT_TOKENS tokens and decode of DECODE_TOKENS
- *       tokens after it, REPS times (the best is reported; one warm-up run
- *       first); prints one JSON object.
+ *   tempo_llama bench MODEL.gguf THREADS PROMPT DECODE_PROMPT STEPS RUNS
+ *       As `tempo bench infer` measures, at batch 1: the prefill of PROMPT
+ *       tokens (prompt / p50 time), and STEPS single-token decode steps after
+ *       a prompt of DECODE_PROMPT tokens (1 / p50 step time), RUNS times after
+ *       one warm-up; prints one JSON object.
  * The KV cache is F32 (llama.cpp's default is F16) and flash attention is
  * off, so an F32 model is evaluated in F32 throughout. Errors: one line on
  * stderr, exit 1. */
@@ -187,48 +188,74 @@ static int cmd_greedy(const char *model, const char *ids_path, int n_new, int th
     return rc;
 }
 
-static int cmd_bench(const char *model, int threads, int prompt, int gen, int reps)
+static int cmp_double(const void *a, const void *b)
 {
-    if (prompt < 1 || gen < 1 || reps < 1)
-        return die("prompt, decode tokens and reps must be positive", "bench");
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+/* tempo bench infer's definitions: prefill tokens/s = prompt / p50 of the
+ * prefill times; decode tokens/s = 1 / p50 of the single-token step times,
+ * each step after a prompt of decode_prompt tokens (one untimed warm-up
+ * round of each first). */
+static int cmd_bench(const char *model, int threads, int prompt, int decode_prompt, int steps, int runs)
+{
+    if (prompt < 1 || decode_prompt < 1 || steps < 1 || runs < 1)
+        return die("token counts and runs must be positive", "bench");
+    int n_ctx = (prompt > decode_prompt + steps ? prompt : decode_prompt + steps) + 1;
     session s = {0};
-    int rc = open_session(&s, model, prompt + gen + 1, threads);
-    llama_token *ids = malloc(sizeof *ids * (size_t)prompt);
-    if (!ids)
+    int rc = open_session(&s, model, n_ctx, threads);
+    llama_token *ids = malloc(sizeof *ids * (size_t)n_ctx);
+    double *pre = malloc(sizeof *pre * (size_t)(runs + 1));
+    double *step = malloc(sizeof *step * (size_t)(runs + 1) * (size_t)steps);
+    if (!rc && (!ids || !pre || !step))
         rc = die("out of memory", "bench");
-    for (int i = 0; !rc && i < prompt; i++)
+    for (int i = 0; !rc && i < n_ctx; i++)
         ids[i] = (llama_token)((i * 7919 + 13) % s.n_vocab);
-    double best_pre = 0, best_dec = 0, first_token = 0;
-    for (int r = 0; !rc && r <= reps; r++) { /* r == 0: warm-up */
+    int n_step = 0;
+    for (int r = 0; !rc && r <= runs; r++) { /* r == 0: warm-up */
         llama_memory_clear(llama_get_memory(s.ctx), true);
         double t0 = now_s();
         if (decode(&s, ids, prompt, 0, 0) != 0) {
             rc = die("llama_decode failed", model);
             break;
         }
+        (void)llama_get_logits_ith(s.ctx, -1);
+        if (r > 0)
+            pre[r - 1] = now_s() - t0;
+        llama_memory_clear(llama_get_memory(s.ctx), true);
+        if (decode(&s, ids, decode_prompt, 0, 0) != 0) {
+            rc = die("llama_decode failed", model);
+            break;
+        }
         llama_token t = argmax(llama_get_logits_ith(s.ctx, -1), s.n_vocab);
-        double t1 = now_s();
-        for (int i = 0; i < gen && !rc; i++) {
-            if (decode(&s, &t, 1, prompt + i, 0) != 0)
+        for (int i = 0; i < steps && !rc; i++) {
+            double a = now_s();
+            if (decode(&s, &t, 1, decode_prompt + i, 0) != 0)
                 rc = die("llama_decode failed", model);
             else
                 t = argmax(llama_get_logits_ith(s.ctx, -1), s.n_vocab);
+            if (r > 0)
+                step[n_step++] = now_s() - a;
         }
-        double t2 = now_s();
-        double pre = prompt / (t1 - t0), dec = gen / (t2 - t1);
-        if (r > 0 && pre > best_pre) {
-            best_pre = pre;
-            first_token = t1 - t0;
-        }
-        if (r > 0 && dec > best_dec)
-            best_dec = dec;
     }
-    if (!rc)
-        printf("{\"engine\":\"llama.cpp\",\"threads\":%d,\"prompt_tokens\":%d,\"decode_tokens\":%d,"
-               "\"reps\":%d,\"prefill_tokens_per_s\":%.6g,\"decode_tokens_per_s\":%.6g,"
-               "\"first_token_s\":%.6g}\n",
-               threads, prompt, gen, reps, best_pre, best_dec, first_token);
+    if (!rc) {
+        double p50_pre = median(pre, runs), p50_step = median(step, n_step);
+        printf("{\"engine\":\"llama.cpp\",\"threads\":%d,\"prompt_tokens\":%d,\"decode_prompt\":%d,"
+               "\"decode_steps\":%d,\"runs\":%d,\"prefill_tokens_per_s\":%.6g,\"time_to_first_token_s\":%.6g,"
+               "\"decode_tokens_per_s\":%.6g,\"decode_p50_ms\":%.6g}\n",
+               threads, prompt, decode_prompt, steps, runs, prompt / p50_pre, p50_pre, 1.0 / p50_step,
+               1e3 * p50_step);
+    }
     free(ids);
+    free(pre);
+    free(step);
     close_session(&s);
     return rc;
 }
@@ -239,9 +266,9 @@ int main(int argc, char **argv)
         return cmd_logprobs(argv[2], argv[3], argc > 4 ? atoi(argv[4]) : 1);
     if (argc >= 5 && strcmp(argv[1], "greedy") == 0)
         return cmd_greedy(argv[2], argv[3], atoi(argv[4]), argc > 5 ? atoi(argv[5]) : 1);
-    if (argc == 7 && strcmp(argv[1], "bench") == 0)
-        return cmd_bench(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
+    if (argc == 8 && strcmp(argv[1], "bench") == 0)
+        return cmd_bench(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]), atoi(argv[7]));
     fprintf(stderr, "usage: tempo_llama logprobs MODEL IDS [THREADS] | greedy MODEL IDS N [THREADS] |"
-                    " bench MODEL THREADS PROMPT DECODE REPS\n");
+                    " bench MODEL THREADS PROMPT DECODE_PROMPT STEPS RUNS\n");
     return 2;
 }
