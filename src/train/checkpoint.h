@@ -33,8 +33,16 @@ typedef struct {
     double memory_s;      /* of elapsed_s, the seconds spent building the count memory (0: none) */
 } train_state;
 
+/* Where a model came from, recorded in model.safetensors' metadata as
+ * "data_id" and "commit" (tempo export copies them into GGUF and HF files). */
+typedef struct {
+    const char *data_id;  /* "sha256:<hex>" of DATA_DIR/meta.json (it lists every source's sha256) */
+    const char *commit;   /* git commit tempo was built from */
+} checkpoint_provenance;
+
+/* prov may be NULL (nothing recorded). */
 int checkpoint_save_model(const char *path, model *m, const run_config *cfg, const char *tokenizer_text,
-                          const train_state *st, tempo_error *err);
+                          const train_state *st, const checkpoint_provenance *prov, tempo_error *err);
 int checkpoint_save_full(const char *path, model *m, const run_config *cfg, const optimizer *opt,
                          const train_state *st, tempo_error *err);
 

@@ -37,6 +37,7 @@ typedef struct {
     volatile sig_atomic_t *stop_flag;
     FILE *progress;           /* human progress (stderr), or NULL */
     int progress_tty;         /* redraw one line instead of printing lines */
+    const char *commit;       /* git commit of this tempo, recorded in model.safetensors; NULL = none */
 } train_options;
 
 typedef struct {

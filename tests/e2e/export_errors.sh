@@ -52,3 +52,18 @@ ls "$E2E_TMP" | grep -q '\.tmp\.' && fail "a temporary was left: $(ls "$E2E_TMP"
 "$TEMPO" export --model "$E2E_TMP/good" --format gguf --out "$O.gguf" >/dev/null 2>&1 || fail "good export failed"
 [ -s "$O.gguf" ] || fail "no GGUF written"
 echo "export errors: ok"
+# the export records where the model came from: the data's id (sha256 of its meta.json) and a commit
+python3 - "$O.gguf" "$D/meta.json" <<'PY' || fail "provenance missing from the GGUF"
+import hashlib, struct, sys
+b = open(sys.argv[1], 'rb').read()
+def value(key):
+    i = b.index(key.encode()) + len(key)
+    assert struct.unpack_from('<I', b, i)[0] == 8  # a string
+    n = struct.unpack_from('<Q', b, i + 4)[0]
+    return b[i + 12:i + 12 + n].decode()
+want = 'sha256:' + hashlib.sha256(open(sys.argv[2], 'rb').read()).hexdigest()
+assert value('tempo.data_id') == want, (value('tempo.data_id'), want)
+assert value('tempo.commit'), 'empty commit'  # "unknown" outside a git checkout
+assert '"mlp":"swiglu"' in value('tempo.config').replace(' ', ''), value('tempo.config')[:200]
+print('provenance: data_id', value('tempo.data_id')[:20] + '...', 'commit', value('tempo.commit'))
+PY
