@@ -24,6 +24,10 @@ if [ -x "$bin" ]; then echo "$bin"; exit 0; fi
 fail() { echo "tempo: llama.cpp setup: $*" >&2; exit 1; }
 command -v npm >/dev/null || fail "npm is not installed (node-llama-cpp comes from the npm registry)"
 mkdir -p "$dir" || fail "cannot create $dir"
+# one setup at a time (two test scripts, or two users of one cache); the check again under the lock
+exec 9>"$dir/.lock"
+flock 9 || fail "cannot lock $dir/.lock"
+if [ -x "$bin" ]; then echo "$bin"; exit 0; fi
 work=$(mktemp -d "$dir/tmp.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -34,7 +38,11 @@ if [ ! -e "$dir/lib/libllama.so.ok" ]; then
     mkdir -p "$work/a" "$work/b"
     tar xzf "$work/node-llama-cpp-$VERSION.tgz" -C "$work/a" || fail "bad node-llama-cpp tarball"
     tar xzf "$work/node-llama-cpp-linux-x64-$VERSION.tgz" -C "$work/b" || fail "bad linux-x64 tarball"
-    # headers of exactly the commit the libraries were built from
+    # headers of exactly the release the libraries were built from: the source bundle's tag must be
+    # the release the prebuilt binaries record
+    tag=$(grep -o '"tag": *"[^"]*"' "$work/a/package/llama/llama.cpp.info.json" | sed 's/.*"\([^"]*\)"$/\1/')
+    rel=$(grep -o '"release": *"[^"]*"' "$work/b/package/bins/linux-x64/_nlcBuildMetadata.json" | sed 's/.*"\([^"]*\)"$/\1/')
+    [ -n "$tag" ] && [ "$tag" = "$rel" ] || fail "llama.cpp source '$tag' and prebuilt libraries '$rel' differ"
     git clone -q --no-checkout "$work/a/package/llama/gitRelease.bundle" "$work/src" 2>/dev/null \
         || fail "cannot read the llama.cpp git bundle"
     (cd "$work/src" && git -c advice.detachedHead=false checkout -q FETCH_HEAD -- include ggml/include 2>/dev/null \
