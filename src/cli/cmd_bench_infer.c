@@ -23,7 +23,8 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: tempo bench infer --model RUN_DIR [--prompt N] [--runs N] [--steps N]\n"
         "                         [--max-batch N] [--threads N] [--vs-llama-cpp]\n"
-        "  --model RUN_DIR  a run folder, a .safetensors file, or a GGUF file of llama/qwen3\n"
+        "  --model RUN_DIR  a run folder, a .safetensors file, or a GGUF file of llama/qwen3 with a\n"
+        "                 tempo tokenizer (F32/F16/Q8_0, e.g. from tempo export)\n"
         "  --threads N    measure at N threads only (default: at 1 and at all cores; the\n"
         "                 summary takes the best of each figure and names the count)\n"
         "  --prompt N     prefill prompt tokens (default min(512, context))\n"

@@ -52,6 +52,16 @@ ls "$E2E_TMP" | grep -q '\.tmp\.' && fail "a temporary was left: $(ls "$E2E_TMP"
 "$TEMPO" export --model "$E2E_TMP/good" --format gguf --out "$O.gguf" >/dev/null 2>&1 || fail "good export failed"
 [ -s "$O.gguf" ] || fail "no GGUF written"
 echo "export errors: ok"
+# a hybrid run: only its transformer leaves, and the output says so
+tr hybrid --set mlp=swiglu --set memory_order=3 --set cache_order=3 --set mixer_holdout=4096
+[ -e "$E2E_TMP/hybrid/memory.bin" ] || fail "the hybrid run has no memory.bin"
+"$TEMPO" export --model "$E2E_TMP/hybrid" --format gguf --out "$O.hybrid.gguf" > "$E2E_TMP/hy.json" 2> "$E2E_TMP/hy.err" \
+    || { cat "$E2E_TMP/hy.err"; fail "export of the hybrid run failed"; }
+grep -q '"contents":"transformer","memory_left_out":true' "$E2E_TMP/hy.json" || fail "hybrid export: $(cat "$E2E_TMP/hy.json")"
+grep -q "the transformer only: the run's count memory and mixer are not exported" "$E2E_TMP/hy.err" \
+    || fail "hybrid export does not say what it left out: $(cat "$E2E_TMP/hy.err")"
+grep -q '"memory_left_out":false' < <("$TEMPO" export --model "$E2E_TMP/good" --format gguf --out "$O.g2.gguf" 2>/dev/null) \
+    || fail "a plain run reported a memory left out"
 # the export records where the model came from: the data's id (sha256 of its meta.json) and a commit
 python3 - "$O.gguf" "$D/meta.json" <<'PY' || fail "provenance missing from the GGUF"
 import hashlib, struct, sys
