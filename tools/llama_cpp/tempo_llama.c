@@ -10,6 +10,9 @@
  *       the probability of ids[i+1] after ids[0..i], one per line ("%.9g").
  *   tempo_llama greedy MODEL.gguf IDS_FILE N [THREADS]
  *       Greedy decoding of N tokens after the prompt ids; prints the ids.
+ *   tempo_llama tokenize MODEL.gguf TEXT_FILE
+ *       llama.cpp's own tokenization of the file's bytes (no BOS, special
+ *       tokens not parsed); prints the ids on one line.
  *   tempo_llama bench MODEL.gguf THREADS PROMPT DECODE_PROMPT STEPS RUNS
  *       As `tempo bench infer` measures, at batch 1: the prefill of PROMPT
  *       tokens (prompt / p50 time), and STEPS single-token decode steps after
@@ -188,6 +191,43 @@ static int cmd_greedy(const char *model, const char *ids_path, int n_new, int th
     return rc;
 }
 
+static int cmd_tokenize(const char *model, const char *text_path)
+{
+    FILE *f = fopen(text_path, "rb");
+    if (!f)
+        return die("cannot open", text_path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)n + 1);
+    int rc = !text || fread(text, 1, (size_t)n, f) != (size_t)n ? die("cannot read", text_path) : 0;
+    fclose(f);
+    llama_log_set(quiet_log, NULL);
+    ggml_backend_load_all_from_path(TEMPO_LLAMA_LIBDIR);
+    llama_backend_init();
+    struct llama_model_params mp = llama_model_default_params();
+    mp.vocab_only = true;
+    struct llama_model *m = rc ? NULL : llama_model_load_from_file(model, mp);
+    if (!rc && !m)
+        rc = die("llama.cpp could not load the model", model);
+    llama_token *ids = rc ? NULL : malloc(sizeof *ids * ((size_t)n + 16));
+    if (!rc && !ids)
+        rc = die("out of memory", text_path);
+    if (!rc) {
+        int k = llama_tokenize(llama_model_get_vocab(m), text, (int32_t)n, ids, (int32_t)n + 16, false, false);
+        if (k < 0)
+            rc = die("llama_tokenize failed", text_path);
+        for (int i = 0; i < k; i++)
+            printf("%d%c", ids[i], i + 1 < k ? ' ' : '\n');
+    }
+    if (m)
+        llama_model_free(m);
+    llama_backend_free();
+    free(ids);
+    free(text);
+    return rc;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -266,9 +306,11 @@ int main(int argc, char **argv)
         return cmd_logprobs(argv[2], argv[3], argc > 4 ? atoi(argv[4]) : 1);
     if (argc >= 5 && strcmp(argv[1], "greedy") == 0)
         return cmd_greedy(argv[2], argv[3], atoi(argv[4]), argc > 5 ? atoi(argv[5]) : 1);
+    if (argc == 4 && strcmp(argv[1], "tokenize") == 0)
+        return cmd_tokenize(argv[2], argv[3]);
     if (argc == 8 && strcmp(argv[1], "bench") == 0)
         return cmd_bench(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]), atoi(argv[7]));
     fprintf(stderr, "usage: tempo_llama logprobs MODEL IDS [THREADS] | greedy MODEL IDS N [THREADS] |"
-                    " bench MODEL THREADS PROMPT DECODE_PROMPT STEPS RUNS\n");
+                    " tokenize MODEL TEXT | bench MODEL THREADS PROMPT DECODE_PROMPT STEPS RUNS\n");
     return 2;
 }
