@@ -195,9 +195,14 @@ static void remove_tree(const char *dir)
     rmdir(dir);
 }
 
-int hf_write_model(const char *out_dir, model *m, const tokenizer *tok, export_dtype dtype,
+int hf_write_model(const char *out_arg, model *m, const tokenizer *tok, export_dtype dtype,
                    const export_provenance *prov, tempo_error *err)
 {
+    char out_dir[1024]; /* "first-hf/" names the folder first-hf */
+    if (snprintf(out_dir, sizeof out_dir, "%s", out_arg) >= (int)sizeof out_dir)
+        return tempo_fail(err, "%s: path too long", out_arg);
+    for (size_t n = strlen(out_dir); n > 1 && out_dir[n - 1] == '/'; n--)
+        out_dir[n - 1] = '\0';
     const model_config *c = model_get_config(m);
     export_arch arch;
     if (export_arch_of(c, &arch, err))

@@ -12,7 +12,7 @@ for arch in llama qwen3; do
     RUN=$(export_train $arch)
     for dt in f32 f16; do
         O="$E2E_TMP/hf-$arch-$dt"
-        "$TEMPO" export --model "$RUN" --format hf --dtype $dt --out "$O" > "$E2E_TMP/export.json" \
+        "$TEMPO" export --model "$RUN" --format hf --dtype $dt --out "$O/" > "$E2E_TMP/export.json" \
             2>"$E2E_TMP/export.log" || { cat "$E2E_TMP/export.log"; fail "export hf $arch $dt failed"; }
         python3 tests/e2e/py/check_hf.py "$O" "$RUN/model.safetensors" "$DATA/tiny/val.txt" "$D/val.tok" $dt \
             || fail "HF folder $arch $dt does not check"
