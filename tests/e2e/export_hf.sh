@@ -4,7 +4,10 @@
 # architecture's tensor names and shapes (a table in the checker), every value
 # against tempo's weights, and tokenizer.json re-encoding the validation text
 # to tempo's ids; for a llama and a qwen3 model, in F32 and F16. Then the
-# checker is shown to fail on a folder with one weight changed.
+# checker is shown to fail on a folder with one weight changed, and
+# tokenizer.json runs in Hugging Face's own tokenizers library (the npm
+# package `tokenizers`, fetched once by tools/hf_tokenizers/setup.sh), which
+# must encode the val text to exactly tempo's ids too.
 source "$(dirname "$0")/train_common.bash"
 source "$(dirname "$0")/export_common.bash"
 D=$(tiny_data 1024)
@@ -29,3 +32,6 @@ PY
 if python3 tests/e2e/py/check_hf.py "$O" "$E2E_TMP/run-qwen3/model.safetensors" "$DATA/tiny/val.txt" "$D/val.tok" f32 \
     >/dev/null 2>&1; then fail "the checker accepted a changed weight"; fi
 echo "a changed weight is caught"
+TK=$(bash tools/hf_tokenizers/setup.sh) || fail "tokenizers setup failed"
+node tests/e2e/js/check_tokenizer.js "$TK" "$E2E_TMP/hf-llama-f32/tokenizer.json" "$DATA/tiny/val.txt" "$D/val.tok" \
+    || fail "Hugging Face tokenizers encodes the val text differently"
