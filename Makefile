@@ -68,6 +68,13 @@ build/asan/tests/%: tests/unit/%.c build/asan/libtempo.a $(HEADERS)
 	@echo LD-SAN $@
 	@$(CC) $(BASE) $(SANFLAGS) -Itests $< build/asan/libtempo.a $(LDLIBS) $(TEST_LDFLAGS_$*) -o $@
 
+# Test tools beside the suite (tests/llama/*.c): programs the e2e scripts run,
+# linked to the normal library.
+build/tests-llama/%: tests/llama/%.c build/libtempo.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	@echo LD $@
+	@$(CC) $(BASE) $(CFLAGS) $< build/libtempo.a $(LDLIBS) -o $@
+
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c) over the library built by clang
 # with ASan+UBSan; `make fuzz FUZZ_SECONDS=N` runs each for N seconds from
 # its committed seed corpus (tests/fuzz/run.sh).
@@ -103,7 +110,8 @@ asan: $(SAN_TESTS)
 test:
 	@bash scripts/install_deps.sh
 	@$(MAKE) --no-print-directory test-suite
-test-suite: build/tempo $(TESTS) $(SAN_TESTS)
+LLAMA_TOOLS := $(patsubst tests/llama/%.c,build/tests-llama/%,$(wildcard tests/llama/*.c))
+test-suite: build/tempo $(TESTS) $(SAN_TESTS) $(LLAMA_TOOLS)
 	bash tests/run_all.sh
 
 # The main job: prepare the bundled corpus, train under the default budget, report.

@@ -11,6 +11,7 @@
 
 #include "bench/hw_profile.h"
 #include "bench/bench_memory.h"
+#include "bench/bench_llama_cpp.h"
 #include "cli/cli.h"
 #include "core/fileio.h"
 #include "core/json.h"
@@ -21,13 +22,21 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: tempo bench infer --model RUN_DIR [--prompt N] [--runs N] [--steps N]\n"
-        "                         [--max-batch N] [--threads N]\n"
+        "                         [--max-batch N] [--threads N] [--vs-llama-cpp]\n"
+        "  --model RUN_DIR  a run folder, a .safetensors file, or a GGUF file of llama/qwen3 with a\n"
+        "                 tempo tokenizer (F32/F16/Q8_0, e.g. from tempo export)\n"
         "  --threads N    measure at N threads only (default: at 1 and at all cores; the\n"
         "                 summary takes the best of each figure and names the count)\n"
         "  --prompt N     prefill prompt tokens (default min(512, context))\n"
         "  --runs N       repetitions of each measurement (default 5; p50/p99 over them)\n"
         "  --steps N      decode steps per run (default min(64, context - 32))\n"
         "  --max-batch N  largest decode batch tried (default 64; powers of 2 from 1)\n"
+        "  --vs-llama-cpp also run the model (as F32 GGUF) in llama.cpp at the same threads, prompt\n"
+        "                 length, decode position and steps (batch 1 prefill and decode); one\n"
+        "                 vs_llama_cpp line per thread count with both and the ratios tempo/llama.cpp.\n"
+        "                 llama.cpp comes from the node-llama-cpp npm package (prebuilt CPU\n"
+        "                 libraries), fetched and built once by tools/llama_cpp/setup.sh. A hybrid\n"
+        "                 run's count memory has no llama.cpp counterpart: both run the transformer.\n"
         "JSON lines: prefill (tokens/s, time to first token), decode per batch (tokens/s,\n"
         "per-step p50/p99 ms), bound (weight+KV bytes / measured bandwidth and FLOPs / measured\n"
         "peak, the ratio decode(batch 1) reaches), then the summary (the last line). A run with a count\n"
@@ -101,12 +110,16 @@ int bench_infer_main(int argc, char **argv)
     const char *model_path = NULL;
     bench_infer_options o;
     bench_infer_options_default(&o);
-    int threads = 0;
+    int threads = 0, vs_llama = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--vs-llama-cpp")) {
+            vs_llama = 1;
+            continue;
         }
         int known = !strcmp(a, "--model") || !strcmp(a, "--prompt") || !strcmp(a, "--runs") ||
                     !strcmp(a, "--steps") || !strcmp(a, "--max-batch") || !strcmp(a, "--threads");
@@ -142,7 +155,6 @@ int bench_infer_main(int argc, char **argv)
     bench_memory_result mr;
     memset(&mr, 0, sizeof mr);
     int rc = cli_load_hybrid(model_path, &cfg, tok, 1, 1, &h, &err);
-    tok_free(tok);
     if (!rc && hybrid_parts_any(&h)) {
         if (threads > 0)
             omp_set_num_threads(threads);
@@ -161,7 +173,26 @@ int bench_infer_main(int argc, char **argv)
     bench_infer_result r;
     if (!rc)
         rc = bench_infer_run(m, &o, &r, &err);
+    bench_llama_cpp_at vs[4];
+    int best = 0;
+    if (!rc && vs_llama) {
+        rc = bench_llama_cpp_run(m, tok, &r, vs, &err);
+        for (int k = 0; !rc && k < r.n_at; k++) {
+            strbuf l = {0};
+            bench_llama_cpp_json(&l, &r, &vs[k]);
+            print_line(NULL, l.data);
+            strbuf_free(&l);
+            fprintf(stderr, "bench infer: %d thread(s): prefill tempo %.0f vs llama.cpp %.0f tokens/s (x%.2f); "
+                            "decode tempo %.0f vs llama.cpp %.0f tokens/s (x%.2f)\n", vs[k].threads,
+                    vs[k].tempo_prefill_tokens_per_s, vs[k].prefill_tokens_per_s,
+                    vs[k].tempo_prefill_tokens_per_s / vs[k].prefill_tokens_per_s, vs[k].tempo_decode_tokens_per_s,
+                    vs[k].decode_tokens_per_s, vs[k].tempo_decode_tokens_per_s / vs[k].decode_tokens_per_s);
+            if (r.at[k].threads == r.at[r.best_decode1].threads)
+                best = k;
+        }
+    }
     model_free(m);
+    tok_free(tok);
     if (rc)
         return cli_report(&err);
     if (r.load.contended)
@@ -173,6 +204,12 @@ int bench_infer_main(int argc, char **argv)
         js.len--;
         strbuf_puts(&js, ",\"memory\":");
         bench_memory_json(&js, &mr);
+        strbuf_puts(&js, "}");
+    }
+    if (vs_llama) { /* the comparison at the thread count of the summary's batch-1 decode */
+        js.len--;
+        strbuf_puts(&js, ",\"vs_llama_cpp\":");
+        bench_llama_cpp_json(&js, &r, &vs[best]);
         strbuf_puts(&js, "}");
     }
     rc = cli_emit_result(&js, NULL);

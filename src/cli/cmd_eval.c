@@ -40,7 +40,8 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: tempo eval --model RUN_DIR (--data DATA_DIR | --text FILE) [--stride N] [--batch N] [--threads N]\n"
         "                  [--no-memory] [--no-cache] [--no-adapt] [--cache-order K] [--match-length N]\n"
-        "  --model RUN_DIR   a run folder (its model.safetensors) or a .safetensors file\n"
+        "  --model RUN_DIR   a run folder (its model.safetensors), a .safetensors file, or a GGUF file\n"
+        "                    of llama/qwen3 with a tempo tokenizer (F32/F16/Q8_0, e.g. from tempo export)\n"
         "  --data DATA_DIR   score DATA_DIR/val.tok (must use the model's tokenizer)\n"
         "  --text FILE       score any .txt/.jsonl(.xz) file: documents as 'tempo prepare' reads them\n"
         "  --stride N        sliding-window stride in tokens (default: context/2; context = disjoint windows)\n"

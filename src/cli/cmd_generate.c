@@ -19,6 +19,8 @@ static void usage(FILE *f)
         "usage: tempo generate --model RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T]\n"
         "                      [--top-k K] [--top-p P] [--seed S] [--no-stop] [--threads N]\n"
         "                      [--no-memory] [--no-cache]\n"
+        "  --model RUN_DIR   a run folder, a .safetensors file, or a GGUF file of llama/qwen3 with a\n"
+        "                    tempo tokenizer (F32/F16/Q8_0, e.g. from tempo export)\n"
         "  --prompt TEXT     text to continue (default: none, i.e. start a new document)\n"
         "  --tokens N        new tokens at most (default 200)\n"
         "  --temperature T   0 = greedy (default 0.8)\n"

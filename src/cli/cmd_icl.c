@@ -23,7 +23,8 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: tempo icl --model RUN_DIR [--tasks DIR] [--task NAME]... [--shots N] [--limit N]\n"
         "                 [--seed S] [--threads N] [--out DIR] [--no-memory] [--no-cache]\n"
-        "  --model RUN_DIR  a run folder (its model.safetensors) or a .safetensors file\n"
+        "  --model RUN_DIR  a run folder (its model.safetensors), a .safetensors file, or a GGUF file\n"
+        "                   of llama/qwen3 with a tempo tokenizer (F32/F16/Q8_0, e.g. from tempo export)\n"
         "  --tasks DIR      the ICL folder with core_tasks.tsv (default $TEMPO_DATA/icl)\n"
         "  --task NAME      only this table entry (repeatable); default: every entry, then the\n"
         "                   extra HellaSwag subset (reported beside CORE, never inside it)\n"

@@ -15,6 +15,7 @@
 #include "core/number.h"
 #include "core/thread_pin.h"
 #include "core/timer.h"
+#include "judge/provenance.h"
 #include "train/trainer.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -112,6 +113,11 @@ static int train_command(int argc, char **argv, dist_context *dist)
     if (!o.out_dir) return cli_usage_error("train: --out RUN_DIR is required");
     if (o.budget_s <= 0 && o.max_steps <= 0 && !o.resume)
         return cli_usage_error("train: --budget DURATION or --steps N is required");
+    char exe[1024], commit[128];
+    if (judge_self_exe(exe, sizeof exe, &err) == 0) { /* recorded in model.safetensors for exports */
+        judge_git_commit(exe, commit, sizeof commit);
+        o.commit = commit;
+    }
     run_config_defaults(&o.cfg);
     if (run_config_load_preset(&o.cfg, preset, &err)) return cli_report(&err);
     for (int i = 0; i < n_sets; i++)

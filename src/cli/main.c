@@ -17,6 +17,7 @@ static void usage(FILE *f)
             "  eval      bits-per-byte of a model on a text file or data dir (--phase 2: scorecard)\n"
             "  icl       in-context-learning accuracy (CORE) over the ICL task files\n"
             "  generate  sample text from a trained model\n"
+            "  export    a trained model as GGUF (llama.cpp) or a Hugging Face folder\n"
             "  bench     benchmarks (peak, kernels, train, infer)\n"
             "  judge     run a submission under the budget and score it\n"
             "  leaderboard  the judged results (terminal table or HTML page)\n"
@@ -94,6 +95,8 @@ int main(int argc, char **argv)
         return cmd_icl(argc - 1, argv + 1);
     if (!strcmp(c, "generate"))
         return cmd_generate(argc - 1, argv + 1);
+    if (!strcmp(c, "export"))
+        return cmd_export(argc - 1, argv + 1);
     if (!strcmp(c, "bench"))
         return cmd_bench(argc - 1, argv + 1);
     if (!strcmp(c, "judge"))

@@ -15,6 +15,12 @@
 int safetensors_write(const char *path, const st_write_tensor *tensors, int n_tensors,
                       const st_meta *meta, int n_meta, tempo_error *err)
 {
+    return safetensors_write_f16(path, tensors, NULL, n_tensors, meta, n_meta, err);
+}
+
+int safetensors_write_f16(const char *path, const st_write_tensor *tensors, const uint16_t *const *f16,
+                          int n_tensors, const st_meta *meta, int n_meta, tempo_error *err)
+{
     strbuf h = {0};
     strbuf_puts(&h, "{");
     if (n_meta > 0) {
@@ -33,13 +39,14 @@ int safetensors_write(const char *path, const st_write_tensor *tensors, int n_te
         size_t numel = 1;
         if (n_meta > 0 || i) strbuf_puts(&h, ",");
         strbuf_json_string(&h, t->name, strlen(t->name));
-        strbuf_puts(&h, ":{\"dtype\":\"F32\",\"shape\":[");
+        size_t es = f16 && f16[i] ? 2 : 4;
+        strbuf_puts(&h, es == 2 ? ":{\"dtype\":\"F16\",\"shape\":[" : ":{\"dtype\":\"F32\",\"shape\":[");
         for (int d = 0; d < t->ndim; d++) {
             strbuf_printf(&h, d ? ",%lld" : "%lld", (long long)t->shape[d]);
             numel *= (size_t)t->shape[d];
         }
-        strbuf_printf(&h, "],\"data_offsets\":[%zu,%zu]}", offset, offset + numel * 4);
-        offset += numel * 4;
+        strbuf_printf(&h, "],\"data_offsets\":[%zu,%zu]}", offset, offset + numel * es);
+        offset += numel * es;
     }
     strbuf_puts(&h, "}");
     while (h.len % 8) strbuf_puts(&h, " ");
@@ -60,7 +67,10 @@ int safetensors_write(const char *path, const st_write_tensor *tensors, int n_te
     for (int i = 0; !rc && i < n_tensors; i++) {
         size_t numel = 1;
         for (int d = 0; d < tensors[i].ndim; d++) numel *= (size_t)tensors[i].shape[d];
-        rc = atomic_write(&af, tensors[i].data, numel * 4, err);
+        if (f16 && f16[i])
+            rc = atomic_write(&af, f16[i], numel * 2, err);
+        else
+            rc = atomic_write(&af, tensors[i].data, numel * 4, err);
     }
     if (rc) {
         atomic_abort(&af);

@@ -1,7 +1,8 @@
 /* safetensors.h - reading and writing the safetensors format: an 8-byte
  * little-endian header length, a JSON header mapping tensor names to
  * {"dtype","shape","data_offsets"} plus an optional "__metadata__" object of
- * string values, then raw little-endian tensor bytes. tempo writes F32 only.
+ * string values, then raw little-endian tensor bytes. tempo writes F32 (and
+ * F16 for exports) and reads F32 only.
  * Writes are atomic (core/fileio.h); reads validate every offset so a
  * truncated or foreign file is an error naming the file, never a crash.
  * Nothing here knows about models or optimizers. */
@@ -30,6 +31,11 @@ typedef struct {
 /* Write tensors (in the given order) and metadata to path atomically. */
 int safetensors_write(const char *path, const st_write_tensor *tensors, int n_tensors,
                       const st_meta *meta, int n_meta, tempo_error *err);
+/* The same, where f16 (NULL, or one pointer per tensor) gives tensors to
+ * store as F16 instead: tensor i is written from f16[i] when that is not
+ * NULL (its data is then unused). */
+int safetensors_write_f16(const char *path, const st_write_tensor *tensors, const uint16_t *const *f16,
+                          int n_tensors, const st_meta *meta, int n_meta, tempo_error *err);
 
 typedef struct {
     char name[128];

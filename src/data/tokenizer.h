@@ -88,6 +88,13 @@ int tok_encoder_encode(tok_encoder *e, const uint8_t *text, size_t len, int32_t 
                        size_t *cap, tempo_error *err);
 void tok_encoder_free(tok_encoder *e);
 
+/* The merge that creates regular token id (>= 256) in BPE order: the two
+ * tokens that encoding id's bytes with only the tokens ranked below id gives
+ * (for vocabularies made by bpe_train.h, the training merge). Returns 0, or
+ * -1 when id is not a merged token or that encoding is not two tokens (a
+ * vocabulary with no GPT-2 style merge list). tokenizer_merges.c. */
+int tok_merge_parts(const tokenizer *t, int32_t id, int32_t *left, int32_t *right);
+
 /* Encode one pre-split piece without any cache into out (room for len ids);
  * returns the id count. method 0 picks by length, 1 forces the quadratic
  * scan, 2 forces the heap (tests compare them). */

@@ -13,6 +13,7 @@
 #include "core/fileio.h"
 #include "core/safetensors.h"
 #include "core/strbuf.h"
+#include "export/gguf_import.h"
 
 #define MAX_META 16
 
@@ -54,7 +55,7 @@ static void state_meta(const train_state *st, char buf[][80], st_meta *meta, int
 }
 
 int checkpoint_save_model(const char *path, model *m, const run_config *cfg, const char *tokenizer_text,
-                          const train_state *st, tempo_error *err)
+                          const train_state *st, const checkpoint_provenance *prov, tempo_error *err)
 {
     int nt = model_num_tensors(m);
     st_write_tensor *ts = malloc(sizeof *ts * (size_t)nt);
@@ -69,6 +70,10 @@ int checkpoint_save_model(const char *path, model *m, const run_config *cfg, con
     meta[n++] = (st_meta){"format", "tempo-model-1"};
     meta[n++] = (st_meta){"config", cj.data};
     meta[n++] = (st_meta){"tokenizer", tokenizer_text};
+    if (prov && prov->data_id)
+        meta[n++] = (st_meta){"data_id", prov->data_id};
+    if (prov && prov->commit)
+        meta[n++] = (st_meta){"commit", prov->commit};
     state_meta(st, buf, meta, &n, 0);
     int rc = safetensors_write(path, ts, nt, meta, n, err);
     strbuf_free(&cj);
@@ -142,6 +147,8 @@ int checkpoint_load_model(const char *run_dir_or_file, int max_batch, run_config
     struct stat st;
     *m = NULL;
     *tok = NULL;
+    if (stat(run_dir_or_file, &st) == 0 && S_ISREG(st.st_mode) && gguf_is_file(run_dir_or_file))
+        return gguf_import_model(run_dir_or_file, max_batch, cfg, m, tok, err); /* a model from llama.cpp's world */
     if (stat(run_dir_or_file, &st) == 0 && S_ISDIR(st.st_mode))
         path_join(path, sizeof path, run_dir_or_file, "model.safetensors");
     else

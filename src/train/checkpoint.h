@@ -34,14 +34,23 @@ typedef struct {
     int world_size;       /* ranks that trained it (data parallel; 1 = one process) */
 } train_state;
 
+/* Where a model came from, recorded in model.safetensors' metadata as
+ * "data_id" and "commit" (tempo export copies them into GGUF and HF files). */
+typedef struct {
+    const char *data_id;  /* "sha256:<hex>" of DATA_DIR/meta.json (it lists every source's sha256) */
+    const char *commit;   /* git commit tempo was built from */
+} checkpoint_provenance;
+
+/* prov may be NULL (nothing recorded). */
 int checkpoint_save_model(const char *path, model *m, const run_config *cfg, const char *tokenizer_text,
-                          const train_state *st, tempo_error *err);
+                          const train_state *st, const checkpoint_provenance *prov, tempo_error *err);
 int checkpoint_save_full(const char *path, model *m, const run_config *cfg, const optimizer *opt,
                          const train_state *st, tempo_error *err);
 
-/* Load a model for evaluation from RUN_DIR (its model.safetensors) or from a
- * .safetensors path: builds the config, the model (for up to max_batch
- * sequences) and the tokenizer. */
+/* Load a model for evaluation from RUN_DIR (its model.safetensors), from a
+ * .safetensors path, or from a GGUF file (export/gguf_import.h: llama or
+ * qwen3, the transformer alone): builds the config, the model (for up to
+ * max_batch sequences) and the tokenizer. */
 int checkpoint_load_model(const char *run_dir_or_file, int max_batch, run_config *cfg, model **m,
                           tokenizer **tok, tempo_error *err);
 

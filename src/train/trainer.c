@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/fileio.h"
+#include "core/sha256.h"
 #include "core/strbuf.h"
 #include "core/timer.h"
 #include "data/token_store.h"
@@ -46,6 +47,8 @@ typedef struct {
     char ckpt_path[1100], model_path[1100];
     dist_context *dist;          /* NULL: one process */
     int rank, world;
+    char data_id[80];            /* "sha256:<hex>" of DATA_DIR/meta.json, or "unknown" */
+    const char *commit;
 } run_ctx;
 
 static void ctx_free(run_ctx *c)
@@ -87,6 +90,19 @@ static int open_data(run_ctx *c, const char *dir, tempo_error *err)
                           c->train.vocab_size, c->val.vocab_size);
     if (c->val.n_tokens < 2 || c->val.n_bytes == 0)
         return tempo_fail(err, "%s/val.tok: no validation text", dir);
+    /* the data's id for exports: meta.json names every source with its sha256 */
+    char *meta;
+    size_t meta_len;
+    tempo_error e;
+    snprintf(c->data_id, sizeof c->data_id, "unknown");
+    if (file_read_all(path_join(p, sizeof p, dir, "meta.json"), &meta, &meta_len, 64u << 20, &e) == 0) {
+        uint8_t d[32];
+        char hex[65];
+        sha256(meta, meta_len, d);
+        sha256_hex(d, hex);
+        snprintf(c->data_id, sizeof c->data_id, "sha256:%s", hex);
+        free(meta);
+    }
     return 0;
 }
 
@@ -119,7 +135,8 @@ static int save_all(run_ctx *c, const run_config *cfg, const train_state *st, te
 {
     if (checkpoint_save_full(c->ckpt_path, c->m, cfg, &c->opt, st, err))
         return -1;
-    return checkpoint_save_model(c->model_path, c->m, cfg, c->tok_text, st, err);
+    checkpoint_provenance prov = {c->data_id, c->commit};
+    return checkpoint_save_model(c->model_path, c->m, cfg, c->tok_text, st, &prov, err);
 }
 
 static void progress(const train_options *o, const train_state *st, double budget, double loss, double lr,
@@ -171,6 +188,7 @@ static int metrics_truncate(const char *path, int64_t step, tempo_error *err)
 
 static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_state *st, tempo_error *err)
 {
+    c->commit = o->commit;
     if (open_data(c, o->data_dir, err))
         return -1;
     if (dir_create(o->out_dir, err))

@@ -47,6 +47,7 @@ typedef struct {
      * alone builds the count memory, evaluates, checkpoints and writes files. */
     dist_context *dist;
     int progress_tty;         /* redraw one line instead of printing lines */
+    const char *commit;       /* git commit of this tempo, recorded in model.safetensors; NULL = none */
 } train_options;
 
 typedef struct {

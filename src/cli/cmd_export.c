@@ -1,0 +1,83 @@
+/* cmd_export.c - `tempo export`: flag parsing and the result line; the work
+ * is src/export/export.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "export/export.h"
+#include "judge/provenance.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: tempo export --model RUN_DIR --format gguf|hf --out PATH [--dtype f32|f16|q8_0]\n"
+        "  --model RUN_DIR   a run folder (its model.safetensors) or a model .safetensors file\n"
+        "  --format gguf     one GGUF file for llama.cpp (and everything built on ggml)\n"
+        "  --format hf       a Hugging Face folder: config.json, model.safetensors, tokenizer.json\n"
+        "  --out PATH        the GGUF file (replaced atomically) or the HF folder (must not exist)\n"
+        "  --dtype T         f32 (default), f16, or q8_0 (GGUF only; norms stay f32, and a matrix\n"
+        "                    whose rows are not a multiple of 32 values is written f16)\n"
+        "Architectures: SwiGLU without QK-norm is llama (LlamaForCausalLM), SwiGLU with QK-norm is\n"
+        "qwen3 (Qwen3ForCausalLM); mlp=relu2 or a logit soft-cap has no counterpart and is refused.\n"
+        "Only the transformer is exported: a run's count memory and mixer (memory.bin, mixer.json)\n"
+        "are left out, so the exported model scores as the run's transformer alone.\n"
+        "The tokenizer goes along (GGUF 'gpt2' BPE / tokenizer.json), the separator as BOS and EOS;\n"
+        "tempo's pre-split rule is its own: llama.cpp splits text with GPT-2's rule, which differs\n"
+        "on digit runs, newlines after spaces and upper-case contractions, so feed token ids when\n"
+        "an exact match matters (docs/export.md).\n"
+        "Ends with one JSON line: format, dtype, arch, params, bytes, out, memory_left_out.\n");
+}
+
+int cmd_export(int argc, char **argv)
+{
+    export_options o = {.format = -1, .dtype = EXPORT_F32};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!v)
+            return cli_usage_error("export: %s needs a value (see tempo export --help)", a);
+        if (!strcmp(a, "--model"))
+            o.model_path = v;
+        else if (!strcmp(a, "--out"))
+            o.out = v;
+        else if (!strcmp(a, "--format")) {
+            if (strcmp(v, "gguf") && strcmp(v, "hf"))
+                return cli_usage_error("export: --format %s: expected gguf or hf", v);
+            o.format = strcmp(v, "gguf") == 0 ? EXPORT_GGUF : EXPORT_HF;
+        } else if (!strcmp(a, "--dtype")) {
+            int d = export_dtype_parse(v);
+            if (d < 0)
+                return cli_usage_error("export: --dtype %s: expected f32, f16 or q8_0", v);
+            o.dtype = (export_dtype)d;
+        } else
+            return cli_usage_error("export: %s: unknown option (see tempo export --help)", a);
+        i++;
+    }
+    if (!o.model_path || !o.out || (int)o.format < 0)
+        return cli_usage_error("export: --model, --format and --out are required (see tempo export --help)");
+    char exe[1024], commit[128];
+    tempo_error err;
+    if (judge_self_exe(exe, sizeof exe, &err) == 0) {
+        judge_git_commit(exe, commit, sizeof commit);
+        o.commit = commit;
+    }
+    export_summary s;
+    if (export_run(&o, &s, &err))
+        return cli_report(&err);
+    fprintf(stderr, "export: %s %s (%s, %lld parameters) -> %s%s\n", o.format == EXPORT_GGUF ? "GGUF" : "HF",
+            s.arch, export_dtype_name(o.dtype), s.params, o.out,
+            s.had_memory ? "; the transformer only: the run's count memory and mixer are not exported" : "");
+    strbuf j = {0};
+    strbuf_puts(&j, "{\"format\":");
+    strbuf_json_string(&j, o.format == EXPORT_GGUF ? "gguf" : "hf", o.format == EXPORT_GGUF ? 4 : 2);
+    strbuf_printf(&j, ",\"dtype\":\"%s\",\"arch\":\"%s\",\"params\":%lld,\"bytes\":%lld,\"out\":",
+                  export_dtype_name(o.dtype), s.arch, s.params, s.bytes);
+    strbuf_json_string(&j, o.out, strlen(o.out));
+    strbuf_printf(&j, ",\"contents\":\"transformer\",\"memory_left_out\":%s}", s.had_memory ? "true" : "false");
+    int rc = cli_emit_result(&j, NULL);
+    strbuf_free(&j);
+    return rc;
+}
