@@ -93,7 +93,7 @@ static int parse_tensor(safetensors_file *sf, st_tensor *t, const char *name, co
     if (!dt || dt->type != JSON_STRING || !sh || sh->type != JSON_ARRAY || !off || off->type != JSON_ARRAY ||
         off->n != 2)
         return tempo_fail(err, "%s: tensor %s: malformed header entry", p, name);
-    if (strcmp(dt->string, "F32") != 0)
+    if (dt->string_len != 3 || strcmp(dt->string, "F32") != 0)
         return tempo_fail(err, "%s: tensor %s: unsupported dtype %s (tempo reads F32)", p, name, dt->string);
     if (sh->n > ST_MAX_DIMS)
         return tempo_fail(err, "%s: tensor %s: too many dimensions (%zu)", p, name, sh->n);
@@ -122,12 +122,44 @@ static int parse_tensor(safetensors_file *sf, st_tensor *t, const char *name, co
     return 0;
 }
 
+/* Byte order of two header keys (qsort over pointers into the root object). */
+static int cmp_keys(const void *a, const void *b)
+{
+    const char *const *x = a, *const *y = b;
+    return strcmp(*x, *y);
+}
+
+/* Every key once, none holding a NUL byte: a name must mean one tensor (and
+ * one __metadata__), and a name cut short at a NUL would alias another. */
+static int check_keys(const safetensors_file *sf, const json_value *root, tempo_error *err)
+{
+    for (size_t i = 0; i < root->n; i++)
+        if (strlen(root->keys[i]) != root->key_lens[i])
+            return tempo_fail(err, "%s: a header key holds a NUL byte", sf->path);
+    if (root->n < 2)
+        return 0;
+    const char **keys = malloc(root->n * sizeof *keys);
+    if (!keys)
+        return tempo_fail(err, "%s: out of memory", sf->path);
+    for (size_t i = 0; i < root->n; i++)
+        keys[i] = root->keys[i];
+    qsort(keys, root->n, sizeof *keys, cmp_keys);
+    int rc = 0;
+    for (size_t i = 1; !rc && i < root->n; i++)
+        if (!strcmp(keys[i - 1], keys[i]))
+            rc = tempo_fail(err, "%s: header key %.200s appears twice", sf->path, keys[i]);
+    free(keys);
+    return rc;
+}
+
 static int parse_header(safetensors_file *sf, const json_value *root, const char *data, size_t data_len,
                         tempo_error *err)
 {
     const char *p = sf->path;
     if (root->type != JSON_OBJECT)
         return tempo_fail(err, "%s: not a safetensors file (header is not a JSON object)", p);
+    if (check_keys(sf, root, err))
+        return -1;
     sf->tensors = calloc(root->n ? root->n : 1, sizeof *sf->tensors);
     if (!sf->tensors)
         return tempo_fail(err, "%s: out of memory", p);
@@ -143,6 +175,8 @@ static int parse_header(safetensors_file *sf, const json_value *root, const char
             for (size_t k = 0; k < v->n; k++) {
                 if (v->items[k].type != JSON_STRING)
                     return tempo_fail(err, "%s: __metadata__ value %s is not a string", p, v->keys[k]);
+                if (strlen(v->keys[k]) != v->key_lens[k] || strlen(v->items[k].string) != v->items[k].string_len)
+                    return tempo_fail(err, "%s: __metadata__ %s holds a NUL byte", p, v->keys[k]);
                 sf->meta_keys[k] = strdup(v->keys[k]);
                 sf->meta_values[k] = malloc(v->items[k].string_len + 1);
                 sf->n_meta = (int)k + 1;

@@ -110,6 +110,26 @@ static void test_foreign_files(void)
         tempo_error_clear(&err);
         CHECK_MSG(safetensors_open(&sf, p, &err) == -1 && strstr(err.msg, "tensor w"), "%s: %s", huge[i], err.msg);
     }
+    /* a key given twice, or cut short by a NUL byte, would alias another: refused (found by
+     * tests/fuzz/fuzz_safetensors.c: a second __metadata__ leaked the first one's strings) */
+    const char *twice[] = {
+        "{\"__metadata__\":{\"a\":\"b\"},\"__metadata__\":{\"c\":\"d\"}}",
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+        "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+        "{\"w\\u0000x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+        "{\"w\":{\"dtype\":\"F32\\u0000\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+        "{\"__metadata__\":{\"config\":\"{}\\u0000\"}}",
+    };
+    for (size_t i = 0; i < sizeof twice / sizeof twice[0]; i++) {
+        char file[512];
+        size_t hl = strlen(twice[i]);
+        memcpy(file, &(uint64_t){hl}, 8);
+        memcpy(file + 8, twice[i], hl);
+        memset(file + 8 + hl, 0, 4);
+        CHECK(file_write_atomic(p, file, 8 + hl + 4, &err) == 0);
+        tempo_error_clear(&err);
+        CHECK_MSG(safetensors_open(&sf, p, &err) == -1 && strstr(err.msg, p), "%s: %s", twice[i], err.msg);
+    }
     tempo_error_clear(&err);
     CHECK(safetensors_open(&sf, "build/definitely/not/here.safetensors", &err) == -1);
     CHECK(strstr(err.msg, "not/here") != NULL);
