@@ -81,7 +81,7 @@ build/fuzz/libtempo.a: $(FUZZ_OBJ)
 
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c build/fuzz/libtempo.a
 	@echo LD-FUZZ $@
-	@$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< build/fuzz/libtempo.a $(LDLIBS) -o $@
+	@$(FUZZ_CC) $(FUZZ_FLAGS) $(WARN) -fsanitize=fuzzer $< build/fuzz/libtempo.a $(LDLIBS) -o $@
 
 fuzz:
 	@bash tests/fuzz/run.sh $(FUZZ_SECONDS)

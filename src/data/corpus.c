@@ -38,6 +38,7 @@ struct corpus_reader {
     /* decompressed bytes: buf[pos..len) are unread */
     uint8_t *buf;
     size_t pos, len, cap;
+    size_t read_size;        /* at most this many bytes per read; 0 = as many as fit */
 
     /* the current document (txt) or parsed line (jsonl) */
     uint8_t *doc;
@@ -296,6 +297,8 @@ static int refill(corpus_reader *r, tempo_error *err)
     }
     uint8_t *dst = r->buf + r->len;
     size_t room = r->cap - r->len;
+    if (r->read_size && room > r->read_size)
+        room = r->read_size;
     long got;
     if (r->xz_active) {
         got = xz_read(r, dst, room, err);
@@ -493,6 +496,8 @@ int corpus_next(corpus_reader *r, const uint8_t **doc, size_t *len, tempo_error 
         *err = r->saved_err;
     return -1;
 }
+
+void corpus_set_read_size(corpus_reader *r, size_t bytes) { r->read_size = bytes; }
 
 const char *corpus_current_path(const corpus_reader *r)
 {

@@ -66,6 +66,11 @@ int corpus_open(corpus_reader **out, char *const *paths, int n_paths, tempo_erro
  * further call returns -1 with the same message. */
 int corpus_next(corpus_reader *r, const uint8_t **doc, size_t *len, tempo_error *err);
 
+/* Read at most bytes decompressed bytes at a time (0: fill the buffer, the
+ * default). Documents do not depend on it; tests and the fuzzer use small
+ * reads to put every document and line boundary across a read boundary. */
+void corpus_set_read_size(corpus_reader *r, size_t bytes);
+
 /* Path of the file the last document came from (or is being read); NULL before the first call. */
 const char *corpus_current_path(const corpus_reader *r);
 /* Index (into corpus_file_at) of that file, -1 before the first call. */
