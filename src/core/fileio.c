@@ -169,6 +169,57 @@ int file_read_all(const char *path, char **data, size_t *len, size_t max_len, te
     return 0;
 }
 
+/* Remove name (relative to the open folder at) and, when it is a folder
+ * (never a link to one: O_NOFOLLOW), everything under it. 0, or -1 with errno. */
+static int remove_at(int at, const char *name, int depth)
+{
+    struct stat st;
+    if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode))
+        return unlinkat(at, name, 0) == 0 || errno == ENOENT ? 0 : -1;
+    if (depth > 256) {
+        errno = ELOOP;
+        return -1;
+    }
+    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -1;
+    }
+    /* passes until a pass finds nothing: entries removed while reading a
+     * folder may make readdir skip others */
+    int rc = 0, found = 1;
+    while (rc == 0 && found) {
+        found = 0;
+        rewinddir(d);
+        struct dirent *e;
+        while (rc == 0 && (e = readdir(d)) != NULL) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            found = 1;
+            rc = remove_at(dirfd(d), e->d_name, depth + 1);
+        }
+    }
+    int saved = errno;
+    closedir(d);
+    if (rc) {
+        errno = saved;
+        return -1;
+    }
+    return unlinkat(at, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+int dir_remove_tree(const char *path, tempo_error *err)
+{
+    if (remove_at(AT_FDCWD, path, 0))
+        return tempo_fail(err, "%s: cannot remove: %s", path, strerror(errno));
+    return 0;
+}
+
 int dir_create(const char *path, tempo_error *err)
 {
     char buf[1024];

@@ -43,6 +43,12 @@ int file_read_all(const char *path, char **data, size_t *len, size_t max_len, te
 /* mkdir -p; error names the folder. */
 int dir_create(const char *path, tempo_error *err);
 
+/* rm -rf path, without following symbolic links: a link inside the tree is
+ * removed, never what it points to, and path itself, when a link, is removed
+ * as a link. A path that does not exist is fine. Error names the entry that
+ * could not be removed. */
+int dir_remove_tree(const char *path, tempo_error *err);
+
 /* 1 if path exists (any kind), 0 otherwise. */
 int path_exists(const char *path);
 

@@ -54,7 +54,7 @@ static int ends_with(const char *s, const char *suffix)
     return n >= m && memcmp(s + n - m, suffix, m) == 0;
 }
 
-static int is_corpus_name(const char *name)
+int corpus_is_input_name(const char *name)
 {
     return ends_with(name, ".txt") || ends_with(name, ".jsonl") || ends_with(name, ".txt.xz") ||
            ends_with(name, ".jsonl.xz");
@@ -125,7 +125,7 @@ static int push_folder(corpus_file **files, size_t *n, size_t *cap, const char *
     int rc = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (!is_corpus_name(e->d_name))
+        if (!corpus_is_input_name(e->d_name))
             continue;
         if (n_names == names_cap) {
             size_t c = names_cap ? names_cap * 2 : 16;

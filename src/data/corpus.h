@@ -45,6 +45,9 @@ typedef struct {
     int done;              /* 1 once the whole file has been read */
 } corpus_file;
 
+/* 1 when a file name is one a folder contributes: *.txt, *.jsonl, *.txt.xz, *.jsonl.xz. */
+int corpus_is_input_name(const char *name);
+
 /* Expand paths (files or folders) into the list of input files, stat'ing each
  * and checking it can be opened for reading. Errors name the path:
  * "x.txt: cannot open: No such file or directory", "dir: no .txt, .jsonl,

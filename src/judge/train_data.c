@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <lzma.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include "core/fileio.h"
 #include "core/sha256.h"
 #include "core/strbuf.h"
+#include "data/corpus.h"
 #include "judge/runner.h"
 #include "judge/submission.h"
 
@@ -54,132 +54,115 @@ int judge_sha256_file(const char *path, char hex[65], tempo_error *err)
     return 0;
 }
 
-static int xz_decode(const char *path, const unsigned char *in, size_t in_len, unsigned char **out, size_t *out_len,
-                     tempo_error *err)
+/* Append one document to d->text framed as its format frames it. */
+static int docs_append(judge_docs *d, const uint8_t *doc, size_t len, strbuf *sb)
 {
-    lzma_stream s = LZMA_STREAM_INIT;
-    if (lzma_stream_decoder(&s, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
-        return tempo_fail(err, "%s: cannot start the xz decoder", path);
-    size_t cap = in_len * 4 + 4096, len = 0;
-    unsigned char *buf = malloc(cap + 1);
-    int rc = buf ? 0 : tempo_fail(err, "%s: out of memory", path);
-    s.next_in = in;
-    s.avail_in = in_len;
-    while (rc == 0) {
-        if (len == cap) {
-            size_t nc = cap * 2;
-            unsigned char *p = realloc(buf, nc + 1);
-            if (!p) {
-                rc = tempo_fail(err, "%s: out of memory", path);
-                break;
-            }
-            buf = p;
-            cap = nc;
-        }
-        s.next_out = buf + len;
-        s.avail_out = cap - len;
-        lzma_ret r = lzma_code(&s, LZMA_FINISH);
-        len = cap - s.avail_out;
-        if (r == LZMA_STREAM_END)
-            break;
-        if (r != LZMA_OK)
-            rc = tempo_fail(err, "%s: corrupt xz data", path);
+    sb->len = 0;
+    if (d->jsonl) {
+        strbuf_puts(sb, "{\"text\":");
+        strbuf_json_string(sb, (const char *)doc, len);
+        strbuf_puts(sb, "}\n");
+    } else {
+        strbuf_append(sb, (const char *)doc, len);
+        if (doc[len - 1] != '\n') /* a last document without its line end */
+            strbuf_puts(sb, "\n");
+        strbuf_puts(sb, "\x1e\n");
     }
-    lzma_end(&s);
-    if (rc) {
-        free(buf);
+    if (sb->oom)
         return -1;
+    if (d->n % 1024 == 0) {
+        size_t *e = realloc(d->ends, (d->n + 1024) * sizeof *e);
+        if (!e)
+            return -1;
+        d->ends = e;
     }
-    buf[len] = 0;
-    *out = buf;
-    *out_len = len;
+    if (d->len + sb->len > d->cap) {
+        size_t cap = d->cap ? d->cap : 1 << 16;
+        while (cap < d->len + sb->len)
+            cap *= 2;
+        unsigned char *t = realloc(d->text, cap);
+        if (!t)
+            return -1;
+        d->text = t;
+        d->cap = cap;
+    }
+    memcpy(d->text + d->len, sb->data, sb->len);
+    d->len += sb->len;
+    d->ends[d->n++] = d->len;
     return 0;
 }
 
-int judge_read_text(const char *path, unsigned char **data, size_t *len, tempo_error *err)
+int judge_docs_read(const char *path, judge_docs *d, tempo_error *err)
 {
-    char *raw;
-    size_t n;
-    if (file_read_all(path, &raw, &n, 0, err))
+    memset(d, 0, sizeof *d);
+    char *paths[1] = {(char *)path};
+    corpus_reader *r;
+    if (corpus_open(&r, paths, 1, err))
         return -1;
-    if (!ends_with(path, ".xz")) {
-        *data = (unsigned char *)raw;
-        *len = n;
-        return 0;
+    d->jsonl = corpus_file_at(r, 0)->format == CORPUS_JSONL;
+    strbuf sb = {0};
+    const uint8_t *doc;
+    size_t len;
+    int got;
+    while ((got = corpus_next(r, &doc, &len, err)) == 1)
+        if (docs_append(d, doc, len, &sb)) {
+            got = tempo_fail(err, "%s: out of memory", path);
+            break;
+        }
+    strbuf_free(&sb);
+    corpus_close(r);
+    if (got < 0) {
+        judge_docs_free(d);
+        return -1;
     }
-    int rc = xz_decode(path, (const unsigned char *)raw, n, data, len, err);
-    free(raw);
-    return rc;
+    return 0;
 }
 
-/* Document spans of a corpus file: [start, end) with the framing included. */
-typedef struct {
-    size_t start, end;
-} span;
-
-static size_t find_docs(const unsigned char *d, size_t len, int jsonl, span **out)
+void judge_docs_free(judge_docs *d)
 {
-    size_t cap = 1024, n = 0, doc_start = 0, p = 0;
-    span *s = malloc(cap * sizeof *s);
-    if (!s)
-        return 0;
-    while (p < len) {
-        const unsigned char *nl = memchr(d + p, '\n', len - p);
-        size_t line_end = nl ? (size_t)(nl - d) + 1 : len;
-        int boundary = jsonl || (line_end - p == 2 && d[p] == 0x1e) || (line_end - p == 1 && d[p] == 0x1e && !nl);
-        p = line_end;
-        if (boundary) {
-            if (n == cap) {
-                span *q = realloc(s, 2 * cap * sizeof *s);
-                if (!q) {
-                    free(s);
-                    return 0;
-                }
-                s = q;
-                cap *= 2;
-            }
-            s[n++] = (span){doc_start, p};
-            doc_start = p;
-        }
-    }
-    if (doc_start < len) { /* a last document without its separator */
-        if (n == cap) {
-            span *q = realloc(s, 2 * cap * sizeof *s);
-            if (!q) {
-                free(s);
-                return 0;
-            }
-            s = q;
-            cap *= 2;
-        }
-        s[n++] = (span){doc_start, len};
-    }
-    *out = s;
-    return n;
+    free(d->text);
+    free(d->ends);
+    memset(d, 0, sizeof *d);
 }
 
-size_t judge_split_dev(const unsigned char *data, size_t len, int jsonl, size_t target, FILE *train_out,
-                       FILE *dev_out)
+/* sha256 (hex) of a corpus file's text, decompressed (the corpus reader
+ * measures it while reading the documents). */
+static int text_sha256(const char *path, char hex[65], tempo_error *err)
 {
-    span *docs = NULL;
-    size_t n = find_docs(data, len, jsonl, &docs);
+    char *paths[1] = {(char *)path};
+    corpus_reader *r;
+    if (corpus_open(&r, paths, 1, err))
+        return -1;
+    const uint8_t *doc;
+    size_t len;
+    int got;
+    while ((got = corpus_next(r, &doc, &len, err)) == 1)
+        ;
+    if (got == 0)
+        memcpy(hex, corpus_file_at(r, 0)->sha256, 65);
+    corpus_close(r);
+    return got;
+}
+
+size_t judge_split_dev(const judge_docs *d, size_t target, FILE *train_out, FILE *dev_out)
+{
+    size_t n = d->n;
     if (n < 2) {
-        fwrite(data, 1, len, train_out);
-        free(docs);
+        fwrite(d->text, 1, d->len, train_out);
         return 0;
     }
     unsigned char *pick = calloc(n, 1);
-    if (!pick) {
-        free(docs);
+    if (!pick)
         return 0;
-    }
+#define DOC_START(i) ((i) ? d->ends[(i) - 1] : 0)
+#define DOC_LEN(i) (d->ends[i] - DOC_START(i))
     /* first documents of at most target/8 (so that the split mixes several
      * sources and no single book dominates it), then any that fit */
     size_t dev_bytes = 0, picked = 0;
     for (int pass = 0; pass < 2; pass++) {
         size_t cap = pass == 0 ? target / 8 : target;
         for (size_t i = n; i-- > 0 && dev_bytes < target / 2 && picked + 1 < n;) {
-            size_t l = docs[i].end - docs[i].start;
+            size_t l = DOC_LEN(i);
             if (!pick[i] && l <= cap && l <= target - dev_bytes) {
                 pick[i] = 1;
                 dev_bytes += l;
@@ -190,24 +173,22 @@ size_t judge_split_dev(const unsigned char *data, size_t len, int jsonl, size_t 
     if (picked == 0) { /* every document is larger than the target: take the smallest of the last ones */
         size_t best = n - 1;
         for (size_t k = 2; k <= 100 && k < n; k++) /* document n - k, never the first */
-            if (docs[n - k].end - docs[n - k].start < docs[best].end - docs[best].start)
+            if (DOC_LEN(n - k) < DOC_LEN(best))
                 best = n - k;
         pick[best] = 1;
         picked = 1;
     }
     for (size_t i = 0; i < n; i++)
-        fwrite(data + docs[i].start, 1, docs[i].end - docs[i].start, pick[i] ? dev_out : train_out);
+        fwrite(d->text + DOC_START(i), 1, DOC_LEN(i), pick[i] ? dev_out : train_out);
+#undef DOC_START
+#undef DOC_LEN
     free(pick);
-    free(docs);
     return picked;
 }
 
 static int is_train_name(const char *name)
 {
-    if (strncmp(name, "train", 5) != 0)
-        return 0;
-    return ends_with(name, ".txt") || ends_with(name, ".jsonl") || ends_with(name, ".txt.xz") ||
-           ends_with(name, ".jsonl.xz");
+    return strncmp(name, "train", 5) == 0 && corpus_is_input_name(name);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -338,19 +319,11 @@ static void make_read_only(const char *dir)
     judge_tree_free(rel, n);
 }
 
-static int remove_tree(const char *dir)
+/* Best effort: a folder left behind is rebuilt or removed on the next run. */
+static void remove_tree(const char *dir)
 {
-    char *argv[] = {"rm", "-rf", (char *)dir, NULL};
-    judge_proc_spec s = {0};
-    s.argv = argv;
-    s.log_tail_bytes = 256;
-    judge_proc_result r;
     tempo_error e;
-    if (judge_proc_run(&s, &r, &e))
-        return -1;
-    int ok = r.exited && r.exit_code == 0;
-    judge_proc_free(&r);
-    return ok ? 0 : -1;
+    (void)dir_remove_tree(dir, &e);
 }
 
 /* Build the folder at final_dir (through a temporary folder and a rename). */
@@ -380,18 +353,17 @@ static int build_folder(const judge_data_options *o, char **names, size_t n_name
     if (ends_with(to, ".xz"))
         to[strlen(to) - 3] = '\0';
     judge_fmt(dev, sizeof dev, "%s/dev.%s", text, jsonl ? "jsonl" : "txt");
-    unsigned char *data = NULL;
-    size_t len = 0;
+    judge_docs docs = {0};
     if (rc == 0)
-        rc = judge_read_text(from, &data, &len, err);
+        rc = judge_docs_read(from, &docs, err);
     if (rc == 0) {
         FILE *ft = fopen(to, "wb"), *fd = fopen(dev, "wb");
-        size_t target = len / 20;
+        size_t target = docs.len / 20;
         if (target > 512 << 10)
             target = 512 << 10;
         if (target < 16 << 10)
             target = 16 << 10;
-        size_t picked = ft && fd ? judge_split_dev(data, len, jsonl, target, ft, fd) : 0;
+        size_t picked = ft && fd ? judge_split_dev(&docs, target, ft, fd) : 0;
         int bad = !ft || !fd;
         if (ft)
             bad |= fclose(ft) != 0;
@@ -402,7 +374,7 @@ static int build_folder(const judge_data_options *o, char **names, size_t n_name
         else if (picked == 0)
             rc = tempo_fail(err, "%s: needs at least two documents to split off a dev set", from);
     }
-    free(data);
+    judge_docs_free(&docs);
     if (rc == 0) {
         if (o->progress)
             fprintf(o->progress, "judge: tempo prepare --vocab %d on the training files (once; cached in %s)\n",
@@ -494,14 +466,9 @@ int judge_data_prepare(const judge_data_options *o, judge_data *d, tempo_error *
     memset(d, 0, sizeof *d);
     if (judge_sha256_file(o->val_path, d->val_sha256, err))
         return -1;
-    unsigned char *val;
-    size_t val_len;
-    if (judge_read_text(o->val_path, &val, &val_len, err))
+    if (text_sha256(o->val_path, d->val_text_sha256, err))
         return -1;
     uint8_t dg[32];
-    sha256(val, val_len, dg);
-    sha256_hex(dg, d->val_text_sha256);
-    free(val);
     if (o->data_dir)
         return check_data_dir(o, d, err);
 

@@ -50,21 +50,32 @@ int judge_data_prepare(const judge_data_options *o, judge_data *d, tempo_error *
  * --data-dir). Returns 0 when intact, -1 with err naming the changed file. */
 int judge_data_verify(const judge_data *d, tempo_error *err);
 
-/* Read a whole file, decompressing it when its name ends in .xz. */
-int judge_read_text(const char *path, unsigned char **data, size_t *len, tempo_error *err);
-
 /* sha256 (hex) of a file's bytes. */
 int judge_sha256_file(const char *path, char hex[65], tempo_error *err);
 
-/* The dev split of a corpus file's content (txt: documents framed by a line
- * holding only 0x1E; jsonl: one document per line): picks whole documents,
- * the last ones first and documents of at most target/8 before larger ones,
- * totalling at most target bytes and at least target/2 when documents that
- * small exist, always leaving one in train.
- * Writes the remaining documents (in order) to train_out and the picked ones
- * (in order) to dev_out. Returns the number of dev documents (0: the file
- * has fewer than two documents). */
-size_t judge_split_dev(const unsigned char *data, size_t len, int jsonl, size_t target, FILE *train_out,
-                       FILE *dev_out);
+/* The documents of one corpus file, read with the data module's reader
+ * (data/corpus.h: .txt or .jsonl, optionally .xz), each framed again as its
+ * format frames documents (txt: the text, a "\n" when it lacks one, then the
+ * line "\x1e"; jsonl: {"text": ...} and "\n"). Document i is
+ * text[ends[i-1] .. ends[i]) (ends[-1] = 0). */
+typedef struct {
+    unsigned char *text;
+    size_t len, cap;
+    size_t *ends;
+    size_t n;
+    int jsonl;
+} judge_docs;
+
+/* Read path's documents; errors are the corpus reader's, naming the file. */
+int judge_docs_read(const char *path, judge_docs *d, tempo_error *err);
+void judge_docs_free(judge_docs *d); /* zeroes d */
+
+/* The dev split of a file's documents: picks whole documents, the last ones
+ * first and documents of at most target/8 before larger ones, totalling at
+ * most target bytes and at least target/2 when documents that small exist,
+ * always leaving one in train. Writes the remaining documents (in order) to
+ * train_out and the picked ones (in order) to dev_out. Returns the number of
+ * dev documents (0: the file has fewer than two documents). */
+size_t judge_split_dev(const judge_docs *d, size_t target, FILE *train_out, FILE *dev_out);
 
 #endif

@@ -1,9 +1,16 @@
-/* test_core.c - error formatting, number and duration parsing, the clock format, rng determinism. */
+/* test_core.c - error formatting, number and duration parsing, the clock format, rng determinism,
+ * removing a folder tree. */
 #include "test.h"
 #include <limits.h>
 #include <stdint.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "core/error.h"
+#include "core/fileio.h"
 #include "core/number.h"
 #include "core/rng.h"
 #include "core/timer.h"
@@ -154,6 +161,47 @@ static void test_rng(void)
     CHECK_NEAR(sum2 / n, 1.0, 0.02);
 }
 
+static void touch(const char *dir, const char *name)
+{
+    char path[512];
+    FILE *f = fopen(path_join(path, sizeof path, dir, name), "w");
+    if (f)
+        fclose(f);
+}
+
+/* dir_remove_tree removes a whole tree, read-only files and links included,
+ * and never what a link points to (a link to a folder outside stays a link). */
+static void test_remove_tree(void)
+{
+    char base[] = "/tmp/tempo_test_core.XXXXXX";
+    if (!mkdtemp(base)) {
+        CHECK(0);
+        return;
+    }
+    char tree[512], sub[512], deep[600], outside[512], link[600], path[700];
+    tempo_error err;
+    path_join(tree, sizeof tree, base, "tree");
+    path_join(sub, sizeof sub, tree, "sub");
+    path_join(deep, sizeof deep, sub, "deeper");
+    path_join(outside, sizeof outside, base, "outside");
+    CHECK(dir_create(deep, &err) == 0 && dir_create(outside, &err) == 0);
+    touch(outside, "keep.txt");
+    touch(tree, "a.txt");
+    touch(deep, "b.txt");
+    chmod(path_join(path, sizeof path, deep, "b.txt"), 0444);
+    CHECK(symlink(outside, path_join(link, sizeof link, sub, "to_outside")) == 0);
+    CHECK(symlink(path_join(path, sizeof path, outside, "keep.txt"), path_join(link, sizeof link, tree, "to_file")) == 0);
+    CHECK(dir_remove_tree(tree, &err) == 0);
+    CHECK(!path_exists(tree));
+    CHECK(path_exists(path_join(path, sizeof path, outside, "keep.txt")));
+    /* the path itself a link to a folder: the link goes, the folder stays */
+    CHECK(symlink(outside, path_join(link, sizeof link, base, "link")) == 0);
+    CHECK(dir_remove_tree(link, &err) == 0 && !path_exists(link));
+    CHECK(path_exists(path_join(path, sizeof path, outside, "keep.txt")));
+    CHECK(dir_remove_tree(tree, &err) == 0); /* nothing there: fine */
+    CHECK(dir_remove_tree(base, &err) == 0 && !path_exists(base));
+}
+
 int main(void)
 {
     RUN(test_durations);
@@ -163,5 +211,6 @@ int main(void)
     RUN(test_format_clock);
     RUN(test_error_prefix);
     RUN(test_rng);
+    RUN(test_remove_tree);
     return test_summary("test_core");
 }

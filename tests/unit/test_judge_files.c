@@ -126,6 +126,30 @@ static int count_docs(const char *s)
     return n;
 }
 
+/* Write text (len bytes) as the file name, split it with target, and return
+ * the dev document count; *tr / *dv receive the two sides (malloc'd). */
+static size_t split(const char *name, const char *text, size_t len, size_t target, char **tr, size_t *tl,
+                    char **dv, size_t *dl)
+{
+    FILE *f = fopen(p(name), "wb");
+    fwrite(text, 1, len, f);
+    fclose(f);
+    judge_docs docs;
+    tempo_error err;
+    *tr = *dv = NULL;
+    FILE *ft = open_memstream(tr, tl), *fd = open_memstream(dv, dl);
+    size_t picked = 0;
+    if (judge_docs_read(p(name), &docs, &err) == 0) {
+        picked = judge_split_dev(&docs, target, ft, fd);
+        judge_docs_free(&docs);
+    } else {
+        CHECK_MSG(0, "%s", err.msg);
+    }
+    fclose(ft);
+    fclose(fd);
+    return picked;
+}
+
 static void test_split_dev_txt(void)
 {
     char *text = NULL;
@@ -138,13 +162,10 @@ static void test_split_dev_txt(void)
         fputs("\x1e\n", m);
     }
     fclose(m);
-    char *tr = NULL, *dv = NULL;
-    size_t tl = 0, dl = 0;
-    FILE *ft = open_memstream(&tr, &tl), *fd = open_memstream(&dv, &dl);
+    char *tr, *dv;
+    size_t tl, dl;
     size_t target = 4000;
-    size_t picked = judge_split_dev((const unsigned char *)text, len, 0, target, ft, fd);
-    fclose(ft);
-    fclose(fd);
+    size_t picked = split("a.txt", text, len, target, &tr, &tl, &dv, &dl);
     CHECK(picked > 0);
     CHECK(tl + dl == len);
     CHECK(dl <= target && dl >= target / 2);
@@ -167,38 +188,24 @@ static void test_split_dev_txt(void)
     for (int i = 0; i < 4; i++)
         strcat(mix, "the one large last document, four times the size of the others, goes to train; its line.\n");
     strcat(mix, "\x1e\n");
-    tr = dv = NULL;
-    ft = open_memstream(&tr, &tl);
-    fd = open_memstream(&dv, &dl);
-    CHECK(judge_split_dev((const unsigned char *)mix, strlen(mix), 0, 800, ft, fd) == 5); /* 5 x 97 >= 400 */
-    fclose(ft);
-    fclose(fd);
+    CHECK(split("mix.txt", mix, strlen(mix), 800, &tr, &tl, &dv, &dl) == 5); /* 5 x 97 >= 400 */
     CHECK(strstr(dv, "large") == NULL && strstr(tr, "large") != NULL && count_docs(dv) == 5);
     free(tr);
     free(dv);
 
     /* one document only: nothing to split */
-    tr = dv = NULL;
-    ft = open_memstream(&tr, &tl);
-    fd = open_memstream(&dv, &dl);
     const char *one = "only one\n\x1e\n";
-    CHECK(judge_split_dev((const unsigned char *)one, strlen(one), 0, 100, ft, fd) == 0);
-    fclose(ft);
-    fclose(fd);
+    CHECK(split("one.txt", one, strlen(one), 100, &tr, &tl, &dv, &dl) == 0);
     CHECK(tl == strlen(one) && dl == 0);
     free(tr);
     free(dv);
 
-    /* documents all larger than the target: the smallest recent one goes */
-    tr = dv = NULL;
-    ft = open_memstream(&tr, &tl);
-    fd = open_memstream(&dv, &dl);
-    const char *big = "aaaaaaaaaa\n\x1e\nbbbbb\n\x1e\ncccccccc\n\x1e\nlast without separator\n";
-    CHECK(judge_split_dev((const unsigned char *)big, strlen(big), 0, 4, ft, fd) == 1);
-    fclose(ft);
-    fclose(fd);
+    /* documents all larger than the target: the smallest recent one goes; a last document
+     * without its separator gets one (and a line end) in its side */
+    const char *big = "aaaaaaaaaa\n\x1e\nbbbbb\n\x1e\ncccccccc\n\x1e\nlast without separator";
+    CHECK(split("big.txt", big, strlen(big), 4, &tr, &tl, &dv, &dl) == 1);
     CHECK(dv && !strcmp(dv, "bbbbb\n\x1e\n"));
-    CHECK(tl + dl == strlen(big));
+    CHECK(tr && !strcmp(tr, "aaaaaaaaaa\n\x1e\ncccccccc\n\x1e\nlast without separator\n\x1e\n"));
     free(tr);
     free(dv);
     free(text);
@@ -207,19 +214,16 @@ static void test_split_dev_txt(void)
 static void test_split_dev_jsonl_and_xz(void)
 {
     const char *jl = "{\"text\":\"a\"}\n{\"text\":\"bb\"}\n{\"text\":\"ccc\"}\n{\"text\":\"dddd\"}\n";
-    char *tr = NULL, *dv = NULL;
-    size_t tl = 0, dl = 0;
-    FILE *ft = open_memstream(&tr, &tl), *fd = open_memstream(&dv, &dl);
-    CHECK(judge_split_dev((const unsigned char *)jl, strlen(jl), 1, 34, ft, fd) == 2);
-    fclose(ft);
-    fclose(fd);
+    char *tr, *dv;
+    size_t tl, dl;
+    CHECK(split("a.jsonl", jl, strlen(jl), 34, &tr, &tl, &dv, &dl) == 2);
     CHECK(!strcmp(dv, "{\"text\":\"ccc\"}\n{\"text\":\"dddd\"}\n"));
     CHECK(!strcmp(tr, "{\"text\":\"a\"}\n{\"text\":\"bb\"}\n"));
     free(tr);
     free(dv);
 
-    /* .xz files are decompressed by judge_read_text; a corrupt one is an error */
-    const char *plain = "hello xz world\n\x1e\n";
+    /* .xz files are decompressed by the corpus reader; a corrupt one is an error naming it */
+    const char *plain = "hello xz world\n\x1e\nsecond\n";
     uint8_t out[512];
     size_t pos = 0;
     CHECK(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, NULL, (const uint8_t *)plain, strlen(plain), out, &pos,
@@ -227,17 +231,17 @@ static void test_split_dev_jsonl_and_xz(void)
     FILE *f = fopen(p("t.txt.xz"), "wb");
     fwrite(out, 1, pos, f);
     fclose(f);
-    unsigned char *data;
-    size_t len;
+    judge_docs docs;
     tempo_error err;
-    CHECK(judge_read_text(p("t.txt.xz"), &data, &len, &err) == 0);
-    CHECK(len == strlen(plain) && !memcmp(data, plain, len));
-    free(data);
+    CHECK(judge_docs_read(p("t.txt.xz"), &docs, &err) == 0);
+    CHECK(docs.n == 2 && !docs.jsonl && docs.len == strlen(plain) + 2 &&
+          !memcmp(docs.text, "hello xz world\n\x1e\nsecond\n\x1e\n", docs.len));
+    judge_docs_free(&docs);
     out[pos / 2] ^= 0x55;
     f = fopen(p("bad.txt.xz"), "wb");
     fwrite(out, 1, pos, f);
     fclose(f);
-    CHECK(judge_read_text(p("bad.txt.xz"), &data, &len, &err) == -1 && strstr(err.msg, "bad.txt.xz") != NULL);
+    CHECK(judge_docs_read(p("bad.txt.xz"), &docs, &err) == -1 && strstr(err.msg, "bad.txt.xz") != NULL);
     char hex[65];
     CHECK(judge_sha256_file(p("t.txt.xz"), hex, &err) == 0 && strlen(hex) == 64);
 }
