@@ -249,6 +249,8 @@ static size_t encode_cached(tok_encoder *e, const uint8_t *p, size_t len, int32_
 int tok_encoder_encode(tok_encoder *e, const uint8_t *text, size_t len, int32_t **ids, size_t *n,
                        size_t *cap, tempo_error *err)
 {
+    if (len == 0) /* nothing to add (and *ids may be NULL: no pointer arithmetic on it) */
+        return 0;
     /* at most one id per byte */
     if (reserve_ids(ids, n, cap, len))
         return tempo_fail(err, "tokenizer: out of memory encoding %zu bytes", len);

@@ -164,7 +164,8 @@ static int add_sequence(icl_seqs *s, int j, tok_encoder *enc, int32_t sep, tempo
     if (s->n_ids + 1 > (size_t)1 << 30 || reserve(s, j + 1, at + s->n_ids + 1))
         return tempo_fail(err, "icl: out of memory");
     s->tokens[at] = sep;
-    memcpy(s->tokens + at + 1, s->ids, sizeof(int32_t) * s->n_ids);
+    if (s->n_ids) /* an empty prompt: s->ids may still be NULL */
+        memcpy(s->tokens + at + 1, s->ids, sizeof(int32_t) * s->n_ids);
     s->offset[j + 1] = (int)(at + 1 + s->n_ids);
     return 0;
 }

@@ -259,6 +259,21 @@ static void test_truncation_keeps_continuation(void)
     tok_free(tok);
 }
 
+/* Prompts that strip to nothing (empty query and choices): nothing to score, the item is
+ * skipped as empty (the sanitized build caught a memcpy from a NULL array of no ids here;
+ * found by tests/fuzz/fuzz_icl_task.c). */
+static void test_empty_prompt_skipped(void)
+{
+    tokenizer *tok = byte_tokenizer();
+    write_file("empty.jsonl", "{\"query\":\"\",\"choices\":[\"\",\" \"],\"gold\":0}\n");
+    icl_task_spec t = spec("empty.jsonl", ICL_MULTIPLE_CHOICE, 0, " ", 0.5);
+    icl_task_result r;
+    stub s = {.context = 100};
+    CHECK(evaluate(&s, tok, &t, 0, &r) == 0);
+    CHECK(r.n_eval == 0 && r.skipped[ICL_SKIP_EMPTY] == 1 && r.status == ICL_TASK_FAILED);
+    tok_free(tok);
+}
+
 static void test_bad_records_skipped_and_counted(void)
 {
     tokenizer *tok = byte_tokenizer();
@@ -407,6 +422,7 @@ int main(void)
     RUN(test_language_modeling_greedy);
     RUN(test_fewshot_prompts_match_reference);
     RUN(test_truncation_keeps_continuation);
+    RUN(test_empty_prompt_skipped);
     RUN(test_bad_records_skipped_and_counted);
     RUN(test_table_reader);
     RUN(test_summary_and_json);

@@ -182,6 +182,11 @@ static void test_vocab_256_is_bytes(void)
     for (size_t i = 0; i < n; i++)
         CHECK(ids[i] == text[i]);
     free(ids);
+    /* an empty text into an empty array adds nothing and touches nothing (the sanitized build
+     * caught NULL + 0 here: tests/fuzz/corpus/icl_task/empty_text, an ICL record with an empty field) */
+    ids = NULL;
+    n = cap = 0;
+    CHECK(tok_encode(t, text, 0, &ids, &n, &cap, &err) == 0 && n == 0 && ids == NULL);
     tok_free(t);
     tempo_error e2;
     tok_trainer *tr;
