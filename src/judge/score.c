@@ -164,9 +164,15 @@ void judge_phase2_describe(const judge_phase2 *p, strbuf *out)
                   JUDGE_SPEED_REF_BYTES_PER_S, JUDGE_SPEED_TERM_CAP, p->decode_tokens_per_s, p->bytes_per_token);
 }
 
+/* The formula's text from score.h's constants themselves (one place for each). */
+#define SCORE_STR_(x) #x
+#define SCORE_STR(x) SCORE_STR_(x)
+
 const char *judge_score_formula(int phase)
 {
     if (phase == 2)
-        return "bpb - 1.0 * core - clamp(0.05 * log2(decode_bytes_per_s / 1000), -0.25, 0.25); lower is better";
+        return "bpb - " SCORE_STR(JUDGE_W_ICL) " * core - clamp(" SCORE_STR(JUDGE_W_SPEED) " * log2(decode_bytes_per_s / "
+               SCORE_STR(JUDGE_SPEED_REF_BYTES_PER_S) "), -" SCORE_STR(JUDGE_SPEED_TERM_CAP) ", "
+               SCORE_STR(JUDGE_SPEED_TERM_CAP) "); lower is better";
     return "bpb (val bits per byte on the official validation text); lower is better";
 }

@@ -2,8 +2,10 @@
  * Newton-Schulz runs on the GEMM (through the optimizer's per-thread
  * gemm_contexts); the AdamW update and the gradient's sum of squares are the
  * vectorised kernels of kernels/cpu/optim_kernels.h; Muon's elementwise loops
- * are plain loops here, each matrix on one thread. Static schedules throughout, so
- * results are deterministic per thread count. */
+ * are plain loops here. Newton-Schulz's loops use static schedules; the Muon
+ * step hands out whole matrices dynamically (largest first, for balance), each
+ * computed by one thread alone with its own workspace, so which thread takes
+ * which does not change a result: deterministic per thread count. */
 #include "optim/optimizer.h"
 
 #include <math.h>
