@@ -392,7 +392,7 @@ static void score_model(const attempt_ctx *c, const char *run_dir, const char *m
                      limit, NULL};
     double phase2_s = 0;
     if (run_eval(c, argv2, prefix, line, EVAL_LINE_MAX, why, sizeof why, &code, &phase2_s))
-        judge_phase2_unavailable(&p2, "phase 2 unavailable: `tempo eval --phase 2` (issue 4) failed: %s", why);
+        judge_phase2_unavailable(&p2, "phase 2 unavailable: `tempo eval --phase 2` failed: %s", why);
     else
         judge_phase2_from_scorecard(&p2, line);
     r->core = p2.core;

@@ -96,8 +96,8 @@ PY
 grep -q 'score 2.363904 = bpb 2.500000 - 1 x CORE 0.1200 - speed 0.0161' "$J_TMP/last.err" ||
     { grep score "$J_TMP/last.err"; fail "phase 2: the formula with its parts is not printed"; }
 
-# without a scorecard (issue 4 not there): ok, bpb recorded, parts unavailable with the reason, not ranked
-judge_expect "$J_TMP/p2" ok 'phase 2 unavailable: .tempo eval --phase 2. \(issue 4\) failed: eval: --phase: unknown option' --phase 2
+# without a scorecard (the scorecard command fails): ok, bpb recorded, parts unavailable with the reason, not ranked
+judge_expect "$J_TMP/p2" ok 'phase 2 unavailable: .tempo eval --phase 2. failed: eval: --phase: unknown option' --phase 2
 [ "$(json_get "$J_TMP/last.json" 'j["runs"][0]["bpb"]')" = 2.5 ] || fail "phase 2: bpb not recorded"
 [ "$(json_get "$J_TMP/last.json" 'j["score_mean"]')" = None ] || fail "phase 2: a score without its parts"
 "$TEMPO" leaderboard --db "$J_TMP/lb.sqlite" --phase 2 > "$J_TMP/p2.txt" || fail "leaderboard --phase 2"
