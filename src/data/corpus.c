@@ -504,8 +504,6 @@ const char *corpus_current_path(const corpus_reader *r)
     return r->cur >= 0 ? r->files[r->cur].path : NULL;
 }
 
-int corpus_current_index(const corpus_reader *r) { return r->cur; }
-
 size_t corpus_n_files(const corpus_reader *r) { return r->n_files; }
 
 const corpus_file *corpus_file_at(const corpus_reader *r, size_t i)

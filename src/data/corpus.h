@@ -76,8 +76,6 @@ void corpus_set_read_size(corpus_reader *r, size_t bytes);
 
 /* Path of the file the last document came from (or is being read); NULL before the first call. */
 const char *corpus_current_path(const corpus_reader *r);
-/* Index (into corpus_file_at) of that file, -1 before the first call. */
-int corpus_current_index(const corpus_reader *r);
 /* The input files and what has been measured so far. */
 size_t corpus_n_files(const corpus_reader *r);
 const corpus_file *corpus_file_at(const corpus_reader *r, size_t i);

@@ -153,8 +153,6 @@ static int build(tokenizer **out, const uint8_t *const *tokens, const size_t *le
         t->offsets[r] = (uint32_t)off;
         memcpy(t->bytes + off, p, len);
         off += len;
-        if (len > t->max_len)
-            t->max_len = len;
     }
     t->offsets[n] = (uint32_t)off;
     /* every split of every token into two tokens, whatever their ranks */
@@ -354,7 +352,6 @@ int tok_load(tokenizer **out, const char *path, tempo_error *err)
 int tok_vocab_size(const tokenizer *t) { return t->n_regular + 1; }
 int tok_n_regular(const tokenizer *t) { return t->n_regular; }
 int32_t tok_sep_id(const tokenizer *t) { return t->n_regular; }
-size_t tok_max_token_bytes(const tokenizer *t) { return t->max_len; }
 
 size_t tok_token_bytes(const tokenizer *t, int32_t id, const uint8_t **bytes)
 {

@@ -57,8 +57,6 @@ int tok_vocab_size(const tokenizer *t);
 int tok_n_regular(const tokenizer *t);
 /* The separator id (N). */
 int32_t tok_sep_id(const tokenizer *t);
-/* Longest regular token, in bytes. */
-size_t tok_max_token_bytes(const tokenizer *t);
 
 /* The bytes token id stands for: sets *bytes and returns the count. The
  * separator stands for no bytes (returns 0); so does an id out of range

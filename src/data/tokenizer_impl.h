@@ -11,7 +11,6 @@ struct tokenizer {
     int n_regular;        /* N: ids 0..N-1 are regular tokens, N is the separator */
     uint32_t *offsets;    /* N + 1: token i is bytes[offsets[i] .. offsets[i + 1]) */
     uint8_t *bytes;
-    size_t max_len;       /* longest token in bytes */
     u64_map pairs;        /* (left << 32 | right) -> id of the token whose bytes are
                              bytes(left) + bytes(right), for every such split */
 };

@@ -206,7 +206,6 @@ void infer_engine_free(infer_engine *e)
 }
 
 const model_config *infer_engine_config(const infer_engine *e) { return &e->cfg; }
-int infer_engine_max_rows(const infer_engine *e) { return e->max_rows; }
 int infer_outputs(const infer_engine *e) { return e->n_out; }
 
 /* y [out] (+)= W x for one row x [in], W [out, in]: one streaming pass over

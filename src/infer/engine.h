@@ -48,7 +48,6 @@ int infer_engine_create(infer_engine **out, model *m, int max_rows, tempo_error 
 void infer_engine_free(infer_engine *e); /* NULL is fine */
 
 const model_config *infer_engine_config(const infer_engine *e);
-int infer_engine_max_rows(const infer_engine *e);
 
 /* Run the model over the chunks' new tokens, in one pass (all rows share each
  * weight product). Appends each chunk's keys/values to its slot and advances

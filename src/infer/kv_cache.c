@@ -41,11 +41,6 @@ void infer_cache_free(infer_cache *c)
     memset(c, 0, sizeof *c);
 }
 
-size_t infer_cache_bytes(const infer_cache *c)
-{
-    return 2 * sizeof(float) * (size_t)c->n_slots * c->n_layers * c->capacity * c->kv_dim;
-}
-
 static size_t offset(const infer_cache *c, int slot, int layer)
 {
     return ((size_t)slot * c->n_layers + layer) * c->capacity * c->kv_dim;
@@ -78,8 +73,3 @@ void infer_cache_copy(infer_cache *c, int dst, int src)
     c->len[dst] = c->len[src];
 }
 
-void infer_cache_truncate(infer_cache *c, int slot, int len)
-{
-    if (len >= 0 && len < c->len[slot])
-        c->len[slot] = len;
-}

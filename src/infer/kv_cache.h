@@ -31,9 +31,6 @@ int infer_cache_create(infer_cache *c, const model_config *cfg, int n_slots, int
                        tempo_error *err);
 void infer_cache_free(infer_cache *c); /* zeroes c; a zeroed c is fine */
 
-/* Bytes the cache holds (both tensors). */
-size_t infer_cache_bytes(const infer_cache *c);
-
 /* Keys / values of one slot and layer: capacity rows of kv_dim floats. */
 float *infer_cache_k(const infer_cache *c, int slot, int layer);
 float *infer_cache_v(const infer_cache *c, int slot, int layer);
@@ -45,9 +42,5 @@ void infer_cache_reset(infer_cache *c, int slot);
  * every layer are copied; dst == src does nothing). Used to branch several
  * continuations off one shared, already computed prefix. */
 void infer_cache_copy(infer_cache *c, int dst, int src);
-
-/* Shorten a slot to len positions (len <= its current length); later steps
- * overwrite the rest. */
-void infer_cache_truncate(infer_cache *c, int slot, int len);
 
 #endif

@@ -255,7 +255,6 @@ void model_free(model *m)
 /* ---------------- accessors ---------------- */
 
 const model_config *model_get_config(const model *m) { return &m->cfg; }
-int model_max_batch(const model *m) { return m->max_batch; }
 size_t model_num_params(const model *m) { return m->n_params; }
 float *model_params(model *m) { return m->params; }
 float *model_grads(model *m) { return m->grads; }

@@ -61,7 +61,6 @@ int model_create(model **out, const model_config *cfg, int max_batch, tempo_erro
 void model_free(model *m); /* NULL is fine */
 
 const model_config *model_get_config(const model *m);
-int model_max_batch(const model *m);
 size_t model_num_params(const model *m); /* floats in the parameter buffer (all parameters) */
 float *model_params(model *m);
 float *model_grads(model *m);
