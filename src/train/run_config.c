@@ -225,9 +225,17 @@ int run_config_load_preset(run_config *c, const char *name, tempo_error *err)
     if (file_read_all(path, &text, &len, 1 << 20, err))
         return -1;
     int line_no = 0, rc = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
+    for (char *line = text, *nl; !rc && line < text + len; line = nl + 1) {
+        /* every line counts, blank ones too, so that errors name the right one */
+        nl = memchr(line, '\n', (size_t)(text + len - line));
+        if (!nl)
+            nl = text + len; /* the NUL file_read_all puts after the text */
+        *nl = '\0';
         line_no++;
+        if (strlen(line) != (size_t)(nl - line)) {
+            rc = tempo_usage(err, "%s:%d: a NUL byte (not a text file)", path, line_no);
+            break;
+        }
         char *hash = strchr(line, '#');
         if (hash) *hash = '\0';
         char *s = line;
@@ -236,9 +244,8 @@ int run_config_load_preset(run_config *c, const char *name, tempo_error *err)
         while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
         if (!*s) continue;
         tempo_error e2;
-        if (run_config_set_pair(c, s, &e2)) {
-            rc = tempo_usage(err, "%s:%d: %s", path, line_no, e2.msg);
-        }
+        if (run_config_set_pair(c, s, &e2)) /* "--set " is the command line's word, not the file's */
+            rc = tempo_usage(err, "%s:%d: %s", path, line_no, strncmp(e2.msg, "--set ", 6) ? e2.msg : e2.msg + 6);
     }
     free(text);
     if (!rc) {

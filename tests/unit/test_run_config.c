@@ -80,6 +80,18 @@ static void test_presets(void)
     tempo_error_clear(&err);
     CHECK(run_config_load_preset(&c, p, &err) == -1);
     CHECK(strstr(err.msg, "test_bad_preset.conf:3") != NULL && strstr(err.msg, "wat") != NULL);
+    /* blank lines count (they were skipped by the line splitter: the error named line 3 of 5),
+     * and a NUL byte is refused rather than ending the file early */
+    f = fopen(p, "w");
+    fputs("# comment\n\nd_model = 64\n\nwat = 3\n", f);
+    fclose(f);
+    CHECK(run_config_load_preset(&c, p, &err) == -1);
+    CHECK_MSG(strstr(err.msg, "test_bad_preset.conf:5: wat: unknown key") != NULL, "%s", err.msg);
+    f = fopen(p, "w");
+    fwrite("d_model = 64\n\0wat = 3\n", 1, 23, f);
+    fclose(f);
+    CHECK(run_config_load_preset(&c, p, &err) == -1);
+    CHECK_MSG(strstr(err.msg, "test_bad_preset.conf:2: a NUL byte") != NULL, "%s", err.msg);
     unlink(p);
 }
 
