@@ -66,8 +66,8 @@ void cli_icl_progress_init(cli_icl_progress_state *p)
 
 void cli_icl_print_table(FILE *f, const icl_task_result *r, int n, const icl_summary *s)
 {
-    fprintf(f, "%-34s %5s %8s %6s %9s %6s %7s\n", "task", "shots", "accuracy", "random", "centered",
-            "items", "skipped");
+    fprintf(f, "%-34s %5s %8s %16s %6s %9s %6s %7s\n", "task", "shots", "accuracy", "95% interval", "random",
+            "centered", "items", "skipped");
     for (int i = 0; i < n; i++) {
         int sk = 0;
         for (int k = 0; k < ICL_SKIP_COUNT; k++)
@@ -75,19 +75,21 @@ void cli_icl_print_table(FILE *f, const icl_task_result *r, int n, const icl_sum
         char label[80];
         snprintf(label, sizeof label, "%s%s", r[i].spec.label, r[i].spec.in_core ? "" : " (extra)");
         if (r[i].status != ICL_TASK_OK) {
-            fprintf(f, "%-34s %5d %8s %6.3f %9s %6d %7d  %s\n", label, r[i].shots,
-                    r[i].status == ICL_TASK_MISSING ? "missing" : "FAILED", r[i].spec.random_baseline,
+            fprintf(f, "%-34s %5d %8s %16s %6.3f %9s %6d %7d  %s\n", label, r[i].shots,
+                    r[i].status == ICL_TASK_MISSING ? "missing" : "FAILED", "-", r[i].spec.random_baseline,
                     "-", r[i].n_eval, sk, r[i].status == ICL_TASK_MISSING ? "" : r[i].error);
             continue;
         }
-        fprintf(f, "%-34s %5d %8.4f %6.3f %9.4f %6d %7d\n", label, r[i].shots, r[i].accuracy,
+        char ci[40];
+        snprintf(ci, sizeof ci, "[%.4f, %.4f]", r[i].accuracy_lo, r[i].accuracy_hi);
+        fprintf(f, "%-34s %5d %8.4f %16s %6.3f %9.4f %6d %7d\n", label, r[i].shots, r[i].accuracy, ci,
                 r[i].spec.random_baseline, r[i].centered, r[i].n_eval, sk);
     }
     if (s->n_core)
-        fprintf(f, "%s (%d of %d entries%s): %.4f   (%.1f s, %lld tokens)\n",
+        fprintf(f, "%s (%d of %d entries%s): %.4f, 95%% interval [%.4f, %.4f]   (%.1f s, %lld tokens)\n",
                 s->n_core == s->n_table ? "CORE" : "CORE over the entries present", s->n_core,
-                s->n_table, s->n_missing ? ", the others' files are missing" : "", s->core,
-                s->seconds, s->tokens);
+                s->n_table, s->n_missing ? ", the others' files are missing" : "", s->core, s->core_lo,
+                s->core_hi, s->seconds, s->tokens);
     else
         fprintf(f, "CORE: no entry could be evaluated\n");
 }

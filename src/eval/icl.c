@@ -11,6 +11,7 @@
 
 #include "core/fileio.h"
 #include "core/timer.h"
+#include "eval/icl_interval.h"
 #include "eval/icl_prompt.h"
 #include "eval/icl_random.h"
 
@@ -229,7 +230,7 @@ int icl_evaluate_task(const icl_lm *lm, const tokenizer *tok, const char *tasks_
 {
     memset(r, 0, sizeof *r);
     r->spec = *spec;
-    r->accuracy = r->centered = NAN;
+    r->accuracy = r->centered = r->accuracy_lo = r->accuracy_hi = NAN;
     r->shots = o->shots >= 0 ? o->shots : spec->num_fewshot;
     double t0 = timer_now();
     char path[1100];
@@ -265,6 +266,7 @@ int icl_evaluate_task(const icl_lm *lm, const tokenizer *tok, const char *tasks_
             r->status = ICL_TASK_OK;
             r->accuracy = (double)r->n_correct / r->n_eval;
             r->centered = (r->accuracy - spec->random_baseline) / (1.0 - spec->random_baseline);
+            icl_interval_accuracy(r->n_eval, r->n_correct, &r->accuracy_lo, &r->accuracy_hi);
         }
     }
     icl_task_free(&d);
@@ -346,6 +348,25 @@ void icl_summarize(const icl_task_result *r, int n, int n_table, icl_summary *s)
     if (s->n_failed < 0)
         s->n_failed = 0;
     s->core = s->n_core ? sum / s->n_core : NAN;
+    s->core_lo = s->core_hi = NAN;
+    icl_interval_task *t = malloc(sizeof *t * (size_t)(n > 0 ? n : 1));
+    int k = 0;
+    for (int i = 0; t && i < n; i++)
+        if (r[i].spec.in_core && r[i].status == ICL_TASK_OK)
+            t[k++] = (icl_interval_task){r[i].n_eval, r[i].n_correct, r[i].spec.random_baseline};
+    if (t)
+        icl_interval_core(t, k, &s->core_lo, &s->core_hi);
+    free(t);
+}
+
+/* ,"key":[lo,hi] */
+static void json_interval(strbuf *o, const char *key, double lo, double hi)
+{
+    strbuf_printf(o, ",\"%s\":[", key);
+    strbuf_json_number(o, lo);
+    strbuf_puts(o, ",");
+    strbuf_json_number(o, hi);
+    strbuf_puts(o, "]");
 }
 
 static void json_str(strbuf *o, const char *s)
@@ -366,6 +387,7 @@ static void task_json(strbuf *o, const icl_task_result *r)
     strbuf_json_number(o, r->spec.random_baseline);
     strbuf_puts(o, ",\"accuracy\":");
     strbuf_json_number(o, r->accuracy);
+    json_interval(o, "accuracy_ci95", r->accuracy_lo, r->accuracy_hi);
     strbuf_puts(o, ",\"centered\":");
     strbuf_json_number(o, r->centered);
     strbuf_printf(o, ",\"evaluated\":%d,\"correct\":%d,\"records\":%d,\"skipped\":{", r->n_eval,
@@ -394,6 +416,7 @@ void icl_summary_json(strbuf *out, const icl_task_result *r, int n, const icl_su
 {
     strbuf_puts(out, "{\"core\":");
     strbuf_json_number(out, s->core);
+    json_interval(out, "core_ci95", s->core_lo, s->core_hi);
     char label[32];
     if (s->n_core == s->n_table)
         snprintf(label, sizeof label, "CORE");
@@ -412,6 +435,7 @@ void icl_summary_json(strbuf *out, const icl_task_result *r, int n, const icl_su
         json_str(out, r[i].spec.label);
         strbuf_puts(out, ":{\"accuracy\":");
         strbuf_json_number(out, r[i].accuracy);
+        json_interval(out, "accuracy_ci95", r[i].accuracy_lo, r[i].accuracy_hi);
         strbuf_puts(out, ",\"centered\":");
         strbuf_json_number(out, r[i].centered);
         strbuf_puts(out, ",\"random_baseline\":");

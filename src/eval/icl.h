@@ -9,7 +9,8 @@
  *   language_modeling: correct when every continuation token is the model's
  *     greedy (argmax) choice given what precedes it.
  * Per task: accuracy over the items evaluated, the random baseline, and the
- * centered accuracy (acc - base) / (1 - base). CORE = the mean centered
+ * centered accuracy (acc - base) / (1 - base), with the accuracy's 95 %
+ * interval (bootstrap over items, icl_interval.h). CORE = the mean centered
  * accuracy over the table's entries that could be evaluated, reported with
  * how many of the table's entries that is ("N of 22"); extra entries (the
  * HellaSwag subset) are reported beside it, never inside.
@@ -84,6 +85,7 @@ typedef struct {
     int skipped[ICL_SKIP_COUNT];  /* bad records (loading) + unscorable items (evaluation) */
     char first_skip[320];
     double accuracy, centered;    /* NaN unless status OK */
+    double accuracy_lo, accuracy_hi; /* its 95 % interval (icl_interval.h); NaN unless status OK */
     double seconds;
     long long tokens;             /* tokens scored (all sequences) */
 } icl_task_result;
@@ -108,6 +110,7 @@ int icl_run(const icl_lm *lm, const tokenizer *tok, const char *tasks_dir,
 
 struct icl_summary {
     double core;        /* mean centered accuracy over the table entries evaluated (NaN: none) */
+    double core_lo, core_hi; /* its 95 % interval, bootstrap over items (icl_interval.h) */
     int n_core;         /* table entries evaluated */
     int n_table;        /* table entries (22 for CORE) */
     int n_missing;      /* table entries whose file is absent */
@@ -118,11 +121,12 @@ struct icl_summary {
 
 void icl_summarize(const icl_task_result *r, int n, int n_table, icl_summary *s);
 
-/* The result object: {"core": x, "core_entries": n, "core_of": 22,
- * "core_label": "CORE-18", "tasks": [{label, type, shots, delimiter,
- * random_baseline, accuracy, centered, evaluated, correct, records,
- * skipped: {...}, first_skip, status, error, seconds, tokens, in_core}, ...],
- * "extra": {label: {accuracy, centered, random_baseline}}, ...} (no newline). */
+/* The result object: {"core": x, "core_ci95": [lo, hi], "core_entries": n,
+ * "core_of": 22, "core_label": "CORE-18", "tasks": [{label, type, shots,
+ * delimiter, random_baseline, accuracy, accuracy_ci95, centered, evaluated,
+ * correct, records, skipped: {...}, first_skip, status, error, seconds,
+ * tokens, in_core}, ...], "extra": {label: {accuracy, accuracy_ci95,
+ * centered, random_baseline}}, ...} (no newline). */
 void icl_summary_json(strbuf *out, const icl_task_result *r, int n, const icl_summary *s,
                       const icl_options *o);
 

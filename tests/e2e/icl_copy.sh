@@ -3,7 +3,8 @@
 # "x = x" lines, the model must copy the letter shown earlier in the prompt, and `tempo icl`
 # must score it well above chance on both task types (multiple choice: chance 25 %; greedy
 # copy of the continuation: chance about 1/16). Also: the result JSON (every task, the
-# baselines, centered accuracies, "CORE over 2 of 3" with the absent entry counted), the
+# baselines, centered accuracies with their 95 % intervals, "CORE over 2 of 3" with the
+# absent entry counted), the
 # same object in --out DIR/result.json, --task, --limit and --shots.
 source "$(dirname "$0")/icl_common.bash"
 M=$(copy_model) || exit 1
@@ -28,7 +29,17 @@ assert ab["status"] == "missing"
 assert r["core_entries"] == 2 and r["core_of"] == 3 and r["core_label"] == "CORE-2", r
 assert abs(r["core"] - (mc["centered"] + lm["centered"]) / 2) < 1e-12
 assert "hellaswag_val_subset1000" not in [x["label"] for x in r["tasks"] if x["in_core"]]
+# 95 % intervals (bootstrap over items) around each accuracy and CORE; the copy task is above
+# chance beyond its interval, the absent one has none
+for x in (mc, lm):
+    lo, hi = x["accuracy_ci95"]
+    assert lo <= x["accuracy"] <= hi and hi - lo < 0.3, x
+assert mc["accuracy_ci95"][0] > 0.25, mc
+assert ab["accuracy_ci95"] == [None, None], ab
+lo, hi = r["core_ci95"]
+assert lo <= r["core"] <= hi, r
 PY
+grep -q "95% interval \[" "$E2E_TMP/icl.err" || fail "no CORE interval in the table"
 # --task, --limit, --shots: one task, 10 items, zero-shot (a copy task without examples
 # is still a copy: the letter is in the query)
 "$TEMPO" icl --model "$M/run" --tasks "$T" --task copy_mc --limit 10 --shots 0 > "$E2E_TMP/one.json" \

@@ -17,6 +17,7 @@
 
 #include "core/json.h"
 #include "eval/icl.h"
+#include "eval/icl_interval.h"
 #include "eval/icl_prompt.h"
 
 #define SEP 256
@@ -274,6 +275,32 @@ static void test_empty_prompt_skipped(void)
     tok_free(tok);
 }
 
+/* Bootstrap intervals: reproducible, around the estimate, as wide as the binomial says
+ * (100 items at 50 %: about +-0.098), degenerate at 0 or all right, none without items. */
+static void test_intervals(void)
+{
+    double lo, hi, lo2, hi2;
+    icl_interval_accuracy(100, 50, &lo, &hi);
+    icl_interval_accuracy(100, 50, &lo2, &hi2);
+    CHECK(lo == lo2 && hi == hi2);
+    CHECK_MSG(lo > 0.38 && lo < 0.42 && hi > 0.58 && hi < 0.62, "[%g, %g]", lo, hi);
+    icl_interval_accuracy(1000, 500, &lo, &hi);
+    CHECK_MSG(lo > 0.465 && lo < 0.475 && hi > 0.525 && hi < 0.535, "[%g, %g]", lo, hi);
+    icl_interval_accuracy(20, 0, &lo, &hi);
+    CHECK(lo == 0 && hi == 0);
+    icl_interval_accuracy(20, 20, &lo, &hi);
+    CHECK(lo == 1 && hi == 1);
+    icl_interval_accuracy(0, 0, &lo, &hi);
+    CHECK(isnan(lo) && isnan(hi));
+    /* CORE of two tasks at 50 % of 100 items, baselines 0 and 0.25: centered 0.5 and 1/3, mean
+     * 0.4167; sd of the mean = sqrt(0.05^2 + (0.05/0.75)^2) / 2 = 0.0417, so about +-0.082 */
+    icl_interval_task t[2] = {{100, 50, 0.0}, {100, 50, 0.25}};
+    icl_interval_core(t, 2, &lo, &hi);
+    CHECK_MSG(lo > 0.32 && lo < 0.35 && hi > 0.48 && hi < 0.51, "[%g, %g]", lo, hi);
+    icl_interval_core(t, 0, &lo, &hi);
+    CHECK(isnan(lo) && isnan(hi));
+}
+
 static void test_bad_records_skipped_and_counted(void)
 {
     tokenizer *tok = byte_tokenizer();
@@ -365,9 +392,13 @@ static void test_summary_and_json(void)
     r[0].status = ICL_TASK_OK;
     r[0].accuracy = 0.5;
     r[0].centered = (0.5 - 0.25) / 0.75;
+    r[0].n_eval = 100;
+    r[0].n_correct = 50;
     r[1].spec = spec("b", ICL_LANGUAGE_MODELING, 0, " ", 0);
     r[1].status = ICL_TASK_OK;
     r[1].accuracy = r[1].centered = 0.1;
+    r[1].n_eval = 50;
+    r[1].n_correct = 5;
     r[2].spec = spec("c", ICL_SCHEMA, 0, " ", 0.5);
     r[2].status = ICL_TASK_MISSING;
     r[2].accuracy = r[2].centered = NAN;
@@ -389,6 +420,9 @@ static void test_summary_and_json(void)
     CHECK(json_parse(js.data, js.len, &v, &err) == 0);
     if (v) {
         CHECK_NEAR(json_get_number(v, "core", -1), s.core, 1e-12);
+        const json_value *ci = json_get(v, "core_ci95");
+        CHECK(ci && ci->type == JSON_ARRAY && ci->n == 2 && ci->items[0].number == s.core_lo &&
+              ci->items[1].number == s.core_hi && s.core_lo < s.core && s.core < s.core_hi);
         CHECK(!strcmp(json_get_string(v, "core_label"), "CORE-2"));
         const json_value *tasks = json_get(v, "tasks");
         CHECK(tasks && tasks->type == JSON_ARRAY && tasks->n == 4);
@@ -423,6 +457,7 @@ int main(void)
     RUN(test_fewshot_prompts_match_reference);
     RUN(test_truncation_keeps_continuation);
     RUN(test_empty_prompt_skipped);
+    RUN(test_intervals);
     RUN(test_bad_records_skipped_and_counted);
     RUN(test_table_reader);
     RUN(test_summary_and_json);
