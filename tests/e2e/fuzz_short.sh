@@ -3,4 +3,4 @@
 # that a parser regression that its seed corpus reaches fails the suite.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bash tests/fuzz/run.sh "${TEMPO_FUZZ_SECONDS:-5}"
+bash tests/fuzz/run.sh "${TEMPO_FUZZ_SECONDS:-3}"
