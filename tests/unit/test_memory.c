@@ -163,6 +163,33 @@ static void test_max_order(void)
     ngram_memory_free(&m);
 }
 
+/* Count x[0..N) (ids below A; A = 0: below V) incrementally at order K and
+ * compare with the brute-force reference: every count-of-counts exactly,
+ * the probability at every `every`-th position to 1e-13. */
+static void check_against_reference(const int32_t *x, size_t N, int V, int K, int A, size_t every, ngram_memory *m)
+{
+    tempo_error e;
+    CHECK(ngram_memory_init(m, V, K, 1, &e) == 0);
+    for (size_t i = 0; i < N; i++)
+        if (ngram_memory_add(m, x, i, &e)) { CHECK_MSG(0, "%s", e.msg); break; }
+    ref_lm r = {x, N, V, K, A};
+    double disc[NGRAM_MAX_ORDER + 1][4];
+    for (int n = 1; n <= K; n++) {
+        uint64_t coc[5];
+        ref_coc(&r, n, coc);
+        for (int k = 1; k <= 4; k++)
+            CHECK_MSG(coc[k] == m->coc[n][k], "K %d order %d coc[%d] %llu vs %llu", K, n, k,
+                      (unsigned long long)coc[k], (unsigned long long)m->coc[n][k]);
+        ngram_discounts(coc, disc[n]);
+    }
+    double worst = 0;
+    for (size_t i = 0; i < N; i += every) {
+        double a = ngram_memory_prob(m, x, i, NULL), b = ref_prob(&r, i, disc);
+        if (fabs(a - b) > worst) worst = fabs(a - b);
+    }
+    CHECK_MSG(worst <= 1e-13, "K %d: worst difference %g", K, worst);
+}
+
 /* Orders above the exact ones (hashed context keys, a cache of a long
  * context) against the same reference: ids 0..5 of a 4097-id vocabulary,
  * orders 6 and 7 (exact keys stop at 5); each distribution sums to 1. */
@@ -175,26 +202,8 @@ static void test_hashed_orders(void)
     make_stream(x, N, A, 21);
     for (int K = 6; K <= 7; K++) {
         ngram_memory m;
-        tempo_error e;
-        CHECK(ngram_memory_init(&m, V, K, 1, &e) == 0 && m.exact_order < K);
-        for (size_t i = 0; i < N; i++)
-            if (ngram_memory_add(&m, x, i, &e)) { CHECK_MSG(0, "%s", e.msg); break; }
-        ref_lm r = {x, N, V, K, A};
-        double disc[NGRAM_MAX_ORDER + 1][4];
-        for (int n = 1; n <= K; n++) {
-            uint64_t coc[5];
-            ref_coc(&r, n, coc);
-            for (int k = 1; k <= 4; k++)
-                CHECK_MSG(coc[k] == m.coc[n][k], "K %d order %d coc[%d] %llu vs %llu", K, n, k,
-                          (unsigned long long)coc[k], (unsigned long long)m.coc[n][k]);
-            ngram_discounts(coc, disc[n]);
-        }
-        double worst = 0;
-        for (size_t i = 0; i < N; i += 11) {
-            double a = ngram_memory_prob(&m, x, i, NULL), b = ref_prob(&r, i, disc);
-            if (fabs(a - b) > worst) worst = fabs(a - b);
-        }
-        CHECK_MSG(worst <= 1e-13, "K %d: worst difference %g", K, worst);
+        check_against_reference(x, N, V, K, A, 11, &m);
+        CHECK(m.exact_order < K);
         for (size_t i = 0; i < N; i += 53)
             CHECK_NEAR(dist_sum(&m, x, i, p), 1.0, 1e-9);
         ngram_memory_free(&m);
@@ -212,26 +221,7 @@ static void test_against_reference(void)
     make_stream(x, N, V, 7);
     for (int K = 1; K <= 4; K++) {
         ngram_memory m;
-        tempo_error e;
-        CHECK(ngram_memory_init(&m, V, K, 1, &e) == 0);
-        for (size_t i = 0; i < N; i++)
-            if (ngram_memory_add(&m, x, i, &e)) { CHECK_MSG(0, "%s", e.msg); break; }
-        ref_lm r = {x, N, V, K, 0};
-        double disc[NGRAM_MAX_ORDER + 1][4];
-        for (int n = 1; n <= K; n++) {
-            uint64_t coc[5];
-            ref_coc(&r, n, coc);
-            for (int k = 1; k <= 4; k++)
-                CHECK_MSG(coc[k] == m.coc[n][k], "K %d order %d coc[%d] %llu vs %llu", K, n, k,
-                          (unsigned long long)coc[k], (unsigned long long)m.coc[n][k]);
-            ngram_discounts(coc, disc[n]);
-        }
-        double worst = 0;
-        for (size_t i = 0; i < N; i += 7) {
-            double a = ngram_memory_prob(&m, x, i, NULL), b = ref_prob(&r, i, disc);
-            if (fabs(a - b) > worst) worst = fabs(a - b);
-        }
-        CHECK_MSG(worst <= 1e-13, "K %d: worst difference %g", K, worst);
+        check_against_reference(x, N, V, K, 0, 7, &m);
         ngram_memory_free(&m);
     }
     free(x);
