@@ -25,13 +25,17 @@ while [ $kills -lt 3 ] && [ $tries -lt 40 ]; do
     pid=$!
     while kill -0 $pid 2>/dev/null; do
         if ls "$D" 2>/dev/null | grep -q "\.tmp\.$pid\$"; then
-            kill -9 $pid
-            kills=$((kills + 1))
-            pids+=("$pid")
+            kill -9 $pid 2>/dev/null
             break
         fi
     done
-    wait $pid 2>/dev/null
+    wait $pid 2>/dev/null; status=$?
+    # a kill counts only if it landed (killed by SIGKILL) while a temporary of the run was there: on a
+    # busy machine the run can finish, or rename its file, between the look and the kill
+    if [ $status -eq 137 ] && ls "$D" 2>/dev/null | grep -q "\.tmp\.$pid\$"; then
+        kills=$((kills + 1))
+        pids+=("$pid")
+    fi
 done
 [ $kills -eq 3 ] || fail "caught only $kills runs mid-write in $tries tries"
 left=$(temps)
