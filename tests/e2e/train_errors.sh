@@ -74,4 +74,31 @@ grep -q '"diverged"' "$E2E_TMP/div/metrics.jsonl" || fail "divergence not logged
     >/dev/null 2>&1 || fail "run with one injected NaN failed"
 [ "$(json_field "$E2E_TMP/nan/result.json" retries)" = 1 ] || fail "retries not 1"
 [ "$(json_field "$E2E_TMP/nan/result.json" steps)" = 20 ] || fail "did not finish 20 steps"
+# ... and it restores the right state: with the lr left as it was (retry_lr_factor=1), a run whose step 5
+# is thrown away ends bit for bit where an undisturbed run ends (the snapshot holds the weights, the
+# optimizer's moments and step, and the batch stream's position; any of them missed would show), while
+# the default factor (0.5) lowers the lr from the restore on, so it ends elsewhere
+G=(--data "$D" --preset tiny-test --steps 20 --no-eval --threads 2 --seed 9)
+# same_weights A B: the two model files hold the same tensors bit for bit (their headers hold the config,
+# which differs in retry_lr_factor)
+same_weights() {
+    python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+def tensors(p):
+    raw = open(p, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    head = {k: v for k, v in json.loads(raw[8:8 + n]).items() if k != "__metadata__"}
+    return head, raw[8 + n:]
+sys.exit(0 if tensors(sys.argv[1]) == tensors(sys.argv[2]) else 1)
+PY
+}
+"$TEMPO" train "${G[@]}" --out "$E2E_TMP/g0" >/dev/null 2>&1 || fail "undisturbed run failed"
+"$TEMPO" train "${G[@]}" --out "$E2E_TMP/g1" --inject-nan-at-step 5 --set retry_lr_factor=1 >/dev/null 2>&1 \
+    || fail "run with a NaN and factor 1 failed"
+[ "$(json_field "$E2E_TMP/g1/result.json" retries)" = 1 ] || fail "factor-1 run: retries not 1"
+same_weights "$E2E_TMP/g0/model.safetensors" "$E2E_TMP/g1/model.safetensors" \
+    || fail "the divergence guard did not restore the state it saved (weights differ from the undisturbed run)"
+"$TEMPO" train "${G[@]}" --out "$E2E_TMP/g2" --inject-nan-at-step 5 >/dev/null 2>&1 || fail "run with a NaN failed"
+same_weights "$E2E_TMP/g0/model.safetensors" "$E2E_TMP/g2/model.safetensors" \
+    && fail "the lowered lr after a restore changed nothing"
 exit 0
