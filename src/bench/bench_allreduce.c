@@ -4,19 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_timing.h"
 #include "core/timer.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
 
 int bench_allreduce_run(dist_context *d, const size_t *sizes, int n_sizes, int iters, bench_allreduce_row *rows,
                         tempo_error *err)
@@ -47,7 +36,7 @@ int bench_allreduce_run(dist_context *d, const size_t *sizes, int n_sizes, int i
             if (k >= 0) t[k] = timer_now() - t0;
         }
         if (!rc) {
-            r->seconds = median(t, iters);
+            r->seconds = bench_percentile(t, iters, 0.5);
             r->algbw_gbps = (double)r->bytes / r->seconds * 1e-9;
             r->busbw_gbps = r->algbw_gbps * 2.0 * (d->world - 1) / d->world;
             for (int k = -2; k < iters; k++) {
@@ -56,7 +45,7 @@ int bench_allreduce_run(dist_context *d, const size_t *sizes, int n_sizes, int i
                 __asm__ volatile("" : : "r"(y) : "memory");   /* keep the copy */
                 if (k >= 0) t[k] = timer_now() - t0;
             }
-            r->memcpy_gbps = (double)r->bytes / median(t, iters) * 1e-9;
+            r->memcpy_gbps = (double)r->bytes / bench_percentile(t, iters, 0.5) * 1e-9;
         }
         free(x);
         free(y);

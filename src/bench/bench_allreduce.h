@@ -15,7 +15,7 @@
 
 typedef struct {
     size_t bytes;
-    double seconds;        /* median over the timed repetitions (rank 0's clock, after a barrier) */
+    double seconds;        /* median (nearest rank) over the timed repetitions (rank 0's clock, after a barrier) */
     double algbw_gbps, busbw_gbps;
     double memcpy_gbps;    /* one rank copying the same bytes, median */
 } bench_allreduce_row;

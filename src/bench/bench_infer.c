@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_timing.h"
 #include "bench/peak.h"
 #include "core/rng.h"
 #include "core/timer.h"
@@ -18,20 +19,6 @@ void bench_infer_options_default(bench_infer_options *o)
     memset(o, 0, sizeof *o);
     o->runs = 5;
     o->max_batch = 64;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile q in (0, 1] of v[0..n) (sorted in place). */
-static double percentile(double *v, int n, double q)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    int k = (int)ceil(q * n) - 1;
-    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
 }
 
 static void emit(const bench_infer_options *o, strbuf *b)
@@ -181,8 +168,8 @@ static int measure_at(bench_bufs *bb, const bench_infer_options *o, bench_infer_
     int runs = r->runs, steps = r->decode_steps, P = r->prompt_tokens, P0 = r->decode_prompt;
     if (measure_prefill(bb->e, &bb->kc, bb->prompt, P, runs, bb->z, bb->lat, err))
         return -1;
-    a->ttft_p50_s = percentile(bb->lat, runs, 0.5);
-    a->ttft_p99_s = percentile(bb->lat, runs, 0.99);
+    a->ttft_p50_s = bench_percentile(bb->lat, runs, 0.5);
+    a->ttft_p99_s = bench_percentile(bb->lat, runs, 0.99);
     a->prefill_tokens_per_s = P / a->ttft_p50_s;
     strbuf_printf(line, "{\"bench\":\"infer\",\"what\":\"prefill\",\"prompt_tokens\":%d,\"threads\":%d,\"tokens_per_s\":",
                   P, a->threads);
@@ -203,8 +190,8 @@ static int measure_at(bench_bufs *bb, const bench_infer_options *o, bench_infer_
         bench_infer_decode *d = &a->decode[a->n_decode++];
         d->batch = B;
         d->tokens_per_s_mean = (double)B * steps * runs / total;
-        d->p50_ms = 1e3 * percentile(bb->lat, runs * steps, 0.5);
-        d->p99_ms = 1e3 * percentile(bb->lat, runs * steps, 0.99);
+        d->p50_ms = 1e3 * bench_percentile(bb->lat, runs * steps, 0.5);
+        d->p99_ms = 1e3 * bench_percentile(bb->lat, runs * steps, 0.99);
         d->tokens_per_s = B / (d->p50_ms * 1e-3);
         if (d->tokens_per_s > a->best_tokens_per_s) {
             a->best_tokens_per_s = d->tokens_per_s;

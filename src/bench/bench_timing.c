@@ -2,6 +2,7 @@
 #include "bench/bench_timing.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "bench/sysload.h"
 #include "core/timer.h"
@@ -42,4 +43,17 @@ void bench_json_num(strbuf *out, const char *key, double v, int digits)
         strbuf_json_number(out, bench_round(v, digits));
     else
         strbuf_puts(out, "null");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_percentile(double *v, int n, double q)
+{
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    int k = (int)ceil(q * n) - 1;
+    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
 }

@@ -18,6 +18,9 @@ typedef struct {
  * least 3 times, at most 100,000); the best repetition is kept. */
 void bench_time_best(void (*fn)(void *ctx), void *ctx, double min_seconds, bench_timing *t);
 
+/* Nearest-rank percentile q in (0, 1] of v[0..n) (sorts v in place). */
+double bench_percentile(double *v, int n, double q);
+
 /* v rounded to `digits` decimals, for JSON figures (prints 202.95, not
  * 202.95000000000002). */
 double bench_round(double v, int digits);
