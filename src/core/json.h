@@ -2,7 +2,7 @@
  *
  * Used for reading JSONL corpora, meta.json, ICL task files and safetensors
  * headers. It never crashes on any input: nesting is depth-limited (JSON_MAX_DEPTH),
- * every error is reported as text. JSON *writing* lives in core/strbuf.h.
+ * every error is reported as text. JSON *writing* lives in core/json_write.h.
  *
  * Strings: escapes are decoded; \u escapes become UTF-8 (a surrogate pair is
  * combined into one 4-byte sequence, a lone surrogate is encoded as its 3-byte

@@ -1,6 +1,7 @@
-/* strbuf.h - a growable string for building text output (JSON objects,
- * metadata). JSON *writing* lives here (escaped strings, numbers that
- * round-trip); JSON *parsing* lives in core/json.h. */
+/* strbuf.h - a growable string for building text output. The two JSON
+ * primitives (an escaped string, a number that round-trips) live here; whole
+ * JSON documents are written with core/json_write.h, which places the commas
+ * and quotes; JSON *parsing* lives in core/json.h. */
 #ifndef TEMPO_STRBUF_H
 #define TEMPO_STRBUF_H
 

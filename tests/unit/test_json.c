@@ -1,11 +1,13 @@
 /* test_json.c - the JSON parser: values, escapes and surrogates, raw bytes,
- * strict grammar errors with columns, depth limit, writer round trip, and a
+ * strict grammar errors with columns, depth limit, writer round trip, the
+ * structured writer (commas, nesting, escaping, misuse caught), and a
  * fuzz loop of random and mutated inputs (must never crash; run under ASan). */
 #include "test.h"
 
 #include <float.h>
 
 #include "core/json.h"
+#include "core/json_write.h"
 #include "core/rng.h"
 #include "core/strbuf.h"
 
@@ -202,6 +204,80 @@ static void test_writer_numbers(void)
 
 /* Random bytes and mutations of valid documents: parse must return 0 or -1
  * with a message, never crash or leak (ASan/LSan check the rest). */
+/* The structured writer: commas and colons placed by it, strings escaped,
+ * the text exact and parsed back; every misuse is reported by finish. */
+static void test_structured_writer(void)
+{
+    strbuf sb = {0};
+    jsonw w;
+    tempo_error err;
+    tempo_error_clear(&err);
+    jsonw_init(&w, &sb);
+    jsonw_object_begin(&w);
+    jsonw_field_number(&w, "a", 1.5);
+    jsonw_field_int(&w, "b", -3);
+    jsonw_field_uint(&w, "c", 18446744073709551615ull);
+    jsonw_field_bool(&w, "d", 1);
+    jsonw_field_null(&w, "e");
+    jsonw_field_string(&w, "quote\"key", "tab\there\n\x01");
+    jsonw_field_number(&w, "nan", NAN);
+    jsonw_field_digits(&w, "r", 2.71828, 2);
+    jsonw_key(&w, "list");
+    jsonw_array_begin(&w);
+    jsonw_int(&w, 1);
+    jsonw_object_begin(&w);
+    jsonw_object_end(&w);
+    jsonw_array_begin(&w);
+    jsonw_array_end(&w);
+    jsonw_string(&w, NULL);
+    jsonw_raw(&w, "{\"x\":[true]}");
+    jsonw_array_end(&w);
+    jsonw_object_end(&w);
+    CHECK(jsonw_finish(&w, &err) == 0);
+    const char *want = "{\"a\":1.5,\"b\":-3,\"c\":18446744073709551615,\"d\":true,\"e\":null,"
+                       "\"quote\\\"key\":\"tab\\there\\n\\u0001\",\"nan\":null,\"r\":2.72,"
+                       "\"list\":[1,{},[],null,{\"x\":[true]}]}";
+    CHECK_MSG(sb.data && strcmp(sb.data, want) == 0, "%s", sb.data ? sb.data : "(null)");
+    json_value *v = parse(sb.data);
+    CHECK(v && v->type == JSON_OBJECT && v->n == 9);
+    CHECK(json_get_string(v, "quote\"key") && strcmp(json_get_string(v, "quote\"key"), "tab\there\n\x01") == 0);
+    const json_value *list = json_get(v, "list");
+    CHECK(list && list->type == JSON_ARRAY && list->n == 5 && list->items[4].type == JSON_OBJECT);
+    json_free(v);
+    strbuf_free(&sb);
+
+    /* a top-level array and a bare number are values too */
+    jsonw_init(&w, &sb);
+    jsonw_number(&w, 0.1);
+    CHECK(jsonw_finish(&w, &err) == 0 && strcmp(sb.data, "0.1") == 0);
+    strbuf_free(&sb);
+
+    /* misuse: each is caught and named, never silently written as broken JSON */
+    struct { int kind; const char *msg; } bad[] = {
+        {0, "without a key"}, {1, "key outside an object"}, {2, "does not match"}, {3, "not complete"},
+        {4, "key without its value"}, {5, "second top-level value"}, {6, "deeper than"},
+        {7, "not complete"}, {8, "key where a value was due"}, {9, "empty raw value"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tempo_error_clear(&err);
+        jsonw_init(&w, &sb);
+        switch (bad[i].kind) {
+        case 0: jsonw_object_begin(&w); jsonw_int(&w, 1); jsonw_object_end(&w); break;
+        case 1: jsonw_array_begin(&w); jsonw_key(&w, "k"); jsonw_array_end(&w); break;
+        case 2: jsonw_array_begin(&w); jsonw_object_end(&w); break;
+        case 3: jsonw_object_begin(&w); jsonw_field_int(&w, "k", 1); break;
+        case 4: jsonw_object_begin(&w); jsonw_key(&w, "k"); jsonw_object_end(&w); break;
+        case 5: jsonw_int(&w, 1); jsonw_int(&w, 2); break;
+        case 6: for (int d = 0; d <= JSONW_MAX_DEPTH; d++) jsonw_array_begin(&w); break;
+        case 7: break;
+        case 8: jsonw_object_begin(&w); jsonw_key(&w, "a"); jsonw_key(&w, "b"); break;
+        case 9: jsonw_array_begin(&w); jsonw_raw(&w, ""); jsonw_array_end(&w); break;
+        }
+        CHECK_MSG(jsonw_finish(&w, &err) == -1 && strstr(err.msg, bad[i].msg), "case %d: %s", bad[i].kind, err.msg);
+        strbuf_free(&sb);
+    }
+}
+
 static void test_fuzz(void)
 {
     rng_state r;
@@ -256,6 +332,7 @@ int main(void)
     RUN(test_errors);
     RUN(test_writer_round_trip);
     RUN(test_writer_numbers);
+    RUN(test_structured_writer);
     RUN(test_fuzz);
     return test_summary("test_json");
 }
