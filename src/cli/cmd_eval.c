@@ -2,8 +2,9 @@
  * split of a data folder or on any text file (tokenised with the model's own
  * tokenizer); with --phase 2 the scorecard: bpb (when a text is given), ICL
  * accuracy (CORE) and the inference benchmark in one JSON object. Flag
- * parsing and printing only; the work is eval/bpb.c, eval/icl*.c and
- * bench/bench_infer.c. */
+ * parsing and printing only; the work is eval/eval_run.c (bpb, the
+ * scorecard's assembly), eval/icl*.c and bench/bench_infer.c, the documents'
+ * keys are eval/eval_result.c's. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -12,17 +13,13 @@
 
 #include "cli/cli.h"
 #include "core/fileio.h"
-#include "core/json.h"
 #include "core/number.h"
-#include "core/timer.h"
-#include "eval/icl_engine.h"
 #include "core/strbuf.h"
-#include "data/token_store.h"
+#include "core/timer.h"
 #include "data/tokenizer.h"
-#include "eval/bpb.h"
-#include "eval/hybrid_bpb.h"
+#include "eval/eval_run.h"
+#include "eval/icl_engine.h"
 #include "memory/hybrid.h"
-#include "memory/memory_file.h"
 #include "train/checkpoint.h"
 
 static int takes_value(const char *flag)
@@ -70,88 +67,17 @@ static void usage(FILE *f)
         "  \"bpb_detail\", \"icl\" and \"inference\". --out DIR also writes DIR/result.json.\n");
 }
 
-/* Which of the hybrid model's components to use (all by default). */
-typedef struct {
-    int memory, cache, adapt;
-    int cache_order, match_length;   /* >= 0: instead of the run's own (components needing no training) */
-} eval_parts;
-
-/* bpb of the val split or a text file; the phase-1 result object into js. */
+/* The phase-1 result line of a model on a text or val split, into js. */
 static int eval_bpb(const char *model_path, model *m, tokenizer *tok, const run_config *cfg, const char *data_dir,
-                    const char *text, int stride, int batch, eval_parts use, strbuf *js, tempo_error *err)
+                    const char *text, int stride, int batch, eval_parts use, strbuf *js, double *bpb,
+                    tempo_error *err)
 {
-    int32_t *ids = NULL;
-    size_t n = 0;
-    uint64_t n_bytes = 0, n_docs = 0;
-    int rc = 0;
-    if (text) {
-        if (token_encode_file(tok, text, &ids, &n, &n_bytes, &n_docs, err)) rc = -1;
-    } else {
-        char p[1100];
-        token_file tf;
-        if (token_file_open(&tf, path_join(p, sizeof p, data_dir, "val.tok"), err)) rc = -1;
-        else {
-            if (tf.vocab_size != (uint32_t)cfg->model.vocab_size)
-                rc = tempo_fail(err, "%s: vocabulary %u does not match the model's %d", p, tf.vocab_size,
-                                cfg->model.vocab_size);
-            else if (!(ids = malloc(sizeof(int32_t) * (tf.n_tokens ? tf.n_tokens : 1))))
-                rc = tempo_fail(err, "%s: out of memory", p);
-            else {
-                token_file_read(&tf, 0, tf.n_tokens, ids);
-                n = tf.n_tokens;
-                n_bytes = tf.n_bytes;
-                n_docs = tf.n_docs;
-            }
-            token_file_close(&tf);
-        }
-    }
-    hybrid_parts h;
-    memset(&h, 0, sizeof h);
-    hybrid_bpb_result hr;
-    if (!rc)
-        rc = hybrid_parts_load(&h, model_path, cfg->model.vocab_size, ngram_tokenizer_id(tok),
-                               use.memory ? cfg->memory_order : 0,
-                               !use.cache ? 0 : use.cache_order >= 0 ? use.cache_order : cfg->cache_order,
-                               !use.cache ? 0 : use.match_length >= 0 ? use.match_length : cfg->match_length,
-                               cfg->mixer_lr, err);
-    if (!rc)
-        rc = hybrid_bpb_evaluate(m, &h, use.adapt, ids, n, n_bytes, stride ? stride : cfg->model.context / 2, batch,
-                                 NULL, &hr, err);
-    free(ids);
-    int fitted = h.mixer_fitted, mem_k = h.has_memory ? h.memory.order : 0, cache_k = h.cache_order;
-    int match_k = h.match_length;
-    hybrid_parts_free(&h);
-    if (rc) return rc;
-    const bpb_result *r = &hr.model;
-    strbuf_puts(js, "{\"bpb\":");
-    strbuf_json_number(js, hr.bpb);
-    strbuf_puts(js, ",\"bits\":");
-    strbuf_json_number(js, hr.bits);
-    strbuf_puts(js, ",\"loss\":");
-    strbuf_json_number(js, hr.bits * log(2.0) / (double)r->n_tokens);
-    strbuf_printf(js, ",\"bytes\":%llu,\"tokens\":%llu,\"documents\":%llu,\"context\":%d,\"stride\":%d,\"seconds\":",
-                  (unsigned long long)r->n_bytes, (unsigned long long)r->n_tokens, (unsigned long long)n_docs,
-                  r->context, r->stride);
-    strbuf_json_number(js, hr.seconds);
-    strbuf_puts(js, ",\"model_seconds\":");
-    strbuf_json_number(js, r->seconds);
-    strbuf_puts(js, ",\"mixture_seconds\":");
-    strbuf_json_number(js, hr.mixture_seconds);
-    strbuf_printf(js, ",\"memory_order\":%d,\"cache_order\":%d,\"match_length\":%d,\"adapt\":%s,\"mixer\":\"%s\","
-                  "\"components\":{", mem_k, cache_k, match_k, use.adapt ? "true" : "false", fitted ? "fitted" : "equal");
-    for (int c = 0; c < MIX_N; c++) {
-        strbuf_printf(js, "%s\"%s\":{\"bpb\":", c ? "," : "", mixer_component_names[c]);
-        strbuf_json_number(js, hr.bpb_component[c]);
-        strbuf_puts(js, ",\"weight\":");
-        strbuf_json_number(js, hr.mean_weight[c]);
-        strbuf_puts(js, "}");
-    }
-    strbuf_puts(js, "}");
-    strbuf_puts(js, ",\"first_separator\":\"given\",\"source\":");
-    const char *src = text ? text : data_dir;
-    strbuf_json_string(js, src, strlen(src));
-    strbuf_puts(js, "}");
-    return 0;
+    eval_bpb_report r;
+    if (eval_run_bpb(model_path, m, tok, cfg, data_dir, text, stride, batch, use, &r, err))
+        return -1;
+    if (bpb)
+        *bpb = r.bpb;
+    return eval_bpb_report_json(&r, js, err);
 }
 
 static void print_line(void *user, const char *json)
@@ -178,11 +104,12 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
     tokenizer *tok;
     if (checkpoint_load_model(model_path, batch, &cfg, &m, &tok, &err)) return cli_report(&err);
     strbuf bpb = {0}, icl = {0}, inf = {0};
+    double bpb_value = NAN;
     int rc = 0;
     if (data_dir || text) {
         fprintf(stderr, "eval: bpb of %s\n", text ? text : data_dir);
-        eval_parts all = {1, 1, 1, -1, -1};
-        rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, all, &bpb, &err);
+        rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, eval_parts_all(), &bpb, &bpb_value,
+                      &err);
     }
     icl_task_result *r = NULL;
     int n = 0;
@@ -226,47 +153,14 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
         strbuf_free(&inf);
         return cli_report(&err);
     }
+    eval_scorecard sc;
+    eval_scorecard_fill(&sc, bpb.data, bpb_value, &s, icl.data, limit, &b, inf.data, model_path, timer_now() - t0);
     strbuf js = {0};
-    strbuf_puts(&js, "{\"phase\":2,\"bpb\":");
-    if (bpb.data) {
-        json_value *v = NULL;
-        tempo_error je;
-        if (!json_parse(bpb.data, bpb.len, &v, &je)) strbuf_json_number(&js, json_get_number(v, "bpb", NAN));
-        else strbuf_puts(&js, "null");
-        json_free(v);
-    } else {
-        strbuf_puts(&js, "null");
-    }
-    strbuf_puts(&js, ",\"core\":");
-    strbuf_json_number(&js, s.core);
-    char label[32] = "CORE";
-    if (s.n_core != s.n_table) snprintf(label, sizeof label, "CORE-%d", s.n_core);
-    strbuf_printf(&js, ",\"core_label\":\"%s\",\"core_entries\":%d,\"core_of\":%d,\"icl_limit\":%d", label,
-                  s.n_core, s.n_table, limit);
-    const bench_infer_at *bp = &b.at[b.best_prefill], *bd = &b.at[b.best_decode1], *bg = &b.at[b.best_batch_at];
-    strbuf_puts(&js, ",\"decode_tokens_per_s\":");
-    strbuf_json_number(&js, bd->n_decode ? bd->decode[0].tokens_per_s : NAN);
-    strbuf_puts(&js, ",\"prefill_tokens_per_s\":");
-    strbuf_json_number(&js, bp->prefill_tokens_per_s);
-    strbuf_puts(&js, ",\"time_to_first_token_s\":");
-    strbuf_json_number(&js, bp->ttft_p50_s);
-    strbuf_printf(&js, ",\"best_batch\":%d,\"best_decode_tokens_per_s\":", bg->best_batch);
-    strbuf_json_number(&js, bg->best_tokens_per_s);
-    strbuf_puts(&js, ",\"bpb_detail\":");
-    strbuf_puts(&js, bpb.data ? bpb.data : "null");
-    strbuf_puts(&js, ",\"icl\":");
-    strbuf_puts(&js, icl.data ? icl.data : "null");
-    strbuf_puts(&js, ",\"inference\":");
-    strbuf_puts(&js, inf.data ? inf.data : "null");
-    strbuf_puts(&js, ",\"model\":");
-    strbuf_json_string(&js, model_path, strlen(model_path));
-    strbuf_puts(&js, ",\"seconds\":");
-    strbuf_json_number(&js, timer_now() - t0);
-    strbuf_puts(&js, "}");
+    rc = eval_scorecard_json(&sc, &js, &err);
     strbuf_free(&bpb);
     strbuf_free(&icl);
     strbuf_free(&inf);
-    if (out_dir && dir_create(out_dir, &err)) {
+    if (rc || (out_dir && dir_create(out_dir, &err))) {
         strbuf_free(&js);
         return cli_report(&err);
     }
@@ -278,7 +172,7 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
 int cmd_eval(int argc, char **argv)
 {
     const char *model_path = NULL, *data_dir = NULL, *text = NULL, *tasks = NULL, *out_dir = NULL;
-    eval_parts use = {1, 1, 1, -1, -1};
+    eval_parts use = eval_parts_all();
     int stride = 0, batch = 8, threads = 0, phase = 1, limit = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -327,7 +221,7 @@ int cmd_eval(int argc, char **argv)
     tokenizer *tok;
     if (checkpoint_load_model(model_path, batch, &cfg, &m, &tok, &err)) return cli_report(&err);
     strbuf js = {0};
-    int rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, use, &js, &err);
+    int rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, use, &js, NULL, &err);
     model_free(m);
     tok_free(tok);
     if (rc) {

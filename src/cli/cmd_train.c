@@ -11,11 +11,11 @@
 
 #include "bench/hw_profile.h"
 #include "cli/cli.h"
-#include "memory/mixer.h"
 #include "core/number.h"
 #include "core/thread_pin.h"
 #include "core/timer.h"
 #include "judge/provenance.h"
+#include "train/run_result.h"
 #include "train/trainer.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -167,79 +167,16 @@ static int train_command(int argc, char **argv, dist_context *dist)
     }
     if (dist->rank != 0)
         return 0;   /* rank 0 reports for the job */
-    if (r.mfu > 1) {   /* impossible: the cached peak was measured while something else ran */
+    double cached_peak = r.peak_gflops, mfu = r.mfu;
+    if (run_result_drop_impossible_mfu(&r))
         fprintf(stderr, "tempo: note: MFU came out at %.0f %% of the cached hardware profile's peak (%.1f GFLOP/s), "
                         "which was measured under load; mfu is null (re-measure with tempo bench peak)\n",
-                100 * r.mfu, r.peak_gflops);
-        r.mfu = NAN;
-    }
+                100 * mfu, cached_peak);
     strbuf js = {0};
-    strbuf_puts(&js, "{\"val_bpb\":");
-    strbuf_json_number(&js, r.val_bpb);
-    strbuf_puts(&js, ",\"val_loss\":");
-    strbuf_json_number(&js, r.val_loss);
-    strbuf_printf(&js, ",\"val_bytes\":%llu,\"val_tokens\":%llu,\"val_seconds\":", (unsigned long long)r.val_bytes,
-                  (unsigned long long)r.val_tokens);
-    strbuf_json_number(&js, r.val_seconds);
-    strbuf_puts(&js, ",\"train_seconds\":");
-    strbuf_json_number(&js, r.train_seconds);
-    strbuf_puts(&js, ",\"budget_seconds\":");
-    strbuf_json_number(&js, r.budget_s);
-    strbuf_puts(&js, ",\"overrun_seconds\":");
-    strbuf_json_number(&js, r.overrun_seconds);
-    strbuf_puts(&js, ",\"startup_seconds\":");
-    strbuf_json_number(&js, r.startup_seconds);
-    strbuf_printf(&js, ",\"steps\":%lld,\"tokens\":%llu,\"params\":%zu,\"tokens_per_second\":", (long long)r.steps,
-                  (unsigned long long)r.tokens, r.params);
-    strbuf_json_number(&js, r.tokens_per_second);
-    strbuf_puts(&js, ",\"mfu\":");
-    strbuf_json_number(&js, r.mfu);
-    strbuf_puts(&js, ",\"model_gflops\":");
-    strbuf_json_number(&js, r.model_gflops);
-    strbuf_puts(&js, ",\"peak_gflops\":");
-    strbuf_json_number(&js, r.peak_gflops);
-    strbuf_puts(&js, ",\"flops_per_token\":");
-    strbuf_json_number(&js, r.flops_per_token);
-    strbuf_puts(&js, ",\"step_seconds_mean\":");
-    strbuf_json_number(&js, r.step_seconds_mean);
-    strbuf_puts(&js, ",\"final_train_loss\":");
-    strbuf_json_number(&js, r.final_train_loss);
-    strbuf_printf(&js, ",\"memory_order\":%d,\"cache_order\":%d,\"match_length\":%d,\"memory_seconds\":",
-                  r.memory_order, r.cache_order, r.match_length);
-    strbuf_json_number(&js, r.memory_seconds);
-    strbuf_puts(&js, ",\"memory_save_seconds\":");
-    strbuf_json_number(&js, r.memory_save_seconds);
-    strbuf_printf(&js, ",\"memory_bytes\":%llu,\"memory_entries\":%llu,\"memory_tokens\":%llu,\"mixer_seconds\":",
-                  (unsigned long long)r.memory_bytes, (unsigned long long)r.memory_entries,
-                  (unsigned long long)r.memory_tokens);
-    strbuf_json_number(&js, r.mixer_seconds);
-    strbuf_puts(&js, ",\"val_model_seconds\":");
-    strbuf_json_number(&js, r.val_model_seconds);
-    for (int k = 0; k < MIX_N; k++) {
-        strbuf_printf(&js, ",\"val_bpb_%s\":", mixer_component_names[k]);
-        strbuf_json_number(&js, r.val_bpb_component[k]);
+    if (run_result_json(&r, &o, pinned, &js, &err)) {
+        strbuf_free(&js);
+        return cli_report(&err);
     }
-    for (int k = 0; k < MIX_N; k++) {
-        strbuf_printf(&js, ",\"val_weight_%s\":", mixer_component_names[k]);
-        strbuf_json_number(&js, r.val_mean_weight[k]);
-    }
-    {
-        const char *names[] = {"steps", "val_slices", "checkpoints", "snapshots", "memory_build", "mixer_fit", "other"};
-        const double vals[] = {r.phase_seconds.steps, r.phase_seconds.val_slices, r.phase_seconds.checkpoints,
-                               r.phase_seconds.snapshots, r.phase_seconds.memory_build, r.phase_seconds.mixer_fit,
-                               r.phase_seconds.other};
-        strbuf_puts(&js, ",\"phase_seconds\":{");
-        for (int k = 0; k < 7; k++) {
-            strbuf_printf(&js, "%s\"%s\":", k ? "," : "", names[k]);
-            strbuf_json_number(&js, vals[k]);
-        }
-        strbuf_puts(&js, "}");
-    }
-    strbuf_printf(&js, ",\"world_size\":%d,\"ranks_threads\":%d,\"comm_seconds\":", r.world_size, o.threads);
-    strbuf_json_number(&js, r.comm_seconds);
-    strbuf_printf(&js, ",\"retries\":%d,\"interrupted\":%s,\"threads\":%d,\"threads_pinned\":%s,"
-                  "\"seed\":%llu}", r.retries, r.interrupted ? "true" : "false", o.threads,
-                  pinned ? "true" : "false", (unsigned long long)o.seed);
     rc = cli_emit_result(&js, o.out_dir);
     strbuf_free(&js);
     if (rc) return rc;

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "core/json.h"
+#include "core/json_write.h"
+#include "train/metrics_log.h"
 
 #define MAX_LINE (64u << 10)
 
@@ -56,29 +58,19 @@ void judge_series_thin(judge_series *s, size_t max_points)
 
 static void take_line(judge_curves *c, const char *line, size_t len)
 {
-    json_value *v;
+    metrics_record r;
     tempo_error e;
     if (len == 0)
         return;
-    if (json_parse(line, len, &v, &e)) {
-        c->lines_skipped++;
-        return;
-    }
     int used = 0;
-    const json_value *t = json_get(v, "elapsed_s");
-    if (t && t->type == JSON_NUMBER && isfinite(t->number)) {
-        const json_value *loss = json_get(v, "train_loss");
-        if (loss && loss->type == JSON_NUMBER && isfinite(loss->number))
-            used |= judge_series_push(&c->train_loss, t->number, loss->number) == 0;
-        const json_value *b = json_get(v, "val_bpb_slice");
-        if (!b || b->type != JSON_NUMBER)
-            b = json_get(v, "val_bpb");
-        if (b && b->type == JSON_NUMBER && isfinite(b->number))
-            used |= judge_series_push(&c->val_bpb, t->number, b->number) == 0;
+    if (metrics_record_read(line, len, &r, &e) == 0 && isfinite(r.elapsed_s) && isfinite(r.value)) {
+        if (r.kind == METRICS_STEP)
+            used = judge_series_push(&c->train_loss, r.elapsed_s, r.value) == 0;
+        else if (r.kind == METRICS_VAL_SLICE || r.kind == METRICS_VAL_FULL)
+            used = judge_series_push(&c->val_bpb, r.elapsed_s, r.value) == 0;
     }
     if (!used)
         c->lines_skipped++;
-    json_free(v);
 }
 
 int judge_curves_read(const char *path, judge_curves *c, tempo_error *err)
@@ -118,26 +110,27 @@ int judge_curves_read(const char *path, judge_curves *c, tempo_error *err)
     return 0;
 }
 
-static void series_json(const judge_series *s, strbuf *out)
+static void series_json(jsonw *w, const char *key, const judge_series *s)
 {
-    strbuf_puts(out, "[");
+    jsonw_key(w, key);
+    jsonw_array_begin(w);
     for (size_t i = 0; i < s->n; i++) {
-        strbuf_puts(out, i ? ",[" : "[");
-        strbuf_json_number(out, s->t[i]);
-        strbuf_puts(out, ",");
-        strbuf_json_number(out, s->v[i]);
-        strbuf_puts(out, "]");
+        jsonw_array_begin(w);
+        jsonw_number(w, s->t[i]);
+        jsonw_number(w, s->v[i]);
+        jsonw_array_end(w);
     }
-    strbuf_puts(out, "]");
+    jsonw_array_end(w);
 }
 
 void judge_curves_to_json(const judge_curves *c, strbuf *out)
 {
-    strbuf_puts(out, "{\"train_loss\":");
-    series_json(&c->train_loss, out);
-    strbuf_puts(out, ",\"val_bpb\":");
-    series_json(&c->val_bpb, out);
-    strbuf_puts(out, "}");
+    jsonw w;
+    jsonw_init(&w, out);
+    jsonw_object_begin(&w);
+    series_json(&w, "train_loss", &c->train_loss);
+    series_json(&w, "val_bpb", &c->val_bpb);
+    jsonw_object_end(&w);
 }
 
 static int series_from(const json_value *a, judge_series *s, const char *name, tempo_error *err)

@@ -4,9 +4,10 @@
  * non-finite numbers skipped), thinned to a few hundred points, and kept as
  * JSON in the leaderboard so the report does not need the run folder:
  *   {"train_loss": [[t, v], ...], "val_bpb": [[t, v], ...]}
- * A metrics line counts for train_loss when it has numbers "elapsed_s" and
- * "train_loss", for val_bpb when it has "elapsed_s" and "val_bpb_slice" or
- * "val_bpb". Drawing lives in judge/plot_svg.h. */
+ * The lines are read by train/metrics_log.h (which owns the format): a step
+ * line counts for train_loss, a val slice or the full validation for
+ * val_bpb, when its elapsed_s and figure are finite. Drawing lives in
+ * judge/plot_svg.h. */
 #ifndef TEMPO_JUDGE_CURVES_H
 #define TEMPO_JUDGE_CURVES_H
 

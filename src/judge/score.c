@@ -7,60 +7,39 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/json.h"
+#include "eval/eval_result.h"
+#include "train/run_result.h"
 
 int judge_parse_eval(const char *line, judge_eval_result *r, tempo_error *err)
 {
-    json_value *v;
-    if (!line || !*line)
-        return tempo_fail(err, "eval output: no JSON line");
-    if (json_parse(line, strlen(line), &v, err)) {
-        char msg[sizeof err->msg];
-        judge_fmt(msg, sizeof msg, "%s", err->msg);
-        return tempo_fail(err, "eval output: not JSON: %s", msg);
-    }
-    int rc = 0;
-    const json_value *b = json_get(v, "bpb");
-    if (v->type != JSON_OBJECT || !b || (b->type != JSON_NUMBER && b->type != JSON_NULL)) {
-        rc = tempo_fail(err, "eval output: no \"bpb\" number");
-    } else {
-        r->bpb = b->type == JSON_NUMBER ? b->number : NAN;
-        r->bits = json_get_number(v, "bits", NAN);
-        r->bytes = json_get_number(v, "bytes", NAN);
-        r->tokens = json_get_number(v, "tokens", NAN);
-        r->context = json_get_number(v, "context", NAN);
-        r->stride = json_get_number(v, "stride", NAN);
-        r->seconds = json_get_number(v, "seconds", NAN);
-    }
-    json_free(v);
-    return rc;
-}
-
-/* A count from the submission's file, or -1 (absent, fractional, out of range). */
-static long long count_of(const json_value *v, const char *key)
-{
-    double x = json_get_number(v, key, -1);
-    return x >= 0 && x <= 9007199254740992.0 && x == floor(x) ? (long long)x : -1;
+    eval_bpb_figures f;
+    if (eval_bpb_figures_read(line, &f, err))
+        return -1;
+    r->bpb = f.bpb;
+    r->bits = f.bits;
+    r->bytes = f.bytes;
+    r->tokens = f.tokens;
+    r->context = f.context;
+    r->stride = f.stride;
+    r->seconds = f.seconds;
+    return 0;
 }
 
 void judge_parse_run_result(const char *text, size_t len, judge_run_record *r)
 {
-    json_value *v;
+    run_result_summary s;
     tempo_error e;
-    /* the file is one JSON object, possibly followed by a newline */
-    if (json_parse(text, len, &v, &e))
+    if (run_result_read(text, len, &s, &e))
         return;
-    r->train_seconds = json_get_number(v, "train_seconds", NAN);
-    long long x;
-    if ((x = count_of(v, "steps")) >= 0)
-        r->steps = x;
-    if ((x = count_of(v, "tokens")) >= 0)
-        r->tokens = x;
-    if ((x = count_of(v, "params")) >= 0)
-        r->params = x;
-    r->tokens_per_second = json_get_number(v, "tokens_per_second", NAN);
-    r->mfu = json_get_number(v, "mfu", NAN);
-    json_free(v);
+    r->train_seconds = s.train_seconds;
+    if (s.steps >= 0)
+        r->steps = s.steps;
+    if (s.tokens >= 0)
+        r->tokens = s.tokens;
+    if (s.params >= 0)
+        r->params = s.params;
+    r->tokens_per_second = s.tokens_per_second;
+    r->mfu = s.mfu;
 }
 
 void judge_phase2_init(judge_phase2 *p, const judge_eval_result *e)
@@ -81,27 +60,6 @@ void judge_phase2_unavailable(judge_phase2 *p, const char *fmt, ...)
     va_end(ap);
     p->available = 0;
     p->combined = NAN;
-}
-
-/* The first number under one of names, in obj or in an object one level down. */
-static double find_number(const json_value *obj, const char *const *names, int n_names)
-{
-    for (int k = 0; k < n_names; k++) {
-        const json_value *x = json_get(obj, names[k]);
-        if (x && x->type == JSON_NUMBER)
-            return x->number;
-    }
-    for (size_t i = 0; i < obj->n; i++) {
-        const json_value *child = &obj->items[i];
-        if (child->type != JSON_OBJECT)
-            continue;
-        for (int k = 0; k < n_names; k++) {
-            const json_value *x = json_get(child, names[k]);
-            if (x && x->type == JSON_NUMBER)
-                return x->number;
-        }
-    }
-    return NAN;
 }
 
 void judge_phase2_combine(judge_phase2 *p)
@@ -129,24 +87,15 @@ void judge_phase2_combine(judge_phase2 *p)
 
 int judge_phase2_from_scorecard(judge_phase2 *p, const char *line)
 {
-    json_value *v;
     tempo_error e;
     if (!line || !*line) {
         judge_phase2_unavailable(p, "phase 2: the scorecard command printed no JSON line");
         return -1;
     }
-    if (json_parse(line, strlen(line), &v, &e) || v->type != JSON_OBJECT) {
-        if (v)
-            json_free(v);
+    if (eval_scorecard_read(line, &p->core, &p->decode_tokens_per_s, &e)) {
         judge_phase2_unavailable(p, "phase 2: the scorecard is not a JSON object");
         return -1;
     }
-    static const char *const core_names[] = {"core", "core_score", "icl_core"};
-    static const char *const speed_names[] = {"decode_tokens_per_s", "decode_batch1_tokens_per_s",
-                                              "decode_tokens_per_second"};
-    p->core = find_number(v, core_names, 3);
-    p->decode_tokens_per_s = find_number(v, speed_names, 3);
-    json_free(v);
     judge_phase2_combine(p);
     return p->available ? 0 : -1;
 }

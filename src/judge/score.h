@@ -35,8 +35,9 @@ typedef struct {
     double bits, bytes, tokens, context, stride, seconds;  /* NaN when absent */
 } judge_eval_result;
 
-/* Parse eval's last stdout line. Needs an object with a number "bpb" (a
- * null bpb is read as NaN). Errors: "eval output: <problem>". */
+/* Parse eval's last stdout line (eval/eval_result.h reads it). Needs an
+ * object with a number "bpb" (a null bpb is read as NaN). Errors: "eval
+ * output: <problem>". */
 int judge_parse_eval(const char *line, judge_eval_result *r, tempo_error *err);
 
 /* Lenient read of a submission's own result.json text (tempo's trainer
@@ -67,12 +68,10 @@ void judge_phase2_init(judge_phase2 *p, const judge_eval_result *e);
 /* Mark the parts unavailable, with a reason (printf-style). */
 void judge_phase2_unavailable(judge_phase2 *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Read the scorecard line of `tempo eval --phase 2` and compute the combined
- * score. The first number found under these names, at the top level or one
- * object down, is used: CORE "core", "core_score", "icl_core"; decode speed
- * "decode_tokens_per_s", "decode_batch1_tokens_per_s",
- * "decode_tokens_per_second". A missing or non-finite part leaves p
- * unavailable with the reason; returns 0 when the combined score is valid. */
+/* Read the scorecard line of `tempo eval --phase 2` (eval/eval_result.h
+ * owns its keys: "core" and "decode_tokens_per_s") and compute the combined
+ * score. A missing or non-finite part leaves p unavailable with the reason;
+ * returns 0 when the combined score is valid. */
 int judge_phase2_from_scorecard(judge_phase2 *p, const char *line);
 
 /* Compute the terms and the combined score from p's parts (sets available). */

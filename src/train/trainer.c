@@ -21,6 +21,7 @@
 #include "train/batch.h"
 #include "train/checkpoint.h"
 #include "train/memory_stage.h"
+#include "train/metrics_log.h"
 #include "train/train_step.h"
 
 /* Everything one run holds; freed in one place. */
@@ -43,7 +44,7 @@ typedef struct {
     float *snap_params, *snap_m, *snap_v;
     int64_t snap_opt_t;
     train_state snap_state;
-    FILE *metrics;
+    metrics_log metrics;         /* rank 0 only (f NULL elsewhere) */
     char ckpt_path[1100], model_path[1100];
     dist_context *dist;          /* NULL: one process */
     int rank, world;
@@ -68,7 +69,7 @@ static void ctx_free(run_ctx *c)
     free(c->snap_params);
     free(c->snap_m);
     free(c->snap_v);
-    if (c->metrics) fclose(c->metrics);
+    metrics_log_close(&c->metrics);
 }
 
 static int open_data(run_ctx *c, const char *dir, tempo_error *err)
@@ -161,31 +162,6 @@ static void progress(const train_options *o, const train_state *st, double budge
     fflush(o->progress);
 }
 
-/* On resume, drop the log lines of steps after the checkpoint (a crash can
- * leave some): the resumed run logs those steps again. */
-static int metrics_truncate(const char *path, int64_t step, tempo_error *err)
-{
-    if (!path_exists(path))
-        return 0;
-    char *text;
-    size_t len;
-    if (file_read_all(path, &text, &len, 0, err))
-        return -1;
-    strbuf keep = {0};
-    for (char *line = text; line < text + len;) {
-        char *nl = memchr(line, '\n', (size_t)(text + len - line));
-        size_t n = nl ? (size_t)(nl - line) + 1 : (size_t)(text + len - line);
-        long long s;
-        if (sscanf(line, "{\"step\":%lld", &s) == 1 && s <= step && nl)
-            strbuf_append(&keep, line, n);
-        line += n;
-    }
-    int rc = file_write_atomic(path, keep.data ? keep.data : "", keep.len, err);
-    strbuf_free(&keep);
-    free(text);
-    return rc;
-}
-
 static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_state *st, tempo_error *err)
 {
     c->commit = o->commit;
@@ -261,14 +237,7 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
     token_file_read(&c->val, 0, c->val.n_tokens, c->val_tokens);
     if (c->rank != 0)
         return 0;   /* only rank 0 writes the run folder */
-    char mp[1100];
-    path_join(mp, sizeof mp, o->out_dir, "metrics.jsonl");
-    if (o->resume && metrics_truncate(mp, st->step, err))
-        return -1;
-    c->metrics = fopen(mp, o->resume ? "a" : "w");
-    if (!c->metrics)
-        return tempo_fail(err, "%s: cannot write", mp);
-    return 0;
+    return metrics_log_open(&c->metrics, o->out_dir, o->resume ? st->step : -1, err);
 }
 
 /* Periodic val bpb on the first eval_tokens tokens of the val stream. */
@@ -284,47 +253,19 @@ static double slice_bpb(run_ctx *c, const run_config *cfg)
     return r.bpb;
 }
 
-static void log_step(FILE *f, const train_state *st, double loss, double lr, double tps, double gnorm,
+static void log_step(metrics_log *m, const train_state *st, double loss, double lr, double tps, double gnorm,
                      double step_s)
 {
-    if (!f)
-        return;
-    strbuf s = {0};
-    strbuf_printf(&s, "{\"step\":%lld,\"elapsed_s\":", (long long)st->step);
-    strbuf_json_number(&s, st->elapsed_s);
-    strbuf_printf(&s, ",\"tokens\":%llu,\"train_loss\":", (unsigned long long)st->tokens);
-    strbuf_json_number(&s, loss);
-    strbuf_puts(&s, ",\"lr\":");
-    strbuf_json_number(&s, lr);
-    strbuf_puts(&s, ",\"tokens_per_s\":");
-    strbuf_json_number(&s, tps);
-    strbuf_puts(&s, ",\"grad_norm\":");
-    strbuf_json_number(&s, gnorm);
-    strbuf_puts(&s, ",\"step_s\":");
-    strbuf_json_number(&s, step_s);
-    strbuf_puts(&s, "}\n");
-    fputs(s.data, f);
-    fflush(f);
-    strbuf_free(&s);
+    metrics_record r = {.kind = METRICS_STEP, .step = st->step, .elapsed_s = st->elapsed_s, .tokens = st->tokens,
+                        .value = loss, .lr = lr, .tokens_per_s = tps, .grad_norm = gnorm, .step_s = step_s};
+    metrics_log_write(m, &r);
 }
 
-static void log_event(FILE *f, const train_state *st, const char *key, double value, const char *note)
+static void log_event(metrics_log *m, const train_state *st, metrics_kind kind, double value, const char *note)
 {
-    if (!f)
-        return;
-    strbuf s = {0};
-    strbuf_printf(&s, "{\"step\":%lld,\"elapsed_s\":", (long long)st->step);
-    strbuf_json_number(&s, st->elapsed_s);
-    strbuf_printf(&s, ",\"tokens\":%llu,\"%s\":", (unsigned long long)st->tokens, key);
-    strbuf_json_number(&s, value);
-    if (note) {
-        strbuf_puts(&s, ",\"note\":");
-        strbuf_json_string(&s, note, strlen(note));
-    }
-    strbuf_puts(&s, "}\n");
-    fputs(s.data, f);
-    fflush(f);
-    strbuf_free(&s);
+    metrics_record r = {.kind = kind, .step = st->step, .elapsed_s = st->elapsed_s, .tokens = st->tokens,
+                        .value = value, .note = note};
+    metrics_log_write(m, &r);
 }
 
 typedef struct {
@@ -488,7 +429,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
             st.retries++;
             st.elapsed_s = timer_now() - loop_t0;
             if (st.retries > cfg.max_retries) {
-                log_event(c.metrics, &st, "diverged", loss, "non-finite loss or gradient; giving up");
+                log_event(&c.metrics, &st, METRICS_DIVERGED, loss, "non-finite loss or gradient; giving up");
                 rc = tempo_fail(err, "training diverged: non-finite loss or gradient at step %lld after %d restores "
                                 "(lr multiplier %.3g); lower lr or raise grad_clip",
                                 (long long)st.step, cfg.max_retries, st.guard_mult);
@@ -498,7 +439,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
             char note[160];
             snprintf(note, sizeof note, "non-finite loss or gradient: restored step %lld, lr multiplier now %.3g",
                      (long long)c.snap_state.step, st.guard_mult);
-            log_event(c.metrics, &st, "diverged", loss, note);
+            log_event(&c.metrics, &st, METRICS_DIVERGED, loss, note);
             if (o->progress)
                 fprintf(o->progress, "%sstep %lld: %s\n", o->progress_tty ? "\r\033[K" : "", (long long)st.step, note);
             snapshot_restore(&c, &st);
@@ -516,7 +457,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
         fit_reserve = memory_stage_fit_estimate(&cfg, step_pred, tokens_per_step);
         st.elapsed_s = timer_now() - loop_t0;
         double tps = (double)(st.tokens - session_tokens0) / (timer_now() - session_t0);
-        log_step(c.metrics, &st, loss, cfg.optim.lr * mult, tps, gnorm, dt);
+        log_step(&c.metrics, &st, loss, cfg.optim.lr * mult, tps, gnorm, dt);
         double remaining = budget > 0 ? budget - st.elapsed_s - step_pred - fit_reserve : 1e300;
         if (root && cfg.eval_every_s > 0 && st.elapsed_s - last_eval >= cfg.eval_every_s && remaining > eval_cost) {
             double e0 = timer_now();
@@ -525,7 +466,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
             res->phase_seconds.val_slices += eval_cost;
             st.elapsed_s = timer_now() - loop_t0;
             last_eval = st.elapsed_s;
-            log_event(c.metrics, &st, "val_bpb_slice", last_bpb, NULL);
+            log_event(&c.metrics, &st, METRICS_VAL_SLICE, last_bpb, NULL);
         }
         remaining = budget > 0 ? budget - st.elapsed_s - step_pred - fit_reserve : 1e300;
         if (root && cfg.checkpoint_every_s > 0 && st.elapsed_s - last_ckpt >= cfg.checkpoint_every_s &&
@@ -626,7 +567,7 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
                 res->val_bpb_component[k] = hr.bpb_component[k];
                 res->val_mean_weight[k] = hr.mean_weight[k];
             }
-            log_event(c.metrics, &st, "val_bpb", hr.bpb, "full validation");
+            log_event(&c.metrics, &st, METRICS_VAL_FULL, hr.bpb, "full validation");
         }
         mixer_free(&h.mx);
     }

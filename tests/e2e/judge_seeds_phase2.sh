@@ -79,7 +79,7 @@ grep -Eq '^  2  noisy +1\.910000 +0\.155563 +2 ' "$J_TMP/table.txt" || fail "noi
 # phase 2 with a scorecard: bpb 2.5, bytes/token 1000/400 = 2.5, decode 500 tokens/s = 1250 B/s
 mkdir -p "$J_TMP/p2" && cp "$J_TMP/write_model.py" "$J_TMP/p2/w.py"
 new_submission "$J_TMP/p2" p2 '["sh", "-c", "python3 w.py \"$TEMPO_OUT_DIR/model.safetensors\" ok 2.5"]'
-FAKE_SCORECARD='{"core": 0.12, "icl": {"tasks": 19}, "infer": {"decode_tokens_per_s": 500}}' \
+FAKE_SCORECARD='{"phase": 2, "core": 0.12, "decode_tokens_per_s": 500, "icl": {"tasks": 19}}' \
     judge_expect "$J_TMP/p2" ok '^$' --phase 2
 python3 - "$J_TMP/last.json" <<'PY' || fail "phase 2: combined score"
 import json, math, sys

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "judge/curves.h"
+#include "eval/eval_result.h"
 #include "judge/plot_svg.h"
 #include "judge/score.h"
 #include "test.h"
@@ -68,10 +69,17 @@ static void test_phase2_formula(void)
     CHECK(d.data && strstr(d.data, "score 1.850000 = bpb 2.000000") != NULL);
     strbuf_free(&d);
 
-    /* nested names and the cap: 1e6 tokens/s is far beyond 2^5 x reference */
+    /* the scorecard as eval writes it (eval/eval_result.h owns the keys), and the cap:
+     * 1e6 tokens/s is far beyond 2^5 x reference */
+    eval_scorecard sc = {.bpb = 2.0, .core = -0.02, .core_entries = 3, .core_of = 22, .decode_tokens_per_s = 1e6,
+                         .model = "m"};
+    strbuf line = {0};
+    tempo_error err;
+    CHECK(eval_scorecard_json(&sc, &line, &err) == 0);
     judge_phase2_init(&p, &e);
-    CHECK(judge_phase2_from_scorecard(&p, "{\"icl\":{\"core_score\":-0.02},\"infer\":{\"decode_batch1_tokens_per_s\":"
-                                          "1e6}}") == 0);
+    CHECK(judge_phase2_from_scorecard(&p, line.data) == 0);
+    strbuf_free(&line);
+    CHECK_NEAR(p.core, -0.02, 1e-15);
     CHECK_NEAR(p.speed_term, JUDGE_SPEED_TERM_CAP, 1e-12);
     CHECK_NEAR(p.combined, 2.0 + 0.02 - 0.25, 1e-12);
     /* and the other way: 1 token/s -> 4 B/s -> 0.05 log2(0.004) = -0.398 -> capped at -0.25 */
@@ -85,6 +93,9 @@ static void test_phase2_formula(void)
     CHECK(!p.available && strstr(p.reason, "CORE") != NULL && isnan(p.combined));
     judge_phase2_init(&p, &e);
     CHECK(judge_phase2_from_scorecard(&p, "{\"core\":0.3}") == -1 && strstr(p.reason, "decode") != NULL);
+    /* one set of key names: other spellings are not guessed at */
+    judge_phase2_init(&p, &e);
+    CHECK(judge_phase2_from_scorecard(&p, "{\"core_score\":0.3,\"decode_tokens_per_s\":5}") == -1);
     judge_phase2_init(&p, &e);
     CHECK(judge_phase2_from_scorecard(&p, "garbage") == -1 && strstr(p.reason, "not a JSON") != NULL);
     judge_eval_result no_tokens = {.bpb = 2.0, .bytes = NAN, .tokens = NAN};

@@ -1,0 +1,133 @@
+/* eval_result.c - eval's phase-1 result and phase-2 scorecard, written and
+ * read (see eval_result.h); the key names are the string literals of this
+ * file and nowhere else in C. */
+#include "eval/eval_result.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/json.h"
+#include "core/json_write.h"
+
+int eval_bpb_report_json(const eval_bpb_report *r, strbuf *out, tempo_error *err)
+{
+    jsonw w;
+    jsonw_init(&w, out);
+    jsonw_object_begin(&w);
+    jsonw_field_number(&w, "bpb", r->bpb);
+    jsonw_field_number(&w, "bits", r->bits);
+    jsonw_field_number(&w, "loss", r->loss);
+    jsonw_field_uint(&w, "bytes", r->bytes);
+    jsonw_field_uint(&w, "tokens", r->tokens);
+    jsonw_field_uint(&w, "documents", r->documents);
+    jsonw_field_int(&w, "context", r->context);
+    jsonw_field_int(&w, "stride", r->stride);
+    jsonw_field_number(&w, "seconds", r->seconds);
+    jsonw_field_number(&w, "model_seconds", r->model_seconds);
+    jsonw_field_number(&w, "mixture_seconds", r->mixture_seconds);
+    jsonw_field_int(&w, "memory_order", r->memory_order);
+    jsonw_field_int(&w, "cache_order", r->cache_order);
+    jsonw_field_int(&w, "match_length", r->match_length);
+    jsonw_field_bool(&w, "adapt", r->adapt);
+    jsonw_field_string(&w, "mixer", r->mixer_fitted ? "fitted" : "equal");
+    jsonw_key(&w, "components");
+    jsonw_object_begin(&w);
+    for (int c = 0; c < MIX_N; c++) {
+        jsonw_key(&w, mixer_component_names[c]);
+        jsonw_object_begin(&w);
+        jsonw_field_number(&w, "bpb", r->component_bpb[c]);
+        jsonw_field_number(&w, "weight", r->component_weight[c]);
+        jsonw_object_end(&w);
+    }
+    jsonw_object_end(&w);
+    jsonw_field_string(&w, "first_separator", "given");
+    jsonw_field_string(&w, "source", r->source ? r->source : "");
+    jsonw_object_end(&w);
+    return jsonw_finish(&w, err) ? tempo_error_prefix(err, "eval result") : 0;
+}
+
+/* Parse line as a JSON object; on failure err says why, after prefix. */
+static int parse_object(const char *line, const char *prefix, json_value **v, tempo_error *err)
+{
+    *v = NULL;
+    if (!line || !*line)
+        return tempo_fail(err, "%s: no JSON line", prefix);
+    if (json_parse(line, strlen(line), v, err)) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return tempo_fail(err, "%s: not JSON: %s", prefix, msg);
+    }
+    if ((*v)->type != JSON_OBJECT) {
+        json_free(*v);
+        *v = NULL;
+        return tempo_fail(err, "%s: not a JSON object", prefix);
+    }
+    return 0;
+}
+
+int eval_bpb_figures_read(const char *line, eval_bpb_figures *f, tempo_error *err)
+{
+    json_value *v;
+    if (parse_object(line, "eval output", &v, err))
+        return -1;
+    const json_value *b = json_get(v, "bpb");
+    int rc = 0;
+    if (!b || (b->type != JSON_NUMBER && b->type != JSON_NULL)) {
+        rc = tempo_fail(err, "eval output: no \"bpb\" number");
+    } else {
+        f->bpb = b->type == JSON_NUMBER ? b->number : NAN;
+        f->bits = json_get_number(v, "bits", NAN);
+        f->bytes = json_get_number(v, "bytes", NAN);
+        f->tokens = json_get_number(v, "tokens", NAN);
+        f->context = json_get_number(v, "context", NAN);
+        f->stride = json_get_number(v, "stride", NAN);
+        f->seconds = json_get_number(v, "seconds", NAN);
+    }
+    json_free(v);
+    return rc;
+}
+
+int eval_scorecard_json(const eval_scorecard *s, strbuf *out, tempo_error *err)
+{
+    char label[32] = "CORE";
+    if (s->core_entries != s->core_of)
+        snprintf(label, sizeof label, "CORE-%d", s->core_entries);
+    jsonw w;
+    jsonw_init(&w, out);
+    jsonw_object_begin(&w);
+    jsonw_field_int(&w, "phase", 2);
+    jsonw_field_number(&w, "bpb", s->bpb);
+    jsonw_field_number(&w, "core", s->core);
+    jsonw_field_string(&w, "core_label", label);
+    jsonw_field_int(&w, "core_entries", s->core_entries);
+    jsonw_field_int(&w, "core_of", s->core_of);
+    jsonw_field_int(&w, "icl_limit", s->icl_limit);
+    jsonw_field_number(&w, "decode_tokens_per_s", s->decode_tokens_per_s);
+    jsonw_field_number(&w, "prefill_tokens_per_s", s->prefill_tokens_per_s);
+    jsonw_field_number(&w, "time_to_first_token_s", s->time_to_first_token_s);
+    jsonw_field_int(&w, "best_batch", s->best_batch);
+    jsonw_field_number(&w, "best_decode_tokens_per_s", s->best_decode_tokens_per_s);
+    jsonw_key(&w, "bpb_detail");
+    s->bpb_detail ? jsonw_raw(&w, s->bpb_detail) : jsonw_null(&w);
+    jsonw_key(&w, "icl");
+    s->icl_json ? jsonw_raw(&w, s->icl_json) : jsonw_null(&w);
+    jsonw_key(&w, "inference");
+    s->inference_json ? jsonw_raw(&w, s->inference_json) : jsonw_null(&w);
+    jsonw_field_string(&w, "model", s->model);
+    jsonw_field_number(&w, "seconds", s->seconds);
+    jsonw_object_end(&w);
+    return jsonw_finish(&w, err) ? tempo_error_prefix(err, "scorecard") : 0;
+}
+
+int eval_scorecard_read(const char *line, double *core, double *decode_tokens_per_s, tempo_error *err)
+{
+    *core = *decode_tokens_per_s = NAN;
+    json_value *v;
+    if (parse_object(line, "scorecard", &v, err))
+        return -1;
+    *core = json_get_number(v, "core", NAN);
+    *decode_tokens_per_s = json_get_number(v, "decode_tokens_per_s", NAN);
+    json_free(v);
+    return 0;
+}

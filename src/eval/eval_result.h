@@ -1,0 +1,69 @@
+/* eval_result.h - the documents `tempo eval` prints, the one place that
+ * knows their key names: the phase-1 result (bits per byte of a text, one
+ * JSON line) and the phase-2 scorecard (bpb, ICL, inference speed). The
+ * judge reads both back from the eval it runs. Computing the figures lives
+ * in eval/eval_run.h; this file only writes and reads them.
+ *
+ * phase 1: {"bpb", "bits", "loss", "bytes", "tokens", "documents",
+ *   "context", "stride", "seconds", "model_seconds", "mixture_seconds",
+ *   "memory_order", "cache_order", "match_length", "adapt", "mixer",
+ *   "components": {name: {"bpb", "weight"}}, "first_separator", "source"}
+ * phase 2: {"phase": 2, "bpb", "core", "core_label", "core_entries",
+ *   "core_of", "icl_limit", "decode_tokens_per_s", "prefill_tokens_per_s",
+ *   "time_to_first_token_s", "best_batch", "best_decode_tokens_per_s",
+ *   "bpb_detail": <phase 1 object or null>, "icl": {...}, "inference":
+ *   {...}, "model", "seconds"} */
+#ifndef TEMPO_EVAL_RESULT_H
+#define TEMPO_EVAL_RESULT_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "core/strbuf.h"
+#include "memory/mixer.h"
+
+typedef struct {
+    double bpb, bits, loss;
+    uint64_t bytes, tokens, documents;
+    int context, stride;
+    double seconds, model_seconds, mixture_seconds;
+    int memory_order, cache_order, match_length;
+    int adapt, mixer_fitted;
+    double component_bpb[MIX_N], component_weight[MIX_N];
+    const char *source;   /* the text file or data folder scored */
+} eval_bpb_report;
+
+int eval_bpb_report_json(const eval_bpb_report *r, strbuf *out, tempo_error *err);
+
+/* The figures the judge reads back from a phase-1 line: NaN when absent. */
+typedef struct {
+    double bpb;   /* a null bpb (the model diverged) is NaN */
+    double bits, bytes, tokens, context, stride, seconds;
+} eval_bpb_figures;
+
+/* -1 (err: "eval output: ...") unless line is an object with "bpb" a number or null. */
+int eval_bpb_figures_read(const char *line, eval_bpb_figures *f, tempo_error *err);
+
+typedef struct {
+    double bpb;                    /* NaN: no text was scored */
+    const char *bpb_detail;        /* the phase-1 object's JSON, or NULL */
+    double core;                   /* NaN: no table entry evaluated */
+    int core_entries, core_of, icl_limit;
+    double decode_tokens_per_s;    /* batch 1 */
+    double prefill_tokens_per_s, time_to_first_token_s;
+    int best_batch;
+    double best_decode_tokens_per_s;
+    const char *icl_json;          /* icl_summary_json's object, or NULL */
+    const char *inference_json;    /* bench_infer_summary_json's object, or NULL */
+    const char *model;
+    double seconds;
+} eval_scorecard;
+
+int eval_scorecard_json(const eval_scorecard *s, strbuf *out, tempo_error *err);
+
+/* Read the two figures the phase-2 score needs from a scorecard line: NaN
+ * when absent or not numbers. -1 (err: "scorecard: ...") when the line is
+ * not a JSON object. */
+int eval_scorecard_read(const char *line, double *core, double *decode_tokens_per_s, tempo_error *err);
+
+#endif

@@ -1,0 +1,114 @@
+/* eval_run.c - bits per byte of a loaded model on a val split or a text
+ * file, and the phase-2 scorecard's assembly (see eval_run.h). */
+#include "eval/eval_run.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "data/token_store.h"
+#include "eval/hybrid_bpb.h"
+#include "memory/hybrid.h"
+#include "memory/memory_file.h"
+
+eval_parts eval_parts_all(void)
+{
+    eval_parts p = {1, 1, 1, -1, -1};
+    return p;
+}
+
+/* The val split of data_dir as ids, with its byte and document counts. */
+static int read_val(const char *data_dir, int vocab, int32_t **ids, size_t *n, uint64_t *n_bytes, uint64_t *n_docs,
+                    tempo_error *err)
+{
+    char p[1100];
+    token_file tf;
+    if (token_file_open(&tf, path_join(p, sizeof p, data_dir, "val.tok"), err))
+        return -1;
+    int rc = 0;
+    if (tf.vocab_size != (uint32_t)vocab)
+        rc = tempo_fail(err, "%s: vocabulary %u does not match the model's %d", p, tf.vocab_size, vocab);
+    else if (!(*ids = malloc(sizeof(int32_t) * (tf.n_tokens ? tf.n_tokens : 1))))
+        rc = tempo_fail(err, "%s: out of memory", p);
+    else {
+        token_file_read(&tf, 0, tf.n_tokens, *ids);
+        *n = tf.n_tokens;
+        *n_bytes = tf.n_bytes;
+        *n_docs = tf.n_docs;
+    }
+    token_file_close(&tf);
+    return rc;
+}
+
+int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_config *cfg, const char *data_dir,
+                 const char *text, int stride, int batch, eval_parts use, eval_bpb_report *r, tempo_error *err)
+{
+    memset(r, 0, sizeof *r);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    uint64_t n_bytes = 0, n_docs = 0;
+    int rc = text ? token_encode_file(tok, text, &ids, &n, &n_bytes, &n_docs, err)
+                  : read_val(data_dir, cfg->model.vocab_size, &ids, &n, &n_bytes, &n_docs, err);
+    hybrid_parts h;
+    memset(&h, 0, sizeof h);
+    hybrid_bpb_result hr;
+    if (!rc)
+        rc = hybrid_parts_load(&h, run_dir, cfg->model.vocab_size, ngram_tokenizer_id(tok),
+                               use.memory ? cfg->memory_order : 0,
+                               !use.cache ? 0 : use.cache_order >= 0 ? use.cache_order : cfg->cache_order,
+                               !use.cache ? 0 : use.match_length >= 0 ? use.match_length : cfg->match_length,
+                               cfg->mixer_lr, err);
+    if (!rc)
+        rc = hybrid_bpb_evaluate(m, &h, use.adapt, ids, n, n_bytes, stride ? stride : cfg->model.context / 2, batch,
+                                 NULL, &hr, err);
+    free(ids);
+    r->mixer_fitted = h.mixer_fitted;
+    r->memory_order = h.has_memory ? h.memory.order : 0;
+    r->cache_order = h.cache_order;
+    r->match_length = h.match_length;
+    hybrid_parts_free(&h);
+    if (rc)
+        return -1;
+    r->bpb = hr.bpb;
+    r->bits = hr.bits;
+    r->loss = hr.bits * log(2.0) / (double)hr.model.n_tokens;
+    r->bytes = hr.model.n_bytes;
+    r->tokens = hr.model.n_tokens;
+    r->documents = n_docs;
+    r->context = hr.model.context;
+    r->stride = hr.model.stride;
+    r->seconds = hr.seconds;
+    r->model_seconds = hr.model.seconds;
+    r->mixture_seconds = hr.mixture_seconds;
+    r->adapt = use.adapt;
+    for (int c = 0; c < MIX_N; c++) {
+        r->component_bpb[c] = hr.bpb_component[c];
+        r->component_weight[c] = hr.mean_weight[c];
+    }
+    r->source = text ? text : data_dir;
+    return 0;
+}
+
+void eval_scorecard_fill(eval_scorecard *s, const char *bpb_json, double bpb, const icl_summary *icl,
+                         const char *icl_json, int icl_limit, const bench_infer_result *b, const char *inference_json,
+                         const char *model_name, double seconds)
+{
+    memset(s, 0, sizeof *s);
+    s->bpb = bpb_json ? bpb : NAN;
+    s->bpb_detail = bpb_json;
+    s->core = icl->core;
+    s->core_entries = icl->n_core;
+    s->core_of = icl->n_table;
+    s->icl_limit = icl_limit;
+    const bench_infer_at *bp = &b->at[b->best_prefill], *bd = &b->at[b->best_decode1], *bg = &b->at[b->best_batch_at];
+    s->decode_tokens_per_s = bd->n_decode ? bd->decode[0].tokens_per_s : NAN;
+    s->prefill_tokens_per_s = bp->prefill_tokens_per_s;
+    s->time_to_first_token_s = bp->ttft_p50_s;
+    s->best_batch = bg->best_batch;
+    s->best_decode_tokens_per_s = bg->best_tokens_per_s;
+    s->icl_json = icl_json;
+    s->inference_json = inference_json;
+    s->model = model_name;
+    s->seconds = seconds;
+}

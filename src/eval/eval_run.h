@@ -1,0 +1,39 @@
+/* eval_run.h - what `tempo eval` computes, as library calls: the bits per
+ * byte of a loaded model (with its hybrid parts: count memory, cache, match
+ * model, mixer) on a data folder's val split or on any text file, and the
+ * phase-2 scorecard assembled from the bpb, the ICL summary and the
+ * inference benchmark. Printing and flags live in cli/cmd_eval.c; the key
+ * names of the documents in eval/eval_result.h. */
+#ifndef TEMPO_EVAL_RUN_H
+#define TEMPO_EVAL_RUN_H
+
+#include "bench/bench_infer.h"
+#include "core/error.h"
+#include "data/tokenizer.h"
+#include "eval/eval_result.h"
+#include "eval/icl.h"
+#include "model/model.h"
+#include "train/run_config.h"
+
+/* Which of the hybrid model's components to use (all by default: eval_parts_all). */
+typedef struct {
+    int memory, cache, adapt;
+    int cache_order, match_length;   /* >= 0: instead of the run's own (components needing no training) */
+} eval_parts;
+
+eval_parts eval_parts_all(void);
+
+/* bpb of DATA_DIR/val.tok (data_dir) or of a text file (text; exactly one
+ * is non-NULL), scored with the run's parts from run_dir. stride 0 =
+ * context / 2. r->source points at data_dir or text. */
+int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_config *cfg, const char *data_dir,
+                 const char *text, int stride, int batch, eval_parts use, eval_bpb_report *r, tempo_error *err);
+
+/* The scorecard's figures from its parts: bpb_json (eval_bpb_report_json's
+ * text, or NULL when no text was scored), the ICL summary and its JSON, the
+ * inference benchmark and its summary JSON. The strings are borrowed. */
+void eval_scorecard_fill(eval_scorecard *s, const char *bpb_json, double bpb, const icl_summary *icl,
+                         const char *icl_json, int icl_limit, const bench_infer_result *b, const char *inference_json,
+                         const char *model_name, double seconds);
+
+#endif
