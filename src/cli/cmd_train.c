@@ -43,7 +43,7 @@ static void usage(FILE *f)
         "  --out DIR         run folder: model.safetensors, checkpoint.safetensors, metrics.jsonl, result.json\n"
         "  --budget D        wall-clock training budget: 90s, 10m, 1h30m (startup and final eval not charged)\n"
         "  --steps N         stop after N steps; the lr schedule then follows steps, not time (reproducible)\n"
-        "  --preset NAME     configs/NAME.conf (default: cpu-default)\n"
+        "  --preset NAME     configs/NAME.conf on top of the defaults (default: none, i.e. cpu-default)\n"
         "  --set key=value   override one config key (repeatable); keys below\n"
         "  --seed N          random seed (default 1)\n"
         "  --threads N       threads (default: all cores)\n"
@@ -64,7 +64,7 @@ static void usage(FILE *f)
         "  where this session's train_seconds went (steps, val_slices, checkpoints, snapshots, memory_build,\n"
         "  mixer_fit, other), adding up to it.\n"
         "Ranges: budget up to 720h (30 days), steps up to 2^40, threads 1 to 1024, seed 0 to 2^53.\n"
-        "config keys:\n");
+        "config keys (name, default, meaning):\n");
     run_config_print_keys(f);
 }
 
@@ -75,7 +75,7 @@ static int train_command(int argc, char **argv, dist_context *dist)
     o.dist = dist;
     o.seed = 1;
     o.final_eval = 1;
-    const char *preset = "cpu-default";
+    const char *preset = NULL; /* the built-in defaults are cpu-default */
     const char *sets[256];
     int n_sets = 0, pin = 0;
     tempo_error err;
@@ -119,7 +119,7 @@ static int train_command(int argc, char **argv, dist_context *dist)
         o.commit = commit;
     }
     run_config_defaults(&o.cfg);
-    if (run_config_load_preset(&o.cfg, preset, &err)) return cli_report(&err);
+    if (preset && run_config_load_preset(&o.cfg, preset, &err)) return cli_report(&err);
     for (int i = 0; i < n_sets; i++)
         if (run_config_set_pair(&o.cfg, sets[i], &err)) return cli_report(&err);
     if (o.resume && n_sets)

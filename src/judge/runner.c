@@ -139,10 +139,22 @@ static void kill_strays(pid_t pgid, judge_proc_result *r)
     }
 }
 
-int judge_proc_run(const judge_proc_spec *s, judge_proc_result *r, tempo_error *err)
+/* One running command as the judge watches it. */
+typedef struct {
+    pid_t pid;                /* the leader; its process group has the same id */
+    int pidfd;                /* readable when the leader exits; -1 where unsupported */
+    int fds[2];               /* read ends of stdout and stderr; -1 once closed */
+    judge_caplog *logs[2];    /* where each goes */
+    int exec_errno;           /* != 0: the command did not start */
+    double t0;                /* fork time */
+    double deadline, term_at; /* 0: no deadline / SIGTERM not sent yet */
+    int status, ended_called;
+} watch;
+
+/* The two capped logs and three close-on-exec pipes: stdout, stderr and the
+ * exec status (p[4..5]). On failure everything opened is closed again. */
+static int open_logs_and_pipes(const judge_proc_spec *s, judge_proc_result *r, int p[6], tempo_error *err)
 {
-    memset(r, 0, sizeof *r);
-    r->out.fd = r->err.fd = -1;
     size_t tail = s->log_tail_bytes ? s->log_tail_bytes : 4096;
     if (judge_caplog_open(&r->out, s->stdout_log, s->log_head_bytes, tail, err))
         return -1;
@@ -150,137 +162,168 @@ int judge_proc_run(const judge_proc_spec *s, judge_proc_result *r, tempo_error *
         judge_caplog_free(&r->out);
         return -1;
     }
-    int out_p[2], err_p[2], st_p[2];
-    if (pipe2(out_p, O_CLOEXEC) != 0) {
-        judge_proc_free(r);
-        return tempo_fail(err, "%s: pipe: %s", s->argv[0], strerror(errno));
+    for (int i = 0; i < 3; i++) {
+        if (pipe2(p + 2 * i, O_CLOEXEC) != 0) {
+            int e = errno;
+            for (int k = 0; k < 2 * i; k++)
+                close(p[k]);
+            judge_proc_free(r);
+            return tempo_fail(err, "%s: pipe: %s", s->argv[0], strerror(e));
+        }
     }
-    if (pipe2(err_p, O_CLOEXEC) != 0) {
-        close(out_p[0]), close(out_p[1]);
-        judge_proc_free(r);
-        return tempo_fail(err, "%s: pipe: %s", s->argv[0], strerror(errno));
-    }
-    if (pipe2(st_p, O_CLOEXEC) != 0) {
-        close(out_p[0]), close(out_p[1]), close(err_p[0]), close(err_p[1]);
-        judge_proc_free(r);
-        return tempo_fail(err, "%s: pipe: %s", s->argv[0], strerror(errno));
-    }
+    return 0;
+}
+
+/* Fork the child into its own group and learn whether exec worked (the
+ * status pipe closes on exec, or carries errno). Fills w's pid, pipes,
+ * t0 and exec_errno. */
+static int start_child(const judge_proc_spec *s, judge_proc_result *r, int p[6], watch *w, tempo_error *err)
+{
     /* leftovers of the group are re-parented to the judge, which reaps them */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     pid_t judge_pid = getpid();
     fflush(NULL);
-    double t0 = timer_now();
+    w->t0 = timer_now();
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
-        close(out_p[0]), close(out_p[1]), close(err_p[0]), close(err_p[1]), close(st_p[0]), close(st_p[1]);
+        for (int k = 0; k < 6; k++)
+            close(p[k]);
         judge_proc_free(r);
         return tempo_fail(err, "%s: fork: %s", s->argv[0], strerror(e));
     }
     if (pid == 0) {
-        close(out_p[0]), close(err_p[0]), close(st_p[0]);
-        child_run(s, judge_pid, out_p[1], err_p[1], st_p[1]);
+        close(p[0]), close(p[2]), close(p[4]);
+        child_run(s, judge_pid, p[1], p[3], p[5]);
     }
     setpgid(pid, pid); /* also from here, so the group exists before any kill */
-    close(out_p[1]), close(err_p[1]), close(st_p[1]);
+    close(p[1]), close(p[3]), close(p[5]);
     int exec_errno = 0;
     ssize_t n;
     do
-        n = read(st_p[0], &exec_errno, sizeof exec_errno);
+        n = read(p[4], &exec_errno, sizeof exec_errno);
     while (n < 0 && errno == EINTR);
-    close(st_p[0]);
-    if (n != (ssize_t)sizeof exec_errno)
-        exec_errno = 0;
-    fcntl(out_p[0], F_SETFL, O_NONBLOCK);
-    fcntl(err_p[0], F_SETFL, O_NONBLOCK);
-    int pidfd = pidfd_for(pid);
+    close(p[4]);
+    w->exec_errno = n == (ssize_t)sizeof exec_errno ? exec_errno : 0;
+    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    fcntl(p[2], F_SETFL, O_NONBLOCK);
+    w->pid = pid;
+    w->pidfd = pidfd_for(pid);
+    w->fds[0] = p[0];
+    w->fds[1] = p[2];
+    w->logs[0] = &r->out;
+    w->logs[1] = &r->err;
+    w->deadline = s->budget_s > 0 ? w->t0 + s->budget_s : 0;
+    return 0;
+}
 
-    int fds_open[2] = {out_p[0], err_p[0]};
-    judge_caplog *logs[2] = {&r->out, &r->err};
-    double deadline = s->budget_s > 0 ? t0 + s->budget_s : 0, term_at = 0;
-    int leader_done = 0, status = 0, ended_called = 0;
+/* At the deadline: stop the group, let the caller take its files (at_end),
+ * then SIGTERM; after the grace, SIGKILL. Returns the seconds until the next
+ * of these is due (at most one tick). */
+static double enforce_deadline(const judge_proc_spec *s, judge_proc_result *r, watch *w, double now)
+{
+    if (w->deadline && !r->deadline_hit && now >= w->deadline && !w->exec_errno) {
+        r->deadline_hit = 1;
+        kill(-w->pid, SIGSTOP);
+        if (s->at_end)
+            s->at_end(s->ctx, 1);
+        w->ended_called = 1;
+        kill(-w->pid, SIGTERM);
+        kill(-w->pid, SIGCONT);
+        w->term_at = timer_now();
+    }
+    if (w->term_at && !r->killed && now >= w->term_at + s->grace_s) {
+        kill(-w->pid, SIGKILL);
+        r->killed = 1;
+    }
+    double next = 0.001 * TICK_MS;
+    if (w->deadline && !r->deadline_hit && w->deadline - now < next)
+        next = w->deadline - now;
+    if (w->term_at && !r->killed && w->term_at + s->grace_s - now < next)
+        next = w->term_at + s->grace_s - now;
+    return next;
+}
+
+/* Until the leader exits: keep the deadline, read both pipes into their
+ * logs, and kill the group at once when the output floods. */
+static void watch_until_exit(const judge_proc_spec *s, judge_proc_result *r, watch *w)
+{
+    int leader_done = 0;
     while (!leader_done) {
-        double now = timer_now();
-        if (deadline && !r->deadline_hit && now >= deadline && !exec_errno) {
-            r->deadline_hit = 1;
-            kill(-pid, SIGSTOP);
-            if (s->at_end)
-                s->at_end(s->ctx, 1);
-            ended_called = 1;
-            kill(-pid, SIGTERM);
-            kill(-pid, SIGCONT);
-            term_at = timer_now();
-        }
-        if (term_at && !r->killed && now >= term_at + s->grace_s) {
-            kill(-pid, SIGKILL);
-            r->killed = 1;
-        }
-        double next = 0.001 * TICK_MS;
-        if (deadline && !r->deadline_hit && deadline - now < next)
-            next = deadline - now;
-        if (term_at && !r->killed && term_at + s->grace_s - now < next)
-            next = term_at + s->grace_s - now;
+        double next = enforce_deadline(s, r, w, timer_now());
         int timeout_ms = next > 0 ? (int)(next * 1000) + 1 : 0;
         struct pollfd pf[3];
         int np = 0;
         for (int i = 0; i < 2; i++)
-            if (fds_open[i] >= 0)
-                pf[np++] = (struct pollfd){.fd = fds_open[i], .events = POLLIN};
-        if (pidfd >= 0)
-            pf[np++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+            if (w->fds[i] >= 0)
+                pf[np++] = (struct pollfd){.fd = w->fds[i], .events = POLLIN};
+        if (w->pidfd >= 0)
+            pf[np++] = (struct pollfd){.fd = w->pidfd, .events = POLLIN};
         poll(pf, (nfds_t)np, timeout_ms);
         for (int i = 0; i < 2; i++) {
-            if (fds_open[i] < 0)
-                continue;
-            if (drain(fds_open[i], logs[i]) < 0) {
-                close(fds_open[i]);
-                fds_open[i] = -1;
+            if (w->fds[i] >= 0 && drain(w->fds[i], w->logs[i]) < 0) {
+                close(w->fds[i]);
+                w->fds[i] = -1;
             }
         }
         if (s->flood_bytes && !r->flooded && r->out.total + r->err.total > s->flood_bytes) {
             r->flooded = 1;
             r->killed = 1;
-            kill(-pid, SIGKILL);
+            kill(-w->pid, SIGKILL);
         }
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid) {
+        pid_t got = waitpid(w->pid, &w->status, WNOHANG);
+        /* got < 0 cannot happen for our own child; leave rather than spin */
+        if (got == w->pid || (got < 0 && errno != EINTR)) {
             leader_done = 1;
-            r->wall_s = timer_now() - t0;
-        } else if (w < 0 && errno != EINTR) {
-            leader_done = 1; /* cannot happen for our own child; do not spin */
-            r->wall_s = timer_now() - t0;
+            r->wall_s = timer_now() - w->t0;
         }
     }
-    if (pidfd >= 0)
-        close(pidfd);
-    record_status(r, status);
-    kill_strays(pid, r);
-    /* the group is gone: read what is left in the pipes (bounded, in case an
-     * escaped process still holds them open) */
+}
+
+/* The group is gone: read what is left in the pipes (bounded, in case an
+ * escaped process still holds them open), then close them. */
+static void drain_after_exit(const judge_proc_spec *s, judge_proc_result *r, watch *w)
+{
     double until = timer_now() + 1.0;
-    while ((fds_open[0] >= 0 || fds_open[1] >= 0) && timer_now() < until) {
+    while ((w->fds[0] >= 0 || w->fds[1] >= 0) && timer_now() < until) {
         struct pollfd pf[2];
         int np = 0, idx[2];
         for (int i = 0; i < 2; i++)
-            if (fds_open[i] >= 0) {
+            if (w->fds[i] >= 0) {
                 idx[np] = i;
-                pf[np++] = (struct pollfd){.fd = fds_open[i], .events = POLLIN};
+                pf[np++] = (struct pollfd){.fd = w->fds[i], .events = POLLIN};
             }
         poll(pf, (nfds_t)np, 50);
         for (int k = 0; k < np; k++) {
             int i = idx[k];
-            if (drain(fds_open[i], logs[i]) < 0 ||
+            if (drain(w->fds[i], w->logs[i]) < 0 ||
                 (s->flood_bytes && r->out.total + r->err.total > 2 * s->flood_bytes)) {
-                close(fds_open[i]);
-                fds_open[i] = -1;
+                close(w->fds[i]);
+                w->fds[i] = -1;
             }
         }
     }
     for (int i = 0; i < 2; i++)
-        if (fds_open[i] >= 0)
-            close(fds_open[i]);
-    r->exec_errno = exec_errno;
-    if (!ended_called && !exec_errno && s->at_end)
+        if (w->fds[i] >= 0)
+            close(w->fds[i]);
+}
+
+int judge_proc_run(const judge_proc_spec *s, judge_proc_result *r, tempo_error *err)
+{
+    memset(r, 0, sizeof *r);
+    r->out.fd = r->err.fd = -1;
+    int p[6];
+    watch w = {0};
+    if (open_logs_and_pipes(s, r, p, err) || start_child(s, r, p, &w, err))
+        return -1;
+    watch_until_exit(s, r, &w);
+    if (w.pidfd >= 0)
+        close(w.pidfd);
+    record_status(r, w.status);
+    kill_strays(w.pid, r);
+    drain_after_exit(s, r, &w);
+    r->exec_errno = w.exec_errno;
+    if (!w.ended_called && !w.exec_errno && s->at_end)
         s->at_end(s->ctx, 0);
     judge_caplog_close(&r->out);
     judge_caplog_close(&r->err);

@@ -263,6 +263,29 @@ static int write_sums(const char *dir, const char *sums_path, tempo_error *err)
     return rc;
 }
 
+/* Check one record line "<hex>  <name>" against the folder's files (rel, n
+ * of them, sorted): the name must be one of them, listed once (seen), and
+ * the file's sha256 must match. */
+static int verify_line(const judge_data *d, char *line, char **rel, size_t n, unsigned char *seen,
+                       tempo_error *err)
+{
+    if (strlen(line) < 67 || line[64] != ' ' || line[65] != ' ')
+        return tempo_fail(err, "%s: malformed record", d->sums_path);
+    const char *name = line + 66;
+    char *const *hit = bsearch(&name, rel, n, sizeof *rel, cmp_str);
+    char path[PATH_MAX], hex[65];
+    judge_fmt(path, sizeof path, "%s/%s", d->dir, name);
+    if (!hit)
+        return tempo_fail(err, "%s: missing (the judge prepared it)", path);
+    if (seen[hit - rel]++)
+        return tempo_fail(err, "%s: malformed record (%s listed twice)", d->sums_path, name);
+    if (judge_sha256_file(path, hex, err))
+        return -1;
+    if (strncmp(hex, line, 64) != 0)
+        return tempo_fail(err, "%s: changed since the judge prepared it", path);
+    return 0;
+}
+
 int judge_data_verify(const judge_data *d, tempo_error *err)
 {
     if (!d->sums_path[0])
@@ -277,28 +300,21 @@ int judge_data_verify(const judge_data *d, tempo_error *err)
         free(text);
         return -1;
     }
-    int rc = 0;
-    size_t listed = 0;
+    /* every file of the folder listed exactly once (a count alone would let
+     * a record list one file twice and another not at all) */
+    unsigned char *seen = calloc(n + 1, 1);
+    int rc = seen ? 0 : tempo_fail(err, "%s: out of memory", d->sums_path);
     for (char *line = text; rc == 0 && *line;) {
         char *nl = strchr(line, '\n');
         if (nl)
             *nl = '\0';
-        if (strlen(line) < 67 || line[64] != ' ' || line[65] != ' ') {
-            rc = tempo_fail(err, "%s: malformed record", d->sums_path);
-            break;
-        }
-        const char *name = line + 66;
-        char path[PATH_MAX], hex[65];
-        judge_fmt(path, sizeof path, "%s/%s", d->dir, name);
-        if (judge_sha256_file(path, hex, err))
-            rc = -1;
-        else if (strncmp(hex, line, 64) != 0)
-            rc = tempo_fail(err, "%s: changed since the judge prepared it", path);
-        listed++;
+        rc = verify_line(d, line, rel, n, seen, err);
         line = nl ? nl + 1 : line + strlen(line);
     }
-    if (rc == 0 && listed != n)
-        rc = tempo_fail(err, "%s: holds %zu files, the judge prepared %zu", d->dir, n, listed);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (!seen[i])
+            rc = tempo_fail(err, "%s/%s: not prepared by the judge", d->dir, rel[i]);
+    free(seen);
     judge_tree_free(rel, n);
     free(text);
     return rc;
@@ -461,6 +477,32 @@ static int check_data_dir(const judge_data_options *o, judge_data *d, tempo_erro
     return 0;
 }
 
+/* The cached folder d->dir when it matches its record; else rebuilt (with a
+ * note naming what changed). A changed folder that cannot be removed is
+ * refused, and the rebuilt folder is checked against its new record before
+ * it is handed over: a changed folder is never used. */
+static int reuse_or_build(const judge_data_options *o, judge_data *d, char **names, size_t n, tempo_error *err)
+{
+    tempo_error e;
+    if (path_exists(d->dir)) {
+        if (!path_exists(d->sums_path))
+            tempo_fail(&e, "%s: no record of its files (%s is missing)", d->dir, d->sums_path);
+        else if (judge_data_verify(d, &e) == 0)
+            return 0;
+        if (o->progress)
+            fprintf(o->progress, "judge: rebuilding the training folder: %s\n", e.msg);
+        remove_tree(d->dir);
+        if (path_exists(d->dir))
+            return tempo_fail(err, "%s: changed since the judge prepared it and cannot be removed (%s); "
+                              "remove it and judge again", d->dir, e.msg);
+    }
+    if (build_folder(o, names, n, d->dir, d->sums_path, err))
+        return -1;
+    if (judge_data_verify(d, &e))
+        return tempo_fail(err, "training folder %s, just built, does not match its record: %s", d->dir, e.msg);
+    return 0;
+}
+
 int judge_data_prepare(const judge_data_options *o, judge_data *d, tempo_error *err)
 {
     memset(d, 0, sizeof *d);
@@ -506,17 +548,8 @@ int judge_data_prepare(const judge_data_options *o, judge_data *d, tempo_error *
         judge_fmt(d->sums_path, sizeof d->sums_path, "%s.sha256", d->dir);
         judge_fmt(d->text_dir, sizeof d->text_dir, "%s/text", d->dir);
         judge_fmt(d->id, sizeof d->id, "corpus v%d %s", o->vocab, key);
-        if (path_exists(d->dir) && path_exists(d->sums_path)) {
-            tempo_error e;
-            if (judge_data_verify(d, &e) == 0)
-                goto done;
-            if (o->progress)
-                fprintf(o->progress, "judge: rebuilding the training folder: %s\n", e.msg);
-        }
-        remove_tree(d->dir);
-        rc = build_folder(o, names, n, d->dir, d->sums_path, err);
+        rc = reuse_or_build(o, d, names, n, err);
     }
-done:
     judge_tree_free(names, n);
     return rc;
 }

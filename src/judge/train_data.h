@@ -11,8 +11,12 @@
  *                 `tempo prepare --vocab N text/train --val text/dev.txt`,
  *                 so val.tok is the dev split, never the validation text
  * and records every file's sha256 beside it (WORK/data/<name>.sha256). Each
- * run verifies the folder against that record first; a folder changed by an
- * earlier submission is rebuilt. Alternatively a prepared folder given by
+ * run verifies the folder against that record first (every file listed once,
+ * its sha256 matching, no other file); a folder changed by an earlier
+ * submission, or without its record, is rebuilt with a note, and one that
+ * cannot be removed is refused: a changed folder is never handed over. The
+ * record lies beside the folder, as writable as it: a process of the same
+ * user that rewrites both consistently is not detected. Alternatively a prepared folder given by
  * the organiser (--data-dir) is handed over as is, after checking that no
  * file in it is the validation text and that its meta.json does not name it.
  * Running submissions and scoring live elsewhere (judge/judge.h). */

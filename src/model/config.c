@@ -1,4 +1,4 @@
-/* config.c - model config validation and defaults (see config.h), and the
+/* config.c - model config validation (see config.h; no defaults here), and the
  * FLOP count per token (declared in model.h, it only needs the config). */
 #include "model/config.h"
 #include "model/model.h"
@@ -8,17 +8,6 @@
 int model_config_head_dim(const model_config *c)
 {
     return c->n_heads > 0 ? c->d_model / c->n_heads : 0;
-}
-
-model_config model_config_default(int vocab_size)
-{
-    model_config c = {
-        .vocab_size = vocab_size, .context = 256, .d_model = 256, .n_layers = 6,
-        .n_heads = 4, .n_kv_heads = 4, .d_ff = 1024, .mlp = MLP_RELU2, .qk_norm = 0,
-        .tied_head = 1, .logit_softcap = 0.0f, .rope_theta = 10000.0f, .norm_eps = 1e-5f,
-        .init_std = 0.02f,
-    };
-    return c;
 }
 
 int model_config_validate(const model_config *c, tempo_error *err)

@@ -1,5 +1,7 @@
 /* config.h - the shape of a tempo model (a decoder-only transformer) and its
- * validation. Nothing here allocates; the model itself is model.h. */
+ * validation. Nothing here allocates; the model itself is model.h. No
+ * defaults either: the one default configuration is run_config_defaults
+ * (src/train/run_config.h, the cpu-default preset). */
 #ifndef TEMPO_MODEL_CONFIG_H
 #define TEMPO_MODEL_CONFIG_H
 
@@ -29,9 +31,5 @@ int model_config_validate(const model_config *c, tempo_error *err);
 
 /* d_model / n_heads. */
 int model_config_head_dim(const model_config *c);
-
-/* A small default shape (d_model 256, 6 layers, 4 heads, context 256, ReLU^2,
- * tied head) for the given vocabulary; callers override fields. */
-model_config model_config_default(int vocab_size);
 
 #endif

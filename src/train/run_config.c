@@ -1,4 +1,8 @@
-/* run_config.c - the key table behind run_config (see run_config.h). */
+/* run_config.c - the key table behind run_config (see run_config.h): each
+ * key's name, type, range, help and default value. The defaults in this table
+ * are the one default configuration of tempo: the cpu-default preset, which
+ * configs/cpu-default.conf spells out key by key (test_run_config checks the
+ * two agree). The model layer (src/model/) has no defaults of its own. */
 #include "train/run_config.h"
 
 #include <ctype.h>
@@ -20,101 +24,79 @@ typedef struct {
     key_type type;
     size_t offset;
     double min, max;
+    double def;              /* the default (cpu-default); enums and bools as 0/1 */
     const char *help;
 } key_def;
 
 #define F(field) offsetof(run_config, field)
 static const key_def KEYS[] = {
-    {"vocab_size", K_INT, F(model.vocab_size), 0, 1 << 20, "model vocabulary incl. separator (set from the data)"},
-    {"context", K_INT, F(model.context), 1, 65536, "tokens per training sequence"},
-    {"d_model", K_INT, F(model.d_model), 1, 65536, "residual width"},
-    {"n_layers", K_INT, F(model.n_layers), 1, 1024, "transformer blocks"},
-    {"n_heads", K_INT, F(model.n_heads), 1, 1024, "attention heads"},
-    {"n_kv_heads", K_INT, F(model.n_kv_heads), 0, 1024, "key/value heads (GQA); 0 = n_heads"},
-    {"d_ff", K_INT, F(model.d_ff), 0, 1 << 20, "MLP hidden width; 0 = 4*d_model (relu2) or 8/3*d_model (swiglu)"},
-    {"mlp", K_MLP, F(model.mlp), 0, 0, "relu2 | swiglu"},
-    {"qk_norm", K_BOOL, F(model.qk_norm), 0, 1, "RMSNorm on queries and keys"},
-    {"tied_head", K_BOOL, F(model.tied_head), 0, 1, "output head shares the token embedding"},
-    {"logit_softcap", K_FLOAT, F(model.logit_softcap), 0, 1e6, "c*tanh(z/c) on logits; 0 = off"},
-    {"rope_theta", K_FLOAT, F(model.rope_theta), 1, 1e9, "rotary base"},
-    {"norm_eps", K_FLOAT, F(model.norm_eps), 0, 1, "RMSNorm epsilon"},
-    {"init_std", K_FLOAT, F(model.init_std), 0, 10, "initial weight standard deviation"},
-    {"optimizer", K_OPTIMIZER, F(optim.use_muon), 0, 0, "adamw | muon (Muon for hidden matrices)"},
-    {"lr", K_FLOAT, F(optim.lr), 0, 1e9, "AdamW lr of hidden matrices"},
-    {"lr_embed", K_FLOAT, F(optim.lr_embed), 0, 1e9, "AdamW lr of the token embedding"},
-    {"lr_head", K_FLOAT, F(optim.lr_head), 0, 1e9, "AdamW lr of an untied head"},
-    {"lr_scalar", K_FLOAT, F(optim.lr_scalar), 0, 1e9, "AdamW lr of norm gains"},
-    {"lr_muon", K_FLOAT, F(optim.lr_muon), 0, 1e9, "Muon lr of hidden matrices"},
-    {"beta1", K_FLOAT, F(optim.beta1), 0, 1, "AdamW beta1"},
-    {"beta2", K_FLOAT, F(optim.beta2), 0, 1, "AdamW beta2"},
-    {"eps", K_FLOAT, F(optim.eps), 0, 1, "AdamW epsilon"},
-    {"weight_decay", K_FLOAT, F(optim.weight_decay), 0, 10, "decoupled weight decay (matrices, head)"},
-    {"muon_momentum", K_FLOAT, F(optim.muon_momentum), 0, 1, "Muon Nesterov momentum"},
-    {"ns_steps", K_INT, F(optim.ns_steps), 1, 20, "Newton-Schulz iterations"},
-    {"grad_clip", K_FLOAT, F(optim.grad_clip), 0, 1e6, "clip global grad norm; 0 = off"},
-    {"warmup", K_DOUBLE, F(schedule.warmup), 0, 1, "share of the budget for lr warm-up"},
-    {"warmdown", K_DOUBLE, F(schedule.warmdown), 0, 1, "share of the budget for the final lr warm-down"},
-    {"final_lr_frac", K_DOUBLE, F(schedule.final_frac), 0, 1, "lr multiplier at the end of the budget"},
-    {"batch_size", K_INT, F(batch_size), 1, 1 << 20, "sequences per optimizer step"},
-    {"micro_batch", K_INT, F(micro_batch), 0, 1 << 20, "sequences per forward/backward; 0 = batch_size"},
-    {"eval_every", K_DOUBLE, F(eval_every_s), 0, 1e9, "seconds between val-slice evaluations; 0 = off"},
-    {"eval_tokens", K_INT, F(eval_tokens), 0, 1 << 30, "tokens in the periodic val slice"},
-    {"checkpoint_every", K_DOUBLE, F(checkpoint_every_s), 0, 1e9, "seconds between checkpoints; 0 = only at the end"},
-    {"max_retries", K_INT, F(max_retries), 0, 100, "divergence guard: restores before stopping"},
-    {"retry_lr_factor", K_DOUBLE, F(retry_lr_factor), 0, 1, "lr multiplier applied at each restore"},
-    {"memory_order", K_INT, F(memory_order), 0, 8, "count memory of the training tokens, n-gram orders 1..K; 0 = none"},
-    {"memory_prune", K_INT, F(memory_prune), 1, 1 << 20, "drop top-order n-grams counted fewer times (1 = keep all)"},
-    {"cache_order", K_INT, F(cache_order), 0, 8, "cache of the text being read, orders 1..K; 0 = none"},
-    {"match_length", K_INT, F(match_length), 0, 64, "match model of the text being read: tokens a match starts from; 0 = none"},
-    {"mixer_lr", K_DOUBLE, F(mixer_lr), 0, 10, "online learning rate of the mixing weights"},
-    {"mixer_holdout", K_INT, F(mixer_holdout), 0, 1 << 30, "training tokens kept out of the memory to fit the mixer"},
-    {"memory_train_weight", K_DOUBLE, F(memory_train_weight), 0, 1,
+    {"vocab_size", K_INT, F(model.vocab_size), 0, 1 << 20, 0, "model vocabulary incl. separator (set from the data)"},
+    {"context", K_INT, F(model.context), 1, 65536, 256, "tokens per training sequence"},
+    {"d_model", K_INT, F(model.d_model), 1, 65536, 192, "residual width"},
+    {"n_layers", K_INT, F(model.n_layers), 1, 1024, 4, "transformer blocks"},
+    {"n_heads", K_INT, F(model.n_heads), 1, 1024, 3, "attention heads"},
+    {"n_kv_heads", K_INT, F(model.n_kv_heads), 0, 1024, 0, "key/value heads (GQA); 0 = n_heads"},
+    {"d_ff", K_INT, F(model.d_ff), 0, 1 << 20, 0, "MLP hidden width; 0 = 4*d_model (relu2) or 8/3*d_model (swiglu)"},
+    {"mlp", K_MLP, F(model.mlp), 0, 0, MLP_SWIGLU, "relu2 | swiglu"},
+    {"qk_norm", K_BOOL, F(model.qk_norm), 0, 1, 0, "RMSNorm on queries and keys"},
+    {"tied_head", K_BOOL, F(model.tied_head), 0, 1, 1, "output head shares the token embedding"},
+    {"logit_softcap", K_FLOAT, F(model.logit_softcap), 0, 1e6, 0, "c*tanh(z/c) on logits; 0 = off"},
+    {"rope_theta", K_FLOAT, F(model.rope_theta), 1, 1e9, 10000, "rotary base"},
+    {"norm_eps", K_FLOAT, F(model.norm_eps), 0, 1, 1e-5, "RMSNorm epsilon"},
+    {"init_std", K_FLOAT, F(model.init_std), 0, 10, 0.02, "initial weight standard deviation"},
+    {"optimizer", K_OPTIMIZER, F(optim.use_muon), 0, 0, 1, "adamw | muon (Muon for hidden matrices)"},
+    {"lr", K_FLOAT, F(optim.lr), 0, 1e9, 3e-3, "AdamW lr of hidden matrices"},
+    {"lr_embed", K_FLOAT, F(optim.lr_embed), 0, 1e9, 3e-3, "AdamW lr of the token embedding"},
+    {"lr_head", K_FLOAT, F(optim.lr_head), 0, 1e9, 3e-3, "AdamW lr of an untied head"},
+    {"lr_scalar", K_FLOAT, F(optim.lr_scalar), 0, 1e9, 3e-3, "AdamW lr of norm gains"},
+    {"lr_muon", K_FLOAT, F(optim.lr_muon), 0, 1e9, 0.02, "Muon lr of hidden matrices"},
+    {"beta1", K_FLOAT, F(optim.beta1), 0, 1, 0.9, "AdamW beta1"},
+    {"beta2", K_FLOAT, F(optim.beta2), 0, 1, 0.95, "AdamW beta2"},
+    {"eps", K_FLOAT, F(optim.eps), 0, 1, 1e-8, "AdamW epsilon"},
+    {"weight_decay", K_FLOAT, F(optim.weight_decay), 0, 10, 0, "decoupled weight decay (matrices, head)"},
+    {"muon_momentum", K_FLOAT, F(optim.muon_momentum), 0, 1, 0.95, "Muon Nesterov momentum"},
+    {"ns_steps", K_INT, F(optim.ns_steps), 1, 20, 5, "Newton-Schulz iterations"},
+    {"grad_clip", K_FLOAT, F(optim.grad_clip), 0, 1e6, 1, "clip global grad norm; 0 = off"},
+    {"warmup", K_DOUBLE, F(schedule.warmup), 0, 1, 0.02, "share of the budget for lr warm-up"},
+    {"warmdown", K_DOUBLE, F(schedule.warmdown), 0, 1, 0.4, "share of the budget for the final lr warm-down"},
+    {"final_lr_frac", K_DOUBLE, F(schedule.final_frac), 0, 1, 0, "lr multiplier at the end of the budget"},
+    {"batch_size", K_INT, F(batch_size), 1, 1 << 20, 16, "sequences per optimizer step"},
+    {"micro_batch", K_INT, F(micro_batch), 0, 1 << 20, 0, "sequences per forward/backward; 0 = batch_size"},
+    {"eval_every", K_DOUBLE, F(eval_every_s), 0, 1e9, 60, "seconds between val-slice evaluations; 0 = off"},
+    {"eval_tokens", K_INT, F(eval_tokens), 0, 1 << 30, 16384, "tokens in the periodic val slice"},
+    {"checkpoint_every", K_DOUBLE, F(checkpoint_every_s), 0, 1e9, 120, "seconds between checkpoints; 0 = only at the end"},
+    {"max_retries", K_INT, F(max_retries), 0, 100, 3, "divergence guard: restores before stopping"},
+    {"retry_lr_factor", K_DOUBLE, F(retry_lr_factor), 0, 1, 0.5, "lr multiplier applied at each restore"},
+    {"memory_order", K_INT, F(memory_order), 0, 8, 5, "count memory of the training tokens, n-gram orders 1..K; 0 = none"},
+    {"memory_prune", K_INT, F(memory_prune), 1, 1 << 20, 1, "drop top-order n-grams counted fewer times (1 = keep all)"},
+    {"cache_order", K_INT, F(cache_order), 0, 8, 8, "cache of the text being read, orders 1..K; 0 = none"},
+    {"match_length", K_INT, F(match_length), 0, 64, 2, "match model of the text being read: tokens a match starts from; 0 = none"},
+    {"mixer_lr", K_DOUBLE, F(mixer_lr), 0, 10, 0.3, "online learning rate of the mixing weights"},
+    {"mixer_holdout", K_INT, F(mixer_holdout), 0, 1 << 30, 65536, "training tokens kept out of the memory to fit the mixer"},
+    {"memory_train_weight", K_DOUBLE, F(memory_train_weight), 0, 1, 0,
      "a > 0: train on the mixture loss -ln(a p + (1-a) p_memory) (leave-one-out memory); 0 = cross-entropy"},
 };
 #undef F
 #define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
 
+/* Store x (in range, integral for integer keys) in the field of k. */
+static void store(run_config *c, const key_def *k, double x)
+{
+    char *p = (char *)c + k->offset;
+    switch (k->type) {
+    case K_INT: case K_BOOL: case K_OPTIMIZER: *(int *)(void *)p = (int)x; break;
+    case K_MLP: *(mlp_kind *)(void *)p = x ? MLP_SWIGLU : MLP_RELU2; break;
+    case K_FLOAT: *(float *)(void *)p = (float)x; break;
+    case K_DOUBLE: *(double *)(void *)p = x; break;
+    }
+}
+
 void run_config_defaults(run_config *c)
 {
     memset(c, 0, sizeof *c);
-    model_config *m = &c->model;
-    m->context = 256;
-    m->d_model = 256;
-    m->n_layers = 4;
-    m->n_heads = 4;
-    m->mlp = MLP_RELU2;
-    m->tied_head = 1;
-    m->rope_theta = 10000;
-    m->norm_eps = 1e-5f;
-    m->init_std = 0.02f;
-    optim_config *o = &c->optim;
-    o->lr = 3e-3f;
-    o->lr_embed = 3e-3f;
-    o->lr_head = 3e-3f;
-    o->lr_scalar = 3e-3f;
-    o->lr_muon = 0.02f;
-    o->beta1 = 0.9f;
-    o->beta2 = 0.95f;
-    o->eps = 1e-8f;
-    o->weight_decay = 0.0f;
-    o->muon_momentum = 0.95f;
-    o->ns_steps = 5;
-    o->grad_clip = 1.0f;
-    c->schedule.warmup = 0.02;
-    c->schedule.warmdown = 0.4;
-    c->schedule.final_frac = 0.0;
-    c->batch_size = 16;
-    c->eval_every_s = 60;
-    c->eval_tokens = 16384;
-    c->checkpoint_every_s = 120;
-    c->max_retries = 3;
-    c->retry_lr_factor = 0.5;
-    c->memory_order = 0;
-    c->memory_prune = 1;
-    c->cache_order = 0;
-    c->mixer_lr = 0.02;
-    c->mixer_holdout = 65536;
-    snprintf(c->preset, sizeof c->preset, "defaults");
+    for (int i = 0; i < N_KEYS; i++)
+        store(c, &KEYS[i], KEYS[i].def);
+    snprintf(c->preset, sizeof c->preset, "cpu-default");
 }
 
 static const key_def *find_key(const char *name)
@@ -159,15 +141,9 @@ int run_config_set(run_config *c, const char *key, const char *value, tempo_erro
         return tempo_usage(err, "--set %s=%s: not a number", key, value);
     if (x < k->min || x > k->max)
         return tempo_usage(err, "--set %s=%s: out of range [%g, %g]", key, value, k->min, k->max);
-    if (k->type == K_INT) {
-        if (x != floor(x))
-            return tempo_usage(err, "--set %s=%s: expected an integer", key, value);
-        *(int *)(void *)p = (int)x;
-    } else if (k->type == K_FLOAT) {
-        *(float *)(void *)p = (float)x;
-    } else {
-        *(double *)(void *)p = x;
-    }
+    if (k->type == K_INT && x != floor(x))
+        return tempo_usage(err, "--set %s=%s: expected an integer", key, value);
+    store(c, k, x);
     return 0;
 }
 
@@ -332,6 +308,13 @@ int run_config_from_json(run_config *c, const char *json, size_t len, tempo_erro
 
 void run_config_print_keys(FILE *f)
 {
-    for (int i = 0; i < N_KEYS; i++)
-        fprintf(f, "  %-18s %s\n", KEYS[i].name, KEYS[i].help);
+    for (int i = 0; i < N_KEYS; i++) {
+        const key_def *k = &KEYS[i];
+        char def[32];
+        if (k->type == K_MLP) snprintf(def, sizeof def, "%s", k->def ? "swiglu" : "relu2");
+        else if (k->type == K_OPTIMIZER) snprintf(def, sizeof def, "%s", k->def ? "muon" : "adamw");
+        else if (k->type == K_BOOL) snprintf(def, sizeof def, "%s", k->def ? "true" : "false");
+        else snprintf(def, sizeof def, "%g", k->def);
+        fprintf(f, "  %-19s %-8s %s\n", k->name, def, k->help);
+    }
 }

@@ -3,7 +3,8 @@
  * Values come from defaults, then a named preset (configs/NAME.conf: lines
  * `key = value`, `#` comments), then `--set key=value` overrides, all through
  * one table of keys, so an unknown key or a bad value is one clear error. The
- * same table writes and reads the config as JSON for checkpoints. */
+ * same table holds the defaults (they are the cpu-default preset) and writes
+ * and reads the config as JSON for checkpoints. */
 #ifndef TEMPO_RUN_CONFIG_H
 #define TEMPO_RUN_CONFIG_H
 
@@ -37,6 +38,11 @@ typedef struct {
     char preset[64];
 } run_config;
 
+/* The one default configuration, the cpu-default preset: every key at its
+ * default (configs/cpu-default.conf lists the same values; a test checks),
+ * vocab_size 0 (it comes from the data), preset name "cpu-default". Other
+ * presets are applied on top of it, so a preset that wants a component of
+ * the hybrid model off says so (memory_order = 0, ...). */
 void run_config_defaults(run_config *c);
 /* Set one key from text. Unknown key or bad value: -1, code 2, message names both. */
 int run_config_set(run_config *c, const char *key, const char *value, tempo_error *err);

@@ -135,9 +135,20 @@ static void test_merges(void)
     tok_free(t);
 }
 
+/* A model config with every field written out (the model layer has no defaults). */
+static model_config plain_config(int V)
+{
+    model_config c = {
+        .vocab_size = V, .context = 256, .d_model = 256, .n_layers = 6, .n_heads = 4,
+        .n_kv_heads = 4, .d_ff = 1024, .mlp = MLP_RELU2, .tied_head = 1,
+        .rope_theta = 10000.0f, .norm_eps = 1e-5f, .init_std = 0.02f,
+    };
+    return c;
+}
+
 static void test_arch(void)
 {
-    model_config c = model_config_default(300);
+    model_config c = plain_config(300);
     export_arch a;
     tempo_error err;
     c.mlp = MLP_RELU2;
@@ -160,7 +171,7 @@ static void test_arch(void)
 
 static model *small_model(int qk_norm, int tied)
 {
-    model_config c = model_config_default(261);
+    model_config c = plain_config(261);
     c.d_model = 64;
     c.n_layers = 2;
     c.n_heads = 4;

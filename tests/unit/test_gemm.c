@@ -561,6 +561,7 @@ static void test_bench_helpers(void)
     rc.batch_size = 6;
     rc.micro_batch = 3;
     rc.optim.use_muon = 1;
+    rc.model.mlp = MLP_RELU2; /* two MLP matrices (the default, SwiGLU, has three) */
     snprintf(rc.preset, sizeof rc.preset, "p");
     CHECK(run_config_finish(&rc, &err) == 0);
     bench_gemm_shape set[64];

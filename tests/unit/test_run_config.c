@@ -1,10 +1,12 @@
-/* test_run_config.c - presets, --set overrides and their errors, the JSON
- * round trip used by checkpoints, and a checkpoint's loop-state metadata
- * checked before it is cast. */
+/* test_run_config.c - presets, --set overrides and their errors, the one
+ * default (the built-in defaults and configs/cpu-default.conf agree key by
+ * key), the JSON round trip used by checkpoints, an old checkpoint's missing
+ * keys, and a checkpoint's loop-state metadata checked before it is cast. */
 #include "test.h"
 
 #include <unistd.h>
 
+#include "core/fileio.h"
 #include "core/safetensors.h"
 #include "train/checkpoint.h"
 #include "train/run_config.h"
@@ -37,6 +39,7 @@ static void test_finish_derives_and_validates(void)
     c.model.vocab_size = 300;
     c.model.d_model = 96;
     c.model.n_heads = 4;
+    c.model.mlp = MLP_RELU2;
     CHECK(run_config_finish(&c, &err) == 0);
     CHECK(c.model.d_ff == 4 * 96 && c.model.n_kv_heads == 4 && c.micro_batch == c.batch_size);
     run_config_defaults(&c);
@@ -63,6 +66,13 @@ static void test_presets(void)
     tempo_error err;
     CHECK(run_config_load_preset(&c, "tiny-test", &err) == 0);
     CHECK(c.model.d_model == 64 && !strcmp(c.preset, "tiny-test"));
+    /* the defaults are the hybrid model; the other presets say they are the transformer alone */
+    const char *alone[] = {"tiny-test", "cpu-transformer", "cpu-d256", "cpu-d512"};
+    for (size_t i = 0; i < sizeof alone / sizeof alone[0]; i++) {
+        run_config_defaults(&c);
+        CHECK(run_config_load_preset(&c, alone[i], &err) == 0);
+        CHECK_MSG(c.memory_order == 0 && c.cache_order == 0 && c.match_length == 0, "%s", alone[i]);
+    }
     CHECK(run_config_load_preset(&c, "cpu-default", &err) == 0);
     tempo_error_clear(&err);
     CHECK(run_config_load_preset(&c, "no-such-preset", &err) == -1 && err.code == 2);
@@ -93,6 +103,85 @@ static void test_presets(void)
     CHECK(run_config_load_preset(&c, p, &err) == -1);
     CHECK_MSG(strstr(err.msg, "test_bad_preset.conf:2: a NUL byte") != NULL, "%s", err.msg);
     unlink(p);
+}
+
+/* Does the preset file at path state exactly the built-in defaults? Its
+ * values, loaded over the defaults, must change nothing (no disagreement),
+ * and it must name every key but vocab_size (so it is the whole default, not
+ * a part that happens to agree). Returns 1 if so, else 0 with why. */
+static int preset_is_the_defaults(const char *path, char *why, size_t n)
+{
+    run_config d, c;
+    run_config_defaults(&d);
+    run_config_defaults(&c);
+    tempo_error err;
+    if (run_config_load_preset(&c, path, &err)) {
+        snprintf(why, n, "%s", err.msg);
+        return 0;
+    }
+    snprintf(c.preset, sizeof c.preset, "%s", d.preset);
+    strbuf a = {0}, b = {0};
+    run_config_to_json(&d, &a);
+    run_config_to_json(&c, &b);
+    int same = a.len == b.len && !memcmp(a.data, b.data, a.len);
+    if (!same)
+        snprintf(why, n, "defaults %s, preset %s", a.data, b.data);
+    /* every key of the JSON must have a "key =" line in the file */
+    char *text = NULL;
+    size_t len = 0;
+    tempo_error e2;
+    if (same && file_read_all(path, &text, &len, 1 << 20, &e2) == 0) {
+        for (const char *k = strchr(a.data, '"'); same && k; k = strchr(k, '"')) {
+            const char *end = strchr(k + 1, '"');
+            char key[64], line[80];
+            snprintf(key, sizeof key, "%.*s", (int)(end - k - 1), k + 1);
+            k = strchr(end, ','); /* the next key follows the next comma (no value holds one) */
+            if (!k) break;
+            if (!strcmp(key, "vocab_size") || !strcmp(key, "preset"))
+                continue;
+            snprintf(line, sizeof line, "\n%s =", key);
+            if (!strstr(text, line)) {
+                snprintf(why, n, "no line for %s", key);
+                same = 0;
+            }
+        }
+    }
+    free(text);
+    strbuf_free(&a);
+    strbuf_free(&b);
+    return same;
+}
+
+/* The three defaults of issue 9 are one: the model layer has none,
+ * run_config_defaults is cpu-default, and configs/cpu-default.conf writes
+ * it out; a copy with one value changed or one key left out is caught. */
+static void test_defaults_are_cpu_default(void)
+{
+    run_config d;
+    run_config_defaults(&d);
+    CHECK(!strcmp(d.preset, "cpu-default") && d.model.vocab_size == 0);
+    char why[2048] = "";
+    CHECK_MSG(preset_is_the_defaults("configs/cpu-default.conf", why, sizeof why), "%s", why);
+    char *text = NULL;
+    size_t len = 0;
+    tempo_error err;
+    CHECK(file_read_all("configs/cpu-default.conf", &text, &len, 1 << 20, &err) == 0);
+    if (!text)
+        return;
+    const char *p = "build/test_defaults_copy.conf";
+    char *cut = strstr(text, "\ncache_order = 8");
+    CHECK(cut != NULL);
+    if (!cut) { free(text); return; }
+    FILE *f = fopen(p, "w"); /* cache_order = 7: one value disagrees */
+    fprintf(f, "%.*s\ncache_order = 7%s", (int)(cut - text), text, cut + strlen("\ncache_order = 8"));
+    fclose(f);
+    CHECK(!preset_is_the_defaults(p, why, sizeof why) && strstr(why, "\"cache_order\":7"));
+    f = fopen(p, "w"); /* the cache_order line left out: the values agree, the file is not whole */
+    fprintf(f, "%.*s%s", (int)(cut - text), text, cut + strlen("\ncache_order = 8"));
+    fclose(f);
+    CHECK_MSG(!preset_is_the_defaults(p, why, sizeof why) && !strcmp(why, "no line for cache_order"), "%s", why);
+    unlink(p);
+    free(text);
 }
 
 static void test_json_round_trip(void)
@@ -147,6 +236,38 @@ static int rewrite_meta(const char *src, const char *dst, const char *key, const
     return rc;
 }
 
+/* A checkpoint written before the hybrid model's keys existed (its config
+ * lacks memory_order, cache_order, match_length, memory_train_weight) reads
+ * with those components off, as it was trained, not with the defaults' (on). */
+static void check_old_config(const char *src, const char *dst, const run_config *c)
+{
+    strbuf js = {0}, old = {0};
+    run_config_to_json(c, &js);
+    const char *later[] = {"memory_order", "cache_order", "match_length", "memory_train_weight"};
+    for (const char *k = js.data + 1; *k;) { /* copy the object, leaving out the later keys */
+        const char *end = strchr(k, ',');
+        size_t n = end ? (size_t)(end - k) : strlen(k);
+        int skip = 0;
+        for (size_t i = 0; i < sizeof later / sizeof later[0]; i++) {
+            char q[64];
+            snprintf(q, sizeof q, "\"%s\":", later[i]);
+            skip |= !strncmp(k, q, strlen(q));
+        }
+        if (!skip)
+            strbuf_printf(&old, "%s%.*s", old.len ? "," : "{", (int)n, k);
+        k += n + (end != NULL);
+    }
+    CHECK(strstr(old.data, "match_length") == NULL && strstr(old.data, "\"d_model\":64") != NULL);
+    CHECK(rewrite_meta(src, dst, "config", old.data) == 0);
+    run_config back;
+    tempo_error err;
+    CHECK_MSG(checkpoint_read_config(dst, &back, &err) == 0, "%s", err.msg);
+    CHECK(back.memory_order == 0 && back.cache_order == 0 && back.match_length == 0 &&
+          back.memory_train_weight == 0 && back.model.d_model == 64);
+    strbuf_free(&js);
+    strbuf_free(&old);
+}
+
 /* A checkpoint whose loop state holds numbers out of their range (a damaged
  * or edited file) is refused as malformed: the loader casts them to
  * integers, which is undefined behaviour beyond the type's range (the
@@ -188,6 +309,7 @@ static void test_checkpoint_metadata_ranges(void)
                       strstr(err.msg, bad[i].key),
                   "%s=%s: %s", bad[i].key, bad[i].value, err.msg);
     }
+    check_old_config(src, dst, &c);
     unlink(src);
     unlink(dst);
     optim_free(&o);
@@ -199,6 +321,7 @@ int main(void)
     RUN(test_set_and_errors);
     RUN(test_finish_derives_and_validates);
     RUN(test_presets);
+    RUN(test_defaults_are_cpu_default);
     RUN(test_json_round_trip);
     RUN(test_checkpoint_metadata_ranges);
     return test_summary("test_run_config");
