@@ -68,8 +68,12 @@ static void usage(FILE *f)
     run_config_print_keys(f);
 }
 
-static int train_command(int argc, char **argv, dist_context *dist)
+/* Sets *same_everywhere when the exit code is one every rank reaches alike
+ * (flags, config, the trainer's setup checks): the job then ends without an
+ * abort, which could kill rank 0 before it says why. */
+static int train_command(int argc, char **argv, dist_context *dist, int *same_everywhere)
 {
+    *same_everywhere = 1;
     train_options o;
     memset(&o, 0, sizeof o);
     o.dist = dist;
@@ -154,7 +158,10 @@ static int train_command(int argc, char **argv, dist_context *dist)
     sigaction(SIGTERM, &sa, NULL);
 
     train_result r;
+    *same_everywhere = 0;
     int rc = train_run(&o, &r, &err);
+    if (rc && r.failed_in_setup)
+        *same_everywhere = 1;
     if (rc) {
         if (dist->world > 1) {
             if (err.code == 2 && dist->rank != 0)
@@ -193,9 +200,12 @@ int cmd_train(int argc, char **argv)
     tempo_error err;
     if (dist_init(&d, &argc, &argv, &err))
         return cli_report(&err);
-    int rc = train_command(argc, argv, &d);
-    if (rc != 0 && rc != 130 && d.world > 1)
-        dist_abort(&d, rc);   /* the other ranks may be waiting in a collective: end the whole job */
+    int same_everywhere;
+    int rc = train_command(argc, argv, &d, &same_everywhere);
+    /* A failure may leave the other ranks waiting in a collective: end the whole job; unless
+     * every rank failed alike before the first collective (each then ends on its own). */
+    if (rc != 0 && rc != 130 && !same_everywhere && d.world > 1)
+        dist_abort(&d, rc);
     dist_finalize(&d);
     return rc;
 }

@@ -32,12 +32,8 @@ static int uses_holdout(const run_config *cfg)
     return cfg->mixer_holdout > 0 && (cfg->memory_order > 0 || cfg->cache_order > 0 || cfg->match_length > 0);
 }
 
-int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
-                         const char *out_dir, int threads, int resume, FILE *progress, tempo_error *err)
+int memory_stage_check(const run_config *cfg, const token_file *train, tempo_error *err)
 {
-    memset(ms, 0, sizeof *ms);
-    ms->holdout_start = train->n_tokens;
-    /* orders the vocabulary allows, checked before any work (the cache's is first used at the end) */
     int V = (int)train->vocab_size, kmax = ngram_max_order(V);
     int cache_max = V <= NGRAM_HASHED_MAX_VOCAB ? NGRAM_MAX_ORDER : kmax;
     if (cfg->memory_order > kmax)
@@ -45,13 +41,22 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
                            cfg->memory_order, kmax, V);
     if (cfg->cache_order > cache_max)
         return tempo_usage(err, "cache_order %d is outside 1..%d (with %d ids)", cfg->cache_order, cache_max, V);
-    if (uses_holdout(cfg)) {
-        uint64_t keep = (uint64_t)cfg->model.context * 4 + 2;
-        if (train->n_tokens < (uint64_t)cfg->mixer_holdout + keep)
-            return tempo_usage(err, "mixer_holdout %d: the training stream holds only %llu tokens", cfg->mixer_holdout,
-                               (unsigned long long)train->n_tokens);
+    if (uses_holdout(cfg) && train->n_tokens < (uint64_t)cfg->mixer_holdout + (uint64_t)cfg->model.context * 4 + 2)
+        return tempo_usage(err, "mixer_holdout %d: the training stream holds only %llu tokens", cfg->mixer_holdout,
+                           (unsigned long long)train->n_tokens);
+    return 0;
+}
+
+int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
+                         const char *out_dir, int threads, int resume, FILE *progress, tempo_error *err)
+{
+    memset(ms, 0, sizeof *ms);
+    ms->holdout_start = train->n_tokens;
+    /* orders the vocabulary allows, checked before any work (the cache's is first used at the end) */
+    if (memory_stage_check(cfg, train, err))
+        return -1;
+    if (uses_holdout(cfg))
         ms->holdout_start = train->n_tokens - (uint64_t)cfg->mixer_holdout;
-    }
     if (cfg->memory_order <= 0)
         return 0;
     path_join(ms->path, sizeof ms->path, out_dir, "memory.bin");

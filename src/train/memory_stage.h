@@ -36,6 +36,11 @@ typedef struct {
  * there, else build over the training tokens before the held-out tail and
  * start saving it. With mixer_holdout > 0 (and a memory or a cache) the tail
  * of cfg->mixer_holdout tokens is held out. Nothing to do otherwise. */
+/* The settings' usage errors (orders the vocabulary allows, a held-out
+ * slice the training stream can spare), without any work: the same on every
+ * rank, so a multi-rank run can find them before its first collective. */
+int memory_stage_check(const run_config *cfg, const token_file *train, tempo_error *err);
+
 int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
                          const char *out_dir, int threads, int resume, FILE *progress, tempo_error *err);
 

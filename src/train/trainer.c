@@ -185,6 +185,10 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
         if (run_config_finish(cfg, err))
             return -1;
     }
+    /* Usage errors come here, before the first collective, and the same on
+     * every rank: each rank reports it and the job ends without an abort. */
+    if (memory_stage_check(cfg, &c->train, err))
+        return -1;
     if (c->world > 1) {
         /* each rank takes batch_size / world sequences of every global batch */
         if (cfg->batch_size % c->world)
@@ -324,11 +328,318 @@ static int forward_backward(run_ctx *c, const run_config *cfg, train_state *st, 
     return 0;
 }
 
+/* The loop's own clock and running figures (this session's). */
+typedef struct {
+    double budget;                 /* seconds; 0 = none */
+    int64_t max_steps;             /* 0 = none */
+    uint64_t tokens_per_step;
+    double elapsed_at_start;       /* of a resumed run: the sessions before */
+    double loop_t0;                /* st.elapsed_s = now - loop_t0 */
+    double step_pred;              /* the next step's predicted seconds */
+    double fit_reserve;            /* room left at the end of the budget to fit the mixer */
+    double last_eval, last_ckpt, last_snap, last_progress;
+    double eval_cost, ckpt_cost, last_bpb;
+    double loss, gnorm, lr_now;
+    double session_t0, session_end;
+    uint64_t session_tokens0;
+    int64_t steps_this_session;
+    double step_time_sum;
+} loop_state;
+
+/* Set up the run (data, model, optimizer, the count memory: built first, by
+ * rank 0 alone, its seconds charged to the budget) and the loop's clock. */
+static int start_run(run_ctx *c, const train_options *o, run_config *cfg, train_state *st, train_result *res,
+                     loop_state *ls, tempo_error *err)
+{
+    double t_start = timer_now();
+    if (setup(c, o, cfg, st, err))
+        return -1;
+    memset(ls, 0, sizeof *ls);
+    ls->budget = st->budget_s;
+    ls->max_steps = st->max_steps;
+    if (ls->budget <= 0 && ls->max_steps <= 0)
+        return tempo_usage(err, "train: give a --budget or a --steps limit");
+    res->startup_seconds = timer_now() - t_start;
+    run_config stage_cfg = *cfg;
+    if (c->rank != 0)
+        stage_cfg.memory_order = 0;   /* the other ranks only need the held-out tail's start */
+    if (memory_stage_prepare(&c->mem, &stage_cfg, &c->train, ngram_tokenizer_id(c->tok), o->out_dir, o->threads,
+                             o->resume, o->progress, err))
+        return -1;
+    c->train_batches = c->train;
+    c->train_batches.n_tokens = c->mem.holdout_start;
+    if (cfg->memory_train_weight > 0 && c->mem.has_memory) {
+        size_t bt = (size_t)cfg->micro_batch * cfg->model.context;
+        c->mix_b = malloc(sizeof(float) * bt);
+        c->mix_window = malloc(sizeof(int32_t) * (bt + (size_t)cfg->micro_batch));
+        if (!c->mix_b || !c->mix_window)
+            return tempo_fail(err, "training: out of memory");
+    }
+    ls->elapsed_at_start = st->elapsed_s;
+    if (c->mem.built) {
+        res->phase_seconds.memory_build = c->mem.build_s;
+        st->memory_s += c->mem.build_s;
+        st->elapsed_s += c->mem.build_s;
+    }
+    res->startup_seconds += c->mem.load_s;
+    res->params = model_num_params(c->m);
+    res->flops_per_token = model_flops_per_token(&cfg->model, cfg->model.context);
+    ls->tokens_per_step = (uint64_t)cfg->batch_size * cfg->model.context;
+    ls->loop_t0 = timer_now() - st->elapsed_s;
+    ls->last_eval = ls->last_ckpt = st->elapsed_s;
+    ls->last_snap = -1e9;
+    ls->last_bpb = -1;
+    ls->loss = NAN;
+    ls->session_t0 = timer_now();
+    ls->session_tokens0 = st->tokens;
+    return 0;
+}
+
+/* Rank 0's clock decides for every rank: ctl[0] stop (1: limit, 2:
+ * interrupted), ctl[1] the schedule's progress, ctl[2] whether to take the
+ * divergence guard's snapshot. */
+static int clock_decide(run_ctx *c, const train_options *o, const train_state *st, const loop_state *ls,
+                        double ctl[3], tempo_error *err)
+{
+    ctl[0] = ctl[1] = ctl[2] = 0;
+    if (c->rank == 0) {
+        if ((ls->max_steps > 0 && st->step >= ls->max_steps) ||
+            (ls->budget > 0 && st->elapsed_s + ls->step_pred + ls->fit_reserve > ls->budget))
+            ctl[0] = 1;
+        else if (o->stop_flag && *o->stop_flag)
+            ctl[0] = 2;
+        /* the schedule spans the transformer's share of the budget */
+        ctl[1] = ls->max_steps > 0 ? (double)st->step / (double)ls->max_steps
+                                   : (st->elapsed_s - st->memory_s) / (ls->budget - st->memory_s - ls->fit_reserve);
+        ctl[2] = st->elapsed_s - ls->last_snap >= 30.0 || st->step == 0;
+    }
+    return c->dist ? dist_broadcast_f64(c->dist, ctl, 3, err) : 0;
+}
+
+/* A non-finite loss or gradient: restore the last snapshot with a lower
+ * learning rate, or give up (-1) after max_retries. */
+static int guard_restore(run_ctx *c, const train_options *o, const run_config *cfg, train_state *st,
+                         const loop_state *ls, tempo_error *err)
+{
+    st->retries++;
+    st->elapsed_s = timer_now() - ls->loop_t0;
+    if (st->retries > cfg->max_retries) {
+        log_event(&c->metrics, st, METRICS_DIVERGED, ls->loss, "non-finite loss or gradient; giving up");
+        return tempo_fail(err, "training diverged: non-finite loss or gradient at step %lld after %d restores "
+                          "(lr multiplier %.3g); lower lr or raise grad_clip",
+                          (long long)st->step, cfg->max_retries, st->guard_mult);
+    }
+    st->guard_mult *= cfg->retry_lr_factor;
+    char note[160];
+    snprintf(note, sizeof note, "non-finite loss or gradient: restored step %lld, lr multiplier now %.3g",
+             (long long)c->snap_state.step, st->guard_mult);
+    log_event(&c->metrics, st, METRICS_DIVERGED, ls->loss, note);
+    if (o->progress)
+        fprintf(o->progress, "%sstep %lld: %s\n", o->progress_tty ? "\r\033[K" : "", (long long)st->step, note);
+    snapshot_restore(c, st);
+    return 0;
+}
+
+/* After a step: the metrics line, the periodic val slice and checkpoint
+ * (rank 0, when the budget has room for them) and the progress line. */
+static int after_step(run_ctx *c, const train_options *o, const run_config *cfg, train_state *st, train_result *res,
+                      loop_state *ls, double lr, double dt, tempo_error *err)
+{
+    st->elapsed_s = timer_now() - ls->loop_t0;
+    double tps = (double)(st->tokens - ls->session_tokens0) / (timer_now() - ls->session_t0);
+    log_step(&c->metrics, st, ls->loss, lr, tps, ls->gnorm, dt);
+    const int root = c->rank == 0;
+    double remaining = ls->budget > 0 ? ls->budget - st->elapsed_s - ls->step_pred - ls->fit_reserve : 1e300;
+    if (root && cfg->eval_every_s > 0 && st->elapsed_s - ls->last_eval >= cfg->eval_every_s &&
+        remaining > ls->eval_cost) {
+        double e0 = timer_now();
+        ls->last_bpb = slice_bpb(c, cfg);
+        ls->eval_cost = timer_now() - e0;
+        res->phase_seconds.val_slices += ls->eval_cost;
+        st->elapsed_s = timer_now() - ls->loop_t0;
+        ls->last_eval = st->elapsed_s;
+        log_event(&c->metrics, st, METRICS_VAL_SLICE, ls->last_bpb, NULL);
+    }
+    remaining = ls->budget > 0 ? ls->budget - st->elapsed_s - ls->step_pred - ls->fit_reserve : 1e300;
+    if (root && cfg->checkpoint_every_s > 0 && st->elapsed_s - ls->last_ckpt >= cfg->checkpoint_every_s &&
+        remaining > ls->ckpt_cost) {
+        double k0 = timer_now();
+        if (save_all(c, cfg, st, err))
+            return -1;
+        ls->ckpt_cost = timer_now() - k0;
+        res->phase_seconds.checkpoints += ls->ckpt_cost;
+        st->elapsed_s = timer_now() - ls->loop_t0;
+        ls->last_ckpt = st->elapsed_s;
+    }
+    /* A TTY line is redrawn a few times a second; plain lines (logs) every 10 s. */
+    double now = timer_now();
+    if (now - ls->last_progress >= (o->progress_tty ? 0.25 : 10.0) || st->step == 1) {
+        progress(o, st, ls->budget, ls->loss, lr, tps, ls->last_bpb);
+        ls->last_progress = now;
+    }
+    return 0;
+}
+
+/* The budgeted loop: until rank 0's clock says stop. */
+static int train_loop(run_ctx *c, const train_options *o, const run_config *cfg, train_state *st, train_result *res,
+                      loop_state *ls, tempo_error *err)
+{
+    for (;;) {
+        st->elapsed_s = timer_now() - ls->loop_t0;
+        double ctl[3];
+        if (clock_decide(c, o, st, ls, ctl, err))
+            return -1;
+        if (ctl[0] == 2) res->interrupted = 1;
+        if (ctl[0] != 0) return 0;
+        if (ctl[2] != 0) {
+            double s0 = timer_now();
+            snapshot_take(c, st);
+            res->phase_seconds.snapshots += timer_now() - s0;
+            ls->last_snap = st->elapsed_s;
+        }
+        double mult = schedule_lr_mult(&cfg->schedule, ctl[1]) * st->guard_mult;
+        ls->lr_now = cfg->optim.lr * mult;
+        double t0 = timer_now(), comm_s = 0;
+        if (forward_backward(c, cfg, st, &ls->loss, &comm_s, err))
+            return -1;
+        res->comm_seconds += comm_s;
+        ls->gnorm = optim_grad_norm(model_grads(c->m), model_num_params(c->m));
+        if (o->inject_nan_step > 0 && st->step == o->inject_nan_step && st->retries == 0)
+            ls->loss = NAN; /* fault injection for the divergence-guard test */
+        if (!isfinite(ls->loss) || !isfinite(ls->gnorm)) {
+            res->phase_seconds.steps += timer_now() - t0;   /* a step thrown away is a step's time still */
+            if (guard_restore(c, o, cfg, st, ls, err))
+                return -1;
+            continue;
+        }
+        optim_step(&c->opt, model_params(c->m), model_grads(c->m), ls->gnorm, mult);
+        st->step++;
+        st->tokens += ls->tokens_per_step;
+        ls->steps_this_session++;
+        double dt = timer_now() - t0;
+        ls->step_time_sum += dt;
+        res->phase_seconds.steps += dt;
+        /* Predict the next step from the recent ones, leaning to the slower side. */
+        ls->step_pred = ls->step_pred == 0 ? dt : fmax(dt, 0.7 * ls->step_pred + 0.3 * dt);
+        ls->fit_reserve = memory_stage_fit_estimate(cfg, ls->step_pred, ls->tokens_per_step);
+        if (after_step(c, o, cfg, st, res, ls, cfg->optim.lr * mult, dt, err))
+            return -1;
+        if (o->stop_at_step > 0 && st->step >= o->stop_at_step) {
+            res->interrupted = 1;
+            return 0;
+        }
+    }
+}
+
+/* After the loop: the last progress line, then (rank 0) the mixer's fit on
+ * the held-out training tokens (charged to the budget) and the run folder. */
+static int end_training(run_ctx *c, const train_options *o, const run_config *cfg, train_state *st,
+                        train_result *res, loop_state *ls, int rc, tempo_error *err)
+{
+    st->elapsed_s = timer_now() - ls->loop_t0;
+    ls->session_end = timer_now();
+    if (ls->steps_this_session > 0)
+        progress(o, st, ls->budget, ls->loss, ls->lr_now,
+                 (double)(st->tokens - ls->session_tokens0) / (timer_now() - ls->session_t0), ls->last_bpb);
+    if (o->progress && o->progress_tty) fputc('\n', o->progress);
+    if (rc)
+        return rc;
+    if (st->step == 0 && !res->interrupted)
+        return tempo_fail(err, "train: the budget ended before the first step could run (one step takes longer%s)",
+                          st->memory_s > 0 ? " after the count memory's build" : "");
+    if (c->rank != 0)
+        return 0;
+    if (!res->interrupted) {
+        if (o->progress && cfg->mixer_holdout > 0 && (cfg->memory_order > 0 || cfg->cache_order > 0 || cfg->match_length > 0))
+            fprintf(o->progress, "fitting the mixer on %d held-out training tokens...\n", cfg->mixer_holdout);
+        if (memory_stage_fit_mixer(&c->mem, c->m, cfg, &c->train, o->out_dir, cfg->micro_batch, &res->mixer_seconds,
+                                   err))
+            return -1;
+        st->elapsed_s += res->mixer_seconds;
+    }
+    if (save_all(c, cfg, st, err))
+        return -1;
+    return memory_stage_wait_saved(&c->mem, err);
+}
+
+/* The run's figures (all but the final validation's). */
+static void fill_result(const run_ctx *c, const train_options *o, const run_config *cfg, const train_state *st,
+                        const loop_state *ls, train_result *res)
+{
+    res->world_size = c->world;
+    res->memory_order = c->mem.has_memory ? c->mem.memory.order : 0;
+    res->cache_order = cfg->cache_order;
+    res->match_length = cfg->match_length;
+    res->memory_seconds = st->memory_s;
+    res->memory_save_seconds = c->mem.save_s;
+    if (c->mem.has_memory) {
+        res->memory_bytes = ngram_memory_bytes(&c->mem.memory);
+        res->memory_entries = ngram_memory_entries(&c->mem.memory);
+        res->memory_tokens = c->mem.memory.tokens;
+    }
+    for (int k = 0; k < MIX_N; k++)
+        res->val_bpb_component[k] = res->val_mean_weight[k] = NAN;
+    res->train_seconds = st->elapsed_s;
+    res->phase_seconds.mixer_fit = res->mixer_seconds;
+    res->phase_seconds.other = st->elapsed_s - ls->elapsed_at_start - res->phase_seconds.steps -
+                               res->phase_seconds.val_slices - res->phase_seconds.checkpoints -
+                               res->phase_seconds.snapshots - res->phase_seconds.memory_build -
+                               res->phase_seconds.mixer_fit;
+    res->budget_s = ls->budget;
+    res->overrun_seconds = ls->budget > 0 && st->elapsed_s > ls->budget ? st->elapsed_s - ls->budget : 0;
+    res->steps = st->step;
+    res->tokens = st->tokens;
+    res->retries = st->retries;
+    res->final_train_loss = ls->loss;
+    double session_s = ls->session_end - ls->session_t0;
+    res->tokens_per_second = session_s > 0 ? (double)(st->tokens - ls->session_tokens0) / session_s : 0;
+    res->model_gflops = res->tokens_per_second * res->flops_per_token * 1e-9;
+    res->peak_gflops = o->peak_gflops;
+    res->mfu = o->peak_gflops > 0 ? res->model_gflops / o->peak_gflops : NAN;
+    res->step_seconds_mean = ls->steps_this_session ? ls->step_time_sum / (double)ls->steps_this_session : 0;
+}
+
+/* The full validation, every rank on its share of the windows. */
+static int final_validation(run_ctx *c, const train_options *o, const run_config *cfg, const train_state *st,
+                            train_result *res, tempo_error *err)
+{
+    int stride = o->eval_stride > 0 ? o->eval_stride : cfg->model.context / 2;
+    size_t n_val = c->val.n_tokens;
+    uint64_t val_bytes = c->val.n_bytes;
+    if (o->val_limit > 0 && (uint64_t)o->val_limit < n_val) {
+        n_val = (size_t)o->val_limit;   /* a prefix, for quick experiments: not the official score */
+        val_bytes = bpb_count_bytes(c->tok, c->val_tokens, n_val);
+    }
+    if (o->progress)
+        fprintf(o->progress, "evaluating val bpb on %llu tokens (stride %d)...\n", (unsigned long long)n_val, stride);
+    hybrid_parts h;
+    hybrid_bpb_result hr;
+    int rc = 0;
+    if (memory_stage_parts(&c->mem, cfg, (int)c->train.vocab_size, &h, err) ||
+        hybrid_bpb_evaluate_ranks(c->dist, c->m, &h, 1, c->val_tokens, n_val, val_bytes, stride, cfg->micro_batch,
+                                  NULL, &hr, err)) {
+        rc = -1;
+    } else {
+        res->val_bpb = hr.bpb;
+        res->val_loss = hr.bits * log(2.0) / (double)hr.model.n_tokens;
+        res->val_bytes = hr.model.n_bytes;
+        res->val_tokens = hr.model.n_tokens;
+        res->val_seconds = hr.seconds;
+        res->val_model_seconds = hr.model.seconds;
+        for (int k = 0; k < MIX_N; k++) {
+            res->val_bpb_component[k] = hr.bpb_component[k];
+            res->val_mean_weight[k] = hr.mean_weight[k];
+        }
+        log_event(&c->metrics, st, METRICS_VAL_FULL, hr.bpb, "full validation");
+    }
+    mixer_free(&h.mx);
+    return rc;
+}
+
 int train_run(const train_options *o, train_result *res, tempo_error *err)
 {
     memset(res, 0, sizeof *res);
     res->val_bpb = res->val_loss = NAN;
-    double t_start = timer_now();
     if (o->threads > 0)
         omp_set_num_threads(o->threads);
     run_ctx c;
@@ -336,241 +647,19 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
     c.dist = o->dist && o->dist->world > 1 ? o->dist : NULL;
     c.rank = c.dist ? c.dist->rank : 0;
     c.world = c.dist ? c.dist->world : 1;
-    const int root = c.rank == 0;
     run_config cfg;
     train_state st;
-    if (setup(&c, o, &cfg, &st, err)) {
+    loop_state ls;
+    if (start_run(&c, o, &cfg, &st, res, &ls, err)) {
+        res->failed_in_setup = err->code == 2;   /* usage errors only: a file may fail on one rank alone */
         ctx_free(&c);
         return -1;
     }
-    const double budget = st.budget_s;
-    const int64_t max_steps = st.max_steps;
-    if (budget <= 0 && max_steps <= 0) {
-        ctx_free(&c);
-        return tempo_usage(err, "train: give a --budget or a --steps limit");
-    }
-    res->startup_seconds = timer_now() - t_start;
-    /* the count memory: built first (by rank 0 alone), its seconds charged to the budget */
-    run_config stage_cfg = cfg;
-    if (!root)
-        stage_cfg.memory_order = 0;   /* the other ranks only need the held-out tail's start */
-    if (memory_stage_prepare(&c.mem, &stage_cfg, &c.train, ngram_tokenizer_id(c.tok), o->out_dir, o->threads,
-                             o->resume, o->progress, err)) {
-        ctx_free(&c);
-        return -1;
-    }
-    c.train_batches = c.train;
-    c.train_batches.n_tokens = c.mem.holdout_start;
-    if (cfg.memory_train_weight > 0 && c.mem.has_memory) {
-        size_t bt = (size_t)cfg.micro_batch * cfg.model.context;
-        c.mix_b = malloc(sizeof(float) * bt);
-        c.mix_window = malloc(sizeof(int32_t) * (bt + (size_t)cfg.micro_batch));
-        if (!c.mix_b || !c.mix_window) {
-            ctx_free(&c);
-            return tempo_fail(err, "training: out of memory");
-        }
-    }
-    const double elapsed_at_start = st.elapsed_s;   /* of a resumed run: the sessions before */
-    if (c.mem.built) {
-        res->phase_seconds.memory_build = c.mem.build_s;
-        st.memory_s += c.mem.build_s;
-        st.elapsed_s += c.mem.build_s;
-    }
-    res->startup_seconds += c.mem.load_s;
-    res->params = model_num_params(c.m);
-    res->flops_per_token = model_flops_per_token(&cfg.model, cfg.model.context);
-    const uint64_t tokens_per_step = (uint64_t)cfg.batch_size * cfg.model.context;
-
-    double loop_t0 = timer_now() - st.elapsed_s;
-    double step_pred = 0, last_eval = st.elapsed_s, last_ckpt = st.elapsed_s, last_snap = -1e9;
-    double eval_cost = 0, ckpt_cost = 0, last_bpb = -1, loss = NAN, gnorm = 0;
-    double session_t0 = timer_now(), last_progress = 0, lr_now = 0;
-    double fit_reserve = 0;   /* room left at the end of the budget to fit the mixer */
-    uint64_t session_tokens0 = st.tokens;
-    int rc = 0;
-    int64_t steps_this_session = 0;
-    double step_time_sum = 0;
-
-    for (;;) {
-        st.elapsed_s = timer_now() - loop_t0;
-        /* rank 0's clock decides for every rank: stop (1: limit, 2: interrupted), the schedule's
-         * progress, and whether to take the divergence guard's snapshot */
-        double ctl[3] = {0, 0, 0};
-        if (root) {
-            if ((max_steps > 0 && st.step >= max_steps) || (budget > 0 && st.elapsed_s + step_pred + fit_reserve > budget))
-                ctl[0] = 1;
-            else if (o->stop_flag && *o->stop_flag)
-                ctl[0] = 2;
-            /* the schedule spans the transformer's share of the budget */
-            ctl[1] = max_steps > 0 ? (double)st.step / (double)max_steps
-                                   : (st.elapsed_s - st.memory_s) / (budget - st.memory_s - fit_reserve);
-            ctl[2] = st.elapsed_s - last_snap >= 30.0 || st.step == 0;
-        }
-        if (c.dist && dist_broadcast_f64(c.dist, ctl, 3, err)) { rc = -1; break; }
-        if (ctl[0] == 2) res->interrupted = 1;
-        if (ctl[0] != 0) break;
-        if (ctl[2] != 0) {
-            double s0 = timer_now();
-            snapshot_take(&c, &st);
-            res->phase_seconds.snapshots += timer_now() - s0;
-            last_snap = st.elapsed_s;
-        }
-        double p = ctl[1];
-        double mult = schedule_lr_mult(&cfg.schedule, p) * st.guard_mult;
-        lr_now = cfg.optim.lr * mult;
-        double t0 = timer_now(), comm_s = 0;
-        if (forward_backward(&c, &cfg, &st, &loss, &comm_s, err)) { rc = -1; break; }
-        res->comm_seconds += comm_s;
-        gnorm = optim_grad_norm(model_grads(c.m), model_num_params(c.m));
-        if (o->inject_nan_step > 0 && st.step == o->inject_nan_step && st.retries == 0)
-            loss = NAN; /* fault injection for the divergence-guard test */
-        if (!isfinite(loss) || !isfinite(gnorm)) {
-            res->phase_seconds.steps += timer_now() - t0;   /* a step thrown away is a step's time still */
-            st.retries++;
-            st.elapsed_s = timer_now() - loop_t0;
-            if (st.retries > cfg.max_retries) {
-                log_event(&c.metrics, &st, METRICS_DIVERGED, loss, "non-finite loss or gradient; giving up");
-                rc = tempo_fail(err, "training diverged: non-finite loss or gradient at step %lld after %d restores "
-                                "(lr multiplier %.3g); lower lr or raise grad_clip",
-                                (long long)st.step, cfg.max_retries, st.guard_mult);
-                break;
-            }
-            st.guard_mult *= cfg.retry_lr_factor;
-            char note[160];
-            snprintf(note, sizeof note, "non-finite loss or gradient: restored step %lld, lr multiplier now %.3g",
-                     (long long)c.snap_state.step, st.guard_mult);
-            log_event(&c.metrics, &st, METRICS_DIVERGED, loss, note);
-            if (o->progress)
-                fprintf(o->progress, "%sstep %lld: %s\n", o->progress_tty ? "\r\033[K" : "", (long long)st.step, note);
-            snapshot_restore(&c, &st);
-            continue;
-        }
-        optim_step(&c.opt, model_params(c.m), model_grads(c.m), gnorm, mult);
-        st.step++;
-        st.tokens += tokens_per_step;
-        steps_this_session++;
-        double dt = timer_now() - t0;
-        step_time_sum += dt;
-        res->phase_seconds.steps += dt;
-        /* Predict the next step from the recent ones, leaning to the slower side. */
-        step_pred = step_pred == 0 ? dt : fmax(dt, 0.7 * step_pred + 0.3 * dt);
-        fit_reserve = memory_stage_fit_estimate(&cfg, step_pred, tokens_per_step);
-        st.elapsed_s = timer_now() - loop_t0;
-        double tps = (double)(st.tokens - session_tokens0) / (timer_now() - session_t0);
-        log_step(&c.metrics, &st, loss, cfg.optim.lr * mult, tps, gnorm, dt);
-        double remaining = budget > 0 ? budget - st.elapsed_s - step_pred - fit_reserve : 1e300;
-        if (root && cfg.eval_every_s > 0 && st.elapsed_s - last_eval >= cfg.eval_every_s && remaining > eval_cost) {
-            double e0 = timer_now();
-            last_bpb = slice_bpb(&c, &cfg);
-            eval_cost = timer_now() - e0;
-            res->phase_seconds.val_slices += eval_cost;
-            st.elapsed_s = timer_now() - loop_t0;
-            last_eval = st.elapsed_s;
-            log_event(&c.metrics, &st, METRICS_VAL_SLICE, last_bpb, NULL);
-        }
-        remaining = budget > 0 ? budget - st.elapsed_s - step_pred - fit_reserve : 1e300;
-        if (root && cfg.checkpoint_every_s > 0 && st.elapsed_s - last_ckpt >= cfg.checkpoint_every_s &&
-            remaining > ckpt_cost) {
-            double k0 = timer_now();
-            if (save_all(&c, &cfg, &st, err)) { rc = -1; break; }
-            ckpt_cost = timer_now() - k0;
-            res->phase_seconds.checkpoints += ckpt_cost;
-            st.elapsed_s = timer_now() - loop_t0;
-            last_ckpt = st.elapsed_s;
-        }
-        /* A TTY line is redrawn a few times a second; plain lines (logs) every 10 s. */
-        double now = timer_now();
-        if (now - last_progress >= (o->progress_tty ? 0.25 : 10.0) || st.step == 1) {
-            progress(o, &st, budget, loss, cfg.optim.lr * mult, tps, last_bpb);
-            last_progress = now;
-        }
-        if (o->stop_at_step > 0 && st.step >= o->stop_at_step) { res->interrupted = 1; break; }
-    }
-    st.elapsed_s = timer_now() - loop_t0;
-    const double session_end = timer_now();
-    if (steps_this_session > 0)
-        progress(o, &st, budget, loss, lr_now,
-                 (double)(st.tokens - session_tokens0) / (timer_now() - session_t0), last_bpb);
-    if (o->progress && o->progress_tty) fputc('\n', o->progress);
-    if (rc == 0 && st.step == 0 && !res->interrupted)
-        rc = tempo_fail(err, "train: the budget ended before the first step could run (one step takes longer%s)",
-                        st.memory_s > 0 ? " after the count memory's build" : "");
-    if (rc == 0 && !res->interrupted && root) {
-        /* the mixer's initial weights, on the held-out training tokens: charged to the budget */
-        if (o->progress && cfg.mixer_holdout > 0 && (cfg.memory_order > 0 || cfg.cache_order > 0 || cfg.match_length > 0))
-            fprintf(o->progress, "fitting the mixer on %d held-out training tokens...\n", cfg.mixer_holdout);
-        rc = memory_stage_fit_mixer(&c.mem, c.m, &cfg, &c.train, o->out_dir, cfg.micro_batch, &res->mixer_seconds,
-                                    err);
-        st.elapsed_s += res->mixer_seconds;
-    }
-    if (rc == 0 && root)
-        rc = save_all(&c, &cfg, &st, err);
-    if (rc == 0 && root)
-        rc = memory_stage_wait_saved(&c.mem, err);
-    res->world_size = c.world;
-    res->memory_order = c.mem.has_memory ? c.mem.memory.order : 0;
-    res->cache_order = cfg.cache_order;
-    res->match_length = cfg.match_length;
-    res->memory_seconds = st.memory_s;
-    res->memory_save_seconds = c.mem.save_s;
-    if (c.mem.has_memory) {
-        res->memory_bytes = ngram_memory_bytes(&c.mem.memory);
-        res->memory_entries = ngram_memory_entries(&c.mem.memory);
-        res->memory_tokens = c.mem.memory.tokens;
-    }
-    for (int k = 0; k < MIX_N; k++)
-        res->val_bpb_component[k] = res->val_mean_weight[k] = NAN;
-    res->train_seconds = st.elapsed_s;
-    res->phase_seconds.mixer_fit = res->mixer_seconds;
-    res->phase_seconds.other = st.elapsed_s - elapsed_at_start - res->phase_seconds.steps -
-                               res->phase_seconds.val_slices - res->phase_seconds.checkpoints -
-                               res->phase_seconds.snapshots - res->phase_seconds.memory_build -
-                               res->phase_seconds.mixer_fit;
-    res->budget_s = budget;
-    res->overrun_seconds = budget > 0 && st.elapsed_s > budget ? st.elapsed_s - budget : 0;
-    res->steps = st.step;
-    res->tokens = st.tokens;
-    res->retries = st.retries;
-    res->final_train_loss = loss;
-    double session_s = session_end - session_t0;
-    res->tokens_per_second = session_s > 0 ? (double)(st.tokens - session_tokens0) / session_s : 0;
-    res->model_gflops = res->tokens_per_second * res->flops_per_token * 1e-9;
-    res->peak_gflops = o->peak_gflops;
-    res->mfu = o->peak_gflops > 0 ? res->model_gflops / o->peak_gflops : NAN;
-    res->step_seconds_mean = steps_this_session ? step_time_sum / (double)steps_this_session : 0;
-    if (rc == 0 && o->final_eval && !res->interrupted) {   /* every rank: the windows are shared out */
-        int stride = o->eval_stride > 0 ? o->eval_stride : cfg.model.context / 2;
-        if (o->progress)
-            fprintf(o->progress, "evaluating val bpb on %llu tokens (stride %d)...\n",
-                    (unsigned long long)(o->val_limit > 0 && (uint64_t)o->val_limit < c.val.n_tokens
-                                             ? (uint64_t)o->val_limit : c.val.n_tokens), stride);
-        size_t n_val = c.val.n_tokens;
-        uint64_t val_bytes = c.val.n_bytes;
-        if (o->val_limit > 0 && (uint64_t)o->val_limit < n_val) {
-            n_val = (size_t)o->val_limit;   /* a prefix, for quick experiments: not the official score */
-            val_bytes = bpb_count_bytes(c.tok, c.val_tokens, n_val);
-        }
-        hybrid_parts h;
-        hybrid_bpb_result hr;
-        if (memory_stage_parts(&c.mem, &cfg, (int)c.train.vocab_size, &h, err) ||
-            hybrid_bpb_evaluate_ranks(c.dist, c.m, &h, 1, c.val_tokens, n_val, val_bytes, stride, cfg.micro_batch,
-                                      NULL, &hr, err)) {
-            rc = -1;
-        } else {
-            res->val_bpb = hr.bpb;
-            res->val_loss = hr.bits * log(2.0) / (double)hr.model.n_tokens;
-            res->val_bytes = hr.model.n_bytes;
-            res->val_tokens = hr.model.n_tokens;
-            res->val_seconds = hr.seconds;
-            res->val_model_seconds = hr.model.seconds;
-            for (int k = 0; k < MIX_N; k++) {
-                res->val_bpb_component[k] = hr.bpb_component[k];
-                res->val_mean_weight[k] = hr.mean_weight[k];
-            }
-            log_event(&c.metrics, &st, METRICS_VAL_FULL, hr.bpb, "full validation");
-        }
-        mixer_free(&h.mx);
-    }
+    int rc = train_loop(&c, o, &cfg, &st, res, &ls, err);
+    rc = end_training(&c, o, &cfg, &st, res, &ls, rc, err);
+    fill_result(&c, o, &cfg, &st, &ls, res);
+    if (rc == 0 && o->final_eval && !res->interrupted)
+        rc = final_validation(&c, o, &cfg, &st, res, err);
     ctx_free(&c);
     return rc;
 }

@@ -84,6 +84,8 @@ typedef struct {
         double steps, val_slices, checkpoints, snapshots, memory_build, mixer_fit, other;
     } phase_seconds;
     int world_size;                   /* ranks that trained (1 = one process) */
+    int failed_in_setup;              /* the error came before the first collective, the same on every
+                                         rank (a multi-rank job can end without an abort) */
     double comm_seconds;              /* of phase_seconds.steps: averaging gradients over ranks */
 } train_result;
 
