@@ -30,6 +30,8 @@
 #include "judge/stats.h"
 #include "judge/submission.h"
 #include "judge/train_data.h"
+#include "train/metrics_log.h"
+#include "train/run_result.h"
 
 extern char **environ;
 
@@ -332,7 +334,7 @@ static void read_result_json(const char *out_dir, judge_run_record *r)
     char path[PATH_MAX + 32], *text;
     size_t len;
     tempo_error e;
-    judge_fmt(path, sizeof path, "%s/result.json", out_dir);
+    judge_fmt(path, sizeof path, "%s/" RUN_RESULT_FILE, out_dir);
     if (!path_exists(path) || file_read_all(path, &text, &len, 1 << 20, &e))
         return;
     judge_parse_run_result(text, len, r);
@@ -463,66 +465,67 @@ static int build_command(const attempt_ctx *c, const char *out_dir, uint64_t see
     return k;
 }
 
-static int run_one(attempt_ctx *c, uint64_t seed, judge_run_record *r, tempo_error *err)
+/* The folders of one seed's run: RUN/{submission,out,tmp,scored}. */
+typedef struct {
+    char run[PATH_MAX], copy[PATH_MAX + 16], out[PATH_MAX + 16], tmp[PATH_MAX + 16], scored[PATH_MAX + 16];
+} run_dirs;
+
+static int make_run_dirs(const attempt_ctx *c, uint64_t seed, run_dirs *d, tempo_error *err)
+{
+    judge_fmt(d->run, sizeof d->run, "%s/seed-%llu", c->attempt_dir, (unsigned long long)seed);
+    judge_fmt(d->copy, sizeof d->copy, "%s/submission", d->run);
+    judge_fmt(d->out, sizeof d->out, "%s/out", d->run);
+    judge_fmt(d->tmp, sizeof d->tmp, "%s/tmp", d->run);
+    judge_fmt(d->scored, sizeof d->scored, "%s/scored", d->run);
+    return dir_create(d->run, err) || dir_create(d->out, err) || dir_create(d->tmp, err) ||
+                   dir_create(d->scored, err) ? -1 : 0;
+}
+
+/* The training folder must be as the judge made it (an earlier run may have changed it). */
+static int ensure_training_data(attempt_ctx *c, tempo_error *err)
 {
     const judge_options *o = c->o;
-    char run_dir[PATH_MAX], copy_dir[PATH_MAX + 16], out_dir[PATH_MAX + 16], tmp_dir[PATH_MAX + 16];
-    char scored_dir[PATH_MAX + 16], path[PATH_MAX + 32], path2[PATH_MAX + 32];
-    judge_fmt(run_dir, sizeof run_dir, "%s/seed-%llu", c->attempt_dir, (unsigned long long)seed);
-    judge_fmt(copy_dir, sizeof copy_dir, "%s/submission", run_dir);
-    judge_fmt(out_dir, sizeof out_dir, "%s/out", run_dir);
-    judge_fmt(tmp_dir, sizeof tmp_dir, "%s/tmp", run_dir);
-    judge_fmt(scored_dir, sizeof scored_dir, "%s/scored", run_dir);
-    judge_fmt(r->run_dir, sizeof r->run_dir, "%s", run_dir);
-    r->seed = (int)seed;
-    judge_utc_now(r->started_at);
-    if (dir_create(run_dir, err) || dir_create(out_dir, err) || dir_create(tmp_dir, err) ||
-        dir_create(scored_dir, err))
-        return -1;
     tempo_error e;
-    if (judge_submission_copy(o->submission, copy_dir, &e)) {
-        set_status(r, JUDGE_FAILED, "submission: %s", e.msg);
-        judge_utc_now(r->ended_at);
+    if (judge_data_verify(&c->data, &e) == 0)
         return 0;
-    }
-    /* the training folder must be as the judge made it (an earlier run may have changed it) */
-    if (judge_data_verify(&c->data, &e)) {
-        say(o, "%s; rebuilding it", e.msg);
-        judge_data_options d = {0};
-        d.tempo_bin = c->tempo_bin;
-        d.corpus_dir = o->corpus_dir;
-        d.data_dir = o->data_dir;
-        d.val_path = c->val_path;
-        d.work_dir = o->work_dir;
-        d.vocab = c->m.vocab ? c->m.vocab : o->vocab;
-        d.progress = o->progress;
-        if (judge_data_prepare(&d, &c->data, err))
-            return -1;
-    }
-    char *argv[JUDGE_MAX_ARGS + 2 * JUDGE_MAX_OVERRIDES + 32];
-    char store[4][64];
-    build_command(c, out_dir, seed, argv, (int)(sizeof argv / sizeof *argv), store);
+    say(o, "%s; rebuilding it", e.msg);
+    judge_data_options d = {0};
+    d.tempo_bin = c->tempo_bin;
+    d.corpus_dir = o->corpus_dir;
+    d.data_dir = o->data_dir;
+    d.val_path = c->val_path;
+    d.work_dir = o->work_dir;
+    d.vocab = c->m.vocab ? c->m.vocab : o->vocab;
+    d.progress = o->progress;
+    return judge_data_prepare(&d, &c->data, err);
+}
+
+/* Run the submission's command under the budget; the model of the moment it
+ * ends is snapshotted into scored/ (snap). */
+static int launch(const attempt_ctx *c, const run_dirs *d, uint64_t seed, char **argv, snapshot *snap,
+                  judge_proc_result *pr, tempo_error *err)
+{
+    const judge_options *o = c->o;
     uint64_t memory = o->memory_bytes ? o->memory_bytes : default_memory();
     env_list *env = malloc(sizeof *env);
     if (!env)
         return tempo_fail(err, "judge: out of memory");
-    submission_env(env, c, run_dir, out_dir, copy_dir, seed, memory);
+    submission_env(env, c, d->run, d->out, d->copy, seed, memory);
     if (check_paths_absolute(env, err)) {
         free(env);
         return -1;
     }
-
-    snapshot snap = {0};
-    judge_fmt(snap.src, sizeof snap.src, "%s/model.safetensors", out_dir);
-    judge_fmt(snap.dst, sizeof snap.dst, "%s/model.safetensors", scored_dir);
-    judge_fmt(path, sizeof path, "%s/stdout.log", run_dir);
-    judge_fmt(path2, sizeof path2, "%s/stderr.log", run_dir);
+    char out_log[PATH_MAX + 32], err_log[PATH_MAX + 32];
+    judge_fmt(snap->src, sizeof snap->src, "%s/model.safetensors", d->out);
+    judge_fmt(snap->dst, sizeof snap->dst, "%s/model.safetensors", d->scored);
+    judge_fmt(out_log, sizeof out_log, "%s/stdout.log", d->run);
+    judge_fmt(err_log, sizeof err_log, "%s/stderr.log", d->run);
     judge_proc_spec s = {0};
     s.argv = argv;
     s.envp = env->items;
-    s.cwd = copy_dir;
-    s.stdout_log = path;
-    s.stderr_log = path2;
+    s.cwd = d->copy;
+    s.stdout_log = out_log;
+    s.stderr_log = err_log;
     s.log_head_bytes = o->log_bytes;
     s.log_tail_bytes = o->log_bytes / 4 ? o->log_bytes / 4 : 1;
     s.flood_bytes = o->flood_bytes;
@@ -531,28 +534,29 @@ static int run_one(attempt_ctx *c, uint64_t seed, judge_run_record *r, tempo_err
     s.memory_bytes = memory;
     s.file_bytes = JUDGE_MODEL_MAX_BYTES;
     s.at_end = take_snapshot;
-    s.ctx = &snap;
+    s.ctx = snap;
     say(o, "seed %llu: running %s (budget %.1f s, %d threads)", (unsigned long long)seed,
         c->m.n_command ? "the submission's command" : "tempo train", o->budget_s, c->threads);
-    judge_proc_result pr;
-    int rc = judge_proc_run(&s, &pr, err);
+    int rc = judge_proc_run(&s, pr, err);
     free(env);
-    if (rc)
-        return -1;
-    r->wall_seconds = pr.wall_s;
-    r->overrun_seconds = pr.wall_s > o->budget_s ? pr.wall_s - o->budget_s : 0;
-    r->exit_code = pr.exec_errno ? 127 : pr.exited ? pr.exit_code : -1;
-    r->term_signal = pr.exited || pr.exec_errno ? -1 : pr.term_signal;
-    r->stdout_bytes = pr.out.total;
-    r->stderr_bytes = pr.err.total;
-    char how[200], last[300];
-    judge_proc_describe(&pr, how, sizeof how);
-    judge_caplog_last_line(&pr.err, last, sizeof last);
-    if (!last[0])
-        judge_caplog_last_line(&pr.out, last, sizeof last);
-    read_result_json(out_dir, r);
+    return rc;
+}
+
+/* What the run left: the process's figures, its own result.json and curves. */
+static void record_outputs(const attempt_ctx *c, const run_dirs *d, const judge_proc_result *pr,
+                           judge_run_record *r)
+{
+    r->wall_seconds = pr->wall_s;
+    r->overrun_seconds = pr->wall_s > c->o->budget_s ? pr->wall_s - c->o->budget_s : 0;
+    r->exit_code = pr->exec_errno ? 127 : pr->exited ? pr->exit_code : -1;
+    r->term_signal = pr->exited || pr->exec_errno ? -1 : pr->term_signal;
+    r->stdout_bytes = pr->out.total;
+    r->stderr_bytes = pr->err.total;
+    read_result_json(d->out, r);
+    char path[PATH_MAX + 32];
+    judge_fmt(path, sizeof path, "%s/" METRICS_LOG_FILE, d->out);
     judge_curves curves;
-    judge_fmt(path, sizeof path, "%s/metrics.jsonl", out_dir);
+    tempo_error e;
     if (judge_curves_read(path, &curves, &e) == 0) {
         if (curves.train_loss.n || curves.val_bpb.n) {
             strbuf sb = {0};
@@ -561,39 +565,84 @@ static int run_one(attempt_ctx *c, uint64_t seed, judge_run_record *r, tempo_err
         }
         judge_curves_free(&curves);
     }
+}
 
-    if (pr.exec_errno) {
-        set_status(r, JUDGE_FAILED, "command could not start: %s: %s", argv[0], strerror(pr.exec_errno));
-    } else if (pr.flooded) {
+/* Over the deadline: the status, and the model of the deadline scored for information. */
+static void verdict_over_budget(attempt_ctx *c, const run_dirs *d, const judge_proc_result *pr, const snapshot *snap,
+                                judge_run_record *r)
+{
+    set_status(r, JUDGE_OVER_BUDGET, "still running at the %.1f s deadline; %s%s", c->o->budget_s,
+               pr->killed ? "killed with SIGKILL after the grace period" : "stopped with SIGTERM",
+               snap->taken ? " (the model of the deadline is scored for information)" : " and no model by then");
+    if (!snap->taken)
+        return;
+    judge_run_record tmp = *r; /* shares curves_json, which score_model does not touch */
+    set_status(&tmp, JUDGE_OK, "%s", "");
+    score_model(c, d->run, snap->dst, &tmp);
+    r->bpb = tmp.bpb;
+    r->score = tmp.score;
+    r->val_bytes = tmp.val_bytes;
+    r->val_tokens = tmp.val_tokens;
+    if (strcmp(tmp.status, JUDGE_OK) != 0) {
+        size_t l = strlen(r->reason);
+        judge_fmt(r->reason + l, sizeof r->reason - l, "; that model is %s: %s", tmp.status, tmp.reason);
+    }
+}
+
+/* The run's status from how the process ended, and its score when it is ok. */
+static void verdict(attempt_ctx *c, const run_dirs *d, const char *cmd, const judge_proc_result *pr,
+                    const snapshot *snap, judge_run_record *r)
+{
+    char how[200], last[300];
+    judge_proc_describe(pr, how, sizeof how);
+    judge_caplog_last_line(&pr->err, last, sizeof last);
+    if (!last[0])
+        judge_caplog_last_line(&pr->out, last, sizeof last);
+    if (pr->exec_errno) {
+        set_status(r, JUDGE_FAILED, "command could not start: %s: %s", cmd, strerror(pr->exec_errno));
+    } else if (pr->flooded) {
         set_status(r, JUDGE_FAILED, "output flooding: more than %llu MiB on stdout/stderr (logs keep the start and end)",
-                   (unsigned long long)(o->flood_bytes >> 20));
-    } else if (pr.deadline_hit) {
-        set_status(r, JUDGE_OVER_BUDGET, "still running at the %.1f s deadline; %s%s", o->budget_s,
-                   pr.killed ? "killed with SIGKILL after the grace period" : "stopped with SIGTERM",
-                   snap.taken ? " (the model of the deadline is scored for information)" : " and no model by then");
-        if (snap.taken) {
-            judge_run_record tmp = *r; /* shares curves_json, which score_model does not touch */
-            set_status(&tmp, JUDGE_OK, "%s", "");
-            score_model(c, run_dir, snap.dst, &tmp);
-            r->bpb = tmp.bpb;
-            r->score = tmp.score;
-            r->val_bytes = tmp.val_bytes;
-            r->val_tokens = tmp.val_tokens;
-            if (strcmp(tmp.status, JUDGE_OK) != 0) {
-                size_t l = strlen(r->reason);
-                judge_fmt(r->reason + l, sizeof r->reason - l, "; that model is %s: %s", tmp.status, tmp.reason);
-            }
-        }
-    } else if (!pr.exited || pr.exit_code != 0) {
+                   (unsigned long long)(c->o->flood_bytes >> 20));
+    } else if (pr->deadline_hit) {
+        verdict_over_budget(c, d, pr, snap, r);
+    } else if (!pr->exited || pr->exit_code != 0) {
         /* a trainer that gives up on NaNs says so ("training diverged: non-finite loss ...") */
         int diverged = strstr(last, "diverged") || strstr(last, "non-finite");
         set_status(r, diverged ? JUDGE_DIVERGED : JUDGE_FAILED, "%s%s%s", how, last[0] ? ": " : "", last);
-    } else if (!snap.taken) {
-        set_status(r, JUDGE_NO_MODEL, "%s (exited 0 after %.1f s)", snap.problem, pr.wall_s);
+    } else if (!snap->taken) {
+        set_status(r, JUDGE_NO_MODEL, "%s (exited 0 after %.1f s)", snap->problem, pr->wall_s);
     } else {
         set_status(r, JUDGE_OK, "%s", "");
-        score_model(c, run_dir, snap.dst, r);
+        score_model(c, d->run, snap->dst, r);
     }
+}
+
+static int run_one(attempt_ctx *c, uint64_t seed, judge_run_record *r, tempo_error *err)
+{
+    const judge_options *o = c->o;
+    run_dirs d;
+    r->seed = (int)seed;
+    judge_utc_now(r->started_at);
+    if (make_run_dirs(c, seed, &d, err))
+        return -1;
+    judge_fmt(r->run_dir, sizeof r->run_dir, "%s", d.run);
+    tempo_error e;
+    if (judge_submission_copy(o->submission, d.copy, &e)) {
+        set_status(r, JUDGE_FAILED, "submission: %s", e.msg);
+        judge_utc_now(r->ended_at);
+        return 0;
+    }
+    if (ensure_training_data(c, err))
+        return -1;
+    char *argv[JUDGE_MAX_ARGS + 2 * JUDGE_MAX_OVERRIDES + 32];
+    char store[4][64];
+    build_command(c, d.out, seed, argv, (int)(sizeof argv / sizeof *argv), store);
+    snapshot snap = {0};
+    judge_proc_result pr;
+    if (launch(c, &d, seed, argv, &snap, &pr, err))
+        return -1;
+    record_outputs(c, &d, &pr, r);
+    verdict(c, &d, argv[0], &pr, &snap, r);
     judge_proc_free(&pr);
     judge_utc_now(r->ended_at);
     if (!strcmp(r->status, JUDGE_OK))
@@ -768,6 +817,108 @@ static int record(judge_db *db, judge_attempt *a, const judge_options *o, tempo_
     return 0;
 }
 
+/* The attempt's record of who and what: the submission, the judge's own
+ * version and commit, the hardware, the options; and the manifest read into
+ * c->m. Returns whether the manifest (and the submission's hash) is good; e
+ * says why not. */
+static int describe_attempt(attempt_ctx *c, judge_attempt *a, tempo_error *e)
+{
+    const judge_options *o = c->o;
+    char real_sub[PATH_MAX];
+    judge_fmt(a->submission_path, sizeof a->submission_path, "%s",
+             realpath(o->submission, real_sub) ? real_sub : o->submission);
+    folder_name(o->submission, a->submission, sizeof a->submission);
+    judge_fmt(a->tempo_version, sizeof a->tempo_version, "%s", TEMPO_VERSION);
+    char self[PATH_MAX];
+    /* the commit of the judge itself (this binary), which also did the scoring unless --tempo says otherwise */
+    judge_git_commit(judge_self_exe(self, sizeof self, e) == 0 ? self : c->tempo_bin, a->git_commit,
+                     sizeof a->git_commit);
+    tempo_error_clear(e);
+    a->hardware_json = judge_hardware_json();
+    a->budget_s = o->budget_s;
+    a->seeds = o->seeds;
+    a->first_seed = o->seed;
+    a->memory_bytes = o->memory_bytes ? o->memory_bytes : default_memory();
+    judge_fmt(a->val_path, sizeof a->val_path, "%s", c->val_path);
+
+    int manifest_ok = judge_manifest_load(&c->m, o->submission, e) == 0;
+    c->phase = o->phase ? o->phase : manifest_ok ? c->m.phase : 1;
+    a->phase = c->phase;
+    judge_fmt(a->formula, sizeof a->formula, "%s", judge_score_formula(c->phase));
+    if (manifest_ok) {
+        judge_fmt(a->submission, sizeof a->submission, "%s", c->m.name);
+        judge_fmt(a->authors, sizeof a->authors, "%s", c->m.authors);
+        judge_fmt(a->description, sizeof a->description, "%s", c->m.description);
+        describe_method(&c->m, a->method, sizeof a->method);
+    }
+    uint64_t nf = 0, nb = 0;
+    if (judge_submission_hash(o->submission, a->submission_hash, &nf, &nb, manifest_ok ? e : &(tempo_error){0}) == 0) {
+        a->submission_files = (long long)nf;
+        a->submission_bytes = (long long)nb;
+    } else if (manifest_ok) {
+        manifest_ok = 0;
+        a->submission_hash[0] = '\0';
+        char msg[sizeof e->msg];
+        judge_fmt(msg, sizeof msg, "submission: %s", e->msg);
+        judge_fmt(e->msg, sizeof e->msg, "%s", msg);
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    c->threads = o->threads > 0 ? o->threads : c->m.threads > 0 ? c->m.threads : (int)(ncpu > 0 ? ncpu : 1);
+    c->steps = o->steps > 0 ? o->steps : c->m.steps;
+    a->threads = c->threads;
+    return manifest_ok;
+}
+
+/* The data every run gets (and the validation fingerprint), then the attempt's own folder. */
+static int prepare_attempt(attempt_ctx *c, judge_attempt *a, int manifest_ok, tempo_error *err)
+{
+    const judge_options *o = c->o;
+    judge_data_options d = {0};
+    d.tempo_bin = c->tempo_bin;
+    d.corpus_dir = o->corpus_dir;
+    d.data_dir = o->data_dir;
+    d.val_path = c->val_path;
+    d.work_dir = o->work_dir;
+    d.vocab = manifest_ok && c->m.vocab ? c->m.vocab : o->vocab;
+    d.progress = o->progress;
+    if (judge_data_prepare(&d, &c->data, err))
+        return -1;
+    judge_fmt(a->data_id, sizeof a->data_id, "%s", c->data.id);
+    judge_fmt(a->val_sha256, sizeof a->val_sha256, "%s", c->data.val_sha256);
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    judge_fmt(c->attempt_dir, sizeof c->attempt_dir, "%s/%s-%s-%d", o->work_dir, a->submission, stamp, (int)getpid());
+    if (dir_create(c->attempt_dir, err))
+        return -1;
+    char real_dir[PATH_MAX];
+    judge_fmt(a->work_dir, sizeof a->work_dir, "%s", realpath(c->attempt_dir, real_dir) ? real_dir : c->attempt_dir);
+    judge_fmt(c->attempt_dir, sizeof c->attempt_dir, "%s", a->work_dir);
+    return 0;
+}
+
+/* Every seed's run, one after the other. */
+static int run_seeds(attempt_ctx *c, judge_attempt *a, tempo_error *err)
+{
+    const judge_options *o = c->o;
+    if (!c->m.n_command)
+        c->train_has_no_eval = probe_train_no_eval(c->tempo_bin);
+    a->runs = calloc((size_t)o->seeds, sizeof *a->runs);
+    if (!a->runs)
+        return tempo_fail(err, "judge: out of memory");
+    say(o, "%s: phase %d, budget %.1f s, %d seed%s from %llu, %d threads; data %s", a->submission, c->phase,
+        o->budget_s, o->seeds, o->seeds > 1 ? "s" : "", (unsigned long long)o->seed, c->threads, c->data.dir);
+    for (int i = 0; i < o->seeds; i++) {
+        judge_run_record_init(&a->runs[i]);
+        a->n_runs = i + 1;
+        if (run_one(c, o->seed + (uint64_t)i, &a->runs[i], err))
+            return -1;
+    }
+    return 0;
+}
+
 int judge_run(const judge_options *o, judge_attempt *a, tempo_error *err)
 {
     judge_attempt_init(a);
@@ -797,110 +948,24 @@ int judge_run(const judge_options *o, judge_attempt *a, tempo_error *err)
         free(c);
         return -1;
     }
-    char real_sub[PATH_MAX];
-    judge_fmt(a->submission_path, sizeof a->submission_path, "%s",
-             realpath(o->submission, real_sub) ? real_sub : o->submission);
-    folder_name(o->submission, a->submission, sizeof a->submission);
     tempo_error e;
     tempo_error_clear(&e);
-    judge_fmt(a->tempo_version, sizeof a->tempo_version, "%s", TEMPO_VERSION);
-    char self[PATH_MAX];
-    /* the commit of the judge itself (this binary), which also did the scoring unless --tempo says otherwise */
-    judge_git_commit(judge_self_exe(self, sizeof self, &e) == 0 ? self : c->tempo_bin, a->git_commit,
-                     sizeof a->git_commit);
-    a->hardware_json = judge_hardware_json();
-    a->budget_s = o->budget_s;
-    a->seeds = o->seeds;
-    a->first_seed = o->seed;
-    a->memory_bytes = o->memory_bytes ? o->memory_bytes : default_memory();
-    judge_fmt(a->val_path, sizeof a->val_path, "%s", c->val_path);
-
-    int manifest_ok = judge_manifest_load(&c->m, o->submission, &e) == 0;
-    c->phase = o->phase ? o->phase : manifest_ok ? c->m.phase : 1;
-    a->phase = c->phase;
-    judge_fmt(a->formula, sizeof a->formula, "%s", judge_score_formula(c->phase));
-    if (manifest_ok) {
-        judge_fmt(a->submission, sizeof a->submission, "%s", c->m.name);
-        judge_fmt(a->authors, sizeof a->authors, "%s", c->m.authors);
-        judge_fmt(a->description, sizeof a->description, "%s", c->m.description);
-        describe_method(&c->m, a->method, sizeof a->method);
-    }
-    uint64_t nf = 0, nb = 0;
-    if (judge_submission_hash(o->submission, a->submission_hash, &nf, &nb, manifest_ok ? &e : &(tempo_error){0}) == 0) {
-        a->submission_files = (long long)nf;
-        a->submission_bytes = (long long)nb;
-    } else if (manifest_ok) {
-        manifest_ok = 0;
-        a->submission_hash[0] = '\0';
-        char msg[sizeof e.msg];
-        judge_fmt(msg, sizeof msg, "submission: %s", e.msg);
-        judge_fmt(e.msg, sizeof e.msg, "%s", msg);
-    }
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    c->threads = o->threads > 0 ? o->threads : c->m.threads > 0 ? c->m.threads : (int)(ncpu > 0 ? ncpu : 1);
-    c->steps = o->steps > 0 ? o->steps : c->m.steps;
-    a->threads = c->threads;
-
-    /* the data every run gets (and the validation fingerprint) */
-    judge_data_options d = {0};
-    d.tempo_bin = c->tempo_bin;
-    d.corpus_dir = o->corpus_dir;
-    d.data_dir = o->data_dir;
-    d.val_path = c->val_path;
-    d.work_dir = o->work_dir;
-    d.vocab = manifest_ok && c->m.vocab ? c->m.vocab : o->vocab;
-    d.progress = o->progress;
-    if (judge_data_prepare(&d, &c->data, err)) {
+    int manifest_ok = describe_attempt(c, a, &e);
+    if (prepare_attempt(c, a, manifest_ok, err)) {
         rc = -1;
-        goto out;
-    }
-    judge_fmt(a->data_id, sizeof a->data_id, "%s", c->data.id);
-    judge_fmt(a->val_sha256, sizeof a->val_sha256, "%s", c->data.val_sha256);
-
-    /* the attempt's folder */
-    char stamp[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-    judge_fmt(c->attempt_dir, sizeof c->attempt_dir, "%s/%s-%s-%d", o->work_dir, a->submission, stamp, (int)getpid());
-    if (dir_create(c->attempt_dir, err)) {
-        rc = -1;
-        goto out;
-    }
-    char real_dir[PATH_MAX];
-    judge_fmt(a->work_dir, sizeof a->work_dir, "%s", realpath(c->attempt_dir, real_dir) ? real_dir : c->attempt_dir);
-    judge_fmt(c->attempt_dir, sizeof c->attempt_dir, "%s", a->work_dir);
-
-    if (!manifest_ok) {
+    } else if (!manifest_ok) {
         judge_fmt(a->status, sizeof a->status, JUDGE_FAILED);
         judge_fmt(a->reason, sizeof a->reason, "%s", e.msg);
         say(o, "%s: failed: %s", a->submission, a->reason);
         compare_with_leader(db, a, o);
         rc = record(db, a, o, err);
-        goto out;
+    } else if (run_seeds(c, a, err)) {
+        rc = -1;
+    } else {
+        aggregate(a);
+        compare_with_leader(db, a, o);
+        rc = record(db, a, o, err);
     }
-    if (!c->m.n_command)
-        c->train_has_no_eval = probe_train_no_eval(c->tempo_bin);
-    a->runs = calloc((size_t)o->seeds, sizeof *a->runs);
-    if (!a->runs) {
-        rc = tempo_fail(err, "judge: out of memory");
-        goto out;
-    }
-    say(o, "%s: phase %d, budget %.1f s, %d seed%s from %llu, %d threads; data %s", a->submission, c->phase,
-        o->budget_s, o->seeds, o->seeds > 1 ? "s" : "", (unsigned long long)o->seed, c->threads, c->data.dir);
-    for (int i = 0; i < o->seeds; i++) {
-        judge_run_record_init(&a->runs[i]);
-        a->n_runs = i + 1;
-        if (run_one(c, o->seed + (uint64_t)i, &a->runs[i], err)) {
-            rc = -1;
-            goto out;
-        }
-    }
-    aggregate(a);
-    compare_with_leader(db, a, o);
-    rc = record(db, a, o, err);
-out:
     judge_db_close(db);
     free(c);
     return rc;
