@@ -21,13 +21,23 @@ void bench_infer_options_default(bench_infer_options *o)
     o->max_batch = 64;
 }
 
-static void emit(const bench_infer_options *o, strbuf *b)
+/* Start a JSON line in the reused buffer b. */
+static void line_begin(jsonw *w, strbuf *b)
 {
-    if (o->line && b->data && !b->oom)
-        o->line(o->user, b->data);
     b->len = 0;
     if (b->data)
         b->data[0] = '\0';
+    jsonw_init(w, b);
+}
+
+/* Finish the line and hand it to o->line. */
+static int emit(const bench_infer_options *o, jsonw *w, tempo_error *err)
+{
+    if (jsonw_finish(w, err))
+        return tempo_error_prefix(err, "bench infer");
+    if (o->line)
+        o->line(o->user, w->out->data);
+    return 0;
 }
 
 /* Time to first token for a prompt of P tokens in slot 0, runs times. */
@@ -87,20 +97,40 @@ static int measure_decode(infer_engine *e, infer_cache *c, const int32_t *prompt
     return 0;
 }
 
-static void decode_line(strbuf *b, const bench_infer_result *r, const bench_infer_at *a,
+/* {"bench":"infer","what":<what>, ... the line's own fields, then its end */
+static void line_head(jsonw *w, const char *what)
+{
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "bench", "infer");
+    jsonw_field_string(w, "what", what);
+}
+
+static void prefill_line(jsonw *w, const bench_infer_result *r, const bench_infer_at *a)
+{
+    line_head(w, "prefill");
+    jsonw_field_int(w, "prompt_tokens", r->prompt_tokens);
+    jsonw_field_int(w, "threads", a->threads);
+    jsonw_field_number(w, "tokens_per_s", a->prefill_tokens_per_s);
+    jsonw_field_number(w, "time_to_first_token_s", a->ttft_p50_s);
+    jsonw_field_number(w, "time_to_first_token_p99_s", a->ttft_p99_s);
+    jsonw_field_int(w, "runs", r->runs);
+    jsonw_object_end(w);
+}
+
+static void decode_line(jsonw *w, const bench_infer_result *r, const bench_infer_at *a,
                         const bench_infer_decode *d)
 {
-    strbuf_printf(b, "{\"bench\":\"infer\",\"what\":\"decode\",\"batch\":%d,\"threads\":%d,\"tokens_per_s\":",
-                  d->batch, a->threads);
-    strbuf_json_number(b, d->tokens_per_s);
-    strbuf_puts(b, ",\"tokens_per_s_mean\":");
-    strbuf_json_number(b, d->tokens_per_s_mean);
-    strbuf_puts(b, ",\"step_p50_ms\":");
-    strbuf_json_number(b, d->p50_ms);
-    strbuf_puts(b, ",\"step_p99_ms\":");
-    strbuf_json_number(b, d->p99_ms);
-    strbuf_printf(b, ",\"prompt_tokens\":%d,\"steps\":%d,\"runs\":%d}", r->decode_prompt, r->decode_steps,
-                  r->runs);
+    line_head(w, "decode");
+    jsonw_field_int(w, "batch", d->batch);
+    jsonw_field_int(w, "threads", a->threads);
+    jsonw_field_number(w, "tokens_per_s", d->tokens_per_s);
+    jsonw_field_number(w, "tokens_per_s_mean", d->tokens_per_s_mean);
+    jsonw_field_number(w, "step_p50_ms", d->p50_ms);
+    jsonw_field_number(w, "step_p99_ms", d->p99_ms);
+    jsonw_field_int(w, "prompt_tokens", r->decode_prompt);
+    jsonw_field_int(w, "steps", r->decode_steps);
+    jsonw_field_int(w, "runs", r->runs);
+    jsonw_object_end(w);
 }
 
 /* Bytes and FLOPs of one batch-1 decode token at the mean decode position. */
@@ -126,29 +156,24 @@ static void bound_fill(const bench_infer_result *r, bench_infer_at *a, double gb
     a->ratio = a->n_decode ? a->decode[0].tokens_per_s / a->bound : NAN;
 }
 
-static void bound_line(strbuf *b, const bench_infer_result *r, const bench_infer_at *a)
+static void bound_line(jsonw *w, const bench_infer_result *r, const bench_infer_at *a)
 {
-    strbuf_printf(b, "{\"bench\":\"infer\",\"what\":\"bound\",\"threads\":%d,\"weight_bytes\":", a->threads);
-    strbuf_json_number(b, r->weight_bytes);
-    strbuf_puts(b, ",\"kv_bytes_per_token\":");
-    strbuf_json_number(b, r->kv_bytes_per_token);
-    strbuf_puts(b, ",\"bandwidth_gbs\":");
-    strbuf_json_number(b, a->bandwidth_gbs);
-    strbuf_printf(b, ",\"bandwidth_source\":\"%s\",\"bandwidth_bound_tokens_per_s\":", r->bandwidth_source);
-    strbuf_json_number(b, a->bandwidth_bound);
-    strbuf_puts(b, ",\"flops_per_token\":");
-    strbuf_json_number(b, r->flops_per_token);
-    strbuf_puts(b, ",\"peak_gflops\":");
-    strbuf_json_number(b, a->peak_gflops);
-    strbuf_puts(b, ",\"flop_bound_tokens_per_s\":");
-    strbuf_json_number(b, a->flop_bound);
-    strbuf_printf(b, ",\"bound_kind\":\"%s\",\"bound_tokens_per_s\":", a->bound_kind);
-    strbuf_json_number(b, a->bound);
-    strbuf_puts(b, ",\"decode_batch1_tokens_per_s\":");
-    strbuf_json_number(b, a->n_decode ? a->decode[0].tokens_per_s : NAN);
-    strbuf_puts(b, ",\"ratio\":");
-    strbuf_json_number(b, a->ratio);
-    strbuf_printf(b, ",\"weights_fit_l3\":%s}", r->weights_fit_l3 ? "true" : "false");
+    line_head(w, "bound");
+    jsonw_field_int(w, "threads", a->threads);
+    jsonw_field_number(w, "weight_bytes", r->weight_bytes);
+    jsonw_field_number(w, "kv_bytes_per_token", r->kv_bytes_per_token);
+    jsonw_field_number(w, "bandwidth_gbs", a->bandwidth_gbs);
+    jsonw_field_string(w, "bandwidth_source", r->bandwidth_source);
+    jsonw_field_number(w, "bandwidth_bound_tokens_per_s", a->bandwidth_bound);
+    jsonw_field_number(w, "flops_per_token", r->flops_per_token);
+    jsonw_field_number(w, "peak_gflops", a->peak_gflops);
+    jsonw_field_number(w, "flop_bound_tokens_per_s", a->flop_bound);
+    jsonw_field_string(w, "bound_kind", a->bound_kind);
+    jsonw_field_number(w, "bound_tokens_per_s", a->bound);
+    jsonw_field_number(w, "decode_batch1_tokens_per_s", a->n_decode ? a->decode[0].tokens_per_s : NAN);
+    jsonw_field_number(w, "ratio", a->ratio);
+    jsonw_field_bool(w, "weights_fit_l3", r->weights_fit_l3);
+    jsonw_object_end(w);
 }
 
 /* Buffers shared by the measurements. */
@@ -171,15 +196,11 @@ static int measure_at(bench_bufs *bb, const bench_infer_options *o, bench_infer_
     a->ttft_p50_s = bench_percentile(bb->lat, runs, 0.5);
     a->ttft_p99_s = bench_percentile(bb->lat, runs, 0.99);
     a->prefill_tokens_per_s = P / a->ttft_p50_s;
-    strbuf_printf(line, "{\"bench\":\"infer\",\"what\":\"prefill\",\"prompt_tokens\":%d,\"threads\":%d,\"tokens_per_s\":",
-                  P, a->threads);
-    strbuf_json_number(line, a->prefill_tokens_per_s);
-    strbuf_puts(line, ",\"time_to_first_token_s\":");
-    strbuf_json_number(line, a->ttft_p50_s);
-    strbuf_puts(line, ",\"time_to_first_token_p99_s\":");
-    strbuf_json_number(line, a->ttft_p99_s);
-    strbuf_printf(line, ",\"runs\":%d}", runs);
-    emit(o, line);
+    jsonw w;
+    line_begin(&w, line);
+    prefill_line(&w, r, a);
+    if (emit(o, &w, err))
+        return -1;
     /* decode at growing batches; stop early once throughput has fallen twice */
     int worse = 0;
     for (int B = 1; B <= maxB && a->n_decode < BENCH_INFER_MAX_BATCHES && worse < 2; B *= 2) {
@@ -200,8 +221,10 @@ static int measure_at(bench_bufs *bb, const bench_infer_options *o, bench_infer_
         } else {
             worse++;
         }
-        decode_line(line, r, a, d);
-        emit(o, line);
+        line_begin(&w, line);
+        decode_line(&w, r, a, d);
+        if (emit(o, &w, err))
+            return -1;
     }
     return 0;
 }
@@ -263,8 +286,10 @@ int bench_infer_run(model *m, const bench_infer_options *o, bench_infer_result *
         rc = measure_at(&bb, o, r, a, maxB, &line, err);
         if (!rc) {
             bound_fill(r, a, o->n_threads > 0 ? o->bandwidth_gbs[k] : 0, o->n_threads > 0 ? o->peak_gflops[k] : 0);
-            bound_line(&line, r, a);
-            emit(o, &line);
+            jsonw w;
+            line_begin(&w, &line);
+            bound_line(&w, r, a);
+            rc = emit(o, &w, err);
         }
     }
     omp_set_num_threads(saved);
@@ -289,47 +314,51 @@ int bench_infer_run(model *m, const bench_infer_options *o, bench_infer_result *
     return rc;
 }
 
-void bench_infer_summary_json(strbuf *b, const bench_infer_result *r)
+void bench_infer_summary_fields(jsonw *w, const bench_infer_result *r)
 {
     const bench_infer_at *p = &r->at[r->best_prefill], *d = &r->at[r->best_decode1],
                          *g = &r->at[r->best_batch_at];
     int have = r->n_at > 0 && d->n_decode > 0;
-    strbuf_puts(b, "{\"bench\":\"infer\",\"what\":\"summary\",\"prefill_tokens_per_s\":");
-    strbuf_json_number(b, r->n_at ? p->prefill_tokens_per_s : NAN);
-    strbuf_printf(b, ",\"prefill_threads\":%d,\"prompt_tokens\":%d,\"time_to_first_token_s\":",
-                  r->n_at ? p->threads : 0, r->prompt_tokens);
-    strbuf_json_number(b, r->n_at ? p->ttft_p50_s : NAN);
-    strbuf_puts(b, ",\"time_to_first_token_p99_s\":");
-    strbuf_json_number(b, r->n_at ? p->ttft_p99_s : NAN);
-    strbuf_puts(b, ",\"decode_tokens_per_s\":");
-    strbuf_json_number(b, have ? d->decode[0].tokens_per_s : NAN);
-    strbuf_puts(b, ",\"decode_tokens_per_s_mean\":");
-    strbuf_json_number(b, have ? d->decode[0].tokens_per_s_mean : NAN);
-    strbuf_printf(b, ",\"decode_threads\":%d,\"decode_p50_ms\":", have ? d->threads : 0);
-    strbuf_json_number(b, have ? d->decode[0].p50_ms : NAN);
-    strbuf_puts(b, ",\"decode_p99_ms\":");
-    strbuf_json_number(b, have ? d->decode[0].p99_ms : NAN);
-    strbuf_printf(b, ",\"best_batch\":%d,\"best_batch_threads\":%d,\"best_decode_tokens_per_s\":",
-                  r->n_at ? g->best_batch : 0, r->n_at ? g->threads : 0);
-    strbuf_json_number(b, r->n_at ? g->best_tokens_per_s : NAN);
-    strbuf_printf(b, ",\"bound_kind\":\"%s\",\"bound_tokens_per_s\":", have && d->bound_kind ? d->bound_kind : "none");
-    strbuf_json_number(b, have ? d->bound : NAN);
-    strbuf_puts(b, ",\"bandwidth_bound_tokens_per_s\":");
-    strbuf_json_number(b, have ? d->bandwidth_bound : NAN);
-    strbuf_puts(b, ",\"flop_bound_tokens_per_s\":");
-    strbuf_json_number(b, have ? d->flop_bound : NAN);
-    strbuf_puts(b, ",\"ratio\":");
-    strbuf_json_number(b, have ? d->ratio : NAN);
+    jsonw_field_string(w, "bench", "infer");
+    jsonw_field_string(w, "what", "summary");
+    jsonw_field_number(w, "prefill_tokens_per_s", r->n_at ? p->prefill_tokens_per_s : NAN);
+    jsonw_field_int(w, "prefill_threads", r->n_at ? p->threads : 0);
+    jsonw_field_int(w, "prompt_tokens", r->prompt_tokens);
+    jsonw_field_number(w, "time_to_first_token_s", r->n_at ? p->ttft_p50_s : NAN);
+    jsonw_field_number(w, "time_to_first_token_p99_s", r->n_at ? p->ttft_p99_s : NAN);
+    jsonw_field_number(w, "decode_tokens_per_s", have ? d->decode[0].tokens_per_s : NAN);
+    jsonw_field_number(w, "decode_tokens_per_s_mean", have ? d->decode[0].tokens_per_s_mean : NAN);
+    jsonw_field_int(w, "decode_threads", have ? d->threads : 0);
+    jsonw_field_number(w, "decode_p50_ms", have ? d->decode[0].p50_ms : NAN);
+    jsonw_field_number(w, "decode_p99_ms", have ? d->decode[0].p99_ms : NAN);
+    jsonw_field_int(w, "best_batch", r->n_at ? g->best_batch : 0);
+    jsonw_field_int(w, "best_batch_threads", r->n_at ? g->threads : 0);
+    jsonw_field_number(w, "best_decode_tokens_per_s", r->n_at ? g->best_tokens_per_s : NAN);
+    jsonw_field_string(w, "bound_kind", have && d->bound_kind ? d->bound_kind : "none");
+    jsonw_field_number(w, "bound_tokens_per_s", have ? d->bound : NAN);
+    jsonw_field_number(w, "bandwidth_bound_tokens_per_s", have ? d->bandwidth_bound : NAN);
+    jsonw_field_number(w, "flop_bound_tokens_per_s", have ? d->flop_bound : NAN);
+    jsonw_field_number(w, "ratio", have ? d->ratio : NAN);
     if (r->train_tokens_per_s > 0 && r->n_at) {
-        strbuf_puts(b, ",\"train_tokens_per_s\":");
-        strbuf_json_number(b, r->train_tokens_per_s);
-        strbuf_puts(b, ",\"prefill_vs_train\":");
-        strbuf_json_number(b, p->prefill_tokens_per_s / r->train_tokens_per_s);
+        jsonw_field_number(w, "train_tokens_per_s", r->train_tokens_per_s);
+        jsonw_field_number(w, "prefill_vs_train", p->prefill_tokens_per_s / r->train_tokens_per_s);
     }
-    strbuf_printf(b, ",\"weights_fit_l3\":%s,\"context\":%d,\"other_load_cores\":",
-                  r->weights_fit_l3 ? "true" : "false", r->context);
-    strbuf_json_number(b, r->load.other_cores);
-    strbuf_printf(b, ",\"contended\":%s}", r->load.contended ? "true" : "false");
+    jsonw_field_bool(w, "weights_fit_l3", r->weights_fit_l3);
+    jsonw_field_int(w, "context", r->context);
+    jsonw_field_number(w, "other_load_cores", r->load.other_cores);
+    jsonw_field_bool(w, "contended", r->load.contended);
+}
+
+int bench_infer_summary_json(strbuf *out, const bench_infer_result *r, tempo_error *err)
+{
+    jsonw w;
+    jsonw_init(&w, out);
+    jsonw_object_begin(&w);
+    bench_infer_summary_fields(&w, r);
+    jsonw_object_end(&w);
+    if (jsonw_finish(&w, err))
+        return tempo_error_prefix(err, "bench infer");
+    return 0;
 }
 
 double bench_infer_measure_bandwidth(int threads, double seconds)

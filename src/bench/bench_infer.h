@@ -26,7 +26,7 @@
 
 #include "bench/sysload.h"
 #include "core/error.h"
-#include "core/strbuf.h"
+#include "core/json_write.h"
 #include "model/model.h"
 
 typedef struct {
@@ -89,14 +89,18 @@ typedef struct {
 int bench_infer_run(model *m, const bench_infer_options *o, bench_infer_result *r,
                     tempo_error *err);
 
-/* The summary as one JSON object (no newline): {"bench":"infer","what":
+/* The summary's members, into the object open in w: "bench":"infer","what":
  * "summary", prefill_tokens_per_s, time_to_first_token_s, decode_tokens_per_s
  * (batch 1), decode_p50_ms, decode_p99_ms, best_batch,
  * best_decode_tokens_per_s (each the best over the thread counts, with
  * *_threads saying where), bound_tokens_per_s and ratio for the batch-1
  * decode's thread count, train_tokens_per_s and prefill_vs_train when
- * known, load}. */
-void bench_infer_summary_json(strbuf *out, const bench_infer_result *r);
+ * known, load. A caller may add members of its own before closing it. */
+void bench_infer_summary_fields(jsonw *w, const bench_infer_result *r);
+
+/* The summary as one JSON object appended to out (no newline); -1 with err
+ * set when the writer failed. */
+int bench_infer_summary_json(strbuf *out, const bench_infer_result *r, tempo_error *err);
 
 /* Quick triad bandwidth in GB/s at `threads` threads (3 x 64 MiB arrays,
  * about `seconds`), for when the hardware profile has none. 0 on failure. */

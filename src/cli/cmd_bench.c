@@ -52,6 +52,17 @@ static void bench_usage(FILE *f)
             "           against one rank's memcpy; see tempo bench allreduce --help.\n");
 }
 
+/* Finish the JSON value in w and print it as a line on stdout; frees its
+ * buffer either way. */
+static int print_json(jsonw *w, tempo_error *err)
+{
+    int rc = jsonw_finish(w, err);
+    if (!rc)
+        cli_emit_result(w->out, NULL);
+    strbuf_free(w->out);
+    return rc;
+}
+
 static int parse_positive(const char *flag, const char *text, double *v)
 {
     return cli_parse_real(flag, text, 0, 1e6, 1, v);
@@ -97,25 +108,29 @@ static int bench_peak(int argc, char **argv)
         return cli_report(&err);
     fprintf(stderr, "bench peak: wrote %s\n", path);
     strbuf json = {0};
-    hw_profile_to_json(&p, &json);
-    int rc = cli_emit_result(&json, NULL);
-    strbuf_free(&json);
-    return rc;
+    jsonw w;
+    jsonw_init(&w, &json);
+    hw_profile_write(&w, &p);
+    return print_json(&w, &err) ? cli_report(&err) : 0;
 }
 
 typedef struct {
     const char *preset;
     int threads;
     double peak, bandwidth;
+    int failed;          /* a line could not be written; err says why */
+    tempo_error err;
 } ops_emit_ctx;
 
 static void emit_op(void *ctx, const bench_op_result *r)
 {
-    const ops_emit_ctx *e = ctx;
+    ops_emit_ctx *e = ctx;
     strbuf line = {0};
-    bench_op_json(&line, e->preset, e->threads, r, e->peak, e->bandwidth);
-    printf("%s\n", line.data ? line.data : "{}");
-    fflush(stdout);
+    jsonw w;
+    jsonw_init(&w, &line);
+    bench_op_json(&w, e->preset, e->threads, r, e->peak, e->bandwidth);
+    if (!e->failed && print_json(&w, &e->err))
+        e->failed = 1;
     strbuf_free(&line);
 }
 
@@ -211,9 +226,11 @@ static int bench_kernels(int argc, char **argv)
             for (int t = 0; t < n_threads; t++) {
                 ops_emit_ctx e = {cfgs[c].preset, threads[t],
                                   have_prof ? hw_profile_peak_gflops(&prof, threads[t]) : 0,
-                                  have_prof ? hw_profile_bandwidth_gbs(&prof, threads[t]) : 0};
+                                  have_prof ? hw_profile_bandwidth_gbs(&prof, threads[t]) : 0, 0, {{0}, 0}};
                 if (bench_ops_run(&cfgs[c], threads[t], seconds, emit_op, &e, &err))
                     return cli_report(&err);
+                if (e.failed)
+                    return cli_report(&e.err);
             }
         if (!run_gemm)
             return 0;
@@ -226,9 +243,14 @@ static int bench_kernels(int argc, char **argv)
 
     /* The FMA peak now, per thread count: other tenants of the host can
      * lower it below the profile's, which the efficiency_now figures show. */
-    double peak_now[8];
-    for (int t = 0; t < n_threads; t++)
-        peak_now[t] = peak_fma_gflops(ctx.cfg.path, threads[t], 0.3);
+    bench_gemm_summary sum;
+    memset(&sum, 0, sizeof sum);
+    sum.n_threads = n_threads;
+    for (int t = 0; t < n_threads; t++) {
+        sum.threads[t] = threads[t];
+        sum.peak_gflops[t] = have_prof ? hw_profile_peak_gflops(&prof, threads[t]) : 0;
+        sum.peak_now_gflops[t] = peak_fma_gflops(ctx.cfg.path, threads[t], 0.3);
+    }
     bench_openblas ob;
     int have_ob = use_openblas && bench_openblas_open(&ob) == 0;
     if (have_ob)
@@ -237,8 +259,6 @@ static int bench_kernels(int argc, char **argv)
      * (OpenBLAS's up to ~0.1 s) and would steal the other's cores. */
     const struct timespec pause = {0, 150 * 1000 * 1000};
 
-    double flops[8] = {0}, secs[8] = {0}, ob_secs[8] = {0};
-    int any_contended = 0;
     for (int s = 0; s < n_shapes; s++)
         for (int t = 0; t < n_threads; t++) {
             bench_gemm_result r, rb;
@@ -253,18 +273,17 @@ static int bench_kernels(int argc, char **argv)
                     return cli_report(&err);
                 }
                 nanosleep(&pause, NULL);
-                ob_secs[t] += rb.best_s;
             }
-            double peak = have_prof ? hw_profile_peak_gflops(&prof, threads[t]) : 0;
             strbuf line = {0};
-            bench_gemm_json(&line, &shapes[s], threads[t], &r, peak, peak_now[t], path,
+            jsonw w;
+            jsonw_init(&w, &line);
+            bench_gemm_json(&w, &shapes[s], threads[t], &r, sum.peak_gflops[t], sum.peak_now_gflops[t], path,
                             have_ob ? &rb : NULL);
-            printf("%s\n", line.data ? line.data : "{}");
-            fflush(stdout);
-            strbuf_free(&line);
-            flops[t] += 2.0 * shapes[s].M * shapes[s].N * (double)shapes[s].K;
-            secs[t] += r.best_s;
-            any_contended |= r.contended || (have_ob && rb.contended);
+            if (print_json(&w, &err)) {
+                gemm_context_free(&ctx);
+                return cli_report(&err);
+            }
+            bench_gemm_summary_add(&sum, t, &shapes[s], &r, have_ob ? &rb : NULL);
         }
     if (have_ob)
         bench_openblas_close(&ob);
@@ -272,35 +291,10 @@ static int bench_kernels(int argc, char **argv)
 
     /* Summary: per thread count, total FLOPs / total best time. */
     strbuf json = {0};
-    strbuf_printf(&json, "{\"kernel\":\"gemm\",\"summary\":true,\"shapes\":%d,\"path\":\"%s\",\"threads\":{",
-                  n_shapes, path);
-    for (int t = 0; t < n_threads; t++) {
-        double g = secs[t] > 0 ? flops[t] / secs[t] * 1e-9 : 0;
-        double peak = have_prof ? hw_profile_peak_gflops(&prof, threads[t]) : 0;
-        strbuf_printf(&json, "%s\"%d\":{\"gflops\":", t ? "," : "", threads[t]);
-        strbuf_json_number(&json, bench_round(g, 2));
-        strbuf_puts(&json, ",\"peak_gflops\":");
-        strbuf_json_number(&json, bench_round(peak, 2));
-        strbuf_puts(&json, ",\"efficiency\":");
-        if (peak > 0)
-            strbuf_json_number(&json, bench_round(g / peak, 3));
-        else
-            strbuf_puts(&json, "null");
-        strbuf_puts(&json, ",\"peak_now_gflops\":");
-        strbuf_json_number(&json, bench_round(peak_now[t], 2));
-        if (have_ob && ob_secs[t] > 0) {
-            double gb = flops[t] / ob_secs[t] * 1e-9;
-            strbuf_puts(&json, ",\"openblas_gflops\":");
-            strbuf_json_number(&json, bench_round(gb, 2));
-            strbuf_puts(&json, ",\"ratio\":");
-            strbuf_json_number(&json, bench_round(g / gb, 3));
-        }
-        strbuf_puts(&json, "}");
-    }
-    strbuf_printf(&json, "},\"contended\":%s}", any_contended ? "true" : "false");
-    int rc = cli_emit_result(&json, NULL);
-    strbuf_free(&json);
-    return rc;
+    jsonw w;
+    jsonw_init(&w, &json);
+    bench_gemm_summary_json(&w, &sum, path);
+    return print_json(&w, &err) ? cli_report(&err) : 0;
 }
 
 int cmd_bench(int argc, char **argv)

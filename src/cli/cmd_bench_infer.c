@@ -53,6 +53,17 @@ static void print_line(void *user, const char *json)
     fflush(stdout);
 }
 
+/* Finish the JSON value in w and print it as a line on stdout; frees its
+ * buffer either way. */
+static int print_json(jsonw *w, tempo_error *err)
+{
+    int rc = jsonw_finish(w, err);
+    if (!rc)
+        cli_emit_result(w->out, NULL);
+    strbuf_free(w->out);
+    return rc;
+}
+
 /* The training speed recorded in RUN_DIR/result.json, or 0. */
 static double train_speed(const char *model_path)
 {
@@ -161,9 +172,10 @@ int bench_infer_main(int argc, char **argv)
         rc = bench_memory_run(&h, 1024, &mr, &err);
         if (!rc) {
             strbuf ml = {0};
-            bench_memory_json(&ml, &mr);
-            print_line(NULL, ml.data);
-            strbuf_free(&ml);
+            jsonw w;
+            jsonw_init(&w, &ml);
+            bench_memory_json(&w, &mr);
+            rc = print_json(&w, &err);
         }
     }
     hybrid_parts_free(&h);
@@ -179,9 +191,11 @@ int bench_infer_main(int argc, char **argv)
         rc = bench_llama_cpp_run(m, tok, &r, vs, &err);
         for (int k = 0; !rc && k < r.n_at; k++) {
             strbuf l = {0};
-            bench_llama_cpp_json(&l, &r, &vs[k]);
-            print_line(NULL, l.data);
-            strbuf_free(&l);
+            jsonw w;
+            jsonw_init(&w, &l);
+            bench_llama_cpp_json(&w, &r, &vs[k]);
+            if ((rc = print_json(&w, &err)))
+                break;
             fprintf(stderr, "bench infer: %d thread(s): prefill tempo %.0f vs llama.cpp %.0f tokens/s (x%.2f); "
                             "decode tempo %.0f vs llama.cpp %.0f tokens/s (x%.2f)\n", vs[k].threads,
                     vs[k].tempo_prefill_tokens_per_s, vs[k].prefill_tokens_per_s,
@@ -199,20 +213,18 @@ int bench_infer_main(int argc, char **argv)
         fprintf(stderr, "bench infer: other processes used %.2f cores meanwhile: figures are low\n",
                 r.load.other_cores);
     strbuf js = {0};
-    bench_infer_summary_json(&js, &r);
+    jsonw w;
+    jsonw_init(&w, &js);
+    jsonw_object_begin(&w);
+    bench_infer_summary_fields(&w, &r);
     if (mr.memory_order || mr.cache_order) {   /* the memory's figures ride in the summary too */
-        js.len--;
-        strbuf_puts(&js, ",\"memory\":");
-        bench_memory_json(&js, &mr);
-        strbuf_puts(&js, "}");
+        jsonw_key(&w, "memory");
+        bench_memory_json(&w, &mr);
     }
     if (vs_llama) { /* the comparison at the thread count of the summary's batch-1 decode */
-        js.len--;
-        strbuf_puts(&js, ",\"vs_llama_cpp\":");
-        bench_llama_cpp_json(&js, &r, &vs[best]);
-        strbuf_puts(&js, "}");
+        jsonw_key(&w, "vs_llama_cpp");
+        bench_llama_cpp_json(&w, &r, &vs[best]);
     }
-    rc = cli_emit_result(&js, NULL);
-    strbuf_free(&js);
-    return rc;
+    jsonw_object_end(&w);
+    return print_json(&w, &err) ? cli_report(&err) : 0;
 }

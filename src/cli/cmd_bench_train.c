@@ -93,6 +93,17 @@ static double run_torch(const run_config *cfg, int threads, int steps, int warmu
     return tps;
 }
 
+/* Finish the JSON value in w and print it as a line on stdout; frees its
+ * buffer either way. */
+static int print_json(jsonw *w, tempo_error *err)
+{
+    int rc = jsonw_finish(w, err);
+    if (!rc)
+        cli_emit_result(w->out, NULL);
+    strbuf_free(w->out);
+    return rc;
+}
+
 static int parse_int(const char *flag, const char *text, int lo, int hi, int *out)
 {
     long long x;
@@ -164,7 +175,8 @@ int bench_train_main(int argc, char **argv)
     if (!have_hw)
         fprintf(stderr, "tempo: %s (MFU left null)\n", err.msg);
 
-    double tps[8] = {0};
+    bench_train_summary sum;
+    memset(&sum, 0, sizeof sum);
     for (int t = 0; t < n_threads; t++) {
         bench_train_options o = {.cfg = &cfg, .threads = threads[t], .steps = steps,
                                  .warmup_steps = warmup, .seed = (unsigned long long)seed,
@@ -175,48 +187,23 @@ int bench_train_main(int argc, char **argv)
         bench_train_result r;
         if (bench_train_run(&o, &r, &err))
             return cli_report(&err);
-        tps[t] = r.tokens_per_second;
+        sum.threads[sum.n_threads] = threads[t];
+        sum.tokens_per_s[sum.n_threads++] = r.tokens_per_second;
         strbuf line = {0};
-        bench_train_json(&line, &cfg, &r);
-        printf("%s\n", line.data);
-        fflush(stdout);
-        strbuf_free(&line);
-    }
-    double torch_tps = -1;
-    int torch_threads = threads[n_threads - 1];
-    if (vs_torch)
-        torch_tps = run_torch(&cfg, torch_threads, steps, warmup);
-
-    strbuf json = {0};
-    strbuf_puts(&json, "{\"bench\":\"train\",\"summary\":true,\"preset\":");
-    strbuf_json_string(&json, cfg.preset, strlen(cfg.preset));
-    strbuf_puts(&json, ",\"tokens_per_s\":{");
-    for (int t = 0; t < n_threads; t++) {
-        strbuf_printf(&json, "%s\"%d\":", t ? "," : "", threads[t]);
-        strbuf_json_number(&json, bench_round(tps[t], 1));
-    }
-    strbuf_puts(&json, "}");
-    int i1 = -1, i2 = -1;
-    for (int t = 0; t < n_threads; t++) {
-        if (threads[t] == 1) i1 = t;
-        if (threads[t] == 2) i2 = t;
-    }
-    if (i1 >= 0 && i2 >= 0 && tps[i1] > 0) {
-        strbuf_puts(&json, ",\"second_thread_speedup\":");
-        strbuf_json_number(&json, bench_round(tps[i2] / tps[i1], 3));
+        jsonw w;
+        jsonw_init(&w, &line);
+        bench_train_json(&w, &cfg, &r);
+        if (print_json(&w, &err))
+            return cli_report(&err);
     }
     if (vs_torch) {
-        strbuf_printf(&json, ",\"torch_threads\":%d,\"torch_tokens_per_s\":", torch_threads);
-        if (torch_tps > 0) {
-            strbuf_json_number(&json, bench_round(torch_tps, 1));
-            strbuf_puts(&json, ",\"ratio_vs_torch\":");
-            strbuf_json_number(&json, bench_round(tps[n_threads - 1] / torch_tps, 3));
-        } else {
-            strbuf_puts(&json, "null,\"ratio_vs_torch\":null");
-        }
+        sum.torch_threads = threads[n_threads - 1];
+        sum.torch_tokens_per_s = run_torch(&cfg, sum.torch_threads, steps, warmup);
     }
-    strbuf_puts(&json, "}");
-    int rc = cli_emit_result(&json, NULL);
-    strbuf_free(&json);
-    return rc;
+
+    strbuf json = {0};
+    jsonw w;
+    jsonw_init(&w, &json);
+    bench_train_summary_json(&w, cfg.preset, &sum);
+    return print_json(&w, &err) ? cli_report(&err) : 0;
 }

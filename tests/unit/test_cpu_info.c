@@ -140,9 +140,9 @@ static void test_profile_roundtrip(void)
 {
     hw_profile p = sample_profile(), q;
     strbuf sb = {0};
-    hw_profile_to_json(&p, &sb);
     tempo_error err;
     tempo_error_clear(&err);
+    CHECK(hw_profile_to_json(&p, &sb, &err) == 0);
     CHECK(hw_profile_from_json(&q, sb.data, sb.len, &err) == 0);
     CHECK_MSG(err.msg[0] == 0, "%s", err.msg);
     CHECK(q.n_peak == 2 && q.peak_gflops[1].threads == 2 && q.peak_gflops[1].value == 187.5);

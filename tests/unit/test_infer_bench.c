@@ -112,7 +112,7 @@ static void test_tiny_run(void)
     CHECK_NEAR(a->bound, fmin(a->bandwidth_bound, a->flop_bound), 1e-6);
     CHECK_NEAR(a->ratio, a->decode[0].tokens_per_s / a->bound, 1e-9);
     strbuf js = {0};
-    bench_infer_summary_json(&js, &r);
+    CHECK(bench_infer_summary_json(&js, &r, &err) == 0);
     json_value *v = NULL;
     CHECK(json_parse(js.data, js.len, &v, &err) == 0);
     if (v) {
