@@ -5,11 +5,13 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench_timing.h"
 #include "bench/peak.h"
+#include "core/cpu_info.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "infer/engine.h"
@@ -19,6 +21,17 @@ void bench_infer_options_default(bench_infer_options *o)
     memset(o, 0, sizeof *o);
     o->runs = 5;
     o->max_batch = 64;
+    o->read_probe_seconds = 0.3;
+}
+
+bench_infer_bandwidth bench_infer_bandwidth_choice(double bytes, long cache_bytes, double read_gbs,
+                                                   double dram_gbs)
+{
+    if (!(read_gbs > 0))
+        return BENCH_INFER_BW_DRAM;
+    if (cache_bytes > 0 && bytes <= (double)cache_bytes)
+        return BENCH_INFER_BW_CACHE;
+    return read_gbs > dram_gbs ? BENCH_INFER_BW_READ_FASTER : BENCH_INFER_BW_DRAM;
 }
 
 /* Start a JSON line in the reused buffer b. */
@@ -144,9 +157,45 @@ static void cost_fill(bench_infer_result *r, const model_config *c, double weigh
     r->weights_fit_l3 = l3_bytes > 0 && weight_bytes < (double)l3_bytes;
 }
 
-static void bound_fill(const bench_infer_result *r, bench_infer_at *a, double gbs, double gflops)
+/* The bound's bandwidth at a's thread count (the team is set to it): the
+ * read probe's or DRAM's, as bench_infer_bandwidth_choice says. */
+static int bound_bandwidth(const bench_infer_options *o, const bench_infer_result *r, bench_infer_at *a,
+                           double dram_gbs, tempo_error *err)
 {
-    a->bandwidth_gbs = gbs;
+    double bytes = r->weight_bytes + r->kv_bytes_per_token, mib = bytes / (1024.0 * 1024);
+    a->dram_gbs = dram_gbs;
+    a->read_gbs = 0;
+    if (o->read_probe_seconds > 0 && bytes <= BENCH_INFER_PROBE_MAX_BYTES) {
+        cpu_info ci;
+        cpu_info_query(&ci);
+        a->read_gbs = peak_read_gbs(cpu_kernel_path_select(&ci), (size_t)bytes, a->threads,
+                                    o->read_probe_seconds, err);
+        if (a->read_gbs < 0)
+            return tempo_error_prefix(err, "bench infer");
+    }
+    switch (bench_infer_bandwidth_choice(bytes, o->l3_bytes, a->read_gbs, dram_gbs)) {
+    case BENCH_INFER_BW_CACHE:
+        a->bandwidth_gbs = a->read_gbs;
+        snprintf(a->bandwidth_source, sizeof a->bandwidth_source,
+                 "cache: read of a %.1f MiB buffer now (fits the %.0f MiB L3)", mib, o->l3_bytes / 1048576.0);
+        break;
+    case BENCH_INFER_BW_READ_FASTER:
+        a->bandwidth_gbs = a->read_gbs;
+        snprintf(a->bandwidth_source, sizeof a->bandwidth_source,
+                 "cache: read of a %.1f MiB buffer now (faster than DRAM: a cache larger than the "
+                 "stated %.0f MiB L3 holds it)", mib, o->l3_bytes / 1048576.0);
+        break;
+    default:
+        a->bandwidth_gbs = dram_gbs;
+        snprintf(a->bandwidth_source, sizeof a->bandwidth_source, "DRAM: %s", r->dram_source);
+        break;
+    }
+    return 0;
+}
+
+static void bound_fill(const bench_infer_result *r, bench_infer_at *a, double gflops)
+{
+    double gbs = a->bandwidth_gbs;
     a->peak_gflops = gflops;
     a->bandwidth_bound = gbs > 0 ? gbs * 1e9 / (r->weight_bytes + r->kv_bytes_per_token) : NAN;
     a->flop_bound = gflops > 0 ? gflops * 1e9 / r->flops_per_token : NAN;
@@ -163,7 +212,9 @@ static void bound_line(jsonw *w, const bench_infer_result *r, const bench_infer_
     jsonw_field_number(w, "weight_bytes", r->weight_bytes);
     jsonw_field_number(w, "kv_bytes_per_token", r->kv_bytes_per_token);
     jsonw_field_number(w, "bandwidth_gbs", a->bandwidth_gbs);
-    jsonw_field_string(w, "bandwidth_source", r->bandwidth_source);
+    jsonw_field_string(w, "bandwidth_source", a->bandwidth_source);
+    jsonw_field_number(w, "dram_bandwidth_gbs", a->dram_gbs);
+    jsonw_field_number(w, "read_bandwidth_gbs", a->read_gbs > 0 ? a->read_gbs : NAN);
     jsonw_field_number(w, "bandwidth_bound_tokens_per_s", a->bandwidth_bound);
     jsonw_field_number(w, "flops_per_token", r->flops_per_token);
     jsonw_field_number(w, "peak_gflops", a->peak_gflops);
@@ -250,7 +301,7 @@ int bench_infer_run(model *m, const bench_infer_options *o, bench_infer_result *
     r->decode_prompt = P0;
     r->decode_steps = steps;
     r->train_tokens_per_s = o->train_tokens_per_s;
-    r->bandwidth_source = o->bandwidth_source ? o->bandwidth_source : "unknown";
+    r->dram_source = o->bandwidth_source ? o->bandwidth_source : "unknown";
     int rows = P > maxB * P0 ? P : maxB * P0;
     size_t n_prompt = (size_t)(P > P0 + maxB ? P : P0 + maxB);
     bench_bufs bb;
@@ -284,8 +335,10 @@ int bench_infer_run(model *m, const bench_infer_options *o, bench_infer_result *
         a->threads = o->n_threads > 0 ? o->threads[k] : saved;
         omp_set_num_threads(a->threads);
         rc = measure_at(&bb, o, r, a, maxB, &line, err);
+        if (!rc)
+            rc = bound_bandwidth(o, r, a, o->n_threads > 0 ? o->bandwidth_gbs[k] : 0, err);
         if (!rc) {
-            bound_fill(r, a, o->n_threads > 0 ? o->bandwidth_gbs[k] : 0, o->n_threads > 0 ? o->peak_gflops[k] : 0);
+            bound_fill(r, a, o->n_threads > 0 ? o->peak_gflops[k] : 0);
             jsonw w;
             line_begin(&w, &line);
             bound_line(&w, r, a);
@@ -335,6 +388,7 @@ void bench_infer_summary_fields(jsonw *w, const bench_infer_result *r)
     jsonw_field_int(w, "best_batch_threads", r->n_at ? g->threads : 0);
     jsonw_field_number(w, "best_decode_tokens_per_s", r->n_at ? g->best_tokens_per_s : NAN);
     jsonw_field_string(w, "bound_kind", have && d->bound_kind ? d->bound_kind : "none");
+    jsonw_field_string(w, "bandwidth_source", have ? d->bandwidth_source : NULL);
     jsonw_field_number(w, "bound_tokens_per_s", have ? d->bound : NAN);
     jsonw_field_number(w, "bandwidth_bound_tokens_per_s", have ? d->bandwidth_bound : NAN);
     jsonw_field_number(w, "flop_bound_tokens_per_s", have ? d->flop_bound : NAN);

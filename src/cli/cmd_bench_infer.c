@@ -38,9 +38,12 @@ static void usage(FILE *f)
         "                 libraries), fetched and built once by tools/llama_cpp/setup.sh. A hybrid\n"
         "                 run's count memory has no llama.cpp counterpart: both run the transformer.\n"
         "JSON lines: prefill (tokens/s, time to first token), decode per batch (tokens/s,\n"
-        "per-step p50/p99 ms), bound (weight+KV bytes / measured bandwidth and FLOPs / measured\n"
-        "peak, the ratio decode(batch 1) reaches), then the summary (the last line). A run with a count\n"
-        "memory or a cache (the hybrid model) first prints their cost per token (bench: infer_memory):\n"
+        "per-step p50/p99 ms), bound (weight+KV bytes / bandwidth and FLOPs / measured peak, the\n"
+        "ratio decode(batch 1) reaches; the bandwidth is a read of a buffer of those bytes measured\n"
+        "now at the same threads when they fit the L3 or it beats DRAM (a cache holds them), else the\n"
+        "profile's DRAM triad: bandwidth_source says which), then the summary (the last line).\n"
+        "A run with a count memory or a cache (the hybrid model) first prints their cost per token\n"
+        "(bench: infer_memory):\n"
         "score_us_per_token (one known token: eval, ICL) and dist_us_per_token (the whole mixed\n"
         "distribution: generation), also under \"memory\" in the summary.\n");
 }
@@ -97,7 +100,7 @@ int cli_bench_infer_setup(const char *model_path, int threads, bench_infer_optio
     if (hw_profile_load_or_measure(&p, err))
         return -1;
     o->l3_bytes = p.l3_bytes;
-    o->bandwidth_source = "hardware profile";
+    o->bandwidth_source = "hardware profile triad";
     for (int k = 0; k < o->n_threads; k++) {
         int t = o->threads[k];
         o->peak_gflops[k] = hw_profile_peak_gflops(&p, t);
