@@ -280,51 +280,88 @@ static int measure_at(bench_bufs *bb, const bench_infer_options *o, bench_infer_
     return 0;
 }
 
-int bench_infer_run(model *m, const bench_infer_options *o, bench_infer_result *r,
-                    tempo_error *err)
+/* The run's sizes from the options and the model's context: 0 or a usage error. */
+static int plan(const bench_infer_options *o, int ctx, bench_infer_result *r, int *maxB, tempo_error *err)
 {
-    memset(r, 0, sizeof *r);
-    const model_config *c = model_get_config(m);
-    int ctx = c->context, V = c->vocab_size;
-    int runs = o->runs > 0 ? o->runs : 5;
     int P = o->prompt > 0 ? (o->prompt < ctx ? o->prompt : ctx) : (ctx < 512 ? ctx : 512);
-    int maxB = o->max_batch > 0 ? (o->max_batch < 1024 ? o->max_batch : 1024) : 64;
     int P0 = ctx / 4 < 32 ? (ctx / 4 > 0 ? ctx / 4 : 1) : 32;
     int steps = o->decode_steps > 0 ? o->decode_steps : 64;
+    *maxB = o->max_batch > 0 ? (o->max_batch < 1024 ? o->max_batch : 1024) : 64;
     if (steps > ctx - P0)
         steps = ctx - P0;
     if (steps < 1)
         return tempo_usage(err, "bench infer: context %d too short to decode", ctx);
     r->context = ctx;
     r->prompt_tokens = P;
-    r->runs = runs;
+    r->runs = o->runs > 0 ? o->runs : 5;
     r->decode_prompt = P0;
     r->decode_steps = steps;
     r->train_tokens_per_s = o->train_tokens_per_s;
     r->dram_source = o->bandwidth_source ? o->bandwidth_source : "unknown";
+    return 0;
+}
+
+static void bufs_free(bench_bufs *bb)
+{
+    infer_cache_free(&bb->kc);
+    infer_engine_free(bb->e);
+    free(bb->prompt);
+    free(bb->next);
+    free(bb->z);
+    free(bb->ch);
+    free(bb->lat);
+}
+
+/* The engine, a cache of maxB slots, and random prompts from a fixed seed. */
+static int bufs_create(bench_bufs *bb, model *m, const bench_infer_result *r, int maxB, tempo_error *err)
+{
+    const model_config *c = model_get_config(m);
+    int P = r->prompt_tokens, P0 = r->decode_prompt, V = c->vocab_size;
     int rows = P > maxB * P0 ? P : maxB * P0;
     size_t n_prompt = (size_t)(P > P0 + maxB ? P : P0 + maxB);
-    bench_bufs bb;
-    memset(&bb, 0, sizeof bb);
-    bb.prompt = malloc(sizeof(int32_t) * n_prompt);
-    bb.next = malloc(sizeof(int32_t) * (size_t)maxB);
-    bb.z = malloc(sizeof(float) * (size_t)maxB * V);
-    bb.ch = malloc(sizeof(infer_chunk) * (size_t)maxB);
-    bb.lat = malloc(sizeof(double) * (size_t)(runs * steps + runs));
-    int rc = 0;
-    if (!bb.prompt || !bb.next || !bb.z || !bb.ch || !bb.lat)
-        rc = tempo_fail(err, "bench infer: out of memory");
-    if (!rc)
-        rc = infer_engine_create(&bb.e, m, rows, err);
-    if (!rc)
-        rc = infer_cache_create(&bb.kc, c, maxB, 0, err);
-    if (!rc) {
-        rng_state g;
-        rng_seed(&g, 12345);
-        for (size_t i = 0; i < n_prompt; i++)
-            bb.prompt[i] = (int32_t)rng_below(&g, (uint64_t)V);
-        cost_fill(r, c, (double)infer_engine_weight_bytes(bb.e), o->l3_bytes);
+    memset(bb, 0, sizeof *bb);
+    bb->prompt = malloc(sizeof(int32_t) * n_prompt);
+    bb->next = malloc(sizeof(int32_t) * (size_t)maxB);
+    bb->z = malloc(sizeof(float) * (size_t)maxB * V);
+    bb->ch = malloc(sizeof(infer_chunk) * (size_t)maxB);
+    bb->lat = malloc(sizeof(double) * (size_t)(r->runs * r->decode_steps + r->runs));
+    if (!bb->prompt || !bb->next || !bb->z || !bb->ch || !bb->lat)
+        return tempo_fail(err, "bench infer: out of memory");
+    if (infer_engine_create(&bb->e, m, rows, err) || infer_cache_create(&bb->kc, c, maxB, 0, err))
+        return -1;
+    rng_state g;
+    rng_seed(&g, 12345);
+    for (size_t i = 0; i < n_prompt; i++)
+        bb->prompt[i] = (int32_t)rng_below(&g, (uint64_t)V);
+    return 0;
+}
+
+/* The best thread count per figure. */
+static void pick_best(bench_infer_result *r)
+{
+    for (int k = 1; k < r->n_at; k++) {
+        const bench_infer_at *a = &r->at[k];
+        if (a->prefill_tokens_per_s > r->at[r->best_prefill].prefill_tokens_per_s)
+            r->best_prefill = k;
+        if (a->n_decode && a->decode[0].tokens_per_s > r->at[r->best_decode1].decode[0].tokens_per_s)
+            r->best_decode1 = k;
+        if (a->best_tokens_per_s > r->at[r->best_batch_at].best_tokens_per_s)
+            r->best_batch_at = k;
     }
+}
+
+int bench_infer_run(model *m, const bench_infer_options *o, bench_infer_result *r,
+                    tempo_error *err)
+{
+    memset(r, 0, sizeof *r);
+    const model_config *c = model_get_config(m);
+    int maxB;
+    if (plan(o, c->context, r, &maxB, err))
+        return -1;
+    bench_bufs bb;
+    int rc = bufs_create(&bb, m, r, maxB, err);
+    if (!rc)
+        cost_fill(r, c, (double)infer_engine_weight_bytes(bb.e), o->l3_bytes);
     int n_threads = o->n_threads > 0 ? (o->n_threads < 4 ? o->n_threads : 4) : 1;
     int saved = omp_get_max_threads();
     sysload_sample load0;
@@ -347,23 +384,9 @@ int bench_infer_run(model *m, const bench_infer_options *o, bench_infer_result *
     }
     omp_set_num_threads(saved);
     sysload_since(&load0, &r->load);
-    for (int k = 1; k < r->n_at; k++) {
-        const bench_infer_at *a = &r->at[k];
-        if (a->prefill_tokens_per_s > r->at[r->best_prefill].prefill_tokens_per_s)
-            r->best_prefill = k;
-        if (a->n_decode && a->decode[0].tokens_per_s > r->at[r->best_decode1].decode[0].tokens_per_s)
-            r->best_decode1 = k;
-        if (a->best_tokens_per_s > r->at[r->best_batch_at].best_tokens_per_s)
-            r->best_batch_at = k;
-    }
+    pick_best(r);
     strbuf_free(&line);
-    infer_cache_free(&bb.kc);
-    infer_engine_free(bb.e);
-    free(bb.prompt);
-    free(bb.next);
-    free(bb.z);
-    free(bb.ch);
-    free(bb.lat);
+    bufs_free(&bb);
     return rc;
 }
 

@@ -77,6 +77,74 @@ static double one_step(bench_state *s, const run_config *cfg, void *src, op_prof
     return loss;
 }
 
+/* What the timed steps measured. */
+typedef struct {
+    double wall, best, cpu;   /* seconds: all steps, the best step, process CPU time */
+    long faults;              /* minor page faults */
+    sysload_report load;
+} timed_steps;
+
+/* o->steps profiled steps after the warm-up ones. */
+static void run_steps(bench_state *s, const bench_train_options *o, void *src, bench_train_result *r,
+                      timed_steps *t)
+{
+    const run_config *cfg = o->cfg;
+    double t0 = timer_now();
+    r->loss_first = one_step(s, cfg, src, NULL);
+    r->first_step_seconds = timer_now() - t0;
+    for (int i = 1; i < o->warmup_steps; i++)
+        one_step(s, cfg, src, NULL);
+
+    model_set_profile(s->m, &r->prof);
+    sysload_sample load0;
+    sysload_sample_now(&load0);
+    long flt0, flt1;
+    double cpu0 = cpu_seconds(&flt0), w0 = timer_now();
+    t->best = 1e30;
+    for (int i = 0; i < o->steps; i++) {
+        double s0 = timer_now();
+        r->loss_last = one_step(s, cfg, src, &r->prof);
+        double dt = timer_now() - s0;
+        t->best = dt < t->best ? dt : t->best;
+    }
+    t->wall = timer_now() - w0;
+    t->cpu = cpu_seconds(&flt1) - cpu0;
+    t->faults = flt1 - flt0;
+    sysload_since(&load0, &t->load);
+    model_set_profile(s->m, NULL);
+}
+
+/* The result's figures from the timed steps. */
+static void fill_figures(const bench_train_options *o, const bench_state *s, const timed_steps *t,
+                         bench_train_result *r)
+{
+    const run_config *cfg = o->cfg;
+    r->threads = o->threads;
+    r->steps = o->steps;
+    r->params = model_num_params(s->m);
+    r->tokens_per_step = (double)cfg->batch_size * cfg->model.context;
+    r->step_seconds = t->wall / o->steps;
+    r->best_step_seconds = t->best;
+    r->tokens_per_second = r->tokens_per_step / r->step_seconds;
+    r->flops_per_token = model_flops_per_token(&cfg->model, cfg->model.context);
+    r->model_gflops = r->tokens_per_second * r->flops_per_token * 1e-9;
+    r->peak_gflops = o->peak_gflops;
+    r->mfu = o->peak_gflops > 0 ? r->model_gflops / o->peak_gflops : NAN;
+    r->cpu_utilisation = t->cpu / (t->wall * o->threads);
+    r->serial_share = o->threads > 1
+                          ? fmin(1, fmax(0, (o->threads - r->cpu_utilisation * o->threads) /
+                                                (o->threads - 1)))
+                          : 0;
+    r->minor_faults_per_step = (double)t->faults / o->steps;
+    r->peak_rss_mib = peak_rss_mib();
+    r->model_mib = (2.0 * r->params * sizeof(float) + (double)model_activation_bytes(s->m)) /
+                   (1024.0 * 1024.0);
+    r->optimizer_mib = (2.0 * r->params + (double)s->opt.ns_work_len) * sizeof(float) /
+                       (1024.0 * 1024.0);
+    r->other_load_cores = t->load.other_cores;
+    r->contended = t->load.contended;
+}
+
 int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_error *err)
 {
     memset(r, 0, sizeof *r);
@@ -107,55 +175,9 @@ int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_e
     rng_seed(&rng, o->seed);
     int V = cfg->model.vocab_size;
     void *src[2] = {&rng, &V};
-
-    double t0 = timer_now();
-    r->loss_first = one_step(&s, cfg, src, NULL);
-    r->first_step_seconds = timer_now() - t0;
-    for (int i = 1; i < o->warmup_steps; i++)
-        one_step(&s, cfg, src, NULL);
-
-    model_set_profile(s.m, &r->prof);
-    sysload_sample load0;
-    sysload_sample_now(&load0);
-    long flt0, flt1;
-    double cpu0 = cpu_seconds(&flt0), best = 1e30;
-    double w0 = timer_now();
-    for (int i = 0; i < o->steps; i++) {
-        double s0 = timer_now();
-        r->loss_last = one_step(&s, cfg, src, &r->prof);
-        double dt = timer_now() - s0;
-        best = dt < best ? dt : best;
-    }
-    double wall = timer_now() - w0;
-    double cpu = cpu_seconds(&flt1) - cpu0;
-    sysload_report load;
-    sysload_since(&load0, &load);
-    model_set_profile(s.m, NULL);
-
-    r->threads = o->threads;
-    r->steps = o->steps;
-    r->params = model_num_params(s.m);
-    r->tokens_per_step = (double)cfg->batch_size * cfg->model.context;
-    r->step_seconds = wall / o->steps;
-    r->best_step_seconds = best;
-    r->tokens_per_second = r->tokens_per_step / r->step_seconds;
-    r->flops_per_token = model_flops_per_token(&cfg->model, cfg->model.context);
-    r->model_gflops = r->tokens_per_second * r->flops_per_token * 1e-9;
-    r->peak_gflops = o->peak_gflops;
-    r->mfu = o->peak_gflops > 0 ? r->model_gflops / o->peak_gflops : NAN;
-    r->cpu_utilisation = cpu / (wall * o->threads);
-    r->serial_share = o->threads > 1
-                          ? fmin(1, fmax(0, (o->threads - r->cpu_utilisation * o->threads) /
-                                                (o->threads - 1)))
-                          : 0;
-    r->minor_faults_per_step = (double)(flt1 - flt0) / o->steps;
-    r->peak_rss_mib = peak_rss_mib();
-    r->model_mib = (2.0 * r->params * sizeof(float) + (double)model_activation_bytes(s.m)) /
-                   (1024.0 * 1024.0);
-    r->optimizer_mib = (2.0 * r->params + (double)s.opt.ns_work_len) * sizeof(float) /
-                       (1024.0 * 1024.0);
-    r->other_load_cores = load.other_cores;
-    r->contended = load.contended;
+    timed_steps t;
+    run_steps(&s, o, src, r, &t);
+    fill_figures(o, &s, &t, r);
     rc = 0;
 out:
     state_free(&s);
