@@ -44,7 +44,7 @@ typedef struct {
     int n_threads;        /* thread counts to measure at (1..BENCH_INFER_MAX_THREADS) */
     int threads[4];
     double bandwidth_gbs[4]; /* measured DRAM bandwidth at each thread count */
-    const char *bandwidth_source; /* where they come from, e.g. "hardware profile" */
+    const char *bandwidth_source; /* where they come from, e.g. "hardware profile triad" */
     /* > 0: at each thread count, read a buffer of a token's bytes (weights +
      * KV, at most BENCH_INFER_PROBE_MAX_BYTES) for about this long and bound
      * by its rate when it is a cache's (default 0.3 s); 0: DRAM only. */
@@ -123,9 +123,10 @@ int bench_infer_run(model *m, const bench_infer_options *o, bench_infer_result *
  * "summary", prefill_tokens_per_s, time_to_first_token_s, decode_tokens_per_s
  * (batch 1), decode_p50_ms, decode_p99_ms, best_batch,
  * best_decode_tokens_per_s (each the best over the thread counts, with
- * *_threads saying where), bound_tokens_per_s and ratio for the batch-1
- * decode's thread count, train_tokens_per_s and prefill_vs_train when
- * known, load. A caller may add members of its own before closing it. */
+ * *_threads saying where), bound_tokens_per_s, bandwidth_source and ratio
+ * for the batch-1 decode's thread count, train_tokens_per_s and
+ * prefill_vs_train when known, load. A caller may add members of its own
+ * before closing it. */
 void bench_infer_summary_fields(jsonw *w, const bench_infer_result *r);
 
 /* The summary as one JSON object appended to out (no newline); -1 with err

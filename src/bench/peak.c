@@ -146,10 +146,14 @@ double peak_triad_gbs(const peak_triad_arrays *t, int threads, double seconds)
 
 /* ---- read bandwidth ---- */
 
-/* Floats per block of the read loops: 8 accumulators of one vector each,
- * enough independent adds to keep two loads a cycle in flight. */
+/* Floats per block of the read loops: one load into each of 8 (256-bit) or
+ * 16 (128-bit) accumulators, enough independent adds to keep two loads a
+ * cycle in flight. */
 #define READ_BLOCK 64
 
+static float read_sum_portable(const float *x, size_t n);
+
+#if defined(__x86_64__) || defined(__i386__)
 typedef float v8f __attribute__((vector_size(32)));
 
 /* Sum of x[0..n), n a multiple of READ_BLOCK, with 256-bit loads. */
@@ -165,6 +169,12 @@ __attribute__((target("avx2"))) static float read_sum_avx2(const float *x, size_
     v8f t = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
     return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
 }
+#else
+static float read_sum_avx2(const float *x, size_t n)
+{
+    return read_sum_portable(x, n);
+}
+#endif
 
 /* The same with the build target's vectors (128-bit on x86-64-v2). */
 static float read_sum_portable(const float *x, size_t n)
