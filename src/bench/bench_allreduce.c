@@ -54,17 +54,16 @@ int bench_allreduce_run(dist_context *d, const size_t *sizes, int n_sizes, int i
     return rc;
 }
 
-void bench_allreduce_json(const dist_context *d, const bench_allreduce_row *r, strbuf *out)
+void bench_allreduce_json(jsonw *w, const dist_context *d, const bench_allreduce_row *r)
 {
-    strbuf_printf(out, "{\"bench\":\"allreduce\",\"ranks\":%d,\"bytes\":%zu,\"seconds\":", d->world, r->bytes);
-    strbuf_json_number(out, r->seconds);
-    strbuf_puts(out, ",\"algbw_GBps\":");
-    strbuf_json_number(out, r->algbw_gbps);
-    strbuf_puts(out, ",\"busbw_GBps\":");
-    strbuf_json_number(out, r->busbw_gbps);
-    strbuf_puts(out, ",\"memcpy_GBps\":");
-    strbuf_json_number(out, r->memcpy_gbps);
-    strbuf_puts(out, ",\"busbw_vs_memcpy\":");
-    strbuf_json_number(out, r->memcpy_gbps > 0 ? r->busbw_gbps / r->memcpy_gbps : 0);
-    strbuf_puts(out, "}\n");
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "bench", "allreduce");
+    jsonw_field_int(w, "ranks", d->world);
+    jsonw_field_uint(w, "bytes", r->bytes);
+    jsonw_field_digits(w, "seconds", r->seconds, 9);
+    jsonw_field_digits(w, "algbw_GBps", r->algbw_gbps, 3);
+    jsonw_field_digits(w, "busbw_GBps", r->busbw_gbps, 3);
+    jsonw_field_digits(w, "memcpy_GBps", r->memcpy_gbps, 3);
+    jsonw_field_digits(w, "busbw_vs_memcpy", r->memcpy_gbps > 0 ? r->busbw_gbps / r->memcpy_gbps : 0, 3);
+    jsonw_object_end(w);
 }

@@ -184,41 +184,77 @@ int bench_gemm_measure(gemm_context *ctx, const bench_gemm_shape *s, int threads
 }
 
 
-void bench_gemm_json(strbuf *out, const bench_gemm_shape *s, int threads,
-                     const bench_gemm_result *r, double peak_gflops, double peak_now_gflops,
-                     const char *path, const bench_gemm_result *peer)
+void bench_gemm_json(jsonw *w, const bench_gemm_shape *s, int threads, const bench_gemm_result *r,
+                     double peak_gflops, double peak_now_gflops, const char *path,
+                     const bench_gemm_result *peer)
 {
-    strbuf_printf(out, "{\"kernel\":\"gemm\",\"shape\":\"%dx%dx%d %d %d\",\"op\":",
-                  s->M, s->N, s->K, s->trans_a, s->trans_b);
-    strbuf_json_string(out, s->op, strlen(s->op));
-    strbuf_printf(out, ",\"threads\":%d,\"gflops\":", threads);
-    strbuf_json_number(out, bench_round(r->gflops, 2));
-    strbuf_puts(out, ",\"peak_gflops\":");
-    strbuf_json_number(out, peak_gflops > 0 ? bench_round(peak_gflops, 2) : 0);
-    strbuf_puts(out, ",\"efficiency\":");
-    if (peak_gflops > 0)
-        strbuf_json_number(out, bench_round(r->gflops / peak_gflops, 3));
-    else
-        strbuf_puts(out, "null");
+    char shape[80];
+    snprintf(shape, sizeof shape, "%dx%dx%d %d %d", s->M, s->N, s->K, s->trans_a, s->trans_b);
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "kernel", "gemm");
+    jsonw_field_string(w, "shape", shape);
+    jsonw_field_string(w, "op", s->op);
+    jsonw_field_int(w, "threads", threads);
+    jsonw_field_digits(w, "gflops", r->gflops, 2);
+    jsonw_field_digits(w, "peak_gflops", peak_gflops > 0 ? peak_gflops : 0, 2);
+    jsonw_field_digits(w, "efficiency", peak_gflops > 0 ? r->gflops / peak_gflops : NAN, 3);
     if (peak_now_gflops > 0) {
-        strbuf_puts(out, ",\"peak_now_gflops\":");
-        strbuf_json_number(out, bench_round(peak_now_gflops, 2));
-        strbuf_puts(out, ",\"efficiency_now\":");
-        strbuf_json_number(out, bench_round(r->gflops / peak_now_gflops, 3));
+        jsonw_field_digits(w, "peak_now_gflops", peak_now_gflops, 2);
+        jsonw_field_digits(w, "efficiency_now", r->gflops / peak_now_gflops, 3);
     }
     if (peer && peer->gflops > 0) {
-        strbuf_puts(out, ",\"openblas_gflops\":");
-        strbuf_json_number(out, bench_round(peer->gflops, 2));
-        strbuf_puts(out, ",\"ratio\":");
-        strbuf_json_number(out, bench_round(r->gflops / peer->gflops, 3));
+        jsonw_field_digits(w, "openblas_gflops", peer->gflops, 2);
+        jsonw_field_digits(w, "ratio", r->gflops / peer->gflops, 3);
     }
-    strbuf_puts(out, ",\"path\":");
-    strbuf_json_string(out, path, strlen(path));
+    jsonw_field_string(w, "path", path);
     double load = r->other_load_cores;
     if (peer && peer->other_load_cores > load)
         load = peer->other_load_cores;
-    strbuf_puts(out, ",\"other_load_cores\":");
-    strbuf_json_number(out, bench_round(load, 2));
-    strbuf_printf(out, ",\"contended\":%s}",
-                  r->contended || (peer && peer->contended) ? "true" : "false");
+    jsonw_field_digits(w, "other_load_cores", load, 2);
+    jsonw_field_bool(w, "contended", r->contended || (peer && peer->contended));
+    jsonw_object_end(w);
+}
+
+void bench_gemm_summary_add(bench_gemm_summary *sum, int t, const bench_gemm_shape *s,
+                            const bench_gemm_result *r, const bench_gemm_result *peer)
+{
+    if (t == 0)
+        sum->n_shapes++;
+    sum->flops[t] += 2.0 * s->M * s->N * (double)s->K;
+    sum->seconds[t] += r->best_s;
+    if (peer)
+        sum->peer_seconds[t] += peer->best_s;
+    sum->contended |= r->contended || (peer && peer->contended);
+}
+
+void bench_gemm_summary_json(jsonw *w, const bench_gemm_summary *sum, const char *path)
+{
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "kernel", "gemm");
+    jsonw_field_bool(w, "summary", 1);
+    jsonw_field_int(w, "shapes", sum->n_shapes);
+    jsonw_field_string(w, "path", path);
+    jsonw_key(w, "threads");
+    jsonw_object_begin(w);
+    for (int t = 0; t < sum->n_threads; t++) {
+        double g = sum->seconds[t] > 0 ? sum->flops[t] / sum->seconds[t] * 1e-9 : 0;
+        double peak = sum->peak_gflops[t] > 0 ? sum->peak_gflops[t] : 0;
+        char key[16];
+        snprintf(key, sizeof key, "%d", sum->threads[t]);
+        jsonw_key(w, key);
+        jsonw_object_begin(w);
+        jsonw_field_digits(w, "gflops", g, 2);
+        jsonw_field_digits(w, "peak_gflops", peak, 2);
+        jsonw_field_digits(w, "efficiency", peak > 0 ? g / peak : NAN, 3);
+        jsonw_field_digits(w, "peak_now_gflops", sum->peak_now_gflops[t], 2);
+        if (sum->peer_seconds[t] > 0) {
+            double gb = sum->flops[t] / sum->peer_seconds[t] * 1e-9;
+            jsonw_field_digits(w, "openblas_gflops", gb, 2);
+            jsonw_field_digits(w, "ratio", g / gb, 3);
+        }
+        jsonw_object_end(w);
+    }
+    jsonw_object_end(w);
+    jsonw_field_bool(w, "contended", sum->contended);
+    jsonw_object_end(w);
 }

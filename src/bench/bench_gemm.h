@@ -10,7 +10,7 @@
 
 #include "bench/bench_timing.h"
 #include "core/error.h"
-#include "core/strbuf.h"
+#include "core/json_write.h"
 #include "kernels/cpu/gemm.h"
 #include "train/run_config.h"
 
@@ -58,13 +58,41 @@ int bench_gemm_measure(gemm_context *ctx, const bench_gemm_shape *s, int threads
 
 /* {"kernel":"gemm","shape":"MxNxK ta tb","op":...,"threads":t,"gflops":...,
  *  "peak_gflops":...,"efficiency":...,"path":...,"other_load_cores":...,
- *  "contended":...} (no newline). peak_gflops (the hardware profile's) <= 0
- * leaves efficiency null. peak_now_gflops > 0 (an FMA peak measured in the
- * same run: the host's other tenants can lower it) adds "peak_now_gflops"
- * and "efficiency_now". With a peer result (peer != NULL, e.g. OpenBLAS),
- * also "openblas_gflops":..., "ratio": gflops / openblas_gflops. */
-void bench_gemm_json(strbuf *out, const bench_gemm_shape *s, int threads,
-                     const bench_gemm_result *r, double peak_gflops, double peak_now_gflops,
-                     const char *path, const bench_gemm_result *peer);
+ *  "contended":...} as one value into w. peak_gflops (the hardware
+ * profile's) <= 0 leaves efficiency null. peak_now_gflops > 0 (an FMA peak
+ * measured in the same run: the host's other tenants can lower it) adds
+ * "peak_now_gflops" and "efficiency_now". With a peer result (peer != NULL,
+ * e.g. OpenBLAS), also "openblas_gflops":..., "ratio": gflops /
+ * openblas_gflops. */
+void bench_gemm_json(jsonw *w, const bench_gemm_shape *s, int threads, const bench_gemm_result *r,
+                     double peak_gflops, double peak_now_gflops, const char *path,
+                     const bench_gemm_result *peer);
+
+#define BENCH_GEMM_MAX_THREADS 8
+
+/* The flop-weighted summary over all shapes, per thread count: total FLOPs
+ * / total best time, for tempo and (when measured) the peer. The caller
+ * fills n_threads, threads[], peak_gflops[] (the profile's, <= 0 unknown)
+ * and peak_now_gflops[], zeroes the rest, then adds every measured pair. */
+typedef struct {
+    int n_threads;
+    int threads[BENCH_GEMM_MAX_THREADS];
+    double peak_gflops[BENCH_GEMM_MAX_THREADS];
+    double peak_now_gflops[BENCH_GEMM_MAX_THREADS];
+    double flops[BENCH_GEMM_MAX_THREADS], seconds[BENCH_GEMM_MAX_THREADS];
+    double peer_seconds[BENCH_GEMM_MAX_THREADS];   /* 0: no peer measured */
+    int n_shapes;                                  /* distinct shapes added */
+    int contended;                                 /* any measurement was */
+} bench_gemm_summary;
+
+/* Adds the measurement of shape s at thread index t (peer may be NULL). */
+void bench_gemm_summary_add(bench_gemm_summary *sum, int t, const bench_gemm_shape *s,
+                            const bench_gemm_result *r, const bench_gemm_result *peer);
+
+/* {"kernel":"gemm","summary":true,"shapes":n,"path":...,"threads":{"<t>":
+ *  {"gflops","peak_gflops","efficiency" (null when the peak is unknown),
+ *  "peak_now_gflops", with a peer "openblas_gflops","ratio"},...},
+ *  "contended":...} as one value into w. */
+void bench_gemm_summary_json(jsonw *w, const bench_gemm_summary *sum, const char *path);
 
 #endif

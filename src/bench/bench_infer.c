@@ -5,11 +5,13 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench_timing.h"
 #include "bench/peak.h"
+#include "core/cpu_info.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "infer/engine.h"
@@ -19,15 +21,36 @@ void bench_infer_options_default(bench_infer_options *o)
     memset(o, 0, sizeof *o);
     o->runs = 5;
     o->max_batch = 64;
+    o->read_probe_seconds = 0.3;
 }
 
-static void emit(const bench_infer_options *o, strbuf *b)
+bench_infer_bandwidth bench_infer_bandwidth_choice(double bytes, long cache_bytes, double read_gbs,
+                                                   double dram_gbs)
 {
-    if (o->line && b->data && !b->oom)
-        o->line(o->user, b->data);
+    if (!(read_gbs > 0))
+        return BENCH_INFER_BW_DRAM;
+    if (cache_bytes > 0 && bytes <= (double)cache_bytes)
+        return BENCH_INFER_BW_CACHE;
+    return read_gbs > dram_gbs ? BENCH_INFER_BW_READ_FASTER : BENCH_INFER_BW_DRAM;
+}
+
+/* Start a JSON line in the reused buffer b. */
+static void line_begin(jsonw *w, strbuf *b)
+{
     b->len = 0;
     if (b->data)
         b->data[0] = '\0';
+    jsonw_init(w, b);
+}
+
+/* Finish the line and hand it to o->line. */
+static int emit(const bench_infer_options *o, jsonw *w, tempo_error *err)
+{
+    if (jsonw_finish(w, err))
+        return tempo_error_prefix(err, "bench infer");
+    if (o->line)
+        o->line(o->user, w->out->data);
+    return 0;
 }
 
 /* Time to first token for a prompt of P tokens in slot 0, runs times. */
@@ -87,20 +110,40 @@ static int measure_decode(infer_engine *e, infer_cache *c, const int32_t *prompt
     return 0;
 }
 
-static void decode_line(strbuf *b, const bench_infer_result *r, const bench_infer_at *a,
+/* {"bench":"infer","what":<what>, ... the line's own fields, then its end */
+static void line_head(jsonw *w, const char *what)
+{
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "bench", "infer");
+    jsonw_field_string(w, "what", what);
+}
+
+static void prefill_line(jsonw *w, const bench_infer_result *r, const bench_infer_at *a)
+{
+    line_head(w, "prefill");
+    jsonw_field_int(w, "prompt_tokens", r->prompt_tokens);
+    jsonw_field_int(w, "threads", a->threads);
+    jsonw_field_number(w, "tokens_per_s", a->prefill_tokens_per_s);
+    jsonw_field_number(w, "time_to_first_token_s", a->ttft_p50_s);
+    jsonw_field_number(w, "time_to_first_token_p99_s", a->ttft_p99_s);
+    jsonw_field_int(w, "runs", r->runs);
+    jsonw_object_end(w);
+}
+
+static void decode_line(jsonw *w, const bench_infer_result *r, const bench_infer_at *a,
                         const bench_infer_decode *d)
 {
-    strbuf_printf(b, "{\"bench\":\"infer\",\"what\":\"decode\",\"batch\":%d,\"threads\":%d,\"tokens_per_s\":",
-                  d->batch, a->threads);
-    strbuf_json_number(b, d->tokens_per_s);
-    strbuf_puts(b, ",\"tokens_per_s_mean\":");
-    strbuf_json_number(b, d->tokens_per_s_mean);
-    strbuf_puts(b, ",\"step_p50_ms\":");
-    strbuf_json_number(b, d->p50_ms);
-    strbuf_puts(b, ",\"step_p99_ms\":");
-    strbuf_json_number(b, d->p99_ms);
-    strbuf_printf(b, ",\"prompt_tokens\":%d,\"steps\":%d,\"runs\":%d}", r->decode_prompt, r->decode_steps,
-                  r->runs);
+    line_head(w, "decode");
+    jsonw_field_int(w, "batch", d->batch);
+    jsonw_field_int(w, "threads", a->threads);
+    jsonw_field_number(w, "tokens_per_s", d->tokens_per_s);
+    jsonw_field_number(w, "tokens_per_s_mean", d->tokens_per_s_mean);
+    jsonw_field_number(w, "step_p50_ms", d->p50_ms);
+    jsonw_field_number(w, "step_p99_ms", d->p99_ms);
+    jsonw_field_int(w, "prompt_tokens", r->decode_prompt);
+    jsonw_field_int(w, "steps", r->decode_steps);
+    jsonw_field_int(w, "runs", r->runs);
+    jsonw_object_end(w);
 }
 
 /* Bytes and FLOPs of one batch-1 decode token at the mean decode position. */
@@ -114,9 +157,45 @@ static void cost_fill(bench_infer_result *r, const model_config *c, double weigh
     r->weights_fit_l3 = l3_bytes > 0 && weight_bytes < (double)l3_bytes;
 }
 
-static void bound_fill(const bench_infer_result *r, bench_infer_at *a, double gbs, double gflops)
+/* The bound's bandwidth at a's thread count (the team is set to it): the
+ * read probe's or DRAM's, as bench_infer_bandwidth_choice says. */
+static int bound_bandwidth(const bench_infer_options *o, const bench_infer_result *r, bench_infer_at *a,
+                           double dram_gbs, tempo_error *err)
 {
-    a->bandwidth_gbs = gbs;
+    double bytes = r->weight_bytes + r->kv_bytes_per_token, mib = bytes / (1024.0 * 1024);
+    a->dram_gbs = dram_gbs;
+    a->read_gbs = 0;
+    if (o->read_probe_seconds > 0 && bytes <= BENCH_INFER_PROBE_MAX_BYTES) {
+        cpu_info ci;
+        cpu_info_query(&ci);
+        a->read_gbs = peak_read_gbs(cpu_kernel_path_select(&ci), (size_t)bytes, a->threads,
+                                    o->read_probe_seconds, err);
+        if (a->read_gbs < 0)
+            return tempo_error_prefix(err, "bench infer");
+    }
+    switch (bench_infer_bandwidth_choice(bytes, o->l3_bytes, a->read_gbs, dram_gbs)) {
+    case BENCH_INFER_BW_CACHE:
+        a->bandwidth_gbs = a->read_gbs;
+        snprintf(a->bandwidth_source, sizeof a->bandwidth_source,
+                 "cache: read of a %.1f MiB buffer now (fits the %.0f MiB L3)", mib, o->l3_bytes / 1048576.0);
+        break;
+    case BENCH_INFER_BW_READ_FASTER:
+        a->bandwidth_gbs = a->read_gbs;
+        snprintf(a->bandwidth_source, sizeof a->bandwidth_source,
+                 "cache: read of a %.1f MiB buffer now (faster than DRAM: a cache larger than the "
+                 "stated %.0f MiB L3 holds it)", mib, o->l3_bytes / 1048576.0);
+        break;
+    default:
+        a->bandwidth_gbs = dram_gbs;
+        snprintf(a->bandwidth_source, sizeof a->bandwidth_source, "DRAM: %s", r->dram_source);
+        break;
+    }
+    return 0;
+}
+
+static void bound_fill(const bench_infer_result *r, bench_infer_at *a, double gflops)
+{
+    double gbs = a->bandwidth_gbs;
     a->peak_gflops = gflops;
     a->bandwidth_bound = gbs > 0 ? gbs * 1e9 / (r->weight_bytes + r->kv_bytes_per_token) : NAN;
     a->flop_bound = gflops > 0 ? gflops * 1e9 / r->flops_per_token : NAN;
@@ -126,29 +205,26 @@ static void bound_fill(const bench_infer_result *r, bench_infer_at *a, double gb
     a->ratio = a->n_decode ? a->decode[0].tokens_per_s / a->bound : NAN;
 }
 
-static void bound_line(strbuf *b, const bench_infer_result *r, const bench_infer_at *a)
+static void bound_line(jsonw *w, const bench_infer_result *r, const bench_infer_at *a)
 {
-    strbuf_printf(b, "{\"bench\":\"infer\",\"what\":\"bound\",\"threads\":%d,\"weight_bytes\":", a->threads);
-    strbuf_json_number(b, r->weight_bytes);
-    strbuf_puts(b, ",\"kv_bytes_per_token\":");
-    strbuf_json_number(b, r->kv_bytes_per_token);
-    strbuf_puts(b, ",\"bandwidth_gbs\":");
-    strbuf_json_number(b, a->bandwidth_gbs);
-    strbuf_printf(b, ",\"bandwidth_source\":\"%s\",\"bandwidth_bound_tokens_per_s\":", r->bandwidth_source);
-    strbuf_json_number(b, a->bandwidth_bound);
-    strbuf_puts(b, ",\"flops_per_token\":");
-    strbuf_json_number(b, r->flops_per_token);
-    strbuf_puts(b, ",\"peak_gflops\":");
-    strbuf_json_number(b, a->peak_gflops);
-    strbuf_puts(b, ",\"flop_bound_tokens_per_s\":");
-    strbuf_json_number(b, a->flop_bound);
-    strbuf_printf(b, ",\"bound_kind\":\"%s\",\"bound_tokens_per_s\":", a->bound_kind);
-    strbuf_json_number(b, a->bound);
-    strbuf_puts(b, ",\"decode_batch1_tokens_per_s\":");
-    strbuf_json_number(b, a->n_decode ? a->decode[0].tokens_per_s : NAN);
-    strbuf_puts(b, ",\"ratio\":");
-    strbuf_json_number(b, a->ratio);
-    strbuf_printf(b, ",\"weights_fit_l3\":%s}", r->weights_fit_l3 ? "true" : "false");
+    line_head(w, "bound");
+    jsonw_field_int(w, "threads", a->threads);
+    jsonw_field_number(w, "weight_bytes", r->weight_bytes);
+    jsonw_field_number(w, "kv_bytes_per_token", r->kv_bytes_per_token);
+    jsonw_field_number(w, "bandwidth_gbs", a->bandwidth_gbs);
+    jsonw_field_string(w, "bandwidth_source", a->bandwidth_source);
+    jsonw_field_number(w, "dram_bandwidth_gbs", a->dram_gbs);
+    jsonw_field_number(w, "read_bandwidth_gbs", a->read_gbs > 0 ? a->read_gbs : NAN);
+    jsonw_field_number(w, "bandwidth_bound_tokens_per_s", a->bandwidth_bound);
+    jsonw_field_number(w, "flops_per_token", r->flops_per_token);
+    jsonw_field_number(w, "peak_gflops", a->peak_gflops);
+    jsonw_field_number(w, "flop_bound_tokens_per_s", a->flop_bound);
+    jsonw_field_string(w, "bound_kind", a->bound_kind);
+    jsonw_field_number(w, "bound_tokens_per_s", a->bound);
+    jsonw_field_number(w, "decode_batch1_tokens_per_s", a->n_decode ? a->decode[0].tokens_per_s : NAN);
+    jsonw_field_number(w, "ratio", a->ratio);
+    jsonw_field_bool(w, "weights_fit_l3", r->weights_fit_l3);
+    jsonw_object_end(w);
 }
 
 /* Buffers shared by the measurements. */
@@ -171,15 +247,11 @@ static int measure_at(bench_bufs *bb, const bench_infer_options *o, bench_infer_
     a->ttft_p50_s = bench_percentile(bb->lat, runs, 0.5);
     a->ttft_p99_s = bench_percentile(bb->lat, runs, 0.99);
     a->prefill_tokens_per_s = P / a->ttft_p50_s;
-    strbuf_printf(line, "{\"bench\":\"infer\",\"what\":\"prefill\",\"prompt_tokens\":%d,\"threads\":%d,\"tokens_per_s\":",
-                  P, a->threads);
-    strbuf_json_number(line, a->prefill_tokens_per_s);
-    strbuf_puts(line, ",\"time_to_first_token_s\":");
-    strbuf_json_number(line, a->ttft_p50_s);
-    strbuf_puts(line, ",\"time_to_first_token_p99_s\":");
-    strbuf_json_number(line, a->ttft_p99_s);
-    strbuf_printf(line, ",\"runs\":%d}", runs);
-    emit(o, line);
+    jsonw w;
+    line_begin(&w, line);
+    prefill_line(&w, r, a);
+    if (emit(o, &w, err))
+        return -1;
     /* decode at growing batches; stop early once throughput has fallen twice */
     int worse = 0;
     for (int B = 1; B <= maxB && a->n_decode < BENCH_INFER_MAX_BATCHES && worse < 2; B *= 2) {
@@ -200,10 +272,82 @@ static int measure_at(bench_bufs *bb, const bench_infer_options *o, bench_infer_
         } else {
             worse++;
         }
-        decode_line(line, r, a, d);
-        emit(o, line);
+        line_begin(&w, line);
+        decode_line(&w, r, a, d);
+        if (emit(o, &w, err))
+            return -1;
     }
     return 0;
+}
+
+/* The run's sizes from the options and the model's context: 0 or a usage error. */
+static int plan(const bench_infer_options *o, int ctx, bench_infer_result *r, int *maxB, tempo_error *err)
+{
+    int P = o->prompt > 0 ? (o->prompt < ctx ? o->prompt : ctx) : (ctx < 512 ? ctx : 512);
+    int P0 = ctx / 4 < 32 ? (ctx / 4 > 0 ? ctx / 4 : 1) : 32;
+    int steps = o->decode_steps > 0 ? o->decode_steps : 64;
+    *maxB = o->max_batch > 0 ? (o->max_batch < 1024 ? o->max_batch : 1024) : 64;
+    if (steps > ctx - P0)
+        steps = ctx - P0;
+    if (steps < 1)
+        return tempo_usage(err, "bench infer: context %d too short to decode", ctx);
+    r->context = ctx;
+    r->prompt_tokens = P;
+    r->runs = o->runs > 0 ? o->runs : 5;
+    r->decode_prompt = P0;
+    r->decode_steps = steps;
+    r->train_tokens_per_s = o->train_tokens_per_s;
+    r->dram_source = o->bandwidth_source ? o->bandwidth_source : "unknown";
+    return 0;
+}
+
+static void bufs_free(bench_bufs *bb)
+{
+    infer_cache_free(&bb->kc);
+    infer_engine_free(bb->e);
+    free(bb->prompt);
+    free(bb->next);
+    free(bb->z);
+    free(bb->ch);
+    free(bb->lat);
+}
+
+/* The engine, a cache of maxB slots, and random prompts from a fixed seed. */
+static int bufs_create(bench_bufs *bb, model *m, const bench_infer_result *r, int maxB, tempo_error *err)
+{
+    const model_config *c = model_get_config(m);
+    int P = r->prompt_tokens, P0 = r->decode_prompt, V = c->vocab_size;
+    int rows = P > maxB * P0 ? P : maxB * P0;
+    size_t n_prompt = (size_t)(P > P0 + maxB ? P : P0 + maxB);
+    memset(bb, 0, sizeof *bb);
+    bb->prompt = malloc(sizeof(int32_t) * n_prompt);
+    bb->next = malloc(sizeof(int32_t) * (size_t)maxB);
+    bb->z = malloc(sizeof(float) * (size_t)maxB * V);
+    bb->ch = malloc(sizeof(infer_chunk) * (size_t)maxB);
+    bb->lat = malloc(sizeof(double) * (size_t)(r->runs * r->decode_steps + r->runs));
+    if (!bb->prompt || !bb->next || !bb->z || !bb->ch || !bb->lat)
+        return tempo_fail(err, "bench infer: out of memory");
+    if (infer_engine_create(&bb->e, m, rows, err) || infer_cache_create(&bb->kc, c, maxB, 0, err))
+        return -1;
+    rng_state g;
+    rng_seed(&g, 12345);
+    for (size_t i = 0; i < n_prompt; i++)
+        bb->prompt[i] = (int32_t)rng_below(&g, (uint64_t)V);
+    return 0;
+}
+
+/* The best thread count per figure. */
+static void pick_best(bench_infer_result *r)
+{
+    for (int k = 1; k < r->n_at; k++) {
+        const bench_infer_at *a = &r->at[k];
+        if (a->prefill_tokens_per_s > r->at[r->best_prefill].prefill_tokens_per_s)
+            r->best_prefill = k;
+        if (a->n_decode && a->decode[0].tokens_per_s > r->at[r->best_decode1].decode[0].tokens_per_s)
+            r->best_decode1 = k;
+        if (a->best_tokens_per_s > r->at[r->best_batch_at].best_tokens_per_s)
+            r->best_batch_at = k;
+    }
 }
 
 int bench_infer_run(model *m, const bench_infer_options *o, bench_infer_result *r,
@@ -211,46 +355,13 @@ int bench_infer_run(model *m, const bench_infer_options *o, bench_infer_result *
 {
     memset(r, 0, sizeof *r);
     const model_config *c = model_get_config(m);
-    int ctx = c->context, V = c->vocab_size;
-    int runs = o->runs > 0 ? o->runs : 5;
-    int P = o->prompt > 0 ? (o->prompt < ctx ? o->prompt : ctx) : (ctx < 512 ? ctx : 512);
-    int maxB = o->max_batch > 0 ? (o->max_batch < 1024 ? o->max_batch : 1024) : 64;
-    int P0 = ctx / 4 < 32 ? (ctx / 4 > 0 ? ctx / 4 : 1) : 32;
-    int steps = o->decode_steps > 0 ? o->decode_steps : 64;
-    if (steps > ctx - P0)
-        steps = ctx - P0;
-    if (steps < 1)
-        return tempo_usage(err, "bench infer: context %d too short to decode", ctx);
-    r->context = ctx;
-    r->prompt_tokens = P;
-    r->runs = runs;
-    r->decode_prompt = P0;
-    r->decode_steps = steps;
-    r->train_tokens_per_s = o->train_tokens_per_s;
-    r->bandwidth_source = o->bandwidth_source ? o->bandwidth_source : "unknown";
-    int rows = P > maxB * P0 ? P : maxB * P0;
-    size_t n_prompt = (size_t)(P > P0 + maxB ? P : P0 + maxB);
+    int maxB;
+    if (plan(o, c->context, r, &maxB, err))
+        return -1;
     bench_bufs bb;
-    memset(&bb, 0, sizeof bb);
-    bb.prompt = malloc(sizeof(int32_t) * n_prompt);
-    bb.next = malloc(sizeof(int32_t) * (size_t)maxB);
-    bb.z = malloc(sizeof(float) * (size_t)maxB * V);
-    bb.ch = malloc(sizeof(infer_chunk) * (size_t)maxB);
-    bb.lat = malloc(sizeof(double) * (size_t)(runs * steps + runs));
-    int rc = 0;
-    if (!bb.prompt || !bb.next || !bb.z || !bb.ch || !bb.lat)
-        rc = tempo_fail(err, "bench infer: out of memory");
+    int rc = bufs_create(&bb, m, r, maxB, err);
     if (!rc)
-        rc = infer_engine_create(&bb.e, m, rows, err);
-    if (!rc)
-        rc = infer_cache_create(&bb.kc, c, maxB, 0, err);
-    if (!rc) {
-        rng_state g;
-        rng_seed(&g, 12345);
-        for (size_t i = 0; i < n_prompt; i++)
-            bb.prompt[i] = (int32_t)rng_below(&g, (uint64_t)V);
         cost_fill(r, c, (double)infer_engine_weight_bytes(bb.e), o->l3_bytes);
-    }
     int n_threads = o->n_threads > 0 ? (o->n_threads < 4 ? o->n_threads : 4) : 1;
     int saved = omp_get_max_threads();
     sysload_sample load0;
@@ -261,75 +372,70 @@ int bench_infer_run(model *m, const bench_infer_options *o, bench_infer_result *
         a->threads = o->n_threads > 0 ? o->threads[k] : saved;
         omp_set_num_threads(a->threads);
         rc = measure_at(&bb, o, r, a, maxB, &line, err);
+        if (!rc)
+            rc = bound_bandwidth(o, r, a, o->n_threads > 0 ? o->bandwidth_gbs[k] : 0, err);
         if (!rc) {
-            bound_fill(r, a, o->n_threads > 0 ? o->bandwidth_gbs[k] : 0, o->n_threads > 0 ? o->peak_gflops[k] : 0);
-            bound_line(&line, r, a);
-            emit(o, &line);
+            bound_fill(r, a, o->n_threads > 0 ? o->peak_gflops[k] : 0);
+            jsonw w;
+            line_begin(&w, &line);
+            bound_line(&w, r, a);
+            rc = emit(o, &w, err);
         }
     }
     omp_set_num_threads(saved);
     sysload_since(&load0, &r->load);
-    for (int k = 1; k < r->n_at; k++) {
-        const bench_infer_at *a = &r->at[k];
-        if (a->prefill_tokens_per_s > r->at[r->best_prefill].prefill_tokens_per_s)
-            r->best_prefill = k;
-        if (a->n_decode && a->decode[0].tokens_per_s > r->at[r->best_decode1].decode[0].tokens_per_s)
-            r->best_decode1 = k;
-        if (a->best_tokens_per_s > r->at[r->best_batch_at].best_tokens_per_s)
-            r->best_batch_at = k;
-    }
+    pick_best(r);
     strbuf_free(&line);
-    infer_cache_free(&bb.kc);
-    infer_engine_free(bb.e);
-    free(bb.prompt);
-    free(bb.next);
-    free(bb.z);
-    free(bb.ch);
-    free(bb.lat);
+    bufs_free(&bb);
     return rc;
 }
 
-void bench_infer_summary_json(strbuf *b, const bench_infer_result *r)
+void bench_infer_summary_fields(jsonw *w, const bench_infer_result *r)
 {
     const bench_infer_at *p = &r->at[r->best_prefill], *d = &r->at[r->best_decode1],
                          *g = &r->at[r->best_batch_at];
     int have = r->n_at > 0 && d->n_decode > 0;
-    strbuf_puts(b, "{\"bench\":\"infer\",\"what\":\"summary\",\"prefill_tokens_per_s\":");
-    strbuf_json_number(b, r->n_at ? p->prefill_tokens_per_s : NAN);
-    strbuf_printf(b, ",\"prefill_threads\":%d,\"prompt_tokens\":%d,\"time_to_first_token_s\":",
-                  r->n_at ? p->threads : 0, r->prompt_tokens);
-    strbuf_json_number(b, r->n_at ? p->ttft_p50_s : NAN);
-    strbuf_puts(b, ",\"time_to_first_token_p99_s\":");
-    strbuf_json_number(b, r->n_at ? p->ttft_p99_s : NAN);
-    strbuf_puts(b, ",\"decode_tokens_per_s\":");
-    strbuf_json_number(b, have ? d->decode[0].tokens_per_s : NAN);
-    strbuf_puts(b, ",\"decode_tokens_per_s_mean\":");
-    strbuf_json_number(b, have ? d->decode[0].tokens_per_s_mean : NAN);
-    strbuf_printf(b, ",\"decode_threads\":%d,\"decode_p50_ms\":", have ? d->threads : 0);
-    strbuf_json_number(b, have ? d->decode[0].p50_ms : NAN);
-    strbuf_puts(b, ",\"decode_p99_ms\":");
-    strbuf_json_number(b, have ? d->decode[0].p99_ms : NAN);
-    strbuf_printf(b, ",\"best_batch\":%d,\"best_batch_threads\":%d,\"best_decode_tokens_per_s\":",
-                  r->n_at ? g->best_batch : 0, r->n_at ? g->threads : 0);
-    strbuf_json_number(b, r->n_at ? g->best_tokens_per_s : NAN);
-    strbuf_printf(b, ",\"bound_kind\":\"%s\",\"bound_tokens_per_s\":", have && d->bound_kind ? d->bound_kind : "none");
-    strbuf_json_number(b, have ? d->bound : NAN);
-    strbuf_puts(b, ",\"bandwidth_bound_tokens_per_s\":");
-    strbuf_json_number(b, have ? d->bandwidth_bound : NAN);
-    strbuf_puts(b, ",\"flop_bound_tokens_per_s\":");
-    strbuf_json_number(b, have ? d->flop_bound : NAN);
-    strbuf_puts(b, ",\"ratio\":");
-    strbuf_json_number(b, have ? d->ratio : NAN);
+    jsonw_field_string(w, "bench", "infer");
+    jsonw_field_string(w, "what", "summary");
+    jsonw_field_number(w, "prefill_tokens_per_s", r->n_at ? p->prefill_tokens_per_s : NAN);
+    jsonw_field_int(w, "prefill_threads", r->n_at ? p->threads : 0);
+    jsonw_field_int(w, "prompt_tokens", r->prompt_tokens);
+    jsonw_field_number(w, "time_to_first_token_s", r->n_at ? p->ttft_p50_s : NAN);
+    jsonw_field_number(w, "time_to_first_token_p99_s", r->n_at ? p->ttft_p99_s : NAN);
+    jsonw_field_number(w, "decode_tokens_per_s", have ? d->decode[0].tokens_per_s : NAN);
+    jsonw_field_number(w, "decode_tokens_per_s_mean", have ? d->decode[0].tokens_per_s_mean : NAN);
+    jsonw_field_int(w, "decode_threads", have ? d->threads : 0);
+    jsonw_field_number(w, "decode_p50_ms", have ? d->decode[0].p50_ms : NAN);
+    jsonw_field_number(w, "decode_p99_ms", have ? d->decode[0].p99_ms : NAN);
+    jsonw_field_int(w, "best_batch", r->n_at ? g->best_batch : 0);
+    jsonw_field_int(w, "best_batch_threads", r->n_at ? g->threads : 0);
+    jsonw_field_number(w, "best_decode_tokens_per_s", r->n_at ? g->best_tokens_per_s : NAN);
+    jsonw_field_string(w, "bound_kind", have && d->bound_kind ? d->bound_kind : "none");
+    jsonw_field_string(w, "bandwidth_source", have ? d->bandwidth_source : NULL);
+    jsonw_field_number(w, "bound_tokens_per_s", have ? d->bound : NAN);
+    jsonw_field_number(w, "bandwidth_bound_tokens_per_s", have ? d->bandwidth_bound : NAN);
+    jsonw_field_number(w, "flop_bound_tokens_per_s", have ? d->flop_bound : NAN);
+    jsonw_field_number(w, "ratio", have ? d->ratio : NAN);
     if (r->train_tokens_per_s > 0 && r->n_at) {
-        strbuf_puts(b, ",\"train_tokens_per_s\":");
-        strbuf_json_number(b, r->train_tokens_per_s);
-        strbuf_puts(b, ",\"prefill_vs_train\":");
-        strbuf_json_number(b, p->prefill_tokens_per_s / r->train_tokens_per_s);
+        jsonw_field_number(w, "train_tokens_per_s", r->train_tokens_per_s);
+        jsonw_field_number(w, "prefill_vs_train", p->prefill_tokens_per_s / r->train_tokens_per_s);
     }
-    strbuf_printf(b, ",\"weights_fit_l3\":%s,\"context\":%d,\"other_load_cores\":",
-                  r->weights_fit_l3 ? "true" : "false", r->context);
-    strbuf_json_number(b, r->load.other_cores);
-    strbuf_printf(b, ",\"contended\":%s}", r->load.contended ? "true" : "false");
+    jsonw_field_bool(w, "weights_fit_l3", r->weights_fit_l3);
+    jsonw_field_int(w, "context", r->context);
+    jsonw_field_number(w, "other_load_cores", r->load.other_cores);
+    jsonw_field_bool(w, "contended", r->load.contended);
+}
+
+int bench_infer_summary_json(strbuf *out, const bench_infer_result *r, tempo_error *err)
+{
+    jsonw w;
+    jsonw_init(&w, out);
+    jsonw_object_begin(&w);
+    bench_infer_summary_fields(&w, r);
+    jsonw_object_end(&w);
+    if (jsonw_finish(&w, err))
+        return tempo_error_prefix(err, "bench infer");
+    return 0;
 }
 
 double bench_infer_measure_bandwidth(int threads, double seconds)

@@ -108,22 +108,22 @@ int bench_llama_cpp_run(model *m, const tokenizer *tok, const bench_infer_result
     return rc;
 }
 
-void bench_llama_cpp_json(strbuf *out, const bench_infer_result *r, const bench_llama_cpp_at *a)
+void bench_llama_cpp_json(jsonw *w, const bench_infer_result *r, const bench_llama_cpp_at *a)
 {
-    strbuf_printf(out, "{\"bench\":\"infer\",\"what\":\"vs_llama_cpp\",\"threads\":%d,\"prompt_tokens\":%d,"
-                       "\"decode_prompt\":%d,\"decode_steps\":%d,\"runs\":%d,\"weights\":\"f32\"",
-                  a->threads, r->prompt_tokens, r->decode_prompt, r->decode_steps, r->runs);
-    const char *keys[4] = {"tempo_prefill_tokens_per_s", "llama_cpp_prefill_tokens_per_s",
-                           "tempo_decode_tokens_per_s", "llama_cpp_decode_tokens_per_s"};
-    double v[4] = {a->tempo_prefill_tokens_per_s, a->prefill_tokens_per_s, a->tempo_decode_tokens_per_s,
-                   a->decode_tokens_per_s};
-    for (int i = 0; i < 4; i++) {
-        strbuf_printf(out, ",\"%s\":", keys[i]);
-        strbuf_json_number(out, v[i]);
-    }
-    strbuf_puts(out, ",\"prefill_ratio\":");
-    strbuf_json_number(out, a->tempo_prefill_tokens_per_s / a->prefill_tokens_per_s);
-    strbuf_puts(out, ",\"decode_ratio\":");
-    strbuf_json_number(out, a->tempo_decode_tokens_per_s / a->decode_tokens_per_s);
-    strbuf_puts(out, "}");
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "bench", "infer");
+    jsonw_field_string(w, "what", "vs_llama_cpp");
+    jsonw_field_int(w, "threads", a->threads);
+    jsonw_field_int(w, "prompt_tokens", r->prompt_tokens);
+    jsonw_field_int(w, "decode_prompt", r->decode_prompt);
+    jsonw_field_int(w, "decode_steps", r->decode_steps);
+    jsonw_field_int(w, "runs", r->runs);
+    jsonw_field_string(w, "weights", "f32");
+    jsonw_field_number(w, "tempo_prefill_tokens_per_s", a->tempo_prefill_tokens_per_s);
+    jsonw_field_number(w, "llama_cpp_prefill_tokens_per_s", a->prefill_tokens_per_s);
+    jsonw_field_number(w, "tempo_decode_tokens_per_s", a->tempo_decode_tokens_per_s);
+    jsonw_field_number(w, "llama_cpp_decode_tokens_per_s", a->decode_tokens_per_s);
+    jsonw_field_number(w, "prefill_ratio", a->tempo_prefill_tokens_per_s / a->prefill_tokens_per_s);
+    jsonw_field_number(w, "decode_ratio", a->tempo_decode_tokens_per_s / a->decode_tokens_per_s);
+    jsonw_object_end(w);
 }

@@ -14,7 +14,7 @@
 
 #include "bench/bench_infer.h"
 #include "core/error.h"
-#include "core/strbuf.h"
+#include "core/json_write.h"
 #include "data/tokenizer.h"
 #include "model/model.h"
 
@@ -38,7 +38,7 @@ int bench_llama_cpp_run(model *m, const tokenizer *tok, const bench_infer_result
 /* One line per thread count: {"bench":"infer","what":"vs_llama_cpp",
  * "threads", "prompt_tokens", "decode_prompt", "decode_steps", tempo's and
  * llama.cpp's prefill and batch-1 decode tokens/s, "prefill_ratio",
- * "decode_ratio" (tempo / llama.cpp)}. */
-void bench_llama_cpp_json(strbuf *out, const bench_infer_result *r, const bench_llama_cpp_at *a);
+ * "decode_ratio" (tempo / llama.cpp)} as one value into w. */
+void bench_llama_cpp_json(jsonw *w, const bench_infer_result *r, const bench_llama_cpp_at *a);
 
 #endif

@@ -68,13 +68,15 @@ int bench_memory_run(const hybrid_parts *h, int stream_tokens, bench_memory_resu
     return rc;
 }
 
-void bench_memory_json(strbuf *js, const bench_memory_result *r)
+void bench_memory_json(jsonw *w, const bench_memory_result *r)
 {
-    strbuf_printf(js, "{\"bench\":\"infer_memory\",\"memory_order\":%d,\"cache_order\":%d,\"memory_bytes\":%.0f,"
-                      "\"stream_tokens\":%d,\"score_us_per_token\":",
-                  r->memory_order, r->cache_order, r->memory_bytes, r->stream_tokens);
-    strbuf_json_number(js, r->score_us_per_token);
-    strbuf_puts(js, ",\"dist_us_per_token\":");
-    strbuf_json_number(js, r->dist_us_per_token);
-    strbuf_puts(js, "}");
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "bench", "infer_memory");
+    jsonw_field_int(w, "memory_order", r->memory_order);
+    jsonw_field_int(w, "cache_order", r->cache_order);
+    jsonw_field_digits(w, "memory_bytes", r->memory_bytes, 0);
+    jsonw_field_int(w, "stream_tokens", r->stream_tokens);
+    jsonw_field_number(w, "score_us_per_token", r->score_us_per_token);
+    jsonw_field_number(w, "dist_us_per_token", r->dist_us_per_token);
+    jsonw_object_end(w);
 }

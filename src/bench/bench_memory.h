@@ -9,7 +9,7 @@
 #define TEMPO_BENCH_MEMORY_H
 
 #include "core/error.h"
-#include "core/strbuf.h"
+#include "core/json_write.h"
 #include "memory/hybrid.h"
 
 typedef struct {
@@ -22,6 +22,9 @@ typedef struct {
 
 /* Nothing to measure (and 0) when h has neither a memory nor a cache. */
 int bench_memory_run(const hybrid_parts *h, int stream_tokens, bench_memory_result *r, tempo_error *err);
-void bench_memory_json(strbuf *js, const bench_memory_result *r);
+/* {"bench":"infer_memory","memory_order","cache_order","memory_bytes",
+ *  "stream_tokens","score_us_per_token","dist_us_per_token"} as one value
+ * into w. */
+void bench_memory_json(jsonw *w, const bench_memory_result *r);
 
 #endif

@@ -233,25 +233,24 @@ int bench_ops_run(const run_config *cfg, int threads, double min_seconds, bench_
     return 0;
 }
 
-void bench_op_json(strbuf *out, const char *preset, int threads, const bench_op_result *r,
+void bench_op_json(jsonw *w, const char *preset, int threads, const bench_op_result *r,
                    double peak_gflops, double bandwidth_gbs)
 {
     double gflops = r->best_s > 0 ? r->flops / r->best_s * 1e-9 : 0;
     double gbps = r->best_s > 0 ? r->bytes / r->best_s * 1e-9 : 0;
-    strbuf_puts(out, "{\"kernel\":");
-    strbuf_json_string(out, r->kernel, strlen(r->kernel));
-    strbuf_puts(out, ",\"shape\":");
-    strbuf_json_string(out, r->shape, strlen(r->shape));
-    strbuf_puts(out, ",\"op\":");
-    strbuf_json_string(out, preset, strlen(preset));
-    strbuf_printf(out, ",\"threads\":%d", threads);
-    bench_json_num(out, "gflops", gflops, 2);
-    bench_json_num(out, "peak_gflops", peak_gflops > 0 ? peak_gflops : NAN, 2);
-    bench_json_num(out, "efficiency", peak_gflops > 0 ? gflops / peak_gflops : NAN, 3);
-    bench_json_num(out, "gbps", gbps, 2);
-    bench_json_num(out, "bandwidth_gbs", bandwidth_gbs > 0 ? bandwidth_gbs : NAN, 2);
-    bench_json_num(out, "bw_efficiency", bandwidth_gbs > 0 ? gbps / bandwidth_gbs : NAN, 3);
-    bench_json_num(out, "us", r->best_s * 1e6, 1);
-    bench_json_num(out, "other_load_cores", r->other_load_cores, 2);
-    strbuf_printf(out, ",\"contended\":%s}", r->contended ? "true" : "false");
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "kernel", r->kernel);
+    jsonw_field_string(w, "shape", r->shape);
+    jsonw_field_string(w, "op", preset);
+    jsonw_field_int(w, "threads", threads);
+    jsonw_field_digits(w, "gflops", gflops, 2);
+    jsonw_field_digits(w, "peak_gflops", peak_gflops > 0 ? peak_gflops : NAN, 2);
+    jsonw_field_digits(w, "efficiency", peak_gflops > 0 ? gflops / peak_gflops : NAN, 3);
+    jsonw_field_digits(w, "gbps", gbps, 2);
+    jsonw_field_digits(w, "bandwidth_gbs", bandwidth_gbs > 0 ? bandwidth_gbs : NAN, 2);
+    jsonw_field_digits(w, "bw_efficiency", bandwidth_gbs > 0 ? gbps / bandwidth_gbs : NAN, 3);
+    jsonw_field_digits(w, "us", r->best_s * 1e6, 1);
+    jsonw_field_digits(w, "other_load_cores", r->other_load_cores, 2);
+    jsonw_field_bool(w, "contended", r->contended);
+    jsonw_object_end(w);
 }

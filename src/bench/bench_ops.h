@@ -13,7 +13,7 @@
 #define TEMPO_BENCH_OPS_H
 
 #include "core/error.h"
-#include "core/strbuf.h"
+#include "core/json_write.h"
 #include "train/run_config.h"
 
 typedef struct {
@@ -37,9 +37,10 @@ int bench_ops_run(const run_config *cfg, int threads, double min_seconds, bench_
 
 /* {"kernel":...,"shape":...,"op":"<preset>","threads":...,"gflops":...,
  *  "peak_gflops":...,"efficiency":...,"gbps":...,"bandwidth_gbs":...,
- *  "bw_efficiency":...,"other_load_cores":...,"contended":...} (no newline);
- * a peak or bandwidth <= 0 leaves its efficiency null. */
-void bench_op_json(strbuf *out, const char *preset, int threads, const bench_op_result *r,
+ *  "bw_efficiency":...,"us":...,"other_load_cores":...,"contended":...} as
+ * one value into w; a peak or bandwidth <= 0 is null and so is its
+ * efficiency. */
+void bench_op_json(jsonw *w, const char *preset, int threads, const bench_op_result *r,
                    double peak_gflops, double bandwidth_gbs);
 
 #endif

@@ -1,4 +1,4 @@
-/* bench_timing.c - best-of timing and JSON figures (see bench_timing.h). */
+/* bench_timing.c - best-of timing and the percentile (see bench_timing.h). */
 #include "bench/bench_timing.h"
 
 #include <math.h>
@@ -28,21 +28,6 @@ void bench_time_best(void (*fn)(void *ctx), void *ctx, double min_seconds, bench
     t->reps = reps;
     t->other_load_cores = load.other_cores;
     t->contended = load.contended;
-}
-
-double bench_round(double v, int digits)
-{
-    double scale = pow(10, digits);
-    return round(v * scale) / scale;
-}
-
-void bench_json_num(strbuf *out, const char *key, double v, int digits)
-{
-    strbuf_printf(out, ",\"%s\":", key);
-    if (isfinite(v))
-        strbuf_json_number(out, bench_round(v, digits));
-    else
-        strbuf_puts(out, "null");
 }
 
 static int cmp_double(const void *a, const void *b)

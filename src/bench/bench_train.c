@@ -77,6 +77,74 @@ static double one_step(bench_state *s, const run_config *cfg, void *src, op_prof
     return loss;
 }
 
+/* What the timed steps measured. */
+typedef struct {
+    double wall, best, cpu;   /* seconds: all steps, the best step, process CPU time */
+    long faults;              /* minor page faults */
+    sysload_report load;
+} timed_steps;
+
+/* o->steps profiled steps after the warm-up ones. */
+static void run_steps(bench_state *s, const bench_train_options *o, void *src, bench_train_result *r,
+                      timed_steps *t)
+{
+    const run_config *cfg = o->cfg;
+    double t0 = timer_now();
+    r->loss_first = one_step(s, cfg, src, NULL);
+    r->first_step_seconds = timer_now() - t0;
+    for (int i = 1; i < o->warmup_steps; i++)
+        one_step(s, cfg, src, NULL);
+
+    model_set_profile(s->m, &r->prof);
+    sysload_sample load0;
+    sysload_sample_now(&load0);
+    long flt0, flt1;
+    double cpu0 = cpu_seconds(&flt0), w0 = timer_now();
+    t->best = 1e30;
+    for (int i = 0; i < o->steps; i++) {
+        double s0 = timer_now();
+        r->loss_last = one_step(s, cfg, src, &r->prof);
+        double dt = timer_now() - s0;
+        t->best = dt < t->best ? dt : t->best;
+    }
+    t->wall = timer_now() - w0;
+    t->cpu = cpu_seconds(&flt1) - cpu0;
+    t->faults = flt1 - flt0;
+    sysload_since(&load0, &t->load);
+    model_set_profile(s->m, NULL);
+}
+
+/* The result's figures from the timed steps. */
+static void fill_figures(const bench_train_options *o, const bench_state *s, const timed_steps *t,
+                         bench_train_result *r)
+{
+    const run_config *cfg = o->cfg;
+    r->threads = o->threads;
+    r->steps = o->steps;
+    r->params = model_num_params(s->m);
+    r->tokens_per_step = (double)cfg->batch_size * cfg->model.context;
+    r->step_seconds = t->wall / o->steps;
+    r->best_step_seconds = t->best;
+    r->tokens_per_second = r->tokens_per_step / r->step_seconds;
+    r->flops_per_token = model_flops_per_token(&cfg->model, cfg->model.context);
+    r->model_gflops = r->tokens_per_second * r->flops_per_token * 1e-9;
+    r->peak_gflops = o->peak_gflops;
+    r->mfu = o->peak_gflops > 0 ? r->model_gflops / o->peak_gflops : NAN;
+    r->cpu_utilisation = t->cpu / (t->wall * o->threads);
+    r->serial_share = o->threads > 1
+                          ? fmin(1, fmax(0, (o->threads - r->cpu_utilisation * o->threads) /
+                                                (o->threads - 1)))
+                          : 0;
+    r->minor_faults_per_step = (double)t->faults / o->steps;
+    r->peak_rss_mib = peak_rss_mib();
+    r->model_mib = (2.0 * r->params * sizeof(float) + (double)model_activation_bytes(s->m)) /
+                   (1024.0 * 1024.0);
+    r->optimizer_mib = (2.0 * r->params + (double)s->opt.ns_work_len) * sizeof(float) /
+                       (1024.0 * 1024.0);
+    r->other_load_cores = t->load.other_cores;
+    r->contended = t->load.contended;
+}
+
 int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_error *err)
 {
     memset(r, 0, sizeof *r);
@@ -107,55 +175,9 @@ int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_e
     rng_seed(&rng, o->seed);
     int V = cfg->model.vocab_size;
     void *src[2] = {&rng, &V};
-
-    double t0 = timer_now();
-    r->loss_first = one_step(&s, cfg, src, NULL);
-    r->first_step_seconds = timer_now() - t0;
-    for (int i = 1; i < o->warmup_steps; i++)
-        one_step(&s, cfg, src, NULL);
-
-    model_set_profile(s.m, &r->prof);
-    sysload_sample load0;
-    sysload_sample_now(&load0);
-    long flt0, flt1;
-    double cpu0 = cpu_seconds(&flt0), best = 1e30;
-    double w0 = timer_now();
-    for (int i = 0; i < o->steps; i++) {
-        double s0 = timer_now();
-        r->loss_last = one_step(&s, cfg, src, &r->prof);
-        double dt = timer_now() - s0;
-        best = dt < best ? dt : best;
-    }
-    double wall = timer_now() - w0;
-    double cpu = cpu_seconds(&flt1) - cpu0;
-    sysload_report load;
-    sysload_since(&load0, &load);
-    model_set_profile(s.m, NULL);
-
-    r->threads = o->threads;
-    r->steps = o->steps;
-    r->params = model_num_params(s.m);
-    r->tokens_per_step = (double)cfg->batch_size * cfg->model.context;
-    r->step_seconds = wall / o->steps;
-    r->best_step_seconds = best;
-    r->tokens_per_second = r->tokens_per_step / r->step_seconds;
-    r->flops_per_token = model_flops_per_token(&cfg->model, cfg->model.context);
-    r->model_gflops = r->tokens_per_second * r->flops_per_token * 1e-9;
-    r->peak_gflops = o->peak_gflops;
-    r->mfu = o->peak_gflops > 0 ? r->model_gflops / o->peak_gflops : NAN;
-    r->cpu_utilisation = cpu / (wall * o->threads);
-    r->serial_share = o->threads > 1
-                          ? fmin(1, fmax(0, (o->threads - r->cpu_utilisation * o->threads) /
-                                                (o->threads - 1)))
-                          : 0;
-    r->minor_faults_per_step = (double)(flt1 - flt0) / o->steps;
-    r->peak_rss_mib = peak_rss_mib();
-    r->model_mib = (2.0 * r->params * sizeof(float) + (double)model_activation_bytes(s.m)) /
-                   (1024.0 * 1024.0);
-    r->optimizer_mib = (2.0 * r->params + (double)s.opt.ns_work_len) * sizeof(float) /
-                       (1024.0 * 1024.0);
-    r->other_load_cores = load.other_cores;
-    r->contended = load.contended;
+    timed_steps t;
+    run_steps(&s, o, src, r, &t);
+    fill_figures(o, &s, &t, r);
     rc = 0;
 out:
     state_free(&s);
@@ -163,59 +185,104 @@ out:
     return rc;
 }
 
-void bench_train_json(strbuf *out, const run_config *cfg, const bench_train_result *r)
+/* "ops":{"<op>":{...},...,"other":{...}}: each profiled op's time per step,
+ * share of the step and how many threads were busy in it; "other" is the
+ * step time no op accounts for. */
+static void ops_json(jsonw *w, const bench_train_result *r)
 {
-    const model_config *m = &cfg->model;
-    strbuf_puts(out, "{\"bench\":\"train\",\"preset\":");
-    strbuf_json_string(out, cfg->preset, strlen(cfg->preset));
-    strbuf_printf(out, ",\"threads\":%d,\"d_model\":%d,\"n_layers\":%d,\"n_heads\":%d,"
-                       "\"context\":%d,\"batch\":%d,\"micro_batch\":%d,\"vocab\":%d,"
-                       "\"params\":%zu,\"steps\":%d",
-                  r->threads, m->d_model, m->n_layers, m->n_heads, m->context, cfg->batch_size,
-                  cfg->micro_batch, m->vocab_size, r->params, r->steps);
-    bench_json_num(out, "step_s", r->step_seconds, 4);
-    bench_json_num(out, "best_step_s", r->best_step_seconds, 4);
-    bench_json_num(out, "first_step_s", r->first_step_seconds, 4);
-    bench_json_num(out, "tokens_per_s", r->tokens_per_second, 1);
-    bench_json_num(out, "model_gflops", r->model_gflops, 2);
-    bench_json_num(out, "peak_gflops", r->peak_gflops > 0 ? r->peak_gflops : NAN, 2);
-    bench_json_num(out, "mfu", r->mfu, 3);
-    strbuf_printf(out, ",\"pinned\":%s,\"thread_cpus\":[", r->pinned ? "true" : "false");
-    for (int t = 0; t < r->threads && t < 16; t++)
-        strbuf_printf(out, "%s%d", t ? "," : "", r->thread_cpus[t]);
-    strbuf_puts(out, "]");
-    bench_json_num(out, "cpu_utilisation", r->cpu_utilisation, 3);
-    bench_json_num(out, "serial_share", r->serial_share, 3);
-    bench_json_num(out, "peak_rss_mib", r->peak_rss_mib, 1);
-    bench_json_num(out, "model_mib", r->model_mib, 1);
-    bench_json_num(out, "optimizer_mib", r->optimizer_mib, 1);
-    bench_json_num(out, "minor_faults_per_step", r->minor_faults_per_step, 1);
-    bench_json_num(out, "loss_first", r->loss_first, 4);
-    bench_json_num(out, "loss_last", r->loss_last, 4);
     double total = r->step_seconds * r->steps, covered = 0;
-    strbuf_puts(out, ",\"ops\":{");
-    int first = 1;
+    jsonw_key(w, "ops");
+    jsonw_object_begin(w);
     for (int k = 0; k < OP_COUNT; k++) {
         if (r->prof.calls[k] == 0)
             continue;
         covered += r->prof.seconds[k];
-        strbuf_printf(out, "%s\"%s\":{\"s_per_step\":", first ? "" : ",", op_kind_name(k));
-        strbuf_json_number(out, bench_round(r->prof.seconds[k] / r->steps, 5));
-        strbuf_puts(out, ",\"share\":");
-        strbuf_json_number(out, bench_round(total > 0 ? r->prof.seconds[k] / total : 0, 4));
-        strbuf_printf(out, ",\"calls_per_step\":%ld,\"threads_busy\":", r->prof.calls[k] / r->steps);
-        strbuf_json_number(out, bench_round(r->prof.seconds[k] > 0
-                                                ? r->prof.cpu_seconds[k] / r->prof.seconds[k]
-                                                : 0, 2));
-        strbuf_puts(out, "}");
-        first = 0;
+        jsonw_key(w, op_kind_name(k));
+        jsonw_object_begin(w);
+        jsonw_field_digits(w, "s_per_step", r->prof.seconds[k] / r->steps, 5);
+        jsonw_field_digits(w, "share", total > 0 ? r->prof.seconds[k] / total : 0, 4);
+        jsonw_field_int(w, "calls_per_step", r->prof.calls[k] / r->steps);
+        jsonw_field_digits(w, "threads_busy",
+                           r->prof.seconds[k] > 0 ? r->prof.cpu_seconds[k] / r->prof.seconds[k] : 0, 2);
+        jsonw_object_end(w);
     }
     double other = total - covered;
-    strbuf_printf(out, "%s\"other\":{\"s_per_step\":", first ? "" : ",");
-    strbuf_json_number(out, bench_round(other / r->steps, 5));
-    strbuf_puts(out, ",\"share\":");
-    strbuf_json_number(out, bench_round(total > 0 ? other / total : 0, 4));
-    strbuf_puts(out, "}}");
-    bench_json_num(out, "other_load_cores", r->other_load_cores, 2);
-    strbuf_printf(out, ",\"contended\":%s}", r->contended ? "true" : "false");
+    jsonw_key(w, "other");
+    jsonw_object_begin(w);
+    jsonw_field_digits(w, "s_per_step", other / r->steps, 5);
+    jsonw_field_digits(w, "share", total > 0 ? other / total : 0, 4);
+    jsonw_object_end(w);
+    jsonw_object_end(w);
+}
+
+void bench_train_json(jsonw *w, const run_config *cfg, const bench_train_result *r)
+{
+    const model_config *m = &cfg->model;
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "bench", "train");
+    jsonw_field_string(w, "preset", cfg->preset);
+    jsonw_field_int(w, "threads", r->threads);
+    jsonw_field_int(w, "d_model", m->d_model);
+    jsonw_field_int(w, "n_layers", m->n_layers);
+    jsonw_field_int(w, "n_heads", m->n_heads);
+    jsonw_field_int(w, "context", m->context);
+    jsonw_field_int(w, "batch", cfg->batch_size);
+    jsonw_field_int(w, "micro_batch", cfg->micro_batch);
+    jsonw_field_int(w, "vocab", m->vocab_size);
+    jsonw_field_uint(w, "params", r->params);
+    jsonw_field_int(w, "steps", r->steps);
+    jsonw_field_digits(w, "step_s", r->step_seconds, 4);
+    jsonw_field_digits(w, "best_step_s", r->best_step_seconds, 4);
+    jsonw_field_digits(w, "first_step_s", r->first_step_seconds, 4);
+    jsonw_field_digits(w, "tokens_per_s", r->tokens_per_second, 1);
+    jsonw_field_digits(w, "model_gflops", r->model_gflops, 2);
+    jsonw_field_digits(w, "peak_gflops", r->peak_gflops > 0 ? r->peak_gflops : NAN, 2);
+    jsonw_field_digits(w, "mfu", r->mfu, 3);
+    jsonw_field_bool(w, "pinned", r->pinned);
+    jsonw_key(w, "thread_cpus");
+    jsonw_array_begin(w);
+    for (int t = 0; t < r->threads && t < 16; t++)
+        jsonw_int(w, r->thread_cpus[t]);
+    jsonw_array_end(w);
+    jsonw_field_digits(w, "cpu_utilisation", r->cpu_utilisation, 3);
+    jsonw_field_digits(w, "serial_share", r->serial_share, 3);
+    jsonw_field_digits(w, "peak_rss_mib", r->peak_rss_mib, 1);
+    jsonw_field_digits(w, "model_mib", r->model_mib, 1);
+    jsonw_field_digits(w, "optimizer_mib", r->optimizer_mib, 1);
+    jsonw_field_digits(w, "minor_faults_per_step", r->minor_faults_per_step, 1);
+    jsonw_field_digits(w, "loss_first", r->loss_first, 4);
+    jsonw_field_digits(w, "loss_last", r->loss_last, 4);
+    ops_json(w, r);
+    jsonw_field_digits(w, "other_load_cores", r->other_load_cores, 2);
+    jsonw_field_bool(w, "contended", r->contended);
+    jsonw_object_end(w);
+}
+
+void bench_train_summary_json(jsonw *w, const char *preset, const bench_train_summary *s)
+{
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "bench", "train");
+    jsonw_field_bool(w, "summary", 1);
+    jsonw_field_string(w, "preset", preset);
+    jsonw_key(w, "tokens_per_s");
+    jsonw_object_begin(w);
+    int i1 = -1, i2 = -1;
+    for (int t = 0; t < s->n_threads; t++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", s->threads[t]);
+        jsonw_field_digits(w, key, s->tokens_per_s[t], 1);
+        if (s->threads[t] == 1) i1 = t;
+        if (s->threads[t] == 2) i2 = t;
+    }
+    jsonw_object_end(w);
+    if (i1 >= 0 && i2 >= 0 && s->tokens_per_s[i1] > 0)
+        jsonw_field_digits(w, "second_thread_speedup", s->tokens_per_s[i2] / s->tokens_per_s[i1], 3);
+    if (s->torch_threads > 0) {
+        int ok = s->torch_tokens_per_s > 0 && s->n_threads > 0;
+        jsonw_field_int(w, "torch_threads", s->torch_threads);
+        jsonw_field_digits(w, "torch_tokens_per_s", ok ? s->torch_tokens_per_s : NAN, 1);
+        jsonw_field_digits(w, "ratio_vs_torch",
+                           ok ? s->tokens_per_s[s->n_threads - 1] / s->torch_tokens_per_s : NAN, 3);
+    }
+    jsonw_object_end(w);
 }

@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 #include "core/op_profile.h"
-#include "core/strbuf.h"
+#include "core/json_write.h"
 #include "train/run_config.h"
 
 typedef struct {
@@ -55,7 +55,26 @@ int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_e
 /* {"bench":"train","preset":...,"threads":...,"tokens_per_s":...,"mfu":...,
  *  "ops":{"gemm_fwd":{"s_per_step":...,"share":...,"calls_per_step":...,
  *  "threads_busy": process CPU time / wall time over the op},...,"other":{...}},...}
- * (no newline). */
-void bench_train_json(strbuf *out, const run_config *cfg, const bench_train_result *r);
+ * as one value into w. */
+void bench_train_json(jsonw *w, const run_config *cfg, const bench_train_result *r);
+
+#define BENCH_TRAIN_MAX_THREADS 8
+
+/* What the summary line compares: tokens/s per thread count, and the
+ * PyTorch reference's when it was asked for. */
+typedef struct {
+    int n_threads;
+    int threads[BENCH_TRAIN_MAX_THREADS];
+    double tokens_per_s[BENCH_TRAIN_MAX_THREADS];
+    int torch_threads;          /* 0: no PyTorch comparison asked for */
+    double torch_tokens_per_s;  /* <= 0: the reference failed */
+} bench_train_summary;
+
+/* {"bench":"train","summary":true,"preset":...,"tokens_per_s":{"<t>":...},
+ *  "second_thread_speedup": tokens/s at 2 / at 1 (when both ran), with
+ *  torch_threads: "torch_tokens_per_s" and "ratio_vs_torch" (tempo at the
+ *  last thread count / torch; both null when the reference failed)} as one
+ * value into w. */
+void bench_train_summary_json(jsonw *w, const char *preset, const bench_train_summary *s);
 
 #endif

@@ -72,36 +72,46 @@ int hw_profile_measure(hw_profile *p, const hw_measure_options *o, tempo_error *
 
 /* ---- writing ---- */
 
-static void points_json(strbuf *out, const hw_point *pts, int n)
+/* {"<threads>": value, ...} */
+static void points_json(jsonw *w, const char *key, const hw_point *pts, int n)
 {
-    strbuf_puts(out, "{");
+    jsonw_key(w, key);
+    jsonw_object_begin(w);
     for (int i = 0; i < n; i++) {
-        strbuf_printf(out, "%s\"%d\":", i ? "," : "", pts[i].threads);
-        strbuf_json_number(out, pts[i].value);
+        char t[16];
+        snprintf(t, sizeof t, "%d", pts[i].threads);
+        jsonw_field_number(w, t, pts[i].value);
     }
-    strbuf_puts(out, "}");
+    jsonw_object_end(w);
 }
 
-void hw_profile_to_json(const hw_profile *p, strbuf *out)
+void hw_profile_write(jsonw *w, const hw_profile *p)
 {
-    strbuf_puts(out, "{\"peak_gflops\":");
-    points_json(out, p->peak_gflops, p->n_peak);
-    strbuf_puts(out, ",\"bandwidth_gbs\":");
-    points_json(out, p->bandwidth_gbs, p->n_bandwidth);
-    strbuf_printf(out, ",\"cores\":%d,\"l1d_bytes\":%ld,\"l2_bytes\":%ld,\"l3_bytes\":%ld,\"cpu\":",
-                  p->cores, p->l1d_bytes, p->l2_bytes, p->l3_bytes);
-    strbuf_json_string(out, p->cpu, strlen(p->cpu));
-    strbuf_printf(out, ",\"avx2\":%s,\"fma\":%s,\"f16c\":%s,\"kernels\":",
-                  p->avx2 ? "true" : "false", p->fma ? "true" : "false",
-                  p->f16c ? "true" : "false");
-    strbuf_json_string(out, p->kernels, strlen(p->kernels));
-    strbuf_puts(out, ",\"measured_at\":");
-    strbuf_json_string(out, p->measured_at, strlen(p->measured_at));
-    strbuf_puts(out, ",\"seconds\":");
-    strbuf_json_number(out, p->seconds);
-    strbuf_puts(out, ",\"other_load_cores\":");
-    strbuf_json_number(out, p->other_load_cores);
-    strbuf_printf(out, ",\"contended\":%s}", p->contended ? "true" : "false");
+    jsonw_object_begin(w);
+    points_json(w, "peak_gflops", p->peak_gflops, p->n_peak);
+    points_json(w, "bandwidth_gbs", p->bandwidth_gbs, p->n_bandwidth);
+    jsonw_field_int(w, "cores", p->cores);
+    jsonw_field_int(w, "l1d_bytes", p->l1d_bytes);
+    jsonw_field_int(w, "l2_bytes", p->l2_bytes);
+    jsonw_field_int(w, "l3_bytes", p->l3_bytes);
+    jsonw_field_string(w, "cpu", p->cpu);
+    jsonw_field_bool(w, "avx2", p->avx2);
+    jsonw_field_bool(w, "fma", p->fma);
+    jsonw_field_bool(w, "f16c", p->f16c);
+    jsonw_field_string(w, "kernels", p->kernels);
+    jsonw_field_string(w, "measured_at", p->measured_at);
+    jsonw_field_number(w, "seconds", p->seconds);
+    jsonw_field_number(w, "other_load_cores", p->other_load_cores);
+    jsonw_field_bool(w, "contended", p->contended);
+    jsonw_object_end(w);
+}
+
+int hw_profile_to_json(const hw_profile *p, strbuf *out, tempo_error *err)
+{
+    jsonw w;
+    jsonw_init(&w, out);
+    hw_profile_write(&w, p);
+    return jsonw_finish(&w, err);
 }
 
 /* ---- reading ---- */
@@ -214,7 +224,10 @@ int hw_profile_save(const hw_profile *p, const char *path, tempo_error *err)
             return -1;
     }
     strbuf sb = {0};
-    hw_profile_to_json(p, &sb);
+    if (hw_profile_to_json(p, &sb, err)) {
+        strbuf_free(&sb);
+        return tempo_error_prefix(err, path);
+    }
     strbuf_puts(&sb, "\n");
     if (sb.oom) {
         strbuf_free(&sb);

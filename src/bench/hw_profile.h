@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #include "core/error.h"
-#include "core/strbuf.h"
+#include "core/json_write.h"
 
 #define HW_PROFILE_MAX_POINTS 8
 
@@ -54,8 +54,11 @@ typedef struct {
  * at the same thread counts, cpu_info, and the load seen meanwhile. */
 int hw_profile_measure(hw_profile *p, const hw_measure_options *o, tempo_error *err);
 
-/* Append p as one JSON object (no newline). */
-void hw_profile_to_json(const hw_profile *p, strbuf *out);
+/* p as one JSON object value into w (for a document that holds it). */
+void hw_profile_write(jsonw *w, const hw_profile *p);
+/* p as one JSON object appended to out (no newline); -1 with err set when
+ * the writer failed (out of memory). */
+int hw_profile_to_json(const hw_profile *p, strbuf *out, tempo_error *err);
 
 /* Parse the JSON written by hw_profile_to_json (unknown keys are ignored).
  * Needs a peak_gflops object with at least one point. */

@@ -25,4 +25,12 @@ void bench_openblas_close(bench_openblas *ob);
 int bench_openblas_measure(bench_openblas *ob, const bench_gemm_shape *s, int threads,
                            double min_seconds, bench_gemm_result *r, tempo_error *err);
 
+/* tempo's GEMM (bench_gemm_measure through ctx) on s, then, when ob is
+ * open (ob != NULL and ob->handle), OpenBLAS's into *peer with a pause of
+ * 0.15 s before and after it: idle pool threads spin for a while after a
+ * call (OpenBLAS's up to ~0.1 s) and would steal the next one's cores. */
+int bench_openblas_compare(gemm_context *ctx, bench_openblas *ob, const bench_gemm_shape *s, int threads,
+                           double min_seconds, bench_gemm_result *r, bench_gemm_result *peer,
+                           tempo_error *err);
+
 #endif

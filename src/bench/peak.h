@@ -1,5 +1,6 @@
-/* peak.h - the chip's measured limits: fp32 FMA throughput and memory
- * bandwidth (a STREAM-style triad). These are measurements, never
+/* peak.h - the chip's measured limits: fp32 FMA throughput, memory
+ * bandwidth (a STREAM-style triad) and the read bandwidth of a buffer of a
+ * given size (from whichever cache level holds it). These are measurements, never
  * assumptions; the hardware profile (bench/hw_profile.h) stores them.
  * Nothing here reads or writes files. */
 #ifndef TEMPO_PEAK_H
@@ -34,5 +35,16 @@ void peak_triad_free(peak_triad_arrays *t);
 /* Triad bandwidth in GB/s (1e9 bytes/s, counting 3 x 4 bytes per element
  * as STREAM does), best of passes (>= 3) within about `seconds`. */
 double peak_triad_gbs(const peak_triad_arrays *t, int threads, double seconds);
+
+/* Read bandwidth in GB/s (1e9 bytes/s) of `threads` threads summing a
+ * buffer of `bytes` floats' bytes (rounded down to whole 256-byte blocks, at
+ * least one), each thread its own contiguous share, which it touched first:
+ * repetitions of several passes, the best within about `seconds`. A buffer
+ * that fits a cache level is read from it after the first pass, so this is
+ * what reading a working set of that size can reach: the rate a decode step
+ * that streams its weights once cannot beat. `path` picks 256-bit loads
+ * (CPU_KERNELS_AVX2) or the portable loop. -1 with err set when the buffer
+ * cannot be allocated. */
+double peak_read_gbs(cpu_kernel_path path, size_t bytes, int threads, double seconds, tempo_error *err);
 
 #endif

@@ -8,7 +8,6 @@
  *   tempo bench infer --model RUN_DIR [...]   (cmd_bench_infer.c)
  */
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +49,17 @@ static void bench_usage(FILE *f)
             "       mpirun -np N tempo bench allreduce [--sizes ...] [--iters N]\n"
             "  allreduce  the gradient all-reduce's bandwidth by size across the job's ranks\n"
             "           against one rank's memcpy; see tempo bench allreduce --help.\n");
+}
+
+/* Finish the JSON value in w and print it as a line on stdout; frees its
+ * buffer either way. */
+static int print_json(jsonw *w, tempo_error *err)
+{
+    int rc = jsonw_finish(w, err);
+    if (!rc)
+        cli_emit_result(w->out, NULL);
+    strbuf_free(w->out);
+    return rc;
 }
 
 static int parse_positive(const char *flag, const char *text, double *v)
@@ -97,35 +107,52 @@ static int bench_peak(int argc, char **argv)
         return cli_report(&err);
     fprintf(stderr, "bench peak: wrote %s\n", path);
     strbuf json = {0};
-    hw_profile_to_json(&p, &json);
-    int rc = cli_emit_result(&json, NULL);
-    strbuf_free(&json);
-    return rc;
+    jsonw w;
+    jsonw_init(&w, &json);
+    hw_profile_write(&w, &p);
+    return print_json(&w, &err) ? cli_report(&err) : 0;
 }
 
 typedef struct {
     const char *preset;
     int threads;
     double peak, bandwidth;
+    int failed;          /* a line could not be written; err says why */
+    tempo_error err;
 } ops_emit_ctx;
 
 static void emit_op(void *ctx, const bench_op_result *r)
 {
-    const ops_emit_ctx *e = ctx;
+    ops_emit_ctx *e = ctx;
     strbuf line = {0};
-    bench_op_json(&line, e->preset, e->threads, r, e->peak, e->bandwidth);
-    printf("%s\n", line.data ? line.data : "{}");
-    fflush(stdout);
+    jsonw w;
+    jsonw_init(&w, &line);
+    bench_op_json(&w, e->preset, e->threads, r, e->peak, e->bandwidth);
+    if (!e->failed && print_json(&w, &e->err))
+        e->failed = 1;
     strbuf_free(&line);
 }
 
-static int bench_kernels(int argc, char **argv)
+/* `bench kernels` options. */
+typedef struct {
+    const char *presets;
+    double seconds;
+    long vocab;
+    int threads[BENCH_GEMM_MAX_THREADS], n_threads;
+    int run_gemm, run_ops, use_openblas;
+    int have_shape;
+    bench_gemm_shape one;  /* --shape */
+} kernels_args;
+
+/* -1: go on; else the exit code (0 after --help). */
+static int kernels_parse(int argc, char **argv, kernels_args *k)
 {
-    const char *kernel = "all", *presets = "cpu-default,cpu-d256,cpu-d512";
-    double seconds = 0.3;
-    long vocab = 4097;
-    int threads[8], n_threads = 0, have_shape = 0, use_openblas = 1;
-    bench_gemm_shape one;
+    const char *kernel = "all";
+    memset(k, 0, sizeof *k);
+    k->presets = "cpu-default,cpu-d256,cpu-d512";
+    k->seconds = 0.3;
+    k->vocab = 4097;
+    k->use_openblas = 1;
     tempo_error err;
     tempo_error_clear(&err);
     for (int i = 1; i < argc; i++) {
@@ -135,171 +162,184 @@ static int bench_kernels(int argc, char **argv)
             return 0;
         }
         if (!strcmp(a, "--no-openblas")) {
-            use_openblas = 0;
+            k->use_openblas = 0;
             continue;
         }
         if (i + 1 >= argc)
             return cli_usage_error("bench kernels: %s: unknown option or missing value", a);
         const char *v = argv[++i];
+        long long x;
         if (!strcmp(a, "--kernel")) {
             kernel = v;
         } else if (!strcmp(a, "--presets")) {
-            presets = v;
+            k->presets = v;
         } else if (!strcmp(a, "--vocab")) {
-            long long x;
             if (cli_parse_int(a, v, 2, 1 << 20, &x))
                 return 2;
-            vocab = (long)x;
+            k->vocab = (long)x;
         } else if (!strcmp(a, "--shape")) {
-            if (bench_gemm_parse_shape(v, &one, &err))
+            if (bench_gemm_parse_shape(v, &k->one, &err))
                 return cli_report(&err);
-            have_shape = 1;
+            k->have_shape = 1;
         } else if (!strcmp(a, "--threads")) {
-            n_threads = cli_parse_thread_list(v, threads, 8);
-            if (n_threads < 1)
+            k->n_threads = cli_parse_thread_list(v, k->threads, BENCH_GEMM_MAX_THREADS);
+            if (k->n_threads < 1)
                 return cli_usage_error("bench kernels: --threads '%s': expected e.g. 1,2", v);
         } else if (!strcmp(a, "--seconds")) {
-            if (parse_positive("--seconds", v, &seconds))
+            if (parse_positive("--seconds", v, &k->seconds))
                 return 2;
         } else {
             return cli_usage_error("bench kernels: %s: unknown option", a);
         }
     }
-    int run_gemm = !strcmp(kernel, "gemm") || !strcmp(kernel, "all");
-    int run_ops = !strcmp(kernel, "ops") || !strcmp(kernel, "all");
-    if (!run_gemm && !run_ops)
-        return cli_usage_error("bench kernels: --kernel %s: unknown kernel (try: gemm, ops, all)",
-                               kernel);
-    if (run_ops && have_shape)
+    k->run_gemm = !strcmp(kernel, "gemm") || !strcmp(kernel, "all");
+    k->run_ops = !strcmp(kernel, "ops") || !strcmp(kernel, "all");
+    if (!k->run_gemm && !k->run_ops)
+        return cli_usage_error("bench kernels: --kernel %s: unknown kernel (try: gemm, ops, all)", kernel);
+    if (k->run_ops && k->have_shape)
         return cli_usage_error("bench kernels: --shape is a GEMM shape; use --kernel gemm");
-    enum { MAX_SHAPES = 256, MAX_PRESETS = 8 };
-    static bench_gemm_shape shapes[MAX_SHAPES];
-    static run_config cfgs[MAX_PRESETS];
-    int n_shapes = 0, n_cfgs = 0;
-    if (have_shape) {
-        shapes[n_shapes++] = one;
-    } else {
-        char list[512], *save = NULL;
-        snprintf(list, sizeof list, "%s", presets);
-        for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-            if (n_cfgs == MAX_PRESETS)
-                return cli_usage_error("bench kernels: --presets: at most %d", MAX_PRESETS);
-            run_config *rc = &cfgs[n_cfgs++];
-            run_config_defaults(rc);
-            if (run_config_load_preset(rc, name, &err))
-                return cli_report(&err);
-            rc->model.vocab_size = (int)vocab;
-            if (run_config_finish(rc, &err))
-                return cli_report(&err);
-            n_shapes += bench_gemm_preset_shapes(rc, shapes + n_shapes, MAX_SHAPES - n_shapes);
-        }
-        if (n_shapes == 0)
-            return cli_usage_error("bench kernels: --presets '%s': no shapes", presets);
-    }
-    if (n_threads == 0)
-        n_threads = cli_default_thread_list(threads);
+    if (k->n_threads == 0)
+        k->n_threads = cli_default_thread_list(k->threads);
+    return -1;
+}
 
-    hw_profile prof;
-    int have_prof = hw_profile_load_or_measure(&prof, &err) == 0;
-    if (!have_prof)
-        fprintf(stderr, "tempo: %s (efficiency left null)\n", err.msg);
-    else if (prof.contended)
-        fprintf(stderr, "bench kernels: the hardware profile was measured on a busy machine; "
-                        "efficiencies may read high (re-run 'tempo bench peak')\n");
-    if (run_ops) {
-        for (int c = 0; c < n_cfgs; c++)
-            for (int t = 0; t < n_threads; t++) {
-                ops_emit_ctx e = {cfgs[c].preset, threads[t],
-                                  have_prof ? hw_profile_peak_gflops(&prof, threads[t]) : 0,
-                                  have_prof ? hw_profile_bandwidth_gbs(&prof, threads[t]) : 0};
-                if (bench_ops_run(&cfgs[c], threads[t], seconds, emit_op, &e, &err))
-                    return cli_report(&err);
-            }
-        if (!run_gemm)
-            return 0;
+/* What to run: the presets' configurations and their GEMM shapes (or the
+ * one --shape). Allocated: a run_config is large. */
+enum { MAX_SHAPES = 256, MAX_PRESETS = 8 };
+typedef struct {
+    run_config cfgs[MAX_PRESETS];
+    int n_cfgs;
+    bench_gemm_shape shapes[MAX_SHAPES];
+    int n_shapes;
+} kernels_job;
+
+/* -1: go on; else the exit code. */
+static int kernels_load(const kernels_args *k, kernels_job *job)
+{
+    tempo_error err;
+    tempo_error_clear(&err);
+    if (k->have_shape) {
+        job->shapes[job->n_shapes++] = k->one;
+        return -1;
     }
+    char list[512], *save = NULL;
+    snprintf(list, sizeof list, "%s", k->presets);
+    for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        if (job->n_cfgs == MAX_PRESETS)
+            return cli_usage_error("bench kernels: --presets: at most %d", MAX_PRESETS);
+        run_config *rc = &job->cfgs[job->n_cfgs++];
+        run_config_defaults(rc);
+        if (run_config_load_preset(rc, name, &err))
+            return cli_report(&err);
+        rc->model.vocab_size = (int)k->vocab;
+        if (run_config_finish(rc, &err))
+            return cli_report(&err);
+        job->n_shapes += bench_gemm_preset_shapes(rc, job->shapes + job->n_shapes, MAX_SHAPES - job->n_shapes);
+    }
+    if (job->n_shapes == 0)
+        return cli_usage_error("bench kernels: --presets '%s': no shapes", k->presets);
+    return -1;
+}
+
+/* The non-GEMM kernels of every preset at every thread count. */
+static int kernels_ops(const kernels_args *k, const kernels_job *job, const hw_profile *prof)
+{
+    tempo_error err;
+    tempo_error_clear(&err);
+    for (int c = 0; c < job->n_cfgs; c++)
+        for (int t = 0; t < k->n_threads; t++) {
+            int th = k->threads[t];
+            ops_emit_ctx e = {job->cfgs[c].preset, th, prof ? hw_profile_peak_gflops(prof, th) : 0,
+                              prof ? hw_profile_bandwidth_gbs(prof, th) : 0, 0, {{0}, 0}};
+            if (bench_ops_run(&job->cfgs[c], th, k->seconds, emit_op, &e, &err))
+                return cli_report(&err);
+            if (e.failed)
+                return cli_report(&e.err);
+        }
+    return 0;
+}
+
+/* Every shape at every thread count (beside OpenBLAS when it is there): a
+ * line each, then the flop-weighted summary. */
+static int kernels_gemm(const kernels_args *k, const kernels_job *job, const hw_profile *prof)
+{
+    tempo_error err;
+    tempo_error_clear(&err);
     gemm_context ctx;
     gemm_context_init(&ctx);
     const char *path = cpu_kernel_path_name(ctx.cfg.path);
     fprintf(stderr, "bench kernels: gemm, %s kernel, kc %d mc %d nc %d, %d shapes\n",
-            path, ctx.cfg.kc, ctx.cfg.mc, ctx.cfg.nc, n_shapes);
-
+            path, ctx.cfg.kc, ctx.cfg.mc, ctx.cfg.nc, job->n_shapes);
     /* The FMA peak now, per thread count: other tenants of the host can
      * lower it below the profile's, which the efficiency_now figures show. */
-    double peak_now[8];
-    for (int t = 0; t < n_threads; t++)
-        peak_now[t] = peak_fma_gflops(ctx.cfg.path, threads[t], 0.3);
+    bench_gemm_summary sum;
+    memset(&sum, 0, sizeof sum);
+    sum.n_threads = k->n_threads;
+    for (int t = 0; t < k->n_threads; t++) {
+        sum.threads[t] = k->threads[t];
+        sum.peak_gflops[t] = prof ? hw_profile_peak_gflops(prof, k->threads[t]) : 0;
+        sum.peak_now_gflops[t] = peak_fma_gflops(ctx.cfg.path, k->threads[t], 0.3);
+    }
     bench_openblas ob;
-    int have_ob = use_openblas && bench_openblas_open(&ob) == 0;
+    int have_ob = k->use_openblas && bench_openblas_open(&ob) == 0;
     if (have_ob)
         fprintf(stderr, "bench kernels: comparing with OpenBLAS (%s)\n", ob.config);
-    /* Pause between implementations: idle pool threads spin for a while
-     * (OpenBLAS's up to ~0.1 s) and would steal the other's cores. */
-    const struct timespec pause = {0, 150 * 1000 * 1000};
-
-    double flops[8] = {0}, secs[8] = {0}, ob_secs[8] = {0};
-    int any_contended = 0;
-    for (int s = 0; s < n_shapes; s++)
-        for (int t = 0; t < n_threads; t++) {
+    int rc = 0;
+    for (int s = 0; s < job->n_shapes && !rc; s++)
+        for (int t = 0; t < k->n_threads && !rc; t++) {
             bench_gemm_result r, rb;
-            if (bench_gemm_measure(&ctx, &shapes[s], threads[t], seconds, &r, &err)) {
-                gemm_context_free(&ctx);
-                return cli_report(&err);
-            }
-            if (have_ob) {
-                nanosleep(&pause, NULL);
-                if (bench_openblas_measure(&ob, &shapes[s], threads[t], seconds, &rb, &err)) {
-                    gemm_context_free(&ctx);
-                    return cli_report(&err);
-                }
-                nanosleep(&pause, NULL);
-                ob_secs[t] += rb.best_s;
-            }
-            double peak = have_prof ? hw_profile_peak_gflops(&prof, threads[t]) : 0;
+            rc = bench_openblas_compare(&ctx, have_ob ? &ob : NULL, &job->shapes[s], k->threads[t], k->seconds,
+                                        &r, &rb, &err);
+            if (rc)
+                break;
             strbuf line = {0};
-            bench_gemm_json(&line, &shapes[s], threads[t], &r, peak, peak_now[t], path,
-                            have_ob ? &rb : NULL);
-            printf("%s\n", line.data ? line.data : "{}");
-            fflush(stdout);
-            strbuf_free(&line);
-            flops[t] += 2.0 * shapes[s].M * shapes[s].N * (double)shapes[s].K;
-            secs[t] += r.best_s;
-            any_contended |= r.contended || (have_ob && rb.contended);
+            jsonw w;
+            jsonw_init(&w, &line);
+            bench_gemm_json(&w, &job->shapes[s], k->threads[t], &r, sum.peak_gflops[t], sum.peak_now_gflops[t],
+                            path, have_ob ? &rb : NULL);
+            rc = print_json(&w, &err);
+            bench_gemm_summary_add(&sum, t, &job->shapes[s], &r, have_ob ? &rb : NULL);
         }
     if (have_ob)
         bench_openblas_close(&ob);
     gemm_context_free(&ctx);
-
-    /* Summary: per thread count, total FLOPs / total best time. */
-    strbuf json = {0};
-    strbuf_printf(&json, "{\"kernel\":\"gemm\",\"summary\":true,\"shapes\":%d,\"path\":\"%s\",\"threads\":{",
-                  n_shapes, path);
-    for (int t = 0; t < n_threads; t++) {
-        double g = secs[t] > 0 ? flops[t] / secs[t] * 1e-9 : 0;
-        double peak = have_prof ? hw_profile_peak_gflops(&prof, threads[t]) : 0;
-        strbuf_printf(&json, "%s\"%d\":{\"gflops\":", t ? "," : "", threads[t]);
-        strbuf_json_number(&json, bench_round(g, 2));
-        strbuf_puts(&json, ",\"peak_gflops\":");
-        strbuf_json_number(&json, bench_round(peak, 2));
-        strbuf_puts(&json, ",\"efficiency\":");
-        if (peak > 0)
-            strbuf_json_number(&json, bench_round(g / peak, 3));
-        else
-            strbuf_puts(&json, "null");
-        strbuf_puts(&json, ",\"peak_now_gflops\":");
-        strbuf_json_number(&json, bench_round(peak_now[t], 2));
-        if (have_ob && ob_secs[t] > 0) {
-            double gb = flops[t] / ob_secs[t] * 1e-9;
-            strbuf_puts(&json, ",\"openblas_gflops\":");
-            strbuf_json_number(&json, bench_round(gb, 2));
-            strbuf_puts(&json, ",\"ratio\":");
-            strbuf_json_number(&json, bench_round(g / gb, 3));
-        }
-        strbuf_puts(&json, "}");
+    if (!rc) {
+        strbuf json = {0};
+        jsonw w;
+        jsonw_init(&w, &json);
+        bench_gemm_summary_json(&w, &sum, path);
+        rc = print_json(&w, &err);
     }
-    strbuf_printf(&json, "},\"contended\":%s}", any_contended ? "true" : "false");
-    int rc = cli_emit_result(&json, NULL);
-    strbuf_free(&json);
+    return rc ? cli_report(&err) : 0;
+}
+
+static int bench_kernels(int argc, char **argv)
+{
+    kernels_args k;
+    int rc = kernels_parse(argc, argv, &k);
+    if (rc >= 0)
+        return rc;
+    kernels_job *job = calloc(1, sizeof *job);
+    if (!job) {
+        fprintf(stderr, "tempo: bench kernels: out of memory\n");
+        return 1;
+    }
+    rc = kernels_load(&k, job);
+    if (rc < 0) {
+        tempo_error err;
+        tempo_error_clear(&err);
+        hw_profile prof;
+        int have_prof = hw_profile_load_or_measure(&prof, &err) == 0;
+        if (!have_prof)
+            fprintf(stderr, "tempo: %s (efficiency left null)\n", err.msg);
+        else if (prof.contended)
+            fprintf(stderr, "bench kernels: the hardware profile was measured on a busy machine; "
+                            "efficiencies may read high (re-run 'tempo bench peak')\n");
+        rc = k.run_ops ? kernels_ops(&k, job, have_prof ? &prof : NULL) : 0;
+        if (!rc && k.run_gemm)
+            rc = kernels_gemm(&k, job, have_prof ? &prof : NULL);
+    }
+    free(job);
     return rc;
 }
 

@@ -64,14 +64,19 @@ int bench_allreduce_main(int argc, char **argv)
         cli_report(&err);
         dist_abort(&d, 1);
     }
-    if (d.rank == 0)
-        for (int s = 0; s < n_sizes; s++) {
-            strbuf js = {0};
-            bench_allreduce_json(&d, &rows[s], &js);
-            fputs(js.data, stdout);
-            strbuf_free(&js);
-        }
+    int rc = 0;
+    for (int s = 0; d.rank == 0 && s < n_sizes && !rc; s++) {
+        strbuf js = {0};
+        jsonw w;
+        jsonw_init(&w, &js);
+        bench_allreduce_json(&w, &d, &rows[s]);
+        if (jsonw_finish(&w, &err))
+            rc = cli_report(&err);
+        else
+            printf("%s\n", js.data);
+        strbuf_free(&js);
+    }
     fflush(stdout);
     dist_finalize(&d);
-    return 0;
+    return rc;
 }

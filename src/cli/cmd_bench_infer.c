@@ -38,11 +38,14 @@ static void usage(FILE *f)
         "                 libraries), fetched and built once by tools/llama_cpp/setup.sh. A hybrid\n"
         "                 run's count memory has no llama.cpp counterpart: both run the transformer.\n"
         "JSON lines: prefill (tokens/s, time to first token), decode per batch (tokens/s,\n"
-        "per-step p50/p99 ms), bound (weight+KV bytes / measured bandwidth and FLOPs / measured\n"
-        "peak, the ratio decode(batch 1) reaches), then the summary (the last line). A run with a count\n"
-        "memory or a cache (the hybrid model) first prints their cost per token (bench: infer_memory):\n"
-        "score_us_per_token (one known token: eval, ICL) and dist_us_per_token (the whole mixed\n"
-        "distribution: generation), also under \"memory\" in the summary.\n");
+        "per-step p50/p99 ms), bound (weight+KV bytes / bandwidth and FLOPs / measured peak, the\n"
+        "ratio decode(batch 1) reaches; the bandwidth is a read of a buffer of those bytes measured\n"
+        "now at the same threads when they fit the L3 or it beats DRAM (a cache holds them), else the\n"
+        "profile's DRAM triad: bandwidth_source says which), then the summary (the last line).\n"
+        "A run with a count memory or a cache (the hybrid model) first prints their cost per token\n"
+        "(bench: infer_memory): score_us_per_token (one known token: eval, ICL) and\n"
+        "dist_us_per_token (the whole mixed distribution: generation), also under \"memory\" in the\n"
+        "summary.\n");
 }
 
 static void print_line(void *user, const char *json)
@@ -51,6 +54,17 @@ static void print_line(void *user, const char *json)
     fputs(json, stdout);
     fputc('\n', stdout);
     fflush(stdout);
+}
+
+/* Finish the JSON value in w and print it as a line on stdout; frees its
+ * buffer either way. */
+static int print_json(jsonw *w, tempo_error *err)
+{
+    int rc = jsonw_finish(w, err);
+    if (!rc)
+        cli_emit_result(w->out, NULL);
+    strbuf_free(w->out);
+    return rc;
 }
 
 /* The training speed recorded in RUN_DIR/result.json, or 0. */
@@ -86,7 +100,7 @@ int cli_bench_infer_setup(const char *model_path, int threads, bench_infer_optio
     if (hw_profile_load_or_measure(&p, err))
         return -1;
     o->l3_bytes = p.l3_bytes;
-    o->bandwidth_source = "hardware profile";
+    o->bandwidth_source = "hardware profile triad";
     for (int k = 0; k < o->n_threads; k++) {
         int t = o->threads[k];
         o->peak_gflops[k] = hw_profile_peak_gflops(&p, t);
@@ -105,12 +119,19 @@ int cli_bench_infer_setup(const char *model_path, int threads, bench_infer_optio
     return 0;
 }
 
-int bench_infer_main(int argc, char **argv)
-{
-    const char *model_path = NULL;
+/* `bench infer` options. */
+typedef struct {
+    const char *model_path;
+    int threads;           /* 0: 1 and all cores */
+    int vs_llama;
     bench_infer_options o;
-    bench_infer_options_default(&o);
-    int threads = 0, vs_llama = 0;
+} infer_args;
+
+/* -1: go on; else the exit code (0 after --help). */
+static int infer_parse(int argc, char **argv, infer_args *p)
+{
+    memset(p, 0, sizeof *p);
+    bench_infer_options_default(&p->o);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -118,7 +139,7 @@ int bench_infer_main(int argc, char **argv)
             return 0;
         }
         if (!strcmp(a, "--vs-llama-cpp")) {
-            vs_llama = 1;
+            p->vs_llama = 1;
             continue;
         }
         int known = !strcmp(a, "--model") || !strcmp(a, "--prompt") || !strcmp(a, "--runs") ||
@@ -129,68 +150,120 @@ int bench_infer_main(int argc, char **argv)
             return cli_usage_error("bench infer: %s: missing value", a);
         i++;
         if (!strcmp(a, "--model")) {
-            model_path = v;
+            p->model_path = v;
             continue;
         }
         long long x;
         if (cli_parse_int(a, v, 1, !strcmp(a, "--threads") ? NUMBER_MAX_THREADS : 1 << 20, &x))
             return 2;
-        if (!strcmp(a, "--prompt")) o.prompt = (int)x;
-        else if (!strcmp(a, "--runs")) o.runs = (int)x;
-        else if (!strcmp(a, "--steps")) o.decode_steps = (int)x;
-        else if (!strcmp(a, "--max-batch")) o.max_batch = (int)x;
-        else threads = (int)x;
+        if (!strcmp(a, "--prompt")) p->o.prompt = (int)x;
+        else if (!strcmp(a, "--runs")) p->o.runs = (int)x;
+        else if (!strcmp(a, "--steps")) p->o.decode_steps = (int)x;
+        else if (!strcmp(a, "--max-batch")) p->o.max_batch = (int)x;
+        else p->threads = (int)x;
     }
-    if (!model_path)
+    if (!p->model_path)
         return cli_usage_error("bench infer: --model RUN_DIR is required");
+    return -1;
+}
+
+/* The hybrid model's other parts first: their cost per token is a line of
+ * its own (mr stays zero when the run has none). */
+static int infer_memory(const infer_args *p, const run_config *cfg, const tokenizer *tok, bench_memory_result *mr,
+                        tempo_error *err)
+{
+    hybrid_parts h;
+    memset(mr, 0, sizeof *mr);
+    int rc = cli_load_hybrid(p->model_path, cfg, tok, 1, 1, &h, err);
+    if (!rc && hybrid_parts_any(&h)) {
+        if (p->threads > 0)
+            omp_set_num_threads(p->threads);
+        rc = bench_memory_run(&h, 1024, mr, err);
+        if (!rc) {
+            strbuf ml = {0};
+            jsonw w;
+            jsonw_init(&w, &ml);
+            bench_memory_json(&w, mr);
+            rc = print_json(&w, err);
+        }
+    }
+    hybrid_parts_free(&h);
+    return rc;
+}
+
+/* llama.cpp at each thread count of r: a line each, and *best, the one at
+ * the thread count of the summary's batch-1 decode. */
+static int infer_vs_llama(model *m, const tokenizer *tok, const bench_infer_result *r, bench_llama_cpp_at *vs,
+                          int *best, tempo_error *err)
+{
+    *best = 0;
+    if (bench_llama_cpp_run(m, tok, r, vs, err))
+        return -1;
+    for (int k = 0; k < r->n_at; k++) {
+        strbuf l = {0};
+        jsonw w;
+        jsonw_init(&w, &l);
+        bench_llama_cpp_json(&w, r, &vs[k]);
+        if (print_json(&w, err))
+            return -1;
+        fprintf(stderr, "bench infer: %d thread(s): prefill tempo %.0f vs llama.cpp %.0f tokens/s (x%.2f); "
+                        "decode tempo %.0f vs llama.cpp %.0f tokens/s (x%.2f)\n", vs[k].threads,
+                vs[k].tempo_prefill_tokens_per_s, vs[k].prefill_tokens_per_s,
+                vs[k].tempo_prefill_tokens_per_s / vs[k].prefill_tokens_per_s, vs[k].tempo_decode_tokens_per_s,
+                vs[k].decode_tokens_per_s, vs[k].tempo_decode_tokens_per_s / vs[k].decode_tokens_per_s);
+        if (r->at[k].threads == r->at[r->best_decode1].threads)
+            *best = k;
+    }
+    return 0;
+}
+
+/* The summary line, with the memory's figures (when measured) and the
+ * llama.cpp comparison (vs: when made) inside it. */
+static int infer_summary(const bench_infer_result *r, const bench_memory_result *mr, const bench_llama_cpp_at *vs,
+                         tempo_error *err)
+{
+    strbuf js = {0};
+    jsonw w;
+    jsonw_init(&w, &js);
+    jsonw_object_begin(&w);
+    bench_infer_summary_fields(&w, r);
+    if (mr->memory_order || mr->cache_order) {
+        jsonw_key(&w, "memory");
+        bench_memory_json(&w, mr);
+    }
+    if (vs) {
+        jsonw_key(&w, "vs_llama_cpp");
+        bench_llama_cpp_json(&w, r, vs);
+    }
+    jsonw_object_end(&w);
+    return print_json(&w, err);
+}
+
+int bench_infer_main(int argc, char **argv)
+{
+    infer_args p;
+    int rc = infer_parse(argc, argv, &p);
+    if (rc >= 0)
+        return rc;
     tempo_error err;
     tempo_error_clear(&err);
     run_config cfg;
     model *m;
     tokenizer *tok;
-    if (checkpoint_load_model(model_path, 1, &cfg, &m, &tok, &err))
+    if (checkpoint_load_model(p.model_path, 1, &cfg, &m, &tok, &err))
         return cli_report(&err);
-    /* the hybrid model's other parts first: their cost per token is a line of its own */
-    hybrid_parts h;
     bench_memory_result mr;
-    memset(&mr, 0, sizeof mr);
-    int rc = cli_load_hybrid(model_path, &cfg, tok, 1, 1, &h, &err);
-    if (!rc && hybrid_parts_any(&h)) {
-        if (threads > 0)
-            omp_set_num_threads(threads);
-        rc = bench_memory_run(&h, 1024, &mr, &err);
-        if (!rc) {
-            strbuf ml = {0};
-            bench_memory_json(&ml, &mr);
-            print_line(NULL, ml.data);
-            strbuf_free(&ml);
-        }
-    }
-    hybrid_parts_free(&h);
+    rc = infer_memory(&p, &cfg, tok, &mr, &err);
     if (!rc)
-        rc = cli_bench_infer_setup(model_path, threads, &o, &err);
-    o.line = print_line;
+        rc = cli_bench_infer_setup(p.model_path, p.threads, &p.o, &err);
+    p.o.line = print_line;
     bench_infer_result r;
     if (!rc)
-        rc = bench_infer_run(m, &o, &r, &err);
+        rc = bench_infer_run(m, &p.o, &r, &err);
     bench_llama_cpp_at vs[4];
     int best = 0;
-    if (!rc && vs_llama) {
-        rc = bench_llama_cpp_run(m, tok, &r, vs, &err);
-        for (int k = 0; !rc && k < r.n_at; k++) {
-            strbuf l = {0};
-            bench_llama_cpp_json(&l, &r, &vs[k]);
-            print_line(NULL, l.data);
-            strbuf_free(&l);
-            fprintf(stderr, "bench infer: %d thread(s): prefill tempo %.0f vs llama.cpp %.0f tokens/s (x%.2f); "
-                            "decode tempo %.0f vs llama.cpp %.0f tokens/s (x%.2f)\n", vs[k].threads,
-                    vs[k].tempo_prefill_tokens_per_s, vs[k].prefill_tokens_per_s,
-                    vs[k].tempo_prefill_tokens_per_s / vs[k].prefill_tokens_per_s, vs[k].tempo_decode_tokens_per_s,
-                    vs[k].decode_tokens_per_s, vs[k].tempo_decode_tokens_per_s / vs[k].decode_tokens_per_s);
-            if (r.at[k].threads == r.at[r.best_decode1].threads)
-                best = k;
-        }
-    }
+    if (!rc && p.vs_llama)
+        rc = infer_vs_llama(m, tok, &r, vs, &best, &err);
     model_free(m);
     tok_free(tok);
     if (rc)
@@ -198,21 +271,5 @@ int bench_infer_main(int argc, char **argv)
     if (r.load.contended)
         fprintf(stderr, "bench infer: other processes used %.2f cores meanwhile: figures are low\n",
                 r.load.other_cores);
-    strbuf js = {0};
-    bench_infer_summary_json(&js, &r);
-    if (mr.memory_order || mr.cache_order) {   /* the memory's figures ride in the summary too */
-        js.len--;
-        strbuf_puts(&js, ",\"memory\":");
-        bench_memory_json(&js, &mr);
-        strbuf_puts(&js, "}");
-    }
-    if (vs_llama) { /* the comparison at the thread count of the summary's batch-1 decode */
-        js.len--;
-        strbuf_puts(&js, ",\"vs_llama_cpp\":");
-        bench_llama_cpp_json(&js, &r, &vs[best]);
-        strbuf_puts(&js, "}");
-    }
-    rc = cli_emit_result(&js, NULL);
-    strbuf_free(&js);
-    return rc;
+    return infer_summary(&r, &mr, p.vs_llama ? &vs[best] : NULL, &err) ? cli_report(&err) : 0;
 }

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench_gemm.h"
 #include "bench/bench_train.h"
 #include "bench/hw_profile.h"
 #include "cli/cli.h"
@@ -93,6 +92,17 @@ static double run_torch(const run_config *cfg, int threads, int steps, int warmu
     return tps;
 }
 
+/* Finish the JSON value in w and print it as a line on stdout; frees its
+ * buffer either way. */
+static int print_json(jsonw *w, tempo_error *err)
+{
+    int rc = jsonw_finish(w, err);
+    if (!rc)
+        cli_emit_result(w->out, NULL);
+    strbuf_free(w->out);
+    return rc;
+}
+
 static int parse_int(const char *flag, const char *text, int lo, int hi, int *out)
 {
     long long x;
@@ -102,12 +112,23 @@ static int parse_int(const char *flag, const char *text, int lo, int hi, int *ou
     return 0;
 }
 
-int bench_train_main(int argc, char **argv)
-{
-    const char *preset = "cpu-default";
+/* `bench train` options. */
+typedef struct {
+    const char *preset;
     const char *sets[64];
-    int n_sets = 0, vocab = 4097, steps = 5, warmup = 1, seed = 1, vs_torch = 0;
-    int threads[8], n_threads = 0;
+    int n_sets, vocab, steps, warmup, seed, vs_torch;
+    int threads[BENCH_TRAIN_MAX_THREADS], n_threads;
+} train_args;
+
+/* -1: go on; else the exit code (0 after --help). */
+static int train_parse(int argc, char **argv, train_args *t)
+{
+    memset(t, 0, sizeof *t);
+    t->preset = "cpu-default";
+    t->vocab = 4097;
+    t->steps = 5;
+    t->warmup = 1;
+    t->seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -115,7 +136,7 @@ int bench_train_main(int argc, char **argv)
             return 0;
         }
         if (!strcmp(a, "--vs-torch")) {
-            vs_torch = 1;
+            t->vs_torch = 1;
             continue;
         }
         if (!strcmp(a, "--pin-threads"))
@@ -124,99 +145,94 @@ int bench_train_main(int argc, char **argv)
             return cli_usage_error("bench train: %s: unknown option or missing value", a);
         const char *v = argv[++i];
         if (!strcmp(a, "--preset")) {
-            preset = v;
+            t->preset = v;
         } else if (!strcmp(a, "--set")) {
-            if (n_sets == 64)
+            if (t->n_sets == 64)
                 return cli_usage_error("bench train: too many --set");
-            sets[n_sets++] = v;
+            t->sets[t->n_sets++] = v;
         } else if (!strcmp(a, "--vocab")) {
-            if (parse_int(a, v, 2, 1 << 20, &vocab)) return 2;
+            if (parse_int(a, v, 2, 1 << 20, &t->vocab)) return 2;
         } else if (!strcmp(a, "--steps")) {
-            if (parse_int(a, v, 1, 100000, &steps)) return 2;
+            if (parse_int(a, v, 1, 100000, &t->steps)) return 2;
         } else if (!strcmp(a, "--warmup")) {
-            if (parse_int(a, v, 1, 100000, &warmup)) return 2;
+            if (parse_int(a, v, 1, 100000, &t->warmup)) return 2;
         } else if (!strcmp(a, "--seed")) {
-            if (parse_int(a, v, 0, 1 << 30, &seed)) return 2;
+            if (parse_int(a, v, 0, 1 << 30, &t->seed)) return 2;
         } else if (!strcmp(a, "--threads")) {
-            n_threads = cli_parse_thread_list(v, threads, 8);
-            if (n_threads < 1)
+            t->n_threads = cli_parse_thread_list(v, t->threads, BENCH_TRAIN_MAX_THREADS);
+            if (t->n_threads < 1)
                 return cli_usage_error("bench train: --threads '%s': expected e.g. 1,2", v);
         } else {
             return cli_usage_error("bench train: %s: unknown option", a);
         }
     }
+    if (t->n_threads == 0)
+        t->n_threads = cli_default_thread_list(t->threads);
+    return -1;
+}
+
+/* The preset with the --set pairs and the vocabulary applied. */
+static int train_config(const train_args *t, run_config *cfg, tempo_error *err)
+{
+    run_config_defaults(cfg);
+    if (run_config_load_preset(cfg, t->preset, err))
+        return -1;
+    for (int i = 0; i < t->n_sets; i++)
+        if (run_config_set_pair(cfg, t->sets[i], err))
+            return -1;
+    cfg->model.vocab_size = t->vocab;
+    return run_config_finish(cfg, err);
+}
+
+/* One bench_train_run at thread index k, its line printed and its speed
+ * added to the summary. */
+static int train_at(const train_args *t, int k, const run_config *cfg, double peak_gflops,
+                    bench_train_summary *sum, tempo_error *err)
+{
+    int th = t->threads[k];
+    bench_train_options o = {.cfg = cfg, .threads = th, .steps = t->steps, .warmup_steps = t->warmup,
+                             .seed = (unsigned long long)t->seed, .peak_gflops = peak_gflops};
+    fprintf(stderr, "bench train: %s, %d thread%s, %d+%d steps of %d tokens\n", cfg->preset, th,
+            th == 1 ? "" : "s", t->warmup, t->steps, cfg->batch_size * cfg->model.context);
+    bench_train_result r;
+    if (bench_train_run(&o, &r, err))
+        return -1;
+    sum->threads[sum->n_threads] = th;
+    sum->tokens_per_s[sum->n_threads++] = r.tokens_per_second;
+    strbuf line = {0};
+    jsonw w;
+    jsonw_init(&w, &line);
+    bench_train_json(&w, cfg, &r);
+    return print_json(&w, err);
+}
+
+int bench_train_main(int argc, char **argv)
+{
+    train_args t;
+    int rc = train_parse(argc, argv, &t);
+    if (rc >= 0)
+        return rc;
     tempo_error err;
     tempo_error_clear(&err);
     run_config cfg;
-    run_config_defaults(&cfg);
-    if (run_config_load_preset(&cfg, preset, &err))
+    if (train_config(&t, &cfg, &err))
         return cli_report(&err);
-    for (int i = 0; i < n_sets; i++)
-        if (run_config_set_pair(&cfg, sets[i], &err))
-            return cli_report(&err);
-    cfg.model.vocab_size = vocab;
-    if (run_config_finish(&cfg, &err))
-        return cli_report(&err);
-    if (n_threads == 0)
-        n_threads = cli_default_thread_list(threads);
     hw_profile hw;
     int have_hw = hw_profile_load_or_measure(&hw, &err) == 0;
     if (!have_hw)
         fprintf(stderr, "tempo: %s (MFU left null)\n", err.msg);
-
-    double tps[8] = {0};
-    for (int t = 0; t < n_threads; t++) {
-        bench_train_options o = {.cfg = &cfg, .threads = threads[t], .steps = steps,
-                                 .warmup_steps = warmup, .seed = (unsigned long long)seed,
-                                 .peak_gflops = have_hw ? hw_profile_peak_gflops(&hw, threads[t]) : 0};
-        fprintf(stderr, "bench train: %s, %d thread%s, %d+%d steps of %d tokens\n", cfg.preset,
-                threads[t], threads[t] == 1 ? "" : "s", warmup, steps,
-                cfg.batch_size * cfg.model.context);
-        bench_train_result r;
-        if (bench_train_run(&o, &r, &err))
+    bench_train_summary sum;
+    memset(&sum, 0, sizeof sum);
+    for (int k = 0; k < t.n_threads; k++)
+        if (train_at(&t, k, &cfg, have_hw ? hw_profile_peak_gflops(&hw, t.threads[k]) : 0, &sum, &err))
             return cli_report(&err);
-        tps[t] = r.tokens_per_second;
-        strbuf line = {0};
-        bench_train_json(&line, &cfg, &r);
-        printf("%s\n", line.data);
-        fflush(stdout);
-        strbuf_free(&line);
+    if (t.vs_torch) {
+        sum.torch_threads = t.threads[t.n_threads - 1];
+        sum.torch_tokens_per_s = run_torch(&cfg, sum.torch_threads, t.steps, t.warmup);
     }
-    double torch_tps = -1;
-    int torch_threads = threads[n_threads - 1];
-    if (vs_torch)
-        torch_tps = run_torch(&cfg, torch_threads, steps, warmup);
-
     strbuf json = {0};
-    strbuf_puts(&json, "{\"bench\":\"train\",\"summary\":true,\"preset\":");
-    strbuf_json_string(&json, cfg.preset, strlen(cfg.preset));
-    strbuf_puts(&json, ",\"tokens_per_s\":{");
-    for (int t = 0; t < n_threads; t++) {
-        strbuf_printf(&json, "%s\"%d\":", t ? "," : "", threads[t]);
-        strbuf_json_number(&json, bench_round(tps[t], 1));
-    }
-    strbuf_puts(&json, "}");
-    int i1 = -1, i2 = -1;
-    for (int t = 0; t < n_threads; t++) {
-        if (threads[t] == 1) i1 = t;
-        if (threads[t] == 2) i2 = t;
-    }
-    if (i1 >= 0 && i2 >= 0 && tps[i1] > 0) {
-        strbuf_puts(&json, ",\"second_thread_speedup\":");
-        strbuf_json_number(&json, bench_round(tps[i2] / tps[i1], 3));
-    }
-    if (vs_torch) {
-        strbuf_printf(&json, ",\"torch_threads\":%d,\"torch_tokens_per_s\":", torch_threads);
-        if (torch_tps > 0) {
-            strbuf_json_number(&json, bench_round(torch_tps, 1));
-            strbuf_puts(&json, ",\"ratio_vs_torch\":");
-            strbuf_json_number(&json, bench_round(tps[n_threads - 1] / torch_tps, 3));
-        } else {
-            strbuf_puts(&json, "null,\"ratio_vs_torch\":null");
-        }
-    }
-    strbuf_puts(&json, "}");
-    int rc = cli_emit_result(&json, NULL);
-    strbuf_free(&json);
-    return rc;
+    jsonw w;
+    jsonw_init(&w, &json);
+    bench_train_summary_json(&w, cfg.preset, &sum);
+    return print_json(&w, &err) ? cli_report(&err) : 0;
 }

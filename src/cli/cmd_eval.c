@@ -142,7 +142,7 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
         bo.line = print_line;
         rc = cli_bench_infer_setup(model_path, threads, &bo, &err);
         if (!rc) rc = bench_infer_run(m, &bo, &b, &err);
-        if (!rc) bench_infer_summary_json(&inf, &b);
+        if (!rc) rc = bench_infer_summary_json(&inf, &b, &err);
     }
     model_free(m);
     tok_free(tok);

@@ -80,8 +80,7 @@ char *judge_hardware_json(void)
     if (hw_profile_load_or_measure(&p, &e) != 0)
         return NULL;
     strbuf sb = {0};
-    hw_profile_to_json(&p, &sb);
-    if (sb.oom) {
+    if (hw_profile_to_json(&p, &sb, &e)) {
         strbuf_free(&sb);
         return NULL;
     }

@@ -101,7 +101,11 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 assert [r["bytes"] for r in rows] == [4096, 1048576], rows
 for r in rows:
     assert r["ranks"] == 2 and r["seconds"] > 0 and r["memcpy_GBps"] > 0
-    assert abs(r["algbw_GBps"] - r["bytes"] / r["seconds"] * 1e-9) < 1e-9 * r["algbw_GBps"] + 1e-12
+    # printed rounded: seconds to 1e-9 (+-0.5 ns), GB/s to 3 decimals (+-0.0005); algbw = bytes / seconds
+    # within exactly those roundings
+    lo = r["bytes"] / (r["seconds"] + 0.5e-9) * 1e-9 - 0.5e-3
+    hi = r["bytes"] / (r["seconds"] - 0.5e-9) * 1e-9 + 0.5e-3
+    assert lo - 1e-12 <= r["algbw_GBps"] <= hi + 1e-12, r
     assert abs(r["busbw_GBps"] - r["algbw_GBps"]) < 1e-12   # 2(N-1)/N = 1 at N = 2
 PY
 expect_error 2 "one process has nothing to reduce" "$TEMPO" bench allreduce

@@ -529,6 +529,76 @@ static void test_config_from_caches(void)
 
 /* The benchmark's shape parsing, shape sets and JSON line (no timing is
  * checked: only that a measurement happened and the line is well formed). */
+/* The figure after "key": in a JSON line, as printed: at most `decimals`
+ * digits after the point (the benchmarks round so lines print short). */
+static int printed_decimals(const char *line, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    if (!p)
+        return -1;
+    p += strlen(pat);
+    const char *dot = NULL;
+    while (*p && *p != ',' && *p != '}') {
+        if (*p == '.')
+            dot = p;
+        if (*p == 'e' || *p == 'E')
+            return 99;
+        p++;
+    }
+    return dot ? (int)(p - dot - 1) : 0;
+}
+
+/* The flop-weighted summary: two shapes at one thread count, totals over
+ * both; with a peer the ratio of the totals; with no peak, efficiency null.
+ * Figures as printed are rounded (1/3 s, 2/3 s give long fractions). */
+static void test_gemm_summary(void)
+{
+    bench_gemm_summary sum;
+    memset(&sum, 0, sizeof sum);
+    sum.n_threads = 2;
+    sum.threads[0] = 1;
+    sum.threads[1] = 2;
+    sum.peak_gflops[0] = 3;
+    sum.peak_now_gflops[0] = sum.peak_now_gflops[1] = 2.5;
+    bench_gemm_shape a = {.M = 1000, .N = 1000, .K = 500}, b = {.M = 1000, .N = 1000, .K = 1000};
+    bench_gemm_result ra = {.best_s = 1.0 / 3}, rb = {.best_s = 2.0 / 3, .contended = 1};
+    bench_gemm_result pa = {.best_s = 1}, pb = {.best_s = 1};
+    bench_gemm_summary_add(&sum, 0, &a, &ra, &pa);
+    bench_gemm_summary_add(&sum, 0, &b, &rb, &pb);
+    bench_gemm_summary_add(&sum, 1, &a, &ra, NULL);
+    bench_gemm_summary_add(&sum, 1, &b, &rb, NULL);
+    strbuf line = {0};
+    jsonw w;
+    jsonw_init(&w, &line);
+    bench_gemm_summary_json(&w, &sum, "avx2");
+    tempo_error err;
+    CHECK(jsonw_finish(&w, &err) == 0);
+    json_value *v = NULL;
+    CHECK(json_parse(line.data, line.len, &v, &err) == 0);
+    if (v) {
+        /* 2 MNK: 1e9 + 2e9 FLOPs in 1/3 + 2/3 s: 3 GFLOP/s (peak 3: efficiency 1);
+         * OpenBLAS the same in 2 s: 1.5, ratio 2 */
+        const json_value *t1 = json_get(json_get(v, "threads"), "1"), *t2 = json_get(json_get(v, "threads"), "2");
+        CHECK(json_get_number(v, "shapes", 0) == 2 && json_get(v, "contended")->boolean == 1);
+        CHECK(t1 && json_get_number(t1, "gflops", 0) == 3 && json_get_number(t1, "efficiency", 0) == 1);
+        CHECK(t1 && json_get_number(t1, "openblas_gflops", 0) == 1.5 && json_get_number(t1, "ratio", 0) == 2);
+        CHECK(t2 && json_get(t2, "efficiency")->type == JSON_NULL && json_get(t2, "ratio") == NULL);
+        CHECK(t2 && json_get_number(t2, "peak_now_gflops", 0) == 2.5);
+        json_free(v);
+    }
+    strbuf_free(&line);
+    /* a line's figures print rounded: 2/3 GFLOP/s as 0.67 */
+    bench_gemm_result third = {.gflops = 2.0 / 3, .best_s = 1, .other_load_cores = 1.0 / 7};
+    jsonw_init(&w, &line);
+    bench_gemm_json(&w, &a, 1, &third, 1.0 / 3, 0, "avx2", NULL);
+    CHECK(jsonw_finish(&w, &err) == 0);
+    CHECK_MSG(printed_decimals(line.data, "gflops") == 2 && printed_decimals(line.data, "efficiency") == 0 &&
+              printed_decimals(line.data, "other_load_cores") == 2, "%s", line.data);
+    strbuf_free(&line);
+}
+
 static void test_bench_helpers(void)
 {
     bench_gemm_shape sh;
@@ -576,7 +646,6 @@ static void test_bench_helpers(void)
     }
     CHECK(found_dw_up && found_head);
     CHECK(bench_gemm_preset_shapes(&rc, set, 4) == 4);
-    CHECK(bench_round(202.95000000000002, 2) == 202.95);
 
     gemm_context ctx;
     gemm_context_init(&ctx);
@@ -586,7 +655,10 @@ static void test_bench_helpers(void)
     gemm_context_free(&ctx);
     CHECK(r.gflops > 0 && r.reps >= 3 && r.best_s > 0);
     strbuf line = {0};
-    bench_gemm_json(&line, &sh, 1, &r, 100, 50, "avx2", &peer);
+    jsonw w;
+    jsonw_init(&w, &line);
+    bench_gemm_json(&w, &sh, 1, &r, 100, 50, "avx2", &peer);
+    CHECK(jsonw_finish(&w, &err) == 0);
     json_value *v = NULL;
     CHECK(json_parse(line.data, line.len, &v, &err) == 0);
     CHECK(strcmp(json_get_string(v, "kernel"), "gemm") == 0);
@@ -598,12 +670,15 @@ static void test_bench_helpers(void)
     CHECK(json_get_number(v, "other_load_cores", 0) >= 0.5);
     json_free(v);
     strbuf_free(&line);
-    bench_gemm_json(&line, &sh, 1, &r, 0, 0, "avx2", NULL);   /* no peaks, no peer */
+    jsonw_init(&w, &line);
+    bench_gemm_json(&w, &sh, 1, &r, 0, 0, "avx2", NULL);   /* no peaks, no peer */
+    CHECK(jsonw_finish(&w, &err) == 0);
     CHECK(json_parse(line.data, line.len, &v, &err) == 0);
     CHECK(json_get(v, "efficiency")->type == JSON_NULL && json_get(v, "ratio") == NULL);
     CHECK(json_get(v, "peak_now_gflops") == NULL);
     json_free(v);
     strbuf_free(&line);
+    test_gemm_summary();
 }
 
 int main(void)
