@@ -13,8 +13,8 @@
 #include "bench/bench_memory.h"
 #include "bench/bench_llama_cpp.h"
 #include "cli/cli.h"
+#include "train/run_result.h"
 #include "core/fileio.h"
-#include "core/json.h"
 #include "core/number.h"
 #include "train/checkpoint.h"
 
@@ -74,17 +74,14 @@ static double train_speed(const char *model_path)
     if (stat(model_path, &st) || !S_ISDIR(st.st_mode))
         return 0;
     char p[1100];
-    path_join(p, sizeof p, model_path, "result.json");
+    path_join(p, sizeof p, model_path, RUN_RESULT_FILE);
     char *text;
     size_t n;
     tempo_error e;
     if (file_read_all(p, &text, &n, 1 << 20, &e))
         return 0;
-    json_value *v = NULL;
-    double x = 0;
-    if (!json_parse(text, n, &v, &e))
-        x = json_get_number(v, "tokens_per_second", 0);
-    json_free(v);
+    run_result_summary r;
+    double x = run_result_read(text, n, &r, &e) == 0 ? r.tokens_per_second : 0;
     free(text);
     return x > 0 ? x : 0;
 }
