@@ -2,6 +2,7 @@
  * world of one whose collectives do nothing. */
 #include "dist/dist.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,80 @@ int dist_barrier(dist_context *d, tempo_error *err)
     return 0;
 }
 
+/* The spans as MPI's int counts and displacements; -1 when one does not fit. */
+static int span_counts(const dist_context *d, const size_t *begin, const size_t *len, int **counts, int **displs,
+                       tempo_error *err)
+{
+    *counts = malloc(sizeof(int) * (size_t)d->world);
+    *displs = malloc(sizeof(int) * (size_t)d->world);
+    if (!*counts || !*displs) {
+        free(*counts);
+        free(*displs);
+        return tempo_fail(err, "mpi: out of memory");
+    }
+    for (int r = 0; r < d->world; r++) {
+        if (len[r] > (size_t)INT_MAX || begin[r] > (size_t)INT_MAX || begin[r] + len[r] > (size_t)INT_MAX) {
+            free(*counts);
+            free(*displs);
+            return tempo_fail(err, "mpi: a shard of %zu floats at %zu is beyond 2^31", len[r], begin[r]);
+        }
+        (*counts)[r] = (int)len[r];
+        (*displs)[r] = (int)begin[r];
+    }
+    return 0;
+}
+
+int dist_reduce_scatter_mean_f32(dist_context *d, float *x, const size_t *begin, const size_t *len, float *scratch,
+                                 tempo_error *err)
+{
+    if (d->world <= 1)
+        return 0;
+    int *counts, *displs;
+    if (span_counts(d, begin, len, &counts, &displs, err))
+        return -1;
+    /* the spans start at begin[0] and follow each other: x + begin[0] is the send buffer */
+    int rc = MPI_Reduce_scatter(x + begin[0], scratch, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    free(counts);
+    free(displs);
+    if (rc != MPI_SUCCESS)
+        return tempo_fail(err, "mpi: reduce-scatter failed");
+    const float s = 1.0f / (float)d->world;
+    float *mine = x + begin[d->rank];
+    for (size_t i = 0; i < len[d->rank]; i++)
+        mine[i] = scratch[i] * s;
+    return 0;
+}
+
+int dist_allgather_f32(dist_context *d, float *x, const size_t *begin, const size_t *len, tempo_error *err)
+{
+    if (d->world <= 1)
+        return 0;
+    int *counts, *displs;
+    if (span_counts(d, begin, len, &counts, &displs, err))
+        return -1;
+    int rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, counts, displs, MPI_FLOAT, MPI_COMM_WORLD);
+    free(counts);
+    free(displs);
+    return rc == MPI_SUCCESS ? 0 : tempo_fail(err, "mpi: all-gather failed");
+}
+
+int dist_gather_f32(dist_context *d, const float *mine, float *full, const size_t *begin, const size_t *len,
+                    tempo_error *err)
+{
+    if (d->world <= 1) {
+        if (full != mine)
+            memcpy(full + begin[0], mine, sizeof(float) * len[0]);
+        return 0;
+    }
+    int *counts, *displs;
+    if (span_counts(d, begin, len, &counts, &displs, err))
+        return -1;
+    int rc = MPI_Gatherv(mine, counts[d->rank], MPI_FLOAT, full, counts, displs, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    free(counts);
+    free(displs);
+    return rc == MPI_SUCCESS ? 0 : tempo_fail(err, "mpi: gather failed");
+}
+
 #else /* built without MPI: a world of one */
 
 int dist_built_with_mpi(void) { return 0; }
@@ -207,6 +282,28 @@ int dist_broadcast_f64(dist_context *d, double *x, size_t n, tempo_error *err)
 int dist_barrier(dist_context *d, tempo_error *err)
 {
     (void)d; (void)err;
+    return 0;
+}
+
+int dist_reduce_scatter_mean_f32(dist_context *d, float *x, const size_t *begin, const size_t *len, float *scratch,
+                                 tempo_error *err)
+{
+    (void)d; (void)x; (void)begin; (void)len; (void)scratch; (void)err;
+    return 0;
+}
+
+int dist_allgather_f32(dist_context *d, float *x, const size_t *begin, const size_t *len, tempo_error *err)
+{
+    (void)d; (void)x; (void)begin; (void)len; (void)err;
+    return 0;
+}
+
+int dist_gather_f32(dist_context *d, const float *mine, float *full, const size_t *begin, const size_t *len,
+                    tempo_error *err)
+{
+    (void)d; (void)err;
+    if (full != mine)
+        memcpy(full + begin[0], mine, sizeof(float) * len[0]);
     return 0;
 }
 

@@ -56,4 +56,20 @@ int dist_broadcast_f64(dist_context *d, double *x, size_t n, tempo_error *err);
 /* Every rank reaches this point, waiting by sleeping. */
 int dist_barrier(dist_context *d, tempo_error *err);
 
+/* The sharded optimizer's collectives (ZeRO-1). Rank r owns the span
+ * x[begin[r] .. begin[r] + len[r]) of a flat buffer; the spans follow each
+ * other in rank order (begin[r + 1] = begin[r] + len[r]) and each holds fewer
+ * than 2^31 floats. */
+/* Afterwards this rank's span of x holds the mean over ranks of that span (a
+ * sum, then a scale by 1/world in float: the all-reduce's figures); the rest
+ * of x is left as it was. scratch holds this rank's len floats. */
+int dist_reduce_scatter_mean_f32(dist_context *d, float *x, const size_t *begin, const size_t *len, float *scratch,
+                                 tempo_error *err);
+/* Every rank's span of x comes from its owner, in place. */
+int dist_allgather_f32(dist_context *d, float *x, const size_t *begin, const size_t *len, tempo_error *err);
+/* On rank 0, full[begin[r] ..) = rank r's mine[0 .. len[r]); full is used
+ * on rank 0 only (NULL elsewhere). */
+int dist_gather_f32(dist_context *d, const float *mine, float *full, const size_t *begin, const size_t *len,
+                    tempo_error *err);
+
 #endif

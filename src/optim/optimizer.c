@@ -32,21 +32,77 @@ static int ns_reserve(gemm_context *ctx, int rows, int cols)
            gemm_context_reserve(ctx, r, n, r, 1);
 }
 
+void optim_tensor_span(const optim_tensor *tensors, int t_begin, int t_end, size_t *begin, size_t *len)
+{
+    if (t_begin >= t_end) {
+        *begin = t_begin > 0 ? tensors[t_begin - 1].offset + tensors[t_begin - 1].numel : 0;
+        *len = 0;
+        return;
+    }
+    *begin = tensors[t_begin].offset;
+    *len = tensors[t_end - 1].offset + tensors[t_end - 1].numel - *begin;
+}
+
+int optim_partition(const optim_tensor *tensors, int n_tensors, int parts, int part, int *t_begin, int *t_end)
+{
+    size_t total = 0;
+    for (int i = 0; i < n_tensors; i++) {
+        if (tensors[i].offset != total)
+            return -1;
+        total += tensors[i].numel;
+    }
+    /* part p starts at the first tensor whose run so far reaches p/parts of the total */
+    int bound[2];
+    for (int k = 0; k < 2; k++) {
+        int p = part + k, i = 0;
+        if (p >= parts) {
+            bound[k] = n_tensors;
+            continue;
+        }
+        size_t target = (size_t)((double)total * p / parts + 0.5), run = 0;
+        while (i < n_tensors && run + tensors[i].numel / 2 < target)
+            run += tensors[i++].numel;
+        bound[k] = p == 0 ? 0 : i;
+    }
+    *t_begin = bound[0];
+    *t_end = bound[1];
+    return 0;
+}
+
 int optim_create(optimizer *o, const optim_config *cfg, const optim_tensor *tensors, int n_tensors,
                  size_t n_params, tempo_error *err)
 {
+    return optim_create_shard(o, cfg, tensors, n_tensors, n_params, 0, n_tensors, err);
+}
+
+int optim_create_shard(optimizer *o, const optim_config *cfg, const optim_tensor *tensors, int n_tensors,
+                       size_t n_params, int t_begin, int t_end, tempo_error *err)
+{
     memset(o, 0, sizeof *o);
+    if (t_begin < 0 || t_end > n_tensors || t_begin > t_end)
+        return tempo_fail(err, "optimizer: tensors %d..%d of %d", t_begin, t_end, n_tensors);
+    for (int i = t_begin + 1; i < t_end; i++)
+        if (tensors[i].offset != tensors[i - 1].offset + tensors[i - 1].numel)
+            return tempo_fail(err, "optimizer: a shard's tensors must be contiguous (tensor %d)", i);
     o->cfg = *cfg;
     o->n_tensors = n_tensors;
     o->n_params = n_params;
+    o->t_begin = t_begin;
+    o->t_end = t_end;
+    if (t_begin == 0 && t_end == n_tensors) {
+        o->state_base = 0;
+        o->state_len = n_params;
+    } else {
+        optim_tensor_span(tensors, t_begin, t_end, &o->state_base, &o->state_len);
+    }
     o->n_workers = omp_get_max_threads() > 0 ? omp_get_max_threads() : 1;
     o->tensors = malloc(sizeof *tensors * (size_t)(n_tensors ? n_tensors : 1));
-    o->m = calloc(n_params ? n_params : 1, sizeof(float));
-    o->v = calloc(n_params ? n_params : 1, sizeof(float));
+    o->m = calloc(o->state_len ? o->state_len : 1, sizeof(float));
+    o->v = calloc(o->state_len ? o->state_len : 1, sizeof(float));
     o->muon_order = malloc(sizeof(int) * (size_t)(n_tensors ? n_tensors : 1));
     o->gemm = gemm_context_array_new(o->n_workers, NULL);
     size_t work = 0;
-    for (int i = 0; i < n_tensors; i++)
+    for (int i = t_begin; i < t_end; i++)
         if (tensors[i].group == GROUP_MATRIX) {
             size_t w = optim_ns_work_len(tensors[i].rows, tensors[i].cols);
             if (w > work) work = w;
@@ -57,7 +113,7 @@ int optim_create(optimizer *o, const optim_config *cfg, const optim_tensor *tens
     /* Which worker takes which matrix is decided at run time (dynamic share-out), so
      * every worker's GEMM workspace is sized now for every matrix: no step allocates. */
     for (int w = 0; !oom && cfg->use_muon && w < o->n_workers; w++)
-        for (int i = 0; !oom && i < n_tensors; i++)
+        for (int i = t_begin; !oom && i < t_end; i++)
             if (tensors[i].group == GROUP_MATRIX)
                 oom = ns_reserve(&o->gemm[w], tensors[i].rows, tensors[i].cols) != 0;
     if (oom) {
@@ -67,7 +123,7 @@ int optim_create(optimizer *o, const optim_config *cfg, const optim_tensor *tens
     memcpy(o->tensors, tensors, sizeof *tensors * (size_t)n_tensors);
     /* Muon's matrices, largest first (insertion sort: a few dozen), so the
      * dynamic share-out ends with the small ones. */
-    for (int i = 0; i < n_tensors; i++) {
+    for (int i = t_begin; i < t_end; i++) {
         if (tensors[i].group != GROUP_MATRIX)
             continue;
         int j = o->n_muon++;
@@ -170,8 +226,8 @@ static void muon_tensor(optimizer *o, const optim_tensor *t, float *p, float *g,
                         float gscale, float *work, gemm_context *gemm)
 {
     const optim_config *c = &o->cfg;
-    float *buf = o->m + t->offset;
-    float *upd = o->v + t->offset; /* Muon tensors have no second moment: reuse v as scratch */
+    float *buf = o->m + (t->offset - o->state_base);
+    float *upd = o->v + (t->offset - o->state_base); /* Muon tensors have no second moment: reuse v as scratch */
     const float mu = c->muon_momentum;
     size_t n = t->numel;
     for (size_t i = 0; i < n; i++) {
@@ -213,13 +269,14 @@ void optim_step(optimizer *o, float *params, float *grads, double grad_norm, dou
             }
         }
     }
-    for (int i = 0; i < o->n_tensors; i++) {
+    for (int i = o->t_begin; i < o->t_end; i++) {
         const optim_tensor *t = &o->tensors[i];
         if (t->group == GROUP_MATRIX && c->use_muon)
             continue;
         float lr, wd;
         group_lr_wd(c, t->group, &lr, &wd);
-        adamw_range(c, params + t->offset, grads + t->offset, o->m + t->offset, o->v + t->offset,
+        size_t at = t->offset - o->state_base;
+        adamw_range(c, params + t->offset, grads + t->offset, o->m + at, o->v + at,
                     t->numel, (float)(lr * lr_mult), wd, gscale, bc1, bc2);
     }
 }

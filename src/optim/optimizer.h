@@ -5,7 +5,15 @@
  * The optimizer knows tensors only as (offset, rows, cols, group); it knows
  * nothing of models or files. Its state is two buffers the size of the
  * parameters (m and v; Muon tensors use m as the momentum buffer), so a
- * checkpoint saves them as two tensors. */
+ * checkpoint saves them as two tensors.
+ *
+ * Sharded (ZeRO-1, for data parallel training over ranks): an optimizer may
+ * own only a contiguous run of tensors [t_begin, t_end) (optim_partition
+ * shares them out whole, Muon's matrices included); its m and v then hold
+ * only that run's span of the flat buffer (state_base .. + state_len) and
+ * optim_step updates only those parameters. A tensor's update does not depend
+ * on any other tensor's (given the global gradient norm), so the shards'
+ * steps together are bit for bit the whole optimizer's step. */
 #ifndef TEMPO_OPTIMIZER_H
 #define TEMPO_OPTIMIZER_H
 
@@ -46,7 +54,9 @@ typedef struct {
     optim_tensor *tensors;
     int n_tensors;
     size_t n_params;
-    float *m, *v;        /* state, n_params each */
+    float *m, *v;        /* state, state_len each: parameters state_base .. state_base + state_len */
+    size_t state_base, state_len;
+    int t_begin, t_end;  /* the tensors this optimizer updates (all, unless sharded) */
     int64_t t;           /* AdamW steps taken (bias correction) */
     float *ns_work;      /* Newton-Schulz scratch: n_workers slices of ns_work_len
                             floats, each sized for the largest matrix */
@@ -62,7 +72,17 @@ typedef struct {
 
 int optim_create(optimizer *o, const optim_config *cfg, const optim_tensor *tensors, int n_tensors,
                  size_t n_params, tempo_error *err);
+/* An optimizer for tensors [t_begin, t_end) only (their spans must be
+ * contiguous in the flat buffer: tensors sorted by offset, no gaps). */
+int optim_create_shard(optimizer *o, const optim_config *cfg, const optim_tensor *tensors, int n_tensors,
+                       size_t n_params, int t_begin, int t_end, tempo_error *err);
 void optim_free(optimizer *o);
+
+/* Share tensors out among `parts` owners as contiguous runs of about equal
+ * parameter counts (whole tensors: a matrix is never split); part's run is
+ * [*t_begin, *t_end), possibly empty. -1 when the tensors are not sorted by
+ * offset and contiguous from 0 (then no sharding is possible). */
+int optim_partition(const optim_tensor *tensors, int n_tensors, int parts, int part, int *t_begin, int *t_end);
 
 /* L2 norm of the whole gradient (double accumulation, deterministic). */
 double optim_grad_norm(const float *grads, size_t n);
@@ -78,6 +98,9 @@ double optim_grad_norm(const float *grads, size_t n);
  * virtual machine. Results depend on the thread count only through the
  * reductions' split (as everywhere), not on which thread took which matrix. */
 void optim_step(optimizer *o, float *params, float *grads, double grad_norm, double lr_mult);
+
+/* The parameter span [begin, begin + len) of tensors [t_begin, t_end). */
+void optim_tensor_span(const optim_tensor *tensors, int t_begin, int t_end, size_t *begin, size_t *len);
 
 /* Newton-Schulz orthogonalisation of G [rows x cols] in place: returns an
  * approximation of U V^T from G = U S V^T (quintic iteration, Muon's

@@ -84,6 +84,8 @@ int checkpoint_save_model(const char *path, model *m, const run_config *cfg, con
 int checkpoint_save_full(const char *path, model *m, const run_config *cfg, const optimizer *opt,
                          const train_state *st, tempo_error *err)
 {
+    if (opt->state_len != opt->n_params)
+        return tempo_fail(err, "%s: the optimizer state is sharded: gather it whole first", path);
     int nt = model_num_tensors(m);
     st_write_tensor *ts = malloc(sizeof *ts * (size_t)(nt + 2));
     if (!ts)
@@ -226,8 +228,8 @@ int checkpoint_load_full(const char *path, model *m, optimizer *opt, train_state
         const st_tensor *t = safetensors_find(&sf, names[i]);
         if (!t || t->numel != opt->n_params)
             rc = tempo_fail(err, "%s: optimizer state %s missing or of the wrong size", path, names[i]);
-        else
-            memcpy(dst[i], t->data, sizeof(float) * t->numel);
+        else   /* a sharded optimizer keeps its own span */
+            memcpy(dst[i], (const float *)t->data + opt->state_base, sizeof(float) * opt->state_len);
     }
     double v[8];
     const char *keys[8] = {"step", "tokens", "elapsed_s", "budget_s", "max_steps", "guard_mult", "retries", "optim_t"};

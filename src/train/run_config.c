@@ -75,6 +75,8 @@ static const key_def KEYS[] = {
     {"mixer_holdout", K_INT, F(mixer_holdout), 0, 1 << 30, 65536, "training tokens kept out of the memory to fit the mixer"},
     {"memory_train_weight", K_DOUBLE, F(memory_train_weight), 0, 1, 0,
      "a > 0: train on the mixture loss -ln(a p + (1-a) p_memory) (leave-one-out memory); 0 = cross-entropy"},
+    {"shard_optimizer", K_BOOL, F(shard_optimizer), 0, 1, 0,
+     "with N ranks each keeps and updates only its 1/N of the optimizer state (ZeRO-1); one process: no effect"},
 };
 #undef F
 #define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))

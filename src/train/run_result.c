@@ -85,6 +85,17 @@ int run_result_json(const train_result *r, const train_options *o, int threads_p
     jsonw_field_int(&w, "world_size", r->world_size);
     jsonw_field_int(&w, "ranks_threads", o->threads);
     jsonw_field_number(&w, "comm_seconds", r->comm_seconds);
+    jsonw_field_bool(&w, "shard_optimizer", r->shard_optimizer);
+    jsonw_key(&w, "optimizer_state_bytes_per_rank");
+    jsonw_array_begin(&w);
+    for (int k = 0; k < r->n_rank_report; k++)
+        jsonw_number(&w, r->rank_optimizer_bytes[k]);
+    jsonw_array_end(&w);
+    jsonw_key(&w, "peak_rss_bytes_per_rank");
+    jsonw_array_begin(&w);
+    for (int k = 0; k < r->n_rank_report; k++)
+        jsonw_number(&w, r->rank_peak_rss_bytes[k]);
+    jsonw_array_end(&w);
     jsonw_field_int(&w, "retries", r->retries);
     jsonw_field_bool(&w, "interrupted", r->interrupted);
     jsonw_field_int(&w, "threads", o->threads);

@@ -17,6 +17,12 @@ static optim_group group_of(tensor_kind k)
 int train_optimizer_create(optimizer *opt, const model *m, const optim_config *cfg,
                            tempo_error *err)
 {
+    return train_optimizer_create_shard(opt, m, cfg, 1, 0, err);
+}
+
+int train_optimizer_create_shard(optimizer *opt, const model *m, const optim_config *cfg, int parts, int part,
+                                 tempo_error *err)
+{
     int n = model_num_tensors(m);
     optim_tensor *ts = malloc(sizeof *ts * (size_t)n);
     if (!ts)
@@ -29,7 +35,10 @@ int train_optimizer_create(optimizer *opt, const model *m, const optim_config *c
         ts[i].cols = t->ndim == 2 ? t->shape[1] : (int)t->numel;
         ts[i].group = group_of(t->kind);
     }
-    int rc = optim_create(opt, cfg, ts, n, model_num_params(m), err);
+    int b = 0, e = n;
+    int rc = parts > 1 && optim_partition(ts, n, parts, part, &b, &e)
+                 ? tempo_fail(err, "optimizer: the model's tensors are not contiguous; cannot shard them")
+                 : optim_create_shard(opt, cfg, ts, n, model_num_params(m), b, e, err);
     free(ts);
     return rc;
 }

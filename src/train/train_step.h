@@ -21,6 +21,10 @@
  * GROUP_MATRIX. */
 int train_optimizer_create(optimizer *opt, const model *m, const optim_config *cfg,
                            tempo_error *err);
+/* The same, owning only part `part` of `parts` (optim_partition's share-out of
+ * whole tensors: ZeRO-1 over ranks). */
+int train_optimizer_create_shard(optimizer *opt, const model *m, const optim_config *cfg, int parts, int part,
+                                 tempo_error *err);
 
 /* Fills inputs[rows*T] and targets[rows*T] with the next micro-batch. */
 typedef void (*train_batch_fn)(void *ctx, int rows, int T, int32_t *inputs, int32_t *targets);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/fileio.h"
+#include "core/procfs.h"
 #include "core/sha256.h"
 #include "core/strbuf.h"
 #include "core/timer.h"
@@ -17,6 +18,7 @@
 #include "eval/hybrid_bpb.h"
 #include "memory/memory_file.h"
 #include "model/model.h"
+#include "kernels/cpu/optim_kernels.h"
 #include "optim/optimizer.h"
 #include "train/batch.h"
 #include "train/checkpoint.h"
@@ -48,6 +50,11 @@ typedef struct {
     char ckpt_path[1100], model_path[1100];
     dist_context *dist;          /* NULL: one process */
     int rank, world;
+    /* ZeRO-1 (shard_optimizer with world > 1): this rank's optimizer holds
+     * the state of its span only; every rank's span of the flat buffer */
+    int sharded;
+    size_t *shard_begin, *shard_len;
+    float *shard_scratch;        /* the reduce-scatter's receive buffer: this rank's span */
     char data_id[80];            /* "sha256:<hex>" of DATA_DIR/meta.json, or "unknown" */
     const char *commit;
 } run_ctx;
@@ -69,6 +76,9 @@ static void ctx_free(run_ctx *c)
     free(c->snap_params);
     free(c->snap_m);
     free(c->snap_v);
+    free(c->shard_begin);
+    free(c->shard_len);
+    free(c->shard_scratch);
     metrics_log_close(&c->metrics);
 }
 
@@ -109,20 +119,20 @@ static int open_data(run_ctx *c, const char *dir, tempo_error *err)
 
 static void snapshot_take(run_ctx *c, const train_state *st)
 {
-    size_t n = model_num_params(c->m);
+    size_t n = model_num_params(c->m), ns = c->opt.state_len;
     memcpy(c->snap_params, model_params(c->m), n * sizeof(float));
-    memcpy(c->snap_m, c->opt.m, n * sizeof(float));
-    memcpy(c->snap_v, c->opt.v, n * sizeof(float));
+    memcpy(c->snap_m, c->opt.m, ns * sizeof(float));
+    memcpy(c->snap_v, c->opt.v, ns * sizeof(float));
     c->snap_opt_t = c->opt.t;
     c->snap_state = *st;
 }
 
 static void snapshot_restore(run_ctx *c, train_state *st)
 {
-    size_t n = model_num_params(c->m);
+    size_t n = model_num_params(c->m), ns = c->opt.state_len;
     memcpy(model_params(c->m), c->snap_params, n * sizeof(float));
-    memcpy(c->opt.m, c->snap_m, n * sizeof(float));
-    memcpy(c->opt.v, c->snap_v, n * sizeof(float));
+    memcpy(c->opt.m, c->snap_m, ns * sizeof(float));
+    memcpy(c->opt.v, c->snap_v, ns * sizeof(float));
     c->opt.t = c->snap_opt_t;
     double elapsed = st->elapsed_s, mult = st->guard_mult;
     int retries = st->retries;
@@ -132,12 +142,75 @@ static void snapshot_restore(run_ctx *c, train_state *st)
     st->retries = retries;
 }
 
-static int save_all(run_ctx *c, const run_config *cfg, const train_state *st, tempo_error *err)
+/* The optimizer whole, for a checkpoint. Sharded, every rank must call it:
+ * the state is gathered on rank 0 into *full (freed by the caller; a
+ * transient 2 x parameters there, the other ranks keep only their share)
+ * and *whole views it; one process or unsharded, *whole is the optimizer. */
+static int gather_optimizer(run_ctx *c, optimizer *whole, float **full, tempo_error *err)
 {
-    if (checkpoint_save_full(c->ckpt_path, c->m, cfg, &c->opt, st, err))
+    *whole = c->opt;
+    *full = NULL;
+    if (!c->sharded)
+        return 0;
+    size_t n = c->opt.n_params;
+    if (c->rank == 0 && !(*full = malloc(sizeof(float) * 2 * (n ? n : 1))))
+        return tempo_fail(err, "checkpoint: out of memory gathering the optimizer state");
+    if (dist_gather_f32(c->dist, c->opt.m, *full, c->shard_begin, c->shard_len, err) ||
+        dist_gather_f32(c->dist, c->opt.v, *full ? *full + n : NULL, c->shard_begin, c->shard_len, err))
+        return -1;
+    if (*full) {
+        whole->m = *full;
+        whole->v = *full + n;
+        whole->state_base = 0;
+        whole->state_len = n;
+    }
+    return 0;
+}
+
+/* Write the checkpoint (with the optimizer `whole`) and the model: rank 0. */
+static int write_run(run_ctx *c, const run_config *cfg, const train_state *st, const optimizer *whole,
+                     tempo_error *err)
+{
+    if (c->rank != 0)
+        return 0;
+    if (checkpoint_save_full(c->ckpt_path, c->m, cfg, whole, st, err))
         return -1;
     checkpoint_provenance prov = {c->data_id, c->commit};
     return checkpoint_save_model(c->model_path, c->m, cfg, c->tok_text, st, &prov, err);
+}
+
+/* A checkpoint now (every rank calls it when sharded; rank 0 writes). */
+static int save_all(run_ctx *c, const run_config *cfg, const train_state *st, tempo_error *err)
+{
+    optimizer whole;
+    float *full;
+    int rc = gather_optimizer(c, &whole, &full, err);
+    if (rc == 0)
+        rc = write_run(c, cfg, st, &whole, err);
+    free(full);
+    return rc;
+}
+
+/* ZeRO-1's layout: this rank's optimizer owns optim_partition's share; the
+ * spans of every rank, for the collectives. */
+static int shard_setup(run_ctx *c, const run_config *cfg, tempo_error *err)
+{
+    c->sharded = cfg->shard_optimizer && c->world > 1;
+    if (!c->sharded)
+        return train_optimizer_create(&c->opt, c->m, &cfg->optim, err);
+    if (train_optimizer_create_shard(&c->opt, c->m, &cfg->optim, c->world, c->rank, err))
+        return -1;
+    c->shard_begin = malloc(sizeof(size_t) * (size_t)c->world);
+    c->shard_len = malloc(sizeof(size_t) * (size_t)c->world);
+    c->shard_scratch = malloc(sizeof(float) * (c->opt.state_len ? c->opt.state_len : 1));
+    if (!c->shard_begin || !c->shard_len || !c->shard_scratch)
+        return tempo_fail(err, "training: out of memory");
+    for (int r = 0; r < c->world; r++) {
+        int b, e;
+        optim_partition(c->opt.tensors, c->opt.n_tensors, c->world, r, &b, &e);
+        optim_tensor_span(c->opt.tensors, b, e, &c->shard_begin[r], &c->shard_len[r]);
+    }
+    return 0;
 }
 
 static void progress(const train_options *o, const train_state *st, double budget, double loss, double lr,
@@ -209,7 +282,7 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
     if (model_create(&c->m, &cfg->model, cfg->micro_batch, err))
         return -1;
     model_init(c->m, o->seed);
-    if (train_optimizer_create(&c->opt, c->m, &cfg->optim, err))
+    if (shard_setup(c, cfg, err))
         return -1;
     c->opt_ready = 1;
     memset(st, 0, sizeof *st);
@@ -234,8 +307,8 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
     c->targets = malloc(sizeof(int32_t) * bt);
     c->val_tokens = malloc(sizeof(int32_t) * c->val.n_tokens);
     c->snap_params = malloc(sizeof(float) * n);
-    c->snap_m = malloc(sizeof(float) * n);
-    c->snap_v = malloc(sizeof(float) * n);
+    c->snap_m = malloc(sizeof(float) * (c->opt.state_len ? c->opt.state_len : 1));
+    c->snap_v = malloc(sizeof(float) * (c->opt.state_len ? c->opt.state_len : 1));
     if (!c->inputs || !c->targets || !c->val_tokens || !c->snap_params || !c->snap_m || !c->snap_v)
         return tempo_fail(err, "training: out of memory");
     token_file_read(&c->val, 0, c->val.n_tokens, c->val_tokens);
@@ -303,11 +376,12 @@ static void next_train_batch(void *ctx, int rows, int T, int32_t *inputs, int32_
 
 /* One optimizer step's forward/backward over this rank's share of the
  * global batch (rows rank*local .. of the rows a single process would draw,
- * the others skipped), then the mean over ranks of the gradient and the
- * loss (*loss_out); *comm_s gets the seconds spent averaging. Returns 0, or
- * -1 when a collective failed. */
-static int forward_backward(run_ctx *c, const run_config *cfg, train_state *st, double *loss_out, double *comm_s,
-                            tempo_error *err)
+ * the others skipped), then the mean over ranks of the gradient (sharded:
+ * of this rank's span only, a reduce-scatter) and of the loss (*loss_out),
+ * and the whole gradient's L2 norm (*gnorm); *comm_s gets the seconds spent
+ * in collectives. Returns 0, or -1 when a collective failed. */
+static int forward_backward(run_ctx *c, const run_config *cfg, train_state *st, double *loss_out, double *gnorm,
+                            double *comm_s, tempo_error *err)
 {
     batch_source src = {c, cfg, &st->rng};
     int local = cfg->batch_size / c->world, T = cfg->model.context;
@@ -316,15 +390,30 @@ static int forward_backward(run_ctx *c, const run_config *cfg, train_state *st, 
                                       c->targets, NULL);
     batch_skip(&c->train_batches, &st->rng, (c->world - 1 - c->rank) * local, T);
     *comm_s = 0;
-    if (c->world > 1) {
-        double t0 = timer_now();
-        if (dist_allreduce_mean_f32(c->dist, model_grads(c->m), model_num_params(c->m), err) ||
+    float *g = model_grads(c->m);
+    if (c->world == 1) {
+        *loss_out = loss;
+        *gnorm = optim_grad_norm(g, model_num_params(c->m));
+        return 0;
+    }
+    double t0 = timer_now();
+    if (c->sharded) {
+        /* the norm from the spans' sums of squares: the same figure up to the sum's order */
+        if (dist_reduce_scatter_mean_f32(c->dist, g, c->shard_begin, c->shard_len, c->shard_scratch, err))
+            return -1;
+        double part[2] = {loss, optim_kernel_sum_squares(g + c->opt.state_base, c->opt.state_len)};
+        if (dist_allreduce_sum_f64(c->dist, part, 2, err))
+            return -1;
+        *loss_out = part[0] / c->world;
+        *gnorm = sqrt(part[1]);
+    } else {
+        if (dist_allreduce_mean_f32(c->dist, g, model_num_params(c->m), err) ||
             dist_allreduce_sum_f64(c->dist, &loss, 1, err))
             return -1;
-        loss /= c->world;
-        *comm_s = timer_now() - t0;
+        *loss_out = loss / c->world;
+        *gnorm = optim_grad_norm(g, model_num_params(c->m));
     }
-    *loss_out = loss;
+    *comm_s = timer_now() - t0;
     return 0;
 }
 
@@ -461,8 +550,11 @@ static int after_step(run_ctx *c, const train_options *o, const run_config *cfg,
         log_event(&c->metrics, st, METRICS_VAL_SLICE, ls->last_bpb, NULL);
     }
     remaining = ls->budget > 0 ? ls->budget - st->elapsed_s - ls->step_pred - ls->fit_reserve : 1e300;
-    if (root && cfg->checkpoint_every_s > 0 && st->elapsed_s - ls->last_ckpt >= cfg->checkpoint_every_s &&
-        remaining > ls->ckpt_cost) {
+    double ckpt = root && cfg->checkpoint_every_s > 0 && st->elapsed_s - ls->last_ckpt >= cfg->checkpoint_every_s &&
+                  remaining > ls->ckpt_cost;
+    if (c->sharded && dist_broadcast_f64(c->dist, &ckpt, 1, err))   /* saving gathers from every rank */
+        return -1;
+    if (ckpt != 0) {
         double k0 = timer_now();
         if (save_all(c, cfg, st, err))
             return -1;
@@ -500,10 +592,8 @@ static int train_loop(run_ctx *c, const train_options *o, const run_config *cfg,
         double mult = schedule_lr_mult(&cfg->schedule, ctl[1]) * st->guard_mult;
         ls->lr_now = cfg->optim.lr * mult;
         double t0 = timer_now(), comm_s = 0;
-        if (forward_backward(c, cfg, st, &ls->loss, &comm_s, err))
+        if (forward_backward(c, cfg, st, &ls->loss, &ls->gnorm, &comm_s, err))
             return -1;
-        res->comm_seconds += comm_s;
-        ls->gnorm = optim_grad_norm(model_grads(c->m), model_num_params(c->m));
         if (o->inject_nan_step > 0 && st->step == o->inject_nan_step && st->retries == 0)
             ls->loss = NAN; /* fault injection for the divergence-guard test */
         if (!isfinite(ls->loss) || !isfinite(ls->gnorm)) {
@@ -513,6 +603,13 @@ static int train_loop(run_ctx *c, const train_options *o, const run_config *cfg,
             continue;
         }
         optim_step(&c->opt, model_params(c->m), model_grads(c->m), ls->gnorm, mult);
+        if (c->sharded) {   /* every rank's updated span to every rank */
+            double g0 = timer_now();
+            if (dist_allgather_f32(c->dist, model_params(c->m), c->shard_begin, c->shard_len, err))
+                return -1;
+            comm_s += timer_now() - g0;
+        }
+        res->comm_seconds += comm_s;
         st->step++;
         st->tokens += ls->tokens_per_step;
         ls->steps_this_session++;
@@ -547,17 +644,29 @@ static int end_training(run_ctx *c, const train_options *o, const run_config *cf
     if (st->step == 0 && !res->interrupted)
         return tempo_fail(err, "train: the budget ended before the first step could run (one step takes longer%s)",
                           st->memory_s > 0 ? " after the count memory's build" : "");
+    /* sharded: the optimizer state is gathered first, by every rank, so no rank
+     * waits in a collective while rank 0 alone fits the mixer */
+    optimizer whole;
+    float *full;
+    if (gather_optimizer(c, &whole, &full, err)) {
+        free(full);
+        return -1;
+    }
     if (c->rank != 0)
         return 0;
     if (!res->interrupted) {
         if (o->progress && cfg->mixer_holdout > 0 && (cfg->memory_order > 0 || cfg->cache_order > 0 || cfg->match_length > 0))
             fprintf(o->progress, "fitting the mixer on %d held-out training tokens...\n", cfg->mixer_holdout);
         if (memory_stage_fit_mixer(&c->mem, c->m, cfg, &c->train, o->out_dir, cfg->micro_batch, &res->mixer_seconds,
-                                   err))
+                                   err)) {
+            free(full);
             return -1;
+        }
         st->elapsed_s += res->mixer_seconds;
     }
-    if (save_all(c, cfg, st, err))
+    int rc_write = write_run(c, cfg, st, &whole, err);
+    free(full);
+    if (rc_write)
         return -1;
     return memory_stage_wait_saved(&c->mem, err);
 }
@@ -597,6 +706,27 @@ static void fill_result(const run_ctx *c, const train_options *o, const run_conf
     res->peak_gflops = o->peak_gflops;
     res->mfu = o->peak_gflops > 0 ? res->model_gflops / o->peak_gflops : NAN;
     res->step_seconds_mean = ls->steps_this_session ? ls->step_time_sum / (double)ls->steps_this_session : 0;
+}
+
+/* Every rank's optimizer state and peak resident set, summed into rank 0's
+ * report (each rank fills its own slots). */
+static int rank_memory(run_ctx *c, train_result *res, tempo_error *err)
+{
+    int n = c->world < TRAIN_RANK_REPORT_MAX ? c->world : TRAIN_RANK_REPORT_MAX;
+    double v[2 * TRAIN_RANK_REPORT_MAX] = {0};
+    if (c->rank < n) {
+        v[c->rank] = 2.0 * sizeof(float) * (double)c->opt.state_len;
+        v[n + c->rank] = procfs_kb("/proc/self/status", "VmHWM") * 1024.0;
+    }
+    if (c->dist && dist_allreduce_sum_f64(c->dist, v, (size_t)(2 * n), err))
+        return -1;
+    res->shard_optimizer = c->sharded;
+    res->n_rank_report = n;
+    for (int r = 0; r < n; r++) {
+        res->rank_optimizer_bytes[r] = v[r];
+        res->rank_peak_rss_bytes[r] = v[n + r];
+    }
+    return 0;
 }
 
 /* The full validation, every rank on its share of the windows. */
@@ -658,6 +788,8 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
     int rc = train_loop(&c, o, &cfg, &st, res, &ls, err);
     rc = end_training(&c, o, &cfg, &st, res, &ls, rc, err);
     fill_result(&c, o, &cfg, &st, &ls, res);
+    if (rc == 0)
+        rc = rank_memory(&c, res, err);
     if (rc == 0 && o->final_eval && !res->interrupted)
         rc = final_validation(&c, o, &cfg, &st, res, err);
     ctx_free(&c);

@@ -50,6 +50,8 @@ typedef struct {
     const char *commit;       /* git commit of this tempo, recorded in model.safetensors; NULL = none */
 } train_options;
 
+#define TRAIN_RANK_REPORT_MAX 64
+
 typedef struct {
     double val_bpb, val_loss;         /* full validation, NaN when not run */
     uint64_t val_bytes, val_tokens;
@@ -84,6 +86,12 @@ typedef struct {
         double steps, val_slices, checkpoints, snapshots, memory_build, mixer_fit, other;
     } phase_seconds;
     int world_size;                   /* ranks that trained (1 = one process) */
+    /* memory per rank (the first TRAIN_RANK_REPORT_MAX ranks): the optimizer
+     * state each keeps (shrinks with the ranks under shard_optimizer) and its
+     * peak resident set (VmHWM) at the end of training */
+    int shard_optimizer;              /* the optimizer state was sharded (ZeRO-1) */
+    int n_rank_report;
+    double rank_optimizer_bytes[TRAIN_RANK_REPORT_MAX], rank_peak_rss_bytes[TRAIN_RANK_REPORT_MAX];
     int failed_in_setup;              /* the error came before the first collective, the same on every
                                          rank (a multi-rank job can end without an abort) */
     double comm_seconds;              /* of phase_seconds.steps: averaging gradients over ranks */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # train_mpi.sh - data-parallel training under mpirun (src/dist/), on 2 ranks of
 # this machine: the same losses as one process on the same global batches
-# (AdamW and Muon), a budget that every rank stops at the same step, a batch
+# (AdamW and Muon; with the optimizer state sharded too), a budget that every rank stops at the same step, a batch
 # that does not divide refused in one line, a killed rank ending the job
 # (no hang) with the last checkpoint still loading, and resume at 2 ranks
 # bit-identical and at 1 rank working. Skips, visibly, only when tempo was
@@ -20,16 +20,21 @@ D=$(tiny_data 512)
 #    Differences come only from the order of the two halves' sum: one process adds the second half's
 #    gradient into the first's inside the backward pass, MPI adds the two finished halves; a relative
 #    1e-6 over 20 steps allows that rounding (measured: 2e-8) and nothing else.
+#    With shard_optimizer (ZeRO-1: each rank keeps and updates the optimizer state of its half of the
+#    tensors, gradients reduce-scattered, weights all-gathered) the same, within the same tolerance (the
+#    gradient norm is now a sum of the two halves' sums of squares: another order of the same sum), and
+#    each rank keeps about half the optimizer state of one process.
 for opt in adamw muon; do
+  for shard in false true; do
     SAME=(--data "$D" --preset tiny-test --steps 20 --no-eval --threads 1 --seed 3 --set batch_size=8
-          --set micro_batch=4 --set optimizer="$opt")
+          --set micro_batch=4 --set optimizer="$opt" --set shard_optimizer=$shard)
     "$TEMPO" train "${SAME[@]}" --out "$E2E_TMP/one-$opt" > /dev/null 2>&1 || fail "1-process run ($opt) failed"
     "${MPIRUN[@]}" "$TEMPO" train "${SAME[@]}" --out "$E2E_TMP/two-$opt" > "$E2E_TMP/two.out" 2> "$E2E_TMP/two.err" \
-        || { cat "$E2E_TMP/two.err" >&2; fail "2-rank run ($opt) failed"; }
+        || { cat "$E2E_TMP/two.err" >&2; fail "2-rank run ($opt, shard $shard) failed"; }
     [ "$(grep -c '^{' "$E2E_TMP/two.out")" = 1 ] || fail "2 ranks printed $(grep -c '^{' "$E2E_TMP/two.out") results (rank 0 only)"
-    python3 - "$E2E_TMP/one-$opt" "$E2E_TMP/two-$opt" "$opt" <<'PY' || fail "2 ranks do not train like 1 process ($opt)"
+    python3 - "$E2E_TMP/one-$opt" "$E2E_TMP/two-$opt" "$opt" "$shard" <<'PY' || fail "2 ranks do not train like 1 process ($opt, shard $shard)"
 import json, sys
-one, two, opt = sys.argv[1:]
+one, two, opt, shard = sys.argv[1:]
 rows = lambda d: [json.loads(l) for l in open(d + "/metrics.jsonl") if '"train_loss"' in l]
 a, b = rows(one), rows(two)
 assert len(a) == len(b) == 20, (len(a), len(b))
@@ -40,8 +45,17 @@ r1, r2 = json.load(open(one + "/result.json")), json.load(open(two + "/result.js
 assert r1["world_size"] == 1 and r2["world_size"] == 2 and r2["ranks_threads"] == 1, (r1, r2)
 assert r2["comm_seconds"] > 0 and r1["comm_seconds"] == 0
 assert r1["tokens"] == r2["tokens"], (r1["tokens"], r2["tokens"])   # the same global batches
-print(f"{opt}: 20 steps, worst relative loss difference {worst:.2e}")
+whole = r1["optimizer_state_bytes_per_rank"][0]
+per_rank = r2["optimizer_state_bytes_per_rank"]
+assert r1["shard_optimizer"] is False and r2["shard_optimizer"] is (shard == "true"), (r1, r2)
+assert len(per_rank) == 2 and len(r2["peak_rss_bytes_per_rank"]) == 2 and min(r2["peak_rss_bytes_per_rank"]) > 0
+if shard == "true":
+    assert sum(per_rank) == whole and max(per_rank) < 0.75 * whole, (per_rank, whole)
+else:
+    assert per_rank == [whole, whole], (per_rank, whole)
+print(f"{opt}, shard {shard}: 20 steps, worst relative loss difference {worst:.2e}; optimizer state per rank {per_rank} of {whole}")
 PY
+  done
 done
 
 # 2. The budget: rank 0's clock stops every rank after the same step, and the job exits 0.
@@ -91,6 +105,33 @@ expect_error 2 "a checkpoint of 2 ranks, resumed on 1: add --resume-other-world"
     "$TEMPO" train "${R[@]}" --out "$E2E_TMP/part1" --resume
 "$TEMPO" train "${R[@]}" --out "$E2E_TMP/part1" --resume-other-world > /dev/null 2>&1 || fail "1-process resume of a 2-rank run failed"
 [ "$(json_field "$E2E_TMP/part1/result.json" steps)" = 20 ] || fail "1-process resume did not reach step 20"
+# ... and the same with the optimizer state sharded: the checkpoint holds it whole (gathered on rank 0),
+# a 2-rank resume takes its halves back bit for bit, one process resumes it whole; the divergence guard
+# restores each rank's half of the state.
+RS=("${R[@]}" --set shard_optimizer=true)
+"${MPIRUN[@]}" "$TEMPO" train "${RS[@]}" --out "$E2E_TMP/sfull" > /dev/null 2>&1 || fail "2-rank sharded run failed"
+"${MPIRUN[@]}" "$TEMPO" train "${RS[@]}" --out "$E2E_TMP/spart" --stop-at-step 10 > /dev/null 2>&1 || fail "2-rank sharded partial run failed"
+cp -r "$E2E_TMP/spart" "$E2E_TMP/spart1"
+"${MPIRUN[@]}" "$TEMPO" train "${RS[@]}" --out "$E2E_TMP/spart" --resume > /dev/null 2>&1 || fail "2-rank sharded resume failed"
+cmp "$E2E_TMP/sfull/model.safetensors" "$E2E_TMP/spart/model.safetensors" || fail "2-rank sharded resume is not bit-identical"
+python3 - "$E2E_TMP/sfull/checkpoint.safetensors" "$E2E_TMP/spart/checkpoint.safetensors" <<'PY' || fail "sharded optimizer state differs after resume"
+import json, struct, sys
+def tensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    return {k: b[8 + n + v["data_offsets"][0]: 8 + n + v["data_offsets"][1]] for k, v in h.items() if k != "__metadata__"}
+a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
+assert a.keys() == b.keys() and "optim.m" in a and "optim.v" in a
+for k in a:
+    assert a[k] == b[k], k
+assert any(x != 0 for x in a["optim.v"]), "optim.v all zero"
+PY
+"$TEMPO" train "${RS[@]}" --out "$E2E_TMP/spart1" --resume-other-world > /dev/null 2>&1 || fail "1-process resume of a sharded run failed"
+[ "$(json_field "$E2E_TMP/spart1/result.json" steps)" = 20 ] || fail "1-process resume of a sharded run did not reach step 20"
+"${MPIRUN[@]}" "$TEMPO" train "${RS[@]}" --out "$E2E_TMP/snan" --inject-nan-at-step 5 > /dev/null 2>&1 || fail "2-rank sharded run with a NaN failed"
+[ "$(json_field "$E2E_TMP/snan/result.json" retries)" = 1 ] && [ "$(json_field "$E2E_TMP/snan/result.json" steps)" = 20 ] \
+    || fail "2-rank sharded divergence guard: not one restore and 20 steps"
 
 # 5. tempo bench allreduce: one JSON line per size from rank 0, figures that hold together; one process refuses.
 "${MPIRUN[@]}" "$TEMPO" bench allreduce --sizes 4K,1M --iters 3 > "$E2E_TMP/ar.json" 2> "$E2E_TMP/ar.err" \

@@ -202,6 +202,65 @@ static void test_schedule_shape(void)
     CHECK_NEAR(schedule_lr_mult(&f, 0.0), 1.0, 1e-12);
 }
 
+/* ZeRO-1: the tensors shared out whole in contiguous runs; every shard's
+ * step on its own run, together, is bit for bit the whole optimizer's step
+ * (AdamW and Muon, three steps, shards of 1..4), and each shard's state is
+ * the whole state's slice. */
+static void test_sharded_steps_equal_whole(void)
+{
+    optim_tensor ts[6] = {
+        {0, 48, 12, 4, GROUP_EMBED}, {48, 8, 1, 8, GROUP_NORM}, {56, 96, 8, 12, GROUP_MATRIX},
+        {152, 96, 12, 8, GROUP_MATRIX}, {248, 8, 1, 8, GROUP_NORM}, {256, 64, 8, 8, GROUP_MATRIX}};
+    const size_t n = 320;
+    tempo_error err;
+    for (int muon = 0; muon <= 1; muon++) {
+        optim_config c = base_config();
+        c.use_muon = muon;
+        optimizer whole;
+        CHECK(optim_create(&whole, &c, ts, 6, n, &err) == 0);
+        for (int parts = 1; parts <= 4; parts++) {
+            float pw[320], ps[320], g[320], gs[320];
+            rng_state r;
+            rng_seed(&r, 11);
+            for (size_t i = 0; i < n; i++) pw[i] = ps[i] = rng_normal(&r);
+            optimizer sh[4];
+            int covered = 0;
+            for (int k = 0; k < parts; k++) {
+                int b, e;
+                CHECK(optim_partition(ts, 6, parts, k, &b, &e) == 0);
+                CHECK(b == covered && e >= b);   /* contiguous runs in order */
+                covered = e;
+                CHECK(optim_create_shard(&sh[k], &c, ts, 6, n, b, e, &err) == 0);
+            }
+            CHECK(covered == 6);
+            optim_free(&whole);
+            CHECK(optim_create(&whole, &c, ts, 6, n, &err) == 0);
+            for (int step = 0; step < 3; step++) {
+                for (size_t i = 0; i < n; i++) g[i] = gs[i] = rng_normal(&r);
+                double norm = optim_grad_norm(g, n);
+                optim_step(&whole, pw, g, norm, 1.0);
+                for (int k = 0; k < parts; k++)
+                    optim_step(&sh[k], ps, gs, norm, 1.0);
+            }
+            CHECK_MSG(memcmp(pw, ps, sizeof pw) == 0, "muon %d, %d parts: parameters differ", muon, parts);
+            for (int k = 0; k < parts; k++) {
+                CHECK(memcmp(sh[k].m, whole.m + sh[k].state_base, sh[k].state_len * sizeof(float)) == 0);
+                CHECK(memcmp(sh[k].v, whole.v + sh[k].state_base, sh[k].state_len * sizeof(float)) == 0);
+                optim_free(&sh[k]);
+            }
+        }
+        optim_free(&whole);
+    }
+    /* two parts of the default-like layout: about half the parameters each */
+    int b, e;
+    CHECK(optim_partition(ts, 6, 2, 0, &b, &e) == 0 && b == 0 && e == 3);
+    /* tensors with a gap cannot be sharded */
+    optim_tensor gap[2] = {{0, 4, 1, 4, GROUP_NORM}, {5, 4, 1, 4, GROUP_NORM}};
+    CHECK(optim_partition(gap, 2, 2, 0, &b, &e) == -1);
+    optimizer o;
+    CHECK(optim_create_shard(&o, &(optim_config){0}, ts, 6, n, 4, 2, &err) == -1);
+}
+
 int main(void)
 {
     RUN(test_adamw_matches_formula);
@@ -210,5 +269,6 @@ int main(void)
     RUN(test_muon_step_direction);
     RUN(test_muon_every_matrix_any_threads);
     RUN(test_schedule_shape);
+    RUN(test_sharded_steps_equal_whole);
     return test_summary("test_optim");
 }
