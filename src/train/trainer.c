@@ -55,6 +55,7 @@ typedef struct {
     int sharded;
     size_t *shard_begin, *shard_len;
     float *shard_scratch;        /* the reduce-scatter's receive buffer: this rank's span */
+    double *slice_nats;          /* with ranks: the periodic val slice's per-token figures */
     char data_id[80];            /* "sha256:<hex>" of DATA_DIR/meta.json, or "unknown" */
     const char *commit;
 } run_ctx;
@@ -79,6 +80,7 @@ static void ctx_free(run_ctx *c)
     free(c->shard_begin);
     free(c->shard_len);
     free(c->shard_scratch);
+    free(c->slice_nats);
     metrics_log_close(&c->metrics);
 }
 
@@ -309,7 +311,10 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
     c->snap_params = malloc(sizeof(float) * n);
     c->snap_m = malloc(sizeof(float) * (c->opt.state_len ? c->opt.state_len : 1));
     c->snap_v = malloc(sizeof(float) * (c->opt.state_len ? c->opt.state_len : 1));
-    if (!c->inputs || !c->targets || !c->val_tokens || !c->snap_params || !c->snap_m || !c->snap_v)
+    if (c->world > 1)
+        c->slice_nats = malloc(sizeof(double) * ((size_t)cfg->eval_tokens + 1));
+    if (!c->inputs || !c->targets || !c->val_tokens || !c->snap_params || !c->snap_m || !c->snap_v ||
+        (c->world > 1 && !c->slice_nats))
         return tempo_fail(err, "training: out of memory");
     token_file_read(&c->val, 0, c->val.n_tokens, c->val_tokens);
     if (c->rank != 0)
@@ -317,17 +322,37 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
     return metrics_log_open(&c->metrics, o->out_dir, o->resume ? st->step : -1, err);
 }
 
-/* Periodic val bpb on the first eval_tokens tokens of the val stream. */
-static double slice_bpb(run_ctx *c, const run_config *cfg)
+/* Periodic val bpb on the first eval_tokens tokens of the val stream. With
+ * ranks, every rank calls it: each runs every world-th window, the
+ * per-token figures are summed over the ranks (each from one rank) and
+ * added up in token order. NaN when nothing could be scored; -1 only when a
+ * collective failed. */
+static int slice_bpb(run_ctx *c, const run_config *cfg, double *bpb, tempo_error *err)
 {
     size_t n = (size_t)cfg->eval_tokens + 1;
     if (n > c->val.n_tokens) n = c->val.n_tokens;
     uint64_t bytes = bpb_count_bytes(c->tok, c->val_tokens, n);
     bpb_result r;
     tempo_error e;
-    if (bytes == 0 || bpb_evaluate(c->m, c->val_tokens, n, bytes, cfg->model.context, cfg->micro_batch, &r, &e))
-        return NAN;
-    return r.bpb;
+    *bpb = NAN;
+    if (!c->dist) {
+        if (bytes > 0 && !bpb_evaluate(c->m, c->val_tokens, n, bytes, cfg->model.context, cfg->micro_batch, &r, &e))
+            *bpb = r.bpb;
+        return 0;
+    }
+    memset(c->slice_nats, 0, sizeof(double) * n);
+    int ok = bytes > 0 && !bpb_evaluate_part(c->m, c->val_tokens, n, bytes, cfg->model.context, cfg->micro_batch,
+                                             c->rank, c->world, c->slice_nats, NULL, &r, &e);
+    double sum = 0;   /* a rank that failed poisons the sum: every rank then reads NaN */
+    if (!ok)
+        c->slice_nats[0] = NAN;
+    if (dist_allreduce_sum_f64(c->dist, c->slice_nats, n, err))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        sum += c->slice_nats[i];
+    if (bytes > 0)
+        *bpb = sum / log(2.0) / (double)bytes;
+    return 0;
 }
 
 static void log_step(metrics_log *m, const train_state *st, double loss, double lr, double tps, double gnorm,
@@ -539,10 +564,14 @@ static int after_step(run_ctx *c, const train_options *o, const run_config *cfg,
     log_step(&c->metrics, st, ls->loss, lr, tps, ls->gnorm, dt);
     const int root = c->rank == 0;
     double remaining = ls->budget > 0 ? ls->budget - st->elapsed_s - ls->step_pred - ls->fit_reserve : 1e300;
-    if (root && cfg->eval_every_s > 0 && st->elapsed_s - ls->last_eval >= cfg->eval_every_s &&
-        remaining > ls->eval_cost) {
+    double slice = root && cfg->eval_every_s > 0 && st->elapsed_s - ls->last_eval >= cfg->eval_every_s &&
+                   remaining > ls->eval_cost;
+    if (c->dist && dist_broadcast_f64(c->dist, &slice, 1, err))   /* the slice is shared out over the ranks */
+        return -1;
+    if (slice != 0) {
         double e0 = timer_now();
-        ls->last_bpb = slice_bpb(c, cfg);
+        if (slice_bpb(c, cfg, &ls->last_bpb, err))
+            return -1;
         ls->eval_cost = timer_now() - e0;
         res->phase_seconds.val_slices += ls->eval_cost;
         st->elapsed_s = timer_now() - ls->loop_t0;

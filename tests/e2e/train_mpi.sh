@@ -58,6 +58,22 @@ PY
   done
 done
 
+# 1b. The periodic val slices are shared out over the ranks (each runs every other window, the figures
+#     summed): a slice after every step (eval_every 1e-6 s) gives one process's figures, to the same 1e-6.
+SL=(--data "$D" --preset tiny-test --steps 5 --no-eval --threads 1 --seed 3 --set batch_size=8 --set micro_batch=4
+    --set eval_every=1e-6 --set eval_tokens=700)
+"$TEMPO" train "${SL[@]}" --out "$E2E_TMP/sl1" > /dev/null 2>&1 || fail "1-process slice run failed"
+"${MPIRUN[@]}" "$TEMPO" train "${SL[@]}" --out "$E2E_TMP/sl2" > /dev/null 2> "$E2E_TMP/sl2.err" \
+    || { cat "$E2E_TMP/sl2.err" >&2; fail "2-rank slice run failed"; }
+python3 - "$E2E_TMP/sl1/metrics.jsonl" "$E2E_TMP/sl2/metrics.jsonl" <<'PY' || fail "2-rank val slices differ from one process's"
+import json, sys
+sl = lambda p: [json.loads(l)["val_bpb_slice"] for l in open(p) if '"val_bpb_slice"' in l]
+a, b = sl(sys.argv[1]), sl(sys.argv[2])
+assert len(a) == len(b) == 5, (a, b)
+assert all(abs(x - y) < 1e-6 * x for x, y in zip(a, b)), (a, b)
+print("val slices on 2 ranks:", b)
+PY
+
 # 2. The budget: rank 0's clock stops every rank after the same step, and the job exits 0.
 "${MPIRUN[@]}" "$TEMPO" train --data "$D" --preset tiny-test --budget 15s --threads 1 --set batch_size=8 \
     --set eval_every=0 --out "$E2E_TMP/budget" > /dev/null 2> "$E2E_TMP/budget.err" \
