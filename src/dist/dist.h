@@ -18,6 +18,7 @@
 #define TEMPO_DIST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/error.h"
 
@@ -55,6 +56,11 @@ int dist_allreduce_sum_f64(dist_context *d, double *x, size_t n, tempo_error *er
 int dist_broadcast_f64(dist_context *d, double *x, size_t n, tempo_error *err);
 /* Every rank reaches this point, waiting by sleeping. */
 int dist_barrier(dist_context *d, tempo_error *err);
+
+/* x[0..n) = the sum over ranks (64-bit unsigned), in place. */
+int dist_allreduce_sum_u64(dist_context *d, uint64_t *x, size_t n, tempo_error *err);
+/* buf[0..n) = rank root's bytes, on every rank (blocking; any size). */
+int dist_broadcast_bytes(dist_context *d, void *buf, size_t n, int root, tempo_error *err);
 
 /* The sharded optimizer's collectives (ZeRO-1). Rank r owns the span
  * x[begin[r] .. begin[r] + len[r]) of a flat buffer; the spans follow each

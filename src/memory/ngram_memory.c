@@ -461,6 +461,32 @@ static int compact_shard(ngram_memory *m, int prune_min, int t)
 
 int ngram_memory_build(ngram_memory *m, const ngram_stream *s, int prune_min, tempo_error *err)
 {
+    return ngram_memory_build_split(m, s, prune_min, NULL, err);
+}
+
+/* The split build's step between passes (one thread): agree on failure
+ * (any process's), then make the tables of orders lo..hi (grams, and the
+ * contexts when ctxs) whole everywhere. 0, or -1: a failure somewhere. */
+static int split_exchange(ngram_memory *m, const ngram_build_split *x, int *status, int lo, int hi, int ctxs)
+{
+    uint64_t bad = 0;
+    for (int sh = 0; sh < m->shards; sh++)
+        bad += status[sh] != 0;
+    if (x->sum(x->ctx, &bad, 1))
+        return -1;
+    if (bad)
+        return -1;
+    for (int n = lo; n <= hi; n++)
+        for (int sh = 0; sh < m->shards; sh++)
+            if (x->share(x->ctx, &m->grams[n][sh], sh % x->parts) ||
+                (ctxs && x->share(x->ctx, &m->ctxs[n][sh], sh % x->parts)))
+                return -1;
+    return 0;
+}
+
+int ngram_memory_build_split(ngram_memory *m, const ngram_stream *s, int prune_min, const ngram_build_split *split,
+                             tempo_error *err)
+{
     const int K = m->order, P = m->shards;
     if (m->tokens || order_count(m, K))
         return tempo_fail(err, "count memory: build needs an empty memory");
@@ -471,36 +497,64 @@ int ngram_memory_build(ngram_memory *m, const ngram_stream *s, int prune_min, te
         return tempo_fail(err, "count memory: token width %d bytes (2 or 4)", s->dtype_bytes);
     if (s->n >= (uint64_t)UINT32_MAX)
         return tempo_fail(err, "count memory: %llu tokens overflow 32-bit counts", (unsigned long long)s->n);
+    if (split && (split->parts < 1 || split->part < 0 || split->part >= split->parts))
+        return tempo_fail(err, "count memory: part %d of %d", split->part, split->parts);
+    if (split && split->parts == 1)
+        split = NULL;
     if (prune_min < 1)
         prune_min = 1;
+    /* this process's shards: t % parts == part */
+    const int parts = split ? split->parts : 1, part = split ? split->part : 0;
+    const int n_own = P > part ? (P - part + parts - 1) / parts : 0;
     uint64_t coc[NGRAM_MAX_SHARDS][NGRAM_MAX_ORDER + 1][5];
     memset(coc, 0, sizeof coc);
     int status[NGRAM_MAX_SHARDS] = {0};
-    #pragma omp parallel num_threads(P)
+    int failed_split = 0;   /* an exchange failed (here or, agreed on, elsewhere) */
+    #pragma omp parallel num_threads(n_own > 0 ? n_own : 1)
     {
         int t = omp_get_thread_num();
         int nt = omp_get_num_threads();
         chunk *c = malloc(sizeof *c);
         if (!c)
-            for (int sh = t; sh < P; sh += nt) status[sh] = -1;
+            for (int j = t; j < n_own; j += nt) status[part + j * parts] = -1;
         /* A team smaller than asked (nested or limited OpenMP): threads take shards in turn. */
         double t0 = timer_now();
-        for (int sh = t; sh < P; sh += nt)
+        for (int j = t; j < n_own; j += nt) {
+            int sh = part + j * parts;
             if (!status[sh]) status[sh] = count_top(m, s, sh, c);
+        }
         for (int n = K - 1; n >= 1; n--) {
             #pragma omp barrier
+            #pragma omp master
+            if (split && !failed_split)
+                failed_split = split_exchange(m, split, status, n + 1, n + 1, 0) != 0;
+            #pragma omp barrier
             if (n == K - 1 && t == 0) m->build_s[0] = timer_now() - t0;
-            for (int sh = t; sh < P; sh += nt)
+            for (int j = t; j < n_own && !failed_split; j += nt) {
+                int sh = part + j * parts;
                 if (!status[sh]) status[sh] = count_continuations(m, n, sh, c);
+            }
         }
         #pragma omp barrier
+        #pragma omp master
+        if (split && !failed_split)   /* order 1 (the last continuation pass, or the top order when K = 1) */
+            failed_split = split_exchange(m, split, status, 1, 1, 0) != 0;
+        #pragma omp barrier
         if (t == 0) m->build_s[1] = timer_now() - t0 - m->build_s[0];
-        for (int sh = t; sh < P; sh += nt)
+        for (int j = t; j < n_own && !failed_split; j += nt) {
+            int sh = part + j * parts;
             if (!status[sh]) status[sh] = count_contexts(m, prune_min, sh, coc[sh], c);
+        }
         #pragma omp barrier
         if (t == 0) m->build_s[2] = timer_now() - t0 - m->build_s[0] - m->build_s[1];
-        for (int sh = t; sh < P; sh += nt)
+        for (int j = t; j < n_own && !failed_split; j += nt) {
+            int sh = part + j * parts;
             if (!status[sh]) status[sh] = compact_shard(m, prune_min, sh);
+        }
+        #pragma omp barrier
+        #pragma omp master
+        if (split && !failed_split)   /* the compacted tables, grams and contexts of every order */
+            failed_split = split_exchange(m, split, status, 1, K, 1) != 0;
         #pragma omp barrier
         if (t == 0) m->build_s[3] = timer_now() - t0 - m->build_s[0] - m->build_s[1] - m->build_s[2];
         free(c);
@@ -512,12 +566,17 @@ int ngram_memory_build(ngram_memory *m, const ngram_stream *s, int prune_min, te
             return tempo_fail(err, "count memory: out of memory building order %d over %llu tokens", K,
                               (unsigned long long)s->n);
     }
+    if (failed_split)
+        return tempo_fail(err, "count memory: the split build failed in another process or in an exchange");
     for (int n = 1; n <= K; n++) {
         for (int k = 1; k <= 4; k++)
             for (int sh = 0; sh < P; sh++)
                 m->coc[n][k] += coc[sh][n][k];
-        ngram_discounts(m->coc[n], m->disc[n]);
     }
+    if (split && split->sum(split->ctx, &m->coc[0][0], sizeof m->coc / sizeof m->coc[0][0]))
+        return tempo_fail(err, "count memory: summing the count-of-counts over the processes failed");
+    for (int n = 1; n <= K; n++)
+        ngram_discounts(m->coc[n], m->disc[n]);
     m->prune_min = prune_min;
     m->tokens = s->n;
     return 0;

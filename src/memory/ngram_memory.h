@@ -123,6 +123,28 @@ typedef struct {
  * depends on the stream, K, prune_min and threads only. */
 int ngram_memory_build(ngram_memory *m, const ngram_stream *s, int prune_min, tempo_error *err);
 
+/* A build split over processes (the ranks of a data-parallel job): this
+ * process counts the shards t with t % parts == part (its threads take them
+ * in turn), and after each pass the hooks make every table whole in every
+ * process. The memory must come from ngram_memory_init with the same shards
+ * in every process; the result is then the same as one process's build with
+ * that many shards, bit for bit. The hooks are called by one thread, the
+ * same in every process, in the same order:
+ *   share(ctx, table, owner): make `table` (empty here unless part == owner)
+ *     the owner's table, here too; 0 or -1.
+ *   sum(ctx, x, n): x[0..n) = its sum over the processes (exact below 2^53);
+ *     0 or -1. */
+typedef struct {
+    int part, parts;
+    int (*share)(void *ctx, count_table *table, int owner);
+    int (*sum)(void *ctx, uint64_t *x, size_t n);
+    void *ctx;
+} ngram_build_split;
+
+/* ngram_memory_build with the work split as above; split NULL = one process. */
+int ngram_memory_build_split(ngram_memory *m, const ngram_stream *s, int prune_min, const ngram_build_split *split,
+                             tempo_error *err);
+
 /* About how many bytes a build of order K over n tokens will hold at its
  * peak, from distinct n-grams per token measured on English BPE text
  * (order 4 over 90 M tokens of vocab 4097: 2.3 GB; order 5: 5.3 GB). A

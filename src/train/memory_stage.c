@@ -27,6 +27,39 @@ static void *save_thread(void *arg)
     return NULL;
 }
 
+/* The split build's exchanges over the ranks (ngram_build_split's hooks). */
+typedef struct {
+    dist_context *dist;
+    tempo_error *err;
+} split_ctx;
+
+static int split_share(void *ctx, count_table *t, int owner)
+{
+    split_ctx *x = ctx;
+    uint64_t head[3] = {t->capacity, t->count, (uint64_t)t->words};
+    if (dist_broadcast_bytes(x->dist, head, sizeof head, owner, x->err))
+        return -1;
+    if (x->dist->rank != owner) {
+        count_table_free(t);
+        t->words = (int)head[2];
+        size_t bytes = (size_t)(head[0] * count_table_stride(t->words));
+        t->slots = malloc(bytes ? bytes : 1);
+        if (!t->slots)
+            return tempo_fail(x->err, "count memory: out of memory receiving a table of %zu bytes", bytes);
+        t->capacity = head[0];
+        t->count = head[1];
+        t->owned = 1;
+    }
+    return dist_broadcast_bytes(x->dist, t->slots, (size_t)(t->capacity * count_table_stride(t->words)), owner,
+                                x->err);
+}
+
+static int split_sum(void *ctx, uint64_t *v, size_t n)
+{
+    split_ctx *x = ctx;
+    return dist_allreduce_sum_u64(x->dist, v, n, x->err);
+}
+
 static int uses_holdout(const run_config *cfg)
 {
     return cfg->mixer_holdout > 0 && (cfg->memory_order > 0 || cfg->cache_order > 0 || cfg->match_length > 0);
@@ -48,8 +81,12 @@ int memory_stage_check(const run_config *cfg, const token_file *train, tempo_err
 }
 
 int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
-                         const char *out_dir, int threads, int resume, FILE *progress, tempo_error *err)
+                         const char *out_dir, int threads, int resume, FILE *progress, dist_context *dist,
+                         tempo_error *err)
 {
+    if (dist && dist->world <= 1)
+        dist = NULL;
+    const int root = !dist || dist->rank == 0;
     memset(ms, 0, sizeof *ms);
     ms->holdout_start = train->n_tokens;
     /* orders the vocabulary allows, checked before any work (the cache's is first used at the end) */
@@ -60,7 +97,12 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
     if (cfg->memory_order <= 0)
         return 0;
     path_join(ms->path, sizeof ms->path, out_dir, "memory.bin");
-    if (resume && path_exists(ms->path)) {
+    double load = root && resume && path_exists(ms->path);   /* rank 0's folder decides for every rank */
+    if (dist && dist_broadcast_f64(dist, &load, 1, err))
+        return -1;
+    if (load != 0) {
+        if (!root)
+            return 0;   /* only rank 0 reads through the memory */
         double t0 = timer_now();
         if (memory_file_load(&ms->memory, ms->path, (int)train->vocab_size, tokenizer_id, err))
             return -1;
@@ -69,27 +111,39 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
         return 0;
     }
     if (threads < 1) threads = 1;
-    if (threads > NGRAM_MAX_SHARDS) threads = NGRAM_MAX_SHARDS;
+    const int world = dist ? dist->world : 1;
+    int shards = threads * world;   /* every rank counts `threads` shards */
+    if (shards > NGRAM_MAX_SHARDS) shards = NGRAM_MAX_SHARDS;
     double need = ngram_memory_estimate_bytes(cfg->memory_order, ms->holdout_start), have = available_bytes();
     if (have > 0 && need > have)
         return tempo_fail(err, "count memory: order %d over %llu tokens needs about %.1f GB, and %.1f GB of memory is "
                           "available (lower memory_order)", cfg->memory_order,
                           (unsigned long long)ms->holdout_start, need / 1e9, have / 1e9);
-    if (ngram_memory_init(&ms->memory, (int)train->vocab_size, cfg->memory_order, threads, err))
+    if (ngram_memory_init(&ms->memory, (int)train->vocab_size, cfg->memory_order, shards, err))
         return -1;
     if (progress)
-        fprintf(progress, "count memory: order %d over %llu training tokens (%d threads)...\n", cfg->memory_order,
-                (unsigned long long)ms->holdout_start, threads);
+        fprintf(progress, "count memory: order %d over %llu training tokens (%d threads%s)...\n", cfg->memory_order,
+                (unsigned long long)ms->holdout_start, threads, world > 1 ? " on each rank" : "");
     double t0 = timer_now();
     ngram_stream s = {train->tokens, (int)train->dtype_bytes, ms->holdout_start};
-    if (ngram_memory_build(&ms->memory, &s, cfg->memory_prune, err)) {
+    split_ctx sx = {dist, err};
+    ngram_build_split split = {dist ? dist->rank : 0, world, split_share, split_sum, &sx};
+    tempo_error build_err;
+    tempo_error_clear(&build_err);
+    if (ngram_memory_build_split(&ms->memory, &s, cfg->memory_prune, dist ? &split : NULL, &build_err)) {
         ngram_memory_free(&ms->memory);
+        if (err->msg[0] == 0)
+            *err = build_err;
         return -1;
     }
     ms->build_s = timer_now() - t0;
     ms->memory.tokenizer_id = tokenizer_id;
-    ms->has_memory = 1;
     ms->built = 1;
+    if (!root) {   /* the others train the transformer only */
+        ngram_memory_free(&ms->memory);
+        return 0;
+    }
+    ms->has_memory = 1;
     if (progress)
         fprintf(progress, "count memory: %.1f s, %llu entries, %.2f GB\n", ms->build_s,
                 (unsigned long long)ngram_memory_entries(&ms->memory), (double)ngram_memory_bytes(&ms->memory) / 1e9);

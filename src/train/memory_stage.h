@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "data/token_store.h"
+#include "dist/dist.h"
 #include "memory/hybrid.h"
 #include "memory/ngram_memory.h"
 #include "model/model.h"
@@ -32,17 +33,23 @@ typedef struct {
     int has_fitted;
 } memory_stage;
 
-/* With cfg->memory_order > 0: load RUN_DIR/memory.bin on resume when it is
- * there, else build over the training tokens before the held-out tail and
- * start saving it. With mixer_holdout > 0 (and a memory or a cache) the tail
- * of cfg->mixer_holdout tokens is held out. Nothing to do otherwise. */
 /* The settings' usage errors (orders the vocabulary allows, a held-out
  * slice the training stream can spare), without any work: the same on every
  * rank, so a multi-rank run can find them before its first collective. */
 int memory_stage_check(const run_config *cfg, const token_file *train, tempo_error *err);
 
+/* With cfg->memory_order > 0: load RUN_DIR/memory.bin on resume when it is
+ * there, else build over the training tokens before the held-out tail and
+ * start saving it. With mixer_holdout > 0 (and a memory or a cache) the tail
+ * of cfg->mixer_holdout tokens is held out. Nothing to do otherwise.
+ * With ranks (dist not NULL, world > 1) every rank calls it: rank 0 decides
+ * load or build; a build is split over the ranks (each counts its shards of
+ * threads x world, the tables are broadcast from their owners: the same
+ * memory as one process with that many threads), and only rank 0 keeps the
+ * memory (the others free it: they train the transformer only). */
 int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
-                         const char *out_dir, int threads, int resume, FILE *progress, tempo_error *err);
+                         const char *out_dir, int threads, int resume, FILE *progress, dist_context *dist,
+                         tempo_error *err);
 
 /* Wait for the background save; its error, if any. */
 int memory_stage_wait_saved(memory_stage *ms, tempo_error *err);

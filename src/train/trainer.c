@@ -460,8 +460,8 @@ typedef struct {
     double step_time_sum;
 } loop_state;
 
-/* Set up the run (data, model, optimizer, the count memory: built first, by
- * rank 0 alone, its seconds charged to the budget) and the loop's clock. */
+/* Set up the run (data, model, optimizer, the count memory: built first,
+ * split over the ranks, its seconds charged to the budget) and the loop's clock. */
 static int start_run(run_ctx *c, const train_options *o, run_config *cfg, train_state *st, train_result *res,
                      loop_state *ls, tempo_error *err)
 {
@@ -474,11 +474,9 @@ static int start_run(run_ctx *c, const train_options *o, run_config *cfg, train_
     if (ls->budget <= 0 && ls->max_steps <= 0)
         return tempo_usage(err, "train: give a --budget or a --steps limit");
     res->startup_seconds = timer_now() - t_start;
-    run_config stage_cfg = *cfg;
-    if (c->rank != 0)
-        stage_cfg.memory_order = 0;   /* the other ranks only need the held-out tail's start */
-    if (memory_stage_prepare(&c->mem, &stage_cfg, &c->train, ngram_tokenizer_id(c->tok), o->out_dir, o->threads,
-                             o->resume, o->progress, err))
+    /* every rank counts its shards of the count memory; rank 0 keeps it */
+    if (memory_stage_prepare(&c->mem, cfg, &c->train, ngram_tokenizer_id(c->tok), o->out_dir, o->threads,
+                             o->resume, c->rank == 0 ? o->progress : NULL, c->dist, err))
         return -1;
     c->train_batches = c->train;
     c->train_batches.n_tokens = c->mem.holdout_start;

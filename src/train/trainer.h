@@ -43,8 +43,10 @@ typedef struct {
      * sequences: the same rows a single process would take, rank by rank);
      * the gradients are averaged over ranks before the optimizer's step, so
      * every rank holds the same weights. Rank 0 owns the clock: its stop and
-     * schedule decisions and its snapshot times are broadcast each step; it
-     * alone builds the count memory, evaluates, checkpoints and writes files. */
+     * schedule decisions and its snapshot times are broadcast each step. The
+     * count memory's build, the val slices and the final evaluation's windows
+     * are shared out; rank 0 keeps the memory, fits the mixer, reads the val
+     * stream through the mixture and writes the files (docs/distributed.md). */
     dist_context *dist;
     int progress_tty;         /* redraw one line instead of printing lines */
     const char *commit;       /* git commit of this tempo, recorded in model.safetensors; NULL = none */

@@ -102,6 +102,12 @@ assert r["world_size"] == 2 and r["memory_order"] == 3, r
 assert r["val_bpb"] == e["bpb"], (r["val_bpb"], e["bpb"])
 PY
 
+# 2c. The count memory's build is split over the ranks (each counts its shards, the tables are broadcast
+#     from their owners): 2 ranks x 1 thread build the memory of one process with 2 threads, byte for byte.
+"$TEMPO" train "${H[@]}" --out "$E2E_TMP/hyb1" --threads 2 > /dev/null 2> "$E2E_TMP/hyb1.err" \
+    || { cat "$E2E_TMP/hyb1.err" >&2; fail "1-process hybrid run failed"; }
+cmp "$E2E_TMP/hyb/memory.bin" "$E2E_TMP/hyb1/memory.bin" || fail "the 2-rank count memory differs from one process's"
+
 # 3. Bad input: a batch that does not divide among the ranks, one line from rank 0, exit 2.
 out=$("${MPIRUN[@]}" "$TEMPO" train --data "$D" --preset tiny-test --steps 2 --threads 1 --set batch_size=7 \
       --out "$E2E_TMP/bad" 2>&1 >/dev/null); rc=$?
