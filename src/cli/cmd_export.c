@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/json_write.h"
 #include "export/export.h"
 #include "judge/provenance.h"
 
@@ -71,12 +72,22 @@ int cmd_export(int argc, char **argv)
             s.arch, export_dtype_name(o.dtype), s.params, o.out,
             s.had_memory ? "; the transformer only: the run's count memory and mixer are not exported" : "");
     strbuf j = {0};
-    strbuf_puts(&j, "{\"format\":");
-    strbuf_json_string(&j, o.format == EXPORT_GGUF ? "gguf" : "hf", o.format == EXPORT_GGUF ? 4 : 2);
-    strbuf_printf(&j, ",\"dtype\":\"%s\",\"arch\":\"%s\",\"params\":%lld,\"bytes\":%lld,\"out\":",
-                  export_dtype_name(o.dtype), s.arch, s.params, s.bytes);
-    strbuf_json_string(&j, o.out, strlen(o.out));
-    strbuf_printf(&j, ",\"contents\":\"transformer\",\"memory_left_out\":%s}", s.had_memory ? "true" : "false");
+    jsonw w;
+    jsonw_init(&w, &j);
+    jsonw_object_begin(&w);
+    jsonw_field_string(&w, "format", o.format == EXPORT_GGUF ? "gguf" : "hf");
+    jsonw_field_string(&w, "dtype", export_dtype_name(o.dtype));
+    jsonw_field_string(&w, "arch", s.arch);
+    jsonw_field_int(&w, "params", s.params);
+    jsonw_field_int(&w, "bytes", s.bytes);
+    jsonw_field_string(&w, "out", o.out);
+    jsonw_field_string(&w, "contents", "transformer");
+    jsonw_field_bool(&w, "memory_left_out", s.had_memory);
+    jsonw_object_end(&w);
+    if (jsonw_finish(&w, &err)) {
+        strbuf_free(&j);
+        return cli_report(&err);
+    }
     int rc = cli_emit_result(&j, NULL);
     strbuf_free(&j);
     return rc;

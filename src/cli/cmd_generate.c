@@ -1,13 +1,13 @@
 /* cmd_generate.c - `tempo generate`: sample text from a trained model with
  * the KV-cache engine, streaming each token's bytes to stdout as it is
  * produced. Flag parsing and printing only; the loop is infer/generate.c. */
-#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/json_write.h"
 #include "core/number.h"
 #include "memory/mixture.h"
 #include "infer/generate.h"
@@ -64,23 +64,29 @@ static int parse_whole(const char *flag, const char *v, long long lo, long long 
     return 0;
 }
 
-int cmd_generate(int argc, char **argv)
+typedef struct {
+    const char *model_path, *prompt;
+    double tokens, temperature, top_k, top_p, seed, threads;
+    int stop, use_memory, use_cache;
+} generate_flags;
+
+/* 0, or the exit code of a usage error (already printed); -1: --help was printed. */
+static int parse_flags(int argc, char **argv, generate_flags *f)
 {
-    const char *model_path = NULL, *prompt = "";
-    double tokens = 200, temperature = 0.8, top_k = 0, top_p = 1, seed = 1, threads = 0;
-    int stop = 1, use_memory = 1, use_cache = 1;
+    *f = (generate_flags){.prompt = "", .tokens = 200, .temperature = 0.8, .top_p = 1, .seed = 1,
+                          .stop = 1, .use_memory = 1, .use_cache = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
-            return 0;
+            return -1;
         }
         if (!strcmp(a, "--no-stop")) {
-            stop = 0;
+            f->stop = 0;
             continue;
         }
         if (!strcmp(a, "--no-memory") || !strcmp(a, "--no-cache")) {
-            *(a[5] == 'm' ? &use_memory : &use_cache) = 0;
+            *(a[5] == 'm' ? &f->use_memory : &f->use_cache) = 0;
             continue;
         }
         int known = !strcmp(a, "--model") || !strcmp(a, "--prompt") || !strcmp(a, "--tokens") ||
@@ -91,105 +97,135 @@ int cmd_generate(int argc, char **argv)
         if (!v)
             return cli_usage_error("%s: missing value (see tempo generate --help)", a);
         int rc = 0;
-        if (!strcmp(a, "--model")) model_path = v;
-        else if (!strcmp(a, "--prompt")) prompt = v;
-        else if (!strcmp(a, "--tokens")) rc = parse_whole(a, v, 1, 1 << 20, &tokens);
-        else if (!strcmp(a, "--temperature")) rc = cli_parse_real(a, v, 0, 1e6, 0, &temperature);
-        else if (!strcmp(a, "--top-k")) rc = parse_whole(a, v, 0, 1 << 20, &top_k);
-        else if (!strcmp(a, "--top-p")) rc = cli_parse_real(a, v, 0, 1, 1, &top_p);
-        else if (!strcmp(a, "--seed")) rc = parse_whole(a, v, 0, NUMBER_MAX_SEED, &seed);
-        else rc = parse_whole(a, v, 1, NUMBER_MAX_THREADS, &threads);
+        if (!strcmp(a, "--model")) f->model_path = v;
+        else if (!strcmp(a, "--prompt")) f->prompt = v;
+        else if (!strcmp(a, "--tokens")) rc = parse_whole(a, v, 1, 1 << 20, &f->tokens);
+        else if (!strcmp(a, "--temperature")) rc = cli_parse_real(a, v, 0, 1e6, 0, &f->temperature);
+        else if (!strcmp(a, "--top-k")) rc = parse_whole(a, v, 0, 1 << 20, &f->top_k);
+        else if (!strcmp(a, "--top-p")) rc = cli_parse_real(a, v, 0, 1, 1, &f->top_p);
+        else if (!strcmp(a, "--seed")) rc = parse_whole(a, v, 0, NUMBER_MAX_SEED, &f->seed);
+        else rc = parse_whole(a, v, 1, NUMBER_MAX_THREADS, &f->threads);
         if (rc)
             return rc;
         i++;
     }
-    if (!model_path)
+    if (!f->model_path)
         return cli_usage_error("generate: --model RUN_DIR is required");
-    if (threads > 0)
-        omp_set_num_threads((int)threads);
-    tempo_error err;
-    tempo_error_clear(&err);
-    run_config cfg;
-    model *m;
-    tokenizer *tok;
-    if (checkpoint_load_model(model_path, 1, &cfg, &m, &tok, &err))
-        return cli_report(&err);
-    int ctx = cfg.model.context, rc = 0;
-    int32_t *ids = NULL;
-    size_t n = 0, cap = 0;
-    if (tok_encode(tok, (const uint8_t *)prompt, strlen(prompt), &ids, &n, &cap, &err))
-        rc = -1;
-    /* separator + the prompt's last tokens, leaving room for min(N, ctx/2) new ones */
-    int room = (int)tokens < ctx / 2 ? (int)tokens : ctx / 2;
-    int keep = ctx - room - 1 > 0 ? ctx - room - 1 : 0;
-    int cut = (int)n > keep ? (int)n - keep : 0;
-    int32_t *seq = rc ? NULL : malloc(sizeof(int32_t) * ((size_t)n - (size_t)cut + 1));
-    if (!rc && !seq)
-        rc = tempo_fail(&err, "generate: out of memory");
+    return 0;
+}
+
+/* What the run used, for the result line. */
+typedef struct {
+    gen_result res;
+    int cut;            /* prompt tokens left out at the front */
+    int memory_order, cache_order;
+} generate_outcome;
+
+/* Generate from seq[0..n_seq) with the model alone or, when the run has a
+ * count memory or a cache, the mixture, streaming through st. */
+static int generate(const generate_flags *f, const run_config *cfg, model *m, const tokenizer *tok,
+                    const int32_t *seq, int n_seq, stream_state *st, generate_outcome *out, tempo_error *err)
+{
+    int ctx = cfg->model.context;
     infer_engine *e = NULL;
     infer_cache kc = {0};
-    gen_result res;
-    stream_state st = {tok, {0}};
-    if (!rc) {
-        seq[0] = tok_sep_id(tok);
-        memcpy(seq + 1, ids + cut, sizeof(int32_t) * ((size_t)n - (size_t)cut));
-        if (cut)
-            fprintf(stderr, "generate: prompt cut to its last %d tokens (context %d)\n", keep, ctx);
-        rc = infer_engine_create(&e, m, ctx, &err);
-    }
-    if (!rc)
-        rc = infer_cache_create(&kc, &cfg.model, 1, 0, &err);
     hybrid_parts h;
     memset(&h, 0, sizeof h);
     mixture_sampler mixs;
     memset(&mixs, 0, sizeof mixs);
+    int rc = infer_engine_create(&e, m, ctx, err);
     if (!rc)
-        rc = cli_load_hybrid(model_path, &cfg, tok, use_memory, use_cache, &h, &err);
+        rc = infer_cache_create(&kc, &cfg->model, 1, 0, err);
+    if (!rc)
+        rc = cli_load_hybrid(f->model_path, cfg, tok, f->use_memory, f->use_cache, &h, err);
     int hybrid = !rc && hybrid_parts_any(&h);
     if (hybrid) {
         mixture_options mo = hybrid_parts_options(&h, 0);
-        rc = mixture_sampler_init(&mixs, &mo, &h.mx, &err);
+        rc = mixture_sampler_init(&mixs, &mo, &h.mx, err);
     }
     if (!rc) {
-        gen_options o = {.max_tokens = (int)tokens, .stop_at_sep = stop, .sep_id = tok_sep_id(tok),
-                         .sample = {(float)temperature, (int)top_k, (float)top_p, (uint64_t)seed}};
+        gen_options o = {.max_tokens = (int)f->tokens, .stop_at_sep = f->stop, .sep_id = tok_sep_id(tok),
+                         .sample = {(float)f->temperature, (int)f->top_k, (float)f->top_p, (uint64_t)f->seed}};
         if (hybrid) {
             o.adjust = mixture_sampler_adjust;
             o.adjust_ctx = &mixs;
         }
-        rc = infer_generate(e, &kc, 0, seq, (int)n - cut + 1, &o, on_token, &st, &res, &err);
+        rc = infer_generate(e, &kc, 0, seq, n_seq, &o, on_token, st, &out->res, err);
     }
-    int mem_k = h.has_memory ? h.memory.order : 0, cache_k = h.cache_order;
+    out->memory_order = h.has_memory ? h.memory.order : 0;
+    out->cache_order = h.cache_order;
     if (hybrid)
         mixture_sampler_free(&mixs);
     hybrid_parts_free(&h);
     infer_cache_free(&kc);
     infer_engine_free(e);
+    return rc;
+}
+
+/* The figures line after the text. */
+static int emit_result(const generate_flags *f, const generate_outcome *g, const strbuf *text)
+{
+    strbuf js = {0};
+    jsonw w;
+    jsonw_init(&w, &js);
+    jsonw_object_begin(&w);
+    jsonw_field_int(&w, "prompt_tokens", g->res.prompt_tokens);
+    jsonw_field_int(&w, "prompt_cut", g->cut);
+    jsonw_field_int(&w, "new_tokens", g->res.new_tokens);
+    jsonw_field_string(&w, "stop", gen_stop_name(g->res.stop));
+    jsonw_field_number(&w, "time_to_first_token_s", g->res.prefill_s);
+    jsonw_field_number(&w, "decode_tokens_per_s", gen_decode_tokens_per_s(&g->res));
+    jsonw_field_number(&w, "temperature", f->temperature);
+    jsonw_field_int(&w, "top_k", (int)f->top_k);
+    jsonw_field_number(&w, "top_p", f->top_p);
+    jsonw_field_uint(&w, "seed", (unsigned long long)f->seed);
+    jsonw_field_int(&w, "memory_order", g->memory_order);
+    jsonw_field_int(&w, "cache_order", g->cache_order);
+    jsonw_key(&w, "text");
+    jsonw_string_n(&w, text->data ? text->data : "", text->len);
+    jsonw_object_end(&w);
+    tempo_error err;
+    int rc = jsonw_finish(&w, &err) ? cli_report(&err) : cli_emit_result(&js, NULL);
+    strbuf_free(&js);
+    return rc;
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    generate_flags f;
+    int rc = parse_flags(argc, argv, &f);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (f.threads > 0)
+        omp_set_num_threads((int)f.threads);
+    tempo_error err;
+    tempo_error_clear(&err);
+    run_config cfg;
+    model *m;
+    tokenizer *tok;
+    if (checkpoint_load_model(f.model_path, 1, &cfg, &m, &tok, &err))
+        return cli_report(&err);
+    int ctx = cfg.model.context, n_seq = 0;
+    int32_t *ids = NULL, *seq = NULL;
+    size_t n = 0, cap = 0;
+    generate_outcome g = {.cut = 0};
+    stream_state st = {tok, {0}};
+    rc = tok_encode(tok, (const uint8_t *)f.prompt, strlen(f.prompt), &ids, &n, &cap, &err);
+    if (!rc)
+        rc = gen_prompt_window(ids, (int)n, tok_sep_id(tok), ctx, (int)f.tokens, &seq, &n_seq, &g.cut, &err);
+    if (!rc && g.cut)
+        fprintf(stderr, "generate: prompt cut to its last %d tokens (context %d)\n", n_seq - 1, ctx);
+    if (!rc)
+        rc = generate(&f, &cfg, m, tok, seq, n_seq, &st, &g, &err);
     free(seq);
     free(ids);
     model_free(m);
-    if (rc) {
-        tok_free(tok);
-        strbuf_free(&st.text);
-        return cli_report(&err);
+    if (rc)
+        rc = cli_report(&err);
+    else {
+        fputc('\n', stdout);
+        rc = emit_result(&f, &g, &st.text);
     }
-    fputc('\n', stdout);
-    strbuf js = {0};
-    strbuf_printf(&js, "{\"prompt_tokens\":%d,\"prompt_cut\":%d,\"new_tokens\":%d,\"stop\":\"%s\","
-                       "\"time_to_first_token_s\":",
-                  res.prompt_tokens, cut, res.new_tokens, gen_stop_name(res.stop));
-    strbuf_json_number(&js, res.prefill_s);
-    strbuf_puts(&js, ",\"decode_tokens_per_s\":");
-    strbuf_json_number(&js, res.new_tokens > 1 && res.decode_s > 0 ? (res.new_tokens - 1) / res.decode_s : NAN);
-    strbuf_puts(&js, ",\"temperature\":");
-    strbuf_json_number(&js, temperature);
-    strbuf_printf(&js, ",\"top_k\":%d,\"top_p\":", (int)top_k);
-    strbuf_json_number(&js, top_p);
-    strbuf_printf(&js, ",\"seed\":%.0f,\"memory_order\":%d,\"cache_order\":%d,\"text\":", seed, mem_k, cache_k);
-    strbuf_json_string(&js, st.text.data ? st.text.data : "", st.text.len);
-    strbuf_puts(&js, "}");
-    rc = cli_emit_result(&js, NULL);
-    strbuf_free(&js);
     strbuf_free(&st.text);
     tok_free(tok);
     return rc;

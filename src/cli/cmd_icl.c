@@ -200,16 +200,19 @@ int cmd_icl(int argc, char **argv)
         return cli_report(&err);
     cli_icl_print_table(stderr, r, n, &s);
     strbuf js = {0};
-    icl_summary_json(&js, r, n, &s, &o);
-    if (js.len && js.data[js.len - 1] == '}') {   /* which model answered */
-        js.len--;
-        strbuf_printf(&js, ",\"memory_order\":%d,\"cache_order\":%d}", mem_k, cache_k);
-    }
+    jsonw w;
+    jsonw_init(&w, &js);
+    jsonw_object_begin(&w);
+    icl_summary_members(&w, r, n, &s, &o);
+    jsonw_field_int(&w, "memory_order", mem_k);   /* which model answered */
+    jsonw_field_int(&w, "cache_order", cache_k);
+    jsonw_object_end(&w);
+    int json_rc = jsonw_finish(&w, &err);
     int any_ok = 0;
     for (int i = 0; i < n; i++)
         any_ok |= r[i].status == ICL_TASK_OK;
     free(r);
-    if (out_dir && dir_create(out_dir, &err))
+    if (json_rc || (out_dir && dir_create(out_dir, &err)))
         rc = cli_report(&err);
     else
         rc = cli_emit_result(&js, out_dir);

@@ -117,8 +117,8 @@ int cmd_judge(int argc, char **argv)
     judge_report_attempt(&a, &summary);
     if (summary.data)
         fputs(summary.data, stderr);
-    judge_attempt_to_json(&a, &json);
-    int rc = cli_emit_result(&json, a.work_dir[0] ? a.work_dir : NULL);
+    int rc = judge_attempt_to_json(&a, &json, &err) ? cli_report(&err)
+                                                      : cli_emit_result(&json, a.work_dir[0] ? a.work_dir : NULL);
     strbuf_free(&summary);
     strbuf_free(&json);
     judge_attempt_free(&a);

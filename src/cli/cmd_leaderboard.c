@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "core/fileio.h"
+#include "core/json_write.h"
 #include "judge/leaderboard_db.h"
 #include "judge/report.h"
 
@@ -25,117 +26,144 @@ static void usage(FILE *f)
         "separately per phase, budget and validation text.\n");
 }
 
-int cmd_leaderboard(int argc, char **argv)
+typedef struct {
+    const char *db_path, *html;
+    int phase, all, json, check;
+} leaderboard_options;
+
+/* 0, or the exit code of a usage error (already printed); -1: --help was printed. */
+static int parse_flags(int argc, char **argv, leaderboard_options *o)
 {
-    const char *db_path = "leaderboard.sqlite", *html = NULL;
-    int phase = 0, all = 0, json = 0, check = 0;
+    *o = (leaderboard_options){.db_path = "leaderboard.sqlite"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
-            return 0;
+            return -1;
         }
-        if (!strcmp(a, "--all")) { all = 1; continue; }
-        if (!strcmp(a, "--json")) { json = 1; continue; }
-        if (!strcmp(a, "--check")) { check = 1; continue; }
+        if (!strcmp(a, "--all")) { o->all = 1; continue; }
+        if (!strcmp(a, "--json")) { o->json = 1; continue; }
+        if (!strcmp(a, "--check")) { o->check = 1; continue; }
         if (!v)
             return cli_usage_error("%s: missing value (see tempo leaderboard --help)", a);
-        if (!strcmp(a, "--db")) db_path = v;
-        else if (!strcmp(a, "--html")) html = v;
+        if (!strcmp(a, "--db")) o->db_path = v;
+        else if (!strcmp(a, "--html")) o->html = v;
         else if (!strcmp(a, "--phase")) {
             if (strcmp(v, "1") && strcmp(v, "2"))
                 return cli_usage_error("--phase %s: 1 or 2", v);
-            phase = v[0] - '0';
+            o->phase = v[0] - '0';
         } else
             return cli_usage_error("%s: unknown option (see tempo leaderboard --help)", a);
         i++;
     }
+    return 0;
+}
+
+/* --check: the integrity verdict as the result line; exit 1 when damaged. */
+static int run_check(judge_db *db, const char *db_path)
+{
     tempo_error err;
     tempo_error_clear(&err);
-    judge_db *db;
-    if (judge_db_open(&db, db_path, 0, &err))
+    int ok;
+    long long na, nr;
+    if (judge_db_check(db, &ok, &na, &nr, &err))
         return cli_report(&err);
     strbuf out = {0};
-    int rc = 0;
-    if (check) {
-        int ok;
-        long long na, nr;
-        if (judge_db_check(db, &ok, &na, &nr, &err)) {
-            judge_db_close(db);
+    jsonw w;
+    jsonw_init(&w, &out);
+    jsonw_object_begin(&w);
+    jsonw_field_string(&w, "integrity", ok ? "ok" : "damaged");
+    jsonw_field_int(&w, "attempts", na);
+    jsonw_field_int(&w, "runs", nr);
+    jsonw_object_end(&w);
+    int rc = jsonw_finish(&w, &err) ? cli_report(&err) : cli_emit_result(&out, NULL);
+    strbuf_free(&out);
+    if (!ok)
+        fprintf(stderr, "tempo: %s: integrity check failed\n", db_path);
+    return rc ? rc : ok ? 0 : 1;
+}
+
+/* --json: one line per attempt. */
+static int print_json_lines(const judge_attempt *att, size_t n)
+{
+    tempo_error err;
+    for (size_t i = 0; i < n; i++) {
+        strbuf line = {0};
+        int rc = judge_attempt_to_json(&att[i], &line, &err);
+        if (!rc)
+            printf("%s\n", line.data);
+        strbuf_free(&line);
+        if (rc)
             return cli_report(&err);
-        }
-        strbuf_printf(&out, "{\"integrity\":\"%s\",\"attempts\":%lld,\"runs\":%lld}", ok ? "ok" : "damaged", na, nr);
-        judge_db_close(db);
-        rc = cli_emit_result(&out, NULL);
-        strbuf_free(&out);
-        if (!ok)
-            fprintf(stderr, "tempo: %s: integrity check failed\n", db_path);
-        return rc ? rc : ok ? 0 : 1;
     }
-    judge_attempt *att;
-    size_t n;
-    if (judge_db_load_attempts(db, phase, html != NULL, &att, &n, &err)) {
-        judge_db_close(db);
-        return cli_report(&err);
-    }
-    judge_db_close(db);
-    if (json) {
-        for (size_t i = 0; i < n; i++) {
-            strbuf line = {0};
-            judge_attempt_to_json(&att[i], &line);
-            if (line.data)
-                printf("%s\n", line.data);
-            strbuf_free(&line);
-        }
-    } else if (html) {
-        strbuf page = {0};
-        judge_report_html(att, n, NULL, &page);
-        if (page.oom)
-            rc = cli_report((tempo_fail(&err, "%s: out of memory", html), &err));
-        else if (file_write_atomic(html, page.data, page.len, &err))
-            rc = cli_report(&err);
-        else
-            fprintf(stderr, "wrote %s (%zu bytes)\n", html, page.len);
-        strbuf_free(&page);
+    return 0;
+}
+
+static int write_html(const judge_attempt *att, size_t n, const char *html)
+{
+    tempo_error err;
+    tempo_error_clear(&err);
+    strbuf page = {0};
+    judge_report_html(att, n, NULL, &page);
+    int rc = 0;
+    if (page.oom)
+        rc = cli_report((tempo_fail(&err, "%s: out of memory", html), &err));
+    else if (file_write_atomic(html, page.data, page.len, &err))
+        rc = cli_report(&err);
+    else
+        fprintf(stderr, "wrote %s (%zu bytes)\n", html, page.len);
+    strbuf_free(&page);
+    return rc;
+}
+
+/* The attempts as asked (JSON lines, the HTML page or the table), then the summary line. */
+static int show(const judge_attempt *att, size_t n, const leaderboard_options *o)
+{
+    int rc = 0;
+    if (o->json) {
+        rc = print_json_lines(att, n);
+    } else if (o->html) {
+        rc = write_html(att, n, o->html);
     } else {
         strbuf table = {0};
-        judge_report_table(att, n, all, &table);
+        judge_report_table(att, n, o->all, &table);
         if (table.data)
             fputs(table.data, stdout);
         strbuf_free(&table);
     }
-    if (rc == 0) {
-        judge_board b;
-        strbuf_printf(&out, "{\"db\":");
-        strbuf_json_string(&out, db_path, strlen(db_path));
-        strbuf_printf(&out, ",\"attempts\":%zu", n);
-        if (html) {
-            strbuf_puts(&out, ",\"html\":");
-            strbuf_json_string(&out, html, strlen(html));
-        }
-        strbuf_puts(&out, ",\"leaders\":[");
-        if (judge_board_build(att, n, &b) == 0) {
-            int first = 1;
-            for (size_t k = 0; k < b.n_groups; k++) {
-                const judge_board_group *g = &b.groups[k];
-                if (!g->n_ranked)
-                    continue;
-                const judge_attempt *a = &att[g->ranked[0]];
-                strbuf_printf(&out, "%s{\"phase\":%d,\"budget_s\":", first ? "" : ",", g->phase);
-                strbuf_json_number(&out, g->budget_s);
-                strbuf_puts(&out, ",\"submission\":");
-                strbuf_json_string(&out, a->submission, strlen(a->submission));
-                strbuf_puts(&out, ",\"score\":");
-                strbuf_json_number(&out, a->score_mean);
-                strbuf_printf(&out, ",\"attempt\":%lld}", a->id);
-                first = 0;
-            }
-            judge_board_free(&b);
-        }
-        strbuf_puts(&out, "]}");
-        rc = cli_emit_result(&out, NULL);
-    }
+    if (rc)
+        return rc;
+    tempo_error err;
+    strbuf out = {0};
+    rc = judge_report_summary_json(att, n, o->db_path, o->html, &out, &err) ? cli_report(&err)
+                                                                              : cli_emit_result(&out, NULL);
     strbuf_free(&out);
+    return rc;
+}
+
+int cmd_leaderboard(int argc, char **argv)
+{
+    leaderboard_options o;
+    int rc = parse_flags(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    tempo_error err;
+    tempo_error_clear(&err);
+    judge_db *db;
+    if (judge_db_open(&db, o.db_path, 0, &err))
+        return cli_report(&err);
+    if (o.check) {
+        rc = run_check(db, o.db_path);
+        judge_db_close(db);
+        return rc;
+    }
+    judge_attempt *att;
+    size_t n;
+    rc = judge_db_load_attempts(db, o.phase, o.html != NULL, &att, &n, &err);
+    judge_db_close(db);
+    if (rc)
+        return cli_report(&err);
+    rc = show(att, n, &o);
     for (size_t i = 0; i < n; i++)
         judge_attempt_free(&att[i]);
     free(att);

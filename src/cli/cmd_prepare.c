@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/json_write.h"
 #include "core/number.h"
 #include "data/prepare.h"
 #include "data/tokenizer.h"
@@ -122,12 +123,18 @@ int cmd_prepare(int argc, char **argv)
         free(inputs);
         return cli_report(&err);
     }
-    /* the result: meta.json's object plus whether it was reused */
+    /* the result: meta.json's object plus whether it was reused (extended
+     * as text: a reused meta.json's mtime_ns would not survive a double) */
     strbuf result = {0};
-    if (meta.len > 1)
-        strbuf_append(&result, meta.data, meta.len - 1);
-    strbuf_printf(&result, ",\"reused\":%s}", reused ? "true" : "false");
-    rc = cli_emit_result(&result, o.out_dir);
+    jsonw w;
+    jsonw_init(&w, &result);
+    jsonw_object_extend(&w, meta.data);
+    jsonw_field_bool(&w, "reused", reused);
+    jsonw_object_end(&w);
+    if (jsonw_finish(&w, &err))
+        rc = cli_report((tempo_error_prefix(&err, "prepare: the result"), &err));
+    else
+        rc = cli_emit_result(&result, o.out_dir);
     strbuf_free(&result);
     strbuf_free(&meta);
     free(inputs);

@@ -176,6 +176,31 @@ void jsonw_raw(jsonw *w, const char *json)
     value_done(w);
 }
 
+void jsonw_object_extend(jsonw *w, const char *object_json)
+{
+    const char *s = object_json ? object_json : "";
+    size_t n = strlen(s);
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+        s++, n--;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+        n--;
+    if (n < 2 || s[0] != '{' || s[n - 1] != '}') {
+        misuse(w, "an extended object that is not an object");
+        return;
+    }
+    begin(w, 1);
+    if (w->misuse)
+        return;
+    /* the members between the braces, if there are any */
+    size_t a = 1, b = n - 1;
+    while (a < b && (s[a] == ' ' || s[a] == '\t' || s[a] == '\n' || s[a] == '\r'))
+        a++;
+    if (a < b) {
+        strbuf_append(w->out, s + a, b - a);
+        w->has_item[w->depth - 1] = 1;
+    }
+}
+
 void jsonw_field_number(jsonw *w, const char *key, double v) { jsonw_key(w, key); jsonw_number(w, v); }
 void jsonw_field_digits(jsonw *w, const char *key, double v, int decimals)
 {

@@ -50,6 +50,12 @@ void jsonw_string_n(jsonw *w, const char *s, size_t n);
 /* A value that is already JSON text (a document another module wrote with
  * its own writer); the caller vouches that it is one complete value. */
 void jsonw_raw(jsonw *w, const char *json);
+/* Open an object whose first members are those of object_json, a complete
+ * object another module wrote (vouched for as with jsonw_raw; whitespace
+ * around it is dropped): more members and jsonw_object_end follow. For
+ * extending a document kept as text, where parsing and rewriting it would
+ * round its large integers through double. Not an object: misuse. */
+void jsonw_object_extend(jsonw *w, const char *object_json);
 
 /* Key and value in one call, for the common object member. */
 void jsonw_field_number(jsonw *w, const char *key, double v);

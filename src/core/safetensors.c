@@ -1,4 +1,5 @@
-/* safetensors.c - safetensors reader/writer (see safetensors.h). */
+/* safetensors.c - safetensors reader/writer (see safetensors.h); the
+ * header JSON is written with core/json_write.h and read with core/json.h. */
 #include "core/safetensors.h"
 
 #include <math.h>
@@ -8,6 +9,7 @@
 
 #include "core/fileio.h"
 #include "core/json.h"
+#include "core/json_write.h"
 #include "core/strbuf.h"
 
 #define ST_MAX_HEADER (100u << 20)
@@ -21,34 +23,47 @@ int safetensors_write(const char *path, const st_write_tensor *tensors, int n_te
 int safetensors_write_f16(const char *path, const st_write_tensor *tensors, const uint16_t *const *f16,
                           int n_tensors, const st_meta *meta, int n_meta, tempo_error *err)
 {
+    /* the header: {"__metadata__":{...}, name:{dtype, shape, data_offsets}, ...}
+     * padded with spaces to a multiple of 8 bytes, so tensor data is aligned */
     strbuf h = {0};
-    strbuf_puts(&h, "{");
+    jsonw w;
+    jsonw_init(&w, &h);
+    jsonw_object_begin(&w);
     if (n_meta > 0) {
-        strbuf_puts(&h, "\"__metadata__\":{");
-        for (int i = 0; i < n_meta; i++) {
-            if (i) strbuf_puts(&h, ",");
-            strbuf_json_string(&h, meta[i].key, strlen(meta[i].key));
-            strbuf_puts(&h, ":");
-            strbuf_json_string(&h, meta[i].value, strlen(meta[i].value));
-        }
-        strbuf_puts(&h, "}");
+        jsonw_key(&w, "__metadata__");
+        jsonw_object_begin(&w);
+        for (int i = 0; i < n_meta; i++)
+            jsonw_field_string(&w, meta[i].key, meta[i].value);
+        jsonw_object_end(&w);
     }
     size_t offset = 0;
     for (int i = 0; i < n_tensors; i++) {
         const st_write_tensor *t = &tensors[i];
-        size_t numel = 1;
-        if (n_meta > 0 || i) strbuf_puts(&h, ",");
-        strbuf_json_string(&h, t->name, strlen(t->name));
-        size_t es = f16 && f16[i] ? 2 : 4;
-        strbuf_puts(&h, es == 2 ? ":{\"dtype\":\"F16\",\"shape\":[" : ":{\"dtype\":\"F32\",\"shape\":[");
+        size_t numel = 1, es = f16 && f16[i] ? 2 : 4;
+        jsonw_key(&w, t->name);
+        jsonw_object_begin(&w);
+        jsonw_field_string(&w, "dtype", es == 2 ? "F16" : "F32");
+        jsonw_key(&w, "shape");
+        jsonw_array_begin(&w);
         for (int d = 0; d < t->ndim; d++) {
-            strbuf_printf(&h, d ? ",%lld" : "%lld", (long long)t->shape[d]);
+            jsonw_int(&w, (long long)t->shape[d]);
             numel *= (size_t)t->shape[d];
         }
-        strbuf_printf(&h, "],\"data_offsets\":[%zu,%zu]}", offset, offset + numel * es);
+        jsonw_array_end(&w);
+        jsonw_key(&w, "data_offsets");
+        jsonw_array_begin(&w);
+        jsonw_uint(&w, offset);
+        jsonw_uint(&w, offset + numel * es);
+        jsonw_array_end(&w);
+        jsonw_object_end(&w);
         offset += numel * es;
     }
-    strbuf_puts(&h, "}");
+    jsonw_object_end(&w);
+    tempo_error je;
+    if (jsonw_finish(&w, &je)) {
+        strbuf_free(&h);
+        return tempo_fail(err, "%s: building the header: %s", path, je.msg);
+    }
     while (h.len % 8) strbuf_puts(&h, " ");
     if (h.oom) {
         strbuf_free(&h);

@@ -16,6 +16,7 @@
 
 #include "core/fileio.h"
 #include "core/json.h"
+#include "core/json_write.h"
 #include "core/sha256.h"
 #include "core/timer.h"
 #include "data/batch_encode.h"
@@ -524,142 +525,87 @@ static int encode_all(prep *p, tempo_error *err)
 
 /* ---------- step 5: meta.json ---------- */
 
-static void json_key(strbuf *sb, const char *key)
-{
-    strbuf_json_string(sb, key, strlen(key));
-    strbuf_puts(sb, ":");
-}
-
-static void json_str(strbuf *sb, const char *key, const char *value)
-{
-    json_key(sb, key);
-    if (value)
-        strbuf_json_string(sb, value, strlen(value));
-    else
-        strbuf_puts(sb, "null");
-}
-
-static void json_num(strbuf *sb, const char *key, double value)
-{
-    json_key(sb, key);
-    strbuf_json_number(sb, value);
-}
-
 /* Integers are written exactly (a double would round mtime_ns). */
-static void json_int(strbuf *sb, const char *key, long long value)
-{
-    json_key(sb, key);
-    strbuf_printf(sb, "%lld", value);
-}
-
-static void json_sources(strbuf *sb, const corpus_file *files, char **abs, size_t n, const char *role,
-                         int *first)
+static void json_sources(jsonw *w, const corpus_file *files, char **abs, size_t n, const char *role)
 {
     for (size_t i = 0; i < n; i++) {
-        strbuf_puts(sb, *first ? "{" : ",{");
-        *first = 0;
-        json_str(sb, "path", abs[i]);
-        strbuf_puts(sb, ",");
-        json_str(sb, "role", role);
-        strbuf_puts(sb, ",");
-        json_int(sb, "size", (long long)files[i].file_size);
-        strbuf_puts(sb, ",");
-        json_int(sb, "mtime_ns", (long long)files[i].mtime_ns);
-        strbuf_puts(sb, ",");
-        json_int(sb, "bytes", (long long)files[i].bytes);
-        strbuf_puts(sb, ",");
-        json_str(sb, "sha256", files[i].sha256);
-        strbuf_puts(sb, ",");
-        json_int(sb, "documents", (long long)files[i].docs);
-        strbuf_puts(sb, ",");
-        json_int(sb, "text_bytes", (long long)files[i].doc_bytes);
-        strbuf_puts(sb, "}");
+        jsonw_object_begin(w);
+        jsonw_field_string(w, "path", abs[i]);
+        jsonw_field_string(w, "role", role);
+        jsonw_field_int(w, "size", (long long)files[i].file_size);
+        jsonw_field_int(w, "mtime_ns", (long long)files[i].mtime_ns);
+        jsonw_field_int(w, "bytes", (long long)files[i].bytes);
+        jsonw_field_string(w, "sha256", files[i].sha256);
+        jsonw_field_int(w, "documents", (long long)files[i].docs);
+        jsonw_field_int(w, "text_bytes", (long long)files[i].doc_bytes);
+        jsonw_object_end(w);
     }
 }
 
-static void json_part(strbuf *sb, const char *name, const char *file, uint64_t docs, uint64_t bytes,
+static void json_part(jsonw *w, const char *name, const char *file, uint64_t docs, uint64_t bytes,
                       uint64_t tokens)
 {
-    json_key(sb, name);
-    strbuf_puts(sb, "{");
-    json_str(sb, "file", file);
-    strbuf_puts(sb, ",");
-    json_int(sb, "documents", (long long)docs);
-    strbuf_puts(sb, ",");
-    json_int(sb, "bytes", (long long)bytes);
-    strbuf_puts(sb, ",");
-    json_int(sb, "tokens", (long long)tokens);
-    strbuf_puts(sb, ",");
+    jsonw_key(w, name);
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "file", file);
+    jsonw_field_int(w, "documents", (long long)docs);
+    jsonw_field_int(w, "bytes", (long long)bytes);
+    jsonw_field_int(w, "tokens", (long long)tokens);
     uint64_t doc_tokens = tokens - docs - 1;
-    json_num(sb, "bytes_per_token", doc_tokens ? round((double)bytes / (double)doc_tokens * 1e4) / 1e4 : 0);
-    strbuf_puts(sb, "}");
+    jsonw_field_digits(w, "bytes_per_token", doc_tokens ? (double)bytes / (double)doc_tokens : 0, 4);
+    jsonw_object_end(w);
 }
 
-static void build_meta(const prep *p, double total_s, strbuf *sb)
+/* meta.json: one object, no newline (try_reuse reads "cache_key", "vocab"
+ * and each part's "tokens" back). */
+static int build_meta(const prep *p, double total_s, strbuf *sb, tempo_error *err)
 {
     const prepare_options *o = p->o;
     int n = tok_n_regular(p->tok);
-    strbuf_puts(sb, "{");
-    json_str(sb, "format", "tempo-data");
-    strbuf_puts(sb, ",");
-    json_num(sb, "format_version", FORMAT_VERSION);
-    strbuf_puts(sb, ",");
-    json_num(sb, "vocab", n);
-    strbuf_puts(sb, ",");
-    json_num(sb, "total_vocab", n + 1);
-    strbuf_puts(sb, ",");
-    json_num(sb, "sep_id", n);
-    strbuf_puts(sb, ",");
-    json_str(sb, "sep_token", TOK_SEP_NAME);
-    strbuf_puts(sb, ",");
-    json_key(sb, "options");
-    strbuf_puts(sb, "{");
-    json_num(sb, "vocab", o->vocab);
-    strbuf_puts(sb, ",");
-    json_str(sb, "val", o->val_path ? p->val_abs[0] : NULL);
-    strbuf_puts(sb, ",");
-    json_num(sb, "val_share", o->val_path ? 0 : o->val_share);
-    strbuf_puts(sb, ",");
-    json_num(sb, "tok_sample_mb", o->tok_sample_mb);
-    strbuf_puts(sb, "},");
-    json_key(sb, "sources");
-    strbuf_puts(sb, "[");
-    int first = 1;
-    json_sources(sb, p->inputs, p->input_abs, p->n_inputs, "train", &first);
-    json_sources(sb, p->vals, p->val_abs, p->n_vals, "val", &first);
-    strbuf_puts(sb, "],");
-    json_part(sb, "train", TRAIN_FILE, p->out_docs[0], p->out_bytes[0], p->out_tokens[0]);
-    strbuf_puts(sb, ",");
-    json_part(sb, "val", VAL_FILE, p->out_docs[1], p->out_bytes[1], p->out_tokens[1]);
-    strbuf_puts(sb, ",");
-    json_key(sb, "tokenizer");
-    strbuf_puts(sb, "{");
-    json_str(sb, "file", TOKENIZER_FILE);
-    strbuf_puts(sb, ",");
+    jsonw w;
+    jsonw_init(&w, sb);
+    jsonw_object_begin(&w);
+    jsonw_field_string(&w, "format", "tempo-data");
+    jsonw_field_int(&w, "format_version", FORMAT_VERSION);
+    jsonw_field_int(&w, "vocab", n);
+    jsonw_field_int(&w, "total_vocab", n + 1);
+    jsonw_field_int(&w, "sep_id", n);
+    jsonw_field_string(&w, "sep_token", TOK_SEP_NAME);
+    jsonw_key(&w, "options");
+    jsonw_object_begin(&w);
+    jsonw_field_int(&w, "vocab", o->vocab);
+    jsonw_field_string(&w, "val", o->val_path ? p->val_abs[0] : NULL);
+    jsonw_field_number(&w, "val_share", o->val_path ? 0 : o->val_share);
+    jsonw_field_number(&w, "tok_sample_mb", o->tok_sample_mb);
+    jsonw_object_end(&w);
+    jsonw_key(&w, "sources");
+    jsonw_array_begin(&w);
+    json_sources(&w, p->inputs, p->input_abs, p->n_inputs, "train");
+    json_sources(&w, p->vals, p->val_abs, p->n_vals, "val");
+    jsonw_array_end(&w);
+    json_part(&w, "train", TRAIN_FILE, p->out_docs[0], p->out_bytes[0], p->out_tokens[0]);
+    json_part(&w, "val", VAL_FILE, p->out_docs[1], p->out_bytes[1], p->out_tokens[1]);
+    jsonw_key(&w, "tokenizer");
+    jsonw_object_begin(&w);
+    jsonw_field_string(&w, "file", TOKENIZER_FILE);
     char rule[512];
     snprintf(rule, sizeof rule, "%s (%g MB)", prepare_sample_rule(), o->tok_sample_mb);
-    json_str(sb, "sample", rule);
-    strbuf_puts(sb, ",");
-    json_int(sb, "sample_documents", (long long)p->sample_docs);
-    strbuf_puts(sb, ",");
-    json_int(sb, "sample_bytes", (long long)p->sample_bytes);
-    strbuf_puts(sb, ",");
-    json_int(sb, "distinct_pieces", (long long)p->distinct);
-    strbuf_puts(sb, "},");
-    json_key(sb, "seconds");
-    strbuf_puts(sb, "{");
-    json_num(sb, "scan", round(p->t_scan * 100) / 100);
-    strbuf_puts(sb, ",");
-    json_num(sb, "tokenizer", round(p->t_tok * 100) / 100);
-    strbuf_puts(sb, ",");
-    json_num(sb, "encode", round(p->t_encode * 100) / 100);
-    strbuf_puts(sb, ",");
-    json_num(sb, "total", round(total_s * 100) / 100);
-    strbuf_puts(sb, "},");
-    json_num(sb, "threads", p->threads);
-    strbuf_puts(sb, ",");
-    json_str(sb, "cache_key", p->key_hex);
-    strbuf_puts(sb, "}");
+    jsonw_field_string(&w, "sample", rule);
+    jsonw_field_int(&w, "sample_documents", (long long)p->sample_docs);
+    jsonw_field_int(&w, "sample_bytes", (long long)p->sample_bytes);
+    jsonw_field_int(&w, "distinct_pieces", (long long)p->distinct);
+    jsonw_object_end(&w);
+    jsonw_key(&w, "seconds");
+    jsonw_object_begin(&w);
+    jsonw_field_digits(&w, "scan", p->t_scan, 2);
+    jsonw_field_digits(&w, "tokenizer", p->t_tok, 2);
+    jsonw_field_digits(&w, "encode", p->t_encode, 2);
+    jsonw_field_digits(&w, "total", total_s, 2);
+    jsonw_object_end(&w);
+    jsonw_field_int(&w, "threads", p->threads);
+    jsonw_field_string(&w, "cache_key", p->key_hex);
+    jsonw_object_end(&w);
+    return jsonw_finish(&w, err) ? tempo_error_prefix(err, "prepare: meta.json") : 0;
 }
 
 /* ---------- the run ---------- */
@@ -727,11 +673,13 @@ int prepare_run(const prepare_options *o, strbuf *meta, int *reused, tempo_error
         rc = encode_all(&p, err);
     if (rc == 0) {
         strbuf m = {0};
-        build_meta(&p, timer_now() - t0, &m);
-        strbuf_puts(&m, "\n");
-        char path[4096];
-        path_join(path, sizeof path, o->out_dir, META_FILE);
-        rc = m.oom ? tempo_fail(err, "prepare: out of memory") : file_write_atomic(path, m.data, m.len, err);
+        rc = build_meta(&p, timer_now() - t0, &m, err);
+        if (rc == 0) {
+            strbuf_puts(&m, "\n");
+            char path[4096];
+            path_join(path, sizeof path, o->out_dir, META_FILE);
+            rc = m.oom ? tempo_fail(err, "prepare: out of memory") : file_write_atomic(path, m.data, m.len, err);
+        }
         if (rc == 0)
             strbuf_append(meta, m.data, m.len - 1);
         strbuf_free(&m);

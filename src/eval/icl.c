@@ -359,96 +359,107 @@ void icl_summarize(const icl_task_result *r, int n, int n_table, icl_summary *s)
     free(t);
 }
 
-/* ,"key":[lo,hi] */
-static void json_interval(strbuf *o, const char *key, double lo, double hi)
+/* "key":[lo,hi] */
+static void json_interval(jsonw *w, const char *key, double lo, double hi)
 {
-    strbuf_printf(o, ",\"%s\":[", key);
-    strbuf_json_number(o, lo);
-    strbuf_puts(o, ",");
-    strbuf_json_number(o, hi);
-    strbuf_puts(o, "]");
+    jsonw_key(w, key);
+    jsonw_array_begin(w);
+    jsonw_number(w, lo);
+    jsonw_number(w, hi);
+    jsonw_array_end(w);
 }
 
-static void json_str(strbuf *o, const char *s)
-{
-    strbuf_json_string(o, s, strlen(s));
-}
-
-static void task_json(strbuf *o, const icl_task_result *r)
+static void task_json(jsonw *w, const icl_task_result *r)
 {
     static const char *const status[] = {"ok", "missing", "failed"};
-    strbuf_puts(o, "{\"label\":");
-    json_str(o, r->spec.label);
-    strbuf_printf(o, ",\"type\":\"%s\",\"in_core\":%s,\"status\":\"%s\",\"shots\":%d,\"delimiter\":",
-                  icl_type_name(r->spec.type), r->spec.in_core ? "true" : "false", status[r->status],
-                  r->shots);
-    json_str(o, r->spec.delimiter);
-    strbuf_puts(o, ",\"random_baseline\":");
-    strbuf_json_number(o, r->spec.random_baseline);
-    strbuf_puts(o, ",\"accuracy\":");
-    strbuf_json_number(o, r->accuracy);
-    json_interval(o, "accuracy_ci95", r->accuracy_lo, r->accuracy_hi);
-    strbuf_puts(o, ",\"centered\":");
-    strbuf_json_number(o, r->centered);
-    strbuf_printf(o, ",\"evaluated\":%d,\"correct\":%d,\"records\":%d,\"skipped\":{", r->n_eval,
-                  r->n_correct, r->n_records);
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "label", r->spec.label);
+    jsonw_field_string(w, "type", icl_type_name(r->spec.type));
+    jsonw_field_bool(w, "in_core", r->spec.in_core);
+    jsonw_field_string(w, "status", status[r->status]);
+    jsonw_field_int(w, "shots", r->shots);
+    jsonw_field_string(w, "delimiter", r->spec.delimiter);
+    jsonw_field_number(w, "random_baseline", r->spec.random_baseline);
+    jsonw_field_number(w, "accuracy", r->accuracy);
+    json_interval(w, "accuracy_ci95", r->accuracy_lo, r->accuracy_hi);
+    jsonw_field_number(w, "centered", r->centered);
+    jsonw_field_int(w, "evaluated", r->n_eval);
+    jsonw_field_int(w, "correct", r->n_correct);
+    jsonw_field_int(w, "records", r->n_records);
+    jsonw_key(w, "skipped");
+    jsonw_object_begin(w);
     int total = 0;
     for (int k = 0; k < ICL_SKIP_COUNT; k++) {
-        strbuf_printf(o, "%s\"%s\":%d", k ? "," : "", icl_skip_name((icl_skip)k), r->skipped[k]);
+        jsonw_field_int(w, icl_skip_name((icl_skip)k), r->skipped[k]);
         total += r->skipped[k];
     }
-    strbuf_printf(o, ",\"total\":%d}", total);
-    if (r->first_skip[0]) {
-        strbuf_puts(o, ",\"first_skip\":");
-        json_str(o, r->first_skip);
-    }
-    if (r->error[0]) {
-        strbuf_puts(o, ",\"error\":");
-        json_str(o, r->error);
-    }
-    strbuf_printf(o, ",\"tokens\":%lld,\"seconds\":", r->tokens);
-    strbuf_json_number(o, r->seconds);
-    strbuf_puts(o, "}");
+    jsonw_field_int(w, "total", total);
+    jsonw_object_end(w);
+    if (r->first_skip[0])
+        jsonw_field_string(w, "first_skip", r->first_skip);
+    if (r->error[0])
+        jsonw_field_string(w, "error", r->error);
+    jsonw_field_int(w, "tokens", r->tokens);
+    jsonw_field_number(w, "seconds", r->seconds);
+    jsonw_object_end(w);
 }
 
-void icl_summary_json(strbuf *out, const icl_task_result *r, int n, const icl_summary *s,
-                      const icl_options *o)
+void icl_summary_members(jsonw *w, const icl_task_result *r, int n, const icl_summary *s, const icl_options *o)
 {
-    strbuf_puts(out, "{\"core\":");
-    strbuf_json_number(out, s->core);
-    json_interval(out, "core_ci95", s->core_lo, s->core_hi);
+    jsonw_field_number(w, "core", s->core);
+    json_interval(w, "core_ci95", s->core_lo, s->core_hi);
     char label[32];
     if (s->n_core == s->n_table)
         snprintf(label, sizeof label, "CORE");
     else
         snprintf(label, sizeof label, "CORE-%d", s->n_core);
-    strbuf_printf(out, ",\"core_label\":\"%s\",\"core_entries\":%d,\"core_of\":%d,\"core_missing\":%d,"
-                       "\"core_failed_or_not_run\":%d,\"limit\":%d,\"seed\":%llu,\"extra\":{",
-                  label, s->n_core, s->n_table, s->n_missing, s->n_failed, o->limit,
-                  (unsigned long long)o->seed);
-    int first = 1;
+    jsonw_field_string(w, "core_label", label);
+    jsonw_field_int(w, "core_entries", s->n_core);
+    jsonw_field_int(w, "core_of", s->n_table);
+    jsonw_field_int(w, "core_missing", s->n_missing);
+    jsonw_field_int(w, "core_failed_or_not_run", s->n_failed);
+    jsonw_field_int(w, "limit", o->limit);
+    jsonw_field_uint(w, "seed", (unsigned long long)o->seed);
+    jsonw_key(w, "extra");
+    jsonw_object_begin(w);
     for (int i = 0; i < n; i++) {
         if (r[i].spec.in_core)
             continue;
-        strbuf_printf(out, "%s", first ? "" : ",");
-        first = 0;
-        json_str(out, r[i].spec.label);
-        strbuf_puts(out, ":{\"accuracy\":");
-        strbuf_json_number(out, r[i].accuracy);
-        json_interval(out, "accuracy_ci95", r[i].accuracy_lo, r[i].accuracy_hi);
-        strbuf_puts(out, ",\"centered\":");
-        strbuf_json_number(out, r[i].centered);
-        strbuf_puts(out, ",\"random_baseline\":");
-        strbuf_json_number(out, r[i].spec.random_baseline);
-        strbuf_printf(out, ",\"evaluated\":%d}", r[i].n_eval);
+        jsonw_key(w, r[i].spec.label);
+        jsonw_object_begin(w);
+        jsonw_field_number(w, "accuracy", r[i].accuracy);
+        json_interval(w, "accuracy_ci95", r[i].accuracy_lo, r[i].accuracy_hi);
+        jsonw_field_number(w, "centered", r[i].centered);
+        jsonw_field_number(w, "random_baseline", r[i].spec.random_baseline);
+        jsonw_field_int(w, "evaluated", r[i].n_eval);
+        jsonw_object_end(w);
     }
-    strbuf_puts(out, "},\"tasks\":[");
-    for (int i = 0; i < n; i++) {
-        if (i)
-            strbuf_puts(out, ",");
-        task_json(out, &r[i]);
+    jsonw_object_end(w);
+    jsonw_key(w, "tasks");
+    jsonw_array_begin(w);
+    for (int i = 0; i < n; i++)
+        task_json(w, &r[i]);
+    jsonw_array_end(w);
+    jsonw_field_int(w, "tokens", s->tokens);
+    jsonw_field_number(w, "seconds", s->seconds);
+}
+
+void icl_summary_json(strbuf *out, const icl_task_result *r, int n, const icl_summary *s,
+                      const icl_options *o)
+{
+    size_t start = out->len;
+    jsonw w;
+    jsonw_init(&w, out);
+    jsonw_object_begin(&w);
+    icl_summary_members(&w, r, n, s, o);
+    jsonw_object_end(&w);
+    /* the members are fixed, so the one failure left is memory: say so as
+     * strbuf does, and leave no half object behind */
+    if (jsonw_finish(&w, NULL)) {
+        out->oom = 1;
+        if (out->data) {
+            out->len = start;
+            out->data[start] = '\0';
+        }
     }
-    strbuf_printf(out, "],\"tokens\":%lld,\"seconds\":", s->tokens);
-    strbuf_json_number(out, s->seconds);
-    strbuf_puts(out, "}");
 }

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/json_write.h"
 #include "core/strbuf.h"
 #include "data/tokenizer.h"
 #include "eval/icl_task.h"
@@ -126,8 +127,12 @@ void icl_summarize(const icl_task_result *r, int n, int n_table, icl_summary *s)
  * delimiter, random_baseline, accuracy, accuracy_ci95, centered, evaluated,
  * correct, records, skipped: {...}, first_skip, status, error, seconds,
  * tokens, in_core}, ...], "extra": {label: {accuracy, accuracy_ci95,
- * centered, random_baseline}}, ...} (no newline). */
+ * centered, random_baseline}}, ...} (no newline). A failure (out of memory)
+ * sets out->oom and leaves out as it was. */
 void icl_summary_json(strbuf *out, const icl_task_result *r, int n, const icl_summary *s,
                       const icl_options *o);
+/* The same object's members, written into an object the caller opened (so
+ * it can add its own, as `tempo icl` adds which model answered). */
+void icl_summary_members(jsonw *w, const icl_task_result *r, int n, const icl_summary *s, const icl_options *o);
 
 #endif

@@ -1,4 +1,6 @@
-/* hf_write.c - the Hugging Face folder writer (see hf_write.h). */
+/* hf_write.c - the Hugging Face folder writer (see hf_write.h): config.json,
+ * tokenizer.json and tokenizer_config.json through core/json_write.h (one
+ * line each), the weights through core/safetensors.h. */
 #include "export/hf_write.h"
 
 #include <errno.h>
@@ -10,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/fileio.h"
+#include "core/json_write.h"
 #include "core/safetensors.h"
 #include "core/strbuf.h"
 #include "export/bpe_text.h"
@@ -27,111 +30,195 @@ const char *const HF_PRESPLIT_REGEX =
     "|[ \\t\\x0B\\f]+"
     "|[\\r\\n]+";
 
-static void json_kv_str(strbuf *b, const char *k, const char *v, int comma)
-{
-    strbuf_printf(b, "%s\n  \"%s\": ", comma ? "," : "", k);
-    strbuf_json_string(b, v, strlen(v));
-}
-
-static void json_kv_num(strbuf *b, const char *k, double v)
-{
-    strbuf_printf(b, ",\n  \"%s\": ", k);
-    strbuf_json_number(b, v);
-}
-
 /* A float config value as the shortest decimal that reads back as the same
- * float (1e-05, not 9.999999747378752e-06). */
-static void json_kv_float(strbuf *b, const char *k, float v)
+ * float (1e-05, not 9.999999747378752e-06), whole numbers as 10000.0 (a
+ * float to Python, as Hugging Face's own files write them). */
+static void field_float(jsonw *w, const char *k, float v)
 {
     char t[32];
     if (v == floorf(v) && fabsf(v) < 1e9f)
-        snprintf(t, sizeof t, "%.1f", (double)v); /* whole numbers as 10000.0 */
+        snprintf(t, sizeof t, "%.1f", (double)v);
     else
         for (int digits = 1; digits <= 9; digits++) {
             snprintf(t, sizeof t, "%.*g", digits, (double)v);
             if (strtof(t, NULL) == v)
                 break;
         }
-    strbuf_printf(b, ",\n  \"%s\": %s", k, t);
+    jsonw_field_raw(w, k, t);
 }
 
-static void config_json(strbuf *b, const model_config *c, export_arch arch, export_dtype dt, int sep)
+/* The document done: checked, and ended with a newline as a text file is. */
+static int finish_file(jsonw *w, const char *name, tempo_error *err)
 {
-    strbuf_printf(b, "{\n  \"architectures\": [\"%s\"]", export_arch_hf_class(arch));
-    json_kv_str(b, "model_type", export_arch_name(arch), 1);
-    json_kv_num(b, "vocab_size", c->vocab_size);
-    json_kv_num(b, "hidden_size", c->d_model);
-    json_kv_num(b, "intermediate_size", c->d_ff);
-    json_kv_num(b, "num_hidden_layers", c->n_layers);
-    json_kv_num(b, "num_attention_heads", c->n_heads);
-    json_kv_num(b, "num_key_value_heads", c->n_kv_heads);
-    json_kv_num(b, "head_dim", model_config_head_dim(c));
-    json_kv_num(b, "max_position_embeddings", c->context);
-    json_kv_float(b, "rms_norm_eps", c->norm_eps);
-    json_kv_float(b, "rope_theta", c->rope_theta);
-    strbuf_puts(b, ",\n  \"rope_scaling\": null");
-    json_kv_str(b, "hidden_act", "silu", 1);
-    strbuf_puts(b, ",\n  \"attention_bias\": false,\n  \"attention_dropout\": 0.0");
-    if (arch == EXPORT_ARCH_LLAMA)
-        strbuf_puts(b, ",\n  \"mlp_bias\": false,\n  \"pretraining_tp\": 1");
-    else
-        strbuf_printf(b, ",\n  \"use_sliding_window\": false,\n  \"sliding_window\": null,\n"
-                         "  \"max_window_layers\": %d", c->n_layers);
-    strbuf_printf(b, ",\n  \"tie_word_embeddings\": %s", c->tied_head ? "true" : "false");
-    json_kv_num(b, "bos_token_id", sep);
-    json_kv_num(b, "eos_token_id", sep);
-    json_kv_str(b, "torch_dtype", dt == EXPORT_F16 ? "float16" : "float32", 1);
-    json_kv_float(b, "initializer_range", c->init_std);
-    strbuf_puts(b, ",\n  \"use_cache\": true\n}\n");
+    if (jsonw_finish(w, err))
+        return tempo_error_prefix(err, name);
+    strbuf_puts(w->out, "\n");
+    return 0;
 }
 
-static int tokenizer_json(strbuf *b, const tokenizer *tok, tempo_error *err)
+static int config_json(strbuf *b, const model_config *c, export_arch arch, export_dtype dt, int sep,
+                       tempo_error *err)
+{
+    jsonw w;
+    jsonw_init(&w, b);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "architectures");
+    jsonw_array_begin(&w);
+    jsonw_string(&w, export_arch_hf_class(arch));
+    jsonw_array_end(&w);
+    jsonw_field_string(&w, "model_type", export_arch_name(arch));
+    jsonw_field_int(&w, "vocab_size", c->vocab_size);
+    jsonw_field_int(&w, "hidden_size", c->d_model);
+    jsonw_field_int(&w, "intermediate_size", c->d_ff);
+    jsonw_field_int(&w, "num_hidden_layers", c->n_layers);
+    jsonw_field_int(&w, "num_attention_heads", c->n_heads);
+    jsonw_field_int(&w, "num_key_value_heads", c->n_kv_heads);
+    jsonw_field_int(&w, "head_dim", model_config_head_dim(c));
+    jsonw_field_int(&w, "max_position_embeddings", c->context);
+    field_float(&w, "rms_norm_eps", c->norm_eps);
+    field_float(&w, "rope_theta", c->rope_theta);
+    jsonw_field_null(&w, "rope_scaling");
+    jsonw_field_string(&w, "hidden_act", "silu");
+    jsonw_field_bool(&w, "attention_bias", 0);
+    field_float(&w, "attention_dropout", 0.0f);
+    if (arch == EXPORT_ARCH_LLAMA) {
+        jsonw_field_bool(&w, "mlp_bias", 0);
+        jsonw_field_int(&w, "pretraining_tp", 1);
+    } else {
+        jsonw_field_bool(&w, "use_sliding_window", 0);
+        jsonw_field_null(&w, "sliding_window");
+        jsonw_field_int(&w, "max_window_layers", c->n_layers);
+    }
+    jsonw_field_bool(&w, "tie_word_embeddings", c->tied_head);
+    jsonw_field_int(&w, "bos_token_id", sep);
+    jsonw_field_int(&w, "eos_token_id", sep);
+    jsonw_field_string(&w, "torch_dtype", dt == EXPORT_F16 ? "float16" : "float32");
+    field_float(&w, "initializer_range", c->init_std);
+    jsonw_field_bool(&w, "use_cache", 1);
+    jsonw_object_end(&w);
+    return finish_file(&w, "config.json", err);
+}
+
+/* {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false} */
+static void byte_level(jsonw *w)
+{
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "type", "ByteLevel");
+    jsonw_field_bool(w, "add_prefix_space", 0);
+    jsonw_field_bool(w, "trim_offsets", 0);
+    jsonw_field_bool(w, "use_regex", 0);
+    jsonw_object_end(w);
+}
+
+/* The sep token as the one added token, and the pre-splitting rules: the
+ * regex of data/pretokenize.h, then bytes to characters. */
+static void tokenizer_head(jsonw *w, int sep_id)
+{
+    jsonw_field_string(w, "version", "1.0");
+    jsonw_field_null(w, "truncation");
+    jsonw_field_null(w, "padding");
+    jsonw_key(w, "added_tokens");
+    jsonw_array_begin(w);
+    jsonw_object_begin(w);
+    jsonw_field_int(w, "id", sep_id);
+    jsonw_field_string(w, "content", TOK_SEP_NAME);
+    jsonw_field_bool(w, "single_word", 0);
+    jsonw_field_bool(w, "lstrip", 0);
+    jsonw_field_bool(w, "rstrip", 0);
+    jsonw_field_bool(w, "normalized", 0);
+    jsonw_field_bool(w, "special", 1);
+    jsonw_object_end(w);
+    jsonw_array_end(w);
+    jsonw_field_null(w, "normalizer");
+    jsonw_key(w, "pre_tokenizer");
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "type", "Sequence");
+    jsonw_key(w, "pretokenizers");
+    jsonw_array_begin(w);
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "type", "Split");
+    jsonw_key(w, "pattern");
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "Regex", HF_PRESPLIT_REGEX);
+    jsonw_object_end(w);
+    jsonw_field_string(w, "behavior", "Isolated");
+    jsonw_field_bool(w, "invert", 0);
+    jsonw_object_end(w);
+    byte_level(w);
+    jsonw_array_end(w);
+    jsonw_object_end(w);
+    jsonw_field_null(w, "post_processor");
+    jsonw_key(w, "decoder");
+    byte_level(w);
+}
+
+/* The BPE model: every regular token's text with its id, then the merges. */
+static int tokenizer_model(jsonw *w, const tokenizer *tok, tempo_error *err)
 {
     int N = tok_n_regular(tok);
-    strbuf_printf(b, "{\n\"version\": \"1.0\",\n\"truncation\": null,\n\"padding\": null,\n"
-                     "\"added_tokens\": [{\"id\": %d, \"content\": \"%s\", \"single_word\": false, "
-                     "\"lstrip\": false, \"rstrip\": false, \"normalized\": false, \"special\": true}],\n"
-                     "\"normalizer\": null,\n"
-                     "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", "
-                     "\"pattern\": {\"Regex\": ", N, TOK_SEP_NAME);
-    strbuf_json_string(b, HF_PRESPLIT_REGEX, strlen(HF_PRESPLIT_REGEX));
-    strbuf_puts(b, "}, \"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", "
-                   "\"add_prefix_space\": false, \"trim_offsets\": false, \"use_regex\": false}]},\n"
-                   "\"post_processor\": null,\n"
-                   "\"decoder\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": false, "
-                   "\"use_regex\": false},\n"
-                   "\"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, "
-                   "\"continuing_subword_prefix\": null, \"end_of_word_suffix\": null, \"fuse_unk\": false, "
-                   "\"byte_fallback\": false, \"ignore_merges\": false,\n\"vocab\": {");
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "type", "BPE");
+    jsonw_field_null(w, "dropout");
+    jsonw_field_null(w, "unk_token");
+    jsonw_field_null(w, "continuing_subword_prefix");
+    jsonw_field_null(w, "end_of_word_suffix");
+    jsonw_field_bool(w, "fuse_unk", 0);
+    jsonw_field_bool(w, "byte_fallback", 0);
+    jsonw_field_bool(w, "ignore_merges", 0);
+    jsonw_key(w, "vocab");
+    jsonw_object_begin(w);
     strbuf text = {0};
     for (int id = 0; id < N; id++) {
         const uint8_t *bytes;
         size_t n = tok_token_bytes(tok, id, &bytes);
         text.len = 0;
         bpe_text_append(&text, bytes, n);
-        strbuf_puts(b, id ? ",\n" : "\n");
-        strbuf_json_string(b, text.data, text.len);
-        strbuf_printf(b, ": %d", id);
+        /* the byte-level text maps every byte to a printable character: no NUL */
+        jsonw_key(w, text.data ? text.data : "");
+        jsonw_int(w, id);
     }
-    strbuf_puts(b, "},\n\"merges\": [");
+    jsonw_object_end(w);
+    jsonw_key(w, "merges");
+    jsonw_array_begin(w);
     int rc = 0;
     for (int id = 256; id < N && rc == 0; id++) {
         text.len = 0;
         rc = bpe_merge_text(tok, id, &text, err);
-        strbuf_puts(b, id > 256 ? ",\n" : "\n");
-        strbuf_json_string(b, text.data ? text.data : "", text.len);
+        jsonw_string_n(w, text.data ? text.data : "", text.len);
     }
-    strbuf_puts(b, "]}\n}\n");
+    jsonw_array_end(w);
+    jsonw_object_end(w);
     strbuf_free(&text);
     return rc;
 }
 
-static void tokenizer_config_json(strbuf *b, const model_config *c)
+static int tokenizer_json(strbuf *b, const tokenizer *tok, tempo_error *err)
 {
-    strbuf_printf(b, "{\n  \"tokenizer_class\": \"PreTrainedTokenizerFast\",\n  \"bos_token\": \"%s\",\n"
-                     "  \"eos_token\": \"%s\",\n  \"add_bos_token\": false,\n  \"add_eos_token\": false,\n"
-                     "  \"model_max_length\": %d,\n  \"clean_up_tokenization_spaces\": false\n}\n",
-                  TOK_SEP_NAME, TOK_SEP_NAME, c->context);
+    jsonw w;
+    jsonw_init(&w, b);
+    jsonw_object_begin(&w);
+    tokenizer_head(&w, tok_n_regular(tok));
+    jsonw_key(&w, "model");
+    if (tokenizer_model(&w, tok, err))
+        return -1;
+    jsonw_object_end(&w);
+    return finish_file(&w, "tokenizer.json", err);
+}
+
+static int tokenizer_config_json(strbuf *b, const model_config *c, tempo_error *err)
+{
+    jsonw w;
+    jsonw_init(&w, b);
+    jsonw_object_begin(&w);
+    jsonw_field_string(&w, "tokenizer_class", "PreTrainedTokenizerFast");
+    jsonw_field_string(&w, "bos_token", TOK_SEP_NAME);
+    jsonw_field_string(&w, "eos_token", TOK_SEP_NAME);
+    jsonw_field_bool(&w, "add_bos_token", 0);
+    jsonw_field_bool(&w, "add_eos_token", 0);
+    jsonw_field_int(&w, "model_max_length", c->context);
+    jsonw_field_bool(&w, "clean_up_tokenization_spaces", 0);
+    jsonw_object_end(&w);
+    return finish_file(&w, "tokenizer_config.json", err);
 }
 
 static int write_weights(const char *path, model *m, export_dtype dt, const export_provenance *prov,
@@ -217,9 +304,11 @@ int hf_write_model(const char *out_arg, model *m, const tokenizer *tok, export_d
         return tempo_fail(err, "%s: cannot create the folder: %s", out_dir, strerror(errno));
     strbuf cfg = {0}, tj = {0}, tc = {0};
     char p[1200];
-    config_json(&cfg, c, arch, dtype, tok_sep_id(tok));
-    tokenizer_config_json(&tc, c);
-    int rc = tokenizer_json(&tj, tok, err);
+    int rc = config_json(&cfg, c, arch, dtype, tok_sep_id(tok), err);
+    if (!rc)
+        rc = tokenizer_config_json(&tc, c, err);
+    if (!rc)
+        rc = tokenizer_json(&tj, tok, err);
     if (!rc)
         rc = write_weights(path_join(p, sizeof p, tmp, "model.safetensors"), m, dtype, prov, err);
     if (!rc)

@@ -2,6 +2,7 @@
  * generate.h). */
 #include "infer/generate.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,27 @@ const char *gen_stop_name(gen_stop s)
     case GEN_STOP_CALLER: return "caller";
     }
     return "unknown";
+}
+
+int gen_prompt_window(const int32_t *prompt, int n_prompt, int32_t sep_id, int context, int max_tokens,
+                      int32_t **seq, int *n_seq, int *cut, tempo_error *err)
+{
+    int room = max_tokens < context / 2 ? max_tokens : context / 2;
+    int keep = context - room - 1 > 0 ? context - room - 1 : 0;
+    *cut = n_prompt > keep ? n_prompt - keep : 0;
+    *n_seq = 1 + n_prompt - *cut;
+    *seq = malloc(sizeof(int32_t) * (size_t)*n_seq);
+    if (!*seq)
+        return tempo_fail(err, "generate: out of memory");
+    (*seq)[0] = sep_id;
+    if (*n_seq > 1)
+        memcpy(*seq + 1, prompt + *cut, sizeof(int32_t) * (size_t)(*n_seq - 1));
+    return 0;
+}
+
+double gen_decode_tokens_per_s(const gen_result *r)
+{
+    return r->new_tokens > 1 && r->decode_s > 0 ? (r->new_tokens - 1) / r->decode_s : NAN;
 }
 
 int infer_generate(infer_engine *e, infer_cache *c, int slot, const int32_t *prompt, int n_prompt,

@@ -53,4 +53,16 @@ int infer_generate(infer_engine *e, infer_cache *c, int slot, const int32_t *pro
                    const gen_options *o, gen_token_fn on_token, void *user, gen_result *res,
                    tempo_error *err);
 
+/* The sequence to generate from: the separator, then the prompt's last
+ * tokens, cut from the left so that min(max_tokens, context / 2) new tokens
+ * fit in the context (at least the separator stays). *seq is malloc'ed and
+ * holds *n_seq = 1 + n_prompt - *cut ids; *cut is how many of the prompt's
+ * first tokens were left out. -1 with err set on out of memory. */
+int gen_prompt_window(const int32_t *prompt, int n_prompt, int32_t sep_id, int context, int max_tokens,
+                      int32_t **seq, int *n_seq, int *cut, tempo_error *err);
+
+/* Decode speed: the tokens after the first over the time after it; NaN when
+ * fewer than two tokens were produced. */
+double gen_decode_tokens_per_s(const gen_result *r);
+
 #endif

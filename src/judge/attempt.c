@@ -1,6 +1,7 @@
 /* attempt.c - attempt/run records: initialisation, freeing, JSON (see attempt.h). */
 #include "judge/attempt.h"
 #include "judge/text.h"
+#include "core/json_write.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -50,130 +51,118 @@ void judge_utc_now(char out[32])
     strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static void key(strbuf *o, const char *k, int *first)
+/* Counts and ids: a negative one (unknown) is written as null. */
+static void field_count(jsonw *w, const char *k, long long v)
 {
-    strbuf_puts(o, *first ? "\"" : ",\"");
-    strbuf_puts(o, k);
-    strbuf_puts(o, "\":");
-    *first = 0;
-}
-
-static void kstr(strbuf *o, const char *k, const char *v, int *first)
-{
-    key(o, k, first);
-    strbuf_json_string(o, v, strlen(v));
-}
-
-static void knum(strbuf *o, const char *k, double v, int *first)
-{
-    key(o, k, first);
-    strbuf_json_number(o, v); /* NaN -> null */
-}
-
-static void kint(strbuf *o, const char *k, long long v, int *first)
-{
-    key(o, k, first);
     if (v < 0)
-        strbuf_puts(o, "null");
+        jsonw_field_null(w, k);
     else
-        strbuf_printf(o, "%lld", v);
+        jsonw_field_int(w, k, v);
 }
 
-static void run_json(const judge_run_record *r, strbuf *o)
+static void run_json(jsonw *w, const judge_run_record *r)
 {
-    int f = 1;
-    strbuf_puts(o, "{");
-    kint(o, "seed", r->seed, &f);
-    kstr(o, "status", r->status, &f);
-    kstr(o, "reason", r->reason, &f);
-    knum(o, "score", r->score, &f);
-    knum(o, "bpb", r->bpb, &f);
-    knum(o, "val_bytes", r->val_bytes, &f);
-    knum(o, "val_tokens", r->val_tokens, &f);
-    knum(o, "core", r->core, &f);
-    knum(o, "decode_tokens_per_s", r->decode_tokens_per_s, &f);
-    knum(o, "decode_bytes_per_s", r->decode_bytes_per_s, &f);
-    knum(o, "icl_term", r->icl_term, &f);
-    knum(o, "speed_term", r->speed_term, &f);
-    kstr(o, "phase2_reason", r->phase2_reason, &f);
-    knum(o, "wall_seconds", r->wall_seconds, &f);
-    knum(o, "overrun_seconds", r->overrun_seconds, &f);
-    knum(o, "train_seconds", r->train_seconds, &f);
-    knum(o, "eval_seconds", r->eval_seconds, &f);
-    kint(o, "exit_code", r->exit_code, &f);
-    kint(o, "term_signal", r->term_signal, &f);
-    kint(o, "steps", r->steps, &f);
-    kint(o, "tokens", r->tokens, &f);
-    kint(o, "params", r->params, &f);
-    knum(o, "tokens_per_second", r->tokens_per_second, &f);
-    knum(o, "mfu", r->mfu, &f);
-    kint(o, "stdout_bytes", (long long)r->stdout_bytes, &f);
-    kint(o, "stderr_bytes", (long long)r->stderr_bytes, &f);
-    kstr(o, "started_at", r->started_at, &f);
-    kstr(o, "ended_at", r->ended_at, &f);
-    kstr(o, "run_dir", r->run_dir, &f);
-    strbuf_puts(o, "}");
+    jsonw_object_begin(w);
+    field_count(w, "seed", r->seed);
+    jsonw_field_string(w, "status", r->status);
+    jsonw_field_string(w, "reason", r->reason);
+    jsonw_field_number(w, "score", r->score); /* NaN -> null */
+    jsonw_field_number(w, "bpb", r->bpb);
+    jsonw_field_number(w, "val_bytes", r->val_bytes);
+    jsonw_field_number(w, "val_tokens", r->val_tokens);
+    jsonw_field_number(w, "core", r->core);
+    jsonw_field_number(w, "decode_tokens_per_s", r->decode_tokens_per_s);
+    jsonw_field_number(w, "decode_bytes_per_s", r->decode_bytes_per_s);
+    jsonw_field_number(w, "icl_term", r->icl_term);
+    jsonw_field_number(w, "speed_term", r->speed_term);
+    jsonw_field_string(w, "phase2_reason", r->phase2_reason);
+    jsonw_field_number(w, "wall_seconds", r->wall_seconds);
+    jsonw_field_number(w, "overrun_seconds", r->overrun_seconds);
+    jsonw_field_number(w, "train_seconds", r->train_seconds);
+    jsonw_field_number(w, "eval_seconds", r->eval_seconds);
+    field_count(w, "exit_code", r->exit_code);
+    field_count(w, "term_signal", r->term_signal);
+    field_count(w, "steps", r->steps);
+    field_count(w, "tokens", r->tokens);
+    field_count(w, "params", r->params);
+    jsonw_field_number(w, "tokens_per_second", r->tokens_per_second);
+    jsonw_field_number(w, "mfu", r->mfu);
+    field_count(w, "stdout_bytes", (long long)r->stdout_bytes);
+    field_count(w, "stderr_bytes", (long long)r->stderr_bytes);
+    jsonw_field_string(w, "started_at", r->started_at);
+    jsonw_field_string(w, "ended_at", r->ended_at);
+    jsonw_field_string(w, "run_dir", r->run_dir);
+    jsonw_object_end(w);
 }
 
-void judge_attempt_to_json(const judge_attempt *a, strbuf *o)
+/* The comparison with the leader, or null when there is none. */
+static void leader_json(jsonw *w, const judge_attempt *a)
 {
-    int f = 1;
-    strbuf_puts(o, "{");
-    kint(o, "id", a->id, &f);
-    kstr(o, "submission", a->submission, &f);
-    kstr(o, "submission_path", a->submission_path, &f);
-    kstr(o, "submission_hash", a->submission_hash, &f);
-    kint(o, "submission_files", a->submission_files, &f);
-    kint(o, "submission_bytes", a->submission_bytes, &f);
-    kstr(o, "authors", a->authors, &f);
-    kstr(o, "method", a->method, &f);
-    kint(o, "phase", a->phase, &f);
-    knum(o, "budget_s", a->budget_s, &f);
-    kint(o, "seeds", a->seeds, &f);
-    kint(o, "first_seed", (long long)a->first_seed, &f);
-    kint(o, "threads", a->threads, &f);
-    kint(o, "memory_bytes", (long long)a->memory_bytes, &f);
-    kstr(o, "status", a->status, &f);
-    kstr(o, "reason", a->reason, &f);
-    kint(o, "n_scored", a->n_scored, &f);
-    knum(o, "score_mean", a->score_mean, &f);
-    knum(o, "score_std", a->score_std, &f);
-    knum(o, "bpb_mean", a->bpb_mean, &f);
-    knum(o, "bpb_std", a->bpb_std, &f);
-    kstr(o, "formula", a->formula, &f);
-    key(o, "leader", &f);
-    if (a->leader_id > 0) {
-        int g = 1;
-        strbuf_puts(o, "{");
-        kint(o, "id", a->leader_id, &g);
-        kstr(o, "submission", a->leader_submission, &g);
-        knum(o, "score_mean", a->leader_mean, &g);
-        knum(o, "t", a->t_stat, &g);
-        knum(o, "df", a->df, &g);
-        knum(o, "p_value", a->p_value, &g);
-        key(o, "beats_leader", &g);
-        strbuf_puts(o, a->beats_leader < 0 ? "null" : a->beats_leader ? "true" : "false");
-        strbuf_puts(o, "}");
-    } else {
-        strbuf_puts(o, "null");
+    if (a->leader_id <= 0) {
+        jsonw_null(w);
+        return;
     }
-    kstr(o, "test", a->test_note, &f);
-    kstr(o, "tempo_version", a->tempo_version, &f);
-    kstr(o, "git_commit", a->git_commit, &f);
-    key(o, "hardware", &f);
-    strbuf_puts(o, a->hardware_json ? a->hardware_json : "null");
-    kstr(o, "data_id", a->data_id, &f);
-    kstr(o, "val_path", a->val_path, &f);
-    kstr(o, "val_sha256", a->val_sha256, &f);
-    kstr(o, "started_at", a->started_at, &f);
-    kstr(o, "ended_at", a->ended_at, &f);
-    kstr(o, "work_dir", a->work_dir, &f);
-    key(o, "runs", &f);
-    strbuf_puts(o, "[");
-    for (int i = 0; i < a->n_runs; i++) {
-        if (i)
-            strbuf_puts(o, ",");
-        run_json(&a->runs[i], o);
-    }
-    strbuf_puts(o, "]}");
+    jsonw_object_begin(w);
+    field_count(w, "id", a->leader_id);
+    jsonw_field_string(w, "submission", a->leader_submission);
+    jsonw_field_number(w, "score_mean", a->leader_mean);
+    jsonw_field_number(w, "t", a->t_stat);
+    jsonw_field_number(w, "df", a->df);
+    jsonw_field_number(w, "p_value", a->p_value);
+    if (a->beats_leader < 0)
+        jsonw_field_null(w, "beats_leader");
+    else
+        jsonw_field_bool(w, "beats_leader", a->beats_leader);
+    jsonw_object_end(w);
+}
+
+int judge_attempt_to_json(const judge_attempt *a, strbuf *o, tempo_error *err)
+{
+    jsonw ww, *w = &ww;
+    jsonw_init(w, o);
+    jsonw_object_begin(w);
+    field_count(w, "id", a->id);
+    jsonw_field_string(w, "submission", a->submission);
+    jsonw_field_string(w, "submission_path", a->submission_path);
+    jsonw_field_string(w, "submission_hash", a->submission_hash);
+    field_count(w, "submission_files", a->submission_files);
+    field_count(w, "submission_bytes", a->submission_bytes);
+    jsonw_field_string(w, "authors", a->authors);
+    jsonw_field_string(w, "method", a->method);
+    field_count(w, "phase", a->phase);
+    jsonw_field_number(w, "budget_s", a->budget_s);
+    field_count(w, "seeds", a->seeds);
+    field_count(w, "first_seed", (long long)a->first_seed);
+    field_count(w, "threads", a->threads);
+    field_count(w, "memory_bytes", (long long)a->memory_bytes);
+    jsonw_field_string(w, "status", a->status);
+    jsonw_field_string(w, "reason", a->reason);
+    field_count(w, "n_scored", a->n_scored);
+    jsonw_field_number(w, "score_mean", a->score_mean);
+    jsonw_field_number(w, "score_std", a->score_std);
+    jsonw_field_number(w, "bpb_mean", a->bpb_mean);
+    jsonw_field_number(w, "bpb_std", a->bpb_std);
+    jsonw_field_string(w, "formula", a->formula);
+    jsonw_key(w, "leader");
+    leader_json(w, a);
+    jsonw_field_string(w, "test", a->test_note);
+    jsonw_field_string(w, "tempo_version", a->tempo_version);
+    jsonw_field_string(w, "git_commit", a->git_commit);
+    if (a->hardware_json && a->hardware_json[0])
+        jsonw_field_raw(w, "hardware", a->hardware_json);
+    else
+        jsonw_field_null(w, "hardware");
+    jsonw_field_string(w, "data_id", a->data_id);
+    jsonw_field_string(w, "val_path", a->val_path);
+    jsonw_field_string(w, "val_sha256", a->val_sha256);
+    jsonw_field_string(w, "started_at", a->started_at);
+    jsonw_field_string(w, "ended_at", a->ended_at);
+    jsonw_field_string(w, "work_dir", a->work_dir);
+    jsonw_key(w, "runs");
+    jsonw_array_begin(w);
+    for (int i = 0; i < a->n_runs; i++)
+        run_json(w, &a->runs[i]);
+    jsonw_array_end(w);
+    jsonw_object_end(w);
+    return jsonw_finish(w, err) ? tempo_error_prefix(err, "attempt record") : 0;
 }

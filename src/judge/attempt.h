@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/error.h"
 #include "core/strbuf.h"
 
 /* Run and attempt statuses (strings in the database). */
@@ -87,7 +88,10 @@ void judge_attempt_free(judge_attempt *a);
 /* Current UTC time as "YYYY-MM-DDTHH:MM:SSZ". */
 void judge_utc_now(char out[32]);
 
-/* The attempt (with its runs, without curves) as one JSON object. */
-void judge_attempt_to_json(const judge_attempt *a, strbuf *out);
+/* The attempt (with its runs, without curves) as one JSON object appended to
+ * out (no newline); -1 with err set when it could not be written (memory).
+ * Unknown counts (negative) and numbers (NaN) are null. It has
+ * no C reader (the e2e scripts and people read it). */
+int judge_attempt_to_json(const judge_attempt *a, strbuf *out, tempo_error *err);
 
 #endif

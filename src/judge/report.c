@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_write.h"
 #include "judge/text.h"
 
 static int same_group(const judge_board_group *g, const judge_attempt *a)
@@ -120,6 +121,40 @@ void judge_board_free(judge_board *b)
     }
     free(b->groups);
     memset(b, 0, sizeof *b);
+}
+
+int judge_report_summary_json(const judge_attempt *attempts, size_t n, const char *db_path, const char *html_path,
+                              strbuf *out, tempo_error *err)
+{
+    judge_board b;
+    if (judge_board_build(attempts, n, &b))
+        return tempo_fail(err, "leaderboard: out of memory ranking %zu attempts", n);
+    jsonw w;
+    jsonw_init(&w, out);
+    jsonw_object_begin(&w);
+    jsonw_field_string(&w, "db", db_path);
+    jsonw_field_uint(&w, "attempts", n);
+    if (html_path)
+        jsonw_field_string(&w, "html", html_path);
+    jsonw_key(&w, "leaders");
+    jsonw_array_begin(&w);
+    for (size_t k = 0; k < b.n_groups; k++) {
+        const judge_board_group *g = &b.groups[k];
+        if (!g->n_ranked)
+            continue;
+        const judge_attempt *a = &attempts[g->ranked[0]];
+        jsonw_object_begin(&w);
+        jsonw_field_int(&w, "phase", g->phase);
+        jsonw_field_number(&w, "budget_s", g->budget_s);
+        jsonw_field_string(&w, "submission", a->submission);
+        jsonw_field_number(&w, "score", a->score_mean);
+        jsonw_field_int(&w, "attempt", a->id);
+        jsonw_object_end(&w);
+    }
+    jsonw_array_end(&w);
+    jsonw_object_end(&w);
+    judge_board_free(&b);
+    return jsonw_finish(&w, err) ? tempo_error_prefix(err, "leaderboard summary") : 0;
 }
 
 void judge_format_duration(double s, char *out, size_t n)

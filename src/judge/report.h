@@ -2,7 +2,8 @@
  * per submission, sorted by mean score, lower first, with the spread over
  * seeds), grouped by phase, budget and validation text (results are only
  * comparable within a group); the terminal table; the summary of one
- * attempt; and the HTML page (judge/report_html.c). Attempts come from
+ * attempt; the summary line of `tempo leaderboard` (JSON); and the HTML
+ * page (judge/report_html.c). Attempts come from
  * judge/leaderboard_db.h; nothing here touches the database. */
 #ifndef TEMPO_JUDGE_REPORT_H
 #define TEMPO_JUDGE_REPORT_H
@@ -34,6 +35,14 @@ typedef struct {
  * mean is shown (ties: the earlier). Returns -1 on out of memory. */
 int judge_board_build(const judge_attempt *attempts, size_t n, judge_board *b);
 void judge_board_free(judge_board *b);
+
+/* The summary line of `tempo leaderboard`: {"db": db_path, "attempts": n,
+ * "html": html_path (only when not NULL), "leaders": [{"phase", "budget_s",
+ * "submission", "score", "attempt"}, ...]}, one leader per group that has a
+ * ranked attempt, in judge_board_build's group order. Appended to out (no
+ * newline); -1 with err set on out of memory. */
+int judge_report_summary_json(const judge_attempt *attempts, size_t n, const char *db_path, const char *html_path,
+                              strbuf *out, tempo_error *err);
 
 /* "30m", "1h30m", "7.5s": a budget as people write it. */
 void judge_format_duration(double seconds, char *out, size_t n);

@@ -2,6 +2,7 @@
  * handed to submissions (see train_data.h). */
 #include "judge/train_data.h"
 #include "judge/text.h"
+#include "core/json_write.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -59,9 +60,15 @@ static int docs_append(judge_docs *d, const uint8_t *doc, size_t len, strbuf *sb
 {
     sb->len = 0;
     if (d->jsonl) {
-        strbuf_puts(sb, "{\"text\":");
-        strbuf_json_string(sb, (const char *)doc, len);
-        strbuf_puts(sb, "}\n");
+        jsonw w;
+        jsonw_init(&w, sb);
+        jsonw_object_begin(&w);
+        jsonw_key(&w, "text");
+        jsonw_string_n(&w, (const char *)doc, len);
+        jsonw_object_end(&w);
+        if (jsonw_finish(&w, NULL))
+            return -1;
+        strbuf_puts(sb, "\n");
     } else {
         strbuf_append(sb, (const char *)doc, len);
         if (doc[len - 1] != '\n') /* a last document without its line end */

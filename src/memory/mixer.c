@@ -8,6 +8,7 @@
 
 #include "core/fileio.h"
 #include "core/json.h"
+#include "core/json_write.h"
 #include "core/strbuf.h"
 #include "memory/match_model.h"
 
@@ -167,41 +168,64 @@ void mixer_learn(mixer *mx, const mixer_context *c, const int present[MIX_N], co
         f[s] = clamp_logit(f[s] - mx->lr_final * b->v[s] * (1 - q[s] / pm));
 }
 
-/* rows x width logits as a JSON array of arrays */
-static void put_rows(strbuf *s, const double *x, int rows, int width)
+/* rows x width logits as a JSON array of arrays (shortest text that reads
+ * back as the same double) */
+static void put_rows(jsonw *w, const double *x, int rows, int width)
 {
-    strbuf_puts(s, "[");
+    jsonw_array_begin(w);
     for (int b = 0; b < rows; b++) {
-        strbuf_puts(s, b ? ",[" : "[");
+        jsonw_array_begin(w);
         for (int i = 0; i < width; i++)
-            strbuf_printf(s, i ? ",%.17g" : "%.17g", x[(size_t)b * width + i]);
-        strbuf_puts(s, "]");
+            jsonw_number(w, x[(size_t)b * width + i]);
+        jsonw_array_end(w);
     }
-    strbuf_puts(s, "]");
+    jsonw_array_end(w);
 }
 
+static void put_names(jsonw *w, const char *key, const char *const *names, int n)
+{
+    jsonw_key(w, key);
+    jsonw_array_begin(w);
+    for (int i = 0; i < n; i++)
+        jsonw_string(w, names[i]);
+    jsonw_array_end(w);
+}
+
+/* mixer.json; mixer_load below reads the same keys back. */
 int mixer_save(const mixer *mx, const char *path, tempo_error *err)
 {
     strbuf s = {0};
-    strbuf_printf(&s, "{\"format\":\"tempo-mixer\",\"version\":3,\"components\":[\"%s\",\"%s\",\"%s\",\"%s\"],"
-                      "\"sets\":[\"%s\",\"%s\",\"%s\"],\"memory_order\":%d,\"cache_order\":%d,\"match\":%d,"
-                      "\"buckets\":[%d,%d,%d],\"final_buckets\":%d,\"lr\":",
-                  mixer_component_names[0], mixer_component_names[1], mixer_component_names[2],
-                  mixer_component_names[3], mixer_set_names[0], mixer_set_names[1], mixer_set_names[2],
-                  mx->memory_order, mx->cache_order, mx->match, mx->n_buckets[0], mx->n_buckets[1], mx->n_buckets[2],
-                  mx->n_final);
-    strbuf_json_number(&s, mx->lr);
-    strbuf_puts(&s, ",\"lr_final\":");
-    strbuf_json_number(&s, mx->lr_final);
-    strbuf_puts(&s, ",\"theta\":[");
-    for (int k = 0; k < MIX_SETS; k++) {
-        if (k) strbuf_puts(&s, ",");
-        put_rows(&s, mx->theta[k], mx->n_buckets[k], MIX_N);
+    jsonw w;
+    jsonw_init(&w, &s);
+    jsonw_object_begin(&w);
+    jsonw_field_string(&w, "format", "tempo-mixer");
+    jsonw_field_int(&w, "version", 3);
+    put_names(&w, "components", mixer_component_names, MIX_N);
+    put_names(&w, "sets", mixer_set_names, MIX_SETS);
+    jsonw_field_int(&w, "memory_order", mx->memory_order);
+    jsonw_field_int(&w, "cache_order", mx->cache_order);
+    jsonw_field_int(&w, "match", mx->match);
+    jsonw_key(&w, "buckets");
+    jsonw_array_begin(&w);
+    for (int k = 0; k < MIX_SETS; k++)
+        jsonw_int(&w, mx->n_buckets[k]);
+    jsonw_array_end(&w);
+    jsonw_field_int(&w, "final_buckets", mx->n_final);
+    jsonw_field_number(&w, "lr", mx->lr);
+    jsonw_field_number(&w, "lr_final", mx->lr_final);
+    jsonw_key(&w, "theta");
+    jsonw_array_begin(&w);
+    for (int k = 0; k < MIX_SETS; k++)
+        put_rows(&w, mx->theta[k], mx->n_buckets[k], MIX_N);
+    jsonw_array_end(&w);
+    jsonw_key(&w, "final");
+    put_rows(&w, mx->phi, mx->n_final, MIX_SETS);
+    jsonw_object_end(&w);
+    int rc = jsonw_finish(&w, err) ? tempo_error_prefix(err, path) : 0;
+    if (rc == 0) {
+        strbuf_puts(&s, "\n");
+        rc = file_write_atomic(path, s.data, s.len, err);
     }
-    strbuf_puts(&s, "],\"final\":");
-    put_rows(&s, mx->phi, mx->n_final, MIX_SETS);
-    strbuf_puts(&s, "}\n");
-    int rc = file_write_atomic(path, s.data, s.len, err);
     strbuf_free(&s);
     return rc;
 }

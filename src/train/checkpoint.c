@@ -63,7 +63,11 @@ int checkpoint_save_model(const char *path, model *m, const run_config *cfg, con
         return tempo_fail(err, "%s: out of memory", path);
     collect_tensors(m, ts);
     strbuf cj = {0};
-    run_config_to_json(cfg, &cj);
+    if (run_config_to_json(cfg, &cj, err)) {
+        strbuf_free(&cj);
+        free(ts);
+        return tempo_error_prefix(err, path);
+    }
     char buf[10][80];
     st_meta meta[MAX_META];
     int n = 0;
@@ -94,7 +98,11 @@ int checkpoint_save_full(const char *path, model *m, const run_config *cfg, cons
     ts[nt] = (st_write_tensor){"optim.m", opt->m, 1, {(int64_t)opt->n_params}};
     ts[nt + 1] = (st_write_tensor){"optim.v", opt->v, 1, {(int64_t)opt->n_params}};
     strbuf cj = {0};
-    run_config_to_json(cfg, &cj);
+    if (run_config_to_json(cfg, &cj, err)) {
+        strbuf_free(&cj);
+        free(ts);
+        return tempo_error_prefix(err, path);
+    }
     char buf[10][80], tbuf[32];
     snprintf(tbuf, sizeof tbuf, "%" PRId64, opt->t);
     st_meta meta[MAX_META];

@@ -16,6 +16,7 @@
 
 #include "core/fileio.h"
 #include "core/json.h"
+#include "core/json_write.h"
 
 typedef enum { K_INT, K_FLOAT, K_DOUBLE, K_BOOL, K_MLP, K_OPTIMIZER } key_type;
 
@@ -257,25 +258,27 @@ int run_config_finish(run_config *c, tempo_error *err)
     return model_config_validate(m, err);
 }
 
-void run_config_to_json(const run_config *c, strbuf *out)
+int run_config_to_json(const run_config *c, strbuf *out, tempo_error *err)
 {
-    strbuf_puts(out, "{");
+    jsonw w;
+    jsonw_init(&w, out);
+    jsonw_object_begin(&w);
     for (int i = 0; i < N_KEYS; i++) {
         const key_def *k = &KEYS[i];
         const char *p = (const char *)c + k->offset;
-        strbuf_printf(out, "%s\"%s\":", i ? "," : "", k->name);
+        jsonw_key(&w, k->name);
         switch (k->type) {
-        case K_INT: strbuf_printf(out, "%d", *(const int *)(const void *)p); break;
-        case K_BOOL: strbuf_puts(out, *(const int *)(const void *)p ? "true" : "false"); break;
-        case K_FLOAT: strbuf_json_number(out, *(const float *)(const void *)p); break;
-        case K_DOUBLE: strbuf_json_number(out, *(const double *)(const void *)p); break;
-        case K_MLP: strbuf_puts(out, *(const mlp_kind *)(const void *)p == MLP_SWIGLU ? "\"swiglu\"" : "\"relu2\""); break;
-        case K_OPTIMIZER: strbuf_puts(out, *(const int *)(const void *)p ? "\"muon\"" : "\"adamw\""); break;
+        case K_INT: jsonw_int(&w, *(const int *)(const void *)p); break;
+        case K_BOOL: jsonw_bool(&w, *(const int *)(const void *)p); break;
+        case K_FLOAT: jsonw_number(&w, *(const float *)(const void *)p); break;
+        case K_DOUBLE: jsonw_number(&w, *(const double *)(const void *)p); break;
+        case K_MLP: jsonw_string(&w, *(const mlp_kind *)(const void *)p == MLP_SWIGLU ? "swiglu" : "relu2"); break;
+        case K_OPTIMIZER: jsonw_string(&w, *(const int *)(const void *)p ? "muon" : "adamw"); break;
         }
     }
-    strbuf_puts(out, ",\"preset\":");
-    strbuf_json_string(out, c->preset, strlen(c->preset));
-    strbuf_puts(out, "}");
+    jsonw_field_string(&w, "preset", c->preset);
+    jsonw_object_end(&w);
+    return jsonw_finish(&w, err) ? tempo_error_prefix(err, "config") : 0;
 }
 
 int run_config_from_json(run_config *c, const char *json, size_t len, tempo_error *err)

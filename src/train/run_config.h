@@ -54,8 +54,9 @@ int run_config_set_pair(run_config *c, const char *pair, tempo_error *err);
 int run_config_load_preset(run_config *c, const char *name, tempo_error *err);
 /* Fill derived values (d_ff default, micro_batch) and validate everything. */
 int run_config_finish(run_config *c, tempo_error *err);
-/* All keys as one JSON object {"key": value, ...}, vocab_size included. */
-void run_config_to_json(const run_config *c, strbuf *out);
+/* All keys as one JSON object {"key": value, ...}, vocab_size included,
+ * appended to out (no newline); -1 with err set on out of memory. */
+int run_config_to_json(const run_config *c, strbuf *out, tempo_error *err);
 /* Read such an object back (every key in it must be known). */
 int run_config_from_json(run_config *c, const char *json, size_t len, tempo_error *err);
 /* Print "key  default  help" lines for --help. */

@@ -346,11 +346,42 @@ static void test_generate_greedy_and_stops(void)
     model_free(m);
 }
 
+/* The prompt window: separator first, the prompt cut from the left so that
+ * min(N, context/2) new tokens fit; the decode speed leaves the first token out. */
+static void test_prompt_window(void)
+{
+    int32_t p[10] = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19}, *seq = NULL;
+    int n_seq = 0, cut = -1;
+    tempo_error err;
+    /* context 16, 4 new tokens: room for 16 - 4 - 1 = 11 prompt tokens: nothing cut */
+    CHECK(gen_prompt_window(p, 10, 99, 16, 4, &seq, &n_seq, &cut, &err) == 0);
+    CHECK(cut == 0 && n_seq == 11 && seq[0] == 99 && seq[1] == 10 && seq[10] == 19);
+    free(seq);
+    /* context 16, 200 new tokens: at most 8 of them count, so 7 prompt tokens stay */
+    CHECK(gen_prompt_window(p, 10, 99, 16, 200, &seq, &n_seq, &cut, &err) == 0);
+    CHECK(cut == 3 && n_seq == 8 && seq[0] == 99 && seq[1] == 13 && seq[7] == 19);
+    free(seq);
+    /* no prompt, and a context too small for any: the separator alone */
+    CHECK(gen_prompt_window(p, 0, 7, 16, 4, &seq, &n_seq, &cut, &err) == 0);
+    CHECK(cut == 0 && n_seq == 1 && seq[0] == 7);
+    free(seq);
+    CHECK(gen_prompt_window(p, 10, 7, 1, 4, &seq, &n_seq, &cut, &err) == 0);
+    CHECK(cut == 10 && n_seq == 1 && seq[0] == 7);
+    free(seq);
+    gen_result r = {.new_tokens = 5, .decode_s = 2};
+    CHECK(gen_decode_tokens_per_s(&r) == 2);
+    r.new_tokens = 1;
+    CHECK(isnan(gen_decode_tokens_per_s(&r)));
+    r = (gen_result){.new_tokens = 3, .decode_s = 0};
+    CHECK(isnan(gen_decode_tokens_per_s(&r)));
+}
+
 int main(void)
 {
     RUN(test_prefill_decode_equals_forward);
     RUN(test_ragged_batch_and_branch);
     RUN(test_bad_steps_refused);
     RUN(test_generate_greedy_and_stops);
+    RUN(test_prompt_window);
     return test_summary("test_infer");
 }

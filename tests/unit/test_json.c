@@ -252,11 +252,29 @@ static void test_structured_writer(void)
     CHECK(jsonw_finish(&w, &err) == 0 && strcmp(sb.data, "0.1") == 0);
     strbuf_free(&sb);
 
+    /* an object written elsewhere, extended: its members first (a large
+     * integer kept as written), the new ones after a comma; an empty one
+     * takes no comma */
+    const char *base[] = {" {\"big\":1700000000123456789, \"s\":\"}\"}\n", "{ }"};
+    const char *want_ext[] = {"{\"big\":1700000000123456789, \"s\":\"}\",\"more\":true}", "{\"more\":true}"};
+    for (int i = 0; i < 2; i++) {
+        jsonw_init(&w, &sb);
+        jsonw_object_extend(&w, base[i]);
+        jsonw_field_bool(&w, "more", 1);
+        jsonw_object_end(&w);
+        CHECK_MSG(jsonw_finish(&w, &err) == 0 && strcmp(sb.data, want_ext[i]) == 0, "%s", sb.data);
+        v = parse(sb.data);
+        CHECK(v && v->type == JSON_OBJECT && v->n == (i == 0 ? 3u : 1u));
+        json_free(v);
+        strbuf_free(&sb);
+    }
+
     /* misuse: each is caught and named, never silently written as broken JSON */
     struct { int kind; const char *msg; } bad[] = {
         {0, "without a key"}, {1, "key outside an object"}, {2, "does not match"}, {3, "not complete"},
         {4, "key without its value"}, {5, "second top-level value"}, {6, "deeper than"},
         {7, "not complete"}, {8, "key where a value was due"}, {9, "empty raw value"},
+        {10, "not an object"}, {11, "not an object"}, {12, "without a key"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tempo_error_clear(&err);
@@ -272,6 +290,10 @@ static void test_structured_writer(void)
         case 7: break;
         case 8: jsonw_object_begin(&w); jsonw_key(&w, "a"); jsonw_key(&w, "b"); break;
         case 9: jsonw_array_begin(&w); jsonw_raw(&w, ""); jsonw_array_end(&w); break;
+        case 10: jsonw_object_extend(&w, "[1]"); jsonw_object_end(&w); break;
+        case 11: jsonw_object_extend(&w, NULL); jsonw_object_end(&w); break;
+        case 12: jsonw_object_begin(&w); jsonw_object_extend(&w, "{}"); jsonw_object_end(&w);
+                 jsonw_object_end(&w); break;
         }
         CHECK_MSG(jsonw_finish(&w, &err) == -1 && strstr(err.msg, bad[i].msg), "case %d: %s", bad[i].kind, err.msg);
         strbuf_free(&sb);

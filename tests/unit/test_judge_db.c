@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include "core/json.h"
 #include "judge/leaderboard_db.h"
 #include "judge/report.h"
 #include "test.h"
@@ -110,6 +111,46 @@ static void test_roundtrip_and_leader(void)
     CHECK(bd.groups[0].n_unranked == 1 && bd.groups[0].unranked[0] == 1);
     CHECK(bd.groups[1].n_ranked == 1 && bd.groups[1].ranked[0] == 4);
     judge_board_free(&bd);
+
+    /* the summary line names one leader per group: charlie's better attempt, and echo */
+    strbuf js = {0};
+    CHECK(judge_report_summary_json(got, n, "lb \"x\".sqlite", NULL, &js, &err) == 0);
+    json_value *v = NULL;
+    CHECK_MSG(js.data && json_parse(js.data, js.len, &v, &err) == 0, "%s", js.data ? js.data : "(null)");
+    CHECK(v && !strcmp(json_get_string(v, "db"), "lb \"x\".sqlite") && json_get_number(v, "attempts", -1) == 5);
+    CHECK(v && !json_get(v, "html"));
+    const json_value *L = v ? json_get(v, "leaders") : NULL;
+    CHECK(L && L->type == JSON_ARRAY && L->n == 2);
+    if (L && L->n == 2) {
+        CHECK(!strcmp(json_get_string(&L->items[0], "submission"), "charlie"));
+        CHECK(json_get_number(&L->items[0], "attempt", -1) == (double)got[2].id);
+        CHECK(json_get_number(&L->items[0], "score", -1) == got[2].score_mean);
+        CHECK(json_get_number(&L->items[0], "phase", -1) == 1 && json_get_number(&L->items[0], "budget_s", -1) == 10);
+        CHECK(!strcmp(json_get_string(&L->items[1], "submission"), "echo"));
+        CHECK(json_get_number(&L->items[1], "budget_s", -1) == 20);
+    }
+    json_free(v);
+    js.len = 0;
+    CHECK(judge_report_summary_json(got, 0, "lb", "page.html", &js, &err) == 0);
+    CHECK(js.data && !strcmp(js.data, "{\"db\":\"lb\",\"attempts\":0,\"html\":\"page.html\",\"leaders\":[]}"));
+
+    /* one attempt as JSON: unknown counts and numbers are null, the hardware kept as written */
+    js.len = 0;
+    CHECK(judge_attempt_to_json(&got[0], &js, &err) == 0);
+    v = NULL;
+    CHECK(js.data && json_parse(js.data, js.len, &v, &err) == 0);
+    const json_value *runs = v ? json_get(v, "runs") : NULL;
+    CHECK(runs && runs->type == JSON_ARRAY && runs->n == 3);
+    if (runs && runs->n == 3) {
+        CHECK(json_get(&runs->items[0], "exit_code")->type == JSON_NULL);
+        CHECK(json_get(&runs->items[0], "core")->type == JSON_NULL);
+        CHECK(json_get_number(&runs->items[2], "steps", -1) == 102 && json_get_number(&runs->items[2], "score", -1) == 2.2);
+    }
+    CHECK(v && json_get(v, "leader")->type == JSON_NULL);
+    CHECK(v && json_get_number(json_get(v, "hardware"), "cores", -1) == 2);
+    CHECK(v && !strcmp(json_get_string(v, "authors"), "<script>alert(1)</script> & co"));
+    json_free(v);
+    strbuf_free(&js);
 
     strbuf t = {0};
     judge_report_table(got, n, 1, &t);

@@ -56,6 +56,16 @@ static void test_round_trip(void)
     memcpy(&hl, data, 8);
     CHECK(hl % 8 == 0);
     CHECK(len == 8 + hl + sizeof a + sizeof b);
+    /* the header's exact bytes: the layout other readers see (no spaces but
+     * the padding, offsets relative to the data block) */
+    const char *want = "{\"__metadata__\":{\"config\":\"{\\\"d_model\\\":8}\",\"tokenizer\":"
+                       "\"line one\\nline \\\"two\\\"\\u0001\\u00ff\"},"
+                       "\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
+                       "\"layers.0.b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[24,36]}}";
+    size_t wl = strlen(want);
+    CHECK_MSG(hl == (wl + 7) / 8 * 8 && len > 8 + wl && !memcmp(data + 8, want, wl), "%.*s", (int)hl, data + 8);
+    for (size_t i = 8 + wl; i < 8 + hl && i < len; i++)
+        CHECK(data[i] == ' ');
     /* every truncation is an error naming the file, never a crash */
     char q[256];
     tmp_path(q, sizeof q, "trunc.safetensors");
