@@ -96,6 +96,14 @@ int throughput_predict(const run_config *cfg, const chip_profile *chip, int rank
         p->roofline_s[k] = tc > tb ? tc : tb;
         double over = p->calls[k] * chip->call_overhead_us * 1e-6;
         p->seconds[k] = p->roofline_s[k] / chip->eff[k] + over;
+        if (k == OP_OPTIMIZER) {
+            /* two phases, not overlapped: the element-wise update streams every
+             * parameter like the gradient norm does (its efficiency), then Muon's
+             * Newton-Schulz products run at the optimizer's own */
+            p->roofline_s[k] = tc;
+            p->optimizer_stream_s = tb / chip->eff[OP_GRAD_NORM];
+            p->seconds[k] = (tc > 0 ? tc / chip->eff[k] : 0) + p->optimizer_stream_s + over;
+        }
         p->overhead_s += over;
         if (tc >= tb)
             p->compute_bound_s += p->seconds[k] - over;
@@ -146,9 +154,50 @@ int throughput_measure(const run_config *cfg, const chip_profile *chip, int thre
         m->roofline_s[k] = p.roofline_s[k];
         m->calls[k] = p.calls[k];
     }
+    m->optimizer_stream_roofline_s = p.optimizer_stream_s * chip->eff[OP_GRAD_NORM];
     m->measured_s[OP_COUNT] = fmax(0, r.step_seconds - covered);
     m->other_load_cores = r.other_load_cores;
     return 0;
+}
+
+/* time_pk = roofline_pk x inv_eff_k + calls_pk x overhead, fitted by weighted
+ * least squares over presets p and ops k (weight 1 / preset's step time, so a
+ * small preset counts as much as a big one), alternating between the per-op
+ * inverse efficiencies (>= 1) and the one per-call overhead (>= 0). The
+ * optimizer's measured time is first reduced by its streaming phase. */
+static void fit_efficiencies(const throughput_measurement *m, int n, double inv_eff[OP_COUNT], double *overhead_s)
+{
+    double w2[16], stream[16];
+    for (int i = 0; i < n; i++) {
+        double step = 0;
+        for (int k = 0; k <= OP_COUNT; k++)
+            step += m[i].measured_s[k];
+        w2[i] = step > 0 ? 1 / (step * step) : 0;
+    }
+    for (int k = 0; k < OP_COUNT; k++)
+        inv_eff[k] = 1;
+    *overhead_s = 0;
+    for (int iter = 0; iter < 200; iter++) {
+        for (int i = 0; i < n; i++)
+            stream[i] = m[i].optimizer_stream_roofline_s * inv_eff[OP_GRAD_NORM];
+        for (int k = 0; k < OP_COUNT; k++) {
+            double num = 0, den = 0;
+            for (int i = 0; i < n; i++) {
+                double meas = m[i].measured_s[k] - (k == OP_OPTIMIZER ? stream[i] : 0);
+                num += w2[i] * m[i].roofline_s[k] * (meas - m[i].calls[k] * *overhead_s);
+                den += w2[i] * m[i].roofline_s[k] * m[i].roofline_s[k];
+            }
+            inv_eff[k] = den > 0 ? fmax(1, fmin(1e6, num / den)) : 1;
+        }
+        double num = 0, den = 0;
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < OP_COUNT; k++) {
+                double meas = m[i].measured_s[k] - (k == OP_OPTIMIZER ? stream[i] : 0);
+                num += w2[i] * m[i].calls[k] * (meas - m[i].roofline_s[k] * inv_eff[k]);
+                den += w2[i] * m[i].calls[k] * m[i].calls[k];
+            }
+        *overhead_s = den > 0 ? fmax(0, num / den) : 0;
+    }
 }
 
 void throughput_calibration_write(const throughput_measurement *m, int n, const char *header, strbuf *out)
@@ -157,16 +206,18 @@ void throughput_calibration_write(const throughput_measurement *m, int n, const 
     double other = 0;
     for (int i = 0; i < n; i++)
         other += m[i].measured_s[OP_COUNT];
-    strbuf_printf(out, "call_overhead_us = 0\nstep_overhead_ms = %.3f\n", n > 0 ? 1e3 * other / n : 0.0);
+    double inv_eff[OP_COUNT], overhead_s;
+    fit_efficiencies(m, n > 16 ? 16 : n, inv_eff, &overhead_s);
+    strbuf_printf(out, "call_overhead_us = %.3f\nstep_overhead_ms = %.3f\n", overhead_s * 1e6,
+                  n > 0 ? 1e3 * other / n : 0.0);
     for (int k = 0; k < OP_COUNT; k++) {
-        double roof = 0, meas = 0;
+        double roof = 0, meas = 0, calls = 0;
         for (int i = 0; i < n; i++) {
             roof += m[i].roofline_s[k];
             meas += m[i].measured_s[k];
+            calls += m[i].calls[k];
         }
-        double eff = meas > 0 ? roof / meas : 1;
-        eff = eff > 1 ? 1 : eff < 1e-6 ? 1e-6 : eff;
-        strbuf_printf(out, "eff.%s = %.6g    # roofline %.5f s, measured %.5f s per step, summed\n",
-                      op_kind_name((op_kind)k), eff, roof, meas);
+        strbuf_printf(out, "eff.%s = %.6g    # roofline %.5f s, measured %.5f s, %.0f calls, summed over the presets\n",
+                      op_kind_name((op_kind)k), 1 / inv_eff[k], roof, meas, calls);
     }
 }

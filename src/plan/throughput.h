@@ -3,7 +3,9 @@
  * `tempo bench train` times) gets its FLOPs and bytes per optimizer step,
  * a roofline time max(FLOPs / peak, bytes / bandwidth), and a predicted time
  * roofline / efficiency + calls x per-call overhead, with the chip's per-op
- * efficiencies (plan/chip.h). Beside the step: the data-parallel all-reduce
+ * efficiencies (plan/chip.h). The optimizer is two phases: an element-wise
+ * stream over the parameters (at the gradient norm's efficiency) and, with
+ * Muon, the Newton-Schulz FLOPs (at the optimizer's). Beside the step: the data-parallel all-reduce
  * of the gradients over a ring of `ranks` chips, and the count memory's
  * build time. Calibration (measuring the efficiencies on this machine) runs
  * `bench train` and lives here too; printing belongs to the CLI. */
@@ -24,6 +26,7 @@ typedef struct {
     double seconds[OP_COUNT];   /* predicted */
     double step_s;              /* sum of the ops + step overhead + all-reduce */
     double allreduce_s;
+    double optimizer_stream_s;  /* the optimizer's element-wise phase (in seconds[OP_OPTIMIZER]) */
     double tokens_per_step;     /* all ranks */
     double tokens_per_s;
     double compute_bound_s;     /* predicted seconds of the ops whose roofline is FLOPs */
@@ -50,6 +53,7 @@ typedef struct {
     double measured_s[OP_COUNT + 1];   /* per step; [OP_COUNT] = time no op covers */
     double roofline_s[OP_COUNT];
     double calls[OP_COUNT];
+    double optimizer_stream_roofline_s; /* bytes / bandwidth of the optimizer's element-wise phase */
     double other_load_cores;           /* others' CPU use meanwhile (bench/sysload.h) */
 } throughput_measurement;
 
@@ -57,11 +61,13 @@ typedef struct {
 int throughput_measure(const run_config *cfg, const chip_profile *chip, int threads, int steps,
                        throughput_measurement *m, tempo_error *err);
 
-/* The efficiencies that make the model reproduce the measurements: per op,
- * sum of rooflines / sum of measured seconds over the presets; the step
- * overhead is the mean time no op covers. Written as a chip-file fragment
- * (`eff.OP = x` lines, `step_overhead_ms`, `call_overhead_us = 0`) with
- * `header` (comment lines: the command, the load) on top. */
+/* The efficiencies that make the model reproduce the measurements: per-op
+ * efficiencies and one per-call overhead fitted by weighted least squares
+ * over the presets (each preset weighted by 1 / its step time; the
+ * optimizer's time less its streaming phase); the step overhead is the mean
+ * time no op covers. Written as a chip-file fragment (`eff.OP = x` lines,
+ * `call_overhead_us`, `step_overhead_ms`) with `header` (comment lines: the
+ * command, the load) on top. At most 16 presets. */
 void throughput_calibration_write(const throughput_measurement *m, int n, const char *header, strbuf *out);
 
 #endif
