@@ -23,12 +23,40 @@ static const int memory_orders[] = {0, 4, 5};
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-/* Keep r->best sorted by bpb (then fewer parameters), at most PLAN_MAX_KEEP. */
+double plan_effective_tokens(double seen, double unique)
+{
+    if (!(unique > 0) || seen <= unique)
+        return seen;
+    const double r_star = 15.4; /* Muennighoff et al. 2023's fitted decay, in repetitions */
+    return unique * (1 + r_star * (1 - exp(-(seen / unique - 1) / r_star)));
+}
+
+static int same_shape(const plan_candidate *a, const plan_candidate *b)
+{
+    return a->cfg.model.d_model == b->cfg.model.d_model && a->cfg.model.n_layers == b->cfg.model.n_layers &&
+           a->cfg.memory_order == b->cfg.memory_order;
+}
+
+static int better(const plan_candidate *a, const plan_candidate *b)
+{
+    return a->bpb < b->bpb || (a->bpb == b->bpb && a->step.params < b->step.params);
+}
+
+/* Keep r->best sorted by bpb (then fewer parameters), at most PLAN_MAX_KEEP,
+ * one entry per (width, depth, memory order): the runners-up are other
+ * shapes, not the same shape at another context or batch. */
 static void keep(plan_result *r, const plan_candidate *c)
 {
+    for (int j = 0; j < r->n_keep; j++)
+        if (same_shape(&r->best[j], c)) {
+            if (!better(c, &r->best[j]))
+                return;
+            memmove(&r->best[j], &r->best[j + 1], sizeof r->best[0] * (size_t)(r->n_keep - j - 1));
+            r->n_keep--;
+            break;
+        }
     int n = r->n_keep, i = n;
-    while (i > 0 && (r->best[i - 1].bpb > c->bpb ||
-                     (r->best[i - 1].bpb == c->bpb && r->best[i - 1].step.params > c->step.params)))
+    while (i > 0 && better(c, &r->best[i - 1]))
         i--;
     if (i >= PLAN_MAX_KEEP)
         return;
@@ -99,8 +127,9 @@ static int evaluate(const run_config *base, const chip_profile *chip, const qual
         return 0;
     }
     c->tokens_seen = c->steps * c->step.tokens_per_step;
+    c->tokens_effective = plan_effective_tokens(c->tokens_seen, o->corpus_tokens);
     /* the point prediction ranks; the interval is for the kept ones only (plan_search) */
-    c->transformer_bpb = quality_bpb(&law->fit, c->step.params, c->tokens_seen);
+    c->transformer_bpb = quality_bpb(&law->fit, c->step.params, c->tokens_effective);
     c->bpb = quality_hybrid_bpb(hybrid, order, c->transformer_bpb);
     c->outside_law = c->step.params < law->n_min || c->step.params > law->n_max || c->tokens_seen < law->d_min ||
                      c->tokens_seen > law->d_max;
@@ -136,7 +165,7 @@ int plan_search(const run_config *base, const chip_profile *chip, const quality_
             }
     for (int i = 0; i < r->n_keep; i++) {
         plan_candidate *k = &r->best[i];
-        quality_predict(law, k->step.params, k->tokens_seen, &k->transformer_bpb, &k->transformer_lo,
+        quality_predict(law, k->step.params, k->tokens_effective, &k->transformer_bpb, &k->transformer_lo,
                         &k->transformer_hi);
         k->bpb_lo = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_lo);
         k->bpb_hi = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_hi);
@@ -203,13 +232,17 @@ void plan_explain(const plan_result *r, const chip_profile *chip, const quality_
                   o->memory_gb > 0 ? o->memory_gb : chip->memory_gb,
                   b->cfg.micro_batch && b->cfg.micro_batch < b->cfg.batch_size ? " (micro-batches needed)" : "");
     double dn = law->fit.A * law->fit.alpha / pow(s->params, law->fit.alpha);
-    double dd = law->fit.B * law->fit.beta / pow(b->tokens_seen, law->fit.beta);
+    double dd = law->fit.B * law->fit.beta / pow(b->tokens_effective, law->fit.beta);
     strbuf_printf(out,
                   "shape: the law's marginal gains at the plan: d bpb / d ln N = %.3f, d bpb / d ln D = %.3f; "
                   "the best split of the budget between size and tokens makes them about equal\n",
                   -dn, -dd);
-    strbuf_printf(out, "data: %.3g tokens seen of %.3g in the corpus%s\n", b->tokens_seen, o->corpus_tokens,
-                  b->repeats_data ? " - more than one epoch, which the law does not model (optimistic)" : "");
+    strbuf_printf(out, "data: %.3g tokens seen of %.3g in the corpus%s", b->tokens_seen, o->corpus_tokens,
+                  b->repeats_data ? "" : "\n");
+    if (b->repeats_data)
+        strbuf_printf(out, ": %.1f epochs, worth %.3g fresh tokens by Muennighoff et al.'s data-constrained "
+                           "rule (not fitted here): data-limited\n",
+                      b->tokens_seen / o->corpus_tokens, b->tokens_effective);
     if (b->cfg.memory_order)
         strbuf_printf(out, "count memory of order %d: built in %.0f s of the budget over the whole corpus; "
                            "the hybrid's bpb from the transformer's by the relation in configs/scaling/\n",

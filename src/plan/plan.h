@@ -31,7 +31,8 @@ typedef struct {
     step_prediction step;
     double train_s;          /* budget left to the transformer's steps */
     double memory_build_s;   /* the count memory's build (0: none) */
-    double tokens_seen;      /* D */
+    double tokens_seen;      /* tokens trained on */
+    double tokens_effective; /* D in the law: tokens_seen, less repeated epochs' worth */
     double steps;
     double transformer_bpb, transformer_lo, transformer_hi;
     double bpb, bpb_lo, bpb_hi; /* the model as planned (hybrid when memory_order > 0) */
@@ -60,6 +61,12 @@ void plan_preset_text(const plan_candidate *c, const chip_profile *chip, const p
 /* Why the plan is what it is: a few lines of plain text. */
 void plan_explain(const plan_result *r, const chip_profile *chip, const quality_law *law, const plan_options *o,
                   strbuf *out);
+
+/* Tokens seen, discounted for repetition beyond `unique` (the corpus):
+ * Muennighoff et al. 2023 ("Scaling Data-Constrained Language Models"):
+ * U (1 + R* (1 - exp(-R / R*))), R = seen / U - 1 repeated epochs, R* = 15.4.
+ * An assumption taken from that paper, not fitted on this machine. */
+double plan_effective_tokens(double seen, double unique);
 
 /* Minimum optimizer steps a candidate must reach in the budget (the grid's
  * shortest runs had 50). */

@@ -76,6 +76,15 @@ static void test_quality(void)
     CHECK_NEAR(quality_hybrid_bpb(&h, 4, 1.9), 1.9, 1e-12);       /* order not measured */
 }
 
+static void test_effective_tokens(void)
+{
+    CHECK_NEAR(plan_effective_tokens(5e6, 1e7), 5e6, 0);              /* one epoch or less: all fresh */
+    CHECK_NEAR(plan_effective_tokens(2e7, 1e7), 1e7 * (1 + 15.4 * (1 - exp(-1 / 15.4))), 1);
+    CHECK(plan_effective_tokens(2e7, 1e7) < 2e7);                     /* a second epoch is worth less */
+    CHECK(plan_effective_tokens(1e12, 1e7) < 16.4 * 1e7 + 1);         /* and it saturates */
+    CHECK(plan_effective_tokens(4e7, 1e7) > plan_effective_tokens(3e7, 1e7));
+}
+
 static void test_search(void)
 {
     chip_profile chip;
@@ -89,11 +98,16 @@ static void test_search(void)
     plan_result r;
     CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
     CHECK(r.n_keep == PLAN_MAX_KEEP);
-    for (int i = 1; i < r.n_keep; i++)
+    for (int i = 1; i < r.n_keep; i++) {
         CHECK(r.best[i - 1].bpb <= r.best[i].bpb);
+        for (int j = 0; j < i; j++) /* the runners-up are other shapes */
+            CHECK(r.best[i].cfg.model.d_model != r.best[j].cfg.model.d_model ||
+                  r.best[i].cfg.model.n_layers != r.best[j].cfg.model.n_layers ||
+                  r.best[i].cfg.memory_order != r.best[j].cfg.memory_order);
+    }
     const plan_candidate *b = &r.best[0];
     CHECK(b->steps >= PLAN_MIN_STEPS && b->bpb_lo <= b->bpb && b->bpb <= b->bpb_hi);
-    CHECK_NEAR(b->bpb, quality_bpb(&q.fit, b->step.params, b->tokens_seen), 1e-12);
+    CHECK_NEAR(b->bpb, quality_bpb(&q.fit, b->step.params, b->tokens_effective), 1e-12);
     /* the preset text reads back as the same model */
     strbuf text = {0};
     plan_preset_text(b, &chip, &o, &text);
@@ -109,6 +123,7 @@ static void test_search(void)
 int main(void)
 {
     RUN(test_quality);
+    RUN(test_effective_tokens);
     RUN(test_search);
     return test_summary("test_plan");
 }
