@@ -107,8 +107,21 @@ def read_grid(paths, min_steps):
     return pts
 
 
+def read_anchors(pattern):
+    """10-minute hybrid runs' transformer alone (full val set) as extra points."""
+    pts = []
+    for path in sorted(glob.glob(pattern or "")):
+        r = json.load(open(path))
+        t = r.get("val_bpb_transformer")
+        if t and t < 2.5 and r.get("params") and r.get("tokens"):
+            pts.append((float(r["params"]), float(r["tokens"]), float(t)))
+    return pts
+
+
 def law(args):
     pts = read_grid(args.grid, args.min_steps)
+    anchors = read_anchors(args.anchor_runs)
+    pts += anchors
     if len(pts) < 6:
         raise SystemExit("fit_scaling: %d runs with >= %d steps; need at least 6" % (len(pts), args.min_steps))
     best = fit(pts)
@@ -120,7 +133,7 @@ def law(args):
         sample = [pts[rng.randrange(len(pts))] for _ in pts]
         if len({(n, d) for n, d, _ in sample}) < 4:
             continue
-        r = fit(sample, step=0.1, refine=False)
+        r = fit(sample, step=0.05, refine=True)
         if r:
             boots.append(r)
     lines = [
@@ -128,10 +141,14 @@ def law(args):
         "# seen), fitted by scripts/fit_scaling.py to %d runs of scripts/scaling_grid.sh (cpu-transformer's" % len(pts),
         "# optimizer and schedule, context 256, batch 16, vocab 4097; val bpb on the first 65,536 val",
         "# tokens). Grid files: %s; runs with fewer than %d steps left out." % (", ".join(args.grid), args.min_steps),
-        "# Uncertainty: %d bootstrap refits (resampled runs, coarse exponent grid) as boot lines," % len(boots),
+        "# Also %d anchor points: the transformer alone of 10-minute runs (%s; cpu-default's shape," % (
+            len(anchors), args.anchor_runs or "none"),
+        "# ReLU2 or SwiGLU, val bpb on the full val set, not the 65,536-token slice).",
+        "# Uncertainty: %d bootstrap refits (resampled runs, the same exponent grid) as boot lines," % len(boots),
         "# and residual_sd, the fit's residual standard deviation (bpb).",
-        "# Re-fit: python3 scripts/fit_scaling.py --grid %s --min-steps %d --law-out THIS_FILE"
-        % (" --grid ".join(args.grid), args.min_steps),
+        "# Re-fit: python3 scripts/fit_scaling.py --grid %s --min-steps %d%s --law-out THIS_FILE"
+        % (" --grid ".join(args.grid), args.min_steps,
+           " --anchor-runs '%s'" % args.anchor_runs if args.anchor_runs else ""),
         "E = %.6g" % E, "A = %.6g" % A, "alpha = %.4g" % alpha, "B = %.6g" % B, "beta = %.4g" % beta,
         "residual_sd = %.4g" % sd,
         "n_min = %.6g" % min(p[0] for p in pts), "n_max = %.6g" % max(p[0] for p in pts),
@@ -217,6 +234,7 @@ def main():
     p.add_argument("--grid", action="append", default=[])
     p.add_argument("--min-steps", type=int, default=20)
     p.add_argument("--boot", type=int, default=100)
+    p.add_argument("--anchor-runs", help="glob of result.json whose val_bpb_transformer join the grid")
     p.add_argument("--law-out")
     p.add_argument("--runs")
     p.add_argument("--hybrid-out")

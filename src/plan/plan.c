@@ -13,7 +13,7 @@ static const int widths[] = {64, 96, 128, 160, 192, 256, 320, 384, 448, 512, 640
 /* The law (plan/quality.h) is in N and D only, so whatever it cannot see is
  * kept near the grid it was fitted on (batch 4,096 tokens, context 256, head
  * width 64 (32 below d_model 128), d_model / n_layers 32-64): context and
- * batch within a factor of 2-4 of it, the aspect ratio within [16, 128];
+ * batch within a factor of 2-4 of it (per rank: N ranks train N times the rows), the aspect ratio within [16, 128];
  * inside those bounds they are chosen for throughput alone. */
 static const int contexts[] = {128, 256, 512};
 static const int batch_tokens[] = {2048, 4096, 8192, 16384};
@@ -82,10 +82,8 @@ static int evaluate(const run_config *base, const chip_profile *chip, const qual
     m->n_kv_heads = 0;
     m->d_ff = 0;
     m->context = ctx;
-    c->cfg.batch_size = btok / ctx;
+    c->cfg.batch_size = btok / ctx * o->ranks; /* btok per rank: data parallel adds rows */
     c->cfg.micro_batch = 0;
-    if (c->cfg.batch_size < o->ranks || c->cfg.batch_size % o->ranks)
-        return 0;
     c->cfg.memory_order = order;
     if (!order) {
         c->cfg.cache_order = 0;
