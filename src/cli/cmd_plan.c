@@ -38,7 +38,9 @@ static void usage(FILE *f)
         "  --law FILE, --hybrid FILE   other coefficients (default configs/" DEFAULT_LAW ", " DEFAULT_HYBRID ")\n"
         "  --corpus-tokens N  training tokens available (default: the bundled corpus, 89.9 M)\n"
         "  --vocab N       vocabulary incl. separator (default 4097: prepare --vocab 4096)\n"
-        "  --check PRESETS     comma list: `bench train` each and print predicted vs measured tokens/s\n"
+        "  --check PRESETS     comma list: `bench train` each and print measured tokens/s against the\n"
+        "                  prediction (committed efficiencies) and a leave-one-out prediction\n"
+        "                  (efficiencies fitted on the other presets' measurements of this run)\n"
         "  --calibrate PRESETS comma list: `bench train` each and write the per-op efficiencies\n"
         "                  (the chip-file fragment configs/scaling/op_efficiency_*.conf)\n"
         "Partial (first slice of issue 12): the law is in parameters and tokens only (no term for\n"
@@ -72,11 +74,44 @@ static int load_preset(const char *name, int vocab, run_config *c, tempo_error *
     return run_config_finish(c, err);
 }
 
+/* The chip file with its `efficiencies =` line replaced by the calibration
+ * of the measurements m[] other than m[skip]: a leave-one-out prediction
+ * from the same minute's measurements, so a change of others' load between
+ * a calibration and a check does not count as model error. */
+static int chip_without(const char *chip_path, const throughput_measurement *m, int n, int skip, chip_profile *out,
+                        tempo_error *err)
+{
+    char *text;
+    size_t len;
+    if (file_read_all(chip_path, &text, &len, 1 << 20, err))
+        return -1;
+    strbuf s = {0};
+    for (char *line = text, *nl; line < text + len; line = nl + 1) {
+        nl = memchr(line, '\n', (size_t)(text + len - line));
+        if (!nl)
+            nl = text + len;
+        if (strncmp(line, "efficiencies", 12))
+            strbuf_append(&s, line, (size_t)(nl - line) + (nl < text + len));
+    }
+    strbuf_puts(&s, "\n");
+    throughput_measurement rest[16];
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (i != skip)
+            rest[k++] = m[i];
+    throughput_calibration_write(rest, k, "", &s);
+    int rc = chip_parse(out, s.data, s.len, chip_path, err);
+    strbuf_free(&s);
+    free(text);
+    return rc;
+}
+
 /* --check / --calibrate: bench train each preset of the comma list. */
 static int measure_presets(const char *list, const chip_profile *chip, int vocab, int threads, int steps,
                            int calibrate, const char *out_path, const char *chip_path)
 {
     throughput_measurement m[16];
+    run_config cfgs[16];
     int n = 0;
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", list);
@@ -89,6 +124,7 @@ static int measure_presets(const char *list, const chip_profile *chip, int vocab
         run_config c;
         if (load_preset(p, vocab, &c, &err) || throughput_measure(&c, chip, threads, steps, &m[n], &err))
             return cli_report(&err);
+        cfgs[n] = c;
         fprintf(stderr, "plan: %s measured %.0f tokens/s, predicted %.0f\n", p, m[n].measured_tokens_per_s,
                 m[n].predicted_tokens_per_s);
         load += m[n].other_load_cores;
@@ -118,11 +154,20 @@ static int measure_presets(const char *list, const chip_profile *chip, int vocab
         strbuf_free(&text);
         return rc;
     }
-    printf("%-18s %12s %12s %8s %10s\n", "preset", "measured", "predicted", "error", "load");
-    for (int i = 0; i < n; i++)
-        printf("%-18s %12.0f %12.0f %+7.1f%% %10.2f\n", m[i].preset, m[i].measured_tokens_per_s,
-               m[i].predicted_tokens_per_s,
-               100 * (m[i].predicted_tokens_per_s / m[i].measured_tokens_per_s - 1), m[i].other_load_cores);
+    printf("%-18s %12s %12s %8s %12s %8s %10s\n", "preset", "measured", "predicted", "error", "leave-1-out",
+           "error", "load");
+    for (int i = 0; i < n; i++) {
+        /* leave-one-out: efficiencies fitted now on the other presets (needs 2 or more) */
+        double loo = 0;
+        chip_profile other;
+        step_prediction p;
+        if (n > 1 && !chip_without(chip_path, m, n, i, &other, &err) &&
+            !throughput_predict(&cfgs[i], &other, 1, &p, &err))
+            loo = p.tokens_per_s;
+        printf("%-18s %12.0f %12.0f %+7.1f%% %12.0f %+7.1f%% %10.2f\n", m[i].preset, m[i].measured_tokens_per_s,
+               m[i].predicted_tokens_per_s, 100 * (m[i].predicted_tokens_per_s / m[i].measured_tokens_per_s - 1),
+               loo, loo > 0 ? 100 * (loo / m[i].measured_tokens_per_s - 1) : 0.0, m[i].other_load_cores);
+    }
     return 0;
 }
 
