@@ -18,6 +18,7 @@ static void usage(FILE *f)
             "  icl       in-context-learning accuracy (CORE) over the ICL task files\n"
             "  generate  sample text from a trained model\n"
             "  export    a trained model as GGUF (llama.cpp) or a Hugging Face folder\n"
+            "  plan      the best model for a chip and a budget, predicted (partial)\n"
             "  bench     benchmarks (peak, kernels, train, infer)\n"
             "  judge     run a submission under the budget and score it\n"
             "  leaderboard  the judged results (terminal table or HTML page)\n"
@@ -97,6 +98,8 @@ int main(int argc, char **argv)
         return cmd_generate(argc - 1, argv + 1);
     if (!strcmp(c, "export"))
         return cmd_export(argc - 1, argv + 1);
+    if (!strcmp(c, "plan"))
+        return cmd_plan(argc - 1, argv + 1);
     if (!strcmp(c, "bench"))
         return cmd_bench(argc - 1, argv + 1);
     if (!strcmp(c, "judge"))

@@ -1,0 +1,287 @@
+/* cmd_plan.c - `tempo plan`: flags, finding the chip and scaling files,
+ * calling the planner (src/plan/) and printing. No modelling here. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/fileio.h"
+#include "core/number.h"
+#include "plan/chip.h"
+#include "plan/plan.h"
+#include "plan/quality.h"
+#include "plan/throughput.h"
+
+#define DEFAULT_CHIP "chips/cpu-avx2-2core.conf"
+#define DEFAULT_LAW "scaling/transformer_law.conf"
+#define DEFAULT_HYBRID "scaling/hybrid.conf"
+#define DEFAULT_CORPUS_TOKENS 89941522.0 /* the bundled corpus prepared with --vocab 4096 */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: tempo plan --budget D [--chip FILE] [--ranks N] [--memory GB] [--out FILE] [--explain]\n"
+        "       tempo plan --check PRESETS [--chip FILE] [--threads N] [--steps N]\n"
+        "       tempo plan --calibrate PRESETS [--chip FILE] [--threads N] [--steps N] [--out FILE]\n"
+        "  Predicts the best model a chip can train from scratch in a wall-clock budget: searches\n"
+        "  width, depth, head width, context, batch and the count memory's order (0, 4, 5), and\n"
+        "  for each candidate predicts tokens/s (an op-by-op roofline of the chip with per-op\n"
+        "  efficiencies), tokens seen, and val bpb with a ~90 %% interval (the law fitted to the\n"
+        "  grid of short runs in configs/scaling/). Prints the chosen config as a preset file\n"
+        "  (--out writes it; `tempo train --preset FILE` trains it) and the ten runners-up.\n"
+        "  --budget D      wall-clock training budget (90s, 10m, 4h)\n"
+        "  --chip FILE     a chip profile (default configs/" DEFAULT_CHIP ": this 2-core machine)\n"
+        "  --ranks N       data-parallel chips (ring all-reduce over the chip's link_gbs)\n"
+        "  --memory GB     memory per chip to plan within (default: the chip's memory_gb)\n"
+        "  --no-memory     the transformer alone (no count memory, cache or match model)\n"
+        "  --explain       what limits the plan (compute, bandwidth, memory, data) and why\n"
+        "  --law FILE, --hybrid FILE   other coefficients (default configs/" DEFAULT_LAW ", " DEFAULT_HYBRID ")\n"
+        "  --corpus-tokens N  training tokens available (default: the bundled corpus, 89.9 M)\n"
+        "  --vocab N       vocabulary incl. separator (default 4097: prepare --vocab 4096)\n"
+        "  --check PRESETS     comma list: `bench train` each and print measured tokens/s against the\n"
+        "                  prediction (committed efficiencies) and a leave-one-out prediction\n"
+        "                  (efficiencies fitted on the other presets' measurements of this run)\n"
+        "  --calibrate PRESETS comma list: `bench train` each and write the per-op efficiencies\n"
+        "                  (the chip-file fragment configs/scaling/op_efficiency_*.conf)\n"
+        "Partial (first slice of issue 12): the law is in parameters and tokens only (no term for\n"
+        "context, batch, vocabulary or optimizer settings, which are cpu-transformer's); the hybrid\n"
+        "relation rests on nine 10-minute runs of one shape. Not yet: --validate, --plot,\n"
+        "docs/optimal_model.md (see docs/planner.md).\n");
+}
+
+/* configs/<rel> in $TEMPO_CONFIGS, beside the binary, or ./configs. */
+static void find_config(const char *rel, char *out, size_t n)
+{
+    const char *env = getenv("TEMPO_CONFIGS");
+    if (env && *env) {
+        snprintf(out, n, "%s/%s", env, rel);
+        if (path_exists(out))
+            return;
+    }
+    char beside[1200];
+    snprintf(beside, sizeof beside, "../configs/%s", rel);
+    if (path_beside_exe(out, n, beside))
+        return;
+    snprintf(out, n, "configs/%s", rel);
+}
+
+static int load_preset(const char *name, int vocab, run_config *c, tempo_error *err)
+{
+    run_config_defaults(c);
+    if (run_config_load_preset(c, name, err))
+        return -1;
+    c->model.vocab_size = vocab;
+    return run_config_finish(c, err);
+}
+
+/* The chip file with its `efficiencies =` line replaced by the calibration
+ * of the measurements m[] other than m[skip]: a leave-one-out prediction
+ * from the same minute's measurements, so a change of others' load between
+ * a calibration and a check does not count as model error. */
+static int chip_without(const char *chip_path, const throughput_measurement *m, int n, int skip, chip_profile *out,
+                        tempo_error *err)
+{
+    char *text;
+    size_t len;
+    if (file_read_all(chip_path, &text, &len, 1 << 20, err))
+        return -1;
+    strbuf s = {0};
+    for (char *line = text, *nl; line < text + len; line = nl + 1) {
+        nl = memchr(line, '\n', (size_t)(text + len - line));
+        if (!nl)
+            nl = text + len;
+        if (strncmp(line, "efficiencies", 12))
+            strbuf_append(&s, line, (size_t)(nl - line) + (nl < text + len));
+    }
+    strbuf_puts(&s, "\n");
+    throughput_measurement rest[16];
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (i != skip)
+            rest[k++] = m[i];
+    throughput_calibration_write(rest, k, "", &s);
+    int rc = chip_parse(out, s.data, s.len, chip_path, err);
+    strbuf_free(&s);
+    free(text);
+    return rc;
+}
+
+/* --check / --calibrate: bench train each preset of the comma list. */
+static int measure_presets(const char *list, const chip_profile *chip, int vocab, int threads, int steps,
+                           int calibrate, const char *out_path, const char *chip_path)
+{
+    throughput_measurement m[16];
+    run_config cfgs[16];
+    int n = 0;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", list);
+    char *save = NULL;
+    tempo_error err;
+    double load = 0;
+    for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        if (n == 16)
+            return cli_usage_error("plan: at most 16 presets");
+        run_config c;
+        if (load_preset(p, vocab, &c, &err) || throughput_measure(&c, chip, threads, steps, &m[n], &err))
+            return cli_report(&err);
+        cfgs[n] = c;
+        fprintf(stderr, "plan: %s measured %.0f tokens/s, predicted %.0f\n", p, m[n].measured_tokens_per_s,
+                m[n].predicted_tokens_per_s);
+        load += m[n].other_load_cores;
+        n++;
+    }
+    if (n == 0)
+        return cli_usage_error("plan: no presets in '%s'", list);
+    if (calibrate) {
+        char header[2048];
+        snprintf(header, sizeof header,
+                 "# Per-op efficiencies measured on this machine (fraction of the op's roofline time,\n"
+                 "# max(FLOPs / peak, bytes / bandwidth) with %s's peak and bandwidth, that the op\n"
+                 "# reached in `tempo bench train`), summed over the presets %s,\n"
+                 "# %d thread(s), %d steps each; others' load meanwhile %.2f cores on average.\n"
+                 "# Re-measure (on a quiet machine): build/tempo plan --calibrate %s --chip %s\n"
+                 "#   --threads %d --steps %d --out THIS_FILE\n",
+                 chip->name, list, threads, steps, load / n, list, chip_path, threads, steps);
+        strbuf text = {0};
+        throughput_calibration_write(m, n, header, &text);
+        int rc = 0;
+        if (out_path) {
+            if (file_write_atomic(out_path, text.data, text.len, &err))
+                rc = cli_report(&err);
+        } else {
+            fwrite(text.data, 1, text.len, stdout);
+        }
+        strbuf_free(&text);
+        return rc;
+    }
+    printf("%-18s %12s %12s %8s %12s %8s %10s\n", "preset", "measured", "predicted", "error", "leave-1-out",
+           "error", "load");
+    for (int i = 0; i < n; i++) {
+        /* leave-one-out: efficiencies fitted now on the other presets (needs 2 or more) */
+        double loo = 0;
+        chip_profile other;
+        step_prediction p;
+        if (n > 1 && !chip_without(chip_path, m, n, i, &other, &err) &&
+            !throughput_predict(&cfgs[i], &other, 1, &p, &err))
+            loo = p.tokens_per_s;
+        printf("%-18s %12.0f %12.0f %+7.1f%% %12.0f %+7.1f%% %10.2f\n", m[i].preset, m[i].measured_tokens_per_s,
+               m[i].predicted_tokens_per_s, 100 * (m[i].predicted_tokens_per_s / m[i].measured_tokens_per_s - 1),
+               loo, loo > 0 ? 100 * (loo / m[i].measured_tokens_per_s - 1) : 0.0, m[i].other_load_cores);
+    }
+    return 0;
+}
+
+static void print_runners_up(const plan_result *r)
+{
+    printf("\n# rank  d_model layers heads ctx batch mem  params     tokens/s   tokens     bpb    interval\n");
+    for (int i = 0; i < r->n_keep; i++) {
+        const plan_candidate *c = &r->best[i];
+        const model_config *m = &c->cfg.model;
+        printf("# %-4d  %7d %6d %5d %4d %5d %3d  %9.3g  %9.0f  %9.3g  %.3f  %.3f-%.3f%s\n", i, m->d_model,
+               m->n_layers, m->n_heads, m->context, c->cfg.batch_size, c->cfg.memory_order, c->step.params,
+               c->step.tokens_per_s, c->tokens_seen, c->bpb, c->bpb_lo, c->bpb_hi,
+               c->outside_law ? "  (extrapolated)" : "");
+    }
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    plan_options o = {.ranks = 1, .corpus_tokens = DEFAULT_CORPUS_TOKENS, .vocab_size = 4097, .allow_memory = 1};
+    const char *chip_arg = NULL, *out = NULL, *law_arg = NULL, *hybrid_arg = NULL, *check = NULL, *calib = NULL;
+    int explain = 0, threads = 2, steps = 5;
+    long long ll;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--explain")) { explain = 1; continue; }
+        if (!strcmp(a, "--no-memory")) { o.allow_memory = 0; continue; }
+        if (!v)
+            return cli_usage_error("plan: %s needs a value (tempo plan --help)", a);
+        i++;
+        if (!strcmp(a, "--budget")) {
+            if (cli_parse_duration(a, v, &o.budget_s)) return 2;
+        } else if (!strcmp(a, "--chip")) {
+            chip_arg = v;
+        } else if (!strcmp(a, "--ranks")) {
+            if (cli_parse_int(a, v, 1, 1 << 20, &ll)) return 2;
+            o.ranks = (int)ll;
+        } else if (!strcmp(a, "--memory")) {
+            if (cli_parse_real(a, v, 0, 1e7, 1, &o.memory_gb)) return 2;
+        } else if (!strcmp(a, "--out")) {
+            out = v;
+        } else if (!strcmp(a, "--law")) {
+            law_arg = v;
+        } else if (!strcmp(a, "--hybrid")) {
+            hybrid_arg = v;
+        } else if (!strcmp(a, "--corpus-tokens")) {
+            if (cli_parse_real(a, v, 0, 1e15, 1, &o.corpus_tokens)) return 2;
+        } else if (!strcmp(a, "--vocab")) {
+            if (cli_parse_int(a, v, 2, 1 << 24, &ll)) return 2;
+            o.vocab_size = (int)ll;
+        } else if (!strcmp(a, "--threads")) {
+            if (cli_parse_int(a, v, 1, NUMBER_MAX_THREADS, &ll)) return 2;
+            threads = (int)ll;
+        } else if (!strcmp(a, "--steps")) {
+            if (cli_parse_int(a, v, 1, 1000, &ll)) return 2;
+            steps = (int)ll;
+        } else if (!strcmp(a, "--check")) {
+            check = v;
+        } else if (!strcmp(a, "--calibrate")) {
+            calib = v;
+        } else {
+            return cli_usage_error("plan: unknown flag %s (tempo plan --help)", a);
+        }
+    }
+    char chip_path[1200], law_path[1200], hybrid_path[1200];
+    if (chip_arg)
+        snprintf(chip_path, sizeof chip_path, "%s", chip_arg);
+    else
+        find_config(DEFAULT_CHIP, chip_path, sizeof chip_path);
+    tempo_error err;
+    chip_profile chip;
+    if (chip_load(&chip, chip_path, &err))
+        return cli_report(&err);
+    if (check || calib)
+        return measure_presets(check ? check : calib, &chip, o.vocab_size, threads, steps, calib != NULL, out,
+                               chip_arg ? chip_arg : "configs/" DEFAULT_CHIP);
+    if (!(o.budget_s > 0))
+        return cli_usage_error("plan: --budget is required (tempo plan --help)");
+    if (law_arg)
+        snprintf(law_path, sizeof law_path, "%s", law_arg);
+    else
+        find_config(DEFAULT_LAW, law_path, sizeof law_path);
+    if (hybrid_arg)
+        snprintf(hybrid_path, sizeof hybrid_path, "%s", hybrid_arg);
+    else
+        find_config(DEFAULT_HYBRID, hybrid_path, sizeof hybrid_path);
+    quality_law law;
+    quality_hybrid hybrid;
+    if (quality_law_load(&law, law_path, &err) || quality_hybrid_load(&hybrid, hybrid_path, &err))
+        return cli_report(&err);
+    run_config base;
+    if (load_preset("cpu-transformer", o.vocab_size, &base, &err))
+        return cli_report(&err);
+    plan_result r;
+    if (plan_search(&base, &chip, &law, &hybrid, &o, &r, &err))
+        return cli_report(&err);
+    strbuf text = {0};
+    plan_preset_text(&r.best[0], &chip, &o, &text);
+    int rc = 0;
+    if (out && file_write_atomic(out, text.data, text.len, &err))
+        rc = cli_report(&err);
+    if (!rc) {
+        fwrite(text.data, 1, text.len, stdout);
+        print_runners_up(&r);
+        if (explain) {
+            strbuf why = {0};
+            plan_explain(&r, &chip, &law, &o, &why);
+            printf("\n%s", why.data);
+            strbuf_free(&why);
+        }
+    }
+    strbuf_free(&text);
+    return rc;
+}

@@ -1,0 +1,254 @@
+/* plan.c - the planner's search, its preset text and its explanation (see
+ * plan.h). The search is a plain loop over a small grid of shapes: a few
+ * thousand candidates, each a closed-form prediction, well under a second. */
+#include "plan/plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/json.h"
+
+static const int widths[] = {64, 96, 128, 160, 192, 256, 320, 384, 448, 512, 640, 768, 1024, 1280, 1536, 2048};
+/* The law (plan/quality.h) is in N and D only, so whatever it cannot see is
+ * kept near the grid it was fitted on (batch 4,096 tokens, context 256, head
+ * width 64 (32 below d_model 128), d_model / n_layers 32-64): context and
+ * batch within a factor of 2-4 of it (per rank: N ranks train N times the rows), the aspect ratio within [16, 128];
+ * inside those bounds they are chosen for throughput alone. */
+static const int contexts[] = {128, 256, 512};
+static const int batch_tokens[] = {2048, 4096, 8192, 16384};
+#define PLAN_MIN_ASPECT 16
+#define PLAN_MAX_ASPECT 128
+static const int memory_orders[] = {0, 4, 5};
+
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+double plan_effective_tokens(double seen, double unique)
+{
+    if (!(unique > 0) || seen <= unique)
+        return seen;
+    const double r_star = 15.4; /* Muennighoff et al. 2023's fitted decay, in repetitions */
+    return unique * (1 + r_star * (1 - exp(-(seen / unique - 1) / r_star)));
+}
+
+static int same_shape(const plan_candidate *a, const plan_candidate *b)
+{
+    return a->cfg.model.d_model == b->cfg.model.d_model && a->cfg.model.n_layers == b->cfg.model.n_layers &&
+           a->cfg.memory_order == b->cfg.memory_order;
+}
+
+static int better(const plan_candidate *a, const plan_candidate *b)
+{
+    return a->bpb < b->bpb || (a->bpb == b->bpb && a->step.params < b->step.params);
+}
+
+/* Keep r->best sorted by bpb (then fewer parameters), at most PLAN_MAX_KEEP,
+ * one entry per (width, depth, memory order): the runners-up are other
+ * shapes, not the same shape at another context or batch. */
+static void keep(plan_result *r, const plan_candidate *c)
+{
+    for (int j = 0; j < r->n_keep; j++)
+        if (same_shape(&r->best[j], c)) {
+            if (!better(c, &r->best[j]))
+                return;
+            memmove(&r->best[j], &r->best[j + 1], sizeof r->best[0] * (size_t)(r->n_keep - j - 1));
+            r->n_keep--;
+            break;
+        }
+    int n = r->n_keep, i = n;
+    while (i > 0 && better(c, &r->best[i - 1]))
+        i--;
+    if (i >= PLAN_MAX_KEEP)
+        return;
+    int last = n < PLAN_MAX_KEEP ? n : PLAN_MAX_KEEP - 1;
+    memmove(&r->best[i + 1], &r->best[i], sizeof r->best[0] * (size_t)(last - i));
+    r->best[i] = *c;
+    if (n < PLAN_MAX_KEEP)
+        r->n_keep++;
+}
+
+/* Evaluate one shape; returns 1 when kept as a candidate. */
+static int evaluate(const run_config *base, const chip_profile *chip, const quality_law *law,
+                    const quality_hybrid *hybrid, const plan_options *o, int d, int layers, int hd, int ctx,
+                    int btok, int order, plan_result *r, plan_candidate *c, tempo_error *err)
+{
+    memset(c, 0, sizeof *c);
+    c->cfg = *base;
+    model_config *m = &c->cfg.model;
+    m->vocab_size = o->vocab_size;
+    m->d_model = d;
+    m->n_layers = layers;
+    m->n_heads = d / hd;
+    m->n_kv_heads = 0;
+    m->d_ff = 0;
+    m->context = ctx;
+    c->cfg.batch_size = btok / ctx * o->ranks; /* btok per rank: data parallel adds rows */
+    c->cfg.micro_batch = 0;
+    c->cfg.memory_order = order;
+    if (!order) {
+        c->cfg.cache_order = 0;
+        c->cfg.match_length = 0;
+    } else if (!c->cfg.cache_order) {
+        c->cfg.cache_order = 8;
+        c->cfg.match_length = 2;
+    }
+    tempo_error e;
+    if (run_config_finish(&c->cfg, &e))
+        return 0;
+    if (throughput_predict(&c->cfg, chip, o->ranks, &c->step, err))
+        return -1;
+    r->n_searched++;
+    double limit = o->memory_gb > 0 ? o->memory_gb : chip->memory_gb;
+    if (c->step.memory_gb > limit) {
+        /* micro-batches: the smallest power-of-two split that fits */
+        int rows = c->cfg.batch_size / o->ranks;
+        for (int mb = rows / 2; mb >= 1 && c->step.memory_gb > limit; mb /= 2) {
+            c->cfg.micro_batch = mb * o->ranks;
+            throughput_predict(&c->cfg, chip, o->ranks, &c->step, err);
+        }
+        if (c->step.memory_gb > limit) {
+            r->n_too_big++;
+            return 0;
+        }
+    }
+    if (order) {
+        double host = o->host_memory_gb > 0 ? o->host_memory_gb : 24;
+        if (!(hybrid->limit[order] > 0) ||
+            o->corpus_tokens * hybrid->bytes_per_token[order] / 1e9 > host)
+            return 0;
+        c->memory_build_s = throughput_memory_build_s(o->corpus_tokens, hybrid->build_s_per_mtok[order]);
+    }
+    c->train_s = o->budget_s - c->memory_build_s;
+    c->steps = floor(c->train_s / c->step.step_s);
+    if (c->steps < PLAN_MIN_STEPS) {
+        r->n_too_few_steps++;
+        return 0;
+    }
+    c->tokens_seen = c->steps * c->step.tokens_per_step;
+    c->tokens_effective = plan_effective_tokens(c->tokens_seen, o->corpus_tokens);
+    /* the point prediction ranks; the interval is for the kept ones only (plan_search) */
+    c->transformer_bpb = quality_bpb(&law->fit, c->step.params, c->tokens_effective);
+    c->bpb = quality_hybrid_bpb(hybrid, order, c->transformer_bpb);
+    c->outside_law = c->step.params < law->n_min || c->step.params > law->n_max || c->tokens_seen < law->d_min ||
+                     c->tokens_seen > law->d_max;
+    c->repeats_data = c->tokens_seen > o->corpus_tokens;
+    keep(r, c);
+    return 1;
+}
+
+int plan_search(const run_config *base, const chip_profile *chip, const quality_law *law,
+                const quality_hybrid *hybrid, const plan_options *o, plan_result *r, tempo_error *err)
+{
+    memset(r, 0, sizeof *r);
+    if (!(o->budget_s > 0) || o->ranks < 1 || o->vocab_size < 2)
+        return tempo_usage(err, "plan: budget, ranks and vocabulary must be positive");
+    plan_candidate c;
+    for (int wi = 0; wi < N_OF(widths); wi++)
+        for (int layers = 1; layers <= 64; layers++) {
+                int d = widths[wi], hd = d < 128 ? 32 : 64;
+                if (d % hd || d < PLAN_MIN_ASPECT * layers || d > PLAN_MAX_ASPECT * layers)
+                    continue;
+                for (int ci = 0; ci < N_OF(contexts); ci++)
+                    for (int bi = 0; bi < N_OF(batch_tokens); bi++) {
+                        if (batch_tokens[bi] < contexts[ci])
+                            continue;
+                        for (int oi = 0; oi < N_OF(memory_orders); oi++) {
+                            if (memory_orders[oi] && !o->allow_memory)
+                                continue;
+                            if (evaluate(base, chip, law, hybrid, o, d, layers, hd, contexts[ci], batch_tokens[bi],
+                                         memory_orders[oi], r, &c, err) < 0)
+                                return -1;
+                        }
+                    }
+            }
+    for (int i = 0; i < r->n_keep; i++) {
+        plan_candidate *k = &r->best[i];
+        quality_predict(law, k->step.params, k->tokens_effective, &k->transformer_bpb, &k->transformer_lo,
+                        &k->transformer_hi);
+        k->bpb_lo = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_lo);
+        k->bpb_hi = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_hi);
+    }
+    if (r->n_keep == 0) {
+        if (r->n_too_big > 0 && r->n_too_few_steps == 0)
+            return tempo_usage(err, "plan: no config fits in %.3g GB of memory per chip",
+                               o->memory_gb > 0 ? o->memory_gb : chip->memory_gb);
+        return tempo_usage(err, "plan: budget %.3g s is too small: no config reaches %d optimizer steps on %s",
+                           o->budget_s, PLAN_MIN_STEPS, chip->name);
+    }
+    return 0;
+}
+
+void plan_preset_text(const plan_candidate *c, const chip_profile *chip, const plan_options *o, strbuf *out)
+{
+    strbuf_printf(out,
+                  "# planned by `tempo plan` for %s, budget %.0f s, %d rank(s): predicted %.0f tokens/s,\n"
+                  "# %.3g tokens seen in %.0f steps, %.3g parameters, val bpb %.3f (interval %.3f to %.3f;\n"
+                  "# transformer alone %.3f). A prediction from configs/scaling/, not a measurement.\n",
+                  chip->name, o->budget_s, o->ranks, c->step.tokens_per_s, c->tokens_seen, c->steps,
+                  c->step.params, c->bpb, c->bpb_lo, c->bpb_hi, c->transformer_bpb);
+    strbuf json = {0};
+    json_value *v = NULL;
+    tempo_error e;
+    if (run_config_to_json(&c->cfg, &json, &e) == 0 && json_parse(json.data, json.len, &v, &e) == 0 &&
+        v->type == JSON_OBJECT) {
+        for (size_t i = 0; i < v->n; i++) {
+            const json_value *x = &v->items[i];
+            if (!strcmp(v->keys[i], "vocab_size") || !strcmp(v->keys[i], "preset"))
+                continue; /* from the data; the file's own name */
+            strbuf_printf(out, "%s = ", v->keys[i]);
+            if (x->type == JSON_STRING)
+                strbuf_puts(out, x->string);
+            else if (x->type == JSON_BOOL)
+                strbuf_puts(out, x->boolean ? "true" : "false");
+            else if (x->type == JSON_NUMBER)
+                strbuf_printf(out, "%.9g", x->number);
+            strbuf_puts(out, "\n");
+        }
+    }
+    json_free(v);
+    strbuf_free(&json);
+}
+
+void plan_explain(const plan_result *r, const chip_profile *chip, const quality_law *law, const plan_options *o,
+                  strbuf *out)
+{
+    const plan_candidate *b = &r->best[0];
+    const step_prediction *s = &b->step;
+    double ops = s->compute_bound_s + s->memory_bound_s;
+    strbuf_printf(out, "searched %ld configs: %ld over the memory limit, %ld under %d steps in the budget\n",
+                  r->n_searched, r->n_too_big, r->n_too_few_steps, PLAN_MIN_STEPS);
+    strbuf_printf(out, "step %.4g s: FLOP-bound ops %.0f %%, byte-bound ops %.0f %%, fixed overheads %.0f %%%s\n",
+                  s->step_s, 100 * s->compute_bound_s / s->step_s, 100 * s->memory_bound_s / s->step_s,
+                  100 * s->overhead_s / s->step_s, s->allreduce_s > 0 ? "" : " (one rank: no all-reduce)");
+    if (s->allreduce_s > 0)
+        strbuf_printf(out, "all-reduce of %.3g MB of gradients over %d ranks: %.0f %% of the step\n",
+                      4 * s->params / 1e6, o->ranks, 100 * s->allreduce_s / s->step_s);
+    strbuf_printf(out, "limit: %s", s->compute_bound_s >= s->memory_bound_s ? "compute" : "memory bandwidth");
+    strbuf_printf(out, " (%.0f %% of the op time is FLOP-bound at %.3g TFLOP/s %s)\n",
+                  ops > 0 ? 100 * s->compute_bound_s / ops : 0, chip->peak_tflops, chip->train_dtype);
+    strbuf_printf(out, "memory: %.3g GB per chip of %.3g GB%s\n", s->memory_gb,
+                  o->memory_gb > 0 ? o->memory_gb : chip->memory_gb,
+                  b->cfg.micro_batch && b->cfg.micro_batch < b->cfg.batch_size ? " (micro-batches needed)" : "");
+    double dn = law->fit.A * law->fit.alpha / pow(s->params, law->fit.alpha);
+    double dd = law->fit.B * law->fit.beta / pow(b->tokens_effective, law->fit.beta);
+    strbuf_printf(out,
+                  "shape: the law's marginal gains at the plan: d bpb / d ln N = %.3f, d bpb / d ln D = %.3f; "
+                  "the best split of the budget between size and tokens makes them about equal\n",
+                  -dn, -dd);
+    strbuf_printf(out, "data: %.3g tokens seen of %.3g in the corpus%s", b->tokens_seen, o->corpus_tokens,
+                  b->repeats_data ? "" : "\n");
+    if (b->repeats_data)
+        strbuf_printf(out, ": %.1f epochs, worth %.3g fresh tokens by Muennighoff et al.'s data-constrained "
+                           "rule (not fitted here): data-limited\n",
+                      b->tokens_seen / o->corpus_tokens, b->tokens_effective);
+    if (b->cfg.memory_order)
+        strbuf_printf(out, "count memory of order %d: built in %.0f s of the budget over the whole corpus; "
+                           "the hybrid's bpb from the transformer's by the relation in configs/scaling/\n",
+                      b->cfg.memory_order, b->memory_build_s);
+    if (b->outside_law)
+        strbuf_printf(out, "outside the grid the law was fitted on (N %.3g..%.3g, D %.3g..%.3g): an extrapolation\n",
+                      law->n_min, law->n_max, law->d_min, law->d_max);
+    strbuf_puts(out, "context, batch, heads and depth against width enter only through throughput (the law has no "
+                     "term for them), within bounds around the grid: context 128-512, batch 2,048-16,384 tokens, "
+                     "head width 64, d_model / n_layers 16-128\n");
+}

@@ -1,0 +1,75 @@
+/* plan.h - `tempo plan`'s search: for a chip, a wall-clock budget, a number
+ * of ranks and a memory limit, every candidate shape (width, depth, head
+ * width, context, batch, count-memory order) gets a predicted step time
+ * (plan/throughput.h), tokens seen in the budget, and a predicted val bpb
+ * with an interval (plan/quality.h); candidates are ranked by predicted bpb.
+ * What limits the best one (compute, bandwidth, memory capacity, data, the
+ * law's range) is said in plan_result. Writing a preset and printing belong
+ * to the CLI, except the preset text itself (plan_preset_text). */
+#ifndef TEMPO_PLAN_PLAN_H
+#define TEMPO_PLAN_PLAN_H
+
+#include "core/error.h"
+#include "core/strbuf.h"
+#include "plan/chip.h"
+#include "plan/quality.h"
+#include "plan/throughput.h"
+#include "train/run_config.h"
+
+typedef struct {
+    double budget_s;
+    int ranks;
+    double memory_gb;        /* limit per chip (0: the chip's memory_gb) */
+    double host_memory_gb;   /* limit for the count memory on the host (0: 24 GB) */
+    double corpus_tokens;    /* training tokens available (the prepared corpus) */
+    int vocab_size;          /* from the data (4097 for prepare --vocab 4096) */
+    int allow_memory;        /* consider the hybrid model (count memory) */
+} plan_options;
+
+typedef struct {
+    run_config cfg;          /* a complete, finished config (loadable as a preset) */
+    step_prediction step;
+    double train_s;          /* budget left to the transformer's steps */
+    double memory_build_s;   /* the count memory's build (0: none) */
+    double tokens_seen;      /* tokens trained on */
+    double tokens_effective; /* D in the law: tokens_seen, less repeated epochs' worth */
+    double steps;
+    double transformer_bpb, transformer_lo, transformer_hi;
+    double bpb, bpb_lo, bpb_hi; /* the model as planned (hybrid when memory_order > 0) */
+    int outside_law;         /* N or D outside the grid's range */
+    int repeats_data;        /* D above the corpus: the law knows no repetition */
+} plan_candidate;
+
+#define PLAN_MAX_KEEP 11
+
+typedef struct {
+    int n_keep;
+    plan_candidate best[PLAN_MAX_KEEP];   /* [0] the plan, then the runners-up */
+    long n_searched, n_too_big, n_too_few_steps;
+} plan_result;
+
+/* Search. Fails (code 2) when no candidate fits: the budget too small for
+ * the minimum number of steps, or the memory limit for every shape; the
+ * message says which. base supplies the optimizer settings and loop keys. */
+int plan_search(const run_config *base, const chip_profile *chip, const quality_law *law,
+                const quality_hybrid *hybrid, const plan_options *o, plan_result *r, tempo_error *err);
+
+/* The chosen config as a preset file (header comment with the prediction,
+ * then every key that differs from run_config_defaults). */
+void plan_preset_text(const plan_candidate *c, const chip_profile *chip, const plan_options *o, strbuf *out);
+
+/* Why the plan is what it is: a few lines of plain text. */
+void plan_explain(const plan_result *r, const chip_profile *chip, const quality_law *law, const plan_options *o,
+                  strbuf *out);
+
+/* Tokens seen, discounted for repetition beyond `unique` (the corpus):
+ * Muennighoff et al. 2023 ("Scaling Data-Constrained Language Models"):
+ * U (1 + R* (1 - exp(-R / R*))), R = seen / U - 1 repeated epochs, R* = 15.4.
+ * An assumption taken from that paper, not fitted on this machine. */
+double plan_effective_tokens(double seen, double unique);
+
+/* Minimum optimizer steps a candidate must reach in the budget (the grid's
+ * shortest runs had 50). */
+#define PLAN_MIN_STEPS 50
+
+#endif

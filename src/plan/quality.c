@@ -1,0 +1,237 @@
+/* quality.c - reading the fitted laws and evaluating them (see quality.h). */
+#include "plan/quality.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "core/number.h"
+
+#define QUALITY_MAX_FILE (1 << 20)
+
+/* Calls fn(key, value) for each `key = value` line; errors name path:line. */
+typedef int (*line_fn)(void *ctx, const char *key, char *value, const char *where, tempo_error *err);
+
+static int for_each_line(const char *text, size_t len, const char *path, line_fn fn, void *ctx, tempo_error *err)
+{
+    char line[512];
+    int line_no = 0;
+    for (size_t pos = 0; pos < len;) {
+        const char *start = text + pos;
+        const char *nl = memchr(start, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - start) : len - pos;
+        pos += n + 1;
+        line_no++;
+        char where[1100];
+        snprintf(where, sizeof where, "%s:%d", path, line_no);
+        if (memchr(start, '\0', n))
+            return tempo_usage(err, "%s: a NUL byte (not a text file)", where);
+        if (n >= sizeof line)
+            return tempo_usage(err, "%s: line too long", where);
+        memcpy(line, start, n);
+        line[n] = '\0';
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *a = line;
+        while (isspace((unsigned char)*a))
+            a++;
+        char *e = a + strlen(a);
+        while (e > a && isspace((unsigned char)e[-1]))
+            *--e = '\0';
+        if (!*a)
+            continue;
+        char *eq = strchr(a, '=');
+        if (!eq)
+            return tempo_usage(err, "%s: expected 'key = value'", where);
+        char *ke = eq;
+        *eq = '\0';
+        while (ke > a && isspace((unsigned char)ke[-1]))
+            *--ke = '\0';
+        char *v = eq + 1;
+        while (isspace((unsigned char)*v))
+            v++;
+        if (fn(ctx, a, v, where, err))
+            return -1;
+    }
+    return 0;
+}
+
+static int real(const char *key, const char *v, double lo, double hi, double *out, const char *where,
+                tempo_error *err)
+{
+    tempo_error e;
+    if (number_parse_real(key, v, lo, hi, 0, out, &e))
+        return tempo_usage(err, "%s: %s", where, e.msg);
+    return 0;
+}
+
+/* Coefficient ranges: a law outside these is not a law of bpb. */
+static int coef_parse(quality_coef *c, char *v, const char *where, tempo_error *err)
+{
+    double x[5];
+    const char *names[5] = {"E", "A", "alpha", "B", "beta"};
+    char *save = NULL, *tok = strtok_r(v, " \t", &save);
+    for (int i = 0; i < 5; i++, tok = strtok_r(NULL, " \t", &save)) {
+        if (!tok)
+            return tempo_usage(err, "%s: boot: needs 5 numbers (E A alpha B beta)", where);
+        if (real(names[i], tok, 0, i == 2 || i == 4 ? 5 : 1e12, &x[i], where, err))
+            return -1;
+    }
+    if (tok)
+        return tempo_usage(err, "%s: boot: more than 5 numbers", where);
+    *c = (quality_coef){x[0], x[1], x[2], x[3], x[4]};
+    return 0;
+}
+
+typedef struct {
+    quality_law *q;
+    unsigned seen;
+} law_ctx;
+
+static int law_line(void *ctx, const char *key, char *v, const char *where, tempo_error *err)
+{
+    law_ctx *c = ctx;
+    quality_law *q = c->q;
+    if (!strcmp(key, "boot")) {
+        if (q->n_boot >= QUALITY_MAX_BOOT)
+            return tempo_usage(err, "%s: more than %d boot lines", where, QUALITY_MAX_BOOT);
+        return coef_parse(&q->boot[q->n_boot++], v, where, err);
+    }
+    struct {
+        const char *key;
+        double *dst, lo, hi;
+    } keys[] = {
+        {"E", &q->fit.E, 0, 100},           {"A", &q->fit.A, 0, 1e12},       {"alpha", &q->fit.alpha, 0, 5},
+        {"B", &q->fit.B, 0, 1e12},          {"beta", &q->fit.beta, 0, 5},    {"residual_sd", &q->residual_sd, 0, 10},
+        {"n_min", &q->n_min, 1, 1e15},      {"n_max", &q->n_max, 1, 1e15},   {"d_min", &q->d_min, 1, 1e18},
+        {"d_max", &q->d_max, 1, 1e18},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!strcmp(key, keys[i].key)) {
+            if (c->seen & (1u << i))
+                return tempo_usage(err, "%s: %s given twice", where, key);
+            c->seen |= 1u << i;
+            return real(key, v, keys[i].lo, keys[i].hi, keys[i].dst, where, err);
+        }
+    if (!strcmp(key, "n_runs")) {
+        long long n;
+        tempo_error e;
+        if (number_parse_int(key, v, 1, 1000000, &n, &e))
+            return tempo_usage(err, "%s: %s", where, e.msg);
+        q->n_runs = (int)n;
+        c->seen |= 1u << 10;
+        return 0;
+    }
+    return tempo_usage(err, "%s: unknown key '%s'", where, key);
+}
+
+int quality_law_parse(quality_law *q, const char *text, size_t len, const char *path, tempo_error *err)
+{
+    memset(q, 0, sizeof *q);
+    law_ctx c = {q, 0};
+    if (for_each_line(text, len, path, law_line, &c, err))
+        return -1;
+    const char *names[] = {"E", "A", "alpha", "B", "beta", "residual_sd", "n_min", "n_max", "d_min", "d_max",
+                           "n_runs"};
+    for (int i = 0; i < 11; i++)
+        if (!(c.seen & (1u << i)))
+            return tempo_usage(err, "%s: missing %s", path, names[i]);
+    if (q->n_min > q->n_max || q->d_min > q->d_max)
+        return tempo_usage(err, "%s: n_min > n_max or d_min > d_max", path);
+    return 0;
+}
+
+static int load_text(const char *path, char **text, size_t *len, tempo_error *err)
+{
+    tempo_error e;
+    if (file_read_all(path, text, len, QUALITY_MAX_FILE, &e))
+        return tempo_usage(err, "scaling law %s", e.msg);
+    return 0;
+}
+
+int quality_law_load(quality_law *q, const char *path, tempo_error *err)
+{
+    char *text;
+    size_t len;
+    if (load_text(path, &text, &len, err))
+        return -1;
+    int rc = quality_law_parse(q, text, len, path, err);
+    free(text);
+    return rc;
+}
+
+static int hybrid_line(void *ctx, const char *key, char *v, const char *where, tempo_error *err)
+{
+    quality_hybrid *h = ctx;
+    if (!strcmp(key, "pivot"))
+        return real(key, v, 0, 100, &h->pivot, where, err);
+    if (!strcmp(key, "slope"))
+        return real(key, v, 0, 10, &h->slope, where, err);
+    const char *prefixes[] = {"limit.", "build_s_per_mtok.", "bytes_per_token."};
+    double *arrays[] = {h->limit, h->build_s_per_mtok, h->bytes_per_token};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(prefixes[i]);
+        if (strncmp(key, prefixes[i], n))
+            continue;
+        long long order;
+        tempo_error e;
+        if (number_parse_int(key, key + n, 1, QUALITY_MAX_ORDER, &order, &e))
+            return tempo_usage(err, "%s: %s", where, e.msg);
+        return real(key, v, 0, 1e9, &arrays[i][order], where, err);
+    }
+    return tempo_usage(err, "%s: unknown key '%s'", where, key);
+}
+
+int quality_hybrid_load(quality_hybrid *h, const char *path, tempo_error *err)
+{
+    memset(h, 0, sizeof *h);
+    char *text;
+    size_t len;
+    if (load_text(path, &text, &len, err))
+        return -1;
+    int rc = for_each_line(text, len, path, hybrid_line, h, err);
+    free(text);
+    if (!rc && !(h->pivot > 0))
+        rc = tempo_usage(err, "%s: missing pivot", path);
+    return rc;
+}
+
+double quality_bpb(const quality_coef *c, double n_params, double tokens)
+{
+    return c->E + c->A / pow(n_params, c->alpha) + c->B / pow(tokens, c->beta);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void quality_predict(const quality_law *q, double n_params, double tokens, double *bpb, double *lo, double *hi)
+{
+    *bpb = quality_bpb(&q->fit, n_params, tokens);
+    double spread = 1.645 * q->residual_sd;
+    *lo = *bpb - spread;
+    *hi = *bpb + spread;
+    if (q->n_boot < 2)
+        return;
+    double v[QUALITY_MAX_BOOT];
+    for (int i = 0; i < q->n_boot; i++)
+        v[i] = quality_bpb(&q->boot[i], n_params, tokens);
+    qsort(v, (size_t)q->n_boot, sizeof v[0], cmp_double);
+    double p5 = v[(int)floor(0.05 * (q->n_boot - 1))], p95 = v[(int)ceil(0.95 * (q->n_boot - 1))];
+    *lo = fmin(*bpb, p5) - spread;
+    *hi = fmax(*bpb, p95) + spread;
+}
+
+double quality_hybrid_bpb(const quality_hybrid *h, int order, double t)
+{
+    if (order <= 0 || order > QUALITY_MAX_ORDER || !(h->limit[order] > 0))
+        return t;
+    double mixed = h->limit[order] - h->slope * fmax(0, h->pivot - t);
+    return fmin(t, mixed);
+}

@@ -1,0 +1,58 @@
+/* quality.h - the planner's quality model: the fitted law
+ *   bpb(N, D) = E + A / N^alpha + B / D^beta
+ * for the transformer (N parameters, D training tokens seen), with bootstrap
+ * replicates of the fit for an interval, and the hybrid model's relation to
+ * it (DESIGN.md section 6): the mixture with a count memory of order K is
+ *   hybrid = min(t, limit_K - slope * max(0, pivot - t))   (t: transformer bpb)
+ * plus the memory's build seconds and bytes per training token. Both files
+ * are written by scripts/fit_scaling.py into configs/scaling/ as `key = value`
+ * lines (`#` comments); the fit itself is not done here. */
+#ifndef TEMPO_PLAN_QUALITY_H
+#define TEMPO_PLAN_QUALITY_H
+
+#include "core/error.h"
+
+#define QUALITY_MAX_BOOT 512
+#define QUALITY_MAX_ORDER 8
+
+typedef struct {
+    double E, A, alpha, B, beta;
+} quality_coef;
+
+typedef struct {
+    quality_coef fit;
+    int n_boot;
+    quality_coef boot[QUALITY_MAX_BOOT];
+    double residual_sd;          /* of the grid runs around the fit, bpb */
+    double n_min, n_max, d_min, d_max; /* the grid's range */
+    int n_runs;
+} quality_law;
+
+typedef struct {
+    double pivot, slope;
+    double limit[QUALITY_MAX_ORDER + 1];       /* 0: that order not measured */
+    double build_s_per_mtok[QUALITY_MAX_ORDER + 1];
+    double bytes_per_token[QUALITY_MAX_ORDER + 1];
+} quality_hybrid;
+
+/* Read the law file (keys E, A, alpha, B, beta, residual_sd, n_min, n_max,
+ * d_min, d_max, n_runs, and `boot = E A alpha B beta` lines). Errors name the
+ * file and line, or the missing key (code 2). */
+int quality_law_load(quality_law *q, const char *path, tempo_error *err);
+int quality_law_parse(quality_law *q, const char *text, size_t len, const char *path, tempo_error *err);
+
+/* Read the hybrid file (pivot, slope, limit.K, build_s_per_mtok.K, bytes_per_token.K). */
+int quality_hybrid_load(quality_hybrid *h, const char *path, tempo_error *err);
+
+/* The law at (N, D). */
+double quality_bpb(const quality_coef *c, double n_params, double tokens);
+
+/* Point prediction and a ~90 % interval: the 5th and 95th percentiles over
+ * the bootstrap replicates, widened by 1.645 x residual_sd. */
+void quality_predict(const quality_law *q, double n_params, double tokens, double *bpb, double *lo, double *hi);
+
+/* The hybrid's bpb from the transformer's at memory order K (t itself when
+ * K is 0 or not measured). */
+double quality_hybrid_bpb(const quality_hybrid *h, int order, double transformer_bpb);
+
+#endif

@@ -1,0 +1,223 @@
+/* throughput.c - the step-time model and its calibration (see throughput.h).
+ *
+ * Notation (llm.c style): R rows (sequences) per rank per step, T context,
+ * C d_model, L layers, H heads, K kv heads, D head dim, F d_ff, V vocab,
+ * N = R*T tokens per rank per step, f = 4 bytes (tempo trains in fp32; the
+ * chip's train_dtype sets the activation bytes elsewhere).
+ * FLOPs follow model_flops_per_token (model/config.c): 2 per multiply-add,
+ * backward = 2 x forward for the projections, causal attention counted as
+ * half the T x T products (the kernel skips masked tiles). */
+#include "plan/throughput.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/bench_train.h"
+
+/* Newton-Schulz FLOPs of one m x n matrix per step (quintic iteration on the
+ * smaller side s = min(m, n), large l: A = X X^T (2 s^2 l), B = b A + c A A
+ * (2 s^3), X' = a X + B X (2 s^2 l)). */
+static double ns_flops(double m, double n, int steps)
+{
+    double s = m < n ? m : n, l = m < n ? n : m;
+    return steps * (4 * s * s * l + 2 * s * s * s);
+}
+
+int throughput_predict(const run_config *cfg, const chip_profile *chip, int ranks, step_prediction *p,
+                       tempo_error *err)
+{
+    memset(p, 0, sizeof *p);
+    const model_config *mc = &cfg->model;
+    if (ranks < 1)
+        return tempo_usage(err, "throughput: ranks %d (need >= 1)", ranks);
+    if (cfg->batch_size % ranks)
+        return tempo_usage(err, "throughput: batch_size %d not divisible by %d ranks", cfg->batch_size, ranks);
+    double R = (double)cfg->batch_size / ranks, T = mc->context, C = mc->d_model, L = mc->n_layers;
+    double H = mc->n_heads, D = C / H, K = mc->n_kv_heads > 0 ? mc->n_kv_heads : H, V = mc->vocab_size;
+    double F = mc->d_ff, N = R * T, f = 4;
+    int swiglu = mc->mlp == MLP_SWIGLU;
+    int mb = cfg->micro_batch > 0 ? cfg->micro_batch : cfg->batch_size;
+    double micro = ceil(R / (mb < R ? mb : R)); /* forward/backward passes per step on this rank */
+    double attn_w = C * H * D * 2 + C * K * D * 2, mlp_w = C * F * (swiglu ? 3 : 2);
+    double matrix_w = L * (attn_w + mlp_w);
+    double norm_w = L * (2 * C + (mc->qk_norm ? 2 * D : 0)) + C;
+    double embed_w = V * C, head_w = mc->tied_head ? 0 : V * C;
+    double P = matrix_w + norm_w + embed_w + head_w;
+    p->params = P;
+
+    /* activations in and out of the projections per token per layer (floats) */
+    double proj_io = (C + H * D + 2 * K * D) + (H * D + C) + (C + F * (swiglu ? 2 : 1)) + (F + C);
+    p->flops[OP_GEMM_FWD] = 2 * N * matrix_w;
+    p->bytes[OP_GEMM_FWD] = f * (N * L * proj_io + matrix_w * micro);
+    p->calls[OP_GEMM_FWD] = micro * L * (swiglu ? 7 : 6);
+    p->flops[OP_GEMM_BWD] = 4 * N * matrix_w;
+    p->bytes[OP_GEMM_BWD] = f * (2 * N * L * proj_io + 2 * matrix_w * micro);
+    p->calls[OP_GEMM_BWD] = micro * L * (swiglu ? 5 : 4);
+    p->flops[OP_ATTN_FWD] = 2 * N * L * T * H * D;
+    p->bytes[OP_ATTN_FWD] = f * N * L * (H * D * 2 + 2 * K * D);
+    p->calls[OP_ATTN_FWD] = micro * L;
+    p->flops[OP_ATTN_BWD] = 4 * N * L * T * H * D;
+    p->bytes[OP_ATTN_BWD] = f * N * L * (H * D * 4 + 4 * K * D);
+    p->calls[OP_ATTN_BWD] = micro * L;
+    p->flops[OP_HEAD] = 6 * N * V * C;
+    p->bytes[OP_HEAD] = f * (N * C * 2 + 3 * V * C * micro);
+    p->calls[OP_HEAD] = micro;
+    /* norms: forward reads x and writes y, backward reads x and dy, writes dx */
+    double norms = 2 * L + 1;
+    p->bytes[OP_NORM] = f * N * (norms * C * 5 + (mc->qk_norm ? L * (H + K) * D * 5 : 0));
+    p->calls[OP_NORM] = micro * 2 * norms;
+    p->bytes[OP_ROPE] = f * N * L * (H + K) * D * 4;
+    p->calls[OP_ROPE] = micro * L * 4;
+    p->bytes[OP_ACTIVATION] = f * N * L * F * (swiglu ? 8 : 5);
+    p->calls[OP_ACTIVATION] = micro * L * 2;
+    p->bytes[OP_EMBEDDING] = f * N * C * 3;
+    p->calls[OP_EMBEDDING] = micro * 2;
+    p->bytes[OP_HEAD_GRAD_ADD] = f * V * C * 3;
+    p->calls[OP_HEAD_GRAD_ADD] = 1;
+    p->bytes[OP_GRAD_NORM] = f * P;
+    p->calls[OP_GRAD_NORM] = 1;
+    p->bytes[OP_DATA] = 8 * N;
+    p->calls[OP_DATA] = micro;
+    /* optimizer: AdamW reads p, g, m, v and writes p, m, v (7 floats); Muon
+     * matrices read g, m, p and write m, p plus the Newton-Schulz products */
+    double adam_params = cfg->optim.use_muon ? P - matrix_w : P;
+    p->bytes[OP_OPTIMIZER] = f * (7 * adam_params + (cfg->optim.use_muon ? 8 * matrix_w : 0));
+    if (cfg->optim.use_muon) {
+        int s = cfg->optim.ns_steps;
+        p->flops[OP_OPTIMIZER] = L * (ns_flops(H * D, C, s) + 2 * ns_flops(K * D, C, s) + ns_flops(C, H * D, s) +
+                                      (swiglu ? 2 : 1) * ns_flops(F, C, s) + ns_flops(C, F, s));
+    }
+    p->calls[OP_OPTIMIZER] = 1;
+
+    double peak = chip->peak_tflops * 1e12, bw = chip->bandwidth_gbs * 1e9;
+    for (int k = 0; k < OP_COUNT; k++) {
+        double tc = p->flops[k] / peak, tb = p->bytes[k] / bw;
+        p->roofline_s[k] = tc > tb ? tc : tb;
+        double over = p->calls[k] * chip->call_overhead_us * 1e-6;
+        p->seconds[k] = p->roofline_s[k] / chip->eff[k] + over;
+        if (k == OP_OPTIMIZER) {
+            /* two phases, not overlapped: the element-wise update streams every
+             * parameter like the gradient norm does (its efficiency), then Muon's
+             * Newton-Schulz products run at the optimizer's own */
+            p->roofline_s[k] = tc;
+            p->optimizer_stream_s = tb / chip->eff[OP_GRAD_NORM];
+            p->seconds[k] = (tc > 0 ? tc / chip->eff[k] : 0) + p->optimizer_stream_s + over;
+        }
+        p->overhead_s += over;
+        if (tc >= tb)
+            p->compute_bound_s += p->seconds[k] - over;
+        else
+            p->memory_bound_s += p->seconds[k] - over;
+        p->step_s += p->seconds[k];
+    }
+    p->overhead_s += chip->step_overhead_ms * 1e-3;
+    p->step_s += chip->step_overhead_ms * 1e-3;
+    if (ranks > 1) {
+        /* ring all-reduce of the fp32 gradients: 2 (r-1)/r of the buffer each way */
+        double bytes = f * P * 2.0 * (ranks - 1) / ranks;
+        p->allreduce_s = bytes / (chip->link_gbs * 1e9) + 2.0 * (ranks - 1) * chip->link_latency_us * 1e-6;
+        p->step_s += p->allreduce_s;
+    }
+    p->tokens_per_step = (double)cfg->batch_size * T;
+    p->tokens_per_s = p->tokens_per_step / p->step_s;
+    /* weights, gradients, two optimizer moments (fp32), activations kept for backward */
+    double act = (double)(mb < R ? mb : R) * T * (L * (10 * C + 3 * F) + 4 * C) * f;
+    p->memory_gb = (16 * P + act) / 1e9;
+    return 0;
+}
+
+double throughput_memory_build_s(double tokens, double s_per_mtok)
+{
+    return tokens / 1e6 * s_per_mtok;
+}
+
+int throughput_measure(const run_config *cfg, const chip_profile *chip, int threads, int steps,
+                       throughput_measurement *m, tempo_error *err)
+{
+    memset(m, 0, sizeof *m);
+    step_prediction p;
+    if (throughput_predict(cfg, chip, 1, &p, err))
+        return -1;
+    bench_train_options o = {.cfg = cfg, .threads = threads, .steps = steps, .warmup_steps = 1,
+                             .peak_gflops = chip->peak_tflops * 1e3, .seed = 1};
+    bench_train_result r;
+    if (bench_train_run(&o, &r, err))
+        return -1;
+    snprintf(m->preset, sizeof m->preset, "%s", cfg->preset);
+    m->measured_tokens_per_s = r.tokens_per_second;
+    m->predicted_tokens_per_s = p.tokens_per_s;
+    double covered = 0;
+    for (int k = 0; k < OP_COUNT; k++) {
+        m->measured_s[k] = r.prof.seconds[k] / r.steps;
+        covered += m->measured_s[k];
+        m->roofline_s[k] = p.roofline_s[k];
+        m->calls[k] = p.calls[k];
+    }
+    m->optimizer_stream_roofline_s = p.optimizer_stream_s * chip->eff[OP_GRAD_NORM];
+    m->measured_s[OP_COUNT] = fmax(0, r.step_seconds - covered);
+    m->other_load_cores = r.other_load_cores;
+    return 0;
+}
+
+/* time_pk = roofline_pk x inv_eff_k + calls_pk x overhead, fitted by weighted
+ * least squares over presets p and ops k (weight 1 / preset's step time, so a
+ * small preset counts as much as a big one), alternating between the per-op
+ * inverse efficiencies (>= 1) and the one per-call overhead (>= 0). The
+ * optimizer's measured time is first reduced by its streaming phase. */
+static void fit_efficiencies(const throughput_measurement *m, int n, double inv_eff[OP_COUNT], double *overhead_s)
+{
+    double w2[16], stream[16];
+    for (int i = 0; i < n; i++) {
+        double step = 0;
+        for (int k = 0; k <= OP_COUNT; k++)
+            step += m[i].measured_s[k];
+        w2[i] = step > 0 ? 1 / (step * step) : 0;
+    }
+    for (int k = 0; k < OP_COUNT; k++)
+        inv_eff[k] = 1;
+    *overhead_s = 0;
+    for (int iter = 0; iter < 200; iter++) {
+        for (int i = 0; i < n; i++)
+            stream[i] = m[i].optimizer_stream_roofline_s * inv_eff[OP_GRAD_NORM];
+        for (int k = 0; k < OP_COUNT; k++) {
+            double num = 0, den = 0;
+            for (int i = 0; i < n; i++) {
+                double meas = m[i].measured_s[k] - (k == OP_OPTIMIZER ? stream[i] : 0);
+                num += w2[i] * m[i].roofline_s[k] * (meas - m[i].calls[k] * *overhead_s);
+                den += w2[i] * m[i].roofline_s[k] * m[i].roofline_s[k];
+            }
+            inv_eff[k] = den > 0 ? fmax(1, fmin(1e6, num / den)) : 1;
+        }
+        double num = 0, den = 0;
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < OP_COUNT; k++) {
+                double meas = m[i].measured_s[k] - (k == OP_OPTIMIZER ? stream[i] : 0);
+                num += w2[i] * m[i].calls[k] * (meas - m[i].roofline_s[k] * inv_eff[k]);
+                den += w2[i] * m[i].calls[k] * m[i].calls[k];
+            }
+        *overhead_s = den > 0 ? fmax(0, num / den) : 0;
+    }
+}
+
+void throughput_calibration_write(const throughput_measurement *m, int n, const char *header, strbuf *out)
+{
+    strbuf_puts(out, header);
+    double other = 0;
+    for (int i = 0; i < n; i++)
+        other += m[i].measured_s[OP_COUNT];
+    double inv_eff[OP_COUNT], overhead_s;
+    fit_efficiencies(m, n > 16 ? 16 : n, inv_eff, &overhead_s);
+    strbuf_printf(out, "call_overhead_us = %.3f\nstep_overhead_ms = %.3f\n", overhead_s * 1e6,
+                  n > 0 ? 1e3 * other / n : 0.0);
+    for (int k = 0; k < OP_COUNT; k++) {
+        double roof = 0, meas = 0, calls = 0;
+        for (int i = 0; i < n; i++) {
+            roof += m[i].roofline_s[k];
+            meas += m[i].measured_s[k];
+            calls += m[i].calls[k];
+        }
+        strbuf_printf(out, "eff.%s = %.6g    # roofline %.5f s, measured %.5f s, %.0f calls, summed over the presets\n",
+                      op_kind_name((op_kind)k), 1 / inv_eff[k], roof, meas, calls);
+    }
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# plan_basic.sh - `tempo plan` end to end: a plan from the committed chip and
+# scaling files, its --out preset trained for 2 steps on the tiny fixture, a
+# bigger chip planning a bigger model, --check on tiny-test, and the bad-input
+# errors (a chip file with a missing or non-positive field, a budget too small
+# for one step, a memory limit no config fits, flags).
+source "$(dirname "$0")/train_common.bash"
+P="$E2E_TMP/plan.conf"
+"$TEMPO" plan --budget 10m --out "$P" --explain >"$E2E_TMP/plan.txt" 2>"$E2E_TMP/err.log" ||
+    { cat "$E2E_TMP/err.log"; fail "plan failed"; }
+[ -s "$P" ] || fail "no --out file"
+grep -q '^d_model = [0-9]' "$P" || fail "the preset has no d_model: $(cat "$P")"
+grep -q '^limit: ' "$E2E_TMP/plan.txt" || fail "--explain says no limit"
+[ "$(grep -Ec '^# [0-9]+ +[0-9]+ +[0-9]+ ' "$E2E_TMP/plan.txt")" -eq 11 ] || fail "expected the plan and ten runners-up"
+# what was printed as the preset is what --out wrote (after the runners-up start)
+sed '/^$/,$d' "$E2E_TMP/plan.txt" | cmp -s - "$P" || fail "printed preset differs from the --out file"
+
+# the planned preset trains (2 steps on the tiny fixture; vocab comes from the data)
+D=$(tiny_data 512)
+"$TEMPO" train --data "$D" --out "$E2E_TMP/run" --steps 2 --preset "$P" --no-eval --threads 1 \
+    >"$E2E_TMP/train.json" 2>"$E2E_TMP/train.log" || { tail -5 "$E2E_TMP/train.log"; fail "the planned preset does not train"; }
+[ "$(json_field "$E2E_TMP/run/result.json" steps)" = 2 ] || fail "not 2 steps"
+
+# a chip with 5000 x the FLOP/s plans a model with more parameters than this CPU's
+params() { grep -o '[0-9.e+]* parameters' "$1" | head -1 | cut -d' ' -f1; }
+"$TEMPO" plan --budget 10m --chip configs/chips/nvidia-h200.conf >"$E2E_TMP/h200.txt" || fail "plan on the H200 failed"
+"$TEMPO" plan --budget 10m --chip configs/chips/aws-trainium2.conf --ranks 4 >"$E2E_TMP/trn2.txt" ||
+    fail "plan on 4 Trainium2 failed"
+python3 -c 'import sys; a, b = map(float, sys.argv[1:]); assert b > a, (a, b)' "$(params "$E2E_TMP/plan.txt")" \
+    "$(params "$E2E_TMP/h200.txt")" || fail "the H200 plan is not bigger than the CPU's"
+
+# --check: bench train on a preset beside its prediction
+"$TEMPO" plan --check tiny-test --steps 1 --threads 1 >"$E2E_TMP/check.txt" 2>/dev/null || fail "--check failed"
+grep -Eq '^tiny-test +[0-9]+ +[0-9]+ ' "$E2E_TMP/check.txt" || fail "no tiny-test row: $(cat "$E2E_TMP/check.txt")"
+
+# bad input: one line naming the file and the problem
+chip() { sed "/^$1 /d" configs/chips/nvidia-h200.conf; }
+chip bandwidth_gbs >"$E2E_TMP/no_bw.conf"
+expect_error 2 "no_bw.conf: missing bandwidth_gbs" "$TEMPO" plan --budget 10m --chip "$E2E_TMP/no_bw.conf"
+{ chip memory_gb; echo "memory_gb = 0"; } >"$E2E_TMP/zero_mem.conf"
+expect_error 2 "zero_mem.conf:[0-9]+: memory_gb: 0 is out of range" "$TEMPO" plan --budget 10m --chip "$E2E_TMP/zero_mem.conf"
+{ chip cores; echo "cores = -3"; } >"$E2E_TMP/neg_cores.conf"
+expect_error 2 "neg_cores.conf:[0-9]+: cores: -3 is out of range" "$TEMPO" plan --budget 10m --chip "$E2E_TMP/neg_cores.conf"
+expect_error 2 "no such file|nonexistent" "$TEMPO" plan --budget 10m --chip "$E2E_TMP/nonexistent.conf"
+expect_error 2 "budget .* too small" "$TEMPO" plan --budget 0.5s
+expect_error 2 "no config fits in .* memory" "$TEMPO" plan --budget 10m --memory 0.000001
+expect_error 2 "--budget is required" "$TEMPO" plan
+expect_error 2 "unknown flag --frobnicate" "$TEMPO" plan --budget 10m --frobnicate 1
+expect_error 2 "--budget" "$TEMPO" plan --budget soon
+echo "plan_basic: ok"
