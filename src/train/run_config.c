@@ -77,7 +77,7 @@ static const key_def KEYS[] = {
     {"memory_train_weight", K_DOUBLE, F(memory_train_weight), 0, 1, 0,
      "a > 0: train on the mixture loss -ln(a p + (1-a) p_memory) (leave-one-out memory); 0 = cross-entropy"},
     {"shard_optimizer", K_BOOL, F(shard_optimizer), 0, 1, 0,
-     "with N ranks each keeps and updates only its 1/N of the optimizer state (ZeRO-1); one process: no effect"},
+     "with N ranks each keeps and updates only its 1/N of the optimizer state (ZeRO-1); needs mpirun"},
 };
 #undef F
 #define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))

@@ -277,6 +277,13 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
         if (cfg->memory_train_weight > 0)
             return tempo_usage(err, "memory_train_weight with %d ranks: not supported yet (one process only)",
                                c->world);
+    } else if (cfg->shard_optimizer && !o->resume) {
+        /* a resumed sharded run may go on in one process (--resume-other-world): the state is whole */
+        if (!dist_built_with_mpi())
+            return tempo_usage(err, "shard_optimizer: this tempo was built without MPI (install Open MPI, "
+                               "rebuild, and run under mpirun)");
+        return tempo_usage(err, "shard_optimizer: one process has no ranks to share the optimizer state with "
+                           "(run under mpirun -np N)");
     }
     if (c->train.n_tokens < (uint64_t)cfg->model.context + 2)
         return tempo_fail(err, "%s/train.tok: %llu tokens, fewer than one training window of %d", o->data_dir,

@@ -27,9 +27,10 @@ D=$(tiny_data 512)
 for opt in adamw muon; do
   for shard in false true; do
     SAME=(--data "$D" --preset tiny-test --steps 20 --no-eval --threads 1 --seed 3 --set batch_size=8
-          --set micro_batch=4 --set optimizer="$opt" --set shard_optimizer=$shard)
+          --set micro_batch=4 --set optimizer="$opt")
     "$TEMPO" train "${SAME[@]}" --out "$E2E_TMP/one-$opt" > /dev/null 2>&1 || fail "1-process run ($opt) failed"
-    "${MPIRUN[@]}" "$TEMPO" train "${SAME[@]}" --out "$E2E_TMP/two-$opt" > "$E2E_TMP/two.out" 2> "$E2E_TMP/two.err" \
+    "${MPIRUN[@]}" "$TEMPO" train "${SAME[@]}" --set shard_optimizer=$shard --out "$E2E_TMP/two-$opt" \
+        > "$E2E_TMP/two.out" 2> "$E2E_TMP/two.err" \
         || { cat "$E2E_TMP/two.err" >&2; fail "2-rank run ($opt, shard $shard) failed"; }
     [ "$(grep -c '^{' "$E2E_TMP/two.out")" = 1 ] || fail "2 ranks printed $(grep -c '^{' "$E2E_TMP/two.out") results (rank 0 only)"
     python3 - "$E2E_TMP/one-$opt" "$E2E_TMP/two-$opt" "$opt" "$shard" <<'PY' || fail "2 ranks do not train like 1 process ($opt, shard $shard)"
@@ -57,6 +58,10 @@ print(f"{opt}, shard {shard}: 20 steps, worst relative loss difference {worst:.2
 PY
   done
 done
+
+# shard_optimizer in one process: nothing to share it with, one line, exit 2
+expect_error 2 "shard_optimizer: one process has no ranks to share the optimizer state with" \
+    "$TEMPO" train --data "$D" --preset tiny-test --steps 2 --set shard_optimizer=true --out "$E2E_TMP/shard1"
 
 # 1b. The periodic val slices are shared out over the ranks (each runs every other window, the figures
 #     summed): a slice after every step (eval_every 1e-6 s) gives one process's figures, to the same 1e-6.
