@@ -51,6 +51,9 @@ typedef struct {
     optimizer opt;
     int opt_ready;
     int32_t *inputs, *targets;
+    dist_context *dist;       /* NULL: one process */
+    double comm_s;            /* all-reduce seconds, summed over the profiled steps */
+    int profiling;
 } bench_state;
 
 static void state_free(bench_state *s)
@@ -62,13 +65,25 @@ static void state_free(bench_state *s)
     free(s->targets);
 }
 
-/* One step as the trainer runs it; returns the loss. */
+/* One step as the trainer runs it (with ranks: this rank's rows, then the
+ * gradient's all-reduce); returns the loss. */
 static double one_step(bench_state *s, const run_config *cfg, void *src, op_profile *prof)
 {
-    double loss = train_step_gradient(s->m, cfg->batch_size, cfg->micro_batch, cfg->model.context,
+    int world = s->dist ? s->dist->world : 1;
+    double loss = train_step_gradient(s->m, cfg->batch_size / world, cfg->micro_batch, cfg->model.context,
                                       random_batch, src, s->inputs, s->targets, prof);
-    op_mark t0 = op_profile_begin(prof);
     size_t n = model_num_params(s->m);
+    if (world > 1) {
+        double c0 = timer_now();
+        tempo_error e;
+        if (dist_allreduce_mean_f32(s->dist, model_grads(s->m), n, &e) ||
+            dist_allreduce_sum_f64(s->dist, &loss, 1, &e))
+            dist_abort(s->dist, 1);   /* a collective failed: no rank may wait on it */
+        loss /= world;
+        if (s->profiling)
+            s->comm_s += timer_now() - c0;
+    }
+    op_mark t0 = op_profile_begin(prof);
     double gnorm = optim_grad_norm(model_grads(s->m), n);
     op_profile_end(prof, OP_GRAD_NORM, t0);
     t0 = op_profile_begin(prof);
@@ -96,6 +111,7 @@ static void run_steps(bench_state *s, const bench_train_options *o, void *src, b
         one_step(s, cfg, src, NULL);
 
     model_set_profile(s->m, &r->prof);
+    s->profiling = 1;
     sysload_sample load0;
     sysload_sample_now(&load0);
     long flt0, flt1;
@@ -151,12 +167,17 @@ int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_e
     const run_config *cfg = o->cfg;
     if (o->steps < 1 || o->warmup_steps < 1 || o->threads < 1)
         return tempo_usage(err, "bench train: steps, warm-up steps and threads must be >= 1");
+    int world = o->dist ? o->dist->world : 1;
+    if (cfg->batch_size % world || (cfg->batch_size / world) % cfg->micro_batch)
+        return tempo_usage(err, "bench train: batch_size %d does not split into %d ranks of micro-batches of %d",
+                           cfg->batch_size, world, cfg->micro_batch);
     int saved_threads = omp_get_max_threads();
     omp_set_num_threads(o->threads);
     int team = thread_pin_read(r->thread_cpus, 16);
     r->pinned = team <= 16 && thread_pin_all_distinct(r->thread_cpus, team);
     bench_state s;
     memset(&s, 0, sizeof s);
+    s.dist = world > 1 ? o->dist : NULL;
     int rc = -1;
     if (model_create(&s.m, &cfg->model, cfg->micro_batch, err))
         goto out;
@@ -172,12 +193,14 @@ int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_e
         goto out;
     }
     rng_state rng;
-    rng_seed(&rng, o->seed);
+    rng_seed(&rng, o->seed + (unsigned long long)(s.dist ? s.dist->rank : 0));   /* each rank its own rows */
     int V = cfg->model.vocab_size;
     void *src[2] = {&rng, &V};
     timed_steps t;
     run_steps(&s, o, src, r, &t);
     fill_figures(o, &s, &t, r);
+    r->ranks = world;
+    r->comm_seconds = s.comm_s / o->steps;
     rc = 0;
 out:
     state_free(&s);
@@ -255,6 +278,28 @@ void bench_train_json(jsonw *w, const run_config *cfg, const bench_train_result 
     ops_json(w, r);
     jsonw_field_digits(w, "other_load_cores", r->other_load_cores, 2);
     jsonw_field_bool(w, "contended", r->contended);
+    jsonw_field_int(w, "ranks", r->ranks);
+    jsonw_field_digits(w, "comm_s_per_step", r->comm_seconds, 5);
+    jsonw_field_digits(w, "comm_share", r->step_seconds > 0 ? r->comm_seconds / r->step_seconds : 0, 4);
+    jsonw_object_end(w);
+}
+
+void bench_train_ranks_summary_json(jsonw *w, const char *preset, const bench_train_result *ranks,
+                                    const bench_train_result *one)
+{
+    jsonw_object_begin(w);
+    jsonw_field_string(w, "bench", "train");
+    jsonw_field_bool(w, "summary", 1);
+    jsonw_field_string(w, "preset", preset);
+    jsonw_field_int(w, "ranks", ranks->ranks);
+    jsonw_field_int(w, "threads_per_rank", ranks->threads);
+    jsonw_field_digits(w, "tokens_per_s_ranks", ranks->tokens_per_second, 1);
+    jsonw_field_int(w, "one_process_threads", one->threads);
+    jsonw_field_digits(w, "tokens_per_s_one_process", one->tokens_per_second, 1);
+    jsonw_field_digits(w, "scaling_efficiency",
+                       one->tokens_per_second > 0 ? ranks->tokens_per_second / one->tokens_per_second : NAN, 3);
+    jsonw_field_digits(w, "comm_share", ranks->step_seconds > 0 ? ranks->comm_seconds / ranks->step_seconds : 0,
+                       4);
     jsonw_object_end(w);
 }
 

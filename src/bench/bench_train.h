@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/op_profile.h"
 #include "core/json_write.h"
+#include "dist/dist.h"
 #include "train/run_config.h"
 
 typedef struct {
@@ -24,6 +25,11 @@ typedef struct {
     int warmup_steps;       /* >= 1: the first step packs, faults pages in */
     double peak_gflops;     /* measured FMA peak at `threads`; <= 0 unknown */
     unsigned long long seed;
+    /* Data parallel (under mpirun; NULL or a world of 1: one process): each
+     * rank runs batch_size / world rows of every step, then the gradient's
+     * all-reduce as the trainer does it; the figures are the job's (the
+     * global batch's tokens) and every rank must call bench_train_run. */
+    dist_context *dist;
 } bench_train_options;
 
 typedef struct {
@@ -48,6 +54,8 @@ typedef struct {
     int pinned;                 /* every thread bound to its own CPU */
     double other_load_cores;    /* others' CPU use meanwhile (bench/sysload.h) */
     int contended;
+    int ranks;                  /* 1: one process */
+    double comm_seconds;        /* per step: the gradient's all-reduce (and the wait for the slowest rank) */
 } bench_train_result;
 
 int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_error *err);
@@ -59,6 +67,13 @@ int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_e
 void bench_train_json(jsonw *w, const run_config *cfg, const bench_train_result *r);
 
 #define BENCH_TRAIN_MAX_THREADS 8
+
+/* Under mpirun: {"bench":"train","summary":true,"preset":...,"ranks":N,
+ * "threads_per_rank":t,"tokens_per_s_ranks":...,"one_process_threads":t x N,
+ * "tokens_per_s_one_process":...,"scaling_efficiency": ranks / one process,
+ * "comm_share": the all-reduce's share of the ranks' step} into w. */
+void bench_train_ranks_summary_json(jsonw *w, const char *preset, const bench_train_result *ranks,
+                                    const bench_train_result *one);
 
 /* What the summary line compares: tokens/s per thread count, and the
  * PyTorch reference's when it was asked for. */

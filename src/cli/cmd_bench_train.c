@@ -2,13 +2,16 @@
  * bench_train_run per thread count (bench/bench_train.h), and with
  * --vs-torch the PyTorch reference (scripts/torch_reference.py) run after
  * ours in the same invocation; prints JSON lines. No measuring logic here. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/bench_train.h"
 #include "bench/hw_profile.h"
 #include "cli/cli.h"
+#include "dist/dist.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "train/run_config.h"
@@ -32,7 +35,12 @@ static void usage(FILE *f)
             "             OMP_PLACES=cores); the lines report \"pinned\" and \"thread_cpus\"\n"
             "  --vs-torch also run scripts/torch_reference.py (Debian's python3-torch, fp32,\n"
             "             AdamW: PyTorch has no Muon) on the same shape at the largest\n"
-            "             thread count, and print tempo/torch tokens/s.\n");
+            "             thread count, and print tempo/torch tokens/s.\n"
+            "  Under mpirun (mpirun -np N tempo bench train [--threads T]): every rank runs its\n"
+            "  batch_size/N rows of each step and the gradient's all-reduce (a line with ranks and\n"
+            "  comm_share), then rank 0 alone runs the same global batch with N x T threads (the\n"
+            "  others asleep; its affinity widened to every core), then a summary line with the\n"
+            "  scaling efficiency (ranks' tokens/s / one process's). T defaults to the cores / N.\n");
 }
 
 /* scripts/torch_reference.py next to the binary's tree or under ./scripts. */
@@ -118,6 +126,7 @@ typedef struct {
     const char *sets[64];
     int n_sets, vocab, steps, warmup, seed, vs_torch;
     int threads[BENCH_TRAIN_MAX_THREADS], n_threads;
+    int threads_given;
 } train_args;
 
 /* -1: go on; else the exit code (0 after --help). */
@@ -159,6 +168,7 @@ static int train_parse(int argc, char **argv, train_args *t)
         } else if (!strcmp(a, "--seed")) {
             if (parse_int(a, v, 0, 1 << 30, &t->seed)) return 2;
         } else if (!strcmp(a, "--threads")) {
+            t->threads_given = 1;
             t->n_threads = cli_parse_thread_list(v, t->threads, BENCH_TRAIN_MAX_THREADS);
             if (t->n_threads < 1)
                 return cli_usage_error("bench train: --threads '%s': expected e.g. 1,2", v);
@@ -206,6 +216,75 @@ static int train_at(const train_args *t, int k, const run_config *cfg, double pe
     return print_json(&w, err);
 }
 
+/* Under mpirun: the step on every rank (each its share of the batch, the
+ * gradient's all-reduce), then, in the same invocation, rank 0 alone with
+ * every rank's threads, and the scaling efficiency between the two. */
+static int train_ranks(const train_args *t, run_config *cfg, dist_context *d, tempo_error *err)
+{
+    if (t->threads_given && t->n_threads != 1)
+        return tempo_usage(err, "bench train under mpirun: give one --threads count (each rank's)");
+    int local = cfg->batch_size / d->world;
+    if (local > 0 && cfg->micro_batch > local)
+        cfg->micro_batch = local;   /* as the trainer caps it */
+    int th = t->threads[0];
+    if (!t->threads_given) {   /* the cores shared among the ranks on this machine, as tempo train does */
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        long here = ls ? strtol(ls, NULL, 10) : 1;
+        th = here > 0 && n / here > 0 ? (int)(n / here) : 1;
+    }
+    bench_train_options o = {.cfg = cfg, .threads = th, .steps = t->steps, .warmup_steps = t->warmup,
+                             .seed = (unsigned long long)t->seed, .dist = d};
+    if (d->rank == 0)
+        fprintf(stderr, "bench train: %s, %d ranks x %d thread%s, %d+%d steps of %d tokens\n", cfg->preset,
+                d->world, th, th == 1 ? "" : "s", t->warmup, t->steps, cfg->batch_size * cfg->model.context);
+    bench_train_result ranks, one;
+    if (bench_train_run(&o, &ranks, err))
+        return -1;
+    strbuf line = {0};
+    jsonw w;
+    if (d->rank == 0) {
+        jsonw_init(&w, &line);
+        bench_train_json(&w, cfg, &ranks);
+        if (print_json(&w, err))
+            return -1;
+    }
+    if (dist_barrier(d, err))
+        return -1;
+    int rc = 0;
+    if (d->rank == 0) {   /* the others wait, asleep, so the one process has the cores */
+        /* mpirun binds each rank to its core(s): the one process gets every core of the machine
+         * (its new threads inherit the mask), as a process started alone would */
+        cpu_set_t bound, all;
+        int rebound = sched_getaffinity(0, sizeof bound, &bound) == 0;
+        CPU_ZERO(&all);
+        for (long c = 0, n = sysconf(_SC_NPROCESSORS_ONLN); c < n && c < CPU_SETSIZE; c++)
+            CPU_SET((int)c, &all);
+        if (rebound && sched_setaffinity(0, sizeof all, &all) != 0)
+            rebound = 0;
+        bench_train_options o1 = o;
+        o1.dist = NULL;
+        o1.threads = th * d->world;
+        fprintf(stderr, "bench train: one process, %d threads, the same global batch\n", o1.threads);
+        rc = bench_train_run(&o1, &one, err);
+        if (!rc) {
+            jsonw_init(&w, &line);
+            bench_train_json(&w, cfg, &one);
+            rc = print_json(&w, err);
+        }
+        if (!rc) {
+            jsonw_init(&w, &line);
+            bench_train_ranks_summary_json(&w, cfg->preset, &ranks, &one);
+            rc = print_json(&w, err);
+        }
+        if (rebound)
+            sched_setaffinity(0, sizeof bound, &bound);
+    }
+    if (dist_barrier(d, err))
+        return -1;
+    return rc;
+}
+
 int bench_train_main(int argc, char **argv)
 {
     train_args t;
@@ -217,6 +296,16 @@ int bench_train_main(int argc, char **argv)
     run_config cfg;
     if (train_config(&t, &cfg, &err))
         return cli_report(&err);
+    if (dist_launched_world() > 1) {
+        dist_context d;
+        if (dist_init(&d, &argc, &argv, &err))
+            return cli_report(&err);
+        rc = train_ranks(&t, &cfg, &d, &err) ? (d.rank == 0 || err.code != 2 ? cli_report(&err) : 2) : 0;
+        if (rc && err.code != 2)
+            dist_abort(&d, rc);
+        dist_finalize(&d);
+        return rc;
+    }
     hw_profile hw;
     int have_hw = hw_profile_load_or_measure(&hw, &err) == 0;
     if (!have_hw)

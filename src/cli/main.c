@@ -79,11 +79,12 @@ int main(int argc, char **argv)
     /* under mpirun only the commands that work together as ranks may run; any other would run
      * N times over the same files */
     int w = dist_launched_world();
-    if (w > 1 && strcmp(c, "train") && !(!strcmp(c, "bench") && argc > 2 && !strcmp(argv[2], "allreduce"))) {
+    if (w > 1 && strcmp(c, "train") &&
+        !(!strcmp(c, "bench") && argc > 2 && (!strcmp(argv[2], "allreduce") || !strcmp(argv[2], "train")))) {
         const char *rank = getenv("OMPI_COMM_WORLD_RANK");
         if (!rank || !strcmp(rank, "0"))   /* one line for the job */
             fprintf(stderr, "tempo: %s runs as one process; under mpirun (-np %d) it would run %d times "
-                            "(only train and bench allreduce work as ranks)\n", c, w, w);
+                            "(only train, bench train and bench allreduce work as ranks)\n", c, w, w);
         return 2;
     }
     if (!strcmp(c, "prepare"))

@@ -177,6 +177,24 @@ for r in rows:
     assert abs(r["busbw_GBps"] - r["algbw_GBps"]) < 1e-12   # 2(N-1)/N = 1 at N = 2
 PY
 expect_error 2 "one process has nothing to reduce" "$TEMPO" bench allreduce
+# 5b. tempo bench train under mpirun: the ranks' step (each its rows, the all-reduce), then one process with
+#     every rank's threads on the same global batch, and the scaling efficiency between them.
+"${MPIRUN[@]}" "$TEMPO" bench train --preset tiny-test --steps 2 > "$E2E_TMP/bt.json" 2> "$E2E_TMP/bt.err" \
+    || { cat "$E2E_TMP/bt.err" >&2; fail "bench train under mpirun failed"; }
+python3 - "$E2E_TMP/bt.json" <<'PY' || fail "bench train under mpirun: lines wrong"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 3, rows   # rank 0 only: the ranks' line, the one process's, the summary
+ranks, one, s = rows
+assert ranks["ranks"] == 2 and ranks["threads"] == 1 and 0 < ranks["comm_share"] < 1, ranks
+assert one["ranks"] == 1 and one["threads"] == 2 and one["comm_share"] == 0, one
+assert s["summary"] and s["ranks"] == 2 and s["one_process_threads"] == 2
+assert s["tokens_per_s_ranks"] == ranks["tokens_per_s"] and s["tokens_per_s_one_process"] == one["tokens_per_s"]
+assert abs(s["scaling_efficiency"] - ranks["tokens_per_s"] / one["tokens_per_s"]) < 1e-3, s
+print("bench train, 2 ranks:", s)
+PY
+out=$("${MPIRUN[@]}" "$TEMPO" bench train --preset tiny-test --steps 2 --threads 1,2 2>&1 >/dev/null); rc=$?
+[ "$rc" = 2 ] && [ "$(echo "$out" | grep -c '^tempo:')" = 1 ] || fail "bench train --threads 1,2 under mpirun: exit $rc: $out"
 # any other command under mpirun would run N times over the same files: refused, one line
 out=$("${MPIRUN[@]}" "$TEMPO" eval --model "$E2E_TMP/hyb" --data "$D" 2>&1 >/dev/null); rc=$?
 [ "$rc" -ne 0 ] || fail "eval under mpirun -np 2 ran"
