@@ -134,6 +134,7 @@ int judge_attempt_to_json(const judge_attempt *a, strbuf *o, tempo_error *err)
     field_count(w, "seeds", a->seeds);
     field_count(w, "first_seed", (long long)a->first_seed);
     field_count(w, "threads", a->threads);
+    field_count(w, "ranks", a->ranks > 0 ? a->ranks : 1);
     field_count(w, "memory_bytes", (long long)a->memory_bytes);
     jsonw_field_string(w, "status", a->status);
     jsonw_field_string(w, "reason", a->reason);

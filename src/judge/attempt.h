@@ -57,6 +57,7 @@ typedef struct {
     int seeds;                  /* runs asked for */
     uint64_t first_seed;
     int threads;
+    int ranks;                  /* processes the trainer ran as (mpirun -np); 1 = one */
     uint64_t memory_bytes;
     char status[16];
     char reason[600];

@@ -47,6 +47,7 @@ typedef struct {
     char attempt_dir[PATH_MAX];
     char val_path[PATH_MAX];
     int phase, threads;
+    int ranks;                 /* > 1: tempo train under mpirun -np ranks, threads / ranks each */
     long long steps;
     int train_has_no_eval;     /* `tempo train --help` lists --no-eval */
 } attempt_ctx;
@@ -191,8 +192,16 @@ static void submission_env(env_list *e, const attempt_ctx *c, const char *run_di
     env_add(e, "TEMPO_BIN", c->tempo_bin);
     if (memory)
         env_addf(e, "TEMPO_MEMORY_BYTES", "%llu", (unsigned long long)memory);
-    env_addf(e, "OMP_NUM_THREADS", "%d", c->threads);
-    env_addf(e, "OMP_THREAD_LIMIT", "%d", c->threads);
+    int per_rank = c->ranks > 1 && c->threads / c->ranks > 0 ? c->threads / c->ranks : c->threads;
+    env_addf(e, "OMP_NUM_THREADS", "%d", per_rank);
+    env_addf(e, "OMP_THREAD_LIMIT", "%d", per_rank);
+    if (c->ranks > 1)   /* the operator's Open MPI settings (e.g. a container's transport) reach mpirun */
+        for (char **v = environ; *v && e->n < MAX_ENV - 8; v++)
+            if (!strncmp(*v, "OMPI_MCA_", 9)) {
+                e->items[e->n] = *v;
+                e->n++;
+                e->items[e->n] = NULL;
+            }
     env_addf(e, "OPENBLAS_NUM_THREADS", "%d", c->threads);
     env_addf(e, "MKL_NUM_THREADS", "%d", c->threads);
 }
@@ -435,8 +444,19 @@ static int build_command(const attempt_ctx *c, const char *out_dir, uint64_t see
         inner = 0.5 * c->o->budget_s;
     judge_fmt(store[0], 64, "%.3fs", inner);
     judge_fmt(store[1], 64, "%llu", (unsigned long long)seed);
-    judge_fmt(store[2], 64, "%d", c->threads);
+    judge_fmt(store[2], 64, "%d", c->ranks > 1 && c->threads / c->ranks > 0 ? c->threads / c->ranks : c->threads);
     judge_fmt(store[3], 64, "%lld", c->steps);
+    if (c->ranks > 1) {   /* every rank in the runner's process group: the budget's kill ends them all */
+        judge_fmt(store[4], 64, "%d", c->ranks);
+        argv[k++] = "mpirun";
+        if (geteuid() == 0)
+            argv[k++] = "--allow-run-as-root";
+        argv[k++] = "--oversubscribe";
+        argv[k++] = "--bind-to";
+        argv[k++] = "none";
+        argv[k++] = "-np";
+        argv[k++] = store[4];
+    }
     argv[k++] = (char *)c->tempo_bin;
     argv[k++] = "train";
     argv[k++] = "--data";
@@ -634,8 +654,8 @@ static int run_one(attempt_ctx *c, uint64_t seed, judge_run_record *r, tempo_err
     }
     if (ensure_training_data(c, err))
         return -1;
-    char *argv[JUDGE_MAX_ARGS + 2 * JUDGE_MAX_OVERRIDES + 32];
-    char store[4][64];
+    char *argv[JUDGE_MAX_ARGS + 2 * JUDGE_MAX_OVERRIDES + 40];
+    char store[5][64];
     build_command(c, d.out, seed, argv, (int)(sizeof argv / sizeof *argv), store);
     snapshot snap = {0};
     judge_proc_result pr;
@@ -865,7 +885,9 @@ static int describe_attempt(attempt_ctx *c, judge_attempt *a, tempo_error *e)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     c->threads = o->threads > 0 ? o->threads : c->m.threads > 0 ? c->m.threads : (int)(ncpu > 0 ? ncpu : 1);
     c->steps = o->steps > 0 ? o->steps : c->m.steps;
+    c->ranks = manifest_ok && c->m.ranks > 1 ? c->m.ranks : 1;
     a->threads = c->threads;
+    a->ranks = c->ranks;
     return manifest_ok;
 }
 

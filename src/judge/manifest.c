@@ -200,6 +200,10 @@ int judge_manifest_parse(judge_manifest *m, const char *text, size_t len, tempo_
             if (get_int(v, k, 1, 1024, &x, err))
                 goto done;
             m->threads = (int)x;
+        } else if (!strcmp(k, "ranks")) {
+            if (get_int(v, k, 1, 256, &x, err))
+                goto done;
+            m->ranks = (int)x;
         } else if (!strcmp(k, "vocab")) {
             if (get_int(v, k, 256, 1 << 20, &x, err))
                 goto done;
@@ -226,6 +230,12 @@ int judge_manifest_parse(judge_manifest *m, const char *text, size_t len, tempo_
         tempo_fail(err, MF ": \"overrides\" applies to a \"preset\" only");
         goto done;
     }
+    if (m->ranks > 1 && (m->phase != 2 || !m->preset[0])) {
+        tempo_fail(err, MF ": \"ranks\" above 1 is for a phase-2 \"preset\" submission (a command starts its own)");
+        goto done;
+    }
+    if (m->ranks < 1)
+        m->ranks = 1;
     rc = 0;
 done:
     json_free(root);

@@ -36,6 +36,7 @@ typedef struct {
     int command_shell;      /* 1: command[0] is a shell line for /bin/sh -c */
     char command[JUDGE_MAX_ARGS][JUDGE_MAX_ARG_LEN];
     int threads;            /* 0: the judge's choice */
+    int ranks;              /* 1: one process; > 1 (phase 2, a preset): tempo train under mpirun -np ranks */
     int vocab;              /* 0: the judge's choice */
     long long steps;        /* 0: no step cap */
 } judge_manifest;

@@ -18,7 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (judge_manifest_parse(&m, (const char *)data, size, &err))
         return 0;
     if (!isalnum((unsigned char)m.name[0]) || (m.phase != 1 && m.phase != 2) || !m.preset[0] == !m.n_command ||
-        m.n_overrides < 0 || m.n_overrides > JUDGE_MAX_OVERRIDES || m.n_command < 0 || m.n_command > JUDGE_MAX_ARGS)
+        m.n_overrides < 0 || m.n_overrides > JUDGE_MAX_OVERRIDES || m.n_command < 0 || m.n_command > JUDGE_MAX_ARGS ||
+        m.ranks < 1 || m.ranks > 256 || (m.ranks > 1 && (m.phase != 2 || !m.preset[0])))
         __builtin_trap(); /* a manifest manifest.h forbids was accepted */
     run_config c;
     run_config_defaults(&c);

@@ -28,6 +28,10 @@ static void test_preset_form(void)
     CHECK(strcmp(m.overrides[1], "n_layers=6") == 0);
     CHECK(strcmp(m.overrides[2], "tied_head=true") == 0);
     CHECK(strcmp(m.overrides[3], "mlp=relu2") == 0);
+    CHECK(m.ranks == 1);   /* one process unless asked */
+    CHECK(parse("{\"name\": \"two\", \"authors\": [\"A\"], \"description\": \"d\", \"phase\": 2,"
+                " \"preset\": \"tiny-test\", \"ranks\": 2}", &m, &err) == 0);
+    CHECK(m.ranks == 2 && m.phase == 2);
 }
 
 static void test_command_forms(void)
@@ -56,6 +60,12 @@ static void expect_fail(const char *text, const char *needle)
 
 static void test_rejections(void)
 {
+    expect_fail("{\"name\":\"n\",\"authors\":[\"A\"],\"description\":\"d\",\"phase\":1,\"preset\":\"p\",\"ranks\":2}",
+                "\"ranks\" above 1 is for a phase-2");
+    expect_fail("{\"name\":\"n\",\"authors\":[\"A\"],\"description\":\"d\",\"phase\":2,\"command\":[\"x\"],\"ranks\":2}",
+                "\"ranks\" above 1 is for a phase-2");
+    expect_fail("{\"name\":\"n\",\"authors\":[\"A\"],\"description\":\"d\",\"phase\":2,\"preset\":\"p\",\"ranks\":0}",
+                "ranks");
     expect_fail("{\"name\": ", "malformed JSON");
     expect_fail("[1,2]", "must be a JSON object");
     expect_fail("{\"authors\":[\"A\"],\"description\":\"d\",\"phase\":1,\"preset\":\"p\"}", "missing \"name\"");

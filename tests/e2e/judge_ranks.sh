@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# judge_ranks.sh - a phase-2 submission that asks for "ranks": 2 is trained by the judge under
+# mpirun (tempo train as 2 ranks, the threads shared out), within a budget of a few seconds; the
+# attempt records the ranks, the run's result.json the world size, no rank outlives the judge; a
+# phase-1 (or command) submission asking for ranks is refused in one line. Skips, visibly, only when
+# tempo was built without MPI and mpirun is missing (CI installs Open MPI).
+source "$(dirname "$0")/judge_common.bash"
+if ! "$TEMPO" --version | grep -q '^mpi: Open MPI'; then
+    command -v mpirun >/dev/null && fail "mpirun is here but tempo was built without MPI"
+    echo "SKIP: tempo built without MPI and no mpirun"; exit 0
+fi
+export OMPI_MCA_btl_vader_single_copy_mechanism=none   # containers forbid the CMA syscalls
+W=$J_TMP/work
+awk 'BEGIN { RS = "\n\x1e\n"; ORS = "\n\x1e\n" } NR == 2 || NR == 4' "$DATA/tiny/val.txt" > "$J_TMP/val.txt"
+J_ARGS=(--budget 20s --grace 2s --corpus "$DATA/tiny" --val "$J_TMP/val.txt" --db "$J_TMP/lb.sqlite" --work "$W"
+        --threads 2 --vocab 256 --memory 8G)
+S=$J_TMP/subs
+mkdir -p "$S/two" "$S/phase1" "$S/cmd"
+cat > "$S/two/manifest.json" <<'JSON'
+{"name": "two-ranks", "authors": ["e2e"], "description": "tiny-test on 2 ranks", "phase": 2,
+ "preset": "tiny-test", "ranks": 2, "steps": 30}
+JSON
+judge_expect "$S/two" ok '^$' --phase 2 --icl-limit 2
+python3 - "$J_TMP/last.json" <<'PY' || fail "2-rank submission: the record"
+import json, math, sys
+j = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+assert j["ranks"] == 2 and j["threads"] == 2, (j["ranks"], j["threads"])
+r = j["runs"][0]
+assert r["status"] == "ok" and r["steps"] == 30 and math.isfinite(r["score"]), r
+res = json.load(open(r["run_dir"] + "/out/result.json"))
+assert res["world_size"] == 2 and res["ranks_threads"] == 1, (res["world_size"], res["ranks_threads"])
+print("2-rank submission: score %.6f, bpb %.6f, world_size %d" % (r["score"], r["bpb"], res["world_size"]))
+PY
+if pgrep -f "$W/.*/out" >/dev/null; then fail "a rank outlived the judge"; fi
+
+cat > "$S/phase1/manifest.json" <<'JSON'
+{"name": "ranks-phase1", "authors": ["e2e"], "description": "x", "phase": 1, "preset": "tiny-test", "ranks": 2}
+JSON
+judge_expect "$S/phase1" failed '^manifest.json: "ranks" above 1 is for a phase-2 "preset" submission'
+cat > "$S/cmd/manifest.json" <<'JSON'
+{"name": "ranks-cmd", "authors": ["e2e"], "description": "x", "phase": 2, "command": ["true"], "ranks": 2}
+JSON
+judge_expect "$S/cmd" failed '^manifest.json: "ranks" above 1 is for a phase-2 "preset" submission'
