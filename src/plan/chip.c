@@ -2,13 +2,13 @@
  * no modelling. */
 #include "plan/chip.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/fileio.h"
 #include "core/number.h"
+#include "plan/kv_lines.h"
 
 #define CHIP_MAX_FILE (1 << 20)
 #define CHIP_MAX_TFLOPS 1e7   /* 10 EFLOP/s: far above any single chip */
@@ -145,52 +145,25 @@ static int set_key(chip_profile *c, chip_seen *s, const char *key, const char *v
     return tempo_usage(err, "%s: unknown key '%s'", where, key);
 }
 
+/* One file's pairs into c (kv_lines_each's callback). */
+typedef struct {
+    chip_profile *c;
+    chip_seen *s;
+    const char *path;
+    int allow_include;
+} chip_file;
+
+static int chip_line(void *ctx, const char *key, char *value, const char *where, tempo_error *err)
+{
+    chip_file *f = ctx;
+    return set_key(f->c, f->s, key, value, f->path, where, f->allow_include, err);
+}
+
 static int parse_text(chip_profile *c, chip_seen *s, const char *text, size_t len, const char *path,
                       int allow_include, tempo_error *err)
 {
-    char line[512];
-    int line_no = 0;
-    for (size_t pos = 0; pos < len;) {
-        const char *start = text + pos;
-        const char *nl = memchr(start, '\n', len - pos);
-        size_t n = nl ? (size_t)(nl - start) : len - pos;
-        pos += n + 1;
-        line_no++;
-        char where[1100];
-        snprintf(where, sizeof where, "%s:%d", path ? path : "chip", line_no);
-        if (memchr(start, '\0', n))
-            return tempo_usage(err, "%s: a NUL byte (not a text file)", where);
-        if (n >= sizeof line)
-            return tempo_usage(err, "%s: line longer than %zu characters", where, sizeof line - 1);
-        memcpy(line, start, n);
-        line[n] = '\0';
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char *a = line;
-        while (isspace((unsigned char)*a))
-            a++;
-        char *e = a + strlen(a);
-        while (e > a && isspace((unsigned char)e[-1]))
-            *--e = '\0';
-        if (!*a)
-            continue;
-        char *eq = strchr(a, '=');
-        if (!eq)
-            return tempo_usage(err, "%s: expected 'key = value'", where);
-        char *ke = eq;
-        *eq = '\0';
-        while (ke > a && isspace((unsigned char)ke[-1]))
-            *--ke = '\0';
-        char *v = eq + 1;
-        while (isspace((unsigned char)*v))
-            v++;
-        if (!*a)
-            return tempo_usage(err, "%s: a value without a key", where);
-        if (set_key(c, s, a, v, path ? path : "chip", where, allow_include, err))
-            return -1;
-    }
-    return 0;
+    chip_file f = {c, s, path ? path : "chip", allow_include};
+    return kv_lines_each(text, len, f.path, chip_line, &f, err);
 }
 
 int chip_parse(chip_profile *c, const char *text, size_t len, const char *path, tempo_error *err)

@@ -1,7 +1,6 @@
 /* quality.c - reading the fitted laws and evaluating them (see quality.h). */
 #include "plan/quality.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,56 +8,9 @@
 
 #include "core/fileio.h"
 #include "core/number.h"
+#include "plan/kv_lines.h"
 
 #define QUALITY_MAX_FILE (1 << 20)
-
-/* Calls fn(key, value) for each `key = value` line; errors name path:line. */
-typedef int (*line_fn)(void *ctx, const char *key, char *value, const char *where, tempo_error *err);
-
-static int for_each_line(const char *text, size_t len, const char *path, line_fn fn, void *ctx, tempo_error *err)
-{
-    char line[512];
-    int line_no = 0;
-    for (size_t pos = 0; pos < len;) {
-        const char *start = text + pos;
-        const char *nl = memchr(start, '\n', len - pos);
-        size_t n = nl ? (size_t)(nl - start) : len - pos;
-        pos += n + 1;
-        line_no++;
-        char where[1100];
-        snprintf(where, sizeof where, "%s:%d", path, line_no);
-        if (memchr(start, '\0', n))
-            return tempo_usage(err, "%s: a NUL byte (not a text file)", where);
-        if (n >= sizeof line)
-            return tempo_usage(err, "%s: line too long", where);
-        memcpy(line, start, n);
-        line[n] = '\0';
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char *a = line;
-        while (isspace((unsigned char)*a))
-            a++;
-        char *e = a + strlen(a);
-        while (e > a && isspace((unsigned char)e[-1]))
-            *--e = '\0';
-        if (!*a)
-            continue;
-        char *eq = strchr(a, '=');
-        if (!eq)
-            return tempo_usage(err, "%s: expected 'key = value'", where);
-        char *ke = eq;
-        *eq = '\0';
-        while (ke > a && isspace((unsigned char)ke[-1]))
-            *--ke = '\0';
-        char *v = eq + 1;
-        while (isspace((unsigned char)*v))
-            v++;
-        if (fn(ctx, a, v, where, err))
-            return -1;
-    }
-    return 0;
-}
 
 static int real(const char *key, const char *v, double lo, double hi, double *out, const char *where,
                 tempo_error *err)
@@ -133,7 +85,7 @@ int quality_law_parse(quality_law *q, const char *text, size_t len, const char *
 {
     memset(q, 0, sizeof *q);
     law_ctx c = {q, 0};
-    if (for_each_line(text, len, path, law_line, &c, err))
+    if (kv_lines_each(text, len, path, law_line, &c, err))
         return -1;
     const char *names[] = {"E", "A", "alpha", "B", "beta", "residual_sd", "n_min", "n_max", "d_min", "d_max",
                            "n_runs"};
@@ -193,7 +145,7 @@ int quality_hybrid_load(quality_hybrid *h, const char *path, tempo_error *err)
     size_t len;
     if (load_text(path, &text, &len, err))
         return -1;
-    int rc = for_each_line(text, len, path, hybrid_line, h, err);
+    int rc = kv_lines_each(text, len, path, hybrid_line, h, err);
     free(text);
     if (!rc && !(h->pivot > 0))
         rc = tempo_usage(err, "%s: missing pivot", path);
