@@ -2,6 +2,7 @@
  * plan.c): the law and hybrid readers and their evaluation, the ranking, the
  * preset text, and the search's bad-input errors. */
 #include "test.h"
+#include "plan_fixture.h"
 
 #include <math.h>
 #include <string.h>
@@ -9,42 +10,6 @@
 #include "plan/chip.h"
 #include "plan/plan.h"
 #include "plan/quality.h"
-
-static const char *good_chip =
-    "# a test chip\n"
-    "name = test-chip\n"
-    "kind = gpu\n"
-    "train_dtype = bf16\n"
-    "peak_tflops_bf16 = 100   # dense\n"
-    "peak_tflops_fp32 = 25\n"
-    "memory_gb = 80\n"
-    "bandwidth_gbs = 2000\n"
-    "sram_mib = 50\n"
-    "cores = 100\n"
-    "link_gbs = 400\n"
-    "eff_compute = 0.5\n"
-    "eff_memory = 0.8\n"
-    "eff.attention_bwd = 0.25\n";
-
-static int parse(const char *text, chip_profile *c, tempo_error *err)
-{
-    return chip_parse(c, text, strlen(text), "t.conf", err);
-}
-
-static run_config small_config(void)
-{
-    run_config c;
-    run_config_defaults(&c);
-    c.model.vocab_size = 512;
-    c.model.d_model = 128;
-    c.model.n_layers = 3;
-    c.model.n_heads = 2;
-    c.model.context = 64;
-    c.batch_size = 8;
-    tempo_error err;
-    CHECK_MSG(run_config_finish(&c, &err) == 0, "%s", err.msg);
-    return c;
-}
 
 static const char *law_text = "E = 1.0\nA = 10\nalpha = 0.3\nB = 20\nbeta = 0.25\nresidual_sd = 0.02\n"
                               "n_min = 1e5\nn_max = 1e7\nd_min = 1e5\nd_max = 1e7\nn_runs = 12\n"

@@ -2,6 +2,7 @@
  * (src/plan/chip.c, throughput.c): the reader and its errors, the committed
  * chip files, and the model's FLOP count against the model's own. */
 #include "test.h"
+#include "plan_fixture.h"
 
 #include <math.h>
 #include <string.h>
@@ -9,27 +10,6 @@
 #include "model/model.h"
 #include "plan/chip.h"
 #include "plan/throughput.h"
-
-static const char *good_chip =
-    "# a test chip\n"
-    "name = test-chip\n"
-    "kind = gpu\n"
-    "train_dtype = bf16\n"
-    "peak_tflops_bf16 = 100   # dense\n"
-    "peak_tflops_fp32 = 25\n"
-    "memory_gb = 80\n"
-    "bandwidth_gbs = 2000\n"
-    "sram_mib = 50\n"
-    "cores = 100\n"
-    "link_gbs = 400\n"
-    "eff_compute = 0.5\n"
-    "eff_memory = 0.8\n"
-    "eff.attention_bwd = 0.25\n";
-
-static int parse(const char *text, chip_profile *c, tempo_error *err)
-{
-    return chip_parse(c, text, strlen(text), "t.conf", err);
-}
 
 static void test_chip_parse(void)
 {
@@ -120,21 +100,6 @@ static void test_committed_chips(void)
         for (int k = 0; k < OP_COUNT; k++)
             CHECK_MSG(c.eff[k] > 0 && c.eff[k] <= 1, "%s eff %d", files[i], k);
     }
-}
-
-static run_config small_config(void)
-{
-    run_config c;
-    run_config_defaults(&c);
-    c.model.vocab_size = 512;
-    c.model.d_model = 128;
-    c.model.n_layers = 3;
-    c.model.n_heads = 2;
-    c.model.context = 64;
-    c.batch_size = 8;
-    tempo_error err;
-    CHECK_MSG(run_config_finish(&c, &err) == 0, "%s", err.msg);
-    return c;
 }
 
 static void test_throughput_counts(void)
