@@ -8,7 +8,10 @@
 #include "core/fileio.h"
 #include "core/number.h"
 #include "plan/chip.h"
+#include "data/token_store.h"
+#include "judge/provenance.h"
 #include "plan/plan.h"
+#include "plan/plan_validate.h"
 #include "plan/quality.h"
 #include "plan/throughput.h"
 
@@ -21,6 +24,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: tempo plan --budget D [--chip FILE] [--ranks N] [--memory GB] [--out FILE] [--explain]\n"
+        "       tempo plan --validate --budget D [--data DIR] [--seeds N] [--work DIR] [--keep-runs]\n"
         "       tempo plan --check PRESETS [--chip FILE] [--threads N] [--steps N]\n"
         "       tempo plan --calibrate PRESETS [--chip FILE] [--threads N] [--steps N] [--out FILE]\n"
         "  Predicts the best model a chip can train from scratch in a wall-clock budget: searches\n"
@@ -38,6 +42,15 @@ static void usage(FILE *f)
         "  --law FILE, --hybrid FILE   other coefficients (default configs/" DEFAULT_LAW ", " DEFAULT_HYBRID ")\n"
         "  --corpus-tokens N  training tokens available (default: the bundled corpus, 89.9 M)\n"
         "  --vocab N       vocabulary incl. separator (default 4097: prepare --vocab 4096)\n"
+        "  --validate      train the plan and its four neighbours (width one step down and up the\n"
+        "                  search's widths, depth one less and one more) for the budget on this\n"
+        "                  machine, --seeds each (default 2), and print predicted against measured\n"
+        "                  val bpb and the issue's targets; vocabulary and corpus size come from\n"
+        "                  --data (default data/corpus). Runs go to --work (default\n"
+        "                  runs/plan-validate-<budget>s), one folder each with its preset and logs,\n"
+        "                  plus report.txt and validate.json; finished runs are reused when it is\n"
+        "                  run again. Bulky files (memory.bin, checkpoint, model) are removed after\n"
+        "                  each run unless --keep-runs. Takes (1 + 4) x seeds x (budget + eval).\n"
         "  --check PRESETS     comma list: `bench train` each and print measured tokens/s against the\n"
         "                  prediction (committed efficiencies) and a leave-one-out prediction\n"
         "                  (efficiencies fitted on the other presets' measurements of this run)\n"
@@ -45,7 +58,7 @@ static void usage(FILE *f)
         "                  (the chip-file fragment configs/scaling/op_efficiency_*.conf)\n"
         "Partial (first slice of issue 12): the law is in parameters and tokens only (no term for\n"
         "context, batch, vocabulary or optimizer settings, which are cpu-transformer's); the hybrid\n"
-        "relation rests on nine 10-minute runs of one shape. Not yet: --validate, --plot,\n"
+        "relation rests on nine 10-minute runs of one shape. Not yet: --plot,\n"
         "docs/optimal_model.md (see docs/planner.md).\n");
 }
 
@@ -184,11 +197,62 @@ static void print_runners_up(const plan_result *r)
     }
 }
 
+/* The prepared corpus's vocabulary and training tokens, for the plan. */
+static int read_corpus(const char *data_dir, plan_options *o, tempo_error *err)
+{
+    char path[1200];
+    token_file tf;
+    if (token_file_open(&tf, path_join(path, sizeof path, data_dir, "train.tok"), err))
+        return -1;
+    o->vocab_size = (int)tf.vocab_size;
+    o->corpus_tokens = (double)tf.n_tokens;
+    token_file_close(&tf);
+    return 0;
+}
+
+/* --validate: train the plan r->best[0] and its neighbours, print the
+ * comparison, keep it in the work folder. */
+static int validate(const run_config *base, const chip_profile *chip, const quality_law *law,
+                    const quality_hybrid *hybrid, const plan_options *o, const plan_result *r,
+                    plan_validate_options *vo)
+{
+    tempo_error err;
+    char exe[1200], work[1200], path[1400];
+    if (judge_self_exe(exe, sizeof exe, &err))
+        return cli_report(&err);
+    if (!vo->work_dir) {
+        snprintf(work, sizeof work, "runs/plan-validate-%.0fs", o->budget_s);
+        vo->work_dir = work;
+    }
+    vo->tempo = exe;
+    plan_validate_row rows[PLAN_VALIDATE_ROWS];
+    int n = 0;
+    if (plan_validate_rows(base, chip, law, hybrid, o, &r->best[0], rows, &n, &err))
+        return cli_report(&err);
+    fprintf(stderr, "plan: validating the plan and %d neighbours, %d seed(s), budget %.0f s, in %s\n", n - 1,
+            vo->seeds, o->budget_s, vo->work_dir);
+    int rc = plan_validate_train(vo, chip, o, rows, n, &err);
+    if (rc < 0)
+        return cli_report(&err);
+    strbuf text = {0}, json = {0};
+    plan_validate_report(vo, rows, n, &text);
+    fwrite(text.data, 1, text.len, stdout);
+    if (plan_validate_json(vo, rows, n, &json, &err) ||
+        file_write_atomic(path_join(path, sizeof path, vo->work_dir, "validate.json"), json.data, json.len,
+                          &err) ||
+        file_write_atomic(path_join(path, sizeof path, vo->work_dir, "report.txt"), text.data, text.len, &err))
+        rc = cli_report(&err);
+    strbuf_free(&text);
+    strbuf_free(&json);
+    return rc ? 1 : 0;
+}
+
 int cmd_plan(int argc, char **argv)
 {
     plan_options o = {.ranks = 1, .corpus_tokens = DEFAULT_CORPUS_TOKENS, .vocab_size = 4097, .allow_memory = 1};
     const char *chip_arg = NULL, *out = NULL, *law_arg = NULL, *hybrid_arg = NULL, *check = NULL, *calib = NULL;
-    int explain = 0, threads = 2, steps = 5;
+    int explain = 0, threads = 2, steps = 5, do_validate = 0;
+    plan_validate_options vo = {.data_dir = "data/corpus", .seeds = 2, .ranks = 1};
     long long ll;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -198,6 +262,8 @@ int cmd_plan(int argc, char **argv)
         }
         if (!strcmp(a, "--explain")) { explain = 1; continue; }
         if (!strcmp(a, "--no-memory")) { o.allow_memory = 0; continue; }
+        if (!strcmp(a, "--validate")) { do_validate = 1; continue; }
+        if (!strcmp(a, "--keep-runs")) { vo.keep_files = 1; continue; }
         if (!v)
             return cli_usage_error("plan: %s needs a value (tempo plan --help)", a);
         i++;
@@ -227,6 +293,13 @@ int cmd_plan(int argc, char **argv)
         } else if (!strcmp(a, "--steps")) {
             if (cli_parse_int(a, v, 1, 1000, &ll)) return 2;
             steps = (int)ll;
+        } else if (!strcmp(a, "--data")) {
+            vo.data_dir = v;
+        } else if (!strcmp(a, "--work")) {
+            vo.work_dir = v;
+        } else if (!strcmp(a, "--seeds")) {
+            if (cli_parse_int(a, v, 1, PLAN_VALIDATE_MAX_SEEDS, &ll)) return 2;
+            vo.seeds = (int)ll;
         } else if (!strcmp(a, "--check")) {
             check = v;
         } else if (!strcmp(a, "--calibrate")) {
@@ -261,12 +334,22 @@ int cmd_plan(int argc, char **argv)
     quality_hybrid hybrid;
     if (quality_law_load(&law, law_path, &err) || quality_hybrid_load(&hybrid, hybrid_path, &err))
         return cli_report(&err);
+    if (do_validate) {
+        if (o.ranks != 1)
+            return cli_usage_error("plan: --validate trains on this machine in one process: no --ranks");
+        if (read_corpus(vo.data_dir, &o, &err))
+            return cli_report(&err);
+        vo.budget_s = o.budget_s;
+        vo.threads = threads;
+    }
     run_config base;
     if (load_preset("cpu-transformer", o.vocab_size, &base, &err))
         return cli_report(&err);
     plan_result r;
     if (plan_search(&base, &chip, &law, &hybrid, &o, &r, &err))
         return cli_report(&err);
+    if (do_validate)
+        return validate(&base, &chip, &law, &hybrid, &o, &r, &vo);
     strbuf text = {0};
     plan_preset_text(&r.best[0], &chip, &o, &text);
     int rc = 0;

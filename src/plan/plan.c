@@ -67,25 +67,38 @@ static void keep(plan_result *r, const plan_candidate *c)
         r->n_keep++;
 }
 
-/* Evaluate one shape; returns 1 when kept as a candidate. */
-static int evaluate(const run_config *base, const chip_profile *chip, const quality_law *law,
-                    const quality_hybrid *hybrid, const plan_options *o, int d, int layers, int hd, int ctx,
-                    int btok, int order, plan_result *r, plan_candidate *c, tempo_error *err)
+void plan_shape_of(const plan_candidate *c, int ranks, plan_shape *s)
+{
+    const model_config *m = &c->cfg.model;
+    s->d_model = m->d_model;
+    s->n_layers = m->n_layers;
+    s->head_dim = m->d_model / m->n_heads;
+    s->context = m->context;
+    s->batch_tokens = c->cfg.batch_size / ranks * m->context;
+    s->memory_order = c->cfg.memory_order;
+}
+
+int plan_predict(const run_config *base, const chip_profile *chip, const quality_law *law,
+                 const quality_hybrid *hybrid, const plan_options *o, const plan_shape *s, plan_candidate *c,
+                 plan_verdict *verdict, tempo_error *err)
 {
     memset(c, 0, sizeof *c);
+    *verdict = PLAN_NOT_A_CONFIG;
+    if (s->head_dim < 1 || s->d_model % s->head_dim || s->context < 1 || s->batch_tokens < s->context)
+        return 0;
     c->cfg = *base;
     model_config *m = &c->cfg.model;
     m->vocab_size = o->vocab_size;
-    m->d_model = d;
-    m->n_layers = layers;
-    m->n_heads = d / hd;
+    m->d_model = s->d_model;
+    m->n_layers = s->n_layers;
+    m->n_heads = s->d_model / s->head_dim;
     m->n_kv_heads = 0;
     m->d_ff = 0;
-    m->context = ctx;
-    c->cfg.batch_size = btok / ctx * o->ranks; /* btok per rank: data parallel adds rows */
+    m->context = s->context;
+    c->cfg.batch_size = s->batch_tokens / s->context * o->ranks; /* per rank: data parallel adds rows */
     c->cfg.micro_batch = 0;
-    c->cfg.memory_order = order;
-    if (!order) {
+    c->cfg.memory_order = s->memory_order;
+    if (!s->memory_order) {
         c->cfg.cache_order = 0;
         c->cfg.match_length = 0;
     } else if (!c->cfg.cache_order) {
@@ -97,7 +110,6 @@ static int evaluate(const run_config *base, const chip_profile *chip, const qual
         return 0;
     if (throughput_predict(&c->cfg, chip, o->ranks, &c->step, err))
         return -1;
-    r->n_searched++;
     double limit = o->memory_gb > 0 ? o->memory_gb : chip->memory_gb;
     if (c->step.memory_gb > limit) {
         /* micro-batches: the smallest power-of-two split that fits */
@@ -107,33 +119,96 @@ static int evaluate(const run_config *base, const chip_profile *chip, const qual
             throughput_predict(&c->cfg, chip, o->ranks, &c->step, err);
         }
         if (c->step.memory_gb > limit) {
-            r->n_too_big++;
+            *verdict = PLAN_TOO_BIG;
             return 0;
         }
     }
-    if (order) {
+    if (s->memory_order) {
         double host = o->host_memory_gb > 0 ? o->host_memory_gb : 24;
-        if (!(hybrid->limit[order] > 0) ||
-            o->corpus_tokens * hybrid->bytes_per_token[order] / 1e9 > host)
+        if (s->memory_order < 0 || s->memory_order > QUALITY_MAX_ORDER || !(hybrid->limit[s->memory_order] > 0) ||
+            o->corpus_tokens * hybrid->bytes_per_token[s->memory_order] / 1e9 > host) {
+            *verdict = PLAN_NO_MEMORY;
             return 0;
-        c->memory_build_s = throughput_memory_build_s(o->corpus_tokens, hybrid->build_s_per_mtok[order]);
+        }
+        c->memory_build_s =
+            throughput_memory_build_s(o->corpus_tokens, hybrid->build_s_per_mtok[s->memory_order]);
     }
     c->train_s = o->budget_s - c->memory_build_s;
     c->steps = floor(c->train_s / c->step.step_s);
     if (c->steps < PLAN_MIN_STEPS) {
-        r->n_too_few_steps++;
+        *verdict = PLAN_TOO_FEW_STEPS;
         return 0;
     }
     c->tokens_seen = c->steps * c->step.tokens_per_step;
     c->tokens_effective = plan_effective_tokens(c->tokens_seen, o->corpus_tokens);
-    /* the point prediction ranks; the interval is for the kept ones only (plan_search) */
+    /* the point prediction ranks; the interval (bootstraps) only for what is kept (plan_interval) */
     c->transformer_bpb = quality_bpb(&law->fit, c->step.params, c->tokens_effective);
-    c->bpb = quality_hybrid_bpb(hybrid, order, c->transformer_bpb);
+    c->bpb = quality_hybrid_bpb(hybrid, s->memory_order, c->transformer_bpb);
     c->outside_law = c->step.params < law->n_min || c->step.params > law->n_max || c->tokens_seen < law->d_min ||
                      c->tokens_seen > law->d_max;
     c->repeats_data = c->tokens_seen > o->corpus_tokens;
-    keep(r, c);
+    *verdict = PLAN_OK;
     return 1;
+}
+
+void plan_interval(const quality_law *law, const quality_hybrid *hybrid, plan_candidate *k)
+{
+    quality_predict(law, k->step.params, k->tokens_effective, &k->transformer_bpb, &k->transformer_lo,
+                    &k->transformer_hi);
+    k->bpb = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_bpb);
+    k->bpb_lo = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_lo);
+    k->bpb_hi = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_hi);
+}
+
+static int head_dim_for(int d) { return d < 128 ? 32 : 64; }
+
+int plan_neighbours(const plan_shape *p, plan_shape out[PLAN_NEIGHBOURS], const char *labels[PLAN_NEIGHBOURS])
+{
+    int wi = 0;
+    while (wi < N_OF(widths) && widths[wi] < p->d_model)
+        wi++;
+    if (wi == N_OF(widths) || widths[wi] != p->d_model)
+        return -1;
+    int narrower = wi > 0 ? widths[wi - 1] : widths[0] / 2, wider = wi + 1 < N_OF(widths) ? widths[wi + 1] : 0;
+    if (!wider)
+        return -1;
+    static const char *const names[PLAN_NEIGHBOURS] = {"width-", "width+", "depth-", "depth+"};
+    for (int k = 0; k < PLAN_NEIGHBOURS; k++) {
+        out[k] = *p;
+        labels[k] = names[k];
+    }
+    out[0].d_model = narrower;
+    out[0].head_dim = head_dim_for(narrower);
+    out[1].d_model = wider;
+    out[1].head_dim = head_dim_for(wider);
+    if (p->n_layers > 1) {
+        out[2].n_layers = p->n_layers - 1;
+    } else {
+        out[2].n_layers = p->n_layers + 2;
+        labels[2] = "depth++";
+    }
+    out[3].n_layers = p->n_layers + 1;
+    return 0;
+}
+
+/* Evaluate one shape of the search and keep it when it is a candidate. */
+static int evaluate(const run_config *base, const chip_profile *chip, const quality_law *law,
+                    const quality_hybrid *hybrid, const plan_options *o, const plan_shape *s, plan_result *r,
+                    plan_candidate *c, tempo_error *err)
+{
+    plan_verdict v;
+    int rc = plan_predict(base, chip, law, hybrid, o, s, c, &v, err);
+    if (rc < 0)
+        return -1;
+    if (v != PLAN_NOT_A_CONFIG)
+        r->n_searched++;
+    if (v == PLAN_TOO_BIG)
+        r->n_too_big++;
+    else if (v == PLAN_TOO_FEW_STEPS)
+        r->n_too_few_steps++;
+    if (rc == 1)
+        keep(r, c);
+    return rc;
 }
 
 int plan_search(const run_config *base, const chip_profile *chip, const quality_law *law,
@@ -155,19 +230,14 @@ int plan_search(const run_config *base, const chip_profile *chip, const quality_
                         for (int oi = 0; oi < N_OF(memory_orders); oi++) {
                             if (memory_orders[oi] && !o->allow_memory)
                                 continue;
-                            if (evaluate(base, chip, law, hybrid, o, d, layers, hd, contexts[ci], batch_tokens[bi],
-                                         memory_orders[oi], r, &c, err) < 0)
+                            plan_shape sh = {d, layers, hd, contexts[ci], batch_tokens[bi], memory_orders[oi]};
+                            if (evaluate(base, chip, law, hybrid, o, &sh, r, &c, err) < 0)
                                 return -1;
                         }
                     }
             }
-    for (int i = 0; i < r->n_keep; i++) {
-        plan_candidate *k = &r->best[i];
-        quality_predict(law, k->step.params, k->tokens_effective, &k->transformer_bpb, &k->transformer_lo,
-                        &k->transformer_hi);
-        k->bpb_lo = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_lo);
-        k->bpb_hi = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_hi);
-    }
+    for (int i = 0; i < r->n_keep; i++)
+        plan_interval(law, hybrid, &r->best[i]);
     if (r->n_keep == 0) {
         if (r->n_too_big > 0 && r->n_too_few_steps == 0)
             return tempo_usage(err, "plan: no config fits in %.3g GB of memory per chip",

@@ -48,6 +48,42 @@ typedef struct {
     long n_searched, n_too_big, n_too_few_steps;
 } plan_result;
 
+/* One shape of the search space. batch_tokens is per rank. */
+typedef struct {
+    int d_model, n_layers, head_dim, context, batch_tokens, memory_order;
+} plan_shape;
+
+typedef enum {
+    PLAN_OK,            /* a candidate */
+    PLAN_NOT_A_CONFIG,  /* the shape makes no valid config (head width, context above the batch) */
+    PLAN_TOO_BIG,       /* over the memory limit even with micro-batches */
+    PLAN_NO_MEMORY,     /* a count-memory order with no measured relation, or over the host's memory */
+    PLAN_TOO_FEW_STEPS  /* under PLAN_MIN_STEPS in the budget */
+} plan_verdict;
+
+/* Predict one shape (what the search does for each): 1 with *c filled when
+ * it is a candidate (the point prediction only: plan_interval adds the
+ * interval), 0 when it is not (*verdict says why), -1 on an error. */
+int plan_predict(const run_config *base, const chip_profile *chip, const quality_law *law,
+                 const quality_hybrid *hybrid, const plan_options *o, const plan_shape *s, plan_candidate *c,
+                 plan_verdict *verdict, tempo_error *err);
+
+/* Fill c's bpb interval (the law's bootstrap replicates, widened by its
+ * residual spread) and the hybrid's. */
+void plan_interval(const quality_law *law, const quality_hybrid *hybrid, plan_candidate *c);
+
+/* The shape a candidate was made from (inverse of plan_predict). */
+void plan_shape_of(const plan_candidate *c, int ranks, plan_shape *s);
+
+/* The four shapes `tempo plan --validate` trains beside the plan: width one
+ * step down and up the search's list of widths (half of the smallest below
+ * it), each with the search's head width for it; depth one less and one
+ * more (with one layer there is no less: two more instead, labelled
+ * "depth++"). Context, batch and memory order stay the plan's. Returns -1
+ * when p's width is not in the list or is its largest. */
+#define PLAN_NEIGHBOURS 4
+int plan_neighbours(const plan_shape *p, plan_shape out[PLAN_NEIGHBOURS], const char *labels[PLAN_NEIGHBOURS]);
+
 /* Search. Fails (code 2) when no candidate fits: the budget too small for
  * the minimum number of steps, or the memory limit for every shape; the
  * message says which. base supplies the optimizer settings and loop keys. */

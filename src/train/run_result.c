@@ -115,6 +115,7 @@ static long long count_of(const json_value *v, const char *key)
 int run_result_read(const char *text, size_t len, run_result_summary *s, tempo_error *err)
 {
     s->val_bpb = s->train_seconds = s->tokens_per_second = s->mfu = NAN;
+    s->val_bpb_transformer = s->budget_seconds = s->memory_seconds = NAN;
     s->steps = s->tokens = s->params = -1;
     json_value *v;
     if (json_parse(text, len, &v, err))
@@ -127,6 +128,9 @@ int run_result_read(const char *text, size_t len, run_result_summary *s, tempo_e
     s->train_seconds = json_get_number(v, "train_seconds", NAN);
     s->tokens_per_second = json_get_number(v, "tokens_per_second", NAN);
     s->mfu = json_get_number(v, "mfu", NAN);
+    s->val_bpb_transformer = json_get_number(v, "val_bpb_transformer", NAN);
+    s->budget_seconds = json_get_number(v, "budget_seconds", NAN);
+    s->memory_seconds = json_get_number(v, "memory_seconds", NAN);
     s->steps = count_of(v, "steps");
     s->tokens = count_of(v, "tokens");
     s->params = count_of(v, "params");

@@ -32,6 +32,7 @@ int run_result_drop_impossible_mfu(train_result *r);
 /* The figures other programs read back. */
 typedef struct {
     double val_bpb, train_seconds, tokens_per_second, mfu;  /* NaN when unknown */
+    double val_bpb_transformer, budget_seconds, memory_seconds; /* NaN when unknown (no count memory: no split) */
     long long steps, tokens, params;                        /* -1 when unknown */
 } run_result_summary;
 

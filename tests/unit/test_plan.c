@@ -1,6 +1,8 @@
 /* test_plan.c - the planner's quality model and search (src/plan/quality.c,
  * plan.c): the law and hybrid readers and their evaluation, the ranking, the
- * preset text, and the search's bad-input errors. */
+ * preset text, the search's bad-input errors, one shape's prediction, the
+ * neighbours --validate trains and its report (plan_validate.c; the runs
+ * themselves are tested end to end in tests/e2e/plan_validate.sh). */
 #include "test.h"
 #include "plan_fixture.h"
 
@@ -8,7 +10,9 @@
 #include <string.h>
 
 #include "plan/chip.h"
+#include "core/json.h"
 #include "plan/plan.h"
+#include "plan/plan_validate.h"
 #include "plan/quality.h"
 
 static const char *law_text = "E = 1.0\nA = 10\nalpha = 0.3\nB = 20\nbeta = 0.25\nresidual_sd = 0.02\n"
@@ -85,10 +89,110 @@ static void test_search(void)
     CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == -1 && strstr(err.msg, "memory"));
 }
 
+/* plan_predict on a candidate's own shape gives the candidate back; the
+ * neighbours are one step away in width or depth; --validate's rows and
+ * report (with made-up measurements) say the targets right. */
+static void test_predict_and_neighbours(void)
+{
+    chip_profile chip;
+    quality_law q;
+    tempo_error err;
+    CHECK(parse(good_chip, &chip, &err) == 0);
+    CHECK(quality_law_parse(&q, law_text, strlen(law_text), "law.conf", &err) == 0);
+    quality_hybrid h = {.pivot = 2.1, .slope = 0.2};
+    run_config base = small_config();
+    plan_options o = {.budget_s = 60, .ranks = 2, .corpus_tokens = 1e8, .vocab_size = 512};
+    plan_result r;
+    CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
+    for (int i = 0; i < r.n_keep; i++) {
+        plan_shape s;
+        plan_candidate c;
+        plan_verdict v;
+        plan_shape_of(&r.best[i], o.ranks, &s);
+        CHECK(plan_predict(&base, &chip, &q, &h, &o, &s, &c, &v, &err) == 1 && v == PLAN_OK);
+        CHECK(c.bpb == r.best[i].bpb && c.steps == r.best[i].steps && c.cfg.batch_size == r.best[i].cfg.batch_size);
+    }
+    plan_shape bad = {.d_model = 100, .n_layers = 1, .head_dim = 32, .context = 128, .batch_tokens = 4096};
+    plan_candidate c;
+    plan_verdict v;
+    CHECK(plan_predict(&base, &chip, &q, &h, &o, &bad, &c, &v, &err) == 0 && v == PLAN_NOT_A_CONFIG);
+    bad.d_model = 128;
+    bad.batch_tokens = 64; /* below one context */
+    CHECK(plan_predict(&base, &chip, &q, &h, &o, &bad, &c, &v, &err) == 0 && v == PLAN_NOT_A_CONFIG);
+    o.budget_s = 1e-3;
+    bad.batch_tokens = 4096;
+    CHECK(plan_predict(&base, &chip, &q, &h, &o, &bad, &c, &v, &err) == 0 && v == PLAN_TOO_FEW_STEPS);
+    o.budget_s = 60;
+
+    plan_shape p = {.d_model = 64, .n_layers = 1, .head_dim = 32, .context = 128, .batch_tokens = 2048,
+                    .memory_order = 0}, nb[PLAN_NEIGHBOURS];
+    const char *lab[PLAN_NEIGHBOURS];
+    CHECK(plan_neighbours(&p, nb, lab) == 0);
+    CHECK(nb[0].d_model == 32 && nb[1].d_model == 96 && nb[0].n_layers == 1 && nb[1].n_layers == 1);
+    CHECK(nb[2].n_layers == 3 && !strcmp(lab[2], "depth++") && nb[3].n_layers == 2 && nb[2].d_model == 64);
+    p.d_model = 256;
+    p.n_layers = 4;
+    p.head_dim = 64;
+    CHECK(plan_neighbours(&p, nb, lab) == 0);
+    CHECK(nb[0].d_model == 192 && nb[1].d_model == 320 && nb[2].n_layers == 3 && !strcmp(lab[2], "depth-"));
+    CHECK(nb[3].n_layers == 5 && nb[0].head_dim == 64 && nb[3].context == 128 && nb[3].batch_tokens == 2048);
+    p.d_model = 100;
+    CHECK(plan_neighbours(&p, nb, lab) == -1);
+    p.d_model = 2048;
+    CHECK(plan_neighbours(&p, nb, lab) == -1);
+
+    o.ranks = 1;
+    CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
+    plan_validate_row rows[PLAN_VALIDATE_ROWS];
+    int n = 0;
+    CHECK(plan_validate_rows(&base, &chip, &q, &h, &o, &r.best[0], rows, &n, &err) == 0);
+    CHECK(n == PLAN_VALIDATE_ROWS && !strcmp(rows[0].label, "plan") && rows[0].pred.bpb == r.best[0].bpb);
+    for (int i = 1; i < n; i++)
+        CHECK(rows[i].pred.cfg.model.d_model != rows[0].pred.cfg.model.d_model ||
+              rows[i].pred.cfg.model.n_layers != rows[0].pred.cfg.model.n_layers);
+    /* measurements: the plan at its prediction, one neighbour 0.05 better */
+    for (int i = 0; i < n; i++) {
+        rows[i].n_runs = rows[i].n_ok = 2;
+        rows[i].bpb[0] = rows[i].pred.bpb - 0.01;
+        rows[i].bpb[1] = rows[i].pred.bpb + 0.01;
+        rows[i].transformer_bpb[0] = rows[i].transformer_bpb[1] = NAN;
+        rows[i].tokens_per_s[0] = rows[i].tokens_per_s[1] = 1000;
+        rows[i].tokens[0] = rows[i].tokens[1] = 1e6;
+    }
+    CHECK_NEAR(plan_validate_mean(&rows[0]), rows[0].pred.bpb, 1e-12);
+    plan_validate_options vo = {.data_dir = "d", .budget_s = 60, .seeds = 2, .threads = 2};
+    strbuf t = {0};
+    plan_validate_report(&vo, rows, n, &t);
+    CHECK_MSG(strstr(t.data, "target 1 (the plan within 0.02 bpb of its best neighbour)") &&
+                  strstr(t.data, ": met") && strstr(t.data, "worst error 0.0000 over 5 configs: met"),
+              "%s", t.data);
+    strbuf_free(&t);
+    rows[3].bpb[0] = rows[3].bpb[1] = rows[0].pred.bpb - 0.05; /* a neighbour clearly better */
+    rows[2].bpb[1] = NAN;                                      /* one failed seed: the mean of the other */
+    snprintf(rows[2].failure, sizeof rows[2].failure, "seed 2: tempo train exited with status 1");
+    CHECK_NEAR(plan_validate_mean(&rows[2]), rows[2].pred.bpb - 0.01, 1e-12);
+    plan_validate_report(&vo, rows, n, &t);
+    CHECK_MSG(strstr(t.data, "NOT met (+0.05") && strstr(t.data, "failed: seed 2: tempo train exited"), "%s", t.data);
+    strbuf_free(&t);
+    CHECK(plan_validate_json(&vo, rows, n, &t, &err) == 0);
+    json_value *j = NULL;
+    CHECK(json_parse(t.data, t.len, &j, &err) == 0);
+    const json_value *cfgs = j ? json_get(j, "configs") : NULL;
+    CHECK(cfgs && cfgs->type == JSON_ARRAY && cfgs->n == (size_t)n);
+    if (cfgs && cfgs->n == (size_t)n) {
+        const json_value *runs = json_get(&cfgs->items[2], "runs");
+        CHECK(runs && runs->n == 2 && json_get(&runs->items[1], "val_bpb")->type == JSON_NULL);
+        CHECK(json_get_number(&cfgs->items[0], "predicted_bpb", 0) == rows[0].pred.bpb);
+    }
+    json_free(j);
+    strbuf_free(&t);
+}
+
 int main(void)
 {
     RUN(test_quality);
     RUN(test_effective_tokens);
     RUN(test_search);
+    RUN(test_predict_and_neighbours);
     return test_summary("test_plan");
 }

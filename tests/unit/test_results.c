@@ -35,6 +35,9 @@ static void test_run_result(void)
     r.tokens_per_second = 8123.5;
     r.mfu = NAN;
     r.world_size = 2;
+    r.budget_s = 600;
+    r.memory_order = 5;
+    r.memory_seconds = 55.5;
     r.phase_seconds.steps = 590;
     r.phase_seconds.other = 0.5;
     for (int k = 0; k < MIX_N; k++)
@@ -64,12 +67,14 @@ static void test_run_result(void)
     CHECK(run_result_read(sb.data, sb.len, &s, &err) == 0);
     CHECK(s.val_bpb == 1.617 && s.train_seconds == 600.25 && s.tokens_per_second == 8123.5 && isnan(s.mfu));
     CHECK(s.steps == 1234 && s.tokens == 9007199254740992ll && s.params == 2560000);
+    CHECK(s.budget_seconds == 600 && s.memory_seconds == 55.5 && s.val_bpb_transformer == 2);
     strbuf_free(&sb);
 
     /* lenient on figures (a submission's file), strict on the shape */
     const char *odd = "{\"steps\":1.5,\"tokens\":-3,\"params\":1e300,\"tokens_per_second\":\"fast\"}";
     CHECK(run_result_read(odd, strlen(odd), &s, &err) == 0);
     CHECK(s.steps == -1 && s.tokens == -1 && s.params == -1 && isnan(s.tokens_per_second) && isnan(s.val_bpb));
+    CHECK(isnan(s.val_bpb_transformer) && isnan(s.budget_seconds) && isnan(s.memory_seconds));
     CHECK(run_result_read("[1]", 3, &s, &err) == -1 && strstr(err.msg, "result.json: not a JSON object"));
     CHECK(run_result_read("{\"steps\":", 9, &s, &err) == -1 && strncmp(err.msg, "result.json: ", 13) == 0);
 
