@@ -12,6 +12,7 @@
 #include "judge/provenance.h"
 #include "plan/plan.h"
 #include "plan/plan_validate.h"
+#include "plan/plan_plot.h"
 #include "plan/quality.h"
 #include "plan/throughput.h"
 
@@ -27,6 +28,7 @@ static void usage(FILE *f)
         "       tempo plan --validate --budget D [--data DIR] [--seeds N] [--work DIR] [--keep-runs]\n"
         "       tempo plan --check PRESETS [--chip FILE] [--threads N] [--steps N]\n"
         "       tempo plan --calibrate PRESETS [--chip FILE] [--threads N] [--steps N] [--out FILE]\n"
+        "       tempo plan --plot FILE [--chip FILE[,FILE...]] [--budget D] [--ranks N] [--memory GB]\n"
         "  Predicts the best model a chip can train from scratch in a wall-clock budget: searches\n"
         "  width, depth, head width, context, batch and the count memory's order (0, 4, 5), and\n"
         "  for each candidate predicts tokens/s (an op-by-op roofline of the chip with per-op\n"
@@ -56,10 +58,14 @@ static void usage(FILE *f)
         "                  (efficiencies fitted on the other presets' measurements of this run)\n"
         "  --calibrate PRESETS comma list: `bench train` each and write the per-op efficiencies\n"
         "                  (the chip-file fragment configs/scaling/op_efficiency_*.conf)\n"
+        "  --plot FILE     write an SVG of the plan's predicted bpb (with its interval, and its\n"
+        "                  transformer alone dashed) against budgets 1m to 24h, one line per chip:\n"
+        "                  the --chip files (a comma list), or every configs/chips/*.conf; --budget\n"
+        "                  is marked on it; a budget too small for any plan on a chip is left out\n"
         "Partial (first slice of issue 12): the law is in parameters and tokens only (no term for\n"
         "context, batch, vocabulary or optimizer settings, which are cpu-transformer's); the hybrid\n"
-        "relation rests on nine 10-minute runs of one shape. Not yet: --plot,\n"
-        "docs/optimal_model.md (see docs/planner.md).\n");
+        "relation rests on nine 10-minute runs of one shape. Not yet: docs/optimal_model.md\n"
+        "(see docs/planner.md).\n");
 }
 
 /* configs/<rel> in $TEMPO_CONFIGS, beside the binary, or ./configs. */
@@ -247,10 +253,59 @@ static int validate(const run_config *base, const chip_profile *chip, const qual
     return rc ? 1 : 0;
 }
 
+/* --plot FILE: the chips of chip_list (or every .conf in configs/chips), the
+ * default budgets, one SVG written atomically (plan/plan_plot.h). */
+static int write_plot(const char *path, const char *chip_list, const char *law_arg, const char *hybrid_arg,
+                      const plan_options *o, int other_mode)
+{
+    if (other_mode)
+        return cli_usage_error("plan: --plot goes without --out, --check, --calibrate, --explain and --validate");
+    char dir[1200], law_path[1200], hybrid_path[1200];
+    find_config("chips", dir, sizeof dir);
+    if (law_arg)
+        snprintf(law_path, sizeof law_path, "%s", law_arg);
+    else
+        find_config(DEFAULT_LAW, law_path, sizeof law_path);
+    if (hybrid_arg)
+        snprintf(hybrid_path, sizeof hybrid_path, "%s", hybrid_arg);
+    else
+        find_config(DEFAULT_HYBRID, hybrid_path, sizeof hybrid_path);
+    tempo_error err;
+    plan_plot_chip chips[PLAN_PLOT_MAX_CHIPS];   /* about 21 KB */
+    plan_plot_point points[PLAN_PLOT_MAX_POINTS]; /* about 33 KB */
+    double budgets[PLAN_PLOT_MAX_BUDGETS];
+    int n_budgets = plan_plot_default_budgets(budgets, PLAN_PLOT_MAX_BUDGETS);
+    quality_law law;
+    quality_hybrid hybrid;
+    run_config base;
+    int n_chips = plan_plot_load_chips(chip_list, dir, chips, PLAN_PLOT_MAX_CHIPS, &err);
+    if (n_chips < 0 || quality_law_load(&law, law_path, &err) || quality_hybrid_load(&hybrid, hybrid_path, &err) ||
+        load_preset("cpu-transformer", o->vocab_size, &base, &err))
+        return cli_report(&err);
+    int n = plan_plot_points(&base, chips, n_chips, &law, &hybrid, o, budgets, n_budgets, points,
+                             PLAN_PLOT_MAX_POINTS, &err);
+    if (n < 0)
+        return cli_report(&err);
+    strbuf svg = {0};
+    plan_plot_svg(chips, n_chips, points, n, o->budget_s, &svg);
+    int rc = 0;
+    if (svg.oom) {
+        tempo_fail(&err, "plan: out of memory drawing the plot");
+        rc = cli_report(&err);
+    } else if (file_write_atomic(path, svg.data, svg.len, &err)) {
+        rc = cli_report(&err);
+    } else {
+        fprintf(stderr, "plan: wrote %s (%d chip%s, %d points)\n", path, n_chips, n_chips == 1 ? "" : "s", n);
+    }
+    strbuf_free(&svg);
+    return rc;
+}
+
 int cmd_plan(int argc, char **argv)
 {
     plan_options o = {.ranks = 1, .corpus_tokens = DEFAULT_CORPUS_TOKENS, .vocab_size = 4097, .allow_memory = 1};
     const char *chip_arg = NULL, *out = NULL, *law_arg = NULL, *hybrid_arg = NULL, *check = NULL, *calib = NULL;
+    const char *plot = NULL;
     int explain = 0, threads = 2, steps = 5, do_validate = 0;
     plan_validate_options vo = {.data_dir = "data/corpus", .seeds = 2, .ranks = 1};
     long long ll;
@@ -304,10 +359,14 @@ int cmd_plan(int argc, char **argv)
             check = v;
         } else if (!strcmp(a, "--calibrate")) {
             calib = v;
+        } else if (!strcmp(a, "--plot")) {
+            plot = v;
         } else {
             return cli_usage_error("plan: unknown flag %s (tempo plan --help)", a);
         }
     }
+    if (plot)
+        return write_plot(plot, chip_arg, law_arg, hybrid_arg, &o, out || check || calib || explain || do_validate);
     char chip_path[1200], law_path[1200], hybrid_path[1200];
     if (chip_arg)
         snprintf(chip_path, sizeof chip_path, "%s", chip_arg);

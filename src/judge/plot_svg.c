@@ -4,32 +4,14 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/nice_ticks.h"
+
 #define PANEL_W 330.0
 #define PANEL_H 220.0
 #define MARGIN_L 52.0
 #define MARGIN_R 12.0
 #define MARGIN_T 24.0
 #define MARGIN_B 36.0
-
-int judge_nice_ticks(double lo, double hi, double *ticks, int max)
-{
-    if (!isfinite(lo) || !isfinite(hi) || max < 1)
-        return 0;
-    if (hi <= lo) {
-        ticks[0] = lo;
-        return 1;
-    }
-    /* the step of 1, 2, 5 or 10 x 10^k that gives closest to 5 intervals */
-    double range = hi - lo, mag = pow(10, floor(log10(range / 5)));
-    double cand[] = {1, 2, 5, 10}, step = mag;
-    for (int i = 0; i < 4; i++)
-        if (fabs(range / (cand[i] * mag) - 5) < fabs(range / step - 5))
-            step = cand[i] * mag;
-    int n = 0;
-    for (double t = ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9 && n < max; t += step)
-        ticks[n++] = fabs(t) < step * 1e-9 ? 0 : t;
-    return n;
-}
 
 typedef struct {
     double x0, y0;           /* panel origin in the svg */
@@ -90,14 +72,14 @@ static void panel(strbuf *o, double x0, const char *title, const judge_series *s
     strbuf_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fafafa\" stroke=\"#999\"/>",
                   left, top, right - left, bottom - top);
     double ticks[8];
-    int nt = judge_nice_ticks(f.ymin, f.ymax, ticks, 8);
+    int nt = nice_ticks(f.ymin, f.ymax, ticks, 8);
     for (int i = 0; i < nt; i++) {
         double y = py(&f, ticks[i]);
         strbuf_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", left, y, right, y);
         strbuf_printf(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%g</text>", left - 4,
                       y + 3, ticks[i]);
     }
-    nt = judge_nice_ticks(f.xmin, f.xmax, ticks, 8);
+    nt = nice_ticks(f.xmin, f.xmax, ticks, 8);
     for (int i = 0; i < nt; i++) {
         double x = px(&f, ticks[i]);
         strbuf_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\"/>", x, bottom, x,

@@ -15,11 +15,6 @@
 #define JUDGE_SVG_BPB_COLOR "#d62728"
 #define JUDGE_SVG_JUDGED_COLOR "#2ca02c"
 
-/* Tick positions inside [lo, hi]: multiples of a step of 1, 2 or 5 x 10^k
- * chosen to give about 5 intervals; writes at most max ticks and returns
- * how many (1 when lo == hi, 0 for non-finite bounds). */
-int judge_nice_ticks(double lo, double hi, double *ticks, int max);
-
 /* Append <svg ...>...</svg> for the curves. judged_t / judged_bpb: where to
  * mark the judge's bpb (NaN: no mark). id makes element ids unique. */
 void judge_svg_run_plot(strbuf *out, const judge_curves *c, double judged_t, double judged_bpb, const char *id);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # plan_basic.sh - `tempo plan` end to end: a plan from the committed chip and
 # scaling files, its --out preset trained for 2 steps on the tiny fixture, a
-# bigger chip planning a bigger model, --check on tiny-test, and the bad-input
+# bigger chip planning a bigger model, --check on tiny-test, the --plot SVG
+# (every chip file, a chip list, an unwritable path), and the bad-input
 # errors (a chip file with a missing or non-positive field, a budget too small
 # for one step, a memory limit no config fits, flags).
 source "$(dirname "$0")/train_common.bash"
@@ -33,10 +34,29 @@ python3 -c 'import sys; a, b = map(float, sys.argv[1:]); assert b > a, (a, b)' "
 "$TEMPO" plan --check tiny-test --steps 1 --threads 1 >"$E2E_TMP/check.txt" 2>/dev/null || fail "--check failed"
 grep -Eq '^tiny-test +[0-9]+ +[0-9]+ ' "$E2E_TMP/check.txt" || fail "no tiny-test row: $(cat "$E2E_TMP/check.txt")"
 
+# --plot: one SVG for every configs/chips/*.conf (and for a comma list), each chip named in it
+"$TEMPO" plan --plot "$E2E_TMP/plan.svg" --budget 10m 2>"$E2E_TMP/plot.log" || { cat "$E2E_TMP/plot.log"; fail "--plot failed"; }
+[ -s "$E2E_TMP/plan.svg" ] || fail "no --plot file"
+grep -Eq '^plan: wrote .*plan.svg \(3 chips, [0-9]+ points\)$' "$E2E_TMP/plot.log" || fail "--plot said: $(cat "$E2E_TMP/plot.log")"
+[ "$(head -c 4 "$E2E_TMP/plan.svg")" = "<svg" ] && grep -q '</svg>' "$E2E_TMP/plan.svg" || fail "not an SVG document"
+for c in configs/chips/*.conf; do
+    name=$(sed -n 's/^name *= *\([^ #]*\).*/\1/p' "$c")
+    grep -q ">$name<" "$E2E_TMP/plan.svg" || fail "the plot does not name $name"
+done
+python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$E2E_TMP/plan.svg" || fail "the SVG is not well-formed XML"
+"$TEMPO" plan --plot "$E2E_TMP/two.svg" --chip configs/chips/nvidia-h200.conf,configs/chips/aws-trainium2.conf \
+    2>"$E2E_TMP/plot.log" || fail "--plot with a chip list failed"
+grep -q '(2 chips, 20 points)' "$E2E_TMP/plot.log" || fail "--plot of two chips said: $(cat "$E2E_TMP/plot.log")"
+expect_error 1 "nonexistent-dir" "$TEMPO" plan --plot "$E2E_TMP/nonexistent-dir/plan.svg"
+[ "$("$TEMPO" plan --plot "$E2E_TMP/nonexistent-dir/plan.svg" 2>&1 | wc -l)" -eq 1 ] || fail "more than one error line"
+
 # bad input: one line naming the file and the problem
 chip() { sed "/^$1 /d" configs/chips/nvidia-h200.conf; }
 chip bandwidth_gbs >"$E2E_TMP/no_bw.conf"
 expect_error 2 "no_bw.conf: missing bandwidth_gbs" "$TEMPO" plan --budget 10m --chip "$E2E_TMP/no_bw.conf"
+expect_error 2 "no_bw.conf: missing bandwidth_gbs" "$TEMPO" plan --plot "$E2E_TMP/bad.svg" \
+    --chip configs/chips/nvidia-h200.conf,"$E2E_TMP/no_bw.conf"
+[ ! -e "$E2E_TMP/bad.svg" ] || fail "--plot left a file behind after a bad chip"
 { chip memory_gb; echo "memory_gb = 0"; } >"$E2E_TMP/zero_mem.conf"
 expect_error 2 "zero_mem.conf:[0-9]+: memory_gb: 0 is out of range" "$TEMPO" plan --budget 10m --chip "$E2E_TMP/zero_mem.conf"
 { chip cores; echo "cores = -3"; } >"$E2E_TMP/neg_cores.conf"

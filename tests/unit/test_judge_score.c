@@ -3,6 +3,7 @@
  * thinning, JSON round trip) and judge/plot_svg.h (ticks, the SVG). */
 #include <unistd.h>
 
+#include "core/nice_ticks.h"
 #include "judge/curves.h"
 #include "eval/eval_result.h"
 #include "judge/plot_svg.h"
@@ -190,14 +191,14 @@ static void test_thin_and_ticks(void)
     free(s.v);
 
     double t[8];
-    int n = judge_nice_ticks(0, 97, t, 8);
+    int n = nice_ticks(0, 97, t, 8);
     CHECK(n == 5 && t[0] == 0 && t[1] == 20 && t[4] == 80);
-    n = judge_nice_ticks(2.31, 2.58, t, 8);
+    n = nice_ticks(2.31, 2.58, t, 8);
     CHECK(n >= 3 && n <= 7);
     for (int i = 0; i < n; i++)
         CHECK(t[i] >= 2.31 - 1e-9 && t[i] <= 2.58 + 1e-9);
-    CHECK(judge_nice_ticks(1, 1, t, 8) == 1);
-    CHECK(judge_nice_ticks(NAN, 1, t, 8) == 0);
+    CHECK(nice_ticks(1, 1, t, 8) == 1);
+    CHECK(nice_ticks(NAN, 1, t, 8) == 0);
 }
 
 int main(void)
