@@ -19,8 +19,10 @@ val_bpb_transformer): hybrid = min(t, limit_K - slope * max(0, pivot - t)).
 slope from the runs with a working transformer (t < 2.5; one intercept per
 memory order), limit_K at orders with a run whose transformer was useless
 (t >= 2.5), pivot where the line meets that limit, the other orders' limits
-from their intercepts at that pivot. Also the count memory's build seconds per
-million tokens and bytes per token (medians per order).
+from their intercepts at that pivot; residual_sd of the working runs around
+it. Also the count memory's build seconds per million tokens and bytes per
+token (medians per order), and memory.bin's write: seconds per GB and the
+share of the steps' speed it takes while it runs (from metrics.jsonl).
 """
 import argparse
 import glob
@@ -171,12 +173,38 @@ def law(args):
           % (E, A, alpha, B, beta, sd, len(pts), len(boots)))
 
 
-def hybrid(args):
+def save_drag(path, r):
+    """The share of the steps' speed lost while memory.bin was written beside
+    them: 1 - median(step_s after the write) / median(step_s during it), from
+    metrics.jsonl beside result.json; None without 20 steps on each side."""
+    import os
+    m = os.path.join(os.path.dirname(path), "metrics.jsonl")
+    if not os.path.exists(m) or not r.get("memory_save_seconds"):
+        return None
+    t0, save = r["memory_seconds"], r["memory_save_seconds"]
+    during, after = [], []
+    for line in open(m):
+        x = json.loads(line)
+        if "step_s" in x and "elapsed_s" in x:
+            (during if x["elapsed_s"] - t0 < save else after).append(x["step_s"])
+    if len(during) < 20 or len(after) < 20:
+        return None
+    return 1 - statistics.median(after) / statistics.median(during)
+
+
+def hybrid_runs(patterns):
     runs = []
-    for path in sorted(glob.glob(args.runs)):
-        r = json.load(open(path))
-        if r.get("memory_order") and r.get("val_bpb_transformer") and r.get("val_bpb"):
-            runs.append((path, r))
+    for pattern in patterns:
+        for path in sorted(glob.glob(pattern)):
+            r = json.load(open(path))
+            if r.get("memory_order") and r.get("val_bpb_transformer") and r.get("val_bpb"):
+                runs.append((path, r))
+    return runs
+
+
+def hybrid(args):
+    runs = hybrid_runs(args.runs)
+    timing_runs = hybrid_runs(args.timing_runs)
     if not runs:
         raise SystemExit("fit_scaling: no hybrid runs in %s" % args.runs)
     working = [(r["memory_order"], r["val_bpb_transformer"], r["val_bpb"]) for _, r in runs
@@ -195,6 +223,11 @@ def hybrid(args):
     o0 = sorted(limits)[0]
     lim0 = statistics.median(limits[o0])
     pivot = (lim0 - icpt[o0]) / slope
+    def relation(o, t):
+        lim = icpt[o] + slope * pivot
+        return min(t, lim - slope * max(0.0, pivot - t))
+    res = [h - relation(o, t) for o, t, h in working if o in icpt]
+    res_sd = math.sqrt(sum(e * e for e in res) / max(1, len(res) - len(orders) - 1))
     lines = [
         "# The hybrid model's val bpb from its transformer's (src/plan/quality.h):",
         "#   hybrid = min(t, limit_K - slope * max(0, pivot - t)),  K the count memory's order,",
@@ -205,24 +238,37 @@ def hybrid(args):
         "# the same pivot. Crude: the transformers' bpb span only 1.91-2.04 (plus one at 3.45), so",
         "# the relation is a line through few points; far below t = 1.9 it is an extrapolation.",
         "# Caches and match models as in those runs (cache order 4-8).",
-        "# Re-fit: python3 scripts/fit_scaling.py --runs '%s' --hybrid-out THIS_FILE" % args.runs,
+        "# Re-fit: python3 scripts/fit_scaling.py %s --hybrid-out THIS_FILE"
+        % " ".join(["--runs '%s'" % g for g in args.runs] + ["--timing-runs '%s'" % g for g in args.timing_runs]),
         "pivot = %.4f" % pivot,
         "slope = %.4f" % slope,
+        "residual_sd = %.4f    # of the %d working runs around the relation" % (res_sd, len(res)),
     ]
     for o in orders:
         lines.append("limit.%d = %.4f" % (o, icpt[o] + slope * pivot))
     build, size = {}, {}
-    for _, r in runs:
+    for _, r in runs + timing_runs:
         o = r["memory_order"]
         if r.get("memory_seconds") and r.get("memory_tokens"):
             build.setdefault(o, []).append(r["memory_seconds"] / (r["memory_tokens"] / 1e6))
             size.setdefault(o, []).append(r["memory_bytes"] / r["memory_tokens"])
-    lines.append("# count memory build on this 2-core machine (one core), seconds per million training tokens")
+    lines.append("# count memory build on this 2-core machine, seconds per million training tokens")
     lines.append("# and bytes per token: medians of the runs' memory_seconds and memory_bytes / memory_tokens")
     for o in sorted(build):
         lines.append("build_s_per_mtok.%d = %.4f    # %d runs: %s" % (
             o, statistics.median(build[o]), len(build[o]), " ".join("%.3f" % v for v in sorted(build[o]))))
         lines.append("bytes_per_token.%d = %.2f" % (o, statistics.median(size[o])))
+    timed = runs + timing_runs
+    saves = [r["memory_save_seconds"] / (r["memory_bytes"] / 1e9) for _, r in timed
+             if r.get("memory_save_seconds") and r.get("memory_bytes")]
+    drags = [d for d in (save_drag(p, r) for p, r in timed) if d is not None]
+    if saves and drags:
+        lines.append("# memory.bin's write beside the first steps: seconds per GB, and the share of the steps'")
+        lines.append("# speed lost meanwhile (step_s in metrics.jsonl during against after the write): medians")
+        lines.append("save_s_per_gb = %.3f    # %d runs: %.2f-%.2f" % (
+            statistics.median(saves), len(saves), min(saves), max(saves)))
+        lines.append("save_drag = %.3f    # %d runs: %.2f-%.2f" % (
+            statistics.median(drags), len(drags), min(drags), max(drags)))
     with open(args.hybrid_out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("hybrid: slope %.4f pivot %.4f limits %s" % (
@@ -236,7 +282,9 @@ def main():
     p.add_argument("--boot", type=int, default=100)
     p.add_argument("--anchor-runs", help="glob of result.json whose val_bpb_transformer join the grid")
     p.add_argument("--law-out")
-    p.add_argument("--runs")
+    p.add_argument("--runs", action="append", default=[], help="glob of hybrid runs' result.json (repeatable)")
+    p.add_argument("--timing-runs", action="append", default=[],
+                   help="glob of hybrid runs used for the build and save timings only (repeatable)")
     p.add_argument("--hybrid-out")
     args = p.parse_args()
     if args.grid and args.law_out:

@@ -101,9 +101,17 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
     if (!s->memory_order) {
         c->cfg.cache_order = 0;
         c->cfg.match_length = 0;
-    } else if (!c->cfg.cache_order) {
-        c->cfg.cache_order = 8;
-        c->cfg.match_length = 2;
+    } else {
+        /* the hybrid's parts as tuned for it (the key table's defaults, which are
+         * cpu-default's), not a transformer preset's leftovers (cpu-transformer's
+         * mixer_lr is 0.02 against the hybrid's 0.3) */
+        run_config d;
+        run_config_defaults(&d);
+        c->cfg.cache_order = d.cache_order;
+        c->cfg.match_length = d.match_length;
+        c->cfg.mixer_lr = d.mixer_lr;
+        c->cfg.mixer_holdout = d.mixer_holdout;
+        c->cfg.memory_prune = d.memory_prune;
     }
     tempo_error e;
     if (run_config_finish(&c->cfg, &e))
@@ -133,7 +141,12 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
         c->memory_build_s =
             throughput_memory_build_s(o->corpus_tokens, hybrid->build_s_per_mtok[s->memory_order]);
     }
-    c->train_s = o->budget_s - c->memory_build_s;
+    /* memory.bin is written beside the first steps and slows them: the steps'
+     * time lost is the write's seconds x the share of speed it takes */
+    c->memory_save_lost_s = s->memory_order ? hybrid->save_s_per_gb * o->corpus_tokens *
+                                                  hybrid->bytes_per_token[s->memory_order] / 1e9 * hybrid->save_drag
+                                            : 0;
+    c->train_s = o->budget_s - c->memory_build_s - c->memory_save_lost_s;
     c->steps = floor(c->train_s / c->step.step_s);
     if (c->steps < PLAN_MIN_STEPS) {
         *verdict = PLAN_TOO_FEW_STEPS;
@@ -158,6 +171,10 @@ void plan_interval(const quality_law *law, const quality_hybrid *hybrid, plan_ca
     k->bpb = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_bpb);
     k->bpb_lo = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_lo);
     k->bpb_hi = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_hi);
+    if (k->cfg.memory_order > 0) { /* and the relation's own scatter */
+        k->bpb_lo -= 1.645 * hybrid->residual_sd;
+        k->bpb_hi += 1.645 * hybrid->residual_sd;
+    }
 }
 
 static int head_dim_for(int d) { return d < 128 ? 32 : 64; }
@@ -312,9 +329,10 @@ void plan_explain(const plan_result *r, const chip_profile *chip, const quality_
                            "rule (not fitted here): data-limited\n",
                       b->tokens_seen / o->corpus_tokens, b->tokens_effective);
     if (b->cfg.memory_order)
-        strbuf_printf(out, "count memory of order %d: built in %.0f s of the budget over the whole corpus; "
-                           "the hybrid's bpb from the transformer's by the relation in configs/scaling/\n",
-                      b->cfg.memory_order, b->memory_build_s);
+        strbuf_printf(out, "count memory of order %d: built in %.0f s of the budget over the whole corpus, "
+                           "its file's write beside the first steps costs them %.0f s; the hybrid's bpb from "
+                           "the transformer's by the relation in configs/scaling/\n",
+                      b->cfg.memory_order, b->memory_build_s, b->memory_save_lost_s);
     if (b->outside_law)
         strbuf_printf(out, "outside the grid the law was fitted on (N %.3g..%.3g, D %.3g..%.3g): an extrapolation\n",
                       law->n_min, law->n_max, law->d_min, law->d_max);

@@ -31,6 +31,7 @@ typedef struct {
     step_prediction step;
     double train_s;          /* budget left to the transformer's steps */
     double memory_build_s;   /* the count memory's build (0: none) */
+    double memory_save_lost_s; /* steps' time lost to memory.bin's write beside them (0: none) */
     double tokens_seen;      /* tokens trained on */
     double tokens_effective; /* D in the law: tokens_seen, less repeated epochs' worth */
     double steps;

@@ -123,6 +123,12 @@ static int hybrid_line(void *ctx, const char *key, char *v, const char *where, t
         return real(key, v, 0, 100, &h->pivot, where, err);
     if (!strcmp(key, "slope"))
         return real(key, v, 0, 10, &h->slope, where, err);
+    if (!strcmp(key, "residual_sd"))
+        return real(key, v, 0, 10, &h->residual_sd, where, err);
+    if (!strcmp(key, "save_s_per_gb"))
+        return real(key, v, 0, 1e6, &h->save_s_per_gb, where, err);
+    if (!strcmp(key, "save_drag"))
+        return real(key, v, 0, 0.99, &h->save_drag, where, err);
     const char *prefixes[] = {"limit.", "build_s_per_mtok.", "bytes_per_token."};
     double *arrays[] = {h->limit, h->build_s_per_mtok, h->bytes_per_token};
     for (int i = 0; i < 3; i++) {
@@ -145,11 +151,19 @@ int quality_hybrid_load(quality_hybrid *h, const char *path, tempo_error *err)
     size_t len;
     if (load_text(path, &text, &len, err))
         return -1;
-    int rc = kv_lines_each(text, len, path, hybrid_line, h, err);
+    int rc = quality_hybrid_parse(h, text, len, path, err);
     free(text);
-    if (!rc && !(h->pivot > 0))
-        rc = tempo_usage(err, "%s: missing pivot", path);
     return rc;
+}
+
+int quality_hybrid_parse(quality_hybrid *h, const char *text, size_t len, const char *path, tempo_error *err)
+{
+    memset(h, 0, sizeof *h);
+    if (kv_lines_each(text, len, path, hybrid_line, h, err))
+        return -1;
+    if (!(h->pivot > 0))
+        return tempo_usage(err, "%s: missing pivot", path);
+    return 0;
 }
 
 double quality_bpb(const quality_coef *c, double n_params, double tokens)

@@ -30,6 +30,9 @@ typedef struct {
 
 typedef struct {
     double pivot, slope;
+    double residual_sd;          /* of the runs around the relation, bpb (0: not given) */
+    double save_s_per_gb;        /* writing memory.bin beside the training, seconds per GB (0: not given) */
+    double save_drag;            /* the share of the steps' speed lost while it is written, [0, 1) */
     double limit[QUALITY_MAX_ORDER + 1];       /* 0: that order not measured */
     double build_s_per_mtok[QUALITY_MAX_ORDER + 1];
     double bytes_per_token[QUALITY_MAX_ORDER + 1];
@@ -41,8 +44,10 @@ typedef struct {
 int quality_law_load(quality_law *q, const char *path, tempo_error *err);
 int quality_law_parse(quality_law *q, const char *text, size_t len, const char *path, tempo_error *err);
 
-/* Read the hybrid file (pivot, slope, limit.K, build_s_per_mtok.K, bytes_per_token.K). */
+/* Read the hybrid file (pivot, slope, limit.K, build_s_per_mtok.K, bytes_per_token.K; optional
+ * residual_sd, save_s_per_gb, save_drag). */
 int quality_hybrid_load(quality_hybrid *h, const char *path, tempo_error *err);
+int quality_hybrid_parse(quality_hybrid *h, const char *text, size_t len, const char *path, tempo_error *err);
 
 /* The law at (N, D). */
 double quality_bpb(const quality_coef *c, double n_params, double tokens);

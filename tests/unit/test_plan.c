@@ -43,6 +43,17 @@ static void test_quality(void)
     CHECK_NEAR(quality_hybrid_bpb(&h, 5, 3.0), 1.65, 1e-12);      /* a useless transformer */
     CHECK_NEAR(quality_hybrid_bpb(&h, 5, 1.0), 1.0, 1e-12);       /* never worse than the transformer */
     CHECK_NEAR(quality_hybrid_bpb(&h, 4, 1.9), 1.9, 1e-12);       /* order not measured */
+    const char *ht = "pivot = 2.1\nslope = 0.2\nresidual_sd = 0.01\nlimit.5 = 1.65\nbuild_s_per_mtok.5 = 0.7\n"
+                     "bytes_per_token.5 = 60\nsave_s_per_gb = 7\nsave_drag = 0.5  # a comment\n";
+    CHECK(quality_hybrid_parse(&h, ht, strlen(ht), "h.conf", &err) == 0);
+    CHECK(h.pivot == 2.1 && h.residual_sd == 0.01 && h.save_s_per_gb == 7 && h.save_drag == 0.5 &&
+          h.limit[5] == 1.65 && h.build_s_per_mtok[5] == 0.7 && h.bytes_per_token[5] == 60 && h.limit[4] == 0);
+    const char *bad_drag = "pivot = 2\nsave_drag = 1\n";
+    CHECK(quality_hybrid_parse(&h, bad_drag, strlen(bad_drag), "h.conf", &err) == -1 &&
+          strstr(err.msg, "h.conf:2") && strstr(err.msg, "save_drag"));
+    const char *no_pivot = "slope = 0.2\n";
+    CHECK(quality_hybrid_parse(&h, no_pivot, strlen(no_pivot), "h.conf", &err) == -1 &&
+          strstr(err.msg, "missing pivot"));
 }
 
 static void test_effective_tokens(void)
@@ -123,6 +134,30 @@ static void test_predict_and_neighbours(void)
     bad.batch_tokens = 4096;
     CHECK(plan_predict(&base, &chip, &q, &h, &o, &bad, &c, &v, &err) == 0 && v == PLAN_TOO_FEW_STEPS);
     o.budget_s = 60;
+
+    /* a count memory: its build and its file's write come out of the budget; the
+     * hybrid parts are the defaults' (cpu-default's), not the base preset's */
+    quality_hybrid hm = {.pivot = 2.1, .slope = 0.2, .residual_sd = 0.01, .save_s_per_gb = 7, .save_drag = 0.5};
+    hm.limit[5] = 1.65;
+    hm.build_s_per_mtok[5] = 0.1;
+    hm.bytes_per_token[5] = 60;
+    run_config transformer_base = base;
+    transformer_base.mixer_lr = 0.02f;
+    transformer_base.cache_order = 0;
+    plan_options om = {.budget_s = 600, .ranks = 1, .corpus_tokens = 1e7, .vocab_size = 512, .allow_memory = 1};
+    plan_shape ms = {.d_model = 128, .n_layers = 2, .head_dim = 64, .context = 128, .batch_tokens = 4096,
+                     .memory_order = 5};
+    CHECK(plan_predict(&transformer_base, &chip, &q, &hm, &om, &ms, &c, &v, &err) == 1 && v == PLAN_OK);
+    run_config defaults;
+    run_config_defaults(&defaults);
+    CHECK(c.cfg.mixer_lr == defaults.mixer_lr && c.cfg.cache_order == defaults.cache_order && c.cfg.cache_order > 0);
+    CHECK_NEAR(c.memory_build_s, 0.1 * 10, 1e-9);
+    CHECK_NEAR(c.memory_save_lost_s, 7 * 1e7 * 60 / 1e9 * 0.5, 1e-9);
+    CHECK_NEAR(c.train_s, 600 - 1 - 2.1, 1e-9);
+    plan_interval(&q, &hm, &c);
+    double tlo = c.transformer_lo, thi = c.transformer_hi;
+    CHECK_NEAR(c.bpb_lo, quality_hybrid_bpb(&hm, 5, tlo) - 1.645 * 0.01, 1e-12);
+    CHECK_NEAR(c.bpb_hi, quality_hybrid_bpb(&hm, 5, thi) + 1.645 * 0.01, 1e-12);
 
     plan_shape p = {.d_model = 64, .n_layers = 1, .head_dim = 32, .context = 128, .batch_tokens = 2048,
                     .memory_order = 0}, nb[PLAN_NEIGHBOURS];
