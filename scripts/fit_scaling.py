@@ -7,7 +7,10 @@ writes its coefficient files. Standard library only.
       --runs '/work/main/runs/*/result.json' --hybrid-out configs/scaling/hybrid.conf
 
 Transformer law: bpb = E + A / N^alpha + B / D^beta over the grid's runs
-(N = params, D = tokens seen, from scripts/scaling_grid.sh's grid.tsv). For
+(N = params, from scripts/scaling_grid.sh's grid.tsv) and anchor runs (the
+transformer part of hybrid runs' result.json), D the effective tokens: tokens
+seen / (1 + batch / batch_crit), batch the tokens per step, batch_crit the
+best of a list (or no batch term) by least squares. For
 each (alpha, beta) on a grid the best non-negative E, A, B is a linear least-
 squares problem (solved over every subset of the three, keeping the best
 feasible); the best (alpha, beta) is refined on a finer grid. Uncertainty:
@@ -105,19 +108,30 @@ def read_grid(paths, min_steps):
                 row = dict(zip(head, line.rstrip("\n").split("\t")))
                 if int(row["steps"]) < min_steps:
                     continue
-                pts.append((float(row["params"]), float(row["tokens"]), float(row["val_bpb"])))
+                pts.append((float(row["params"]), float(row["tokens"]), float(row["val_bpb"]),
+                            float(row["tokens"]) / int(row["steps"])))
     return pts
 
 
-def read_anchors(pattern):
-    """10-minute hybrid runs' transformer alone (full val set) as extra points."""
+def read_anchors(patterns):
+    """Hybrid runs' transformer alone (full val set) as extra points."""
     pts = []
-    for path in sorted(glob.glob(pattern or "")):
-        r = json.load(open(path))
-        t = r.get("val_bpb_transformer")
-        if t and t < 2.5 and r.get("params") and r.get("tokens"):
-            pts.append((float(r["params"]), float(r["tokens"]), float(t)))
+    for pattern in patterns:
+        for path in sorted(glob.glob(pattern)):
+            r = json.load(open(path))
+            t = r.get("val_bpb_transformer")
+            if t and t < 2.5 and r.get("params") and r.get("tokens") and r.get("steps"):
+                pts.append((float(r["params"]), float(r["tokens"]), float(t), float(r["tokens"]) / r["steps"]))
     return pts
+
+
+# Critical batches tried (tokens per step); None: no batch term.
+BATCH_CRITS = [None, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 16384, 32768, 65536]
+
+
+def effective(pts, bc):
+    """(N, D_eff, bpb) with D_eff = D / (1 + batch / bc) (McCandlish et al. 2018)."""
+    return [(n, d if bc is None else d / (1 + b / bc), y) for n, d, y, b in pts]
 
 
 def law(args):
@@ -126,9 +140,14 @@ def law(args):
     pts += anchors
     if len(pts) < 6:
         raise SystemExit("fit_scaling: %d runs with >= %d steps; need at least 6" % (len(pts), args.min_steps))
-    best = fit(pts)
+    best, bc = None, None
+    for c in BATCH_CRITS:
+        r = fit(effective(pts, c))
+        if r and (best is None or r[0] < best[0]):
+            best, bc = r, c
+    raw, pts = pts, effective(pts, bc)
     sse, E, A, alpha, B, beta = best
-    sd = math.sqrt(sse / max(1, len(pts) - 5))
+    sd = math.sqrt(sse / max(1, len(pts) - 5 - (bc is not None)))
     rng = random.Random(1)
     boots = []
     for _ in range(args.boot):
@@ -143,28 +162,33 @@ def law(args):
         "# seen), fitted by scripts/fit_scaling.py to %d runs of scripts/scaling_grid.sh (cpu-transformer's" % len(pts),
         "# optimizer and schedule, context 256, batch 16, vocab 4097; val bpb on the first 65,536 val",
         "# tokens). Grid files: %s; runs with fewer than %d steps left out." % (", ".join(args.grid), args.min_steps),
-        "# Also %d anchor points: the transformer alone of 10-minute runs (%s; cpu-default's shape," % (
-            len(anchors), args.anchor_runs or "none"),
-        "# ReLU2 or SwiGLU, val bpb on the full val set, not the 65,536-token slice).",
+        "# Also %d anchor points: the transformer alone of hybrid runs (%s: 10-minute runs of" % (
+            len(anchors), ", ".join(args.anchor_runs) or "none"),
+        "# cpu-default's shape and `tempo plan --validate` runs; val bpb on the full val set).",
+        "# D is the effective tokens D / (1 + batch / batch_crit), batch the tokens per optimizer",
+        "# step (tokens / steps of each run); batch_crit chosen from %s by the" % [c for c in BATCH_CRITS if c],
+        "# least squares (absent: no batch term fitted better), held fixed in the bootstrap.",
         "# Uncertainty: %d bootstrap refits (resampled runs, the same exponent grid) as boot lines," % len(boots),
         "# and residual_sd, the fit's residual standard deviation (bpb).",
         "# Re-fit: python3 scripts/fit_scaling.py --grid %s --min-steps %d%s --law-out THIS_FILE"
         % (" --grid ".join(args.grid), args.min_steps,
-           " --anchor-runs '%s'" % args.anchor_runs if args.anchor_runs else ""),
+           "".join(" --anchor-runs '%s'" % a for a in args.anchor_runs)),
         "E = %.6g" % E, "A = %.6g" % A, "alpha = %.4g" % alpha, "B = %.6g" % B, "beta = %.4g" % beta,
         "residual_sd = %.4g" % sd,
         "n_min = %.6g" % min(p[0] for p in pts), "n_max = %.6g" % max(p[0] for p in pts),
         "d_min = %.6g" % min(p[1] for p in pts), "d_max = %.6g" % max(p[1] for p in pts),
         "n_runs = %d" % len(pts),
     ]
+    if bc is not None:
+        lines.append("batch_crit = %g" % bc)
     for key, i in (("E", 1), ("A", 2), ("alpha", 3), ("B", 4), ("beta", 5)):
         vals = sorted(b[i] for b in boots)
         if vals:
             lines.insert(7, "# %s: bootstrap 5-95 %% %.4g .. %.4g" % (key, vals[len(vals) // 20],
                                                                    vals[-1 - len(vals) // 20]))
-    lines.append("# residuals (params, tokens, measured, fitted):")
-    for n, d, y in pts:
-        lines.append("#   %9.0f %10.0f %.4f %.4f" % (n, d, y, E + A * n ** -alpha + B * d ** -beta))
+    lines.append("# residuals (params, tokens seen, batch tokens, effective tokens, measured, fitted):")
+    for (n, d, y), (_, seen, _, b) in zip(pts, raw):
+        lines.append("#   %9.0f %10.0f %6.0f %10.0f %.4f %.4f" % (n, seen, b, d, y, E + A * n ** -alpha + B * d ** -beta))
     for b in boots:
         lines.append("boot = %.6g %.6g %.4g %.6g %.4g" % (b[1], b[2], b[3], b[4], b[5]))
     with open(args.law_out, "w") as f:
@@ -280,7 +304,8 @@ def main():
     p.add_argument("--grid", action="append", default=[])
     p.add_argument("--min-steps", type=int, default=20)
     p.add_argument("--boot", type=int, default=100)
-    p.add_argument("--anchor-runs", help="glob of result.json whose val_bpb_transformer join the grid")
+    p.add_argument("--anchor-runs", action="append", default=[],
+                   help="glob of result.json whose val_bpb_transformer join the grid (repeatable)")
     p.add_argument("--law-out")
     p.add_argument("--runs", action="append", default=[], help="glob of hybrid runs' result.json (repeatable)")
     p.add_argument("--timing-runs", action="append", default=[],

@@ -153,12 +153,13 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
         return 0;
     }
     c->tokens_seen = c->steps * c->step.tokens_per_step;
-    c->tokens_effective = plan_effective_tokens(c->tokens_seen, o->corpus_tokens);
+    c->tokens_fresh = plan_effective_tokens(c->tokens_seen, o->corpus_tokens);
+    c->tokens_effective = quality_tokens_effective(law, c->tokens_fresh, c->step.tokens_per_step);
     /* the point prediction ranks; the interval (bootstraps) only for what is kept (plan_interval) */
     c->transformer_bpb = quality_bpb(&law->fit, c->step.params, c->tokens_effective);
     c->bpb = quality_hybrid_bpb(hybrid, s->memory_order, c->transformer_bpb);
-    c->outside_law = c->step.params < law->n_min || c->step.params > law->n_max || c->tokens_seen < law->d_min ||
-                     c->tokens_seen > law->d_max;
+    c->outside_law = c->step.params < law->n_min || c->step.params > law->n_max ||
+                     c->tokens_effective < law->d_min || c->tokens_effective > law->d_max;
     c->repeats_data = c->tokens_seen > o->corpus_tokens;
     *verdict = PLAN_OK;
     return 1;
@@ -327,16 +328,22 @@ void plan_explain(const plan_result *r, const chip_profile *chip, const quality_
     if (b->repeats_data)
         strbuf_printf(out, ": %.1f epochs, worth %.3g fresh tokens by Muennighoff et al.'s data-constrained "
                            "rule (not fitted here): data-limited\n",
-                      b->tokens_seen / o->corpus_tokens, b->tokens_effective);
+                      b->tokens_seen / o->corpus_tokens, b->tokens_fresh);
+    if (law->batch_crit > 0)
+        strbuf_printf(out, "batch: %.0f tokens per step against the law's critical batch of %.0f: the law counts "
+                           "%.3g of the tokens (D / (1 + batch / critical)); a smaller batch counts more per token "
+                           "but runs smaller, slower matrix products\n",
+                      b->step.tokens_per_step, law->batch_crit, b->tokens_effective);
     if (b->cfg.memory_order)
         strbuf_printf(out, "count memory of order %d: built in %.0f s of the budget over the whole corpus, "
                            "its file's write beside the first steps costs them %.0f s; the hybrid's bpb from "
                            "the transformer's by the relation in configs/scaling/\n",
                       b->cfg.memory_order, b->memory_build_s, b->memory_save_lost_s);
     if (b->outside_law)
-        strbuf_printf(out, "outside the grid the law was fitted on (N %.3g..%.3g, D %.3g..%.3g): an extrapolation\n",
+        strbuf_printf(out, "outside the runs the law was fitted on (N %.3g..%.3g, effective D %.3g..%.3g): an extrapolation\n",
                       law->n_min, law->n_max, law->d_min, law->d_max);
-    strbuf_puts(out, "context, batch, heads and depth against width enter only through throughput (the law has no "
-                     "term for them), within bounds around the grid: context 128-512, batch 2,048-16,384 tokens, "
-                     "head width 64, d_model / n_layers 16-128\n");
+    strbuf_printf(out, "context, heads and depth against width%s enter only through throughput (the law has no "
+                       "term for them), within bounds around the grid: context 128-512, batch 2,048-16,384 tokens, "
+                       "head width 64, d_model / n_layers 16-128\n",
+                  law->batch_crit > 0 ? "" : " and batch");
 }

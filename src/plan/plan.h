@@ -33,7 +33,8 @@ typedef struct {
     double memory_build_s;   /* the count memory's build (0: none) */
     double memory_save_lost_s; /* steps' time lost to memory.bin's write beside them (0: none) */
     double tokens_seen;      /* tokens trained on */
-    double tokens_effective; /* D in the law: tokens_seen, less repeated epochs' worth */
+    double tokens_fresh;     /* tokens_seen, less repeated epochs' worth */
+    double tokens_effective; /* D in the law: tokens_fresh / (1 + batch / the law's batch_crit) */
     double steps;
     double transformer_bpb, transformer_lo, transformer_hi;
     double bpb, bpb_lo, bpb_hi; /* the model as planned (hybrid when memory_order > 0) */

@@ -69,6 +69,12 @@ static int law_line(void *ctx, const char *key, char *v, const char *where, temp
             c->seen |= 1u << i;
             return real(key, v, keys[i].lo, keys[i].hi, keys[i].dst, where, err);
         }
+    if (!strcmp(key, "batch_crit")) { /* optional: no batch term without it */
+        if (c->seen & (1u << 11))
+            return tempo_usage(err, "%s: %s given twice", where, key);
+        c->seen |= 1u << 11;
+        return real(key, v, 1, 1e12, &q->batch_crit, where, err);
+    }
     if (!strcmp(key, "n_runs")) {
         long long n;
         tempo_error e;
@@ -164,6 +170,11 @@ int quality_hybrid_parse(quality_hybrid *h, const char *text, size_t len, const 
     if (!(h->pivot > 0))
         return tempo_usage(err, "%s: missing pivot", path);
     return 0;
+}
+
+double quality_tokens_effective(const quality_law *q, double tokens, double batch_tokens)
+{
+    return q->batch_crit > 0 ? tokens / (1 + batch_tokens / q->batch_crit) : tokens;
 }
 
 double quality_bpb(const quality_coef *c, double n_params, double tokens)

@@ -24,7 +24,8 @@ typedef struct {
     int n_boot;
     quality_coef boot[QUALITY_MAX_BOOT];
     double residual_sd;          /* of the grid runs around the fit, bpb */
-    double n_min, n_max, d_min, d_max; /* the grid's range */
+    double n_min, n_max, d_min, d_max; /* the grid's range (D as the law sees it: effective tokens) */
+    double batch_crit;           /* tokens per step where a step's tokens count half (0: no batch term) */
     int n_runs;
 } quality_law;
 
@@ -39,7 +40,8 @@ typedef struct {
 } quality_hybrid;
 
 /* Read the law file (keys E, A, alpha, B, beta, residual_sd, n_min, n_max,
- * d_min, d_max, n_runs, and `boot = E A alpha B beta` lines). Errors name the
+ * d_min, d_max, n_runs, optional batch_crit, and `boot = E A alpha B beta`
+ * lines). Errors name the
  * file and line, or the missing key (code 2). */
 int quality_law_load(quality_law *q, const char *path, tempo_error *err);
 int quality_law_parse(quality_law *q, const char *text, size_t len, const char *path, tempo_error *err);
@@ -48,6 +50,13 @@ int quality_law_parse(quality_law *q, const char *text, size_t len, const char *
  * residual_sd, save_s_per_gb, save_drag). */
 int quality_hybrid_load(quality_hybrid *h, const char *path, tempo_error *err);
 int quality_hybrid_parse(quality_hybrid *h, const char *text, size_t len, const char *path, tempo_error *err);
+
+/* The tokens the law counts for `tokens` seen in steps of batch_tokens:
+ * tokens / (1 + batch_tokens / batch_crit), the critical-batch trade-off of
+ * McCandlish et al. 2018 ("An Empirical Model of Large-Batch Training": the
+ * examples needed grow as 1 + B / B_noise), with batch_crit fitted on this
+ * machine's runs; tokens itself when the law has no batch_crit. */
+double quality_tokens_effective(const quality_law *q, double tokens, double batch_tokens);
 
 /* The law at (N, D). */
 double quality_bpb(const quality_coef *c, double n_params, double tokens);

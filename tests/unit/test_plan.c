@@ -35,6 +35,18 @@ static void test_quality(void)
     snprintf(broken, sizeof broken, "%s", law_text);
     *strstr(broken, "beta") = 'X';
     CHECK(quality_law_parse(&q, broken, strlen(broken), "law.conf", &err) == -1 && strstr(err.msg, "law.conf:5"));
+    CHECK(q.batch_crit == 0 && quality_tokens_effective(&q, 1e6, 4096) == 1e6); /* no batch term */
+    char with_batch[1024];
+    snprintf(with_batch, sizeof with_batch, "%sbatch_crit = 2048\n", law_text);
+    CHECK(quality_law_parse(&q, with_batch, strlen(with_batch), "law.conf", &err) == 0 && q.batch_crit == 2048);
+    CHECK_NEAR(quality_tokens_effective(&q, 3e6, 4096), 1e6, 1e-6); /* 3e6 / (1 + 2) */
+    CHECK_NEAR(quality_tokens_effective(&q, 3e6, 0), 3e6, 1e-6);
+    snprintf(with_batch, sizeof with_batch, "%sbatch_crit = 2048\nbatch_crit = 4096\n", law_text);
+    CHECK(quality_law_parse(&q, with_batch, strlen(with_batch), "law.conf", &err) == -1 &&
+          strstr(err.msg, "batch_crit given twice"));
+    snprintf(with_batch, sizeof with_batch, "%sbatch_crit = 0\n", law_text);
+    CHECK(quality_law_parse(&q, with_batch, strlen(with_batch), "law.conf", &err) == -1 &&
+          strstr(err.msg, "batch_crit"));
     const char *no_e = "A = 1\n";
     CHECK(quality_law_parse(&q, no_e, strlen(no_e), "law.conf", &err) == -1 && strstr(err.msg, "missing E"));
     quality_hybrid h = {.pivot = 2.1, .slope = 0.2};
@@ -154,6 +166,16 @@ static void test_predict_and_neighbours(void)
     CHECK_NEAR(c.memory_build_s, 0.1 * 10, 1e-9);
     CHECK_NEAR(c.memory_save_lost_s, 7 * 1e7 * 60 / 1e9 * 0.5, 1e-9);
     CHECK_NEAR(c.train_s, 600 - 1 - 2.1, 1e-9);
+    CHECK(c.tokens_effective == c.tokens_fresh); /* no batch term */
+    CHECK(c.tokens_fresh == plan_effective_tokens(c.tokens_seen, om.corpus_tokens));
+    quality_law qb;
+    char lb[1024];
+    snprintf(lb, sizeof lb, "%sbatch_crit = 1024\n", law_text);
+    CHECK(quality_law_parse(&qb, lb, strlen(lb), "law.conf", &err) == 0);
+    plan_candidate cb;
+    CHECK(plan_predict(&transformer_base, &chip, &qb, &hm, &om, &ms, &cb, &v, &err) == 1);
+    CHECK_NEAR(cb.tokens_effective, cb.tokens_fresh / (1 + 4096.0 / 1024), 1e-6);
+    CHECK(cb.transformer_bpb > c.transformer_bpb); /* fewer tokens count: a worse prediction */
     plan_interval(&q, &hm, &c);
     double tlo = c.transformer_lo, thi = c.transformer_hi;
     CHECK_NEAR(c.bpb_lo, quality_hybrid_bpb(&hm, 5, tlo) - 1.645 * 0.01, 1e-12);
