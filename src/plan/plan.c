@@ -10,15 +10,22 @@
 #include "core/json.h"
 
 static const int widths[] = {64, 96, 128, 160, 192, 256, 320, 384, 448, 512, 640, 768, 1024, 1280, 1536, 2048};
-/* The law (plan/quality.h) is in N and D only, so whatever it cannot see is
- * kept near the grid it was fitted on (batch 4,096 tokens, context 256, head
- * width 64 (32 below d_model 128), d_model / n_layers 32-64): context and
- * batch within a factor of 2-4 of it (per rank: N ranks train N times the rows), the aspect ratio within [16, 128];
- * inside those bounds they are chosen for throughput alone. */
+/* The law (plan/quality.h) is in N and D (and the batch, when it has
+ * batch_crit) only, so whatever it cannot see is kept near the runs it was
+ * fitted on (batch 2,048-16,384 tokens, context 128-256, head width 64 (32
+ * below d_model 128), d_model / n_layers 32-64): context and batch within a
+ * factor of 2-4 of it (per rank: N ranks train N times the rows), the aspect
+ * ratio d_model / n_layers within [32, 64] and at least 2 layers, the law's
+ * grid's own range. The wider range before ([16, 128], 1 layer and up) let the
+ * law pick one-layer models that the 10-minute validation found 0.02-0.04 bpb
+ * worse than two or three layers of the same width and about the same
+ * parameters and tokens: the law counts parameters, not depth. Inside these
+ * bounds the shape is chosen by the law and throughput. */
 static const int contexts[] = {128, 256, 512};
 static const int batch_tokens[] = {2048, 4096, 8192, 16384};
-#define PLAN_MIN_ASPECT 16
-#define PLAN_MAX_ASPECT 128
+#define PLAN_MIN_ASPECT 32
+#define PLAN_MAX_ASPECT 64
+#define PLAN_MIN_LAYERS 2
 static const int memory_orders[] = {0, 4, 5};
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -187,7 +194,16 @@ int plan_neighbours(const plan_shape *p, plan_shape out[PLAN_NEIGHBOURS], const 
         wi++;
     if (wi == N_OF(widths) || widths[wi] != p->d_model)
         return -1;
-    int narrower = wi > 0 ? widths[wi - 1] : widths[0] / 2, wider = wi + 1 < N_OF(widths) ? widths[wi + 1] : 0;
+    /* the next widths down and up that the search itself can use (whole heads) */
+    int narrower = widths[0] / 2, wider = 0;
+    for (int k = wi - 1; k >= 0; k--)
+        if (widths[k] % head_dim_for(widths[k]) == 0) {
+            narrower = widths[k];
+            break;
+        }
+    for (int k = wi + 1; k < N_OF(widths) && !wider; k++)
+        if (widths[k] % head_dim_for(widths[k]) == 0)
+            wider = widths[k];
     if (!wider)
         return -1;
     static const char *const names[PLAN_NEIGHBOURS] = {"width-", "width+", "depth-", "depth+"};
@@ -237,7 +253,7 @@ int plan_search(const run_config *base, const chip_profile *chip, const quality_
         return tempo_usage(err, "plan: budget, ranks and vocabulary must be positive");
     plan_candidate c;
     for (int wi = 0; wi < N_OF(widths); wi++)
-        for (int layers = 1; layers <= 64; layers++) {
+        for (int layers = PLAN_MIN_LAYERS; layers <= 64; layers++) {
                 int d = widths[wi], hd = d < 128 ? 32 : 64;
                 if (d % hd || d < PLAN_MIN_ASPECT * layers || d > PLAN_MAX_ASPECT * layers)
                     continue;
@@ -344,6 +360,6 @@ void plan_explain(const plan_result *r, const chip_profile *chip, const quality_
                       law->n_min, law->n_max, law->d_min, law->d_max);
     strbuf_printf(out, "context, heads and depth against width%s enter only through throughput (the law has no "
                        "term for them), within bounds around the grid: context 128-512, batch 2,048-16,384 tokens, "
-                       "head width 64, d_model / n_layers 16-128\n",
+                       "head width 64, d_model / n_layers 32-64\n",
                   law->batch_crit > 0 ? "" : " and batch");
 }

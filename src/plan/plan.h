@@ -78,8 +78,9 @@ void plan_interval(const quality_law *law, const quality_hybrid *hybrid, plan_ca
 void plan_shape_of(const plan_candidate *c, int ranks, plan_shape *s);
 
 /* The four shapes `tempo plan --validate` trains beside the plan: width one
- * step down and up the search's list of widths (half of the smallest below
- * it), each with the search's head width for it; depth one less and one
+ * step down and up the search's list of widths (skipping those that make no
+ * whole heads; half of the smallest below it), each with the search's head
+ * width for it; depth one less and one
  * more (with one layer there is no less: two more instead, labelled
  * "depth++"). Context, batch and memory order stay the plan's. Returns -1
  * when p's width is not in the list or is its largest. */

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # judge_ranks.sh - a phase-2 submission that asks for "ranks": 2 is trained by the judge under
 # mpirun (tempo train as 2 ranks, the threads shared out), within a budget of a few seconds; the
-# attempt records the ranks, the run's result.json the world size, no rank outlives the judge; a
-# phase-1 (or command) submission asking for ranks is refused in one line. Skips, visibly, only when
+# attempt records the ranks, the run's result.json the world size, no rank outlives the judge; one
+# whose first step outlasts the budget is stopped at the deadline with every rank (over_budget, no
+# process left); a phase-1 (or command) submission asking for ranks is refused in one line. Skips, visibly, only when
 # tempo was built without MPI and mpirun is missing (CI installs Open MPI).
 source "$(dirname "$0")/judge_common.bash"
 if ! "$TEMPO" --version | grep -q '^mpi: Open MPI'; then
@@ -32,6 +33,19 @@ assert res["world_size"] == 2 and res["ranks_threads"] == 1, (res["world_size"],
 print("2-rank submission: score %.6f, bpb %.6f, world_size %d" % (r["score"], r["bpb"], res["world_size"]))
 PY
 if pgrep -f "$W/.*/out" >/dev/null; then fail "a rank outlived the judge"; fi
+
+# the deadline ends every rank: a 2-rank submission whose first step (cpu-d512) outlasts a 4 s budget
+# is stopped with its whole process group (mpirun and both ranks), within the grace, none left behind
+mkdir -p "$S/slow"
+cat > "$S/slow/manifest.json" <<'JSON'
+{"name": "two-ranks-slow", "authors": ["e2e"], "description": "cpu-d512 on 2 ranks, past the deadline",
+ "phase": 2, "preset": "cpu-d512", "ranks": 2, "steps": 1000}
+JSON
+t0=$SECONDS
+judge_expect "$S/slow" over_budget 'still running at the 4.0 s deadline' --phase 2 --icl-limit 2 --budget 4s
+[ $((SECONDS - t0)) -lt 120 ] || fail "the over-budget 2-rank attempt took $((SECONDS - t0)) s"
+sleep 1
+if pgrep -f "$W/.*/out" >/dev/null; then pgrep -af "$W/.*/out" >&2; fail "a rank outlived the deadline kill"; fi
 
 cat > "$S/phase1/manifest.json" <<'JSON'
 {"name": "ranks-phase1", "authors": ["e2e"], "description": "x", "phase": 1, "preset": "tiny-test", "ranks": 2}

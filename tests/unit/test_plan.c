@@ -192,6 +192,9 @@ static void test_predict_and_neighbours(void)
     p.head_dim = 64;
     CHECK(plan_neighbours(&p, nb, lab) == 0);
     CHECK(nb[0].d_model == 192 && nb[1].d_model == 320 && nb[2].n_layers == 3 && !strcmp(lab[2], "depth-"));
+    p.d_model = 192; /* 160 makes no whole heads of 64: the next narrower is 128 */
+    CHECK(plan_neighbours(&p, nb, lab) == 0 && nb[0].d_model == 128 && nb[0].head_dim == 64);
+    p.d_model = 256;
     CHECK(nb[3].n_layers == 5 && nb[0].head_dim == 64 && nb[3].context == 128 && nb[3].batch_tokens == 2048);
     p.d_model = 100;
     CHECK(plan_neighbours(&p, nb, lab) == -1);
