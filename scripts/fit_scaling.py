@@ -125,27 +125,54 @@ def read_anchors(patterns):
     return pts
 
 
+def read_anchor_tsv(paths):
+    """Anchor points saved by --anchors-out (committed, so that the law refits without the runs)."""
+    pts = []
+    for path in paths:
+        with open(path) as f:
+            head = f.readline().rstrip("\n").split("\t")
+            for line in f:
+                r = dict(zip(head, line.rstrip("\n").split("\t")))
+                pts.append((float(r["params"]), float(r["tokens"]), float(r["val_bpb_transformer"]),
+                            float(r["batch_tokens"])))
+    return pts
+
+
 # Critical batches tried (tokens per step); None: no batch term.
 BATCH_CRITS = [None, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 16384, 32768, 65536]
 
 
-def effective(pts, bc):
-    """(N, D_eff, bpb) with D_eff = D / (1 + batch / bc) (McCandlish et al. 2018)."""
-    return [(n, d if bc is None else d / (1 + b / bc), y) for n, d, y, b in pts]
+# The critical batch grows as the loss falls: B_crit ~ L^(-1/alpha_B), alpha_B ~ 0.21 (Kaplan et
+# al. 2020, section 5.1); taken from that paper, not fitted (these runs span too little loss).
+BATCH_CRIT_EXPONENT = 4.8
+
+
+def effective(pts, bc, ref_bpb):
+    """(N, D_eff, bpb) with D_eff = D / (1 + batch / B_crit) (McCandlish et al. 2018),
+    B_crit = bc * (ref_bpb / bpb)^BATCH_CRIT_EXPONENT at the run's measured bpb."""
+    if bc is None:
+        return [(n, d, y) for n, d, y, b in pts]
+    return [(n, d / (1 + b / (bc * (ref_bpb / y) ** BATCH_CRIT_EXPONENT)), y) for n, d, y, b in pts]
 
 
 def law(args):
     pts = read_grid(args.grid, args.min_steps)
-    anchors = read_anchors(args.anchor_runs)
+    anchors = read_anchors(args.anchor_runs) + read_anchor_tsv(args.anchor_tsv)
+    if args.anchors_out:
+        with open(args.anchors_out, "w") as f:
+            f.write("params\ttokens\tval_bpb_transformer\tbatch_tokens\n")
+            for n, d, y, b in anchors:
+                f.write("%.0f\t%.0f\t%.6f\t%.0f\n" % (n, d, y, b))
     pts += anchors
     if len(pts) < 6:
         raise SystemExit("fit_scaling: %d runs with >= %d steps; need at least 6" % (len(pts), args.min_steps))
+    ref_bpb = round(statistics.median(y for _, _, y, _ in pts), 2)
     best, bc = None, None
     for c in BATCH_CRITS:
-        r = fit(effective(pts, c))
+        r = fit(effective(pts, c, ref_bpb))
         if r and (best is None or r[0] < best[0]):
             best, bc = r, c
-    raw, pts = pts, effective(pts, bc)
+    raw, pts = pts, effective(pts, bc, ref_bpb)
     sse, E, A, alpha, B, beta = best
     sd = math.sqrt(sse / max(1, len(pts) - 5 - (bc is not None)))
     rng = random.Random(1)
@@ -163,16 +190,18 @@ def law(args):
         "# optimizer and schedule, context 256, batch 16, vocab 4097; val bpb on the first 65,536 val",
         "# tokens). Grid files: %s; runs with fewer than %d steps left out." % (", ".join(args.grid), args.min_steps),
         "# Also %d anchor points: the transformer alone of hybrid runs (%s: 10-minute runs of" % (
-            len(anchors), ", ".join(args.anchor_runs) or "none"),
+            len(anchors), ", ".join(args.anchor_runs + args.anchor_tsv) or "none"),
         "# cpu-default's shape and `tempo plan --validate` runs; val bpb on the full val set).",
-        "# D is the effective tokens D / (1 + batch / batch_crit), batch the tokens per optimizer",
-        "# step (tokens / steps of each run); batch_crit chosen from %s by the" % [c for c in BATCH_CRITS if c],
-        "# least squares (absent: no batch term fitted better), held fixed in the bootstrap.",
+        "# D is the effective tokens D / (1 + batch / B_crit), batch the tokens per optimizer step",
+        "# (tokens / steps of each run), B_crit = batch_crit (batch_crit_bpb / bpb)^batch_crit_exponent;",
+        "# batch_crit chosen from %s by the least squares (absent: no" % [c for c in BATCH_CRITS if c],
+        "# batch term fitted better), held fixed in the bootstrap; the exponent assumed (Kaplan et al.).",
         "# Uncertainty: %d bootstrap refits (resampled runs, the same exponent grid) as boot lines," % len(boots),
         "# and residual_sd, the fit's residual standard deviation (bpb).",
         "# Re-fit: python3 scripts/fit_scaling.py --grid %s --min-steps %d%s --law-out THIS_FILE"
         % (" --grid ".join(args.grid), args.min_steps,
-           "".join(" --anchor-runs '%s'" % a for a in args.anchor_runs)),
+           "".join(" --anchor-runs '%s'" % a for a in args.anchor_runs) +
+           "".join(" --anchor-tsv %s" % a for a in args.anchor_tsv)),
         "E = %.6g" % E, "A = %.6g" % A, "alpha = %.4g" % alpha, "B = %.6g" % B, "beta = %.4g" % beta,
         "residual_sd = %.4g" % sd,
         "n_min = %.6g" % min(p[0] for p in pts), "n_max = %.6g" % max(p[0] for p in pts),
@@ -180,7 +209,9 @@ def law(args):
         "n_runs = %d" % len(pts),
     ]
     if bc is not None:
-        lines.append("batch_crit = %g" % bc)
+        lines.append("batch_crit = %g    # tokens per step, at batch_crit_bpb" % bc)
+        lines.append("batch_crit_bpb = %g    # the median bpb of the runs" % ref_bpb)
+        lines.append("batch_crit_exponent = %g    # Kaplan et al. 2020: B_crit ~ L^(-1/0.21); assumed" % BATCH_CRIT_EXPONENT)
     for key, i in (("E", 1), ("A", 2), ("alpha", 3), ("B", 4), ("beta", 5)):
         vals = sorted(b[i] for b in boots)
         if vals:
@@ -306,6 +337,8 @@ def main():
     p.add_argument("--boot", type=int, default=100)
     p.add_argument("--anchor-runs", action="append", default=[],
                    help="glob of result.json whose val_bpb_transformer join the grid (repeatable)")
+    p.add_argument("--anchor-tsv", action="append", default=[], help="anchor points saved by --anchors-out")
+    p.add_argument("--anchors-out", help="write the anchor points read from --anchor-runs/--anchor-tsv here")
     p.add_argument("--law-out")
     p.add_argument("--runs", action="append", default=[], help="glob of hybrid runs' result.json (repeatable)")
     p.add_argument("--timing-runs", action="append", default=[],

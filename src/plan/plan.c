@@ -161,7 +161,7 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
     }
     c->tokens_seen = c->steps * c->step.tokens_per_step;
     c->tokens_fresh = plan_effective_tokens(c->tokens_seen, o->corpus_tokens);
-    c->tokens_effective = quality_tokens_effective(law, c->tokens_fresh, c->step.tokens_per_step);
+    c->tokens_effective = quality_tokens_effective(law, c->step.params, c->tokens_fresh, c->step.tokens_per_step);
     /* the point prediction ranks; the interval (bootstraps) only for what is kept (plan_interval) */
     c->transformer_bpb = quality_bpb(&law->fit, c->step.params, c->tokens_effective);
     c->bpb = quality_hybrid_bpb(hybrid, s->memory_order, c->transformer_bpb);
@@ -346,10 +346,12 @@ void plan_explain(const plan_result *r, const chip_profile *chip, const quality_
                            "rule (not fitted here): data-limited\n",
                       b->tokens_seen / o->corpus_tokens, b->tokens_fresh);
     if (law->batch_crit > 0)
-        strbuf_printf(out, "batch: %.0f tokens per step against the law's critical batch of %.0f: the law counts "
-                           "%.3g of the tokens (D / (1 + batch / critical)); a smaller batch counts more per token "
-                           "but runs smaller, slower matrix products\n",
-                      b->step.tokens_per_step, law->batch_crit, b->tokens_effective);
+        strbuf_printf(out, "batch: %.0f tokens per step against a critical batch of %.0f at this loss: the law "
+                           "counts %.3g of the tokens (D / (1 + batch / critical)); a smaller batch counts more per "
+                           "token but runs smaller, slower matrix products\n",
+                      b->step.tokens_per_step,
+                      quality_batch_crit(law, quality_bpb(&law->fit, b->step.params, b->tokens_fresh)),
+                      b->tokens_effective);
     if (b->cfg.memory_order)
         strbuf_printf(out, "count memory of order %d: built in %.0f s of the budget over the whole corpus, "
                            "its file's write beside the first steps costs them %.0f s; the hybrid's bpb from "

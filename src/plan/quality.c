@@ -75,6 +75,18 @@ static int law_line(void *ctx, const char *key, char *v, const char *where, temp
         c->seen |= 1u << 11;
         return real(key, v, 1, 1e12, &q->batch_crit, where, err);
     }
+    if (!strcmp(key, "batch_crit_bpb")) {
+        if (c->seen & (1u << 12))
+            return tempo_usage(err, "%s: %s given twice", where, key);
+        c->seen |= 1u << 12;
+        return real(key, v, 0.01, 100, &q->batch_crit_bpb, where, err);
+    }
+    if (!strcmp(key, "batch_crit_exponent")) {
+        if (c->seen & (1u << 13))
+            return tempo_usage(err, "%s: %s given twice", where, key);
+        c->seen |= 1u << 13;
+        return real(key, v, 0, 20, &q->batch_crit_exponent, where, err);
+    }
     if (!strcmp(key, "n_runs")) {
         long long n;
         tempo_error e;
@@ -100,6 +112,8 @@ int quality_law_parse(quality_law *q, const char *text, size_t len, const char *
             return tempo_usage(err, "%s: missing %s", path, names[i]);
     if (q->n_min > q->n_max || q->d_min > q->d_max)
         return tempo_usage(err, "%s: n_min > n_max or d_min > d_max", path);
+    if ((q->batch_crit_bpb > 0 || q->batch_crit_exponent > 0) && !(q->batch_crit > 0))
+        return tempo_usage(err, "%s: batch_crit_bpb or batch_crit_exponent without batch_crit", path);
     return 0;
 }
 
@@ -172,9 +186,19 @@ int quality_hybrid_parse(quality_hybrid *h, const char *text, size_t len, const 
     return 0;
 }
 
-double quality_tokens_effective(const quality_law *q, double tokens, double batch_tokens)
+double quality_batch_crit(const quality_law *q, double bpb)
 {
-    return q->batch_crit > 0 ? tokens / (1 + batch_tokens / q->batch_crit) : tokens;
+    if (!(q->batch_crit > 0))
+        return 0;
+    if (q->batch_crit_exponent > 0 && q->batch_crit_bpb > 0 && bpb > 0)
+        return q->batch_crit * pow(q->batch_crit_bpb / bpb, q->batch_crit_exponent);
+    return q->batch_crit;
+}
+
+double quality_tokens_effective(const quality_law *q, double n_params, double tokens, double batch_tokens)
+{
+    double bc = quality_batch_crit(q, quality_bpb(&q->fit, n_params, tokens));
+    return bc > 0 ? tokens / (1 + batch_tokens / bc) : tokens;
 }
 
 double quality_bpb(const quality_coef *c, double n_params, double tokens)

@@ -26,6 +26,8 @@ typedef struct {
     double residual_sd;          /* of the grid runs around the fit, bpb */
     double n_min, n_max, d_min, d_max; /* the grid's range (D as the law sees it: effective tokens) */
     double batch_crit;           /* tokens per step where a step's tokens count half (0: no batch term) */
+    double batch_crit_bpb;       /* the bpb batch_crit was measured at (0: batch_crit at every bpb) */
+    double batch_crit_exponent;  /* batch_crit grows as (batch_crit_bpb / bpb)^exponent */
     int n_runs;
 } quality_law;
 
@@ -51,12 +53,21 @@ int quality_law_parse(quality_law *q, const char *text, size_t len, const char *
 int quality_hybrid_load(quality_hybrid *h, const char *path, tempo_error *err);
 int quality_hybrid_parse(quality_hybrid *h, const char *text, size_t len, const char *path, tempo_error *err);
 
-/* The tokens the law counts for `tokens` seen in steps of batch_tokens:
- * tokens / (1 + batch_tokens / batch_crit), the critical-batch trade-off of
- * McCandlish et al. 2018 ("An Empirical Model of Large-Batch Training": the
- * examples needed grow as 1 + B / B_noise), with batch_crit fitted on this
- * machine's runs; tokens itself when the law has no batch_crit. */
-double quality_tokens_effective(const quality_law *q, double tokens, double batch_tokens);
+/* The critical batch (tokens per step) for a model at `bpb`: batch_crit,
+ * grown as the loss falls by (batch_crit_bpb / bpb)^batch_crit_exponent
+ * (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", section
+ * 5.1: B_crit ~ L^(-1/alpha_B), alpha_B ~ 0.21, an exponent of ~4.8; an
+ * assumption taken from that paper, not fitted here: this machine's runs span
+ * too little loss to fit it). 0 when the law has no batch term. */
+double quality_batch_crit(const quality_law *q, double bpb);
+
+/* The tokens the law counts for `tokens` seen in steps of batch_tokens by a
+ * model of n_params: tokens / (1 + batch_tokens / B_crit), the critical-batch
+ * trade-off of McCandlish et al. 2018 ("An Empirical Model of Large-Batch
+ * Training": the examples needed grow as 1 + B / B_noise), B_crit from
+ * quality_batch_crit at the law's bpb without the batch term; tokens itself
+ * when the law has no batch_crit. */
+double quality_tokens_effective(const quality_law *q, double n_params, double tokens, double batch_tokens);
 
 /* The law at (N, D). */
 double quality_bpb(const quality_coef *c, double n_params, double tokens);

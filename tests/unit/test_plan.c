@@ -35,12 +35,25 @@ static void test_quality(void)
     snprintf(broken, sizeof broken, "%s", law_text);
     *strstr(broken, "beta") = 'X';
     CHECK(quality_law_parse(&q, broken, strlen(broken), "law.conf", &err) == -1 && strstr(err.msg, "law.conf:5"));
-    CHECK(q.batch_crit == 0 && quality_tokens_effective(&q, 1e6, 4096) == 1e6); /* no batch term */
+    CHECK(q.batch_crit == 0 && quality_tokens_effective(&q, 1e6, 1e6, 4096) == 1e6); /* no batch term */
     char with_batch[1024];
     snprintf(with_batch, sizeof with_batch, "%sbatch_crit = 2048\n", law_text);
     CHECK(quality_law_parse(&q, with_batch, strlen(with_batch), "law.conf", &err) == 0 && q.batch_crit == 2048);
-    CHECK_NEAR(quality_tokens_effective(&q, 3e6, 4096), 1e6, 1e-6); /* 3e6 / (1 + 2) */
-    CHECK_NEAR(quality_tokens_effective(&q, 3e6, 0), 3e6, 1e-6);
+    CHECK_NEAR(quality_tokens_effective(&q, 1e6, 3e6, 4096), 1e6, 1e-6); /* 3e6 / (1 + 2) */
+    CHECK_NEAR(quality_tokens_effective(&q, 1e6, 3e6, 0), 3e6, 1e-6);
+    /* the critical batch grows as the loss falls (Kaplan et al.'s exponent) */
+    snprintf(with_batch, sizeof with_batch, "%sbatch_crit = 2048\nbatch_crit_bpb = 2\nbatch_crit_exponent = 4\n",
+             law_text);
+    CHECK(quality_law_parse(&q, with_batch, strlen(with_batch), "law.conf", &err) == 0);
+    CHECK_NEAR(quality_batch_crit(&q, 2), 2048, 1e-9);
+    CHECK_NEAR(quality_batch_crit(&q, 1), 2048 * 16, 1e-9);
+    double at = quality_bpb(&q.fit, 1e6, 3e6), bc = 2048 * pow(2 / at, 4);
+    CHECK_NEAR(quality_tokens_effective(&q, 1e6, 3e6, 4096), 3e6 / (1 + 4096 / bc), 1e-6);
+    snprintf(with_batch, sizeof with_batch, "%sbatch_crit_exponent = 4\n", law_text);
+    CHECK(quality_law_parse(&q, with_batch, strlen(with_batch), "law.conf", &err) == -1 &&
+          strstr(err.msg, "without batch_crit"));
+    snprintf(with_batch, sizeof with_batch, "%sbatch_crit = 2048\n", law_text);
+    CHECK(quality_law_parse(&q, with_batch, strlen(with_batch), "law.conf", &err) == 0);
     snprintf(with_batch, sizeof with_batch, "%sbatch_crit = 2048\nbatch_crit = 4096\n", law_text);
     CHECK(quality_law_parse(&q, with_batch, strlen(with_batch), "law.conf", &err) == -1 &&
           strstr(err.msg, "batch_crit given twice"));
@@ -174,7 +187,7 @@ static void test_predict_and_neighbours(void)
     CHECK(quality_law_parse(&qb, lb, strlen(lb), "law.conf", &err) == 0);
     plan_candidate cb;
     CHECK(plan_predict(&transformer_base, &chip, &qb, &hm, &om, &ms, &cb, &v, &err) == 1);
-    CHECK_NEAR(cb.tokens_effective, cb.tokens_fresh / (1 + 4096.0 / 1024), 1e-6);
+    CHECK_NEAR(cb.tokens_effective, cb.tokens_fresh / (1 + 4096.0 / 1024), 1e-6); /* no exponent: fixed */
     CHECK(cb.transformer_bpb > c.transformer_bpb); /* fewer tokens count: a worse prediction */
     plan_interval(&q, &hm, &c);
     double tlo = c.transformer_lo, thi = c.transformer_hi;
