@@ -62,10 +62,11 @@ static void usage(FILE *f)
         "                  transformer alone dashed) against budgets 1m to 24h, one line per chip:\n"
         "                  the --chip files (a comma list), or every configs/chips/*.conf; --budget\n"
         "                  is marked on it; a budget too small for any plan on a chip is left out\n"
-        "Partial (first slice of issue 12): the law is in parameters and tokens only (no term for\n"
-        "context, batch, vocabulary or optimizer settings, which are cpu-transformer's); the hybrid\n"
-        "relation rests on nine 10-minute runs of one shape. Not yet: docs/optimal_model.md\n"
-        "(see docs/planner.md).\n");
+        "Partial: the law is in parameters, tokens and the batch only (no term for depth against\n"
+        "width, context, vocabulary or optimizer settings, which are cpu-transformer's; the search\n"
+        "keeps to the law's grid: 2+ layers, d_model / n_layers 32-64); the hybrid relation rests\n"
+        "on nineteen runs of a few shapes. The answers per chip: docs/optimal_model.md; how far\n"
+        "they held on this machine: docs/planner.md section 6.\n");
 }
 
 /* configs/<rel> in $TEMPO_CONFIGS, beside the binary, or ./configs. */
