@@ -99,18 +99,18 @@ def fit(pts, step=0.05, lo=0.05, hi=1.5, refine=True):
     return best  # sse, E, A, alpha, B, beta
 
 
-def read_grid(paths, min_steps):
-    pts = []
+def tsv_rows(paths):
+    """Each data row of tab-separated files with a header line, as a dict."""
     for path in paths:
         with open(path) as f:
             head = f.readline().rstrip("\n").split("\t")
             for line in f:
-                row = dict(zip(head, line.rstrip("\n").split("\t")))
-                if int(row["steps"]) < min_steps:
-                    continue
-                pts.append((float(row["params"]), float(row["tokens"]), float(row["val_bpb"]),
-                            float(row["tokens"]) / int(row["steps"])))
-    return pts
+                yield dict(zip(head, line.rstrip("\n").split("\t")))
+
+
+def read_grid(paths, min_steps):
+    return [(float(r["params"]), float(r["tokens"]), float(r["val_bpb"]), float(r["tokens"]) / int(r["steps"]))
+            for r in tsv_rows(paths) if int(r["steps"]) >= min_steps]
 
 
 def read_anchors(patterns):
@@ -127,15 +127,8 @@ def read_anchors(patterns):
 
 def read_anchor_tsv(paths):
     """Anchor points saved by --anchors-out (committed, so that the law refits without the runs)."""
-    pts = []
-    for path in paths:
-        with open(path) as f:
-            head = f.readline().rstrip("\n").split("\t")
-            for line in f:
-                r = dict(zip(head, line.rstrip("\n").split("\t")))
-                pts.append((float(r["params"]), float(r["tokens"]), float(r["val_bpb_transformer"]),
-                            float(r["batch_tokens"])))
-    return pts
+    return [(float(r["params"]), float(r["tokens"]), float(r["val_bpb_transformer"]), float(r["batch_tokens"]))
+            for r in tsv_rows(paths)]
 
 
 # Critical batches tried (tokens per step); None: no batch term.

@@ -85,6 +85,22 @@ static void find_config(const char *rel, char *out, size_t n)
     snprintf(out, n, "configs/%s", rel);
 }
 
+/* The law and the hybrid relation: the files given, else the committed ones. */
+static int load_scaling(const char *law_arg, const char *hybrid_arg, quality_law *law, quality_hybrid *hybrid,
+                        tempo_error *err)
+{
+    char law_path[1200], hybrid_path[1200];
+    if (law_arg)
+        snprintf(law_path, sizeof law_path, "%s", law_arg);
+    else
+        find_config(DEFAULT_LAW, law_path, sizeof law_path);
+    if (hybrid_arg)
+        snprintf(hybrid_path, sizeof hybrid_path, "%s", hybrid_arg);
+    else
+        find_config(DEFAULT_HYBRID, hybrid_path, sizeof hybrid_path);
+    return quality_law_load(law, law_path, err) || quality_hybrid_load(hybrid, hybrid_path, err) ? -1 : 0;
+}
+
 static int load_preset(const char *name, int vocab, run_config *c, tempo_error *err)
 {
     run_config_defaults(c);
@@ -261,16 +277,8 @@ static int write_plot(const char *path, const char *chip_list, const char *law_a
 {
     if (other_mode)
         return cli_usage_error("plan: --plot goes without --out, --check, --calibrate, --explain and --validate");
-    char dir[1200], law_path[1200], hybrid_path[1200];
+    char dir[1200];
     find_config("chips", dir, sizeof dir);
-    if (law_arg)
-        snprintf(law_path, sizeof law_path, "%s", law_arg);
-    else
-        find_config(DEFAULT_LAW, law_path, sizeof law_path);
-    if (hybrid_arg)
-        snprintf(hybrid_path, sizeof hybrid_path, "%s", hybrid_arg);
-    else
-        find_config(DEFAULT_HYBRID, hybrid_path, sizeof hybrid_path);
     tempo_error err;
     plan_plot_chip chips[PLAN_PLOT_MAX_CHIPS];   /* about 21 KB */
     plan_plot_point points[PLAN_PLOT_MAX_POINTS]; /* about 33 KB */
@@ -280,7 +288,7 @@ static int write_plot(const char *path, const char *chip_list, const char *law_a
     quality_hybrid hybrid;
     run_config base;
     int n_chips = plan_plot_load_chips(chip_list, dir, chips, PLAN_PLOT_MAX_CHIPS, &err);
-    if (n_chips < 0 || quality_law_load(&law, law_path, &err) || quality_hybrid_load(&hybrid, hybrid_path, &err) ||
+    if (n_chips < 0 || load_scaling(law_arg, hybrid_arg, &law, &hybrid, &err) ||
         load_preset("cpu-transformer", o->vocab_size, &base, &err))
         return cli_report(&err);
     int n = plan_plot_points(&base, chips, n_chips, &law, &hybrid, o, budgets, n_budgets, points,
@@ -368,7 +376,7 @@ int cmd_plan(int argc, char **argv)
     }
     if (plot)
         return write_plot(plot, chip_arg, law_arg, hybrid_arg, &o, out || check || calib || explain || do_validate);
-    char chip_path[1200], law_path[1200], hybrid_path[1200];
+    char chip_path[1200];
     if (chip_arg)
         snprintf(chip_path, sizeof chip_path, "%s", chip_arg);
     else
@@ -382,17 +390,9 @@ int cmd_plan(int argc, char **argv)
                                chip_arg ? chip_arg : "configs/" DEFAULT_CHIP);
     if (!(o.budget_s > 0))
         return cli_usage_error("plan: --budget is required (tempo plan --help)");
-    if (law_arg)
-        snprintf(law_path, sizeof law_path, "%s", law_arg);
-    else
-        find_config(DEFAULT_LAW, law_path, sizeof law_path);
-    if (hybrid_arg)
-        snprintf(hybrid_path, sizeof hybrid_path, "%s", hybrid_arg);
-    else
-        find_config(DEFAULT_HYBRID, hybrid_path, sizeof hybrid_path);
     quality_law law;
     quality_hybrid hybrid;
-    if (quality_law_load(&law, law_path, &err) || quality_hybrid_load(&hybrid, hybrid_path, &err))
+    if (load_scaling(law_arg, hybrid_arg, &law, &hybrid, &err))
         return cli_report(&err);
     if (do_validate) {
         if (o.ranks != 1)

@@ -127,3 +127,21 @@ void strbuf_json_number(strbuf *sb, double v)
     }
     strbuf_puts(sb, buf);
 }
+
+void strbuf_markup(strbuf *sb, const char *s, int replace_controls)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': strbuf_puts(sb, "&amp;"); break;
+        case '<': strbuf_puts(sb, "&lt;"); break;
+        case '>': strbuf_puts(sb, "&gt;"); break;
+        case '"': strbuf_puts(sb, "&quot;"); break;
+        case '\'': strbuf_puts(sb, "&#39;"); break;
+        default:
+            if (replace_controls && ((unsigned char)*s < 0x20 || *s == 0x7f))
+                strbuf_puts(sb, "?");
+            else
+                strbuf_append(sb, s, 1);
+        }
+    }
+}

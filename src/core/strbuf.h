@@ -1,5 +1,6 @@
 /* strbuf.h - a growable string for building text output. The two JSON
- * primitives (an escaped string, a number that round-trips) live here; whole
+ * primitives (an escaped string, a number that round-trips) and HTML/SVG
+ * text escaping live here; whole
  * JSON documents are written with core/json_write.h, which places the commas
  * and quotes; JSON *parsing* lives in core/json.h. */
 #ifndef TEMPO_STRBUF_H
@@ -23,5 +24,8 @@ void strbuf_printf(strbuf *sb, const char *fmt, ...) __attribute__((format(print
 void strbuf_json_string(strbuf *sb, const char *s, size_t n);
 /* Append a double as JSON: shortest form that round-trips; NaN/Inf -> null. */
 void strbuf_json_number(strbuf *sb, double v);
+/* Append s for an HTML/SVG text node or attribute: & < > " ' as entities;
+ * with replace_controls, control characters (not allowed in XML) as '?'. */
+void strbuf_markup(strbuf *sb, const char *s, int replace_controls);
 
 #endif

@@ -11,19 +11,7 @@
 #include "judge/score.h"
 #include "judge/text.h"
 
-static void esc(strbuf *o, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': strbuf_puts(o, "&amp;"); break;
-        case '<': strbuf_puts(o, "&lt;"); break;
-        case '>': strbuf_puts(o, "&gt;"); break;
-        case '"': strbuf_puts(o, "&quot;"); break;
-        case '\'': strbuf_puts(o, "&#39;"); break;
-        default: strbuf_append(o, s, 1);
-        }
-    }
-}
+static void esc(strbuf *o, const char *s) { strbuf_markup(o, s, 0); }
 
 static void cell_num(strbuf *o, double x, const char *fmt)
 {

@@ -185,6 +185,7 @@ void plan_interval(const quality_law *law, const quality_hybrid *hybrid, plan_ca
     }
 }
 
+/* The search's head width: 32 below d_model 128, else 64. */
 static int head_dim_for(int d) { return d < 128 ? 32 : 64; }
 
 int plan_neighbours(const plan_shape *p, plan_shape out[PLAN_NEIGHBOURS], const char *labels[PLAN_NEIGHBOURS])
@@ -254,7 +255,7 @@ int plan_search(const run_config *base, const chip_profile *chip, const quality_
     plan_candidate c;
     for (int wi = 0; wi < N_OF(widths); wi++)
         for (int layers = PLAN_MIN_LAYERS; layers <= 64; layers++) {
-                int d = widths[wi], hd = d < 128 ? 32 : 64;
+                int d = widths[wi], hd = head_dim_for(d);
                 if (d % hd || d < PLAN_MIN_ASPECT * layers || d > PLAN_MAX_ASPECT * layers)
                     continue;
                 for (int ci = 0; ci < N_OF(contexts); ci++)

@@ -166,23 +166,7 @@ void plan_plot_budget_label(double s, char *out, size_t n)
 
 /* text for an SVG text node or attribute: markup characters escaped,
  * control characters (not allowed in XML) replaced */
-static void esc(strbuf *o, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': strbuf_puts(o, "&amp;"); break;
-        case '<': strbuf_puts(o, "&lt;"); break;
-        case '>': strbuf_puts(o, "&gt;"); break;
-        case '"': strbuf_puts(o, "&quot;"); break;
-        case '\'': strbuf_puts(o, "&#39;"); break;
-        default:
-            if ((unsigned char)*s < 0x20 || *s == 0x7f)
-                strbuf_puts(o, "?");
-            else
-                strbuf_append(o, s, 1);
-        }
-    }
-}
+static void esc(strbuf *o, const char *s) { strbuf_markup(o, s, 1); }
 
 typedef struct {
     double lx0, lx1;  /* log10 of the budget range */

@@ -1,6 +1,7 @@
 /* test_json.c - the JSON parser: values, escapes and surrogates, raw bytes,
  * strict grammar errors with columns, depth limit, writer round trip, the
- * structured writer (commas, nesting, escaping, misuse caught), and a
+ * structured writer (commas, nesting, escaping, misuse caught), HTML/SVG
+ * text escaping (strbuf_markup), and a
  * fuzz loop of random and mutated inputs (must never crash; run under ASan). */
 #include "test.h"
 
@@ -300,6 +301,20 @@ static void test_structured_writer(void)
     }
 }
 
+/* strbuf_markup (HTML/SVG text): the five markup characters as entities,
+ * control characters kept or replaced as asked, other bytes (UTF-8) as is. */
+static void test_markup(void)
+{
+    strbuf a = {0}, b = {0};
+    const char *s = "a<b>&\"c'\t\x01\x7f\xc3\xa9";
+    strbuf_markup(&a, s, 0);
+    strbuf_markup(&b, s, 1);
+    CHECK(a.data && !strcmp(a.data, "a&lt;b&gt;&amp;&quot;c&#39;\t\x01\x7f\xc3\xa9"));
+    CHECK(b.data && !strcmp(b.data, "a&lt;b&gt;&amp;&quot;c&#39;???\xc3\xa9"));
+    strbuf_free(&a);
+    strbuf_free(&b);
+}
+
 static void test_fuzz(void)
 {
     rng_state r;
@@ -355,6 +370,7 @@ int main(void)
     RUN(test_writer_round_trip);
     RUN(test_writer_numbers);
     RUN(test_structured_writer);
+    RUN(test_markup);
     RUN(test_fuzz);
     return test_summary("test_json");
 }

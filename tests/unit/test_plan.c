@@ -90,15 +90,25 @@ static void test_effective_tokens(void)
     CHECK(plan_effective_tokens(4e7, 1e7) > plan_effective_tokens(3e7, 1e7));
 }
 
+/* The search tests' inputs: the fixture chip, law_text, a hybrid relation
+ * with no measured order, and the small config. */
+static void search_inputs(chip_profile *chip, quality_law *q, quality_hybrid *h, run_config *base)
+{
+    tempo_error err;
+    CHECK(parse(good_chip, chip, &err) == 0);
+    CHECK(quality_law_parse(q, law_text, strlen(law_text), "law.conf", &err) == 0);
+    *h = (quality_hybrid){.pivot = 2.1, .slope = 0.2};
+    *base = small_config();
+}
+
 static void test_search(void)
 {
     chip_profile chip;
     quality_law q;
+    quality_hybrid h;
+    run_config base;
     tempo_error err;
-    CHECK(parse(good_chip, &chip, &err) == 0);
-    CHECK(quality_law_parse(&q, law_text, strlen(law_text), "law.conf", &err) == 0);
-    quality_hybrid h = {.pivot = 2.1, .slope = 0.2};
-    run_config base = small_config();
+    search_inputs(&chip, &q, &h, &base);
     plan_options o = {.budget_s = 60, .ranks = 1, .corpus_tokens = 1e8, .vocab_size = 512};
     plan_result r;
     CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
@@ -132,11 +142,10 @@ static void test_predict_and_neighbours(void)
 {
     chip_profile chip;
     quality_law q;
+    quality_hybrid h;
+    run_config base;
     tempo_error err;
-    CHECK(parse(good_chip, &chip, &err) == 0);
-    CHECK(quality_law_parse(&q, law_text, strlen(law_text), "law.conf", &err) == 0);
-    quality_hybrid h = {.pivot = 2.1, .slope = 0.2};
-    run_config base = small_config();
+    search_inputs(&chip, &q, &h, &base);
     plan_options o = {.budget_s = 60, .ranks = 2, .corpus_tokens = 1e8, .vocab_size = 512};
     plan_result r;
     CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
