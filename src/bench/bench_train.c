@@ -52,7 +52,9 @@ typedef struct {
     int opt_ready;
     int32_t *inputs, *targets;
     dist_context *dist;       /* NULL: one process */
-    double comm_s;            /* all-reduce seconds, summed over the profiled steps */
+    train_reduce reduce;      /* the trainer's mean over the ranks (overlap_comm as configured) */
+    int reduce_ready;
+    double comm_s;            /* collective seconds, summed over the profiled steps */
     int profiling;
 } bench_state;
 
@@ -60,6 +62,8 @@ static void state_free(bench_state *s)
 {
     if (s->opt_ready)
         optim_free(&s->opt);
+    if (s->reduce_ready)
+        train_reduce_free(&s->reduce);
     model_free(s->m);
     free(s->inputs);
     free(s->targets);
@@ -70,18 +74,19 @@ static void state_free(bench_state *s)
 static double one_step(bench_state *s, const run_config *cfg, void *src, op_profile *prof)
 {
     int world = s->dist ? s->dist->world : 1;
-    double loss = train_step_gradient(s->m, cfg->batch_size / world, cfg->micro_batch, cfg->model.context,
-                                      random_batch, src, s->inputs, s->targets, prof);
+    double loss;
+    tempo_error e;
+    if (train_step_gradient_ranks(s->m, &s->reduce, cfg->batch_size / world, cfg->micro_batch, cfg->model.context,
+                                  random_batch, src, s->inputs, s->targets, prof, &loss, &e))
+        dist_abort(s->dist, 1);   /* a collective failed: no rank may wait on it */
     size_t n = model_num_params(s->m);
     if (world > 1) {
         double c0 = timer_now();
-        tempo_error e;
-        if (dist_allreduce_mean_f32(s->dist, model_grads(s->m), n, &e) ||
-            dist_allreduce_sum_f64(s->dist, &loss, 1, &e))
-            dist_abort(s->dist, 1);   /* a collective failed: no rank may wait on it */
+        if (dist_allreduce_sum_f64(s->dist, &loss, 1, &e))
+            dist_abort(s->dist, 1);
         loss /= world;
         if (s->profiling)
-            s->comm_s += timer_now() - c0;
+            s->comm_s += s->reduce.comm_s + timer_now() - c0;
     }
     op_mark t0 = op_profile_begin(prof);
     double gnorm = optim_grad_norm(model_grads(s->m), n);
@@ -185,6 +190,9 @@ int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_e
     if (train_optimizer_create(&s.opt, s.m, &cfg->optim, err))
         goto out;
     s.opt_ready = 1;
+    if (train_reduce_init(&s.reduce, s.dist, s.m, cfg->overlap_comm, NULL, NULL, NULL, err))
+        goto out;
+    s.reduce_ready = 1;
     size_t bt = (size_t)cfg->micro_batch * cfg->model.context;
     s.inputs = malloc(sizeof(int32_t) * bt);
     s.targets = malloc(sizeof(int32_t) * bt);

@@ -246,6 +246,93 @@ int dist_gather_f32(dist_context *d, const float *mine, float *full, const size_
     return rc == MPI_SUCCESS ? 0 : tempo_fail(err, "mpi: gather failed");
 }
 
+int dist_overlap_init(dist_overlap *o, dist_context *d, int max_spans, tempo_error *err)
+{
+    memset(o, 0, sizeof *o);
+    o->d = d;
+    o->cap = max_spans * (d->world > 1 ? d->world : 1);
+    o->req = malloc(sizeof(MPI_Request) * (size_t)(o->cap > 0 ? o->cap : 1));
+    if (!o->req)
+        return tempo_fail(err, "mpi: out of memory");
+    return 0;
+}
+
+void dist_overlap_free(dist_overlap *o)
+{
+    free(o->req);
+    o->req = NULL;
+}
+
+void dist_overlap_begin(dist_overlap *o, float *x, size_t n, const size_t *begin, const size_t *len)
+{
+    o->x = x;
+    o->n_total = n;
+    o->begin = begin;
+    o->len = len;
+    o->n = 0;
+    o->failed = 0;
+}
+
+/* One collective of the step: x[a, a + n) summed to every rank (owner < 0)
+ * or to rank owner. */
+static void overlap_one(dist_overlap *o, size_t a, size_t n, int owner)
+{
+    MPI_Request *req = o->req;
+    int rc = MPI_ERR_OTHER;
+    if (o->n < o->cap && n <= (size_t)INT_MAX) {
+        if (owner < 0)
+            rc = MPI_Iallreduce(MPI_IN_PLACE, o->x + a, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req[o->n]);
+        else if (owner == o->d->rank)
+            rc = MPI_Ireduce(MPI_IN_PLACE, o->x + a, (int)n, MPI_FLOAT, MPI_SUM, owner, MPI_COMM_WORLD, &req[o->n]);
+        else
+            rc = MPI_Ireduce(o->x + a, NULL, (int)n, MPI_FLOAT, MPI_SUM, owner, MPI_COMM_WORLD, &req[o->n]);
+    }
+    if (rc == MPI_SUCCESS) {
+        o->n++;
+    } else if (!o->failed) {
+        o->failed = 1;
+        o->fail_n = n;
+    }
+}
+
+void dist_overlap_start(dist_overlap *o, size_t off, size_t n)
+{
+    if (o->d->world <= 1 || n == 0)
+        return;
+    if (!o->begin) {
+        overlap_one(o, off, n, -1);
+    } else {
+        /* the owners' spans follow each other in rank order: each overlap with [off, off + n) goes to its owner */
+        for (int r = 0; r < o->d->world; r++) {
+            size_t a = off > o->begin[r] ? off : o->begin[r];
+            size_t e = off + n < o->begin[r] + o->len[r] ? off + n : o->begin[r] + o->len[r];
+            if (a < e)
+                overlap_one(o, a, e - a, r);
+        }
+    }
+    int done;   /* the poll: Open MPI advances the started collectives only inside MPI calls */
+    if (o->n > 0 && MPI_Testall(o->n, o->req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS && !o->failed) {
+        o->failed = 1;
+        o->fail_n = n;
+    }
+}
+
+int dist_overlap_finish(dist_overlap *o, tempo_error *err)
+{
+    if (o->d->world <= 1)
+        return 0;
+    int rc = o->n > 0 ? MPI_Waitall(o->n, o->req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    o->n = 0;
+    if (o->failed || rc != MPI_SUCCESS)
+        return tempo_fail(err, "mpi: reducing the gradient (a span of %zu floats) failed", o->fail_n);
+    const float s = 1.0f / (float)o->d->world;
+    size_t a = o->begin ? o->begin[o->d->rank] : 0;
+    size_t e = o->begin ? a + o->len[o->d->rank] : o->n_total;
+    for (size_t i = a; i < e; i++)
+        o->x[i] *= s;
+    return 0;
+}
+
 #else /* built without MPI: a world of one */
 
 int dist_built_with_mpi(void) { return 0; }
@@ -338,6 +425,32 @@ int dist_gather_f32(dist_context *d, const float *mine, float *full, const size_
     (void)d; (void)err;
     if (full != mine)
         memcpy(full + begin[0], mine, sizeof(float) * len[0]);
+    return 0;
+}
+
+int dist_overlap_init(dist_overlap *o, dist_context *d, int max_spans, tempo_error *err)
+{
+    (void)max_spans; (void)err;
+    memset(o, 0, sizeof *o);
+    o->d = d;
+    return 0;
+}
+
+void dist_overlap_free(dist_overlap *o) { (void)o; }
+
+void dist_overlap_begin(dist_overlap *o, float *x, size_t n, const size_t *begin, const size_t *len)
+{
+    o->x = x;
+    o->n_total = n;
+    o->begin = begin;
+    o->len = len;
+}
+
+void dist_overlap_start(dist_overlap *o, size_t off, size_t n) { (void)o; (void)off; (void)n; }
+
+int dist_overlap_finish(dist_overlap *o, tempo_error *err)
+{
+    (void)o; (void)err;
     return 0;
 }
 

@@ -9,9 +9,13 @@
  * and, for the waits that can be long (the broadcast, the barrier: a rank
  * waiting while rank 0 builds the count memory or evaluates), a wait that
  * sleeps instead of spinning, so that an idle rank leaves the cores to the
- * ranks still working (these machines have two). The all-reduces block
- * (spin): every rank arrives at about the same time, and a non-blocking
- * collective would advance only while polled. What does
+ * ranks still working (these machines have two). The plain all-reduces
+ * block (spin): every rank arrives at about the same time. The gradient's
+ * reduction can also run span by span beside the backward pass
+ * (dist_overlap: non-blocking collectives started as each layer's gradient
+ * is final, advanced by a poll at every later span, waited for at the end;
+ * Open MPI moves a non-blocking collective on only inside MPI calls, so the
+ * polls are what overlaps it with compute). What does
  * not: which rank reads which rows of a batch, who writes files (the
  * trainer), how a job is launched (mpirun). */
 #ifndef TEMPO_DIST_H
@@ -77,5 +81,35 @@ int dist_allgather_f32(dist_context *d, float *x, const size_t *begin, const siz
  * on rank 0 only (NULL elsewhere). */
 int dist_gather_f32(dist_context *d, const float *mine, float *full, const size_t *begin, const size_t *len,
                     tempo_error *err);
+
+/* Reducing a flat gradient in spans while the backward pass still runs. Every
+ * rank must start the same spans in the same order (the backward pass's), so
+ * that the collectives match. Allocates only in dist_overlap_init. */
+typedef struct {
+    dist_context *d;
+    float *x;                    /* the step's buffer, of n_total floats */
+    size_t n_total;
+    const size_t *begin, *len;   /* ZeRO-1 owners' spans (as above), or NULL: every rank gets the whole mean */
+    void *req;                   /* [cap] MPI requests of the step's collectives */
+    int n, cap;
+    int failed;                  /* a collective could not start or complete */
+    size_t fail_n;               /* the span that failed (for the message) */
+} dist_overlap;
+
+/* Room for max_spans spans a step (each becomes up to `world` collectives
+ * when sharded). Returns 0, or -1 when out of memory. */
+int dist_overlap_init(dist_overlap *o, dist_context *d, int max_spans, tempo_error *err);
+void dist_overlap_free(dist_overlap *o);
+/* A new step over x[0, n); begin/len: the owners' spans (NULL: all-reduce). */
+void dist_overlap_begin(dist_overlap *o, float *x, size_t n, const size_t *begin, const size_t *len);
+/* x[off, off + n) is final on this rank: start its sum over the ranks (to
+ * its owners when sharded), and advance the ones started before. Errors are
+ * kept for dist_overlap_finish (this runs inside the backward pass). */
+void dist_overlap_start(dist_overlap *o, size_t off, size_t n);
+/* Waits for the step's collectives; then x (all-reduce) or this rank's span
+ * of x (sharded; the rest as it was) holds the mean over ranks, the same
+ * figures as dist_allreduce_mean_f32 / dist_reduce_scatter_mean_f32 up to
+ * the order of the sums. Returns 0, or -1 with err set. */
+int dist_overlap_finish(dist_overlap *o, tempo_error *err);
 
 #endif

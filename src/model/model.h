@@ -114,6 +114,21 @@ void model_zero_grad(model *m);
  * had no targets or failed. Calling it twice adds the gradient twice. */
 void model_backward(model *m);
 
+/* Called by model_backward each time a span of the gradient buffer is final
+ * for this pass (nothing later in the pass writes it), in the order the pass
+ * finishes them: span 0 is the final norm and, untied, the head (to the end
+ * of the buffer); span 1 + i is layer n_layers - 1 - i; the last span is the
+ * embedding (with a tied head, its gradient too), from offset 0. The
+ * n_layers + 2 spans are contiguous and cover the buffer once. A
+ * data-parallel trainer starts reducing each span while the pass goes on. */
+typedef void (*model_grad_ready_fn)(void *ctx, size_t offset, size_t count);
+/* fn = NULL: none (the default). */
+void model_set_grad_ready(model *m, model_grad_ready_fn fn, void *ctx);
+/* The spans, in that order: model_grad_spans(m) of them; span i's offset
+ * and count. */
+int model_grad_spans(const model *m);
+void model_grad_span(const model *m, int i, size_t *offset, size_t *count);
+
 /* Training FLOPs per token (DESIGN.md section 4; see config.c for exactly
  * what is counted: the causal half of attention, the lm head even when tied). */
 double model_flops_per_token(const model_config *c, int T);

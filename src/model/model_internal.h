@@ -19,6 +19,8 @@ struct model {
     gemm_packed_b xpack;        /* see model_block_dims */
     lm_head_workspace head_ws;  /* the head's packed weights (gemm = &gemm[0]) */
     op_profile *prof;           /* NULL unless profiling (model_set_profile) */
+    model_grad_ready_fn grad_ready;   /* NULL unless set (model_set_grad_ready) */
+    void *grad_ready_ctx;
 
     /* parameters and gradients: one buffer each, same layout */
     size_t n_params;

@@ -1,6 +1,7 @@
 /* model_pass.c - the model's forward and backward over a batch (see model.h):
  * embedding, the layers' two halves (block.c), final norm, and the fused head
- * + cross-entropy (lm_head.h). Nothing here allocates. */
+ * + cross-entropy (lm_head.h), and the backward pass's hand-over of each
+ * finished gradient span (model_set_grad_ready). Nothing here allocates. */
 #include "model/model_internal.h"
 
 #include <math.h>
@@ -72,6 +73,45 @@ double model_forward(model *m, const int32_t *tokens, const int32_t *targets, in
     return sum / N;
 }
 
+void model_set_grad_ready(model *m, model_grad_ready_fn fn, void *ctx)
+{
+    m->grad_ready = fn;
+    m->grad_ready_ctx = ctx;
+}
+
+int model_grad_spans(const model *m) { return m->cfg.n_layers + 2; }
+
+void model_grad_span(const model *m, int i, size_t *offset, size_t *count)
+{
+    const int L = m->cfg.n_layers;
+    /* a layer's first tensor is its attention norm (model.c's layout) */
+    size_t fin = (size_t)(m->g_final_norm - m->grads);
+    size_t first0 = L > 0 ? (size_t)(m->lg[0].attn_norm - m->grads) : fin;
+    size_t a, e;
+    if (i <= 0) {
+        a = fin;
+        e = m->n_params;
+    } else if (i > L) {
+        a = 0;
+        e = first0;
+    } else {
+        int l = L - i;
+        a = (size_t)(m->lg[l].attn_norm - m->grads);
+        e = l + 1 < L ? (size_t)(m->lg[l + 1].attn_norm - m->grads) : fin;
+    }
+    *offset = a;
+    *count = e - a;
+}
+
+static void span_ready(model *m, int i)
+{
+    if (!m->grad_ready)
+        return;
+    size_t off, n;
+    model_grad_span(m, i, &off, &n);
+    m->grad_ready(m->grad_ready_ctx, off, n);
+}
+
 void model_backward(model *m)
 {
     if (!m->have_targets)
@@ -96,12 +136,15 @@ void model_backward(model *m)
     OP_PROFILE_TIMED(m->prof, OP_NORM,
                      rmsnorm_backward(m->dres, m->g_final_norm, m->dxf, residual(m, 2 * L),
                                        m->final_norm, m->rstd_f, N, C, 0));
+    span_ready(m, 0);
     for (int l = L - 1; l >= 0; l--) {
         model_block_mlp_backward(&m->dims, &m->lw[l], &m->lg[l], &m->acts[l], &m->scratch,
                                  residual(m, 2 * l + 1), m->dres, N);
         model_block_attn_backward(&m->dims, &m->lw[l], &m->lg[l], &m->acts[l], &m->scratch,
                                   residual(m, 2 * l), m->dres, B, T);
+        span_ready(m, L - l);
     }
     OP_PROFILE_TIMED(m->prof, OP_EMBEDDING,
                      embedding_backward(m->g_tok_emb, m->tokens, m->dres, N, C));
+    span_ready(m, L + 1);
 }

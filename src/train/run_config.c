@@ -78,6 +78,8 @@ static const key_def KEYS[] = {
      "a > 0: train on the mixture loss -ln(a p + (1-a) p_memory) (leave-one-out memory); 0 = cross-entropy"},
     {"shard_optimizer", K_BOOL, F(shard_optimizer), 0, 1, 0,
      "with N ranks each keeps and updates only its 1/N of the optimizer state (ZeRO-1); needs mpirun"},
+    {"overlap_comm", K_BOOL, F(overlap_comm), 0, 1, 1,
+     "with N ranks: reduce each layer's gradient while the backward pass runs (0: one collective after it)"},
 };
 #undef F
 #define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))

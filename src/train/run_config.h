@@ -36,6 +36,7 @@ typedef struct {
     int mixer_holdout;       /* training tokens kept out of the memory to fit the mixer on; 0 = no fit */
     double memory_train_weight; /* > 0: the transformer trains on -ln(a p + (1-a) p_memory), a = this; 0 = plain */
     int shard_optimizer;     /* ZeRO-1 over ranks: each keeps and updates its share of the optimizer state */
+    int overlap_comm;        /* with ranks: the gradient's reduction runs beside the backward pass */
     char preset[64];
 } run_config;
 

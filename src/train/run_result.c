@@ -86,6 +86,7 @@ int run_result_json(const train_result *r, const train_options *o, int threads_p
     jsonw_field_int(&w, "ranks_threads", o->threads);
     jsonw_field_number(&w, "comm_seconds", r->comm_seconds);
     jsonw_field_bool(&w, "shard_optimizer", r->shard_optimizer);
+    jsonw_field_bool(&w, "overlap_comm", r->overlap_comm);
     jsonw_key(&w, "optimizer_state_bytes_per_rank");
     jsonw_array_begin(&w);
     for (int k = 0; k < r->n_rank_report; k++)

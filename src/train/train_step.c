@@ -3,6 +3,9 @@
 #include "train/train_step.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+#include "core/timer.h"
 
 static optim_group group_of(tensor_kind k)
 {
@@ -43,8 +46,36 @@ int train_optimizer_create_shard(optimizer *opt, const model *m, const optim_con
     return rc;
 }
 
+static void scale_span(float *g, size_t n, float s)
+{
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) g[i] *= s;
+}
+
+/* The k micro-batches; the last one's backward pass hands its finished
+ * spans to r (when given), which applies 1/k to each before reducing it. */
+static double gradient(model *m, int batch, int micro_batch, int T, train_batch_fn next_batch, void *batch_ctx,
+                       int32_t *inputs, int32_t *targets, op_profile *prof, train_reduce *r);
+
 double train_step_gradient(model *m, int batch, int micro_batch, int T, train_batch_fn next_batch,
                            void *batch_ctx, int32_t *inputs, int32_t *targets, op_profile *prof)
+{
+    return gradient(m, batch, micro_batch, T, next_batch, batch_ctx, inputs, targets, prof, NULL);
+}
+
+static void span_ready(void *ctx, size_t off, size_t n)
+{
+    train_reduce *r = ctx;
+    if (r->scale != 1.0f)
+        scale_span(model_grads(r->m) + off, n, r->scale);
+    double t0 = timer_now();
+    dist_overlap_start(&r->ov, off, n);
+    r->comm_s += timer_now() - t0;
+    r->spans_started++;
+}
+
+static double gradient(model *m, int batch, int micro_batch, int T, train_batch_fn next_batch, void *batch_ctx,
+                       int32_t *inputs, int32_t *targets, op_profile *prof, train_reduce *r)
 {
     int k = batch / micro_batch;
     model_zero_grad(m);
@@ -54,14 +85,72 @@ double train_step_gradient(model *m, int batch, int micro_batch, int T, train_ba
         next_batch(batch_ctx, micro_batch, T, inputs, targets);
         op_profile_end(prof, OP_DATA, t0);
         loss += model_forward(m, inputs, targets, micro_batch, T);
+        if (r && i == k - 1) {
+            r->m = m;
+            r->scale = k > 1 ? 1.0f / (float)k : 1.0f;
+            model_set_grad_ready(m, span_ready, r);
+        }
         model_backward(m);
     }
-    if (k > 1) {
-        float *g = model_grads(m);
-        size_t n = model_num_params(m);
-        float s = 1.0f / (float)k;
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i++) g[i] *= s;
+    if (r) {
+        model_set_grad_ready(m, NULL, NULL);
+        return loss / k;
     }
+    if (k > 1)
+        scale_span(model_grads(m), model_num_params(m), 1.0f / (float)k);
     return loss / k;
+}
+
+int train_reduce_init(train_reduce *r, dist_context *d, const model *m, int overlap, const size_t *shard_begin,
+                      const size_t *shard_len, float *shard_scratch, tempo_error *err)
+{
+    memset(r, 0, sizeof *r);
+    r->dist = d;
+    r->overlap = overlap && d && d->world > 1;
+    r->shard_begin = shard_begin;
+    r->shard_len = shard_len;
+    r->shard_scratch = shard_scratch;
+    return r->overlap ? dist_overlap_init(&r->ov, d, model_grad_spans(m), err) : 0;
+}
+
+void train_reduce_free(train_reduce *r)
+{
+    if (r->overlap)
+        dist_overlap_free(&r->ov);
+}
+
+int train_step_gradient_ranks(model *m, train_reduce *r, int batch, int micro_batch, int T,
+                              train_batch_fn next_batch, void *batch_ctx, int32_t *inputs, int32_t *targets,
+                              op_profile *prof, double *loss, tempo_error *err)
+{
+    r->comm_s = 0;
+    if (!r->dist || r->dist->world <= 1) {
+        *loss = train_step_gradient(m, batch, micro_batch, T, next_batch, batch_ctx, inputs, targets, prof);
+        return 0;
+    }
+    float *g = model_grads(m);
+    size_t n = model_num_params(m);
+    if (!r->overlap) {
+        *loss = train_step_gradient(m, batch, micro_batch, T, next_batch, batch_ctx, inputs, targets, prof);
+        double t0 = timer_now();
+        int rc = r->shard_begin
+                     ? dist_reduce_scatter_mean_f32(r->dist, g, r->shard_begin, r->shard_len, r->shard_scratch, err)
+                     : dist_allreduce_mean_f32(r->dist, g, n, err);
+        r->comm_s = timer_now() - t0;
+        return rc;
+    }
+    dist_overlap_begin(&r->ov, g, n, r->shard_begin, r->shard_len);
+    r->spans_started = 0;
+    *loss = gradient(m, batch, micro_batch, T, next_batch, batch_ctx, inputs, targets, prof, r);
+    /* a backward pass that did not run (a failed forward) handed over nothing: every rank must still
+     * start every span, in the same order, or the collectives would not match */
+    for (int i = r->spans_started; i < model_grad_spans(m); i++) {
+        size_t off, cnt;
+        model_grad_span(m, i, &off, &cnt);
+        span_ready(r, off, cnt);
+    }
+    double t0 = timer_now();
+    int rc = dist_overlap_finish(&r->ov, err);
+    r->comm_s += timer_now() - t0;
+    return rc;
 }

@@ -3,7 +3,10 @@
  * benchmark measures exactly the step the trainer runs:
  *   - the optimizer built for a model (parameter groups from tensor kinds),
  *   - the gradient of one step: zero, micro-batches (forward + backward),
- *     averaging when there are several.
+ *     averaging when there are several,
+ *   - with ranks (data parallel): its mean over the ranks, reduced span by
+ *     span while the last micro-batch's backward pass runs, or in one
+ *     blocking collective after it.
  * The update itself is optim_step (optim/optimizer.h). Nothing here reads
  * files or keeps time beyond the optional op profile. */
 #ifndef TEMPO_TRAIN_STEP_H
@@ -13,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/op_profile.h"
+#include "dist/dist.h"
 #include "model/model.h"
 #include "optim/optimizer.h"
 
@@ -37,5 +41,34 @@ typedef void (*train_batch_fn)(void *ctx, int rows, int T, int32_t *inputs, int3
  * (model_set_profile). */
 double train_step_gradient(model *m, int batch, int micro_batch, int T, train_batch_fn next_batch,
                            void *batch_ctx, int32_t *inputs, int32_t *targets, op_profile *prof);
+
+/* A step's gradient averaged over the ranks of a data-parallel job. */
+typedef struct {
+    dist_context *dist;
+    int overlap;                 /* 1: span by span inside the backward pass; 0: one collective after it */
+    const size_t *shard_begin;   /* ZeRO-1: each rank gets the mean of its own span only (dist.h); */
+    const size_t *shard_len;     /*   NULL: every rank gets the whole mean */
+    float *shard_scratch;        /* the blocking reduce-scatter's: this rank's span */
+    dist_overlap ov;
+    double comm_s;               /* seconds this rank spent inside collectives in the last step */
+    /* the step in flight (the backward pass's callback) */
+    model *m;
+    float scale;                 /* 1/k for k micro-batches */
+    int spans_started;
+} train_reduce;
+
+/* Sets r up for m's spans. Returns 0, or -1 when out of memory. */
+int train_reduce_init(train_reduce *r, dist_context *d, const model *m, int overlap, const size_t *shard_begin,
+                      const size_t *shard_len, float *shard_scratch, tempo_error *err);
+void train_reduce_free(train_reduce *r);
+
+/* train_step_gradient over this rank's batch rows, then (world > 1) the
+ * mean over the ranks as r says; r->comm_s gets the collectives' seconds.
+ * *loss gets this rank's mean loss (not reduced). Returns 0, or -1 when a
+ * collective failed (err set). The two ways give the same figures up to
+ * the order of the sums over ranks (identical with 2 ranks). */
+int train_step_gradient_ranks(model *m, train_reduce *r, int batch, int micro_batch, int T,
+                              train_batch_fn next_batch, void *batch_ctx, int32_t *inputs, int32_t *targets,
+                              op_profile *prof, double *loss, tempo_error *err);
 
 #endif

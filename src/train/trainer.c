@@ -55,6 +55,8 @@ typedef struct {
     int sharded;
     size_t *shard_begin, *shard_len;
     float *shard_scratch;        /* the reduce-scatter's receive buffer: this rank's span */
+    train_reduce reduce;         /* the gradient's mean over the ranks (train_step.h) */
+    int reduce_ready;
     double *slice_nats;          /* with ranks: the periodic val slice's per-token figures */
     char data_id[80];            /* "sha256:<hex>" of DATA_DIR/meta.json, or "unknown" */
     const char *commit;
@@ -80,6 +82,7 @@ static void ctx_free(run_ctx *c)
     free(c->shard_begin);
     free(c->shard_len);
     free(c->shard_scratch);
+    if (c->reduce_ready) train_reduce_free(&c->reduce);
     free(c->slice_nats);
     metrics_log_close(&c->metrics);
 }
@@ -294,6 +297,10 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
     if (shard_setup(c, cfg, err))
         return -1;
     c->opt_ready = 1;
+    if (train_reduce_init(&c->reduce, c->dist, c->m, cfg->overlap_comm, c->sharded ? c->shard_begin : NULL,
+                          c->shard_len, c->shard_scratch, err))
+        return -1;
+    c->reduce_ready = 1;
     memset(st, 0, sizeof *st);
     rng_seed(&st->rng, o->seed ^ 0x5eed5eedULL);
     st->guard_mult = 1.0;
@@ -409,19 +416,23 @@ static void next_train_batch(void *ctx, int rows, int T, int32_t *inputs, int32_
 /* One optimizer step's forward/backward over this rank's share of the
  * global batch (rows rank*local .. of the rows a single process would draw,
  * the others skipped), then the mean over ranks of the gradient (sharded:
- * of this rank's span only, a reduce-scatter) and of the loss (*loss_out),
- * and the whole gradient's L2 norm (*gnorm); *comm_s gets the seconds spent
- * in collectives. Returns 0, or -1 when a collective failed. */
+ * of this rank's span only; overlap_comm: reduced layer by layer inside the
+ * backward pass) and of the loss (*loss_out), and the whole gradient's L2
+ * norm (*gnorm); *comm_s gets the seconds spent in collectives (with the
+ * overlap: the exposed part). Returns 0, or -1 when a collective failed. */
 static int forward_backward(run_ctx *c, const run_config *cfg, train_state *st, double *loss_out, double *gnorm,
                             double *comm_s, tempo_error *err)
 {
     batch_source src = {c, cfg, &st->rng};
     int local = cfg->batch_size / c->world, T = cfg->model.context;
     batch_skip(&c->train_batches, &st->rng, c->rank * local, T);
-    double loss = train_step_gradient(c->m, local, cfg->micro_batch, T, next_train_batch, &src, c->inputs,
-                                      c->targets, NULL);
+    double loss;
+    int rc = train_step_gradient_ranks(c->m, &c->reduce, local, cfg->micro_batch, T, next_train_batch, &src,
+                                       c->inputs, c->targets, NULL, &loss, err);
     batch_skip(&c->train_batches, &st->rng, (c->world - 1 - c->rank) * local, T);
-    *comm_s = 0;
+    *comm_s = c->reduce.comm_s;
+    if (rc)
+        return -1;
     float *g = model_grads(c->m);
     if (c->world == 1) {
         *loss_out = loss;
@@ -431,21 +442,18 @@ static int forward_backward(run_ctx *c, const run_config *cfg, train_state *st, 
     double t0 = timer_now();
     if (c->sharded) {
         /* the norm from the spans' sums of squares: the same figure up to the sum's order */
-        if (dist_reduce_scatter_mean_f32(c->dist, g, c->shard_begin, c->shard_len, c->shard_scratch, err))
-            return -1;
         double part[2] = {loss, optim_kernel_sum_squares(g + c->opt.state_base, c->opt.state_len)};
         if (dist_allreduce_sum_f64(c->dist, part, 2, err))
             return -1;
         *loss_out = part[0] / c->world;
         *gnorm = sqrt(part[1]);
     } else {
-        if (dist_allreduce_mean_f32(c->dist, g, model_num_params(c->m), err) ||
-            dist_allreduce_sum_f64(c->dist, &loss, 1, err))
+        if (dist_allreduce_sum_f64(c->dist, &loss, 1, err))
             return -1;
         *loss_out = loss / c->world;
         *gnorm = optim_grad_norm(g, model_num_params(c->m));
     }
-    *comm_s = timer_now() - t0;
+    *comm_s += timer_now() - t0;
     return 0;
 }
 
@@ -755,6 +763,7 @@ static int rank_memory(run_ctx *c, train_result *res, tempo_error *err)
     if (c->dist && dist_allreduce_sum_f64(c->dist, v, (size_t)(2 * n), err))
         return -1;
     res->shard_optimizer = c->sharded;
+    res->overlap_comm = c->reduce.overlap;
     res->n_rank_report = n;
     for (int r = 0; r < n; r++) {
         res->rank_optimizer_bytes[r] = v[r];

@@ -92,6 +92,7 @@ typedef struct {
      * state each keeps (shrinks with the ranks under shard_optimizer) and its
      * peak resident set (VmHWM) at the end of training */
     int shard_optimizer;              /* the optimizer state was sharded (ZeRO-1) */
+    int overlap_comm;                 /* with ranks: gradients reduced beside the backward pass */
     int n_rank_report;
     double rank_optimizer_bytes[TRAIN_RANK_REPORT_MAX], rank_peak_rss_bytes[TRAIN_RANK_REPORT_MAX];
     int failed_in_setup;              /* the error came before the first collective, the same on every

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # train_mpi.sh - data-parallel training under mpirun (src/dist/), on 2 ranks of
 # this machine: the same losses as one process on the same global batches
-# (AdamW and Muon; with the optimizer state sharded too), a budget that every rank stops at the same step, a batch
+# (AdamW and Muon; with the optimizer state sharded too), the gradient reduced
+# inside the backward pass equal to one collective after it, a budget that every rank stops at the same step, a batch
 # that does not divide refused in one line, a killed rank ending the job
 # (no hang) with the last checkpoint still loading, and resume at 2 ranks
 # bit-identical and at 1 rank working. Skips, visibly, only when tempo was
@@ -57,6 +58,34 @@ else:
 print(f"{opt}, shard {shard}: 20 steps, worst relative loss difference {worst:.2e}; optimizer state per rank {per_rank} of {whole}")
 PY
   done
+done
+
+# 1c. The gradient reduced span by span inside the backward pass (overlap_comm, the default: each layer's
+#     gradient reduced as soon as it is final) and in one collective after the pass train alike, bit for bit:
+#     on 2 ranks every element's sum has the same two addends whichever collective forms it. With and
+#     without shard_optimizer (there the spans go to their owners), with 2 micro-batches per rank (the last
+#     one's spans take the 1/2 before they leave).
+for shard in false true; do
+    OV=(--data "$D" --preset tiny-test --steps 10 --no-eval --threads 1 --seed 5 --set batch_size=8
+        --set micro_batch=2 --set shard_optimizer=$shard)
+    for ov in true false; do
+        "${MPIRUN[@]}" "$TEMPO" train "${OV[@]}" --set overlap_comm=$ov --out "$E2E_TMP/ov-$shard-$ov" \
+            > /dev/null 2> "$E2E_TMP/ov.err" || { cat "$E2E_TMP/ov.err" >&2; fail "2-rank run (overlap $ov, shard $shard) failed"; }
+    done
+    python3 - "$E2E_TMP/ov-$shard-true" "$E2E_TMP/ov-$shard-false" "$shard" <<'PY' || fail "overlapped and blocking gradient reductions differ (shard $shard)"
+import json, sys
+a_dir, b_dir, shard = sys.argv[1:]
+rows = lambda d: [(r["train_loss"], r["grad_norm"]) for r in map(json.loads, open(d + "/metrics.jsonl")) if "train_loss" in r]
+a, b = rows(a_dir), rows(b_dir)
+assert len(a) == len(b) == 10 and a == b, (a, b)
+ra, rb = json.load(open(a_dir + "/result.json")), json.load(open(b_dir + "/result.json"))
+assert ra["overlap_comm"] is True and rb["overlap_comm"] is False, (ra["overlap_comm"], rb["overlap_comm"])
+def tensors(d):   # the safetensors data section (the header holds the config, which differs in overlap_comm)
+    raw = open(d + "/model.safetensors", "rb").read()
+    return raw[8 + int.from_bytes(raw[:8], "little"):]
+assert tensors(a_dir) == tensors(b_dir) and len(tensors(a_dir)) > 0
+print(f"shard {shard}: overlapped = blocking over 10 steps, bit for bit (losses, norms, final weights)")
+PY
 done
 
 # shard_optimizer in one process: nothing to share it with, one line, exit 2

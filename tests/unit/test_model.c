@@ -4,7 +4,8 @@
  * that reference for EVERY parameter of tiny configs (both MLPs, tied and
  * untied head, QK-norm and soft-cap on and off, GQA), gradient accumulation,
  * batch independence, training/evaluation mode equivalence, determinism, 1 vs
- * 2 threads, zero parameters => log V, bad inputs, FLOP count.
+ * 2 threads, zero parameters => log V, bad inputs, FLOP count, and the
+ * backward pass's hand-over of finished gradient spans (model_set_grad_ready).
  * Gradient tolerance: |got - fd| <= 1e-6 + 1e-4 |fd| (float model vs double FD). */
 #include "test.h"
 #include "ref_ops.h"
@@ -488,6 +489,69 @@ static void test_flops(void)
     CHECK_NEAR(model_flops_per_token(&c, 100), want, 1e-6 * want);
 }
 
+/* model_set_grad_ready: the spans come in the backward pass's order (head
+ * side first, the layers last to first, the embedding last), are contiguous
+ * and cover the buffer once, and each is final when handed over: a copy
+ * taken at the hand-over equals the gradient after the pass, bit for bit
+ * (the trainer starts reducing a span at that moment). The copies are
+ * poisoned first so that a span never handed over shows. */
+typedef struct {
+    const model *m;
+    float *copy;
+    size_t next_end;   /* the previous span's offset: spans come from the end down */
+    int calls, bad_order;
+} span_log;
+
+static void log_span(void *ctx, size_t off, size_t n)
+{
+    span_log *s = ctx;
+    if (off + n != s->next_end)
+        s->bad_order++;
+    s->next_end = off;
+    size_t want_off, want_n;
+    model_grad_span(s->m, s->calls, &want_off, &want_n);
+    if (want_off != off || want_n != n)
+        s->bad_order++;
+    memcpy(s->copy + off, model_grads((model *)s->m) + off, sizeof(float) * n);
+    s->calls++;
+}
+
+static void test_grad_spans(void)
+{
+    for (int variant = 0; variant < 2; variant++) {
+        model_config c = variant ? tiny_config(MLP_SWIGLU, 0, 1, 2.0f, 2, 1) : tiny_config(MLP_RELU2, 1, 0, 0, 2, 2);
+        c.n_layers = 3;
+        model *m = make_model(&c, 2, 7);
+        size_t P = model_num_params(m);
+        rng_state rng;
+        rng_seed(&rng, 31);
+        int32_t tok[12], tg[12];
+        random_ids(&rng, tok, 12, c.vocab_size);
+        random_ids(&rng, tg, 12, c.vocab_size);
+        span_log s = {m, malloc(sizeof(float) * P), P, 0, 0};
+        for (size_t i = 0; i < P; i++)
+            s.copy[i] = NAN;
+        CHECK(model_grad_spans(m) == c.n_layers + 2);
+        model_zero_grad(m);
+        model_forward(m, tok, tg, 2, 6);
+        model_backward(m);   /* a first micro-batch without the hook, as the trainer does */
+        model_forward(m, tok + 1, tg + 1, 1, 6);
+        model_set_grad_ready(m, log_span, &s);
+        model_backward(m);
+        model_set_grad_ready(m, NULL, NULL);
+        CHECK_MSG(s.calls == c.n_layers + 2 && s.bad_order == 0 && s.next_end == 0,
+                  "variant %d: %d spans, %d out of order, last at %zu", variant, s.calls, s.bad_order, s.next_end);
+        CHECK_MSG(memcmp(s.copy, model_grads(m), sizeof(float) * P) == 0,
+                  "variant %d: a span changed after it was handed over (or was never handed over)", variant);
+        /* no hook: nothing is called */
+        int before = s.calls;
+        model_backward(m);
+        CHECK(s.calls == before);
+        free(s.copy);
+        model_free(m);
+    }
+}
+
 int main(void)
 {
     omp_set_num_threads(2);
@@ -499,6 +563,7 @@ int main(void)
     RUN(test_grad_relu2_untied_qknorm);
     RUN(test_grad_swiglu_tied_softcap);
     RUN(test_accumulation);
+    RUN(test_grad_spans);
     RUN(test_determinism);
     RUN(test_zero_params_uniform);
     RUN(test_bad_inputs);
