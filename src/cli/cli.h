@@ -48,6 +48,12 @@ int cmd_plan(int argc, char **argv);
 int bench_infer_main(int argc, char **argv);
 int bench_train_main(int argc, char **argv);
 int bench_allreduce_main(int argc, char **argv);
+int bench_scale_main(int argc, char **argv);
+/* From cmd_plan.c, shared with bench scale: configs/REL as found from
+ * $TEMPO_CONFIGS, beside the executable, or ./configs; and a preset with the
+ * vocabulary set, finished. */
+void plan_find_config(const char *rel, char *out, size_t n);
+int plan_load_preset(const char *name, int vocab, run_config *c, tempo_error *err);
 /* "1,2" -> thread counts in out[0..max-1]; returns how many, or 0 / -1 on a
  * bad list (each count in [1, NUMBER_MAX_THREADS]). */
 int cli_parse_thread_list(const char *text, int *out, int max);

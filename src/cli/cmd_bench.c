@@ -48,7 +48,10 @@ static void bench_usage(FILE *f)
             "           chip's bound); see tempo bench infer --help.\n"
             "       mpirun -np N tempo bench allreduce [--sizes ...] [--iters N]\n"
             "  allreduce  the gradient all-reduce's bandwidth by size across the job's ranks\n"
-            "           against one rank's memcpy; see tempo bench allreduce --help.\n");
+            "           against one rank's memcpy; see tempo bench allreduce --help.\n"
+            "       tempo bench scale [--preset NAME] [--link SPEC] [--step-ms MS] [...]\n"
+            "  scale    a projection (not a measurement) of the step over 1-1,024 ranks, with and\n"
+            "           without the sharded optimizer and the overlap; see tempo bench scale --help.\n");
 }
 
 /* Finish the JSON value in w and print it as a line on stdout; frees its
@@ -359,6 +362,8 @@ int cmd_bench(int argc, char **argv)
         return bench_train_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "allreduce"))
         return bench_allreduce_main(argc - 1, argv + 1);
-    return cli_usage_error("bench: %s: unknown benchmark (try: peak, kernels, train, infer, allreduce)",
+    if (!strcmp(argv[1], "scale"))
+        return bench_scale_main(argc - 1, argv + 1);
+    return cli_usage_error("bench: %s: unknown benchmark (try: peak, kernels, train, infer, allreduce, scale)",
                            argv[1]);
 }

@@ -70,7 +70,7 @@ static void usage(FILE *f)
 }
 
 /* configs/<rel> in $TEMPO_CONFIGS, beside the binary, or ./configs. */
-static void find_config(const char *rel, char *out, size_t n)
+void plan_find_config(const char *rel, char *out, size_t n)
 {
     const char *env = getenv("TEMPO_CONFIGS");
     if (env && *env) {
@@ -93,15 +93,15 @@ static int load_scaling(const char *law_arg, const char *hybrid_arg, quality_law
     if (law_arg)
         snprintf(law_path, sizeof law_path, "%s", law_arg);
     else
-        find_config(DEFAULT_LAW, law_path, sizeof law_path);
+        plan_find_config(DEFAULT_LAW, law_path, sizeof law_path);
     if (hybrid_arg)
         snprintf(hybrid_path, sizeof hybrid_path, "%s", hybrid_arg);
     else
-        find_config(DEFAULT_HYBRID, hybrid_path, sizeof hybrid_path);
+        plan_find_config(DEFAULT_HYBRID, hybrid_path, sizeof hybrid_path);
     return quality_law_load(law, law_path, err) || quality_hybrid_load(hybrid, hybrid_path, err) ? -1 : 0;
 }
 
-static int load_preset(const char *name, int vocab, run_config *c, tempo_error *err)
+int plan_load_preset(const char *name, int vocab, run_config *c, tempo_error *err)
 {
     run_config_defaults(c);
     if (run_config_load_preset(c, name, err))
@@ -158,7 +158,7 @@ static int measure_presets(const char *list, const chip_profile *chip, int vocab
         if (n == 16)
             return cli_usage_error("plan: at most 16 presets");
         run_config c;
-        if (load_preset(p, vocab, &c, &err) || throughput_measure(&c, chip, threads, steps, &m[n], &err))
+        if (plan_load_preset(p, vocab, &c, &err) || throughput_measure(&c, chip, threads, steps, &m[n], &err))
             return cli_report(&err);
         cfgs[n] = c;
         fprintf(stderr, "plan: %s measured %.0f tokens/s, predicted %.0f\n", p, m[n].measured_tokens_per_s,
@@ -278,7 +278,7 @@ static int write_plot(const char *path, const char *chip_list, const char *law_a
     if (other_mode)
         return cli_usage_error("plan: --plot goes without --out, --check, --calibrate, --explain and --validate");
     char dir[1200];
-    find_config("chips", dir, sizeof dir);
+    plan_find_config("chips", dir, sizeof dir);
     tempo_error err;
     plan_plot_chip chips[PLAN_PLOT_MAX_CHIPS];   /* about 21 KB */
     plan_plot_point points[PLAN_PLOT_MAX_POINTS]; /* about 33 KB */
@@ -289,7 +289,7 @@ static int write_plot(const char *path, const char *chip_list, const char *law_a
     run_config base;
     int n_chips = plan_plot_load_chips(chip_list, dir, chips, PLAN_PLOT_MAX_CHIPS, &err);
     if (n_chips < 0 || load_scaling(law_arg, hybrid_arg, &law, &hybrid, &err) ||
-        load_preset("cpu-transformer", o->vocab_size, &base, &err))
+        plan_load_preset("cpu-transformer", o->vocab_size, &base, &err))
         return cli_report(&err);
     int n = plan_plot_points(&base, chips, n_chips, &law, &hybrid, o, budgets, n_budgets, points,
                              PLAN_PLOT_MAX_POINTS, &err);
@@ -380,7 +380,7 @@ int cmd_plan(int argc, char **argv)
     if (chip_arg)
         snprintf(chip_path, sizeof chip_path, "%s", chip_arg);
     else
-        find_config(DEFAULT_CHIP, chip_path, sizeof chip_path);
+        plan_find_config(DEFAULT_CHIP, chip_path, sizeof chip_path);
     tempo_error err;
     chip_profile chip;
     if (chip_load(&chip, chip_path, &err))
@@ -403,7 +403,7 @@ int cmd_plan(int argc, char **argv)
         vo.threads = threads;
     }
     run_config base;
-    if (load_preset("cpu-transformer", o.vocab_size, &base, &err))
+    if (plan_load_preset("cpu-transformer", o.vocab_size, &base, &err))
         return cli_report(&err);
     plan_result r;
     if (plan_search(&base, &chip, &law, &hybrid, &o, &r, &err))

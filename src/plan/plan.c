@@ -291,10 +291,15 @@ void plan_preset_text(const plan_candidate *c, const chip_profile *chip, const p
                   "# transformer alone %.3f). A prediction from configs/scaling/, not a measurement.\n",
                   chip->name, o->budget_s, o->ranks, c->step.tokens_per_s, c->tokens_seen, c->steps,
                   c->step.params, c->bpb, c->bpb_lo, c->bpb_hi, c->transformer_bpb);
+    plan_preset_keys(&c->cfg, out);
+}
+
+void plan_preset_keys(const run_config *cfg, strbuf *out)
+{
     strbuf json = {0};
     json_value *v = NULL;
     tempo_error e;
-    if (run_config_to_json(&c->cfg, &json, &e) == 0 && json_parse(json.data, json.len, &v, &e) == 0 &&
+    if (run_config_to_json(cfg, &json, &e) == 0 && json_parse(json.data, json.len, &v, &e) == 0 &&
         v->type == JSON_OBJECT) {
         for (size_t i = 0; i < v->n; i++) {
             const json_value *x = &v->items[i];
@@ -325,9 +330,10 @@ void plan_explain(const plan_result *r, const chip_profile *chip, const quality_
     strbuf_printf(out, "step %.4g s: FLOP-bound ops %.0f %%, byte-bound ops %.0f %%, fixed overheads %.0f %%%s\n",
                   s->step_s, 100 * s->compute_bound_s / s->step_s, 100 * s->memory_bound_s / s->step_s,
                   100 * s->overhead_s / s->step_s, s->allreduce_s > 0 ? "" : " (one rank: no all-reduce)");
-    if (s->allreduce_s > 0)
-        strbuf_printf(out, "all-reduce of %.3g MB of gradients over %d ranks: %.0f %% of the step\n",
-                      4 * s->params / 1e6, o->ranks, 100 * s->allreduce_s / s->step_s);
+    if (s->allreduce_total_s > 0)
+        strbuf_printf(out, "all-reduce of %.3g MB of gradients over %d ranks: %.0f %% of the step waits for it "
+                      "(%.0f %% more hides behind the backward pass)\n", 4 * s->params / 1e6, o->ranks,
+                      100 * s->allreduce_s / s->step_s, 100 * (s->allreduce_total_s - s->allreduce_s) / s->step_s);
     strbuf_printf(out, "limit: %s", s->compute_bound_s >= s->memory_bound_s ? "compute" : "memory bandwidth");
     strbuf_printf(out, " (%.0f %% of the op time is FLOP-bound at %.3g TFLOP/s %s)\n",
                   ops > 0 ? 100 * s->compute_bound_s / ops : 0, chip->peak_tflops, chip->train_dtype);

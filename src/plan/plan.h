@@ -94,8 +94,11 @@ int plan_search(const run_config *base, const chip_profile *chip, const quality_
                 const quality_hybrid *hybrid, const plan_options *o, plan_result *r, tempo_error *err);
 
 /* The chosen config as a preset file (header comment with the prediction,
- * then every key that differs from run_config_defaults). */
+ * then plan_preset_keys). */
 void plan_preset_text(const plan_candidate *c, const chip_profile *chip, const plan_options *o, strbuf *out);
+/* Every key of cfg but vocab_size (the data's) and preset, as "key = value"
+ * lines in the key table's order. */
+void plan_preset_keys(const run_config *cfg, strbuf *out);
 
 /* Why the plan is what it is: a few lines of plain text. */
 void plan_explain(const plan_result *r, const chip_profile *chip, const quality_law *law, const plan_options *o,

@@ -61,18 +61,24 @@ double plan_validate_mean(const plan_validate_row *r)
     return n ? s / n : NAN;
 }
 
-/* The preset's keys (comment lines dropped): what decides whether an old
- * folder's result is this run's. */
-static void keys_only(const char *text, size_t len, strbuf *out)
+/* What decides whether an old folder's result is this run's: its preset
+ * read as tempo train reads it (a key it lacks, written by a tempo that had
+ * no such key, takes the default that tempo ran with), against the planned
+ * config, both as plan_preset_keys lines. -1 when the old one does not load. */
+static int same_config(const char *preset_path, const run_config *planned)
 {
-    const char *end = text + len;
-    for (const char *line = text; line < end;) {
-        const char *nl = memchr(line, '\n', (size_t)(end - line));
-        const char *next = nl ? nl + 1 : end;
-        if (line[0] != '#')
-            strbuf_append(out, line, (size_t)(next - line));
-        line = next;
-    }
+    run_config old;
+    tempo_error e;
+    run_config_defaults(&old);
+    if (run_config_load_preset(&old, preset_path, &e))
+        return 0;
+    strbuf a = {0}, b = {0};
+    plan_preset_keys(&old, &a);
+    plan_preset_keys(planned, &b);
+    int same = a.len == b.len && a.data && b.data && !memcmp(a.data, b.data, a.len);
+    strbuf_free(&a);
+    strbuf_free(&b);
+    return same;
 }
 
 static void run_name(const plan_validate_options *vo, const plan_candidate *c, int seed, char *out, size_t n)
@@ -82,28 +88,20 @@ static void run_name(const plan_validate_options *vo, const plan_candidate *c, i
              m->context, c->cfg.batch_size, c->cfg.memory_order, seed);
 }
 
-/* 1 when dir holds a finished run of this preset text and budget (*s filled). */
-static int already_done(const char *dir, const strbuf *preset, double budget_s, run_result_summary *s)
+/* 1 when dir holds a finished run of this config and budget (*s filled). */
+static int already_done(const char *dir, const run_config *planned, double budget_s, run_result_summary *s)
 {
     char path[1400];
     char *text = NULL;
     size_t len = 0;
     tempo_error e;
     int done = 0;
-    if (file_read_all(path_join(path, sizeof path, dir, "preset.conf"), &text, &len, 1 << 20, &e))
+    if (!path_exists(path_join(path, sizeof path, dir, "preset.conf")) || !same_config(path, planned))
         return 0;
-    strbuf a = {0}, b = {0};
-    keys_only(text, len, &a);
-    keys_only(preset->data, preset->len, &b);
-    free(text);
-    text = NULL;
-    if (a.len == b.len && a.data && b.data && !memcmp(a.data, b.data, a.len) &&
-        !file_read_all(path_join(path, sizeof path, dir, "result.json"), &text, &len, 1 << 20, &e) &&
+    if (!file_read_all(path_join(path, sizeof path, dir, "result.json"), &text, &len, 1 << 20, &e) &&
         !run_result_read(text, len, s, &e) && isfinite(s->val_bpb) && s->budget_seconds == budget_s)
         done = 1;
     free(text);
-    strbuf_free(&a);
-    strbuf_free(&b);
     return done;
 }
 
@@ -127,7 +125,7 @@ static int train_one(const plan_validate_options *vo, const chip_profile *chip, 
     strbuf preset = {0};
     plan_preset_text(&row->pred, chip, po, &preset);
     run_result_summary s;
-    int reused = already_done(dir, &preset, vo->budget_s, &s);
+    int reused = already_done(dir, &row->pred.cfg, vo->budget_s, &s);
     if (!reused) {
         if (path_exists(dir) && dir_remove_tree(dir, err))
             goto fail_start;

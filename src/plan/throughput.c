@@ -113,10 +113,25 @@ int throughput_predict(const run_config *cfg, const chip_profile *chip, int rank
     }
     p->overhead_s += chip->step_overhead_ms * 1e-3;
     p->step_s += chip->step_overhead_ms * 1e-3;
+    p->passes = micro;
+    p->fixed_s = chip->step_overhead_ms * 1e-3;
     if (ranks > 1) {
-        /* ring all-reduce of the fp32 gradients: 2 (r-1)/r of the buffer each way */
-        double bytes = f * P * 2.0 * (ranks - 1) / ranks;
-        p->allreduce_s = bytes / (chip->link_gbs * 1e9) + 2.0 * (ranks - 1) * chip->link_latency_us * 1e-6;
+        /* the trainer's default: the fp32 gradient reduced span by span beside the backward pass, ring
+         * all-reduces over the chip's link (plan/comm_model.h); only the part the step waits for counts */
+        double spans[COMM_MAX_SPANS];
+        int n_spans = comm_grad_spans(mc, spans, COMM_MAX_SPANS);
+        comm_step_parts parts;
+        throughput_comm_parts(p, &parts);
+        link_model link = {"chip", chip->link_gbs, chip->link_latency_us};
+        comm_step cs;
+        if (n_spans == 0) {   /* more layers than spans kept: one collective after the pass */
+            spans[0] = P;
+            comm_project(&parts, spans, 1, ranks, 0, 0, &link, &cs);
+        } else {
+            comm_project(&parts, spans, n_spans, ranks, 0, 1, &link, &cs);
+        }
+        p->allreduce_total_s = cs.comm_s;
+        p->allreduce_s = cs.exposed_s;
         p->step_s += p->allreduce_s;
     }
     p->tokens_per_step = (double)cfg->batch_size * T;
@@ -125,6 +140,16 @@ int throughput_predict(const run_config *cfg, const chip_profile *chip, int rank
     double act = (double)(mb < R ? mb : R) * T * (L * (10 * C + 3 * F) + 4 * C) * f;
     p->memory_gb = (16 * P + act) / 1e9;
     return 0;
+}
+
+void throughput_comm_parts(const step_prediction *p, comm_step_parts *out)
+{
+    double bwd = p->seconds[OP_GEMM_BWD] + p->seconds[OP_ATTN_BWD] +
+                 0.5 * (p->seconds[OP_NORM] + p->seconds[OP_ROPE] + p->seconds[OP_ACTIVATION]);
+    out->optimizer_s = p->seconds[OP_OPTIMIZER] + p->seconds[OP_GRAD_NORM];
+    out->fixed_s = p->fixed_s;
+    out->compute_s = p->step_s - p->allreduce_s - out->optimizer_s - out->fixed_s;
+    out->last_backward_s = bwd / (p->passes > 0 ? p->passes : 1);
 }
 
 double throughput_memory_build_s(double tokens, double s_per_mtok)

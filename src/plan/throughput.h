@@ -6,7 +6,8 @@
  * efficiencies (plan/chip.h). The optimizer is two phases: an element-wise
  * stream over the parameters (at the gradient norm's efficiency) and, with
  * Muon, the Newton-Schulz FLOPs (at the optimizer's). Beside the step: the data-parallel all-reduce
- * of the gradients over a ring of `ranks` chips, and the count memory's
+ * of the gradients over a ring of `ranks` chips, overlapped with the backward pass as the trainer
+ * runs it (plan/comm_model.h), and the count memory's
  * build time. Calibration (measuring the efficiencies on this machine) runs
  * `bench train` and lives here too; printing belongs to the CLI. */
 #ifndef TEMPO_PLAN_THROUGHPUT_H
@@ -16,6 +17,7 @@
 #include "core/op_profile.h"
 #include "core/strbuf.h"
 #include "plan/chip.h"
+#include "plan/comm_model.h"
 #include "train/run_config.h"
 
 typedef struct {
@@ -25,7 +27,10 @@ typedef struct {
     double roofline_s[OP_COUNT];
     double seconds[OP_COUNT];   /* predicted */
     double step_s;              /* sum of the ops + step overhead + all-reduce */
-    double allreduce_s;
+    double allreduce_s;         /* the all-reduce's time the step waits for (overlapped with the backward pass) */
+    double allreduce_total_s;   /* its whole time */
+    double passes;              /* forward/backward passes (micro-batches) per step on a rank */
+    double fixed_s;             /* the chip's per-step overhead */
     double optimizer_stream_s;  /* the optimizer's element-wise phase (in seconds[OP_OPTIMIZER]) */
     double tokens_per_step;     /* all ranks */
     double tokens_per_s;
@@ -40,6 +45,11 @@ typedef struct {
  * `ranks` chips (>= 1; batch_size split evenly over them). */
 int throughput_predict(const run_config *cfg, const chip_profile *chip, int ranks, step_prediction *p,
                        tempo_error *err);
+
+/* The step's parts the communication model needs (plan/comm_model.h):
+ * compute, the last micro-batch's backward pass, the optimizer, the fixed
+ * overhead, from a prediction (without its all-reduce). */
+void throughput_comm_parts(const step_prediction *p, comm_step_parts *out);
 
 /* Seconds to build a count memory of `order` over `tokens` training tokens
  * on the host CPU (linear in tokens; s_per_mtok is the measured seconds per

@@ -2,7 +2,8 @@
 # plan_validate.sh - `tempo plan --validate` end to end on the tiny fixture
 # with a 3 s budget: the plan and its four neighbours are trained (one seed),
 # the report and validate.json say predicted against measured; run again with
-# two seeds, the first seed's runs are reused and only the second's trained;
+# two seeds, the first seed's runs are reused and only the second's trained
+# (also when a preset lacks a key whose default the plan keeps);
 # bulky files are removed unless --keep-runs; bad input is one line. The
 # figures themselves mean nothing here (a 3 s budget on a tiny corpus): the
 # real validation is in docs/planner.md.
@@ -42,6 +43,15 @@ ls "$W"/b3-*/memory.bin "$W"/b3-*/model.safetensors 2>/dev/null && fail "bulky f
 [ "$(ls -d "$W"/b3-*-s2 | wc -l)" -eq 5 ] || fail "expected 5 seed-2 folders"
 [ "$(ls "$W"/b3-*-s2/model.safetensors | wc -l)" -eq 5 ] || fail "--keep-runs removed the models"
 grep -Eq '^plan .* 2/2 ' "$E2E_TMP/v2.txt" || fail "the plan row does not say 2/2 seeds: $(cat "$E2E_TMP/v2.txt")"
+
+# a finished folder whose preset lacks a key (written by a tempo that had no such key) took that key's
+# default: with the planned value equal to it, the run is still reused
+P2=$(ls -d "$W"/b3-*-s2 | head -1)
+grep -q '^overlap_comm = true' "$P2/preset.conf" || fail "the preset lacks overlap_comm: $(cat "$P2/preset.conf")"
+sed -i '/^overlap_comm = /d' "$P2/preset.conf"
+"$TEMPO" plan --validate --budget 3s --data "$D" --seeds 2 --threads 1 --work "$W" --keep-runs \
+    >/dev/null 2>"$E2E_TMP/v2b.log" || fail "--validate after removing a default key failed"
+[ "$(grep -c 'reused' "$E2E_TMP/v2b.log")" -eq 10 ] || fail "a preset without a default key was retrained: $(cat "$E2E_TMP/v2b.log")"
 
 # an edited preset in a finished folder is not taken as done: that run is trained again
 P1=$(ls -d "$W"/b3-*-s1 | head -1)

@@ -1,18 +1,23 @@
 /* fuzz_plan_files.c - libFuzzer harness for the planner's readers of outside
- * files (src/plan/): chip profiles (byte 0 even; parsed without a path, so
- * an `efficiencies =` include is refused, never opened), the fitted
+ * files (src/plan/): chip profiles (byte 0 even, bit 2 clear; parsed without
+ * a path, so an `efficiencies =` include is refused, never opened), link
+ * specs of `bench scale --link` (byte 0 even, bit 2 set: the rest as a
+ * string up to its first NUL), the fitted
  * scaling law (byte 0 odd, bit 1 clear) and the hybrid relation (byte 0
  * odd, bit 1 set). Any input must parse or be refused with one
  * error, never crash or leak; what parses keeps the readers' promises: a
  * chip has a positive peak, bandwidth, memory, SRAM, cores and link, and
  * every op efficiency in (0, 1]; a law has n_min <= n_max, d_min <= d_max
  * and evaluates to a finite bpb inside its range; a hybrid relation has a
- * positive pivot and never predicts worse than the transformer it mixes. */
+ * positive pivot and never predicts worse than the transformer it mixes; a
+ * link has a bandwidth in (0, 1e6] and a latency in [0, 1e6], and its
+ * collectives' times are finite and non-negative. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "plan/chip.h"
+#include "plan/comm_model.h"
 #include "plan/quality.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -21,7 +26,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     tempo_error err;
     const char *text = (const char *)data + 1;
-    if (!(data[0] & 1)) {
+    if (!(data[0] & 1) && (data[0] & 4)) {
+        char spec[256];
+        size_t n = size - 1 < sizeof spec - 1 ? size - 1 : sizeof spec - 1;
+        memcpy(spec, text, n);
+        spec[n] = 0;
+        link_model l;
+        if (link_model_parse(&l, spec, &err))
+            return 0;
+        double t = comm_allreduce_s(1e9, 1024, &l);
+        if (!(l.gbs > 0 && l.gbs <= 1e6 && l.latency_us >= 0 && l.latency_us <= 1e6) || !(isfinite(t) && t >= 0))
+            __builtin_trap();
+    } else if (!(data[0] & 1)) {
         chip_profile c;
         if (chip_parse(&c, text, size - 1, NULL, &err))
             return 0;
