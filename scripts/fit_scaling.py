@@ -33,6 +33,7 @@ import json
 import math
 import random
 import statistics
+import textwrap
 
 
 def solve(rows, ys):
@@ -276,18 +277,22 @@ def hybrid(args):
         return min(t, lim - slope * max(0.0, pivot - t))
     res = [h - relation(o, t) for o, t, h in working if o in icpt]
     res_sd = math.sqrt(sum(e * e for e in res) / max(1, len(res) - len(orders) - 1))
+    names = textwrap.wrap(", ".join(p.split("/")[-2] for p, _ in runs) + ".", 96)
+    t_lo, t_hi = min(t for _, t, _ in working), max(t for _, t, _ in working)
+    refit = ["--runs '%s'" % g for g in args.runs] + ["--timing-runs '%s'" % g for g in args.timing_runs]
     lines = [
         "# The hybrid model's val bpb from its transformer's (src/plan/quality.h):",
         "#   hybrid = min(t, limit_K - slope * max(0, pivot - t)),  K the count memory's order,",
-        "# fitted by scripts/fit_scaling.py to %d 10-minute runs of the cpu-default shape (d 192, 4" % len(runs),
-        "# layers) on the full val set: %s." % ", ".join(p.split("/")[-2] for p, _ in runs),
+        "# fitted by scripts/fit_scaling.py to %d runs (their folders below: 10-minute runs of the" % len(runs),
+        "# cpu-default shape and `tempo plan --validate` runs, bNNN = budget) on the full val set:",
+    ] + ["#   " + n for n in names] + [
         "# slope: pooled over the runs with a working transformer (t < 2.5, an intercept per order);",
         "# limit.%d: the run(s) whose transformer was useless (t >= 2.5); the other orders' limits at" % o0,
-        "# the same pivot. Crude: the transformers' bpb span only 1.91-2.04 (plus one at 3.45), so",
-        "# the relation is a line through few points; far below t = 1.9 it is an extrapolation.",
+        "# the same pivot. Crude: the working transformers' bpb span only %.2f-%.2f, so the relation" % (t_lo, t_hi),
+        "# is a line through few points; outside that span it is an extrapolation.",
         "# Caches and match models as in those runs (cache order 4-8).",
-        "# Re-fit: python3 scripts/fit_scaling.py %s --hybrid-out THIS_FILE"
-        % " ".join(["--runs '%s'" % g for g in args.runs] + ["--timing-runs '%s'" % g for g in args.timing_runs]),
+        "# Re-fit (one command): python3 scripts/fit_scaling.py \\",
+    ] + ["#     %s \\" % a for a in refit] + ["#     --hybrid-out THIS_FILE"] + [
         "pivot = %.4f" % pivot,
         "slope = %.4f" % slope,
         "residual_sd = %.4f    # of the %d working runs around the relation" % (res_sd, len(res)),
