@@ -1,4 +1,5 @@
-/* cli.c - error reporting and result printing shared by subcommands. */
+/* cli.c - error reporting, flag parsing, preset loading and result printing
+ * shared by subcommands. */
 #include "cli/cli.h"
 
 #include <errno.h>
@@ -53,6 +54,19 @@ int cli_parse_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, ui
     tempo_error err;
     tempo_error_clear(&err);
     return number_parse_size(flag, v, lo, hi, out, &err) ? cli_report(&err) : 0;
+}
+
+int cli_load_preset(const char *name, const char *const *sets, int n_sets, int vocab, run_config *c,
+                    tempo_error *err)
+{
+    run_config_defaults(c);
+    if (run_config_load_preset(c, name, err))
+        return -1;
+    for (int i = 0; i < n_sets; i++)
+        if (run_config_set_pair(c, sets[i], err))
+            return -1;
+    c->model.vocab_size = vocab;
+    return run_config_finish(c, err);
 }
 
 int cli_emit_result(const strbuf *json, const char *out_dir)

@@ -50,10 +50,12 @@ int bench_train_main(int argc, char **argv);
 int bench_allreduce_main(int argc, char **argv);
 int bench_scale_main(int argc, char **argv);
 /* From cmd_plan.c, shared with bench scale: configs/REL as found from
- * $TEMPO_CONFIGS, beside the executable, or ./configs; and a preset with the
- * vocabulary set, finished. */
+ * $TEMPO_CONFIGS, beside the executable, or ./configs. */
 void plan_find_config(const char *rel, char *out, size_t n);
-int plan_load_preset(const char *name, int vocab, run_config *c, tempo_error *err);
+/* A preset (name or path) on top of the defaults, then the "key=value"
+ * pairs sets[0..n_sets) and the vocabulary, finished (run_config_finish). */
+int cli_load_preset(const char *name, const char *const *sets, int n_sets, int vocab, run_config *c,
+                    tempo_error *err);
 /* "1,2" -> thread counts in out[0..max-1]; returns how many, or 0 / -1 on a
  * bad list (each count in [1, NUMBER_MAX_THREADS]). */
 int cli_parse_thread_list(const char *text, int *out, int max);

@@ -231,11 +231,7 @@ static int kernels_load(const kernels_args *k, kernels_job *job)
         if (job->n_cfgs == MAX_PRESETS)
             return cli_usage_error("bench kernels: --presets: at most %d", MAX_PRESETS);
         run_config *rc = &job->cfgs[job->n_cfgs++];
-        run_config_defaults(rc);
-        if (run_config_load_preset(rc, name, &err))
-            return cli_report(&err);
-        rc->model.vocab_size = (int)k->vocab;
-        if (run_config_finish(rc, &err))
+        if (cli_load_preset(name, NULL, 0, (int)k->vocab, rc, &err))
             return cli_report(&err);
         job->n_shapes += bench_gemm_preset_shapes(rc, job->shapes + job->n_shapes, MAX_SHAPES - job->n_shapes);
     }

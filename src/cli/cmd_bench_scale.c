@@ -37,6 +37,14 @@ static void usage(FILE *f)
             "  time, with asynchronous progress: the assumptions are in plan/comm_model.h.\n");
 }
 
+static void scale_parts(comm_step_parts *p, double k)
+{
+    p->compute_s *= k;
+    p->last_backward_s *= k;
+    p->optimizer_s *= k;
+    p->fixed_s *= k;
+}
+
 /* The step's parts on `ranks` ranks, scaled to a measured one-rank step when k != 1. */
 static int parts_for(const run_config *cfg, const chip_profile *chip, int ranks, double k, comm_step_parts *out,
                      double *tokens_per_step, tempo_error *err)
@@ -45,10 +53,7 @@ static int parts_for(const run_config *cfg, const chip_profile *chip, int ranks,
     if (throughput_predict(cfg, chip, ranks, &p, err))
         return -1;
     throughput_comm_parts(&p, out);
-    out->compute_s *= k;
-    out->last_backward_s *= k;
-    out->optimizer_s *= k;
-    out->fixed_s *= k;
+    scale_parts(out, k);
     *tokens_per_step = p.tokens_per_step;
     return 0;
 }
@@ -120,14 +125,7 @@ int bench_scale_main(int argc, char **argv)
     run_config cfg;
     if (chip_load(&chip, chip_path, &err))
         return cli_report(&err);
-    run_config_defaults(&cfg);
-    if (run_config_load_preset(&cfg, preset, &err))
-        return cli_report(&err);
-    for (int i = 0; i < n_sets; i++)
-        if (run_config_set_pair(&cfg, sets[i], &err))
-            return cli_report(&err);
-    cfg.model.vocab_size = (int)vocab;
-    if (run_config_finish(&cfg, &err))
+    if (cli_load_preset(preset, sets, n_sets, (int)vocab, &cfg, &err))
         return cli_report(&err);
     link_model link = {"", chip.link_gbs, chip.link_latency_us};
     snprintf(link.name, sizeof link.name, "%s link", chip.name);
@@ -142,11 +140,10 @@ int bench_scale_main(int argc, char **argv)
     double tokens1, k = 1;
     if (parts_for(&cfg, &chip, 1, 1, &one, &tokens1, &err))
         return cli_report(&err);
-    double predicted1 = one.compute_s + one.optimizer_s + one.fixed_s;
-    if (step_ms > 0)
-        k = step_ms * 1e-3 / predicted1;
-    if (parts_for(&cfg, &chip, 1, k, &one, &tokens1, &err))
-        return cli_report(&err);
+    if (step_ms > 0) {
+        k = step_ms * 1e-3 / (one.compute_s + one.optimizer_s + one.fixed_s);
+        scale_parts(&one, k);
+    }
     const double tps1 = tokens1 / (one.compute_s + one.optimizer_s + one.fixed_s);
     double floats = 0;
     for (int i = 0; i < n_spans; i++)

@@ -184,14 +184,7 @@ static int train_parse(int argc, char **argv, train_args *t)
 /* The preset with the --set pairs and the vocabulary applied. */
 static int train_config(const train_args *t, run_config *cfg, tempo_error *err)
 {
-    run_config_defaults(cfg);
-    if (run_config_load_preset(cfg, t->preset, err))
-        return -1;
-    for (int i = 0; i < t->n_sets; i++)
-        if (run_config_set_pair(cfg, t->sets[i], err))
-            return -1;
-    cfg->model.vocab_size = t->vocab;
-    return run_config_finish(cfg, err);
+    return cli_load_preset(t->preset, t->sets, t->n_sets, t->vocab, cfg, err);
 }
 
 /* One bench_train_run at thread index k, its line printed and its speed

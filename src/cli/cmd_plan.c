@@ -101,14 +101,6 @@ static int load_scaling(const char *law_arg, const char *hybrid_arg, quality_law
     return quality_law_load(law, law_path, err) || quality_hybrid_load(hybrid, hybrid_path, err) ? -1 : 0;
 }
 
-int plan_load_preset(const char *name, int vocab, run_config *c, tempo_error *err)
-{
-    run_config_defaults(c);
-    if (run_config_load_preset(c, name, err))
-        return -1;
-    c->model.vocab_size = vocab;
-    return run_config_finish(c, err);
-}
 
 /* The chip file with its `efficiencies =` line replaced by the calibration
  * of the measurements m[] other than m[skip]: a leave-one-out prediction
@@ -158,7 +150,7 @@ static int measure_presets(const char *list, const chip_profile *chip, int vocab
         if (n == 16)
             return cli_usage_error("plan: at most 16 presets");
         run_config c;
-        if (plan_load_preset(p, vocab, &c, &err) || throughput_measure(&c, chip, threads, steps, &m[n], &err))
+        if (cli_load_preset(p, NULL, 0, vocab, &c, &err) || throughput_measure(&c, chip, threads, steps, &m[n], &err))
             return cli_report(&err);
         cfgs[n] = c;
         fprintf(stderr, "plan: %s measured %.0f tokens/s, predicted %.0f\n", p, m[n].measured_tokens_per_s,
@@ -289,7 +281,7 @@ static int write_plot(const char *path, const char *chip_list, const char *law_a
     run_config base;
     int n_chips = plan_plot_load_chips(chip_list, dir, chips, PLAN_PLOT_MAX_CHIPS, &err);
     if (n_chips < 0 || load_scaling(law_arg, hybrid_arg, &law, &hybrid, &err) ||
-        plan_load_preset("cpu-transformer", o->vocab_size, &base, &err))
+        cli_load_preset("cpu-transformer", NULL, 0, o->vocab_size, &base, &err))
         return cli_report(&err);
     int n = plan_plot_points(&base, chips, n_chips, &law, &hybrid, o, budgets, n_budgets, points,
                              PLAN_PLOT_MAX_POINTS, &err);
@@ -403,7 +395,7 @@ int cmd_plan(int argc, char **argv)
         vo.threads = threads;
     }
     run_config base;
-    if (plan_load_preset("cpu-transformer", o.vocab_size, &base, &err))
+    if (cli_load_preset("cpu-transformer", NULL, 0, o.vocab_size, &base, &err))
         return cli_report(&err);
     plan_result r;
     if (plan_search(&base, &chip, &law, &hybrid, &o, &r, &err))
