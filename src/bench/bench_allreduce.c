@@ -35,6 +35,15 @@ int bench_allreduce_run(dist_context *d, const size_t *sizes, int n_sizes, int i
             if (!rc) rc = dist_allreduce_sum_f32(d, x, n, err);
             if (k >= 0) t[k] = timer_now() - t0;
         }
+        /* the figures are of a correct sum: small integers, so the float sums are exact in any order */
+        for (size_t i = 0; i < n && !rc; i++)
+            x[i] = (float)(i % 13 + (size_t)d->rank);
+        if (!rc) rc = dist_allreduce_sum_f32(d, x, n, err);
+        const float base = (float)d->world * (float)(d->world - 1) / 2;
+        for (size_t i = 0; i < n && !rc; i++)
+            if (x[i] != (float)d->world * (float)(i % 13) + base)
+                rc = tempo_fail(err, "bench allreduce: the sum of %zu bytes is wrong at float %zu (%g)", r->bytes, i,
+                                (double)x[i]);
         if (!rc) {
             r->seconds = bench_percentile(t, iters, 0.5);
             r->algbw_gbps = (double)r->bytes / r->seconds * 1e-9;

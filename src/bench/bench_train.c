@@ -190,7 +190,7 @@ int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_e
     if (train_optimizer_create(&s.opt, s.m, &cfg->optim, err))
         goto out;
     s.opt_ready = 1;
-    if (train_reduce_init(&s.reduce, s.dist, s.m, cfg->overlap_comm, NULL, NULL, NULL, err))
+    if (train_reduce_init(&s.reduce, s.dist, s.m, cfg->overlap_comm, NULL, NULL, err))
         goto out;
     s.reduce_ready = 1;
     size_t bt = (size_t)cfg->micro_batch * cfg->model.context;

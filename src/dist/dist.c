@@ -2,6 +2,8 @@
  * world of one whose collectives do nothing. */
 #include "dist/dist.h"
 
+#include "core/number.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,10 +43,26 @@ const char *dist_library_version(char *buf, size_t n)
     return buf;
 }
 
+/* d->piece: DIST_PIECE_FLOATS, or TEMPO_MPI_PIECE_FLOATS when set. */
+static int piece_from_env(dist_context *d, tempo_error *err)
+{
+    d->piece = DIST_PIECE_FLOATS;
+    const char *v = getenv("TEMPO_MPI_PIECE_FLOATS");
+    long long p;
+    if (!v)
+        return 0;
+    if (number_parse_int("TEMPO_MPI_PIECE_FLOATS", v, 1, (long long)1 << 30, &p, err))
+        return -1;
+    d->piece = (size_t)p;
+    return 0;
+}
+
 int dist_init(dist_context *d, int *argc, char ***argv, tempo_error *err)
 {
     memset(d, 0, sizeof *d);
     d->world = 1;
+    if (piece_from_env(d, err))
+        return -1;
     if (launcher_world() == 0)
         return 0;
     int provided;
@@ -97,8 +115,8 @@ int dist_allreduce_sum_f32(dist_context *d, float *x, size_t n, tempo_error *err
 {
     if (d->world <= 1)
         return 0;
-    /* counts are int: large buffers go in pieces */
-    const size_t piece = (size_t)1 << 30;
+    /* in pieces: Open MPI's all-reduce of one long buffer is slow (dist.h) */
+    const size_t piece = d->piece;
     for (size_t at = 0; at < n; at += piece) {
         int cnt = (int)(n - at < piece ? n - at : piece);
         /* blocking: a non-blocking collective advances only inside MPI calls, so a
@@ -195,24 +213,31 @@ static int span_counts(const dist_context *d, const size_t *begin, const size_t 
     return 0;
 }
 
-int dist_reduce_scatter_mean_f32(dist_context *d, float *x, const size_t *begin, const size_t *len, float *scratch,
+/* x[a, a + n) summed into rank owner's x (in place there). */
+static int reduce_to(dist_context *d, float *x, size_t a, size_t n, int owner)
+{
+    if (owner == d->rank)
+        return MPI_Reduce(MPI_IN_PLACE, x + a, (int)n, MPI_FLOAT, MPI_SUM, owner, MPI_COMM_WORLD);
+    return MPI_Reduce(x + a, NULL, (int)n, MPI_FLOAT, MPI_SUM, owner, MPI_COMM_WORLD);
+}
+
+int dist_reduce_scatter_mean_f32(dist_context *d, float *x, const size_t *begin, const size_t *len,
                                  tempo_error *err)
 {
     if (d->world <= 1)
         return 0;
-    int *counts, *displs;
-    if (span_counts(d, begin, len, &counts, &displs, err))
-        return -1;
-    /* the spans start at begin[0] and follow each other: x + begin[0] is the send buffer */
-    int rc = MPI_Reduce_scatter(x + begin[0], scratch, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    free(counts);
-    free(displs);
-    if (rc != MPI_SUCCESS)
-        return tempo_fail(err, "mpi: reduce-scatter failed");
+    /* each owner's span, in pieces, reduced to it: one MPI_Reduce_scatter of a long buffer is slow (dist.h),
+     * and these are the overlapped path's collectives, so both give the same sums */
+    for (int r = 0; r < d->world; r++)
+        for (size_t at = 0; at < len[r]; at += d->piece) {
+            size_t cnt = len[r] - at < d->piece ? len[r] - at : d->piece;
+            if (reduce_to(d, x, begin[r] + at, cnt, r) != MPI_SUCCESS)
+                return tempo_fail(err, "mpi: reduce-scatter failed (rank %d's span of %zu floats)", r, len[r]);
+        }
     const float s = 1.0f / (float)d->world;
     float *mine = x + begin[d->rank];
     for (size_t i = 0; i < len[d->rank]; i++)
-        mine[i] = scratch[i] * s;
+        mine[i] *= s;
     return 0;
 }
 
@@ -246,11 +271,15 @@ int dist_gather_f32(dist_context *d, const float *mine, float *full, const size_
     return rc == MPI_SUCCESS ? 0 : tempo_fail(err, "mpi: gather failed");
 }
 
-int dist_overlap_init(dist_overlap *o, dist_context *d, int max_spans, tempo_error *err)
+int dist_overlap_init(dist_overlap *o, dist_context *d, int max_spans, size_t n_total, tempo_error *err)
 {
     memset(o, 0, sizeof *o);
     o->d = d;
-    o->cap = max_spans * (d->world > 1 ? d->world : 1);
+    /* a span cut at the owners' bounds and then into pieces: at most n / piece + 1 per owner it touches */
+    size_t cap = n_total / d->piece + (size_t)max_spans * (size_t)(d->world > 1 ? d->world : 1) + 1;
+    if (cap > (size_t)INT_MAX)
+        return tempo_fail(err, "mpi: %zu collectives a step are too many (TEMPO_MPI_PIECE_FLOATS too small)", cap);
+    o->cap = (int)cap;
     o->req = malloc(sizeof(MPI_Request) * (size_t)(o->cap > 0 ? o->cap : 1));
     if (!o->req)
         return tempo_fail(err, "mpi: out of memory");
@@ -275,7 +304,7 @@ void dist_overlap_begin(dist_overlap *o, float *x, size_t n, const size_t *begin
 
 /* One collective of the step: x[a, a + n) summed to every rank (owner < 0)
  * or to rank owner. */
-static void overlap_one(dist_overlap *o, size_t a, size_t n, int owner)
+static void overlap_piece(dist_overlap *o, size_t a, size_t n, int owner)
 {
     MPI_Request *req = o->req;
     int rc = MPI_ERR_OTHER;
@@ -293,6 +322,13 @@ static void overlap_one(dist_overlap *o, size_t a, size_t n, int owner)
         o->failed = 1;
         o->fail_n = n;
     }
+}
+
+/* x[a, a + n) in pieces (one long collective is slow: dist.h). */
+static void overlap_one(dist_overlap *o, size_t a, size_t n, int owner)
+{
+    for (size_t at = 0; at < n; at += o->d->piece)
+        overlap_piece(o, a + at, n - at < o->d->piece ? n - at : o->d->piece, owner);
 }
 
 void dist_overlap_start(dist_overlap *o, size_t off, size_t n)
@@ -349,6 +385,7 @@ int dist_init(dist_context *d, int *argc, char ***argv, tempo_error *err)
     (void)argv;
     memset(d, 0, sizeof *d);
     d->world = 1;
+    d->piece = DIST_PIECE_FLOATS;
     int w = launcher_world();
     if (w > 1)
         return tempo_usage(err, "mpi: started by mpirun as one of %d processes, but this tempo was built without "
@@ -406,10 +443,10 @@ int dist_broadcast_bytes(dist_context *d, void *buf, size_t n, int root, tempo_e
     return 0;
 }
 
-int dist_reduce_scatter_mean_f32(dist_context *d, float *x, const size_t *begin, const size_t *len, float *scratch,
+int dist_reduce_scatter_mean_f32(dist_context *d, float *x, const size_t *begin, const size_t *len,
                                  tempo_error *err)
 {
-    (void)d; (void)x; (void)begin; (void)len; (void)scratch; (void)err;
+    (void)d; (void)x; (void)begin; (void)len; (void)err;
     return 0;
 }
 
@@ -428,9 +465,9 @@ int dist_gather_f32(dist_context *d, const float *mine, float *full, const size_
     return 0;
 }
 
-int dist_overlap_init(dist_overlap *o, dist_context *d, int max_spans, tempo_error *err)
+int dist_overlap_init(dist_overlap *o, dist_context *d, int max_spans, size_t n_total, tempo_error *err)
 {
-    (void)max_spans; (void)err;
+    (void)max_spans; (void)n_total; (void)err;
     memset(o, 0, sizeof *o);
     o->d = d;
     return 0;

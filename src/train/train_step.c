@@ -102,15 +102,14 @@ static double gradient(model *m, int batch, int micro_batch, int T, train_batch_
 }
 
 int train_reduce_init(train_reduce *r, dist_context *d, const model *m, int overlap, const size_t *shard_begin,
-                      const size_t *shard_len, float *shard_scratch, tempo_error *err)
+                      const size_t *shard_len, tempo_error *err)
 {
     memset(r, 0, sizeof *r);
     r->dist = d;
     r->overlap = overlap && d && d->world > 1;
     r->shard_begin = shard_begin;
     r->shard_len = shard_len;
-    r->shard_scratch = shard_scratch;
-    return r->overlap ? dist_overlap_init(&r->ov, d, model_grad_spans(m), err) : 0;
+    return r->overlap ? dist_overlap_init(&r->ov, d, model_grad_spans(m), model_num_params(m), err) : 0;
 }
 
 void train_reduce_free(train_reduce *r)
@@ -134,7 +133,7 @@ int train_step_gradient_ranks(model *m, train_reduce *r, int batch, int micro_ba
         *loss = train_step_gradient(m, batch, micro_batch, T, next_batch, batch_ctx, inputs, targets, prof);
         double t0 = timer_now();
         int rc = r->shard_begin
-                     ? dist_reduce_scatter_mean_f32(r->dist, g, r->shard_begin, r->shard_len, r->shard_scratch, err)
+                     ? dist_reduce_scatter_mean_f32(r->dist, g, r->shard_begin, r->shard_len, err)
                      : dist_allreduce_mean_f32(r->dist, g, n, err);
         r->comm_s = timer_now() - t0;
         return rc;

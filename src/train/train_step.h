@@ -48,7 +48,6 @@ typedef struct {
     int overlap;                 /* 1: span by span inside the backward pass; 0: one collective after it */
     const size_t *shard_begin;   /* ZeRO-1: each rank gets the mean of its own span only (dist.h); */
     const size_t *shard_len;     /*   NULL: every rank gets the whole mean */
-    float *shard_scratch;        /* the blocking reduce-scatter's: this rank's span */
     dist_overlap ov;
     double comm_s;               /* seconds this rank spent inside collectives in the last step */
     /* the step in flight (the backward pass's callback) */
@@ -59,7 +58,7 @@ typedef struct {
 
 /* Sets r up for m's spans. Returns 0, or -1 when out of memory. */
 int train_reduce_init(train_reduce *r, dist_context *d, const model *m, int overlap, const size_t *shard_begin,
-                      const size_t *shard_len, float *shard_scratch, tempo_error *err);
+                      const size_t *shard_len, tempo_error *err);
 void train_reduce_free(train_reduce *r);
 
 /* train_step_gradient over this rank's batch rows, then (world > 1) the

@@ -54,7 +54,6 @@ typedef struct {
      * the state of its span only; every rank's span of the flat buffer */
     int sharded;
     size_t *shard_begin, *shard_len;
-    float *shard_scratch;        /* the reduce-scatter's receive buffer: this rank's span */
     train_reduce reduce;         /* the gradient's mean over the ranks (train_step.h) */
     int reduce_ready;
     double *slice_nats;          /* with ranks: the periodic val slice's per-token figures */
@@ -81,7 +80,6 @@ static void ctx_free(run_ctx *c)
     free(c->snap_v);
     free(c->shard_begin);
     free(c->shard_len);
-    free(c->shard_scratch);
     if (c->reduce_ready) train_reduce_free(&c->reduce);
     free(c->slice_nats);
     metrics_log_close(&c->metrics);
@@ -207,8 +205,7 @@ static int shard_setup(run_ctx *c, const run_config *cfg, tempo_error *err)
         return -1;
     c->shard_begin = malloc(sizeof(size_t) * (size_t)c->world);
     c->shard_len = malloc(sizeof(size_t) * (size_t)c->world);
-    c->shard_scratch = malloc(sizeof(float) * (c->opt.state_len ? c->opt.state_len : 1));
-    if (!c->shard_begin || !c->shard_len || !c->shard_scratch)
+    if (!c->shard_begin || !c->shard_len)
         return tempo_fail(err, "training: out of memory");
     for (int r = 0; r < c->world; r++) {
         int b, e;
@@ -298,7 +295,7 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
         return -1;
     c->opt_ready = 1;
     if (train_reduce_init(&c->reduce, c->dist, c->m, cfg->overlap_comm, c->sharded ? c->shard_begin : NULL,
-                          c->shard_len, c->shard_scratch, err))
+                          c->shard_len, err))
         return -1;
     c->reduce_ready = 1;
     memset(st, 0, sizeof *st);

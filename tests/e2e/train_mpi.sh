@@ -64,27 +64,35 @@ done
 #     gradient reduced as soon as it is final) and in one collective after the pass train alike, bit for bit:
 #     on 2 ranks every element's sum has the same two addends whichever collective forms it. With and
 #     without shard_optimizer (there the spans go to their owners), with 2 micro-batches per rank (the last
-#     one's spans take the 1/2 before they leave).
+#     one's spans take the 1/2 before they leave). The collectives go in pieces (dist.h); with pieces of 777
+#     floats (TEMPO_MPI_PIECE_FLOATS: hundreds of pieces a step, cut inside spans and shards) each run
+#     trains bit for bit as with whole spans, so the pieces cover every float once.
 for shard in false true; do
     OV=(--data "$D" --preset tiny-test --steps 10 --no-eval --threads 1 --seed 5 --set batch_size=8
         --set micro_batch=2 --set shard_optimizer=$shard)
     for ov in true false; do
         "${MPIRUN[@]}" "$TEMPO" train "${OV[@]}" --set overlap_comm=$ov --out "$E2E_TMP/ov-$shard-$ov" \
             > /dev/null 2> "$E2E_TMP/ov.err" || { cat "$E2E_TMP/ov.err" >&2; fail "2-rank run (overlap $ov, shard $shard) failed"; }
+        TEMPO_MPI_PIECE_FLOATS=777 "${MPIRUN[@]}" "$TEMPO" train "${OV[@]}" --set overlap_comm=$ov \
+            --out "$E2E_TMP/ovp-$shard-$ov" > /dev/null 2> "$E2E_TMP/ov.err" \
+            || { cat "$E2E_TMP/ov.err" >&2; fail "2-rank run in pieces (overlap $ov, shard $shard) failed"; }
     done
-    python3 - "$E2E_TMP/ov-$shard-true" "$E2E_TMP/ov-$shard-false" "$shard" <<'PY' || fail "overlapped and blocking gradient reductions differ (shard $shard)"
+    python3 - "$E2E_TMP/ov-$shard-true" "$E2E_TMP/ov-$shard-false" "$shard" "$E2E_TMP/ovp-$shard-true" \
+        "$E2E_TMP/ovp-$shard-false" <<'PY' || fail "overlapped, blocking and pieced gradient reductions differ (shard $shard)"
 import json, sys
-a_dir, b_dir, shard = sys.argv[1:]
+a_dir, b_dir, shard, ap_dir, bp_dir = sys.argv[1:]
 rows = lambda d: [(r["train_loss"], r["grad_norm"]) for r in map(json.loads, open(d + "/metrics.jsonl")) if "train_loss" in r]
 a, b = rows(a_dir), rows(b_dir)
 assert len(a) == len(b) == 10 and a == b, (a, b)
+assert rows(ap_dir) == a and rows(bp_dir) == b, (rows(ap_dir), rows(bp_dir), a)
 ra, rb = json.load(open(a_dir + "/result.json")), json.load(open(b_dir + "/result.json"))
 assert ra["overlap_comm"] is True and rb["overlap_comm"] is False, (ra["overlap_comm"], rb["overlap_comm"])
 def tensors(d):   # the safetensors data section (the header holds the config, which differs in overlap_comm)
     raw = open(d + "/model.safetensors", "rb").read()
     return raw[8 + int.from_bytes(raw[:8], "little"):]
 assert tensors(a_dir) == tensors(b_dir) and len(tensors(a_dir)) > 0
-print(f"shard {shard}: overlapped = blocking over 10 steps, bit for bit (losses, norms, final weights)")
+assert tensors(ap_dir) == tensors(a_dir) and tensors(bp_dir) == tensors(b_dir)
+print(f"shard {shard}: overlapped = blocking = in pieces of 777 floats over 10 steps, bit for bit (losses, norms, final weights)")
 PY
 done
 
@@ -190,12 +198,19 @@ PY
     || fail "2-rank sharded divergence guard: not one restore and 20 steps"
 
 # 5. tempo bench allreduce: one JSON line per size from rank 0, figures that hold together; one process refuses.
-"${MPIRUN[@]}" "$TEMPO" bench allreduce --sizes 4K,1M --iters 3 > "$E2E_TMP/ar.json" 2> "$E2E_TMP/ar.err" \
+#    The bench checks the sums it timed (exact small integers) and fails if one float is wrong; 9 MB is
+#    three pieces of the default 4 MB, and pieces of 1,000 floats cut 1 MB into 263.
+"${MPIRUN[@]}" "$TEMPO" bench allreduce --sizes 4K,1M,9M --iters 3 > "$E2E_TMP/ar.json" 2> "$E2E_TMP/ar.err" \
     || { cat "$E2E_TMP/ar.err" >&2; fail "bench allreduce failed"; }
+TEMPO_MPI_PIECE_FLOATS=1000 "${MPIRUN[@]}" "$TEMPO" bench allreduce --sizes 1M --iters 1 > /dev/null \
+    2> "$E2E_TMP/ar.err" || { cat "$E2E_TMP/ar.err" >&2; fail "bench allreduce in pieces of 1,000 floats failed"; }
+TEMPO_MPI_PIECE_FLOATS=0 "${MPIRUN[@]}" "$TEMPO" bench allreduce --sizes 1M > /dev/null 2> "$E2E_TMP/ar.err" \
+    && fail "TEMPO_MPI_PIECE_FLOATS=0 was accepted"
+grep -q "tempo: TEMPO_MPI_PIECE_FLOATS: 0 is out of range" "$E2E_TMP/ar.err" || fail "TEMPO_MPI_PIECE_FLOATS=0: no one-line error"
 python3 - "$E2E_TMP/ar.json" <<'PY' || fail "bench allreduce lines wrong"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-assert [r["bytes"] for r in rows] == [4096, 1048576], rows
+assert [r["bytes"] for r in rows] == [4096, 1048576, 9437184], rows
 for r in rows:
     assert r["ranks"] == 2 and r["seconds"] > 0 and r["memcpy_GBps"] > 0
     # printed rounded: seconds to 1e-9 (+-0.5 ns), GB/s to 3 decimals (+-0.0005); algbw = bytes / seconds
