@@ -87,6 +87,7 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
     if (dist && dist->world <= 1)
         dist = NULL;
     const int root = !dist || dist->rank == 0;
+    const int every_rank = cfg->memory_train_weight > 0;   /* every rank's batches ask the memory */
     memset(ms, 0, sizeof *ms);
     ms->holdout_start = train->n_tokens;
     /* orders the vocabulary allows, checked before any work (the cache's is first used at the end) */
@@ -101,7 +102,7 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
     if (dist && dist_broadcast_f64(dist, &load, 1, err))
         return -1;
     if (load != 0) {
-        if (!root)
+        if (!root && !every_rank)
             return 0;   /* only rank 0 reads through the memory */
         double t0 = timer_now();
         if (memory_file_load(&ms->memory, ms->path, (int)train->vocab_size, tokenizer_id, err))
@@ -139,11 +140,13 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
     ms->build_s = timer_now() - t0;
     ms->memory.tokenizer_id = tokenizer_id;
     ms->built = 1;
-    if (!root) {   /* the others train the transformer only */
+    if (!root && !every_rank) {   /* the others train the transformer only */
         ngram_memory_free(&ms->memory);
         return 0;
     }
     ms->has_memory = 1;
+    if (!root)
+        return 0;   /* rank 0 writes the file */
     if (progress)
         fprintf(progress, "count memory: %.1f s, %llu entries, %.2f GB\n", ms->build_s,
                 (unsigned long long)ngram_memory_entries(&ms->memory), (double)ngram_memory_bytes(&ms->memory) / 1e9);

@@ -46,7 +46,11 @@ int memory_stage_check(const run_config *cfg, const token_file *train, tempo_err
  * load or build; a build is split over the ranks (each counts its shards of
  * threads x world, the tables are broadcast from their owners: the same
  * memory as one process with that many threads), and only rank 0 keeps the
- * memory (the others free it: they train the transformer only). */
+ * memory (the others free it: they train the transformer only), unless
+ * memory_train_weight > 0: then every rank's batches ask the memory, so
+ * every rank keeps it (a load maps RUN_DIR/memory.bin on every rank: on
+ * several machines each needs the file in its run folder). Only rank 0
+ * writes it. */
 int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
                          const char *out_dir, int threads, int resume, FILE *progress, dist_context *dist,
                          tempo_error *err);

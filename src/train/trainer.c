@@ -274,9 +274,6 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
         if (local % cfg->micro_batch)
             return tempo_usage(err, "a rank's %d sequences per step do not split into micro-batches of %d",
                                local, cfg->micro_batch);
-        if (cfg->memory_train_weight > 0)
-            return tempo_usage(err, "memory_train_weight with %d ranks: not supported yet (one process only)",
-                               c->world);
     } else if (cfg->shard_optimizer && !o->resume) {
         /* a resumed sharded run may go on in one process (--resume-other-world): the state is whole */
         if (!dist_built_with_mpi())
@@ -486,7 +483,7 @@ static int start_run(run_ctx *c, const train_options *o, run_config *cfg, train_
     if (ls->budget <= 0 && ls->max_steps <= 0)
         return tempo_usage(err, "train: give a --budget or a --steps limit");
     res->startup_seconds = timer_now() - t_start;
-    /* every rank counts its shards of the count memory; rank 0 keeps it */
+    /* every rank counts its shards of the count memory; rank 0 keeps it (every rank with memory_train_weight) */
     if (memory_stage_prepare(&c->mem, cfg, &c->train, ngram_tokenizer_id(c->tok), o->out_dir, o->threads,
                              o->resume, c->rank == 0 ? o->progress : NULL, c->dist, err))
         return -1;

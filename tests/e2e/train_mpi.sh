@@ -150,6 +150,36 @@ PY
     || { cat "$E2E_TMP/hyb1.err" >&2; fail "1-process hybrid run failed"; }
 cmp "$E2E_TMP/hyb/memory.bin" "$E2E_TMP/hyb1/memory.bin" || fail "the 2-rank count memory differs from one process's"
 
+# 2d. Training inside the mixture (memory_train_weight): every rank keeps the memory it helped build and asks it
+#     (leave-one-out) for its own rows' prior, so 2 ranks on halves of each global batch train like one process on
+#     the whole batch, within the same 1e-6 as section 1 (the prior is per token: no new rounding). Rank 0 alone
+#     writes memory.bin. Stopped at step 5 and resumed, every rank maps the saved memory and the run ends bit for
+#     bit as one run straight through.
+MW=(--data "$D" --preset tiny-test --steps 10 --no-eval --threads 1 --seed 3 --set batch_size=8 --set micro_batch=4
+    --set memory_order=3 --set mixer_holdout=4096 --set memory_train_weight=0.5)
+"$TEMPO" train "${MW[@]}" --out "$E2E_TMP/mw1" > /dev/null 2> "$E2E_TMP/mw.err" \
+    || { cat "$E2E_TMP/mw.err" >&2; fail "1-process memory_train_weight run failed"; }
+"${MPIRUN[@]}" "$TEMPO" train "${MW[@]}" --out "$E2E_TMP/mw2" > /dev/null 2> "$E2E_TMP/mw.err" \
+    || { cat "$E2E_TMP/mw.err" >&2; fail "2-rank memory_train_weight run failed"; }
+"${MPIRUN[@]}" "$TEMPO" train "${MW[@]}" --out "$E2E_TMP/mw2p" --stop-at-step 5 > /dev/null 2> "$E2E_TMP/mw.err" \
+    || { cat "$E2E_TMP/mw.err" >&2; fail "2-rank memory_train_weight partial run failed"; }
+"${MPIRUN[@]}" "$TEMPO" train "${MW[@]}" --out "$E2E_TMP/mw2p" --resume > /dev/null 2> "$E2E_TMP/mw.err" \
+    || { cat "$E2E_TMP/mw.err" >&2; fail "2-rank memory_train_weight resume failed"; }
+cmp "$E2E_TMP/mw2/model.safetensors" "$E2E_TMP/mw2p/model.safetensors" \
+    || fail "2-rank memory_train_weight resume is not bit-identical"
+python3 - "$E2E_TMP/mw1" "$E2E_TMP/mw2" <<'PY' || fail "memory_train_weight: 2 ranks do not train like 1 process"
+import json, sys
+one, two = sys.argv[1:]
+rows = lambda d: [json.loads(l)["train_loss"] for l in open(d + "/metrics.jsonl") if '"train_loss"' in l]
+a, b = rows(one), rows(two)
+assert len(a) == len(b) == 10, (len(a), len(b))
+worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
+assert worst < 1e-6, f"worst relative loss difference {worst}"
+r2 = json.load(open(two + "/result.json"))
+assert r2["world_size"] == 2 and r2["memory_order"] == 3, r2
+print(f"memory_train_weight 0.5: 2 ranks = 1 process over 10 steps (worst relative loss difference {worst:.2e})")
+PY
+
 # 3. Bad input: a batch that does not divide among the ranks, one line from rank 0, exit 2.
 out=$("${MPIRUN[@]}" "$TEMPO" train --data "$D" --preset tiny-test --steps 2 --threads 1 --set batch_size=7 \
       --out "$E2E_TMP/bad" 2>&1 >/dev/null); rc=$?
