@@ -59,11 +59,21 @@ int model_config_validate(const model_config *c, tempo_error *err)
  * layer forward (the full-matrix convention would be 12 x L x T x d). The lm
  * head counts V x d_model even when tied (the product happens either way);
  * norms, RoPE, softmax and activations are not counted. */
+model_layer_params model_config_layer_params(const model_config *c)
+{
+    double C = c->d_model, D = model_config_head_dim(c), H = c->n_heads;
+    double K = c->n_kv_heads > 0 ? c->n_kv_heads : H;
+    model_layer_params p;
+    p.attn = C * H * D * 2 + C * K * D * 2;   /* wq, wo; wk, wv */
+    p.mlp = C * (double)c->d_ff * (c->mlp == MLP_SWIGLU ? 3 : 2);
+    p.norms = 2 * C + (c->qk_norm ? 2 * D : 0);
+    return p;
+}
+
 double model_flops_per_token(const model_config *c, int T)
 {
     double C = c->d_model, D = model_config_head_dim(c);
-    double attn_params = C * (c->n_heads * D) * 2 + C * (c->n_kv_heads * D) * 2;
-    double mlp_params = C * (double)c->d_ff * (c->mlp == MLP_SWIGLU ? 3 : 2);
-    double matmul = c->n_layers * (attn_params + mlp_params) + (double)c->vocab_size * C;
+    model_layer_params lp = model_config_layer_params(c);
+    double matmul = c->n_layers * (lp.attn + lp.mlp) + (double)c->vocab_size * C;
     return 6.0 * matmul + 6.0 * c->n_layers * (double)T * (c->n_heads * D);
 }

@@ -32,4 +32,14 @@ int model_config_validate(const model_config *c, tempo_error *err);
 /* d_model / n_heads. */
 int model_config_head_dim(const model_config *c);
 
+/* One layer's parameters (floats) by group: the attention's four
+ * projections, the MLP's matrices (three with SwiGLU, else two) and the
+ * norms' gains (two RMSNorms, and the q/k norms with qk_norm). n_kv_heads 0
+ * counts as n_heads. The one count the FLOP estimate, the throughput model
+ * and the communication model share. */
+typedef struct {
+    double attn, mlp, norms;
+} model_layer_params;
+model_layer_params model_config_layer_params(const model_config *c);
+
 #endif

@@ -55,10 +55,9 @@ int comm_grad_spans(const model_config *c, double *floats, int max)
     int L = c->n_layers;
     if (L + 2 > max || L < 0)
         return 0;
-    double C = c->d_model, H = c->n_heads, D = H > 0 ? C / H : 0, K = c->n_kv_heads > 0 ? c->n_kv_heads : H;
-    double F = c->d_ff, V = c->vocab_size;
-    double layer = 2 * C + C * H * D * 2 + C * K * D * 2 + C * F * (c->mlp == MLP_SWIGLU ? 3 : 2) +
-                   (c->qk_norm ? 2 * D : 0);
+    double C = c->d_model, V = c->vocab_size;
+    model_layer_params lp = model_config_layer_params(c);
+    double layer = lp.attn + lp.mlp + lp.norms;
     floats[0] = C + (c->tied_head ? 0 : V * C);
     for (int i = 1; i <= L; i++)
         floats[i] = layer;

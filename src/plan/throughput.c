@@ -39,9 +39,9 @@ int throughput_predict(const run_config *cfg, const chip_profile *chip, int rank
     int swiglu = mc->mlp == MLP_SWIGLU;
     int mb = cfg->micro_batch > 0 ? cfg->micro_batch : cfg->batch_size;
     double micro = ceil(R / (mb < R ? mb : R)); /* forward/backward passes per step on this rank */
-    double attn_w = C * H * D * 2 + C * K * D * 2, mlp_w = C * F * (swiglu ? 3 : 2);
-    double matrix_w = L * (attn_w + mlp_w);
-    double norm_w = L * (2 * C + (mc->qk_norm ? 2 * D : 0)) + C;
+    model_layer_params lp = model_config_layer_params(mc);
+    double matrix_w = L * (lp.attn + lp.mlp);
+    double norm_w = L * lp.norms + C;
     double embed_w = V * C, head_w = mc->tied_head ? 0 : V * C;
     double P = matrix_w + norm_w + embed_w + head_w;
     p->params = P;
