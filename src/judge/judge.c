@@ -891,10 +891,33 @@ static int describe_attempt(attempt_ctx *c, judge_attempt *a, tempo_error *e)
     return manifest_ok;
 }
 
+/* 1 when an executable `name` is in a folder of $PATH (as execvp would find it). */
+static int on_path(const char *name)
+{
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    char dir[PATH_MAX], full[PATH_MAX + 64];
+    while (*path) {
+        size_t n = strcspn(path, ":");
+        judge_fmt(dir, sizeof dir, "%.*s", (int)(n < sizeof dir - 1 ? n : sizeof dir - 1), path);
+        judge_fmt(full, sizeof full, "%s/%s", n ? dir : ".", name);
+        struct stat st;
+        if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && access(full, X_OK) == 0)
+            return 1;
+        path += n + (path[n] == ':');
+    }
+    return 0;
+}
+
 /* The data every run gets (and the validation fingerprint), then the attempt's own folder. */
 static int prepare_attempt(attempt_ctx *c, judge_attempt *a, int manifest_ok, tempo_error *err)
 {
     const judge_options *o = c->o;
+    /* the operator's machine lacks what the submission may ask for: not the submission's failure */
+    if (c->ranks > 1 && !on_path("mpirun"))
+        return tempo_fail(err, "judge: %s asks for %d ranks, and mpirun is not on PATH (install openmpi-bin)",
+                          a->submission, c->ranks);
     judge_data_options d = {0};
     d.tempo_bin = c->tempo_bin;
     d.corpus_dir = o->corpus_dir;

@@ -55,3 +55,14 @@ cat > "$S/cmd/manifest.json" <<'JSON'
 {"name": "ranks-cmd", "authors": ["e2e"], "description": "x", "phase": 2, "command": ["true"], "ranks": 2}
 JSON
 judge_expect "$S/cmd" failed '^manifest.json: "ranks" above 1 is for a phase-2 "preset" submission'
+
+# mpirun missing on the judge's machine: the operator's problem, not the submission's. One tempo: line,
+# exit 1, before any data is prepared, and nothing recorded against the submission.
+n_before=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from attempts').fetchone()[0])" "$J_TMP/lb.sqlite")
+out=$(PATH=/nonexistent "$TEMPO" judge --submission "$S/two" "${J_ARGS[@]}" --phase 2 2>&1 >/dev/null); rc=$?
+[ "$rc" = 1 ] || fail "judge without mpirun: exit $rc, not 1 ($out)"
+[ "$(echo "$out" | wc -l)" = 1 ] && echo "$out" | grep -q '^tempo: judge: two-ranks asks for 2 ranks, and mpirun is not on PATH' \
+    || fail "judge without mpirun: not one clear line: $out"
+n_after=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from attempts').fetchone()[0])" "$J_TMP/lb.sqlite")
+[ "$n_before" = "$n_after" ] || fail "judge without mpirun recorded an attempt ($n_before -> $n_after)"
+echo "ok: without mpirun: $out"
