@@ -163,6 +163,14 @@ static void env_addf(env_list *e, const char *name, const char *fmt, ...)
     env_add(e, name, v);
 }
 
+/* The PATH a submission's command runs with (and mpirun is looked up in):
+ * the judge's own, or a plain default when it has none. */
+static const char *child_path(void)
+{
+    const char *path = getenv("PATH");
+    return path ? path : "/usr/local/bin:/usr/bin:/bin";
+}
+
 /* What a submission's command sees: a clean environment (no TEMPO_DATA: it
  * would lead to the validation text) with the documented variables. */
 static void submission_env(env_list *e, const attempt_ctx *c, const char *run_dir, const char *out_dir,
@@ -170,12 +178,10 @@ static void submission_env(env_list *e, const attempt_ctx *c, const char *run_di
 {
     e->n = 0;
     e->items[0] = NULL;
-    const char *keep[] = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "XDG_CACHE_HOME",
-                          "TEMPO_HW_PROFILE"};
+    const char *keep[] = {"HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "XDG_CACHE_HOME", "TEMPO_HW_PROFILE"};
+    env_add(e, "PATH", child_path());
     for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
         env_add(e, keep[i], getenv(keep[i]));
-    if (!getenv("PATH"))
-        env_add(e, "PATH", "/usr/local/bin:/usr/bin:/bin");
     env_addf(e, "TMPDIR", "%s/tmp", run_dir);
     env_add(e, "TEMPO_DATA_DIR", c->data.dir);
     if (c->data.text_dir[0])
@@ -891,12 +897,10 @@ static int describe_attempt(attempt_ctx *c, judge_attempt *a, tempo_error *e)
     return manifest_ok;
 }
 
-/* 1 when an executable `name` is in a folder of $PATH (as execvp would find it). */
+/* 1 when an executable `name` is in a folder of the submission's PATH (as execvp would find it). */
 static int on_path(const char *name)
 {
-    const char *path = getenv("PATH");
-    if (!path || !*path)
-        path = "/usr/local/bin:/usr/bin:/bin";
+    const char *path = child_path();
     char dir[PATH_MAX], full[PATH_MAX + 64];
     while (*path) {
         size_t n = strcspn(path, ":");

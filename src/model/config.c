@@ -51,14 +51,6 @@ int model_config_validate(const model_config *c, tempo_error *err)
     return 0;
 }
 
-/* Training FLOPs per token (DESIGN.md section 4), forward + backward = 3 x forward:
- *   6 x (non-embedding matmul params + lm head params)
- *   + 6 x n_layers x T x (n_heads x head_dim)
- * The attention term counts the causal half only: our kernel skips masked key
- * tiles, so the QK^T and PV products cost 2 x 2 x (T/2) x d per token per
- * layer forward (the full-matrix convention would be 12 x L x T x d). The lm
- * head counts V x d_model even when tied (the product happens either way);
- * norms, RoPE, softmax and activations are not counted. */
 model_layer_params model_config_layer_params(const model_config *c)
 {
     double C = c->d_model, D = model_config_head_dim(c), H = c->n_heads;
@@ -70,6 +62,14 @@ model_layer_params model_config_layer_params(const model_config *c)
     return p;
 }
 
+/* Training FLOPs per token (DESIGN.md section 4), forward + backward = 3 x forward:
+ *   6 x (non-embedding matmul params + lm head params)
+ *   + 6 x n_layers x T x (n_heads x head_dim)
+ * The attention term counts the causal half only: our kernel skips masked key
+ * tiles, so the QK^T and PV products cost 2 x 2 x (T/2) x d per token per
+ * layer forward (the full-matrix convention would be 12 x L x T x d). The lm
+ * head counts V x d_model even when tied (the product happens either way);
+ * norms, RoPE, softmax and activations are not counted. */
 double model_flops_per_token(const model_config *c, int T)
 {
     double C = c->d_model, D = model_config_head_dim(c);
