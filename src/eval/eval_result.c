@@ -31,6 +31,7 @@ int eval_bpb_report_json(const eval_bpb_report *r, strbuf *out, tempo_error *err
     jsonw_field_int(&w, "match_length", r->match_length);
     jsonw_field_bool(&w, "adapt", r->adapt);
     jsonw_field_string(&w, "mixer", r->mixer_fitted ? "fitted" : "equal");
+    jsonw_field_number(&w, "bpb_linear", r->bpb_linear);
     jsonw_key(&w, "components");
     jsonw_object_begin(&w);
     for (int c = 0; c < MIX_N; c++) {

@@ -7,6 +7,7 @@
  * phase 1: {"bpb", "bits", "loss", "bytes", "tokens", "documents",
  *   "context", "stride", "seconds", "model_seconds", "mixture_seconds",
  *   "memory_order", "cache_order", "match_length", "adapt", "mixer",
+ *   "bpb_linear" (the mixture before its calibration stage),
  *   "components": {name: {"bpb", "weight"}}, "first_separator", "source"}
  * phase 2: {"phase": 2, "bpb", "core", "core_label", "core_entries",
  *   "core_of", "icl_limit", "decode_tokens_per_s", "prefill_tokens_per_s",
@@ -26,6 +27,7 @@ typedef struct {
     double bpb, bits, loss;
     uint64_t bytes, tokens, documents;
     int context, stride;
+    double bpb_linear;   /* the mixture before its calibration stage */
     double seconds, model_seconds, mixture_seconds;
     int memory_order, cache_order, match_length;
     int adapt, mixer_fitted;

@@ -81,6 +81,7 @@ int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_
     r->seconds = hr.seconds;
     r->model_seconds = hr.model.seconds;
     r->mixture_seconds = hr.mixture_seconds;
+    r->bpb_linear = hr.bpb_linear;
     r->adapt = use.adapt;
     for (int c = 0; c < MIX_N; c++) {
         r->component_bpb[c] = hr.bpb_component[c];

@@ -61,7 +61,7 @@ int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *
     if (dist && dist->rank != 0) {   /* the mixture is rank 0's */
         free(nats); free(top); free(confidence);
         res->bits = res->model.bits;
-        res->bpb = res->model.bpb;
+        res->bpb = res->bpb_linear = res->model.bpb;
         res->seconds = timer_now() - t0;
         return 0;
     }
@@ -71,7 +71,7 @@ int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *
         /* the transformer alone: its own figure, bit for bit */
         free(nats); free(top); free(confidence);
         res->bits = res->model.bits;
-        res->bpb = res->model.bpb;
+        res->bpb = res->bpb_linear = res->model.bpb;
         res->bpb_component[MIX_MODEL] = res->model.bpb;
         res->bpb_component[MIX_MEMORY] = res->bpb_component[MIX_CACHE] = res->bpb_component[MIX_MATCH] = NAN;
         res->mean_weight[MIX_MODEL] = 1;
@@ -95,6 +95,7 @@ int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *
     res->adapt = adapt;
     res->bits = t.bits;
     res->bpb = t.bits / (double)n_bytes;
+    res->bpb_linear = t.bits_linear / (double)n_bytes;
     res->present[MIX_MODEL] = 1;
     res->present[MIX_MEMORY] = o.memory != NULL;
     res->present[MIX_CACHE] = o.cache_order > 0;

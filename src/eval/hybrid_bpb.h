@@ -14,6 +14,7 @@
 typedef struct {
     bpb_result model;              /* the transformer alone (its bpb, seconds) */
     double bpb, bits;              /* the mixture */
+    double bpb_linear;             /* the mixture before its calibration stage (mixture.h) */
     double bpb_component[MIX_N];   /* each component alone (NaN when absent) */
     double mean_weight[MIX_N];     /* the mixer's mean weight per component */
     int present[MIX_N];

@@ -48,10 +48,14 @@ int mixer_init(mixer *mx, int memory_order, int cache_order, int match, double l
     for (int s = 0; s < MIX_SETS; s++)
         mx->theta[s] = calloc((size_t)mx->n_buckets[s] * MIX_N, sizeof(double));
     mx->phi = calloc((size_t)mx->n_final * MIX_SETS, sizeof(double));
-    if (!mx->theta[0] || !mx->theta[1] || !mx->theta[2] || !mx->phi) {
+    mx->n_calib = mx->match ? MATCH_LEN_BINS : 0;
+    mx->calib = malloc(sizeof(double) * CALIB_KNOTS * (size_t)(mx->n_calib ? mx->n_calib : 1));
+    if (!mx->theta[0] || !mx->theta[1] || !mx->theta[2] || !mx->phi || !mx->calib) {
         mixer_free(mx);
         return tempo_fail(err, "mixer: out of memory");
     }
+    for (int r = 0; r < mx->n_calib; r++)
+        calibration_identity(mx->calib + (size_t)r * CALIB_KNOTS);
     return 0;
 }
 
@@ -60,6 +64,7 @@ void mixer_free(mixer *mx)
     for (int s = 0; s < MIX_SETS; s++)
         free(mx->theta[s]);
     free(mx->phi);
+    free(mx->calib);
     memset(mx, 0, sizeof *mx);
 }
 
@@ -71,6 +76,7 @@ int mixer_copy(mixer *dst, const mixer *src, tempo_error *err)
     for (int s = 0; s < MIX_SETS; s++)
         memcpy(dst->theta[s], src->theta[s], sizeof(double) * (size_t)src->n_buckets[s] * MIX_N);
     memcpy(dst->phi, src->phi, sizeof(double) * (size_t)src->n_final * MIX_SETS);
+    memcpy(dst->calib, src->calib, sizeof(double) * CALIB_KNOTS * (size_t)src->n_calib);
     return 0;
 }
 
@@ -220,6 +226,10 @@ int mixer_save(const mixer *mx, const char *path, tempo_error *err)
     jsonw_array_end(&w);
     jsonw_key(&w, "final");
     put_rows(&w, mx->phi, mx->n_final, MIX_SETS);
+    if (mx->n_calib) {
+        jsonw_key(&w, "calibration");
+        put_rows(&w, mx->calib, mx->n_calib, CALIB_KNOTS);
+    }
     jsonw_object_end(&w);
     int rc = jsonw_finish(&w, err) ? tempo_error_prefix(err, path) : 0;
     if (rc == 0) {
@@ -230,20 +240,21 @@ int mixer_save(const mixer *mx, const char *path, tempo_error *err)
     return rc;
 }
 
-/* Read rows x width logits in -30..30 from a JSON array of arrays into x. */
-static int get_rows(const json_value *a, double *x, int rows, int width, const char *path, const char *what,
-                    tempo_error *err)
+/* Read rows x width numbers in lo..hi from a JSON array of arrays into x
+ * (what: the key, and what the rows hold). */
+static int get_rows(const json_value *a, double *x, int rows, int width, double lo, double hi, const char *path,
+                    const char *what, tempo_error *err)
 {
     if (!a || a->type != JSON_ARRAY || a->n != (size_t)rows)
-        return tempo_fail(err, "%s: %s: expected %d rows of logits", path, what, rows);
+        return tempo_fail(err, "%s: %s: expected %d rows of %d numbers", path, what, rows, width);
     for (size_t b = 0; b < a->n; b++) {
         const json_value *row = &a->items[b];
         if (row->type != JSON_ARRAY || row->n != (size_t)width)
             return tempo_fail(err, "%s: %s[%zu]: expected %d numbers", path, what, b, width);
         for (int i = 0; i < width; i++) {
             const json_value *v = &row->items[i];
-            if (v->type != JSON_NUMBER || !(fabs(v->number) <= 30))
-                return tempo_fail(err, "%s: %s[%zu][%d]: expected a number in -30..30", path, what, b, i);
+            if (v->type != JSON_NUMBER || !(v->number >= lo && v->number <= hi))
+                return tempo_fail(err, "%s: %s[%zu][%d]: expected a number in %g..%g", path, what, b, i, lo, hi);
             x[b * (size_t)width + (size_t)i] = v->number;
         }
     }
@@ -313,9 +324,16 @@ int mixer_load(mixer *mx, const char *path, tempo_error *err)
         goto out;
     }
     for (int k = 0; k < MIX_SETS; k++)
-        if (get_rows(&th->items[k], mx->theta[k], mx->n_buckets[k], MIX_N, path, mixer_set_names[k], err))
+        if (get_rows(&th->items[k], mx->theta[k], mx->n_buckets[k], MIX_N, -30, 30, path, mixer_set_names[k], err))
             goto out;
-    if (get_rows(json_get(v, "final"), mx->phi, mx->n_final, MIX_SETS, path, "final", err))
+    if (get_rows(json_get(v, "final"), mx->phi, mx->n_final, MIX_SETS, -30, 30, path, "final", err))
+        goto out;
+    const json_value *cal = json_get(v, "calibration");
+    if (cal && !mx->n_calib) {
+        tempo_fail(err, "%s: calibration is for the match model, which this mixer has not", path);
+        goto out;
+    }
+    if (cal && get_rows(cal, mx->calib, mx->n_calib, CALIB_KNOTS, 0, 1, path, "calibration", err))
         goto out;
     rc = 0;
 out:

@@ -22,11 +22,16 @@
  * the loss of the whole, d(-ln p)/d phi_s = v_s (1 - q_s / p). The saved form
  * (RUN_DIR/mixer.json) holds the logits fitted on a held-out slice of the
  * training tokens; an evaluation starts from them and keeps learning (unless
- * told not to). */
+ * told not to).
+ *
+ * With the match model present the mixer also holds the calibration of its
+ * predicted token (calibration.h: one row per match length bin), fitted and
+ * saved with the logits; mixture.c applies it after the linear mixture. */
 #ifndef TEMPO_MIXER_H
 #define TEMPO_MIXER_H
 
 #include "core/error.h"
+#include "memory/calibration.h"
 #include "memory/ngram_memory.h"
 
 enum { MIX_MODEL = 0, MIX_MEMORY = 1, MIX_CACHE = 2, MIX_MATCH = 3, MIX_N = 4 };
@@ -44,6 +49,8 @@ typedef struct {
     double lr_final;                /* of the final logits */
     double *theta[MIX_SETS];        /* [n_buckets[s]][MIX_N] */
     double *phi;                    /* [n_final][MIX_SETS] */
+    int n_calib;                    /* calibration rows: MATCH_LEN_BINS with the match model, else 0 */
+    double *calib;                  /* [n_calib][CALIB_KNOTS] (calibration.h) */
 } mixer;
 
 /* Where a position stands: one bucket per set and the final one. */
@@ -62,7 +69,8 @@ typedef struct {
 /* The final layer's learning rate unless told otherwise. */
 #define MIXER_LR_FINAL 0.02
 
-/* Logits all zero (equal weights). Orders 0..NGRAM_MAX_ORDER; match 0 or 1. */
+/* Logits all zero (equal weights), calibration the identity. Orders
+ * 0..NGRAM_MAX_ORDER; match 0 or 1. */
 int mixer_init(mixer *mx, int memory_order, int cache_order, int match, double lr, tempo_error *err);
 void mixer_free(mixer *mx);
 int mixer_copy(mixer *dst, const mixer *src, tempo_error *err);
@@ -83,7 +91,9 @@ void mixer_learn(mixer *mx, const mixer_context *c, const int present[MIX_N], co
 /* RUN_DIR/mixer.json: written atomically; read back with every field checked
  * (orders, bucket counts, finite logits) and errors naming the file. A file
  * of an older layout (versions 1 and 2: one weight set) is refused with -2
- * rather than -1, so a caller may start from equal weights instead. */
+ * rather than -1, so a caller may start from equal weights instead. A
+ * version 3 file without "calibration" (written before it existed) loads
+ * with the identity calibration. */
 int mixer_save(const mixer *mx, const char *path, tempo_error *err);
 int mixer_load(mixer *mx, const char *path, tempo_error *err);
 

@@ -45,6 +45,56 @@ int mixture_stream_reset(mixture_stream *s, const mixer *initial, tempo_error *e
     return mixture_stream_init(s, &o, initial, err);
 }
 
+/* The calibration stage (calibration.h) at one position. The mixture is
+ * p(y) = w_model p_model(y) + R(y), where R(y) is the other components'
+ * weighted sum, of total mass wr. When the match model predicts a token y*,
+ * the calibration reads P = R(y*) / wr and gives p'; then R(y*) becomes
+ * wr p' and every other R(y) is scaled by (1 - p') / (1 - P), so the sum is
+ * unchanged: still a distribution over the whole vocabulary. The
+ * transformer's share is left as it is (its probability of y* is not known
+ * when only the true token's is). Everything here is fixed by tokens[0..i)
+ * and the state: the scored token is not read. */
+typedef struct {
+    int active;
+    int32_t predicted;
+    double wr, scale, p_cal;      /* the rest's mass; the others' factor; the predicted token's p' */
+    double *row;                  /* the calibration row (match length bin) */
+    calib_slot slot;
+} calib_point;
+
+static calib_point calib_prepare(const mixture_stream *s, const int32_t *tokens, size_t i, const double *w)
+{
+    calib_point c = {0, -1, 0, 1, 0, NULL, {0, 0}};
+    if (!s->present[MIX_MATCH] || !s->mx.n_calib)
+        return c;
+    double q = match_model_predict(&s->match, tokens, &c.predicted);
+    if (c.predicted < 0)
+        return c;
+    double wr = 0, r = 0;
+    for (int k = MIX_MEMORY; k < MIX_N; k++)
+        if (s->present[k]) wr += w[k];
+    if (s->present[MIX_MEMORY]) r += w[MIX_MEMORY] * ngram_memory_prob_of(s->opt.memory, tokens, i, c.predicted, NULL);
+    if (s->present[MIX_CACHE]) r += w[MIX_CACHE] * ngram_memory_prob_of(&s->cache, tokens, i, c.predicted, NULL);
+    r += w[MIX_MATCH] * q;
+    double P = r / wr;
+    if (!(wr > 0) || !(P < 1 - 1e-12))
+        return c;   /* nothing left to move */
+    c.active = 1;
+    c.wr = wr;
+    c.row = s->mx.calib + (size_t)match_model_bin(&s->match) * CALIB_KNOTS;
+    c.p_cal = calibration_read(c.row, P, &c.slot);
+    c.scale = (1 - c.p_cal) / (1 - P);
+    return c;
+}
+
+/* R(y) after the calibration, given R(y) before it. */
+static double calib_rest(const calib_point *c, int32_t y, double rest)
+{
+    if (!c->active)
+        return rest;
+    return y == c->predicted ? c->wr * c->p_cal : rest * c->scale;
+}
+
 double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, double p_model, double confidence,
                            double mem_p, const ngram_match *mem_match, mixture_totals *totals, tempo_error *err)
 {
@@ -63,11 +113,15 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
                                      s->present[MIX_MATCH] ? match_model_bin(&s->match) : 0, confidence);
     mixer_weights(&s->mx, &ctx, s->present, &bl);
     const double *w = bl.w;
-    double pm = 0;
-    for (int c = 0; c < MIX_N; c++)
-        pm += w[c] * p[c];
+    double rest = 0;
+    for (int c = MIX_MEMORY; c < MIX_N; c++)
+        rest += w[c] * p[c];
+    double linear = w[MIX_MODEL] * p_model + rest;
+    calib_point cal = calib_prepare(s, tokens, i, w);
+    double pm = w[MIX_MODEL] * p_model + calib_rest(&cal, tokens[i], rest);
     if (totals) {
         totals->bits -= log2(pm);
+        totals->bits_linear -= log2(linear);
         for (int c = 0; c < MIX_N; c++)
             if (s->present[c]) {
                 totals->bits_component[c] -= log2(p[c]);
@@ -78,6 +132,8 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
     /* the probability is fixed: now learn from the token */
     if (s->opt.adapt) {
         mixer_learn(&s->mx, &ctx, s->present, &bl, p);
+        if (cal.active)
+            calibration_learn(cal.row, &cal.slot, tokens[i] == cal.predicted);
         if (s->present[MIX_CACHE] && ngram_memory_add(&s->cache, tokens, i, err))
             return -1;
         if (s->present[MIX_MATCH])
@@ -111,11 +167,14 @@ void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t 
                                      s->present[MIX_MATCH] ? match_model_bin(&s->match) : 0, confidence);
     mixer_weights(&s->mx, &ctx, s->present, &bl);
     const double *w = bl.w;
-    for (int t = 0; t < V; t++)
-        out[t] = w[MIX_MODEL] * p_model[t] + (s->present[MIX_MEMORY] ? w[MIX_MEMORY] * pmem[t] : 0) +
-                 (s->present[MIX_CACHE] ? w[MIX_CACHE] * pcache[t] : 0) +
-                 (s->present[MIX_MATCH] ? w[MIX_MATCH] * (predicted < 0 ? 1.0 / V
-                                                          : t == predicted ? qmatch : (1 - qmatch) / (V - 1)) : 0);
+    calib_point cal = calib_prepare(s, tokens, i, w);
+    for (int t = 0; t < V; t++) {
+        double rest = (s->present[MIX_MEMORY] ? w[MIX_MEMORY] * pmem[t] : 0) +
+                      (s->present[MIX_CACHE] ? w[MIX_CACHE] * pcache[t] : 0) +
+                      (s->present[MIX_MATCH] ? w[MIX_MATCH] * (predicted < 0 ? 1.0 / V
+                                                               : t == predicted ? qmatch : (1 - qmatch) / (V - 1)) : 0);
+        out[t] = w[MIX_MODEL] * p_model[t] + calib_rest(&cal, t, rest);
+    }
 }
 
 int mixture_stream_logits(mixture_stream *s, const int32_t *tokens, size_t n, float *z, double *tmp,

@@ -6,6 +6,12 @@
  * take its gradient. Nothing at or after position i can change a
  * probability before i (tests/unit/test_mixture.c proves it).
  *
+ * The mixture is the mixer's linear one, then the calibration stage: the
+ * token the match model predicts gets the probability the mixer's
+ * calibration row maps its share of the non-transformer part to, and the
+ * other tokens of that part are scaled to keep the sum (mixture.c says how;
+ * calibration.h what the map is). It too learns only after the token.
+ *
  * The transformer's probabilities arrive as numbers, so this file knows
  * nothing of models; eval/hybrid_bpb.c, the ICL engine and generation feed
  * it. */
@@ -40,6 +46,7 @@ typedef struct {
 /* Per-component figures over a scored span. */
 typedef struct {
     double bits;                 /* -log2 of the mixture */
+    double bits_linear;          /* -log2 of the mixture before the calibration stage (mixture.c) */
     double bits_component[MIX_N];/* each component alone (0 for an absent one) */
     uint64_t n_tokens;
     double weight_sum[MIX_N];    /* sum of the weights used, for the mean weight */

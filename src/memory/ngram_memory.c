@@ -181,8 +181,13 @@ static inline const uint32_t *next_context(const ngram_memory *m, const int32_t 
 
 double ngram_memory_prob(const ngram_memory *m, const int32_t *tokens, size_t i, ngram_match *match)
 {
+    return ngram_memory_prob_of(m, tokens, i, tokens[i], match);
+}
+
+double ngram_memory_prob_of(const ngram_memory *m, const int32_t *tokens, size_t i, int32_t token, ngram_match *match)
+{
     const uint64_t V = (uint64_t)m->vocab;
-    const uint64_t w = (uint64_t)tokens[i];
+    const uint64_t w = (uint64_t)token;
     double p = 1.0 / (double)m->vocab;
     uint64_t ctx = 0;
     ngram_match mt = {0, 0, 0};

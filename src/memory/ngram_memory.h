@@ -92,6 +92,8 @@ int ngram_memory_add(ngram_memory *m, const int32_t *tokens, size_t i, tempo_err
 
 /* The estimator's p(tokens[i] | tokens[max(0, i-K+1)..i)); match may be NULL. */
 double ngram_memory_prob(const ngram_memory *m, const int32_t *tokens, size_t i, ngram_match *match);
+/* The same for any token (0..V-1) after tokens[0..i); tokens[i] is not read. */
+double ngram_memory_prob_of(const ngram_memory *m, const int32_t *tokens, size_t i, int32_t token, ngram_match *match);
 
 /* ngram_memory_prob for a position whose own occurrence was counted (a
  * training token scored against the memory of its own corpus): the top

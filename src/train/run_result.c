@@ -44,6 +44,7 @@ static void hybrid_parts(jsonw *w, const train_result *r)
     jsonw_field_uint(w, "memory_tokens", r->memory_tokens);
     jsonw_field_number(w, "mixer_seconds", r->mixer_seconds);
     jsonw_field_number(w, "val_model_seconds", r->val_model_seconds);
+    jsonw_field_number(w, "val_bpb_linear", r->val_bpb_linear);
     char key[64];
     for (int k = 0; k < MIX_N; k++) {
         snprintf(key, sizeof key, "val_bpb_%s", mixer_component_names[k]);

@@ -724,6 +724,7 @@ static void fill_result(const run_ctx *c, const train_options *o, const run_conf
     }
     for (int k = 0; k < MIX_N; k++)
         res->val_bpb_component[k] = res->val_mean_weight[k] = NAN;
+    res->val_bpb_linear = NAN;
     res->train_seconds = st->elapsed_s;
     res->phase_seconds.mixer_fit = res->mixer_seconds;
     res->phase_seconds.other = st->elapsed_s - ls->elapsed_at_start - res->phase_seconds.steps -
@@ -788,6 +789,7 @@ static int final_validation(run_ctx *c, const train_options *o, const run_config
         rc = -1;
     } else {
         res->val_bpb = hr.bpb;
+        res->val_bpb_linear = hr.bpb_linear;
         res->val_loss = hr.bits * log(2.0) / (double)hr.model.n_tokens;
         res->val_bytes = hr.model.n_bytes;
         res->val_tokens = hr.model.n_tokens;

@@ -76,6 +76,7 @@ typedef struct {
     uint64_t memory_bytes, memory_entries, memory_tokens;
     double mixer_seconds;             /* fitting the mixer on held-out training tokens, charged to the budget */
     double val_bpb_component[4];      /* transformer, memory, cache, match model alone on val (NaN when absent) */
+    double val_bpb_linear;            /* the mixture before its calibration stage */
     double val_mean_weight[4];
     double val_model_seconds;         /* the transformer's part of val_seconds */
     /* Where train_seconds went, this session (a resumed run: since the resume):

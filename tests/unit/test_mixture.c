@@ -3,8 +3,10 @@
  * probability a step scores is the mixed distribution's entry for the true
  * token; causality (changing tokens at and after t leaves every probability
  * before t bit-identical, with the cache and the mixer learning); the mixer
- * learning to trust the component that predicts; mixer.json's round trip
- * and refusals. */
+ * learning to trust the component that predicts; the calibration stage
+ * (calibration.c: the map, and that it helps when the match model is
+ * right and is absent without one); mixer.json's round trip and refusals. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,8 @@
 #include <unistd.h>
 
 #include "core/fileio.h"
+#include "core/strbuf.h"
+#include "memory/calibration.h"
 #include "memory/match_model.h"
 #include "memory/mixer.h"
 #include "memory/mixture.h"
@@ -255,6 +259,8 @@ static void test_mixer_file(void)
     for (int k = 0; k < MIX_SETS; k++)
         for (int i = 0; i < a.n_buckets[k] * MIX_N; i++) a.theta[k][i] = ((i + k) % 7) * 0.37 - 1.1;
     for (int i = 0; i < a.n_final * MIX_SETS; i++) a.phi[i] = (i % 5) * 0.21 - 0.4;
+    CHECK(a.n_calib == MATCH_LEN_BINS);
+    for (int i = 0; i < a.n_calib * CALIB_KNOTS; i++) a.calib[i] = (i % 11) / 10.0;
     CHECK(mixer_save(&a, path, &e) == 0);
     CHECK_MSG(mixer_load(&b, path, &e) == 0, "%s", e.msg);
     CHECK(b.memory_order == 4 && b.cache_order == 2 && b.match == 1 && b.n_final == a.n_final && b.lr == a.lr &&
@@ -263,6 +269,7 @@ static void test_mixer_file(void)
         CHECK(b.n_buckets[k] == a.n_buckets[k] &&
               !memcmp(a.theta[k], b.theta[k], sizeof(double) * (size_t)a.n_buckets[k] * MIX_N));
     CHECK(!memcmp(a.phi, b.phi, sizeof(double) * (size_t)a.n_final * MIX_SETS));
+    CHECK(b.n_calib == a.n_calib && !memcmp(a.calib, b.calib, sizeof(double) * CALIB_KNOTS * (size_t)a.n_calib));
     mixer_free(&b);
     /* the smallest layout: orders 0, no match -> buckets [16,4,4], final 4 */
 #define HEAD "{\"format\":\"tempo-mixer\",\"version\":3,\"memory_order\":0,\"cache_order\":0,\"match\":0,"
@@ -274,8 +281,61 @@ static void test_mixer_file(void)
                        "\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 "}";
     write_text(path, good);
     CHECK_MSG(mixer_load(&b, path, &e) == 0, "%s", e.msg);
-    CHECK(b.theta[2][15] == 4 && b.phi[11] == 3);
+    CHECK(b.theta[2][15] == 4 && b.phi[11] == 3 && b.n_calib == 0);
     mixer_free(&b);
+    /* with the match model: a file without "calibration" (written before it
+     * existed) loads the identity; one with it, its rows */
+    {
+        mixer m;
+        CHECK(mixer_init(&m, 0, 0, 1, 0.1, &e) == 0);
+        CHECK(mixer_save(&m, path, &e) == 0);
+        char *text;
+        size_t len;
+        CHECK(file_read_all(path, &text, &len, 1 << 20, &e) == 0);
+        char *cal = strstr(text, ",\"calibration\"");
+        CHECK(cal != NULL);
+        size_t room = cal ? strlen(cal) : 0;   /* every replacement below is shorter than the rows it replaces */
+        if (cal) {
+            strcpy(cal, "}\n");
+            write_text(path, text);
+            mixer old;
+            CHECK_MSG(mixer_load(&old, path, &e) == 0, "%s", e.msg);
+            double id[CALIB_KNOTS];
+            calibration_identity(id);
+            CHECK(old.n_calib == MATCH_LEN_BINS);
+            for (int r = 0; r < old.n_calib; r++)
+                CHECK(!memcmp(old.calib + (size_t)r * CALIB_KNOTS, id, sizeof id));
+            mixer_free(&old);
+            /* a knot outside 0..1, a short row, too few rows: refused */
+            const char *bad_cal[] = {
+                ",\"calibration\":[[1.5]]}", ",\"calibration\":[[0.5,0.5]]}", ",\"calibration\":[]}",
+            };
+            for (size_t i = 0; i < sizeof bad_cal / sizeof bad_cal[0]; i++) {
+                CHECK(strlen(bad_cal[i]) < room);
+                strcpy(cal, bad_cal[i]);
+                write_text(path, text);
+                CHECK_MSG(mixer_load(&old, path, &e) == -1 && strstr(e.msg, "calibration"), "calibration case %zu: %s",
+                          i, e.msg);
+            }
+            /* 33 numbers in every row but one out of range */
+            strbuf sb = {0};
+            strbuf_puts(&sb, ",\"calibration\":[");
+            for (int r = 0; r < MATCH_LEN_BINS; r++) {
+                strbuf_puts(&sb, r ? ",[" : "[");
+                for (int j = 0; j < CALIB_KNOTS; j++)
+                    strbuf_puts(&sb, j == 0 ? (r == 3 ? "-0.1" : "0.5") : ",0.5");
+                strbuf_puts(&sb, "]");
+            }
+            strbuf_puts(&sb, "]}");
+            CHECK(sb.len < room);
+            strcpy(cal, sb.data);
+            write_text(path, text);
+            CHECK_MSG(mixer_load(&old, path, &e) == -1 && strstr(e.msg, "calibration[3][0]"), "%s", e.msg);
+            strbuf_free(&sb);
+        }
+        free(text);
+        mixer_free(&m);
+    }
     const char *bad[] = {
         "", "{", "[]", "{\"format\":\"x\",\"version\":3}",
         "{\"format\":\"tempo-mixer\",\"version\":4}",
@@ -291,6 +351,7 @@ static void test_mixer_file(void)
         HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":0.1,\"lr_final\":0.02,\"theta\":[" ROWS16 "," ROWS4 ",[[0,0,0,0],[0,0,0,0],[0,0,0,0],[1,2,3,1e300]]],\"final\":" FINAL4 "}",
         HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":0.1,\"lr_final\":0.02,\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":[[0,0,0]]}",
         HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":0.1,\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 "}",
+        HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":0.1,\"lr_final\":0.02,\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 ",\"calibration\":[]}",
         HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":-1,\"lr_final\":0.02,\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 "}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -388,6 +449,84 @@ static void test_mixer_gradient(void)
     mixer_free(&mx);
 }
 
+/* The map alone: the identity at the knots, bounded everywhere, and it
+ * learns the hit rate it sees at a probability. */
+static void test_calibration_map(void)
+{
+    double row[CALIB_KNOTS];
+    calibration_identity(row);
+    for (int j = 0; j < CALIB_KNOTS; j++) {
+        double p = 1 / (1 + exp(8 - 0.5 * j));
+        CHECK_NEAR(calibration_read(row, p, NULL), p < CALIB_MIN ? CALIB_MIN : p, 1e-12);
+    }
+    double last = 0;
+    for (int k = 1; k < 1000; k++) {   /* monotone between the knots, inside the bounds */
+        double q = calibration_read(row, k / 1000.0, NULL);
+        CHECK(q >= last && q >= CALIB_MIN && q <= 1 - CALIB_MIN);
+        last = q;
+    }
+    const double odd[] = {0, 1, -1, 2, NAN, 1e-300};
+    for (size_t k = 0; k < sizeof odd / sizeof odd[0]; k++) {
+        calib_slot sl;
+        double q = calibration_read(row, odd[k], &sl);
+        CHECK(q >= CALIB_MIN && q <= 1 - CALIB_MIN && sl.knot >= 0 && sl.knot + 1 < CALIB_KNOTS);
+    }
+    /* told 0.3 while the prediction comes 9 times in 10: learns about 0.9 */
+    uint64_t r = 5;
+    for (int k = 0; k < 3000; k++) {
+        calib_slot sl;
+        calibration_read(row, 0.3, &sl);
+        calibration_learn(row, &sl, lcg(&r) % 10 != 0);
+    }
+    CHECK_MSG(fabs(calibration_read(row, 0.3, NULL) - 0.9) < 0.05, "learned %g", calibration_read(row, 0.3, NULL));
+    /* and a prediction that never comes goes to the floor, never below */
+    for (int k = 0; k < 20000; k++) {
+        calib_slot sl;
+        calibration_read(row, 0.6, &sl);
+        calibration_learn(row, &sl, 0);
+    }
+    double q = calibration_read(row, 0.6, NULL);
+    CHECK_MSG(q < 0.01 && q >= CALIB_MIN, "after misses %g", q);
+}
+
+/* On a stream the match model predicts well the calibration stage wins over
+ * the linear mixture; without a match model it is absent (the figures are
+ * equal) and the mixer has no rows for it. */
+static void test_calibration_stage(void)
+{
+    const int V = 31;
+    ngram_memory mem;
+    build_memory(&mem, V, 3, 1);
+    size_t n = 6000;
+    int32_t *x = malloc(sizeof(int32_t) * n);
+    uint64_t s = 8;
+    for (size_t i = 0; i < n; i++)   /* a 300-token text read 20 times, 1 token in 20 changed */
+        x[i] = i < 300 || lcg(&s) % 20 == 0 ? (int32_t)(lcg(&s) % (uint64_t)V) : x[i - 300];
+    double *pm = malloc(sizeof(double) * n), *d = malloc(sizeof(double) * V);
+    for (size_t i = 1; i < n; i++) { model_dist(x, i, V, d); pm[i] = d[x[i]]; }
+    tempo_error e;
+    mixer mx, fitted;
+    CHECK(mixer_init(&mx, 3, 3, 1, 0.05, &e) == 0);
+    mixture_options o = {&mem, V, 3, 1, 4};
+    mixture_totals t;
+    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, NULL, &t, &fitted, &e) == 0);
+    CHECK_MSG(t.bits < 0.97 * t.bits_linear, "calibrated %g bits, linear %g", t.bits, t.bits_linear);
+    /* the long-match row learned that the prediction is right more often than the mixture says */
+    double id[CALIB_KNOTS];
+    calibration_identity(id);
+    const double *long_row = fitted.calib + (size_t)(MATCH_LEN_BINS - 1) * CALIB_KNOTS;
+    CHECK(calibration_read(long_row, 0.5, NULL) > calibration_read(id, 0.5, NULL) + 0.1);
+    mixer_free(&fitted);
+    mixer_free(&mx);
+    CHECK(mixer_init(&mx, 3, 3, 0, 0.05, &e) == 0 && mx.n_calib == 0);
+    o.match_length = 0;
+    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, NULL, &t, NULL, &e) == 0);
+    CHECK(t.bits == t.bits_linear);
+    mixer_free(&mx);
+    ngram_memory_free(&mem);
+    free(x); free(pm); free(d);
+}
+
 int main(void)
 {
     RUN(test_sums_and_consistency);
@@ -396,5 +535,7 @@ int main(void)
     RUN(test_match_model);
     RUN(test_mixer_file);
     RUN(test_mixer_gradient);
+    RUN(test_calibration_map);
+    RUN(test_calibration_stage);
     return test_summary("test_mixture");
 }
