@@ -17,8 +17,20 @@ feasible); the best (alpha, beta) is refined on a finer grid. Uncertainty:
 a bootstrap over runs (resampled with replacement, refitted on the coarse grid),
 written as `boot =` lines; residual_sd is the fit's residual standard deviation.
 
+Corrections (grid rows with a vocab or lr_mult column that differs from the
+law's own, 4097 and 1; these rows stay out of the law's fit): the law counts
+text, so a run of vocabulary V sees D = tokens x bytes_per_token(V) /
+bytes_per_token(4097) of the law's tokens; vocab.V.offset is the mean residual
+of V's runs from the law. The learning-rate term b log2 m + c (log2 m)^2 is
+fitted by least squares to the residuals of runs at multiplier m less the
+residual of the same shape and length at m = 1 in the grid (when there is one).
+
 Hybrid relation: from 10-minute hybrid runs (result.json with val_bpb and
-val_bpb_transformer): hybrid = min(t, limit_K - slope * max(0, pivot - t)).
+val_bpb_transformer): hybrid = min(t, limit_K - slope * max(0, pivot - t) -
+calibration_gain). The relation is of the linear mixture (val_bpb_linear when
+a run has it: runs from before the calibration stage have only val_bpb,
+which was that); calibration_gain is the median of val_bpb_linear - val_bpb
+over the runs that have both (0 when none does).
 slope from the runs with a working transformer (t < 2.5; one intercept per
 memory order), limit_K at orders with a run whose transformer was useless
 (t >= 2.5), pivot where the line meets that limit, the other orders' limits
@@ -109,9 +121,64 @@ def tsv_rows(paths):
                 yield dict(zip(head, line.rstrip("\n").split("\t")))
 
 
+REF_VOCAB = 4097
+REF_BYTES_PER_TOKEN = 3.2102   # the bundled corpus's training split at vocab 4097 (data/corpus/meta.json)
+
+
+def is_ref(r):
+    """A grid row at the law's own vocabulary and learning rate (rows of older grids have neither column)."""
+    return int(r.get("vocab") or REF_VOCAB) == REF_VOCAB and float(r.get("lr_mult") or 1) == 1
+
+
 def read_grid(paths, min_steps):
     return [(float(r["params"]), float(r["tokens"]), float(r["val_bpb"]), float(r["tokens"]) / int(r["steps"]))
-            for r in tsv_rows(paths) if int(r["steps"]) >= min_steps]
+            for r in tsv_rows(paths) if int(r["steps"]) >= min_steps and is_ref(r)]
+
+
+def corrections(args, coef, bc, ref_bpb):
+    """The vocabulary offsets and the learning-rate term, as law-file lines (see the docstring)."""
+    E, A, alpha, B, beta = coef
+    rows = [r for r in tsv_rows(args.grid) if int(r["steps"]) >= args.min_steps]
+    base = {(r["length"], r["d_model"], r["n_layers"]): r for r in rows if is_ref(r)}
+
+    def residual(r):
+        scale = float(r.get("bytes_per_token") or REF_BYTES_PER_TOKEN) / REF_BYTES_PER_TOKEN
+        n, d, y = float(r["params"]), float(r["tokens"]) * scale, float(r["val_bpb"])
+        (n, d, y), = effective([(n, d, y, d / int(r["steps"]))], bc, ref_bpb)
+        return y - (E + A * n ** -alpha + B * d ** -beta)
+
+    lines, notes = ["vocab_ref = %d" % REF_VOCAB, "vocab.%d.bytes_per_token = %.4f" % (REF_VOCAB, REF_BYTES_PER_TOKEN),
+                    "vocab.%d.offset = 0" % REF_VOCAB], []
+    vocabs = sorted({int(r["vocab"]) for r in rows if r.get("vocab") and int(r["vocab"]) != REF_VOCAB})
+    for v in vocabs:
+        vr = [r for r in rows if r.get("vocab") and int(r["vocab"]) == v and float(r.get("lr_mult") or 1) == 1]
+        res = [residual(r) for r in vr]
+        sd = statistics.stdev(res) if len(res) > 1 else float("nan")
+        lines += ["vocab.%d.bytes_per_token = %.4f" % (v, float(vr[0]["bytes_per_token"])),
+                  "vocab.%d.offset = %.4f    # sd %.4f over the runs" % (v, statistics.mean(res), sd),
+                  "vocab.%d.runs = %d" % (v, len(res))]
+        notes += ["#   vocab %d: d%s l%s %s steps: residual %+.4f" % (v, r["d_model"], r["n_layers"], r["length"], x)
+                  for r, x in zip(vr, res)]
+    lr_rows = [r for r in rows if int(r.get("vocab") or REF_VOCAB) == REF_VOCAB and float(r.get("lr_mult") or 1) != 1]
+    if lr_rows:
+        pts = []
+        for r in lr_rows:
+            m = float(r["lr_mult"])
+            b0 = base.get((r["length"], r["d_model"], r["n_layers"]))
+            delta = residual(r) - (residual(b0) if b0 else 0)
+            pts.append((math.log2(m), delta))
+            notes.append("#   lr x %g: d%s l%s %s steps: residual %+.4f against x 1%s" % (
+                m, r["d_model"], r["n_layers"], r["length"], delta, "" if b0 else " (no pair: against the law)"))
+        sxx = sum(x * x for x, _ in pts); sx3 = sum(x ** 3 for x, _ in pts); sx4 = sum(x ** 4 for x, _ in pts)
+        sxy = sum(x * y for x, y in pts); sx2y = sum(x * x * y for x, y in pts)
+        det = sxx * sx4 - sx3 * sx3
+        if len({x for x, _ in pts}) >= 2 and abs(det) > 1e-12:
+            b = (sxy * sx4 - sx3 * sx2y) / det
+            c = (sxx * sx2y - sx3 * sxy) / det
+            ms = [2 ** x for x, _ in pts] + [1]
+            lines += ["lr_b = %.5f" % b, "lr_c = %.5f" % c,
+                      "lr_mult_min = %g" % min(ms), "lr_mult_max = %g" % max(ms)]
+    return lines, notes
 
 
 def read_anchors(patterns):
@@ -214,6 +281,11 @@ def law(args):
     lines.append("# residuals (params, tokens seen, batch tokens, effective tokens, measured, fitted):")
     for (n, d, y), (_, seen, _, b) in zip(pts, raw):
         lines.append("#   %9.0f %10.0f %6.0f %10.0f %.4f %.4f" % (n, seen, b, d, y, E + A * n ** -alpha + B * d ** -beta))
+    extra, notes = corrections(args, (E, A, alpha, B, beta), bc, ref_bpb)
+    if len(extra) > 3 or any(k.startswith("lr_") for k in extra):
+        lines.append("# corrections from the grid's other vocabularies and learning rates (residuals from the law):")
+        lines += notes
+        lines += extra
     for b in boots:
         lines.append("boot = %.6g %.6g %.4g %.6g %.4g" % (b[1], b[2], b[3], b[4], b[5]))
     with open(args.law_out, "w") as f:
@@ -256,9 +328,12 @@ def hybrid(args):
     timing_runs = hybrid_runs(args.timing_runs)
     if not runs:
         raise SystemExit("fit_scaling: no hybrid runs in %s" % args.runs)
-    working = [(r["memory_order"], r["val_bpb_transformer"], r["val_bpb"]) for _, r in runs
+    def linear(r):   # the linear mixture's bpb (runs before the calibration stage: val_bpb)
+        return r.get("val_bpb_linear") or r["val_bpb"]
+    gains = [r["val_bpb_linear"] - r["val_bpb"] for _, r in runs if r.get("val_bpb_linear")]
+    working = [(r["memory_order"], r["val_bpb_transformer"], linear(r)) for _, r in runs
                if r["val_bpb_transformer"] < 2.5]
-    useless = [(r["memory_order"], r["val_bpb"]) for _, r in runs if r["val_bpb_transformer"] >= 2.5]
+    useless = [(r["memory_order"], linear(r)) for _, r in runs if r["val_bpb_transformer"] >= 2.5]
     orders = sorted({o for o, _, _ in working})
     # pooled slope with one intercept per order
     rows = [[1.0 if o == k else 0.0 for k in orders] + [t] for o, t, _ in working]
@@ -282,7 +357,7 @@ def hybrid(args):
     refit = ["--runs '%s'" % g for g in args.runs] + ["--timing-runs '%s'" % g for g in args.timing_runs]
     lines = [
         "# The hybrid model's val bpb from its transformer's (src/plan/quality.h):",
-        "#   hybrid = min(t, limit_K - slope * max(0, pivot - t)),  K the count memory's order,",
+        "#   hybrid = min(t, limit_K - slope * max(0, pivot - t) - calibration_gain),  K the memory's order,",
         "# fitted by scripts/fit_scaling.py to %d runs (their folders below: 10-minute runs of the" % len(runs),
         "# cpu-default shape and `tempo plan --validate` runs, bNNN = budget) on the full val set:",
     ] + ["#   " + n for n in names] + [
@@ -296,6 +371,9 @@ def hybrid(args):
         "pivot = %.4f" % pivot,
         "slope = %.4f" % slope,
         "residual_sd = %.4f    # of the %d working runs around the relation" % (res_sd, len(res)),
+        "calibration_gain = %.4f    # the calibration stage: median of val_bpb_linear - val_bpb over %d run(s)%s" % (
+            statistics.median(gains) if gains else 0, len(gains),
+            ": " + " ".join("%.4f" % g for g in sorted(gains)) if gains else ""),
     ]
     for o in orders:
         lines.append("limit.%d = %.4f" % (o, icpt[o] + slope * pivot))

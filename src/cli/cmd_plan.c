@@ -30,7 +30,9 @@ static void usage(FILE *f)
         "       tempo plan --calibrate PRESETS [--chip FILE] [--threads N] [--steps N] [--out FILE]\n"
         "       tempo plan --plot FILE [--chip FILE[,FILE...]] [--budget D] [--ranks N] [--memory GB]\n"
         "  Predicts the best model a chip can train from scratch in a wall-clock budget: searches\n"
-        "  width, depth, head width, context, batch and the count memory's order (0, 4, 5), and\n"
+        "  width, depth, head width, context, batch, the count memory's order (0, 4, 5), the\n"
+        "  vocabulary (those the law measured) and a learning-rate multiplier (0.5-2 within the\n"
+        "  law's measured range), and\n"
         "  for each candidate predicts tokens/s (an op-by-op roofline of the chip with per-op\n"
         "  efficiencies), tokens seen, and val bpb with a ~90 %% interval (the law fitted to the\n"
         "  grid of short runs in configs/scaling/). Prints the chosen config as a preset file\n"
@@ -42,8 +44,10 @@ static void usage(FILE *f)
         "  --no-memory     the transformer alone (no count memory, cache or match model)\n"
         "  --explain       what limits the plan (compute, bandwidth, memory, data) and why\n"
         "  --law FILE, --hybrid FILE   other coefficients (default configs/" DEFAULT_LAW ", " DEFAULT_HYBRID ")\n"
-        "  --corpus-tokens N  training tokens available (default: the bundled corpus, 89.9 M)\n"
-        "  --vocab N       vocabulary incl. separator (default 4097: prepare --vocab 4096)\n"
+        "  --corpus-tokens N  training tokens available, in --vocab's tokens (default: the bundled\n"
+        "                  corpus, 89.9 M at 4097; other vocabularies hold the same text)\n"
+        "  --vocab N       fix the vocabulary, incl. separator (default: search the law's vocabularies;\n"
+        "                  the corpus is counted at 4097: prepare --vocab 4096)\n"
         "  --validate      train the plan and its four neighbours (width one step down and up the\n"
         "                  search's widths, depth one less and one more) for the budget on this\n"
         "                  machine, --seeds each (default 2), and print predicted against measured\n"
@@ -201,13 +205,13 @@ static int measure_presets(const char *list, const chip_profile *chip, int vocab
 
 static void print_runners_up(const plan_result *r)
 {
-    printf("\n# rank  d_model layers heads ctx batch mem  params     tokens/s   tokens     bpb    interval\n");
+    printf("\n# rank  d_model layers heads ctx batch mem vocab  lr x  params     tokens/s   tokens     bpb    interval\n");
     for (int i = 0; i < r->n_keep; i++) {
         const plan_candidate *c = &r->best[i];
         const model_config *m = &c->cfg.model;
-        printf("# %-4d  %7d %6d %5d %4d %5d %3d  %9.3g  %9.0f  %9.3g  %.3f  %.3f-%.3f%s\n", i, m->d_model,
-               m->n_layers, m->n_heads, m->context, c->cfg.batch_size, c->cfg.memory_order, c->step.params,
-               c->step.tokens_per_s, c->tokens_seen, c->bpb, c->bpb_lo, c->bpb_hi,
+        printf("# %-4d  %7d %6d %5d %4d %5d %3d %5d %5.2f  %9.3g  %9.0f  %9.3g  %.3f  %.3f-%.3f%s\n", i, m->d_model,
+               m->n_layers, m->n_heads, m->context, c->cfg.batch_size, c->cfg.memory_order, m->vocab_size,
+               c->lr_mult, c->step.params, c->step.tokens_per_s, c->tokens_seen, c->bpb, c->bpb_lo, c->bpb_hi,
                c->outside_law ? "  (extrapolated)" : "");
     }
 }
@@ -304,7 +308,8 @@ static int write_plot(const char *path, const char *chip_list, const char *law_a
 
 int cmd_plan(int argc, char **argv)
 {
-    plan_options o = {.ranks = 1, .corpus_tokens = DEFAULT_CORPUS_TOKENS, .vocab_size = 4097, .allow_memory = 1};
+    plan_options o = {.ranks = 1, .corpus_tokens = DEFAULT_CORPUS_TOKENS, .vocab_size = 4097, .search_vocab = 1,
+                      .allow_memory = 1};
     const char *chip_arg = NULL, *out = NULL, *law_arg = NULL, *hybrid_arg = NULL, *check = NULL, *calib = NULL;
     const char *plot = NULL;
     int explain = 0, threads = 2, steps = 5, do_validate = 0;
@@ -343,6 +348,7 @@ int cmd_plan(int argc, char **argv)
         } else if (!strcmp(a, "--vocab")) {
             if (cli_parse_int(a, v, 2, 1 << 24, &ll)) return 2;
             o.vocab_size = (int)ll;
+            o.search_vocab = 0;
         } else if (!strcmp(a, "--threads")) {
             if (cli_parse_int(a, v, 1, NUMBER_MAX_THREADS, &ll)) return 2;
             threads = (int)ll;
@@ -391,6 +397,7 @@ int cmd_plan(int argc, char **argv)
             return cli_usage_error("plan: --validate trains on this machine in one process: no --ranks");
         if (read_corpus(vo.data_dir, &o, &err))
             return cli_report(&err);
+        o.search_vocab = 0;   /* the runs train on this data: its vocabulary */
         vo.budget_s = o.budget_s;
         vo.threads = threads;
     }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/json.h"
+#include "memory/ngram_memory.h"
 
 static const int widths[] = {64, 96, 128, 160, 192, 256, 320, 384, 448, 512, 640, 768, 1024, 1280, 1536, 2048};
 /* The law (plan/quality.h) is in N and D (and the batch, when it has
@@ -27,6 +28,9 @@ static const int batch_tokens[] = {2048, 4096, 8192, 16384};
 #define PLAN_MAX_ASPECT 64
 #define PLAN_MIN_LAYERS 2
 static const int memory_orders[] = {0, 4, 5};
+/* Learning-rate multipliers tried, kept to those the law measured
+ * (quality_law's lr_mult_min..lr_mult_max). */
+static const double lr_mults[] = {0.5, 0.7071067811865476, 1, 1.4142135623730951, 2};
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -41,7 +45,7 @@ double plan_effective_tokens(double seen, double unique)
 static int same_shape(const plan_candidate *a, const plan_candidate *b)
 {
     return a->cfg.model.d_model == b->cfg.model.d_model && a->cfg.model.n_layers == b->cfg.model.n_layers &&
-           a->cfg.memory_order == b->cfg.memory_order;
+           a->cfg.memory_order == b->cfg.memory_order && a->cfg.model.vocab_size == b->cfg.model.vocab_size;
 }
 
 static int better(const plan_candidate *a, const plan_candidate *b)
@@ -50,8 +54,8 @@ static int better(const plan_candidate *a, const plan_candidate *b)
 }
 
 /* Keep r->best sorted by bpb (then fewer parameters), at most PLAN_MAX_KEEP,
- * one entry per (width, depth, memory order): the runners-up are other
- * shapes, not the same shape at another context or batch. */
+ * one entry per (width, depth, memory order, vocabulary): the runners-up are
+ * other shapes, not the same shape at another context, batch or learning rate. */
 static void keep(plan_result *r, const plan_candidate *c)
 {
     for (int j = 0; j < r->n_keep; j++)
@@ -83,6 +87,8 @@ void plan_shape_of(const plan_candidate *c, int ranks, plan_shape *s)
     s->context = m->context;
     s->batch_tokens = c->cfg.batch_size / ranks * m->context;
     s->memory_order = c->cfg.memory_order;
+    s->vocab = m->vocab_size;
+    s->lr_mult = c->lr_mult;
 }
 
 int plan_predict(const run_config *base, const chip_profile *chip, const quality_law *law,
@@ -95,7 +101,22 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
         return 0;
     c->cfg = *base;
     model_config *m = &c->cfg.model;
-    m->vocab_size = o->vocab_size;
+    m->vocab_size = s->vocab ? s->vocab : o->vocab_size;
+    c->lr_mult = s->lr_mult > 0 ? s->lr_mult : 1;
+    optim_config *opt = &c->cfg.optim;
+    opt->lr = (float)(opt->lr * c->lr_mult);
+    opt->lr_embed = (float)(opt->lr_embed * c->lr_mult);
+    opt->lr_head = (float)(opt->lr_head * c->lr_mult);
+    opt->lr_scalar = (float)(opt->lr_scalar * c->lr_mult);
+    opt->lr_muon = (float)(opt->lr_muon * c->lr_mult);
+    /* the corpus in this vocabulary's tokens: the same text */
+    c->corpus_tokens = o->corpus_tokens;
+    if (m->vocab_size != o->vocab_size) {
+        const quality_vocab *have = quality_vocab_find(law, o->vocab_size), *want = quality_vocab_find(law, m->vocab_size);
+        if (!have || !want)
+            return 0;   /* a vocabulary the law cannot count */
+        c->corpus_tokens = o->corpus_tokens * have->bytes_per_token / want->bytes_per_token;
+    }
     m->d_model = s->d_model;
     m->n_layers = s->n_layers;
     m->n_heads = s->d_model / s->head_dim;
@@ -141,16 +162,17 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
     if (s->memory_order) {
         double host = o->host_memory_gb > 0 ? o->host_memory_gb : 24;
         if (s->memory_order < 0 || s->memory_order > QUALITY_MAX_ORDER || !(hybrid->limit[s->memory_order] > 0) ||
-            o->corpus_tokens * hybrid->bytes_per_token[s->memory_order] / 1e9 > host) {
+            s->memory_order > ngram_max_order(m->vocab_size) ||
+            c->corpus_tokens * hybrid->bytes_per_token[s->memory_order] / 1e9 > host) {
             *verdict = PLAN_NO_MEMORY;
             return 0;
         }
         c->memory_build_s =
-            throughput_memory_build_s(o->corpus_tokens, hybrid->build_s_per_mtok[s->memory_order]);
+            throughput_memory_build_s(c->corpus_tokens, hybrid->build_s_per_mtok[s->memory_order]);
     }
     /* memory.bin is written beside the first steps and slows them: the steps'
      * time lost is the write's seconds x the share of speed it takes */
-    c->memory_save_lost_s = s->memory_order ? hybrid->save_s_per_gb * o->corpus_tokens *
+    c->memory_save_lost_s = s->memory_order ? hybrid->save_s_per_gb * c->corpus_tokens *
                                                   hybrid->bytes_per_token[s->memory_order] / 1e9 * hybrid->save_drag
                                             : 0;
     c->train_s = o->budget_s - c->memory_build_s - c->memory_save_lost_s;
@@ -160,14 +182,18 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
         return 0;
     }
     c->tokens_seen = c->steps * c->step.tokens_per_step;
-    c->tokens_fresh = plan_effective_tokens(c->tokens_seen, o->corpus_tokens);
-    c->tokens_effective = quality_tokens_effective(law, c->step.params, c->tokens_fresh, c->step.tokens_per_step);
+    c->tokens_fresh = plan_effective_tokens(c->tokens_seen, c->corpus_tokens);
+    /* the law counts text: tokens of another vocabulary in its own vocabulary's tokens */
+    c->tokens_effective = quality_tokens_effective(law, c->step.params,
+                                                   quality_tokens_in_law(law, m->vocab_size, c->tokens_fresh),
+                                                   quality_tokens_in_law(law, m->vocab_size, c->step.tokens_per_step));
+    c->correction = quality_correction(law, m->vocab_size, c->lr_mult);
     /* the point prediction ranks; the interval (bootstraps) only for what is kept (plan_interval) */
-    c->transformer_bpb = quality_bpb(&law->fit, c->step.params, c->tokens_effective);
+    c->transformer_bpb = quality_bpb(&law->fit, c->step.params, c->tokens_effective) + c->correction;
     c->bpb = quality_hybrid_bpb(hybrid, s->memory_order, c->transformer_bpb);
     c->outside_law = c->step.params < law->n_min || c->step.params > law->n_max ||
                      c->tokens_effective < law->d_min || c->tokens_effective > law->d_max;
-    c->repeats_data = c->tokens_seen > o->corpus_tokens;
+    c->repeats_data = c->tokens_seen > c->corpus_tokens;
     *verdict = PLAN_OK;
     return 1;
 }
@@ -176,6 +202,9 @@ void plan_interval(const quality_law *law, const quality_hybrid *hybrid, plan_ca
 {
     quality_predict(law, k->step.params, k->tokens_effective, &k->transformer_bpb, &k->transformer_lo,
                     &k->transformer_hi);
+    k->transformer_bpb += k->correction;
+    k->transformer_lo += k->correction;
+    k->transformer_hi += k->correction;
     k->bpb = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_bpb);
     k->bpb_lo = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_lo);
     k->bpb_hi = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_hi);
@@ -252,7 +281,22 @@ int plan_search(const run_config *base, const chip_profile *chip, const quality_
     memset(r, 0, sizeof *r);
     if (!(o->budget_s > 0) || o->ranks < 1 || o->vocab_size < 2)
         return tempo_usage(err, "plan: budget, ranks and vocabulary must be positive");
+    /* the vocabularies and learning rates tried: the law's (its measured range) */
+    int vocabs[QUALITY_MAX_VOCABS] = {o->vocab_size}, n_vocabs = 1;
+    if (o->search_vocab && quality_vocab_find(law, o->vocab_size))
+        for (int i = 0; i < law->n_vocabs; i++)
+            if (law->vocabs[i].vocab != o->vocab_size)
+                vocabs[n_vocabs++] = law->vocabs[i].vocab;
+    double lrs[N_OF(lr_mults)];
+    int n_lrs = 0;
+    for (int i = 0; i < N_OF(lr_mults); i++)
+        if (lr_mults[i] >= law->lr_mult_min * (1 - 1e-9) && lr_mults[i] <= law->lr_mult_max * (1 + 1e-9))
+            lrs[n_lrs++] = lr_mults[i];
+    if (n_lrs == 0)
+        lrs[n_lrs++] = 1;
     plan_candidate c;
+    for (int vi = 0; vi < n_vocabs; vi++)
+    for (int li = 0; li < n_lrs; li++)
     for (int wi = 0; wi < N_OF(widths); wi++)
         for (int layers = PLAN_MIN_LAYERS; layers <= 64; layers++) {
                 int d = widths[wi], hd = head_dim_for(d);
@@ -265,7 +309,8 @@ int plan_search(const run_config *base, const chip_profile *chip, const quality_
                         for (int oi = 0; oi < N_OF(memory_orders); oi++) {
                             if (memory_orders[oi] && !o->allow_memory)
                                 continue;
-                            plan_shape sh = {d, layers, hd, contexts[ci], batch_tokens[bi], memory_orders[oi]};
+                            plan_shape sh = {d, layers, hd, contexts[ci], batch_tokens[bi], memory_orders[oi],
+                                             vocabs[vi], lrs[li]};
                             if (evaluate(base, chip, law, hybrid, o, &sh, r, &c, err) < 0)
                                 return -1;
                         }
@@ -288,9 +333,12 @@ void plan_preset_text(const plan_candidate *c, const chip_profile *chip, const p
     strbuf_printf(out,
                   "# planned by `tempo plan` for %s, budget %.0f s, %d rank(s): predicted %.0f tokens/s,\n"
                   "# %.3g tokens seen in %.0f steps, %.3g parameters, val bpb %.3f (interval %.3f to %.3f;\n"
-                  "# transformer alone %.3f). A prediction from configs/scaling/, not a measurement.\n",
+                  "# transformer alone %.3f). A prediction from configs/scaling/, not a measurement.\n"
+                  "# Vocabulary %d: train on data from `tempo prepare --vocab %d` (the vocabulary is the\n"
+                  "# data's, not a key of this file); learning rates x %.3g of the base preset's.\n",
                   chip->name, o->budget_s, o->ranks, c->step.tokens_per_s, c->tokens_seen, c->steps,
-                  c->step.params, c->bpb, c->bpb_lo, c->bpb_hi, c->transformer_bpb);
+                  c->step.params, c->bpb, c->bpb_lo, c->bpb_hi, c->transformer_bpb, c->cfg.model.vocab_size,
+                  c->cfg.model.vocab_size - 1, c->lr_mult);
     plan_preset_keys(&c->cfg, out);
 }
 
@@ -346,12 +394,26 @@ void plan_explain(const plan_result *r, const chip_profile *chip, const quality_
                   "shape: the law's marginal gains at the plan: d bpb / d ln N = %.3f, d bpb / d ln D = %.3f; "
                   "the best split of the budget between size and tokens makes them about equal\n",
                   -dn, -dd);
-    strbuf_printf(out, "data: %.3g tokens seen of %.3g in the corpus%s", b->tokens_seen, o->corpus_tokens,
+    strbuf_printf(out, "data: %.3g tokens seen of %.3g in the corpus%s", b->tokens_seen, b->corpus_tokens,
                   b->repeats_data ? "" : "\n");
     if (b->repeats_data)
         strbuf_printf(out, ": %.1f epochs, worth %.3g fresh tokens by Muennighoff et al.'s data-constrained "
                            "rule (not fitted here): data-limited\n",
-                      b->tokens_seen / o->corpus_tokens, b->tokens_fresh);
+                      b->tokens_seen / b->corpus_tokens, b->tokens_fresh);
+    const quality_vocab *qv = quality_vocab_find(law, b->cfg.model.vocab_size);
+    if (qv && law->n_vocabs > 1)
+        strbuf_printf(out, "vocabulary %d (%.3g bytes per token; the law counts text, and adds %+.3f bpb for it, "
+                           "the mean residual of %d grid run(s))%s; tried: %d vocabularies%s\n",
+                      b->cfg.model.vocab_size, qv->bytes_per_token, qv->offset, qv->n_runs,
+                      b->cfg.memory_order && b->cfg.model.vocab_size != law->vocab_ref
+                          ? "; the hybrid relation was measured at the law's own vocabulary only: assumed to hold"
+                          : "",
+                      o->search_vocab ? law->n_vocabs : 1, o->search_vocab ? "" : " (fixed by --vocab or --data)");
+    if (law->lr_mult_max > law->lr_mult_min)
+        strbuf_printf(out, "learning rates x %.3g of the base preset's (the law's term %+.3f bpb; measured "
+                           "x %.3g..%.3g, searched within)\n",
+                      b->lr_mult, law->lr_b * log2(b->lr_mult) + law->lr_c * log2(b->lr_mult) * log2(b->lr_mult),
+                      law->lr_mult_min, law->lr_mult_max);
     if (law->batch_crit > 0)
         strbuf_printf(out, "batch: %.0f tokens per step against a critical batch of %.0f at this loss: the law "
                            "counts %.3g of the tokens (D / (1 + batch / critical)); a smaller batch counts more per "

@@ -1,6 +1,7 @@
 /* plan.h - `tempo plan`'s search: for a chip, a wall-clock budget, a number
  * of ranks and a memory limit, every candidate shape (width, depth, head
- * width, context, batch, count-memory order) gets a predicted step time
+ * width, context, batch, count-memory order, vocabulary, learning-rate
+ * multiplier) gets a predicted step time
  * (plan/throughput.h), tokens seen in the budget, and a predicted val bpb
  * with an interval (plan/quality.h); candidates are ranked by predicted bpb.
  * What limits the best one (compute, bandwidth, memory capacity, data, the
@@ -22,7 +23,8 @@ typedef struct {
     double memory_gb;        /* limit per chip (0: the chip's memory_gb) */
     double host_memory_gb;   /* limit for the count memory on the host (0: 24 GB) */
     double corpus_tokens;    /* training tokens available (the prepared corpus) */
-    int vocab_size;          /* from the data (4097 for prepare --vocab 4096) */
+    int vocab_size;          /* from the data (4097 for prepare --vocab 4096); corpus_tokens are in its tokens */
+    int search_vocab;        /* 1: try every vocabulary the law has (else vocab_size only) */
     int allow_memory;        /* consider the hybrid model (count memory) */
 } plan_options;
 
@@ -36,6 +38,9 @@ typedef struct {
     double tokens_fresh;     /* tokens_seen, less repeated epochs' worth */
     double tokens_effective; /* D in the law: tokens_fresh / (1 + batch / the law's batch_crit) */
     double steps;
+    double lr_mult;          /* every learning rate of the base preset times this */
+    double correction;       /* the law's vocabulary and learning-rate terms at this candidate */
+    double corpus_tokens;    /* the corpus in this candidate's tokens */
     double transformer_bpb, transformer_lo, transformer_hi;
     double bpb, bpb_lo, bpb_hi; /* the model as planned (hybrid when memory_order > 0) */
     int outside_law;         /* N or D outside the grid's range */
@@ -50,16 +55,20 @@ typedef struct {
     long n_searched, n_too_big, n_too_few_steps;
 } plan_result;
 
-/* One shape of the search space. batch_tokens is per rank. */
+/* One shape of the search space. batch_tokens is per rank; vocab 0 means
+ * plan_options' vocab_size, lr_mult 0 means 1. */
 typedef struct {
     int d_model, n_layers, head_dim, context, batch_tokens, memory_order;
+    int vocab;
+    double lr_mult;
 } plan_shape;
 
 typedef enum {
     PLAN_OK,            /* a candidate */
     PLAN_NOT_A_CONFIG,  /* the shape makes no valid config (head width, context above the batch) */
     PLAN_TOO_BIG,       /* over the memory limit even with micro-batches */
-    PLAN_NO_MEMORY,     /* a count-memory order with no measured relation, or over the host's memory */
+    PLAN_NO_MEMORY,     /* a count-memory order with no measured relation, over the host's memory,
+                           or above the exact-key orders of the vocabulary */
     PLAN_TOO_FEW_STEPS  /* under PLAN_MIN_STEPS in the budget */
 } plan_verdict;
 

@@ -87,6 +87,50 @@ static int law_line(void *ctx, const char *key, char *v, const char *where, temp
         c->seen |= 1u << 13;
         return real(key, v, 0, 20, &q->batch_crit_exponent, where, err);
     }
+    if (!strcmp(key, "vocab_ref")) {
+        long long n;
+        tempo_error e;
+        if (number_parse_int(key, v, 2, 1 << 24, &n, &e))
+            return tempo_usage(err, "%s: %s", where, e.msg);
+        q->vocab_ref = (int)n;
+        return 0;
+    }
+    if (!strncmp(key, "vocab.", 6)) {   /* vocab.V.bytes_per_token, vocab.V.offset, vocab.V.runs */
+        char *end;
+        long vv = strtol(key + 6, &end, 10);
+        if (end == key + 6 || *end != '.' || vv < 2 || vv > (1 << 24))
+            return tempo_usage(err, "%s: '%s': expected vocab.V.bytes_per_token, .offset or .runs", where, key);
+        quality_vocab *e = NULL;
+        for (int i = 0; i < q->n_vocabs; i++)
+            if (q->vocabs[i].vocab == (int)vv) e = &q->vocabs[i];
+        if (!e) {
+            if (q->n_vocabs >= QUALITY_MAX_VOCABS)
+                return tempo_usage(err, "%s: more than %d vocabularies", where, QUALITY_MAX_VOCABS);
+            e = &q->vocabs[q->n_vocabs++];
+            e->vocab = (int)vv;
+        }
+        if (!strcmp(end, ".bytes_per_token"))
+            return real(key, v, 0.1, 1000, &e->bytes_per_token, where, err);
+        if (!strcmp(end, ".offset"))
+            return real(key, v, -10, 10, &e->offset, where, err);
+        if (!strcmp(end, ".runs")) {
+            long long n;
+            tempo_error pe;
+            if (number_parse_int(key, v, 0, 1000000, &n, &pe))
+                return tempo_usage(err, "%s: %s", where, pe.msg);
+            e->n_runs = (int)n;
+            return 0;
+        }
+        return tempo_usage(err, "%s: '%s': expected vocab.V.bytes_per_token, .offset or .runs", where, key);
+    }
+    if (!strcmp(key, "lr_b"))
+        return real(key, v, -10, 10, &q->lr_b, where, err);
+    if (!strcmp(key, "lr_c"))
+        return real(key, v, -10, 10, &q->lr_c, where, err);
+    if (!strcmp(key, "lr_mult_min"))
+        return real(key, v, 1e-3, 1, &q->lr_mult_min, where, err);
+    if (!strcmp(key, "lr_mult_max"))
+        return real(key, v, 1, 1e3, &q->lr_mult_max, where, err);
     if (!strcmp(key, "n_runs")) {
         long long n;
         tempo_error e;
@@ -114,6 +158,19 @@ int quality_law_parse(quality_law *q, const char *text, size_t len, const char *
         return tempo_usage(err, "%s: n_min > n_max or d_min > d_max", path);
     if ((q->batch_crit_bpb > 0 || q->batch_crit_exponent > 0) && !(q->batch_crit > 0))
         return tempo_usage(err, "%s: batch_crit_bpb or batch_crit_exponent without batch_crit", path);
+    if (q->n_vocabs && !q->vocab_ref)
+        return tempo_usage(err, "%s: vocab.V lines without vocab_ref", path);
+    for (int i = 0; i < q->n_vocabs; i++)
+        if (!(q->vocabs[i].bytes_per_token > 0))
+            return tempo_usage(err, "%s: vocab.%d.bytes_per_token missing", path, q->vocabs[i].vocab);
+    if (q->vocab_ref && !quality_vocab_find(q, q->vocab_ref))
+        return tempo_usage(err, "%s: vocab_ref %d has no vocab.%d.bytes_per_token", path, q->vocab_ref, q->vocab_ref);
+    if (q->vocab_ref && quality_vocab_find(q, q->vocab_ref)->offset != 0)
+        return tempo_usage(err, "%s: vocab.%d.offset must be 0 (the law's own vocabulary)", path, q->vocab_ref);
+    if (!q->lr_mult_min) q->lr_mult_min = 1;
+    if (!q->lr_mult_max) q->lr_mult_max = 1;
+    if ((q->lr_b != 0 || q->lr_c != 0) && q->lr_mult_min == 1 && q->lr_mult_max == 1)
+        return tempo_usage(err, "%s: lr_b/lr_c without the multipliers measured (lr_mult_min, lr_mult_max)", path);
     return 0;
 }
 
@@ -145,6 +202,8 @@ static int hybrid_line(void *ctx, const char *key, char *v, const char *where, t
         return real(key, v, 0, 10, &h->slope, where, err);
     if (!strcmp(key, "residual_sd"))
         return real(key, v, 0, 10, &h->residual_sd, where, err);
+    if (!strcmp(key, "calibration_gain"))
+        return real(key, v, 0, 1, &h->calibration_gain, where, err);
     if (!strcmp(key, "save_s_per_gb"))
         return real(key, v, 0, 1e6, &h->save_s_per_gb, where, err);
     if (!strcmp(key, "save_drag"))
@@ -229,10 +288,31 @@ void quality_predict(const quality_law *q, double n_params, double tokens, doubl
     *hi = fmax(*bpb, p95) + spread;
 }
 
+const quality_vocab *quality_vocab_find(const quality_law *q, int vocab)
+{
+    for (int i = 0; i < q->n_vocabs; i++)
+        if (q->vocabs[i].vocab == vocab)
+            return &q->vocabs[i];
+    return NULL;
+}
+
+double quality_tokens_in_law(const quality_law *q, int vocab, double tokens)
+{
+    const quality_vocab *v = quality_vocab_find(q, vocab), *r = quality_vocab_find(q, q->vocab_ref);
+    return v && r ? tokens * v->bytes_per_token / r->bytes_per_token : tokens;
+}
+
+double quality_correction(const quality_law *q, int vocab, double lr_mult)
+{
+    const quality_vocab *v = quality_vocab_find(q, vocab);
+    double x = lr_mult > 0 ? log2(lr_mult) : 0;
+    return (v ? v->offset : 0) + q->lr_b * x + q->lr_c * x * x;
+}
+
 double quality_hybrid_bpb(const quality_hybrid *h, int order, double t)
 {
     if (order <= 0 || order > QUALITY_MAX_ORDER || !(h->limit[order] > 0))
         return t;
-    double mixed = h->limit[order] - h->slope * fmax(0, h->pivot - t);
+    double mixed = h->limit[order] - h->slope * fmax(0, h->pivot - t) - h->calibration_gain;
     return fmin(t, mixed);
 }

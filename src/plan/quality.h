@@ -3,8 +3,18 @@
  * for the transformer (N parameters, D training tokens seen), with bootstrap
  * replicates of the fit for an interval, and the hybrid model's relation to
  * it (DESIGN.md section 6): the mixture with a count memory of order K is
- *   hybrid = min(t, limit_K - slope * max(0, pivot - t))   (t: transformer bpb)
- * plus the memory's build seconds and bytes per training token. Both files
+ *   hybrid = min(t, limit_K - slope * max(0, pivot - t) - calibration_gain)
+ * (t: transformer bpb; the gain is the calibration stage's, memory/calibration.h)
+ * plus the memory's build seconds and bytes per training token.
+ *
+ * Two corrections ride on the law, each fitted on grid runs that differ from
+ * the law's own in one setting only (scripts/fit_scaling.py):
+ *   vocabulary V: D counts text, D = tokens x bytes_per_token(V) /
+ *     bytes_per_token(the law's vocabulary), and an offset per vocabulary
+ *     (the mean residual of its runs; 0 for the law's own);
+ *   learning rate x m (every rate of the preset scaled by m): + b log2 m +
+ *     c (log2 m)^2, trusted within the multipliers measured.
+ * Both files
  * are written by scripts/fit_scaling.py into configs/scaling/ as `key = value`
  * lines (`#` comments); the fit itself is not done here. */
 #ifndef TEMPO_PLAN_QUALITY_H
@@ -14,6 +24,14 @@
 
 #define QUALITY_MAX_BOOT 512
 #define QUALITY_MAX_ORDER 8
+#define QUALITY_MAX_VOCABS 8
+
+typedef struct {
+    int vocab;                   /* ids incl. the separator (prepare --vocab V-1) */
+    double bytes_per_token;      /* of the bundled corpus's training split under it */
+    double offset;               /* bpb added at this vocabulary (0 at the law's own) */
+    int n_runs;                  /* grid runs the offset rests on (0: the law's own) */
+} quality_vocab;
 
 typedef struct {
     double E, A, alpha, B, beta;
@@ -29,11 +47,17 @@ typedef struct {
     double batch_crit_bpb;       /* the bpb batch_crit was measured at (0: batch_crit at every bpb) */
     double batch_crit_exponent;  /* batch_crit grows as (batch_crit_bpb / bpb)^exponent */
     int n_runs;
+    int vocab_ref;               /* the vocabulary of the law's own runs (0: no vocabulary term) */
+    int n_vocabs;
+    quality_vocab vocabs[QUALITY_MAX_VOCABS];   /* vocab_ref's among them */
+    double lr_b, lr_c;           /* the learning-rate term (0, 0: none) */
+    double lr_mult_min, lr_mult_max;            /* the multipliers measured (1, 1: none) */
 } quality_law;
 
 typedef struct {
     double pivot, slope;
     double residual_sd;          /* of the runs around the relation, bpb (0: not given) */
+    double calibration_gain;     /* bpb the calibration stage takes off the linear mixture (0: not given) */
     double save_s_per_gb;        /* writing memory.bin beside the training, seconds per GB (0: not given) */
     double save_drag;            /* the share of the steps' speed lost while it is written, [0, 1) */
     double limit[QUALITY_MAX_ORDER + 1];       /* 0: that order not measured */
@@ -43,13 +67,15 @@ typedef struct {
 
 /* Read the law file (keys E, A, alpha, B, beta, residual_sd, n_min, n_max,
  * d_min, d_max, n_runs, optional batch_crit, and `boot = E A alpha B beta`
- * lines). Errors name the
+ * lines; optional vocab_ref with vocab.V.bytes_per_token, vocab.V.offset and
+ * vocab.V.runs for each vocabulary, vocab_ref's included; optional lr_b, lr_c,
+ * lr_mult_min, lr_mult_max). Errors name the
  * file and line, or the missing key (code 2). */
 int quality_law_load(quality_law *q, const char *path, tempo_error *err);
 int quality_law_parse(quality_law *q, const char *text, size_t len, const char *path, tempo_error *err);
 
 /* Read the hybrid file (pivot, slope, limit.K, build_s_per_mtok.K, bytes_per_token.K; optional
- * residual_sd, save_s_per_gb, save_drag). */
+ * residual_sd, calibration_gain, save_s_per_gb, save_drag). */
 int quality_hybrid_load(quality_hybrid *h, const char *path, tempo_error *err);
 int quality_hybrid_parse(quality_hybrid *h, const char *text, size_t len, const char *path, tempo_error *err);
 
@@ -75,6 +101,17 @@ double quality_bpb(const quality_coef *c, double n_params, double tokens);
 /* Point prediction and a ~90 % interval: the 5th and 95th percentiles over
  * the bootstrap replicates, widened by 1.645 x residual_sd. */
 void quality_predict(const quality_law *q, double n_params, double tokens, double *bpb, double *lo, double *hi);
+
+/* The law's entry for vocabulary v, or NULL when it has none. */
+const quality_vocab *quality_vocab_find(const quality_law *q, int vocab);
+
+/* Tokens under vocabulary v as the law counts them (text seen, in tokens of
+ * the law's vocabulary); tokens itself without a vocabulary term or entry. */
+double quality_tokens_in_law(const quality_law *q, int vocab, double tokens);
+
+/* The corrections at vocabulary v and learning-rate multiplier m: the
+ * vocabulary's offset plus the learning-rate term (0 when absent). */
+double quality_correction(const quality_law *q, int vocab, double lr_mult);
 
 /* The hybrid's bpb from the transformer's at memory order K (t itself when
  * K is 0 or not measured). */

@@ -68,10 +68,15 @@ static void test_quality(void)
     CHECK_NEAR(quality_hybrid_bpb(&h, 5, 3.0), 1.65, 1e-12);      /* a useless transformer */
     CHECK_NEAR(quality_hybrid_bpb(&h, 5, 1.0), 1.0, 1e-12);       /* never worse than the transformer */
     CHECK_NEAR(quality_hybrid_bpb(&h, 4, 1.9), 1.9, 1e-12);       /* order not measured */
+    h.calibration_gain = 0.015;                                    /* the calibration stage's share */
+    CHECK_NEAR(quality_hybrid_bpb(&h, 5, 1.9), 1.65 - 0.2 * 0.2 - 0.015, 1e-12);
+    CHECK_NEAR(quality_hybrid_bpb(&h, 4, 1.9), 1.9, 1e-12);
+    h.calibration_gain = 0;
     const char *ht = "pivot = 2.1\nslope = 0.2\nresidual_sd = 0.01\nlimit.5 = 1.65\nbuild_s_per_mtok.5 = 0.7\n"
+                     "calibration_gain = 0.02\n"
                      "bytes_per_token.5 = 60\nsave_s_per_gb = 7\nsave_drag = 0.5  # a comment\n";
     CHECK(quality_hybrid_parse(&h, ht, strlen(ht), "h.conf", &err) == 0);
-    CHECK(h.pivot == 2.1 && h.residual_sd == 0.01 && h.save_s_per_gb == 7 && h.save_drag == 0.5 &&
+    CHECK(h.pivot == 2.1 && h.residual_sd == 0.01 && h.calibration_gain == 0.02 && h.save_s_per_gb == 7 && h.save_drag == 0.5 &&
           h.limit[5] == 1.65 && h.build_s_per_mtok[5] == 0.7 && h.bytes_per_token[5] == 60 && h.limit[4] == 0);
     const char *bad_drag = "pivot = 2\nsave_drag = 1\n";
     CHECK(quality_hybrid_parse(&h, bad_drag, strlen(bad_drag), "h.conf", &err) == -1 &&
@@ -133,6 +138,88 @@ static void test_search(void)
     o.budget_s = 60;
     o.memory_gb = 1e-6;
     CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == -1 && strstr(err.msg, "memory"));
+}
+
+/* The law's vocabulary and learning-rate terms: read and checked, counted in
+ * text, and searched: the plan may take another vocabulary (its corpus in
+ * its own tokens) and a learning-rate multiplier, and its preset says so. */
+static void test_vocab_and_lr(void)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "%svocab_ref = 512\nvocab.512.bytes_per_token = 3\nvocab.512.offset = 0\n"
+             "vocab.1024.bytes_per_token = 4\nvocab.1024.offset = -0.05\nvocab.1024.runs = 2\n"
+             "lr_b = -0.1\nlr_c = 0.02\nlr_mult_min = 0.5\nlr_mult_max = 2\n", law_text);
+    quality_law q;
+    tempo_error err;
+    CHECK_MSG(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == 0, "%s", err.msg);
+    CHECK(q.n_vocabs == 2 && q.vocab_ref == 512 && quality_vocab_find(&q, 1024)->n_runs == 2);
+    CHECK_NEAR(quality_tokens_in_law(&q, 1024, 3e6), 4e6, 1e-6);   /* text, in the law's tokens */
+    CHECK_NEAR(quality_tokens_in_law(&q, 512, 3e6), 3e6, 0);
+    CHECK_NEAR(quality_tokens_in_law(&q, 2048, 3e6), 3e6, 0);        /* unknown: as given */
+    CHECK_NEAR(quality_correction(&q, 512, 1), 0, 0);
+    CHECK_NEAR(quality_correction(&q, 1024, 2), -0.05 - 0.1 + 0.02, 1e-12);
+    CHECK_NEAR(quality_correction(&q, 512, 0.5), 0.1 + 0.02, 1e-12);
+    const char *bad[][2] = {
+        {"vocab.1024.bytes_per_token = 4\n", "without vocab_ref"},
+        {"vocab_ref = 512\nvocab.1024.bytes_per_token = 4\n", "vocab_ref 512 has no"},
+        {"vocab_ref = 512\nvocab.512.bytes_per_token = 3\nvocab.512.offset = 0.1\n", "must be 0"},
+        {"vocab_ref = 512\nvocab.512.bytes_per_token = 3\nvocab.1024.offset = 0.1\n", "vocab.1024.bytes_per_token missing"},
+        {"vocab.x.offset = 1\n", "expected vocab.V"},
+        {"vocab.512.size = 1\n", "expected vocab.V"},
+        {"lr_b = 0.1\n", "lr_mult_min"},
+        {"lr_mult_min = 2\n", "lr_mult_min"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, "%s%s", law_text, bad[i][0]);
+        CHECK_MSG(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == -1 && strstr(err.msg, bad[i][1]) &&
+                      strstr(err.msg, "law.conf"), "case %zu: %s", i, err.msg);
+    }
+    snprintf(text, sizeof text, "%svocab_ref = 512\nvocab.512.bytes_per_token = 3\n"
+             "vocab.1024.bytes_per_token = 4\nvocab.1024.offset = -0.05\n"
+             "lr_b = -0.1\nlr_c = 0.02\nlr_mult_min = 0.5\nlr_mult_max = 2\n", law_text);
+    CHECK(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == 0);
+    chip_profile chip;
+    quality_law unused;
+    quality_hybrid h;
+    run_config base;
+    search_inputs(&chip, &unused, &h, &base);
+    plan_options o = {.budget_s = 60, .ranks = 1, .corpus_tokens = 1e8, .vocab_size = 512, .search_vocab = 1};
+    plan_result r;
+    CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
+    int seen[2] = {0, 0};
+    for (int i = 0; i < r.n_keep; i++) {
+        const plan_candidate *c = &r.best[i];
+        int v = c->cfg.model.vocab_size;
+        CHECK(v == 512 || v == 1024);
+        seen[v == 1024]++;
+        /* corpus and tokens as text; the prediction is the law's plus its terms */
+        CHECK_NEAR(c->corpus_tokens, v == 1024 ? 0.75e8 : 1e8, 1e-3);
+        CHECK_NEAR(c->correction, quality_correction(&q, v, c->lr_mult), 1e-12);
+        double law_at = quality_bpb(&q.fit, c->step.params, c->tokens_effective) + c->correction;
+        CHECK_NEAR(c->transformer_bpb, law_at, 1e-12);
+        CHECK(c->lr_mult >= 0.5 && c->lr_mult <= 2);
+    }
+    CHECK(seen[1] > 0);   /* the offset of -0.05 makes the larger vocabulary win here */
+    const plan_candidate *b = &r.best[0];
+    /* lr_b < 0 with a small lr_c: the largest multiplier measured */
+    CHECK_NEAR(b->lr_mult, 2, 1e-12);
+    CHECK_NEAR(b->cfg.optim.lr_muon, 2 * base.optim.lr_muon, 1e-6);
+    strbuf pt = {0};
+    plan_preset_text(b, &chip, &o, &pt);
+    char want[64];
+    snprintf(want, sizeof want, "prepare --vocab %d", b->cfg.model.vocab_size - 1);
+    CHECK_MSG(strstr(pt.data, want) != NULL, "%s", pt.data);
+    strbuf_free(&pt);
+    /* --vocab / --data fix the vocabulary */
+    o.search_vocab = 0;
+    CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
+    for (int i = 0; i < r.n_keep; i++)
+        CHECK(r.best[i].cfg.model.vocab_size == 512);
+    /* a law without the terms: one vocabulary, learning rates as the base's */
+    o.search_vocab = 1;
+    CHECK(plan_search(&base, &chip, &unused, &h, &o, &r, &err) == 0);
+    for (int i = 0; i < r.n_keep; i++)
+        CHECK(r.best[i].cfg.model.vocab_size == 512 && r.best[i].lr_mult == 1 && r.best[i].correction == 0);
 }
 
 /* plan_predict on a candidate's own shape gives the candidate back; the
@@ -275,6 +362,7 @@ int main(void)
     RUN(test_quality);
     RUN(test_effective_tokens);
     RUN(test_search);
+    RUN(test_vocab_and_lr);
     RUN(test_predict_and_neighbours);
     return test_summary("test_plan");
 }
