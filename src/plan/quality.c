@@ -21,6 +21,17 @@ static int real(const char *key, const char *v, double lo, double hi, double *ou
     return 0;
 }
 
+static int integer(const char *key, const char *v, long long lo, long long hi, int *out, const char *where,
+                   tempo_error *err)
+{
+    long long n;
+    tempo_error e;
+    if (number_parse_int(key, v, lo, hi, &n, &e))
+        return tempo_usage(err, "%s: %s", where, e.msg);
+    *out = (int)n;
+    return 0;
+}
+
 /* Coefficient ranges: a law outside these is not a law of bpb. */
 static int coef_parse(quality_coef *c, char *v, const char *where, tempo_error *err)
 {
@@ -87,14 +98,8 @@ static int law_line(void *ctx, const char *key, char *v, const char *where, temp
         c->seen |= 1u << 13;
         return real(key, v, 0, 20, &q->batch_crit_exponent, where, err);
     }
-    if (!strcmp(key, "vocab_ref")) {
-        long long n;
-        tempo_error e;
-        if (number_parse_int(key, v, 2, 1 << 24, &n, &e))
-            return tempo_usage(err, "%s: %s", where, e.msg);
-        q->vocab_ref = (int)n;
-        return 0;
-    }
+    if (!strcmp(key, "vocab_ref"))
+        return integer(key, v, 2, 1 << 24, &q->vocab_ref, where, err);
     if (!strncmp(key, "vocab.", 6)) {   /* vocab.V.bytes_per_token, vocab.V.offset, vocab.V.runs */
         char *end;
         long vv = strtol(key + 6, &end, 10);
@@ -113,14 +118,8 @@ static int law_line(void *ctx, const char *key, char *v, const char *where, temp
             return real(key, v, 0.1, 1000, &e->bytes_per_token, where, err);
         if (!strcmp(end, ".offset"))
             return real(key, v, -10, 10, &e->offset, where, err);
-        if (!strcmp(end, ".runs")) {
-            long long n;
-            tempo_error pe;
-            if (number_parse_int(key, v, 0, 1000000, &n, &pe))
-                return tempo_usage(err, "%s: %s", where, pe.msg);
-            e->n_runs = (int)n;
-            return 0;
-        }
+        if (!strcmp(end, ".runs"))
+            return integer(key, v, 0, 1000000, &e->n_runs, where, err);
         return tempo_usage(err, "%s: '%s': expected vocab.V.bytes_per_token, .offset or .runs", where, key);
     }
     if (!strcmp(key, "lr_b"))
@@ -132,13 +131,8 @@ static int law_line(void *ctx, const char *key, char *v, const char *where, temp
     if (!strcmp(key, "lr_mult_max"))
         return real(key, v, 1, 1e3, &q->lr_mult_max, where, err);
     if (!strcmp(key, "n_runs")) {
-        long long n;
-        tempo_error e;
-        if (number_parse_int(key, v, 1, 1000000, &n, &e))
-            return tempo_usage(err, "%s: %s", where, e.msg);
-        q->n_runs = (int)n;
         c->seen |= 1u << 10;
-        return 0;
+        return integer(key, v, 1, 1000000, &q->n_runs, where, err);
     }
     return tempo_usage(err, "%s: unknown key '%s'", where, key);
 }

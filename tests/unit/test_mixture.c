@@ -148,6 +148,19 @@ static void test_causality(void)
     ngram_memory_free(&mem);
 }
 
+/* x[0..n): a text of `period` random tokens read over and over, one token
+ * in change_one_in (0: none) after the first reading drawn afresh; pm[i]:
+ * the stand-in transformer's probability of x[i]. */
+static void repeated_text(int32_t *x, double *pm, size_t n, int V, size_t period, uint64_t seed, int change_one_in)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = i < period || (change_one_in && lcg(&seed) % (uint64_t)change_one_in == 0)
+                   ? (int32_t)(lcg(&seed) % (uint64_t)V) : x[i - period];
+    double *d = malloc(sizeof(double) * V);
+    for (size_t i = 1; i < n; i++) { model_dist(x, i, V, d); pm[i] = d[x[i]]; }
+    free(d);
+}
+
 /* On a text that repeats, the mixer learns to trust the cache; the mixture beats each component. */
 static void test_learning(void)
 {
@@ -156,11 +169,8 @@ static void test_learning(void)
     build_memory(&mem, V, 3, 1);
     size_t n = 6000;
     int32_t *x = malloc(sizeof(int32_t) * n);
-    uint64_t s = 3;
-    for (size_t i = 0; i < n; i++)   /* a 200-token text read 30 times */
-        x[i] = i < 200 ? (int32_t)(lcg(&s) % (uint64_t)V) : x[i - 200];
-    double *pm = malloc(sizeof(double) * n), *d = malloc(sizeof(double) * V);
-    for (size_t i = 1; i < n; i++) { model_dist(x, i, V, d); pm[i] = d[x[i]]; }
+    double *pm = malloc(sizeof(double) * n);
+    repeated_text(x, pm, n, V, 200, 3, 0);   /* a 200-token text read 30 times */
     mixer mx, fitted;
     tempo_error e;
     CHECK(mixer_init(&mx, 3, 3, 1, 0.05, &e) == 0);
@@ -189,7 +199,7 @@ static void test_learning(void)
     mixer_free(&mx);
     mixer_free(&fitted);
     ngram_memory_free(&mem);
-    free(x); free(pm); free(d);
+    free(x); free(pm);
 }
 
 /* The match model against a plain reference: at each position, the most
@@ -499,11 +509,8 @@ static void test_calibration_stage(void)
     build_memory(&mem, V, 3, 1);
     size_t n = 6000;
     int32_t *x = malloc(sizeof(int32_t) * n);
-    uint64_t s = 8;
-    for (size_t i = 0; i < n; i++)   /* a 300-token text read 20 times, 1 token in 20 changed */
-        x[i] = i < 300 || lcg(&s) % 20 == 0 ? (int32_t)(lcg(&s) % (uint64_t)V) : x[i - 300];
-    double *pm = malloc(sizeof(double) * n), *d = malloc(sizeof(double) * V);
-    for (size_t i = 1; i < n; i++) { model_dist(x, i, V, d); pm[i] = d[x[i]]; }
+    double *pm = malloc(sizeof(double) * n);
+    repeated_text(x, pm, n, V, 300, 8, 20);   /* a 300-token text read 20 times, 1 token in 20 changed */
     tempo_error e;
     mixer mx, fitted;
     CHECK(mixer_init(&mx, 3, 3, 1, 0.05, &e) == 0);
@@ -524,7 +531,7 @@ static void test_calibration_stage(void)
     CHECK(t.bits == t.bits_linear);
     mixer_free(&mx);
     ngram_memory_free(&mem);
-    free(x); free(pm); free(d);
+    free(x); free(pm);
 }
 
 int main(void)
