@@ -20,10 +20,14 @@ written as `boot =` lines; residual_sd is the fit's residual standard deviation.
 Corrections (grid rows with a vocab or lr_mult column that differs from the
 law's own, 4097 and 1; these rows stay out of the law's fit): the law counts
 text, so a run of vocabulary V sees D = tokens x bytes_per_token(V) /
-bytes_per_token(4097) of the law's tokens; vocab.V.offset is the mean residual
-of V's runs from the law. The learning-rate term b log2 m + c (log2 m)^2 is
-fitted by least squares to the residuals of runs at multiplier m less the
-residual of the same shape and length at m = 1 in the grid (when there is one).
+bytes_per_token(4097) of the law's tokens. Each such run's residual from the
+law is taken less the residual of the same shape and length at the law's own
+settings in the grid (when there is one), so that what is left is the
+setting's effect and not the law's misfit at that shape: vocab.V.offset is
+the mean of V's runs; the learning-rate term (b + b_steps log2(S / S_ref)) log2 m
++ c (log2 m)^2, S the run's optimizer steps, is fitted to the runs at multiplier
+m by least squares (the best multiplier falls as runs get longer), and is
+trusted only within the steps measured (lr_steps_min..lr_steps_max).
 
 Hybrid relation: from 10-minute hybrid runs (result.json with val_bpb and
 val_bpb_transformer): hybrid = min(t, limit_K - slope * max(0, pivot - t) -
@@ -123,6 +127,7 @@ def tsv_rows(paths):
 
 REF_VOCAB = 4097
 REF_BYTES_PER_TOKEN = 3.2102   # the bundled corpus's training split at vocab 4097 (data/corpus/meta.json)
+LR_STEPS_REF = 300             # the learning-rate term's slope in log2 steps is about this many
 
 
 def is_ref(r):
@@ -139,7 +144,7 @@ def corrections(args, coef, bc, ref_bpb):
     """The vocabulary offsets and the learning-rate term, as law-file lines (see the docstring)."""
     E, A, alpha, B, beta = coef
     rows = [r for r in tsv_rows(args.grid) if int(r["steps"]) >= args.min_steps]
-    base = {(r["length"], r["d_model"], r["n_layers"]): r for r in rows if is_ref(r)}
+    base = {(r["length"], r["d_model"], r["n_layers"]): r for r in rows if is_ref(r) and "length" in r}
 
     def residual(r):
         scale = float(r.get("bytes_per_token") or REF_BYTES_PER_TOKEN) / REF_BYTES_PER_TOKEN
@@ -147,36 +152,44 @@ def corrections(args, coef, bc, ref_bpb):
         (n, d, y), = effective([(n, d, y, d / int(r["steps"]))], bc, ref_bpb)
         return y - (E + A * n ** -alpha + B * d ** -beta)
 
+    def paired(r):
+        """The run's residual less that of the same shape and length at the law's settings."""
+        b0 = base.get((r.get("length"), r["d_model"], r["n_layers"]))
+        return residual(r) - (residual(b0) if b0 else 0), b0 is not None
+
     lines, notes = ["vocab_ref = %d" % REF_VOCAB, "vocab.%d.bytes_per_token = %.4f" % (REF_VOCAB, REF_BYTES_PER_TOKEN),
                     "vocab.%d.offset = 0" % REF_VOCAB], []
     vocabs = sorted({int(r["vocab"]) for r in rows if r.get("vocab") and int(r["vocab"]) != REF_VOCAB})
     for v in vocabs:
         vr = [r for r in rows if r.get("vocab") and int(r["vocab"]) == v and float(r.get("lr_mult") or 1) == 1]
-        res = [residual(r) for r in vr]
+        pr = [paired(r) for r in vr]
+        res = [x for x, _ in pr]
         sd = statistics.stdev(res) if len(res) > 1 else float("nan")
         lines += ["vocab.%d.bytes_per_token = %.4f" % (v, float(vr[0]["bytes_per_token"])),
                   "vocab.%d.offset = %.4f    # sd %.4f over the runs" % (v, statistics.mean(res), sd),
                   "vocab.%d.runs = %d" % (v, len(res))]
-        notes += ["#   vocab %d: d%s l%s %s steps: residual %+.4f" % (v, r["d_model"], r["n_layers"], r["length"], x)
-                  for r, x in zip(vr, res)]
+        notes += ["#   vocab %d: d%s l%s %s steps: residual %+.4f against vocab %d%s" % (
+            v, r["d_model"], r["n_layers"], r["length"], x, REF_VOCAB, "" if ok else " (no pair: against the law)")
+                  for r, (x, ok) in zip(vr, pr)]
     lr_rows = [r for r in rows if int(r.get("vocab") or REF_VOCAB) == REF_VOCAB and float(r.get("lr_mult") or 1) != 1]
     if lr_rows:
         pts = []
         for r in lr_rows:
             m = float(r["lr_mult"])
-            b0 = base.get((r["length"], r["d_model"], r["n_layers"]))
-            delta = residual(r) - (residual(b0) if b0 else 0)
-            pts.append((math.log2(m), delta))
+            delta, ok = paired(r)
+            pts.append((math.log2(m), math.log2(int(r["steps"]) / LR_STEPS_REF), delta))
             notes.append("#   lr x %g: d%s l%s %s steps: residual %+.4f against x 1%s" % (
-                m, r["d_model"], r["n_layers"], r["length"], delta, "" if b0 else " (no pair: against the law)"))
-        sxx = sum(x * x for x, _ in pts); sx3 = sum(x ** 3 for x, _ in pts); sx4 = sum(x ** 4 for x, _ in pts)
-        sxy = sum(x * y for x, y in pts); sx2y = sum(x * x * y for x, y in pts)
-        det = sxx * sx4 - sx3 * sx3
-        if len({x for x, _ in pts}) >= 2 and abs(det) > 1e-12:
-            b = (sxy * sx4 - sx3 * sx2y) / det
-            c = (sxx * sx2y - sx3 * sxy) / det
-            ms = [2 ** x for x, _ in pts] + [1]
-            lines += ["lr_b = %.5f" % b, "lr_c = %.5f" % c,
+                m, r["d_model"], r["n_layers"], r["length"], delta, "" if ok else " (no pair: against the law)"))
+        if len({x for x, _, _ in pts}) >= 2 and len({s for _, s, _ in pts}) >= 2 and len(pts) >= 4:
+            b, bs, c = solve([[x, x * s, x * x] for x, s, _ in pts], [y for _, _, y in pts])
+            fit = [b * x + bs * x * s + c * x * x for x, s, _ in pts]
+            sd = math.sqrt(sum((y - f) ** 2 for (_, _, y), f in zip(pts, fit)) / max(1, len(pts) - 3))
+            ms = [2 ** x for x, _, _ in pts] + [1]
+            steps = [LR_STEPS_REF * 2 ** s for _, s, _ in pts]
+            lines += ["lr_b = %.5f" % b, "lr_b_steps = %.5f    # per doubling of the steps from lr_steps_ref" % bs,
+                      "lr_c = %.5f" % c, "lr_sd = %.4f    # the runs' residual sd around the term" % sd,
+                      "lr_steps_ref = %g" % LR_STEPS_REF,
+                      "lr_steps_min = %g" % min(steps), "lr_steps_max = %g" % max(steps),
                       "lr_mult_min = %g" % min(ms), "lr_mult_max = %g" % max(ms)]
     return lines, notes
 

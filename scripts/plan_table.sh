@@ -11,17 +11,17 @@ rows=(
     "nvidia-h200 30m 1" "nvidia-h200 4h 1" "nvidia-h200 4h 8"
     "aws-trainium2 30m 1" "aws-trainium2 4h 1" "aws-trainium2 4h 16"
 )
-echo "| chip | budget | chips | d_model | layers | heads | context | batch (tokens) | count memory | parameters | tokens/s | tokens seen | predicted bpb [~90 %] | transformer alone | limit |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| chip | budget | chips | d_model | layers | heads | context | batch (tokens) | count memory | vocabulary | lr x | parameters | tokens/s | tokens seen | predicted bpb [~90 %] | transformer alone | limit |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for r in "${rows[@]}"; do
     set -- $r
     out=$("$TEMPO" plan --budget "$2" --chip "configs/chips/$1.conf" --ranks "$3" --explain)
     row=$(echo "$out" | grep -E '^# 0 ')
     key() { echo "$out" | grep -E "^$1 = " | head -1 | sed 's/.* = //'; }
-    read -r _ _ d l h ctx batch mem params tps tokens bpb interval _ <<<"$row"
+    read -r _ _ d l h ctx batch mem vocab lr params tps tokens bpb interval _ <<<"$row"
     talone=$(echo "$out" | grep -o 'transformer alone [0-9.]*' | head -1 | awk '{print $3}')
     limit=$(echo "$out" | grep -E '^limit: ' | sed 's/^limit: //; s/ (.*//')
     if echo "$out" | grep -q 'data-limited'; then limit="$limit; data"; fi
     memtxt=$([ "$mem" = 0 ] && echo none || echo "order $mem")
-    echo "| $1 | $2 | $3 | $d | $l | $h | $ctx | $((batch * ctx)) | $memtxt | $params | $tps | $tokens | $bpb [$interval] | $talone | $limit |"
+    echo "| $1 | $2 | $3 | $d | $l | $h | $ctx | $((batch * ctx)) | $memtxt | $vocab | $lr | $params | $tps | $tokens | $bpb [$interval] | $talone | $limit |"
 done

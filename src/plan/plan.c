@@ -48,9 +48,16 @@ static int same_shape(const plan_candidate *a, const plan_candidate *b)
            a->cfg.memory_order == b->cfg.memory_order && a->cfg.model.vocab_size == b->cfg.model.vocab_size;
 }
 
+/* Lower predicted bpb; on a tie (a hybrid at its memory's limit, where the
+ * transformer's bpb no longer moves the relation) the better transformer,
+ * then fewer parameters. */
 static int better(const plan_candidate *a, const plan_candidate *b)
 {
-    return a->bpb < b->bpb || (a->bpb == b->bpb && a->step.params < b->step.params);
+    if (a->bpb != b->bpb)
+        return a->bpb < b->bpb;
+    if (a->transformer_bpb != b->transformer_bpb)
+        return a->transformer_bpb < b->transformer_bpb;
+    return a->step.params < b->step.params;
 }
 
 /* Keep r->best sorted by bpb (then fewer parameters), at most PLAN_MAX_KEEP,
@@ -187,7 +194,9 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
     c->tokens_effective = quality_tokens_effective(law, c->step.params,
                                                    quality_tokens_in_law(law, m->vocab_size, c->tokens_fresh),
                                                    quality_tokens_in_law(law, m->vocab_size, c->step.tokens_per_step));
-    c->correction = quality_correction(law, m->vocab_size, c->lr_mult);
+    if (c->lr_mult != 1 && !quality_lr_trusted(law, c->steps))
+        return 0;   /* the learning-rate term was not measured for runs this long: the preset's rates */
+    c->correction = quality_correction(law, m->vocab_size, c->lr_mult, c->steps);
     /* the point prediction ranks; the interval (bootstraps) only for what is kept (plan_interval) */
     c->transformer_bpb = quality_bpb(&law->fit, c->step.params, c->tokens_effective) + c->correction;
     c->bpb = quality_hybrid_bpb(hybrid, s->memory_order, c->transformer_bpb);
@@ -202,9 +211,10 @@ void plan_interval(const quality_law *law, const quality_hybrid *hybrid, plan_ca
 {
     quality_predict(law, k->step.params, k->tokens_effective, &k->transformer_bpb, &k->transformer_lo,
                     &k->transformer_hi);
+    double lr_spread = k->lr_mult != 1 ? 1.645 * law->lr_sd : 0;   /* the learning-rate term's own scatter */
     k->transformer_bpb += k->correction;
-    k->transformer_lo += k->correction;
-    k->transformer_hi += k->correction;
+    k->transformer_lo += k->correction - lr_spread;
+    k->transformer_hi += k->correction + lr_spread;
     k->bpb = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_bpb);
     k->bpb_lo = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_lo);
     k->bpb_hi = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_hi);
@@ -411,9 +421,11 @@ void plan_explain(const plan_result *r, const chip_profile *chip, const quality_
                       o->search_vocab ? law->n_vocabs : 1, o->search_vocab ? "" : " (fixed by --vocab or --data)");
     if (law->lr_mult_max > law->lr_mult_min)
         strbuf_printf(out, "learning rates x %.3g of the base preset's (the law's term %+.3f bpb; measured "
-                           "x %.3g..%.3g, searched within)\n",
-                      b->lr_mult, law->lr_b * log2(b->lr_mult) + law->lr_c * log2(b->lr_mult) * log2(b->lr_mult),
-                      law->lr_mult_min, law->lr_mult_max);
+                           "x %.3g..%.3g on runs of %.0f-%.0f steps, and searched only there: %s)\n",
+                      b->lr_mult, b->correction - (qv ? qv->offset : 0), law->lr_mult_min, law->lr_mult_max,
+                      law->lr_steps_min, law->lr_steps_max,
+                      quality_lr_trusted(law, b->steps) ? "this plan's steps are in that range"
+                                                        : "this plan runs longer, so it keeps the preset's rates");
     if (law->batch_crit > 0)
         strbuf_printf(out, "batch: %.0f tokens per step against a critical batch of %.0f at this loss: the law "
                            "counts %.3g of the tokens (D / (1 + batch / critical)); a smaller batch counts more per "

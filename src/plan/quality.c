@@ -126,6 +126,16 @@ static int law_line(void *ctx, const char *key, char *v, const char *where, temp
         return real(key, v, -10, 10, &q->lr_b, where, err);
     if (!strcmp(key, "lr_c"))
         return real(key, v, -10, 10, &q->lr_c, where, err);
+    if (!strcmp(key, "lr_b_steps"))
+        return real(key, v, -10, 10, &q->lr_b_steps, where, err);
+    if (!strcmp(key, "lr_sd"))
+        return real(key, v, 0, 10, &q->lr_sd, where, err);
+    if (!strcmp(key, "lr_steps_ref"))
+        return real(key, v, 1, 1e12, &q->lr_steps_ref, where, err);
+    if (!strcmp(key, "lr_steps_min"))
+        return real(key, v, 1, 1e12, &q->lr_steps_min, where, err);
+    if (!strcmp(key, "lr_steps_max"))
+        return real(key, v, 1, 1e12, &q->lr_steps_max, where, err);
     if (!strcmp(key, "lr_mult_min"))
         return real(key, v, 1e-3, 1, &q->lr_mult_min, where, err);
     if (!strcmp(key, "lr_mult_max"))
@@ -165,6 +175,10 @@ int quality_law_parse(quality_law *q, const char *text, size_t len, const char *
     if (!q->lr_mult_max) q->lr_mult_max = 1;
     if ((q->lr_b != 0 || q->lr_c != 0) && q->lr_mult_min == 1 && q->lr_mult_max == 1)
         return tempo_usage(err, "%s: lr_b/lr_c without the multipliers measured (lr_mult_min, lr_mult_max)", path);
+    if (q->lr_b_steps != 0 && !(q->lr_steps_ref > 0))
+        return tempo_usage(err, "%s: lr_b_steps without lr_steps_ref", path);
+    if (q->lr_steps_min > q->lr_steps_max && q->lr_steps_max > 0)
+        return tempo_usage(err, "%s: lr_steps_min > lr_steps_max", path);
     return 0;
 }
 
@@ -296,11 +310,17 @@ double quality_tokens_in_law(const quality_law *q, int vocab, double tokens)
     return v && r ? tokens * v->bytes_per_token / r->bytes_per_token : tokens;
 }
 
-double quality_correction(const quality_law *q, int vocab, double lr_mult)
+double quality_correction(const quality_law *q, int vocab, double lr_mult, double steps)
 {
     const quality_vocab *v = quality_vocab_find(q, vocab);
     double x = lr_mult > 0 ? log2(lr_mult) : 0;
-    return (v ? v->offset : 0) + q->lr_b * x + q->lr_c * x * x;
+    double b = q->lr_b + (q->lr_b_steps != 0 && steps > 0 ? q->lr_b_steps * log2(steps / q->lr_steps_ref) : 0);
+    return (v ? v->offset : 0) + b * x + q->lr_c * x * x;
+}
+
+int quality_lr_trusted(const quality_law *q, double steps)
+{
+    return !(q->lr_steps_min > 0 && steps < q->lr_steps_min) && !(q->lr_steps_max > 0 && steps > q->lr_steps_max);
 }
 
 double quality_hybrid_bpb(const quality_hybrid *h, int order, double t)

@@ -12,8 +12,9 @@
  *   vocabulary V: D counts text, D = tokens x bytes_per_token(V) /
  *     bytes_per_token(the law's vocabulary), and an offset per vocabulary
  *     (the mean residual of its runs; 0 for the law's own);
- *   learning rate x m (every rate of the preset scaled by m): + b log2 m +
- *     c (log2 m)^2, trusted within the multipliers measured.
+ *   learning rate x m (every rate of the preset scaled by m), S optimizer
+ *     steps: + (b + b_steps log2(S / S_ref)) log2 m + c (log2 m)^2, trusted
+ *     within the multipliers and the steps measured, its scatter lr_sd.
  * Both files
  * are written by scripts/fit_scaling.py into configs/scaling/ as `key = value`
  * lines (`#` comments); the fit itself is not done here. */
@@ -50,7 +51,10 @@ typedef struct {
     int vocab_ref;               /* the vocabulary of the law's own runs (0: no vocabulary term) */
     int n_vocabs;
     quality_vocab vocabs[QUALITY_MAX_VOCABS];   /* vocab_ref's among them */
-    double lr_b, lr_c;           /* the learning-rate term (0, 0: none) */
+    double lr_b, lr_b_steps, lr_c;  /* the learning-rate term (0, 0, 0: none) */
+    double lr_steps_ref;            /* S_ref of the term's slope in steps */
+    double lr_steps_min, lr_steps_max;          /* the steps measured (0, 0: any) */
+    double lr_sd;                   /* the runs' scatter around the term, bpb */
     double lr_mult_min, lr_mult_max;            /* the multipliers measured (1, 1: none) */
 } quality_law;
 
@@ -68,7 +72,8 @@ typedef struct {
 /* Read the law file (keys E, A, alpha, B, beta, residual_sd, n_min, n_max,
  * d_min, d_max, n_runs, optional batch_crit, and `boot = E A alpha B beta`
  * lines; optional vocab_ref with vocab.V.bytes_per_token, vocab.V.offset and
- * vocab.V.runs for each vocabulary, vocab_ref's included; optional lr_b, lr_c,
+ * vocab.V.runs for each vocabulary, vocab_ref's included; optional lr_b,
+ * lr_b_steps, lr_c, lr_sd, lr_steps_ref, lr_steps_min, lr_steps_max,
  * lr_mult_min, lr_mult_max). Errors name the
  * file and line, or the missing key (code 2). */
 int quality_law_load(quality_law *q, const char *path, tempo_error *err);
@@ -109,9 +114,14 @@ const quality_vocab *quality_vocab_find(const quality_law *q, int vocab);
  * the law's vocabulary); tokens itself without a vocabulary term or entry. */
 double quality_tokens_in_law(const quality_law *q, int vocab, double tokens);
 
-/* The corrections at vocabulary v and learning-rate multiplier m: the
- * vocabulary's offset plus the learning-rate term (0 when absent). */
-double quality_correction(const quality_law *q, int vocab, double lr_mult);
+/* The corrections at vocabulary v, learning-rate multiplier m and `steps`
+ * optimizer steps: the vocabulary's offset plus the learning-rate term (0
+ * when absent). */
+double quality_correction(const quality_law *q, int vocab, double lr_mult, double steps);
+
+/* 1 when the learning-rate term was measured for runs of `steps` steps (or
+ * has no step range). */
+int quality_lr_trusted(const quality_law *q, double steps);
 
 /* The hybrid's bpb from the transformer's at memory order K (t itself when
  * K is 0 or not measured). */

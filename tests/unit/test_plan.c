@@ -156,9 +156,17 @@ static void test_vocab_and_lr(void)
     CHECK_NEAR(quality_tokens_in_law(&q, 1024, 3e6), 4e6, 1e-6);   /* text, in the law's tokens */
     CHECK_NEAR(quality_tokens_in_law(&q, 512, 3e6), 3e6, 0);
     CHECK_NEAR(quality_tokens_in_law(&q, 2048, 3e6), 3e6, 0);        /* unknown: as given */
-    CHECK_NEAR(quality_correction(&q, 512, 1), 0, 0);
-    CHECK_NEAR(quality_correction(&q, 1024, 2), -0.05 - 0.1 + 0.02, 1e-12);
-    CHECK_NEAR(quality_correction(&q, 512, 0.5), 0.1 + 0.02, 1e-12);
+    CHECK_NEAR(quality_correction(&q, 512, 1, 100), 0, 0);
+    CHECK_NEAR(quality_correction(&q, 1024, 2, 100), -0.05 - 0.1 + 0.02, 1e-12);
+    CHECK_NEAR(quality_correction(&q, 512, 0.5, 100), 0.1 + 0.02, 1e-12);
+    CHECK(quality_lr_trusted(&q, 1) && quality_lr_trusted(&q, 1e9));   /* no step range: any */
+    /* the slope in steps: b + b_steps log2(S / S_ref) */
+    snprintf(text, sizeof text, "%slr_b = -0.1\nlr_b_steps = 0.05\nlr_steps_ref = 300\nlr_c = 0.02\n"
+             "lr_mult_min = 0.5\nlr_mult_max = 2\nlr_steps_min = 150\nlr_steps_max = 400\nlr_sd = 0.03\n", law_text);
+    CHECK(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == 0);
+    CHECK_NEAR(quality_correction(&q, 512, 2, 600), -0.1 + 0.05 + 0.02, 1e-12);
+    CHECK(quality_lr_trusted(&q, 150) && quality_lr_trusted(&q, 400) && !quality_lr_trusted(&q, 401) &&
+          !quality_lr_trusted(&q, 149));
     const char *bad[][2] = {
         {"vocab.1024.bytes_per_token = 4\n", "without vocab_ref"},
         {"vocab_ref = 512\nvocab.1024.bytes_per_token = 4\n", "vocab_ref 512 has no"},
@@ -168,6 +176,8 @@ static void test_vocab_and_lr(void)
         {"vocab.512.size = 1\n", "expected vocab.V"},
         {"lr_b = 0.1\n", "lr_mult_min"},
         {"lr_mult_min = 2\n", "lr_mult_min"},
+        {"lr_b_steps = 0.1\n", "lr_steps_ref"},
+        {"lr_steps_min = 500\nlr_steps_max = 400\n", "lr_steps_min > lr_steps_max"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(text, sizeof text, "%s%s", law_text, bad[i][0]);
@@ -194,7 +204,7 @@ static void test_vocab_and_lr(void)
         seen[v == 1024]++;
         /* corpus and tokens as text; the prediction is the law's plus its terms */
         CHECK_NEAR(c->corpus_tokens, v == 1024 ? 0.75e8 : 1e8, 1e-3);
-        CHECK_NEAR(c->correction, quality_correction(&q, v, c->lr_mult), 1e-12);
+        CHECK_NEAR(c->correction, quality_correction(&q, v, c->lr_mult, c->steps), 1e-12);
         double law_at = quality_bpb(&q.fit, c->step.params, c->tokens_effective) + c->correction;
         CHECK_NEAR(c->transformer_bpb, law_at, 1e-12);
         CHECK(c->lr_mult >= 0.5 && c->lr_mult <= 2);
@@ -215,6 +225,14 @@ static void test_vocab_and_lr(void)
     CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
     for (int i = 0; i < r.n_keep; i++)
         CHECK(r.best[i].cfg.model.vocab_size == 512);
+    /* learning rates measured only on runs shorter than any candidate: the base's rates */
+    snprintf(text, sizeof text, "%svocab_ref = 512\nvocab.512.bytes_per_token = 3\n"
+             "lr_b = -0.1\nlr_c = 0.02\nlr_mult_min = 0.5\nlr_mult_max = 2\nlr_steps_min = 1\nlr_steps_max = 10\n",
+             law_text);
+    CHECK(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == 0);
+    CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
+    for (int i = 0; i < r.n_keep; i++)
+        CHECK(r.best[i].lr_mult == 1);
     /* a law without the terms: one vocabulary, learning rates as the base's */
     o.search_vocab = 1;
     CHECK(plan_search(&base, &chip, &unused, &h, &o, &r, &err) == 0);
