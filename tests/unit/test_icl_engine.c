@@ -6,12 +6,15 @@
  * and its all-argmax flag matches the argmax of a full forward's
  * distribution; with the hybrid model attached, every request's NLL and
  * argmax flag match a recomputation of the mixture from the full forward's
- * distributions, the memory's and a cache rebuilt for each position; bad
+ * distributions, the memory's, a cache and a match model rebuilt for each
+ * position and the calibration stage on its predicted token; bad
  * requests are refused. */
 #include "test.h"
 
 #include "core/rng.h"
 #include "eval/icl_engine.h"
+#include "memory/calibration.h"
+#include "memory/match_model.h"
 #include "memory/mixer.h"
 #include "model/model.h"
 
@@ -135,35 +138,56 @@ static void test_matches_full_forward(void)
     model_free(m);
 }
 
-/* The mixture at one position, recomputed from its parts without mixture.c. */
+/* The mixture at one position, recomputed from its parts without mixture.c:
+ * the linear mixture of the transformer, the memory, a cache and a match
+ * model rebuilt from tok[0..pos), then the calibration stage on the match
+ * model's predicted token (the map read through calibration_read, the rest
+ * of the arithmetic here). */
 static double mixed_nll(const hybrid_parts *h, const int32_t *tok, int pos, const double *nll_row, int V,
                         int *is_argmax)
 {
-    double pmem[11], pcache[11];
+    double pmem[11], pcache[11], rest[11] = {0};
     ngram_memory cache;
+    match_model mmod;
     tempo_error err;
     CHECK(ngram_memory_init(&cache, V, h->cache_order, 1, &err) == 0);
-    for (int i = 0; i < pos; i++)
+    CHECK(match_model_init(&mmod, V, h->match_length, &err) == 0);
+    for (int i = 0; i < pos; i++) {
         ngram_memory_add(&cache, tok, (size_t)i, &err);
+        match_model_update(&mmod, tok, (size_t)i);
+    }
     ngram_memory_dist(&h->memory, tok, (size_t)pos, pmem);
     ngram_memory_dist(&cache, tok, (size_t)pos, pcache);
     ngram_match mm = ngram_memory_match(&h->memory, tok, (size_t)pos);
     ngram_match cm = ngram_memory_match(&cache, tok, (size_t)pos);
-    int present[MIX_N] = {1, 1, 1};
+    int32_t pred;
+    double q = match_model_predict(&mmod, tok, &pred);
+    int present[MIX_N] = {1, 1, 1, 1};
     double top = 0;   /* the transformer's confidence selects weights too */
     for (int v = 0; v < V; v++) if (exp(-nll_row[v]) > top) top = exp(-nll_row[v]);
     mixer_blend bl;
-    mixer_context ctx = mixer_select(&h->mx, &mm, &cm, 0, top);
+    mixer_context ctx = mixer_select(&h->mx, &mm, &cm, match_model_bin(&mmod), top);
     mixer_weights(&h->mx, &ctx, present, &bl);
     const double *w = bl.w;
+    double wr = w[MIX_MEMORY] + w[MIX_CACHE] + w[MIX_MATCH];
+    for (int v = 0; v < V; v++)
+        rest[v] = w[MIX_MEMORY] * pmem[v] + w[MIX_CACHE] * pcache[v] +
+                  w[MIX_MATCH] * (pred < 0 ? 1.0 / V : v == pred ? q : (1 - q) / (V - 1));
+    if (pred >= 0 && rest[pred] / wr < 1 - 1e-12) {
+        double P = rest[pred] / wr;
+        double P2 = calibration_read(h->mx.calib + (size_t)match_model_bin(&mmod) * CALIB_KNOTS, P, NULL);
+        for (int v = 0; v < V; v++)
+            rest[v] = v == pred ? wr * P2 : rest[v] * (1 - P2) / (1 - P);
+    }
     int best = 0;
     double pbest = -1, ptarget = 0;
     for (int v = 0; v < V; v++) {
-        double p = w[MIX_MODEL] * exp(-nll_row[v]) + w[MIX_MEMORY] * pmem[v] + w[MIX_CACHE] * pcache[v];
+        double p = w[MIX_MODEL] * exp(-nll_row[v]) + rest[v];
         if (p > pbest) { pbest = p; best = v; }
         if (v == tok[pos]) ptarget = p;
     }
     ngram_memory_free(&cache);
+    match_model_free(&mmod);
     *is_argmax = best == tok[pos];
     return -log(ptarget);
 }
@@ -189,8 +213,11 @@ static void test_hybrid_matches_reference(void)
     CHECK(ngram_memory_init(&h.memory, V, 3, 2, &err) == 0 && ngram_memory_build(&h.memory, &st, 1, &err) == 0);
     h.has_memory = 1;
     h.cache_order = 2;
+    h.match_length = 2;
     h.vocab = V;
-    CHECK(mixer_init(&h.mx, 3, 2, 0, 0.1, &err) == 0);
+    CHECK(mixer_init(&h.mx, 3, 2, 1, 0.1, &err) == 0);
+    for (int i = 0; i < h.mx.n_calib * CALIB_KNOTS; i++)   /* curves far from the identity */
+        h.mx.calib[i] = 0.02 + (double)rng_below(&r, 960) / 1000.0;
     for (int k = 0; k < MIX_SETS; k++)
         for (int i = 0; i < h.mx.n_buckets[k] * MIX_N; i++)
             h.mx.theta[k][i] = (double)rng_below(&r, 400) / 100.0 - 2.0;
