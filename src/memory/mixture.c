@@ -76,9 +76,9 @@ static calib_point calib_prepare(const mixture_stream *s, const int32_t *tokens,
     if (s->present[MIX_MEMORY]) r += w[MIX_MEMORY] * ngram_memory_prob_of(s->opt.memory, tokens, i, c.predicted, NULL);
     if (s->present[MIX_CACHE]) r += w[MIX_CACHE] * ngram_memory_prob_of(&s->cache, tokens, i, c.predicted, NULL);
     r += w[MIX_MATCH] * q;
-    double P = r / wr;
-    if (!(wr > 0) || !(P < 1 - 1e-12))
+    if (!(wr > 0) || !(r / wr < 1 - 1e-12))
         return c;   /* nothing left to move */
+    double P = r / wr;
     c.active = 1;
     c.wr = wr;
     c.row = s->mx.calib + (size_t)match_model_bin(&s->match) * CALIB_KNOTS;
