@@ -188,14 +188,14 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
         *verdict = PLAN_TOO_FEW_STEPS;
         return 0;
     }
+    if (c->lr_mult != 1 && !quality_lr_trusted(law, c->steps))
+        return 0;   /* the learning-rate term was not measured for runs this long: the preset's rates */
     c->tokens_seen = c->steps * c->step.tokens_per_step;
     c->tokens_fresh = plan_effective_tokens(c->tokens_seen, c->corpus_tokens);
     /* the law counts text: tokens of another vocabulary in its own vocabulary's tokens */
     c->tokens_effective = quality_tokens_effective(law, c->step.params,
                                                    quality_tokens_in_law(law, m->vocab_size, c->tokens_fresh),
                                                    quality_tokens_in_law(law, m->vocab_size, c->step.tokens_per_step));
-    if (c->lr_mult != 1 && !quality_lr_trusted(law, c->steps))
-        return 0;   /* the learning-rate term was not measured for runs this long: the preset's rates */
     c->correction = quality_correction(law, m->vocab_size, c->lr_mult, c->steps);
     /* the point prediction ranks; the interval (bootstraps) only for what is kept (plan_interval) */
     c->transformer_bpb = quality_bpb(&law->fit, c->step.params, c->tokens_effective) + c->correction;

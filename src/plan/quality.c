@@ -80,24 +80,28 @@ static int law_line(void *ctx, const char *key, char *v, const char *where, temp
             c->seen |= 1u << i;
             return real(key, v, keys[i].lo, keys[i].hi, keys[i].dst, where, err);
         }
-    if (!strcmp(key, "batch_crit")) { /* optional: no batch term without it */
-        if (c->seen & (1u << 11))
-            return tempo_usage(err, "%s: %s given twice", where, key);
-        c->seen |= 1u << 11;
-        return real(key, v, 1, 1e12, &q->batch_crit, where, err);
-    }
-    if (!strcmp(key, "batch_crit_bpb")) {
-        if (c->seen & (1u << 12))
-            return tempo_usage(err, "%s: %s given twice", where, key);
-        c->seen |= 1u << 12;
-        return real(key, v, 0.01, 100, &q->batch_crit_bpb, where, err);
-    }
-    if (!strcmp(key, "batch_crit_exponent")) {
-        if (c->seen & (1u << 13))
-            return tempo_usage(err, "%s: %s given twice", where, key);
-        c->seen |= 1u << 13;
-        return real(key, v, 0, 20, &q->batch_crit_exponent, where, err);
-    }
+    /* optional keys (seen bits 11 and up): the batch term (none without batch_crit) and the
+     * learning-rate term (none without lr_b / lr_c) */
+    struct {
+        const char *key;
+        double *dst, lo, hi;
+    } optional[] = {
+        {"batch_crit", &q->batch_crit, 1, 1e12},          {"batch_crit_bpb", &q->batch_crit_bpb, 0.01, 100},
+        {"batch_crit_exponent", &q->batch_crit_exponent, 0, 20},
+        {"lr_b", &q->lr_b, -10, 10},                      {"lr_c", &q->lr_c, -10, 10},
+        {"lr_b_steps", &q->lr_b_steps, -10, 10},          {"lr_sd", &q->lr_sd, 0, 10},
+        {"lr_steps_ref", &q->lr_steps_ref, 1, 1e12},      {"lr_steps_min", &q->lr_steps_min, 1, 1e12},
+        {"lr_steps_max", &q->lr_steps_max, 1, 1e12},      {"lr_mult_min", &q->lr_mult_min, 1e-3, 1},
+        {"lr_mult_max", &q->lr_mult_max, 1, 1e3},
+    };
+    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
+        if (!strcmp(key, optional[i].key)) {
+            unsigned bit = 1u << (11 + i);
+            if (c->seen & bit)
+                return tempo_usage(err, "%s: %s given twice", where, key);
+            c->seen |= bit;
+            return real(key, v, optional[i].lo, optional[i].hi, optional[i].dst, where, err);
+        }
     if (!strcmp(key, "vocab_ref"))
         return integer(key, v, 2, 1 << 24, &q->vocab_ref, where, err);
     if (!strncmp(key, "vocab.", 6)) {   /* vocab.V.bytes_per_token, vocab.V.offset, vocab.V.runs */
@@ -122,24 +126,6 @@ static int law_line(void *ctx, const char *key, char *v, const char *where, temp
             return integer(key, v, 0, 1000000, &e->n_runs, where, err);
         return tempo_usage(err, "%s: '%s': expected vocab.V.bytes_per_token, .offset or .runs", where, key);
     }
-    if (!strcmp(key, "lr_b"))
-        return real(key, v, -10, 10, &q->lr_b, where, err);
-    if (!strcmp(key, "lr_c"))
-        return real(key, v, -10, 10, &q->lr_c, where, err);
-    if (!strcmp(key, "lr_b_steps"))
-        return real(key, v, -10, 10, &q->lr_b_steps, where, err);
-    if (!strcmp(key, "lr_sd"))
-        return real(key, v, 0, 10, &q->lr_sd, where, err);
-    if (!strcmp(key, "lr_steps_ref"))
-        return real(key, v, 1, 1e12, &q->lr_steps_ref, where, err);
-    if (!strcmp(key, "lr_steps_min"))
-        return real(key, v, 1, 1e12, &q->lr_steps_min, where, err);
-    if (!strcmp(key, "lr_steps_max"))
-        return real(key, v, 1, 1e12, &q->lr_steps_max, where, err);
-    if (!strcmp(key, "lr_mult_min"))
-        return real(key, v, 1e-3, 1, &q->lr_mult_min, where, err);
-    if (!strcmp(key, "lr_mult_max"))
-        return real(key, v, 1, 1e3, &q->lr_mult_max, where, err);
     if (!strcmp(key, "n_runs")) {
         c->seen |= 1u << 10;
         return integer(key, v, 1, 1000000, &q->n_runs, where, err);
