@@ -62,7 +62,8 @@ typedef struct {
     calib_slot slot;
 } calib_point;
 
-static calib_point calib_prepare(const mixture_stream *s, const int32_t *tokens, size_t i, const double *w)
+static calib_point calib_prepare(const mixture_stream *s, const int32_t *tokens, size_t i, const double *w,
+                                 const memory_answer *mem, int *late)
 {
     calib_point c = {0, -1, 0, 1, 0, NULL, {0, 0}};
     if (!s->present[MIX_MATCH] || !s->mx.n_calib)
@@ -73,7 +74,14 @@ static calib_point calib_prepare(const mixture_stream *s, const int32_t *tokens,
     double wr = 0, r = 0;
     for (int k = MIX_MEMORY; k < MIX_N; k++)
         if (s->present[k]) wr += w[k];
-    if (s->present[MIX_MEMORY]) r += w[MIX_MEMORY] * ngram_memory_prob_of(s->opt.memory, tokens, i, c.predicted, NULL);
+    if (s->present[MIX_MEMORY]) {
+        if (mem && mem->predicted == c.predicted) {
+            r += w[MIX_MEMORY] * mem->p_predicted;
+        } else {
+            r += w[MIX_MEMORY] * ngram_memory_prob_of(s->opt.memory, tokens, i, c.predicted, NULL);
+            *late = 1;
+        }
+    }
     if (s->present[MIX_CACHE]) r += w[MIX_CACHE] * ngram_memory_prob_of(&s->cache, tokens, i, c.predicted, NULL);
     r += w[MIX_MATCH] * q;
     if (!(wr > 0) || !(r / wr < 1 - 1e-12))
@@ -96,13 +104,13 @@ static double calib_rest(const calib_point *c, int32_t y, double rest)
 }
 
 double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, double p_model, double confidence,
-                           double mem_p, const ngram_match *mem_match, mixture_totals *totals, tempo_error *err)
+                           const memory_answer *mem, mixture_totals *totals, tempo_error *err)
 {
     double p[MIX_N] = {p_model, 0, 0, 0};
     mixer_blend bl;
     ngram_match mm = {0, 0, 0}, cm = {0, 0, 0};
     if (s->present[MIX_MEMORY]) {
-        if (mem_match) { p[MIX_MEMORY] = mem_p; mm = *mem_match; }
+        if (mem) { p[MIX_MEMORY] = mem->p; mm = mem->match; }
         else p[MIX_MEMORY] = ngram_memory_prob(s->opt.memory, tokens, i, &mm);
     }
     if (s->present[MIX_CACHE])
@@ -117,7 +125,8 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
     for (int c = MIX_MEMORY; c < MIX_N; c++)
         rest += w[c] * p[c];
     double linear = w[MIX_MODEL] * p_model + rest;
-    calib_point cal = calib_prepare(s, tokens, i, w);
+    int late = mem == NULL && s->present[MIX_MEMORY];
+    calib_point cal = calib_prepare(s, tokens, i, w, mem, &late);
     double pm = w[MIX_MODEL] * p_model + calib_rest(&cal, tokens[i], rest);
     if (totals) {
         totals->bits -= log2(pm);
@@ -128,6 +137,7 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
                 totals->weight_sum[c] += w[c];
             }
         totals->n_tokens++;
+        totals->late_lookups += (uint64_t)late;
     }
     /* the probability is fixed: now learn from the token */
     if (s->opt.adapt) {
@@ -167,7 +177,8 @@ void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t 
                                      s->present[MIX_MATCH] ? match_model_bin(&s->match) : 0, confidence);
     mixer_weights(&s->mx, &ctx, s->present, &bl);
     const double *w = bl.w;
-    calib_point cal = calib_prepare(s, tokens, i, w);
+    int late = 0;
+    calib_point cal = calib_prepare(s, tokens, i, w, NULL, &late);
     for (int t = 0; t < V; t++) {
         double rest = (s->present[MIX_MEMORY] ? w[MIX_MEMORY] * pmem[t] : 0) +
                       (s->present[MIX_CACHE] ? w[MIX_CACHE] * pcache[t] : 0) +
@@ -230,6 +241,24 @@ int mixture_sampler_adjust(void *ctx, const int32_t *history, int n, float *z, t
     return mixture_stream_logits(&ms->s, history, (size_t)n, z, ms->tmp, err);
 }
 
+/* The token the stream's match model will predict at each position of
+ * tokens[1..n) (-1: none), found by a match model of its own fed exactly as
+ * mixture_stream_step feeds the stream's (it learns only when adapting). */
+static int match_predictions(const mixture_options *o, const int32_t *tokens, size_t n, int32_t *predicted,
+                             tempo_error *err)
+{
+    match_model mm;
+    if (match_model_init(&mm, o->vocab, o->match_length, err))
+        return -1;
+    for (size_t i = 1; i < n; i++) {
+        match_model_predict(&mm, tokens, &predicted[i]);
+        if (o->adapt)
+            match_model_update(&mm, tokens, i);
+    }
+    match_model_free(&mm);
+    return 0;
+}
+
 int mixture_score(const mixture_options *o, const mixer *initial, const int32_t *tokens, size_t n,
                   const double *p_model, const double *confidence, double *bits_out, mixture_totals *totals, mixer *final_mixer,
                   tempo_error *err)
@@ -237,33 +266,46 @@ int mixture_score(const mixture_options *o, const mixer *initial, const int32_t 
     memset(totals, 0, sizeof *totals);
     if (n < 2)
         return 0;
-    double *mem_p = NULL;
-    ngram_match *mem_m = NULL;
+    memory_answer *mem = NULL;
     if (o->memory) {
-        mem_p = malloc(sizeof(double) * n);
-        mem_m = malloc(sizeof(ngram_match) * n);
-        if (!mem_p || !mem_m) {
-            free(mem_p);
-            free(mem_m);
+        mem = malloc(sizeof *mem * n);
+        int32_t *predicted = malloc(sizeof(int32_t) * n);
+        if (!mem || !predicted) {
+            free(mem);
+            free(predicted);
             return tempo_fail(err, "mixture: out of memory for %zu tokens", n);
+        }
+        for (size_t i = 0; i < n; i++)
+            predicted[i] = -1;
+        /* only the calibration stage reads the predicted token's probability */
+        if (o->match_length > 0 && initial->n_calib && match_predictions(o, tokens, n, predicted, err)) {
+            free(mem);
+            free(predicted);
+            return -1;
         }
         /* the corpus memory is read-only: ask it for every position at once */
         #pragma omp parallel for schedule(static, 4096)
-        for (size_t i = 1; i < n; i++)
-            mem_p[i] = ngram_memory_prob(o->memory, tokens, i, &mem_m[i]);
+        for (size_t i = 1; i < n; i++) {
+            memory_answer *a = &mem[i];
+            a->p = ngram_memory_prob(o->memory, tokens, i, &a->match);
+            a->predicted = predicted[i];
+            a->p_predicted = predicted[i] < 0 ? 0
+                             : predicted[i] == tokens[i] ? a->p
+                             : ngram_memory_prob_of(o->memory, tokens, i, predicted[i], NULL);
+        }
+        free(predicted);
     }
     mixture_stream s;
     int rc = mixture_stream_init(&s, o, initial, err);
     for (size_t i = 1; i < n && !rc; i++) {
         double p = mixture_stream_step(&s, tokens, i, p_model[i], confidence ? confidence[i] : 0,
-                                       mem_p ? mem_p[i] : 0, mem_m ? &mem_m[i] : NULL, totals, err);
+                                       mem ? &mem[i] : NULL, totals, err);
         if (p < 0) rc = -1;
         else if (bits_out) bits_out[i] = -log2(p);
     }
     if (!rc && final_mixer)
         rc = mixer_copy(final_mixer, &s.mx, err);
     mixture_stream_free(&s);
-    free(mem_p);
-    free(mem_m);
+    free(mem);
     return rc;
 }

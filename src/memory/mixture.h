@@ -50,6 +50,7 @@ typedef struct {
     double bits_component[MIX_N];/* each component alone (0 for an absent one) */
     uint64_t n_tokens;
     double weight_sum[MIX_N];    /* sum of the weights used, for the mean weight */
+    uint64_t late_lookups;       /* positions where the stream itself asked the corpus memory (serially) */
 } mixture_totals;
 
 int mixture_stream_init(mixture_stream *s, const mixture_options *o, const mixer *initial, tempo_error *err);
@@ -57,14 +58,28 @@ void mixture_stream_free(mixture_stream *s);
 /* Forget the stream (an empty cache, the initial mixer): for independent texts such as ICL items. */
 int mixture_stream_reset(mixture_stream *s, const mixer *initial, tempo_error *err);
 
+/* The corpus memory's answers at one position, asked ahead of the stream
+ * (the memory is read-only, so mixture_score asks it for every position in
+ * parallel): the probability of the true token and its match, and the
+ * probability of the token the match model will predict there (predicted
+ * -1: none), which the calibration stage reads. */
+typedef struct {
+    double p;
+    ngram_match match;
+    int32_t predicted;
+    double p_predicted;
+} memory_answer;
+
 /* The mixture's p(tokens[i] | tokens[0..i)) given the transformer's p_model
  * of that token and its confidence (its largest probability at i, which
- * selects mixing weights); then, if adapting, learn from it. mem_p/mem_match are the
- * corpus memory's answer when already computed (mem_match != NULL), else
- * it is asked here. totals may be NULL. Returns the probability, or a
- * negative value when the cache runs out of memory (err set). */
+ * selects mixing weights); then, if adapting, learn from it. mem is the
+ * corpus memory's answer when already computed, else NULL and it is asked
+ * here (an answer whose predicted token is not the stream's own prediction
+ * is not used for the calibration: the memory is asked again). totals may
+ * be NULL. Returns the probability, or a negative value when the cache runs
+ * out of memory (err set). */
 double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, double p_model, double confidence,
-                           double mem_p, const ngram_match *mem_match, mixture_totals *totals, tempo_error *err);
+                           const memory_answer *mem, mixture_totals *totals, tempo_error *err);
 
 /* The whole mixed distribution after tokens[0..i): out[w] = sum_c w_c p_c(w)
  * given the transformer's distribution p_model[0..V). tmp holds 2V doubles.
@@ -95,8 +110,11 @@ int mixture_sampler_adjust(void *ms, const int32_t *history, int n, float *z, te
 
 /* Score tokens[1..n) of a stream whose transformer probabilities are
  * p_model[1..n) and confidences (largest probabilities) confidence[1..n)
- * (index 0 unused; confidence may be NULL: all 0): the corpus memory is asked in parallel,
- * then the stream is read in order. bits_out[i] (may be NULL) gets
+ * (index 0 unused; confidence may be NULL: all 0): a pass of the match
+ * model alone finds the token it will predict at each position, the corpus
+ * memory is asked in parallel for the true and the predicted token, then the
+ * stream is read in order (the result is bit-identical to stepping with the
+ * memory asked in the stream). bits_out[i] (may be NULL) gets
  * -log2 p of token i. */
 int mixture_score(const mixture_options *o, const mixer *initial, const int32_t *tokens, size_t n,
                   const double *p_model, const double *confidence, double *bits_out, mixture_totals *totals, mixer *final_mixer,

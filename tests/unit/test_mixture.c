@@ -84,10 +84,10 @@ static void test_sums_and_consistency(void)
             double sum = 0;
             for (int w = 0; w < V; w++) { sum += out[w]; CHECK(out[w] > 0); }
             if (fabs(sum - 1) > worst_sum) worst_sum = fabs(sum - 1);
-            double p = mixture_stream_step(&s, x, i, pm[x[i]], top, 0, NULL, NULL, &e);
+            double p = mixture_stream_step(&s, x, i, pm[x[i]], top, NULL, NULL, &e);
             if (fabs(p - out[x[i]]) > worst_entry) worst_entry = fabs(p - out[x[i]]);
         } else {
-            mixture_stream_step(&s, x, i, pm[x[i]], top, 0, NULL, NULL, &e);
+            mixture_stream_step(&s, x, i, pm[x[i]], top, NULL, NULL, &e);
         }
     }
     CHECK_MSG(worst_sum <= 1e-9, "worst |sum - 1| %g", worst_sum);
@@ -534,6 +534,48 @@ static void test_calibration_stage(void)
     free(x); free(pm);
 }
 
+/* mixture_score asks the corpus memory ahead, in parallel, for the true
+ * token and for the token the match model will predict; reading the same
+ * stream one step at a time, the memory asked in the stream, gives the same
+ * bits to the last one, learning or not (not learning, the match model
+ * never predicts: the ahead pass must not either); and the ahead answers
+ * were all used (no late lookups). */
+static void test_score_matches_stream(void)
+{
+    const int V = 31;
+    ngram_memory mem;
+    build_memory(&mem, V, 3, 1);
+    size_t n = 5000;
+    int32_t *x = malloc(sizeof(int32_t) * n);
+    double *pm = malloc(sizeof(double) * n), *ahead = malloc(sizeof(double) * n);
+    repeated_text(x, pm, n, V, 250, 5, 15);
+    tempo_error e;
+    for (int adapt = 1; adapt >= 0; adapt--) {
+        mixer mx;
+        CHECK(mixer_init(&mx, 3, 3, 1, 0.05, &e) == 0 && mx.n_calib > 0);
+        mixture_options o = {&mem, V, 3, adapt, 4};
+        mixture_totals ta, ts;
+        CHECK(mixture_score(&o, &mx, x, n, pm, NULL, ahead, &ta, NULL, &e) == 0);
+        CHECK(ta.late_lookups == 0);
+        mixture_stream s;
+        CHECK(mixture_stream_init(&s, &o, &mx, &e) == 0);
+        memset(&ts, 0, sizeof ts);
+        size_t differ = 0;
+        for (size_t i = 1; i < n; i++) {
+            double p = mixture_stream_step(&s, x, i, pm[i], 0, NULL, &ts, &e);
+            differ += -log2(p) != ahead[i];
+        }
+        CHECK_MSG(differ == 0, "adapt %d: %zu positions differ", adapt, differ);
+        CHECK(ts.bits == ta.bits && ts.bits_linear == ta.bits_linear && ts.late_lookups == n - 1);
+        if (adapt)   /* the calibration acted: the test reads the predicted token's answer */
+            CHECK(ta.bits != ta.bits_linear);
+        mixture_stream_free(&s);
+        mixer_free(&mx);
+    }
+    ngram_memory_free(&mem);
+    free(x); free(pm); free(ahead);
+}
+
 int main(void)
 {
     RUN(test_sums_and_consistency);
@@ -544,5 +586,6 @@ int main(void)
     RUN(test_mixer_gradient);
     RUN(test_calibration_map);
     RUN(test_calibration_stage);
+    RUN(test_score_matches_stream);
     return test_summary("test_mixture");
 }
