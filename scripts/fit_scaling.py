@@ -29,6 +29,14 @@ the mean of V's runs; the learning-rate term (b + b_steps log2(S / S_ref)) log2 
 m by least squares (the best multiplier falls as runs get longer), and is
 trusted only within the steps measured (lr_steps_min..lr_steps_max).
 
+Shape term (--depth-grid: runs at the law's vocabulary and learning rate
+that differ from a run of the same width and length at d_model / n_layers =
+32, the law's grid's deepest aspect, in depth only; these rows stay out of
+the law's fit): each run's residual from the law less its reference's, so
+that the law's account of the parameters the depth adds is taken out and
+what is left is the shape's effect, fitted as depth_b x + depth_c x^2,
+x = log2(aspect / 32); trusted within the aspects and depths measured.
+
 Hybrid relation: from 10-minute hybrid runs (result.json with val_bpb and
 val_bpb_transformer): hybrid = min(t, limit_K - slope * max(0, pivot - t) -
 calibration_gain). The relation is of the linear mixture (val_bpb_linear when
@@ -140,17 +148,22 @@ def read_grid(paths, min_steps):
             for r in tsv_rows(paths) if int(r["steps"]) >= min_steps and is_ref(r)]
 
 
+def law_residual(r, coef, bc, ref_bpb):
+    """A grid row's measured bpb less the law's (tokens counted as text at the law's vocabulary)."""
+    E, A, alpha, B, beta = coef
+    scale = float(r.get("bytes_per_token") or REF_BYTES_PER_TOKEN) / REF_BYTES_PER_TOKEN
+    n, d, y = float(r["params"]), float(r["tokens"]) * scale, float(r["val_bpb"])
+    (n, d, y), = effective([(n, d, y, d / int(r["steps"]))], bc, ref_bpb)
+    return y - (E + A * n ** -alpha + B * d ** -beta)
+
+
 def corrections(args, coef, bc, ref_bpb):
     """The vocabulary offsets and the learning-rate term, as law-file lines (see the docstring)."""
-    E, A, alpha, B, beta = coef
     rows = [r for r in tsv_rows(args.grid) if int(r["steps"]) >= args.min_steps]
     base = {(r["length"], r["d_model"], r["n_layers"]): r for r in rows if is_ref(r) and "length" in r}
 
     def residual(r):
-        scale = float(r.get("bytes_per_token") or REF_BYTES_PER_TOKEN) / REF_BYTES_PER_TOKEN
-        n, d, y = float(r["params"]), float(r["tokens"]) * scale, float(r["val_bpb"])
-        (n, d, y), = effective([(n, d, y, d / int(r["steps"]))], bc, ref_bpb)
-        return y - (E + A * n ** -alpha + B * d ** -beta)
+        return law_residual(r, coef, bc, ref_bpb)
 
     def paired(r):
         """The run's residual less that of the same shape and length at the law's settings."""
@@ -191,6 +204,38 @@ def corrections(args, coef, bc, ref_bpb):
                       "lr_steps_ref = %g" % LR_STEPS_REF,
                       "lr_steps_min = %g" % min(steps), "lr_steps_max = %g" % max(steps),
                       "lr_mult_min = %g" % min(ms), "lr_mult_max = %g" % max(ms)]
+    return lines, notes
+
+
+DEPTH_ASPECT_REF = 32          # d_model / n_layers of the law's own grid at its deepest (d64 l2, d96 l3, d128 l4)
+
+
+def depth_term(args, coef, bc, ref_bpb):
+    """The shape term from the depth grid (see the docstring), as law-file lines and notes."""
+    rows = [r for r in tsv_rows(args.depth_grid) if int(r["steps"]) >= args.min_steps and is_ref(r)]
+    aspect = {id(r): int(r["d_model"]) / int(r["n_layers"]) for r in rows}
+    base = {(r["length"], r["d_model"]): r for r in rows if aspect[id(r)] == DEPTH_ASPECT_REF}
+    pts, notes, used = [], [], []
+    for r in rows:
+        b = base.get((r["length"], r["d_model"]))
+        if not b or b is r:
+            continue
+        x = math.log2(aspect[id(r)] / DEPTH_ASPECT_REF)
+        delta = law_residual(r, coef, bc, ref_bpb) - law_residual(b, coef, bc, ref_bpb)
+        pts.append((x, delta))
+        used.append(r)
+        notes.append("#   d%s l%s %s steps (aspect %.3g): %+.4f against l%s" % (
+            r["d_model"], r["n_layers"], r["length"], aspect[id(r)], delta, b["n_layers"]))
+    if len({x for x, _ in pts}) < 3:
+        raise SystemExit("fit_scaling: the depth grid needs runs at 3 aspects or more paired with a d_model / "
+                         "n_layers = %d run of the same width and length" % DEPTH_ASPECT_REF)
+    b, c = solve([[x, x * x] for x, _ in pts], [y for _, y in pts])
+    sd = math.sqrt(sum((y - b * x - c * x * x) ** 2 for x, y in pts) / max(1, len(pts) - 2))
+    measured = [aspect[id(r)] for r in used] + [DEPTH_ASPECT_REF]
+    lines = ["depth_b = %.5f" % b, "depth_c = %.5f" % c, "depth_sd = %.4f    # the runs' residual sd around the term" % sd,
+             "depth_aspect_ref = %g" % DEPTH_ASPECT_REF,
+             "depth_aspect_min = %.6g" % min(measured), "depth_aspect_max = %.6g" % max(measured),
+             "depth_layers_min = %d" % min(int(r["n_layers"]) for r in used + list(base.values()))]
     return lines, notes
 
 
@@ -275,7 +320,8 @@ def law(args):
         "# Re-fit: python3 scripts/fit_scaling.py --grid %s --min-steps %d%s --law-out THIS_FILE"
         % (" --grid ".join(args.grid), args.min_steps,
            "".join(" --anchor-runs '%s'" % a for a in args.anchor_runs) +
-           "".join(" --anchor-tsv %s" % a for a in args.anchor_tsv)),
+           "".join(" --anchor-tsv %s" % a for a in args.anchor_tsv) +
+           "".join(" --depth-grid %s" % a for a in args.depth_grid)),
         "E = %.6g" % E, "A = %.6g" % A, "alpha = %.4g" % alpha, "B = %.6g" % B, "beta = %.4g" % beta,
         "residual_sd = %.4g" % sd,
         "n_min = %.6g" % min(p[0] for p in pts), "n_max = %.6g" % max(p[0] for p in pts),
@@ -297,6 +343,12 @@ def law(args):
     extra, notes = corrections(args, (E, A, alpha, B, beta), bc, ref_bpb)
     if len(extra) > 3 or any(k.startswith("lr_") for k in extra):
         lines.append("# corrections from the grid's other vocabularies and learning rates (residuals from the law):")
+        lines += notes
+        lines += extra
+    if args.depth_grid:
+        extra, notes = depth_term(args, (E, A, alpha, B, beta), bc, ref_bpb)
+        lines.append("# the shape term from %s (each run against the d_model / n_layers = %d run of its width "
+                     "and length; residuals from the law):" % (", ".join(args.depth_grid), DEPTH_ASPECT_REF))
         lines += notes
         lines += extra
     for b in boots:
@@ -423,6 +475,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--grid", action="append", default=[])
     p.add_argument("--min-steps", type=int, default=20)
+    p.add_argument("--depth-grid", action="append", default=[],
+                   help="grid runs that differ in depth at fixed width: the shape term (kept out of the law's fit)")
     p.add_argument("--boot", type=int, default=100)
     p.add_argument("--anchor-runs", action="append", default=[],
                    help="glob of result.json whose val_bpb_transformer join the grid (repeatable)")

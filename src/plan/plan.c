@@ -196,7 +196,7 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
     c->tokens_effective = quality_tokens_effective(law, c->step.params,
                                                    quality_tokens_in_law(law, m->vocab_size, c->tokens_fresh),
                                                    quality_tokens_in_law(law, m->vocab_size, c->step.tokens_per_step));
-    c->correction = quality_correction(law, m->vocab_size, c->lr_mult, c->steps);
+    c->correction = quality_correction(law, m->vocab_size, c->lr_mult, c->steps, (double)m->d_model / m->n_layers);
     /* the point prediction ranks; the interval (bootstraps) only for what is kept (plan_interval) */
     c->transformer_bpb = quality_bpb(&law->fit, c->step.params, c->tokens_effective) + c->correction;
     c->bpb = quality_hybrid_bpb(hybrid, s->memory_order, c->transformer_bpb);
@@ -212,9 +212,13 @@ void plan_interval(const quality_law *law, const quality_hybrid *hybrid, plan_ca
     quality_predict(law, k->step.params, k->tokens_effective, &k->transformer_bpb, &k->transformer_lo,
                     &k->transformer_hi);
     double lr_spread = k->lr_mult != 1 ? 1.645 * law->lr_sd : 0;   /* the learning-rate term's own scatter */
+    double aspect = (double)k->cfg.model.d_model / k->cfg.model.n_layers;
+    double depth_spread = quality_has_depth(law) && fabs(aspect / law->depth_aspect_ref - 1) > 1e-9
+                              ? 1.645 * law->depth_sd : 0;   /* and the shape term's, off its reference */
+    double spread = sqrt(lr_spread * lr_spread + depth_spread * depth_spread);
     k->transformer_bpb += k->correction;
-    k->transformer_lo += k->correction - lr_spread;
-    k->transformer_hi += k->correction + lr_spread;
+    k->transformer_lo += k->correction - spread;
+    k->transformer_hi += k->correction + spread;
     k->bpb = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_bpb);
     k->bpb_lo = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_lo);
     k->bpb_hi = quality_hybrid_bpb(hybrid, k->cfg.memory_order, k->transformer_hi);
@@ -304,13 +308,20 @@ int plan_search(const run_config *base, const chip_profile *chip, const quality_
             lrs[n_lrs++] = lr_mults[i];
     if (n_lrs == 0)
         lrs[n_lrs++] = 1;
+    /* the shapes tried: within what the law's shape term measured, or without
+     * the term the grid's own aspect window */
+    int has_depth = quality_has_depth(law);
+    int min_layers = has_depth ? (int)law->depth_layers_min : PLAN_MIN_LAYERS;
     plan_candidate c;
     for (int vi = 0; vi < n_vocabs; vi++)
     for (int li = 0; li < n_lrs; li++)
     for (int wi = 0; wi < N_OF(widths); wi++)
-        for (int layers = PLAN_MIN_LAYERS; layers <= 64; layers++) {
+        for (int layers = min_layers; layers <= 64; layers++) {
                 int d = widths[wi], hd = head_dim_for(d);
-                if (d % hd || d < PLAN_MIN_ASPECT * layers || d > PLAN_MAX_ASPECT * layers)
+                if (d % hd)
+                    continue;
+                if (has_depth ? !quality_depth_trusted(law, (double)d / layers, layers)
+                              : d < PLAN_MIN_ASPECT * layers || d > PLAN_MAX_ASPECT * layers)
                     continue;
                 for (int ci = 0; ci < N_OF(contexts); ci++)
                     for (int bi = 0; bi < N_OF(batch_tokens); bi++) {
@@ -441,8 +452,16 @@ void plan_explain(const plan_result *r, const chip_profile *chip, const quality_
     if (b->outside_law)
         strbuf_printf(out, "outside the runs the law was fitted on (N %.3g..%.3g, effective D %.3g..%.3g): an extrapolation\n",
                       law->n_min, law->n_max, law->d_min, law->d_max);
-    strbuf_printf(out, "context, heads and depth against width%s enter only through throughput (the law has no "
-                       "term for them), within bounds around the grid: context 128-512, batch 2,048-16,384 tokens, "
-                       "head width 64, d_model / n_layers 32-64\n",
-                  law->batch_crit > 0 ? "" : " and batch");
+    if (quality_has_depth(law)) {
+        double aspect = (double)b->cfg.model.d_model / b->cfg.model.n_layers, x = log2(aspect / law->depth_aspect_ref);
+        strbuf_printf(out, "depth against width: d_model / n_layers %.3g costs %+.3f bpb against %.3g at the same "
+                           "parameters and tokens (the law's shape term, measured for %.3g-%.3g and %.0f layers or "
+                           "more; the search stays there)\n",
+                      aspect, law->depth_b * x + law->depth_c * x * x, law->depth_aspect_ref, law->depth_aspect_min,
+                      law->depth_aspect_max, law->depth_layers_min);
+    }
+    strbuf_printf(out, "context, heads%s%s enter only through throughput (the law has no term for them), within "
+                       "bounds around the grid: context 128-512, batch 2,048-16,384 tokens, head width 64%s\n",
+                  quality_has_depth(law) ? "" : ", depth against width", law->batch_crit > 0 ? "" : " and batch",
+                  quality_has_depth(law) ? "" : ", d_model / n_layers 32-64");
 }

@@ -80,8 +80,9 @@ static int law_line(void *ctx, const char *key, char *v, const char *where, temp
             c->seen |= 1u << i;
             return real(key, v, keys[i].lo, keys[i].hi, keys[i].dst, where, err);
         }
-    /* optional keys (seen bits 11 and up): the batch term (none without batch_crit) and the
-     * learning-rate term (none without lr_b / lr_c) */
+    /* optional keys (seen bits 11 and up): the batch term (none without batch_crit), the
+     * learning-rate term (none without lr_b / lr_c) and the shape term (none without
+     * depth_aspect_ref) */
     struct {
         const char *key;
         double *dst, lo, hi;
@@ -93,6 +94,10 @@ static int law_line(void *ctx, const char *key, char *v, const char *where, temp
         {"lr_steps_ref", &q->lr_steps_ref, 1, 1e12},      {"lr_steps_min", &q->lr_steps_min, 1, 1e12},
         {"lr_steps_max", &q->lr_steps_max, 1, 1e12},      {"lr_mult_min", &q->lr_mult_min, 1e-3, 1},
         {"lr_mult_max", &q->lr_mult_max, 1, 1e3},
+        {"depth_b", &q->depth_b, -10, 10},                {"depth_c", &q->depth_c, -10, 10},
+        {"depth_sd", &q->depth_sd, 0, 10},                {"depth_aspect_ref", &q->depth_aspect_ref, 1, 1e5},
+        {"depth_aspect_min", &q->depth_aspect_min, 1, 1e5}, {"depth_aspect_max", &q->depth_aspect_max, 1, 1e5},
+        {"depth_layers_min", &q->depth_layers_min, 1, 1e4},
     };
     for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
         if (!strcmp(key, optional[i].key)) {
@@ -165,6 +170,14 @@ int quality_law_parse(quality_law *q, const char *text, size_t len, const char *
         return tempo_usage(err, "%s: lr_b_steps without lr_steps_ref", path);
     if (q->lr_steps_min > q->lr_steps_max && q->lr_steps_max > 0)
         return tempo_usage(err, "%s: lr_steps_min > lr_steps_max", path);
+    int depth_any = q->depth_b != 0 || q->depth_c != 0 || q->depth_aspect_ref > 0 || q->depth_aspect_min > 0 ||
+                    q->depth_aspect_max > 0 || q->depth_layers_min > 0;
+    if (depth_any && !(q->depth_aspect_ref > 0 && q->depth_aspect_min > 0 && q->depth_aspect_max > 0 &&
+                       q->depth_layers_min > 0))
+        return tempo_usage(err, "%s: the shape term needs depth_aspect_ref, depth_aspect_min, depth_aspect_max "
+                           "and depth_layers_min", path);
+    if (depth_any && !(q->depth_aspect_min <= q->depth_aspect_ref && q->depth_aspect_ref <= q->depth_aspect_max))
+        return tempo_usage(err, "%s: depth_aspect_ref outside depth_aspect_min..depth_aspect_max", path);
     return 0;
 }
 
@@ -296,12 +309,31 @@ double quality_tokens_in_law(const quality_law *q, int vocab, double tokens)
     return v && r ? tokens * v->bytes_per_token / r->bytes_per_token : tokens;
 }
 
-double quality_correction(const quality_law *q, int vocab, double lr_mult, double steps)
+double quality_correction(const quality_law *q, int vocab, double lr_mult, double steps, double aspect)
 {
     const quality_vocab *v = quality_vocab_find(q, vocab);
     double x = lr_mult > 0 ? log2(lr_mult) : 0;
     double b = q->lr_b + (q->lr_b_steps != 0 && steps > 0 ? q->lr_b_steps * log2(steps / q->lr_steps_ref) : 0);
-    return (v ? v->offset : 0) + b * x + q->lr_c * x * x;
+    double shape = 0;
+    if (quality_has_depth(q) && aspect > 0) {
+        double a = log2(aspect / q->depth_aspect_ref);
+        shape = q->depth_b * a + q->depth_c * a * a;
+    }
+    return (v ? v->offset : 0) + b * x + q->lr_c * x * x + shape;
+}
+
+int quality_has_depth(const quality_law *q)
+{
+    return q->depth_aspect_ref > 0;
+}
+
+int quality_depth_trusted(const quality_law *q, double aspect, int n_layers)
+{
+    if (!quality_has_depth(q))
+        return 1;
+    const double slack = 1e-9;   /* aspects are ratios of integers: 128 / 3 measured is 128 / 3 here */
+    return aspect >= q->depth_aspect_min * (1 - slack) && aspect <= q->depth_aspect_max * (1 + slack) &&
+           n_layers >= q->depth_layers_min;
 }
 
 int quality_lr_trusted(const quality_law *q, double steps)

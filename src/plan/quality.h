@@ -14,7 +14,11 @@
  *     (the mean residual of its runs; 0 for the law's own);
  *   learning rate x m (every rate of the preset scaled by m), S optimizer
  *     steps: + (b + b_steps log2(S / S_ref)) log2 m + c (log2 m)^2, trusted
- *     within the multipliers and the steps measured, its scatter lr_sd.
+ *     within the multipliers and the steps measured, its scatter lr_sd;
+ *   shape, at aspect ratio a = d_model / n_layers: + depth_b x + depth_c x^2,
+ *     x = log2(a / depth_aspect_ref), fitted on runs that differ from a
+ *     reference shape of the same width and length in depth only, trusted
+ *     within the aspects and depths measured, its scatter depth_sd.
  * Both files
  * are written by scripts/fit_scaling.py into configs/scaling/ as `key = value`
  * lines (`#` comments); the fit itself is not done here. */
@@ -56,6 +60,11 @@ typedef struct {
     double lr_steps_min, lr_steps_max;          /* the steps measured (0, 0: any) */
     double lr_sd;                   /* the runs' scatter around the term, bpb */
     double lr_mult_min, lr_mult_max;            /* the multipliers measured (1, 1: none) */
+    double depth_b, depth_c;        /* the shape term (0, 0: none) */
+    double depth_aspect_ref;        /* d_model / n_layers where the term is 0 */
+    double depth_aspect_min, depth_aspect_max;  /* the aspects measured (0, 0: no term) */
+    double depth_layers_min;        /* the fewest layers measured (0: no term) */
+    double depth_sd;                /* the runs' scatter around the term, bpb */
 } quality_law;
 
 typedef struct {
@@ -74,7 +83,8 @@ typedef struct {
  * lines; optional vocab_ref with vocab.V.bytes_per_token, vocab.V.offset and
  * vocab.V.runs for each vocabulary, vocab_ref's included; optional lr_b,
  * lr_b_steps, lr_c, lr_sd, lr_steps_ref, lr_steps_min, lr_steps_max,
- * lr_mult_min, lr_mult_max). Errors name the
+ * lr_mult_min, lr_mult_max; optional depth_b, depth_c, depth_sd,
+ * depth_aspect_ref, depth_aspect_min, depth_aspect_max, depth_layers_min). Errors name the
  * file and line, or the missing key (code 2). */
 int quality_law_load(quality_law *q, const char *path, tempo_error *err);
 int quality_law_parse(quality_law *q, const char *text, size_t len, const char *path, tempo_error *err);
@@ -114,10 +124,19 @@ const quality_vocab *quality_vocab_find(const quality_law *q, int vocab);
  * the law's vocabulary); tokens itself without a vocabulary term or entry. */
 double quality_tokens_in_law(const quality_law *q, int vocab, double tokens);
 
-/* The corrections at vocabulary v, learning-rate multiplier m and `steps`
- * optimizer steps: the vocabulary's offset plus the learning-rate term (0
- * when absent). */
-double quality_correction(const quality_law *q, int vocab, double lr_mult, double steps);
+/* The corrections at vocabulary v, learning-rate multiplier m, `steps`
+ * optimizer steps and aspect ratio d_model / n_layers: the vocabulary's
+ * offset plus the learning-rate and shape terms (0 when absent; aspect 0:
+ * no shape term). */
+double quality_correction(const quality_law *q, int vocab, double lr_mult, double steps, double aspect);
+
+/* 1 when the law has a shape term. */
+int quality_has_depth(const quality_law *q);
+
+/* 1 when a model of this aspect ratio and depth is inside what the shape
+ * term measured (always 1 without the term: the caller keeps its own
+ * window). */
+int quality_depth_trusted(const quality_law *q, double aspect, int n_layers);
 
 /* 1 when the learning-rate term was measured for runs of `steps` steps (or
  * has no step range). */

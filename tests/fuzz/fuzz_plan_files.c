@@ -69,8 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             __builtin_trap();
         for (int i = 0; i < q.n_vocabs; i++) {   /* the vocabulary and learning-rate terms stay finite */
             double t = quality_tokens_in_law(&q, q.vocabs[i].vocab, 1e6);
-            if (!(t > 0) || !isfinite(t) || !isfinite(quality_correction(&q, q.vocabs[i].vocab, q.lr_mult_min, 1e3)) ||
-                !isfinite(quality_correction(&q, q.vocabs[i].vocab, q.lr_mult_max, 1e3)))
+            if (!(t > 0) || !isfinite(t) || !isfinite(quality_correction(&q, q.vocabs[i].vocab, q.lr_mult_min, 1e3, 0)) ||
+                !isfinite(quality_correction(&q, q.vocabs[i].vocab, q.lr_mult_max, 1e3, 0)))
                 __builtin_trap();
         }
     }

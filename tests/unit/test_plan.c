@@ -156,15 +156,15 @@ static void test_vocab_and_lr(void)
     CHECK_NEAR(quality_tokens_in_law(&q, 1024, 3e6), 4e6, 1e-6);   /* text, in the law's tokens */
     CHECK_NEAR(quality_tokens_in_law(&q, 512, 3e6), 3e6, 0);
     CHECK_NEAR(quality_tokens_in_law(&q, 2048, 3e6), 3e6, 0);        /* unknown: as given */
-    CHECK_NEAR(quality_correction(&q, 512, 1, 100), 0, 0);
-    CHECK_NEAR(quality_correction(&q, 1024, 2, 100), -0.05 - 0.1 + 0.02, 1e-12);
-    CHECK_NEAR(quality_correction(&q, 512, 0.5, 100), 0.1 + 0.02, 1e-12);
+    CHECK_NEAR(quality_correction(&q, 512, 1, 100, 0), 0, 0);
+    CHECK_NEAR(quality_correction(&q, 1024, 2, 100, 0), -0.05 - 0.1 + 0.02, 1e-12);
+    CHECK_NEAR(quality_correction(&q, 512, 0.5, 100, 0), 0.1 + 0.02, 1e-12);
     CHECK(quality_lr_trusted(&q, 1) && quality_lr_trusted(&q, 1e9));   /* no step range: any */
     /* the slope in steps: b + b_steps log2(S / S_ref) */
     snprintf(text, sizeof text, "%slr_b = -0.1\nlr_b_steps = 0.05\nlr_steps_ref = 300\nlr_c = 0.02\n"
              "lr_mult_min = 0.5\nlr_mult_max = 2\nlr_steps_min = 150\nlr_steps_max = 400\nlr_sd = 0.03\n", law_text);
     CHECK(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == 0);
-    CHECK_NEAR(quality_correction(&q, 512, 2, 600), -0.1 + 0.05 + 0.02, 1e-12);
+    CHECK_NEAR(quality_correction(&q, 512, 2, 600, 0), -0.1 + 0.05 + 0.02, 1e-12);
     CHECK(quality_lr_trusted(&q, 150) && quality_lr_trusted(&q, 400) && !quality_lr_trusted(&q, 401) &&
           !quality_lr_trusted(&q, 149));
     const char *bad[][2] = {
@@ -204,7 +204,7 @@ static void test_vocab_and_lr(void)
         seen[v == 1024]++;
         /* corpus and tokens as text; the prediction is the law's plus its terms */
         CHECK_NEAR(c->corpus_tokens, v == 1024 ? 0.75e8 : 1e8, 1e-3);
-        CHECK_NEAR(c->correction, quality_correction(&q, v, c->lr_mult, c->steps), 1e-12);
+        CHECK_NEAR(c->correction, quality_correction(&q, v, c->lr_mult, c->steps, (double)c->cfg.model.d_model / c->cfg.model.n_layers), 1e-12);
         double law_at = quality_bpb(&q.fit, c->step.params, c->tokens_effective) + c->correction;
         CHECK_NEAR(c->transformer_bpb, law_at, 1e-12);
         CHECK(c->lr_mult >= 0.5 && c->lr_mult <= 2);
@@ -375,12 +375,74 @@ static void test_predict_and_neighbours(void)
     strbuf_free(&t);
 }
 
+/* The law's shape term: read and checked; the correction is b x + c x^2 at
+ * x = log2(aspect / ref); the search stays inside the aspects and depths
+ * measured, and a term that punishes deep-and-narrow shapes moves the plan
+ * to a larger aspect than a term that punishes wide-and-shallow ones. */
+static void test_depth(void)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "%sdepth_b = 0.02\ndepth_c = 0.01\ndepth_sd = 0.005\ndepth_aspect_ref = 32\n"
+             "depth_aspect_min = 16\ndepth_aspect_max = 128\ndepth_layers_min = 1\n", law_text);
+    quality_law q;
+    tempo_error err;
+    CHECK_MSG(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == 0, "%s", err.msg);
+    CHECK(quality_has_depth(&q));
+    CHECK_NEAR(quality_correction(&q, 512, 1, 100, 32), 0, 1e-15);
+    CHECK_NEAR(quality_correction(&q, 512, 1, 100, 128), 0.02 * 2 + 0.01 * 4, 1e-12);
+    CHECK_NEAR(quality_correction(&q, 512, 1, 100, 16), -0.02 + 0.01, 1e-12);
+    CHECK_NEAR(quality_correction(&q, 512, 1, 100, 0), 0, 0);   /* no shape given: no term */
+    CHECK(quality_depth_trusted(&q, 16, 1) && quality_depth_trusted(&q, 128, 1) && quality_depth_trusted(&q, 128.0 / 3, 3));
+    CHECK(!quality_depth_trusted(&q, 15.9, 4) && !quality_depth_trusted(&q, 129, 1));
+    quality_law none;
+    CHECK(quality_law_parse(&none, law_text, strlen(law_text), "law.conf", &err) == 0);
+    CHECK(!quality_has_depth(&none) && quality_depth_trusted(&none, 1000, 1));
+    const char *bad[][2] = {
+        {"depth_b = 0.1\n", "needs depth_aspect_ref"},
+        {"depth_aspect_ref = 32\ndepth_aspect_min = 16\ndepth_aspect_max = 64\n", "depth_layers_min"},
+        {"depth_aspect_ref = 8\ndepth_aspect_min = 16\ndepth_aspect_max = 64\ndepth_layers_min = 1\n", "outside"},
+        {"depth_aspect_ref = 0\n", "depth_aspect_ref"},
+        {"depth_c = 0.1\ndepth_c = 0.1\n", "given twice"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, "%s%s", law_text, bad[i][0]);
+        quality_law x;
+        CHECK_MSG(quality_law_parse(&x, text, strlen(text), "law.conf", &err) == -1 && strstr(err.msg, bad[i][1]) &&
+                      strstr(err.msg, "law.conf"), "case %zu: %s", i, err.msg);
+    }
+    chip_profile chip;
+    quality_law unused;
+    quality_hybrid h;
+    run_config base;
+    search_inputs(&chip, &unused, &h, &base);
+    plan_options o = {.budget_s = 60, .ranks = 1, .corpus_tokens = 1e8, .vocab_size = 512};
+    double best_aspect[2];
+    for (int sign = 0; sign < 2; sign++) {
+        /* sign 0: narrow-and-deep costs (b < 0: small aspects worse); sign 1: wide-and-shallow costs */
+        snprintf(text, sizeof text, "%sdepth_b = %s0.2\ndepth_aspect_ref = 32\ndepth_aspect_min = 16\n"
+                 "depth_aspect_max = 128\ndepth_layers_min = 1\n", law_text, sign ? "" : "-");
+        CHECK(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == 0);
+        plan_result r;
+        CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
+        for (int i = 0; i < r.n_keep; i++) {
+            const plan_candidate *c = &r.best[i];
+            double a = (double)c->cfg.model.d_model / c->cfg.model.n_layers;
+            CHECK_MSG(a >= 16 && a <= 128, "aspect %g", a);
+            CHECK_NEAR(c->correction, quality_correction(&q, 512, c->lr_mult, c->steps, a), 1e-12);
+        }
+        best_aspect[sign] = (double)r.best[0].cfg.model.d_model / r.best[0].cfg.model.n_layers;
+    }
+    CHECK_MSG(best_aspect[0] > best_aspect[1], "aspect %g with deep shapes punished, %g with wide ones",
+              best_aspect[0], best_aspect[1]);
+}
+
 int main(void)
 {
     RUN(test_quality);
     RUN(test_effective_tokens);
     RUN(test_search);
     RUN(test_vocab_and_lr);
+    RUN(test_depth);
     RUN(test_predict_and_neighbours);
     return test_summary("test_plan");
 }
