@@ -34,8 +34,11 @@ that differ from a run of the same width and length at d_model / n_layers =
 32, the law's grid's deepest aspect, in depth only; these rows stay out of
 the law's fit): each run's residual from the law less its reference's, so
 that the law's account of the parameters the depth adds is taken out and
-what is left is the shape's effect, fitted as depth_b x + depth_c x^2,
-x = log2(aspect / 32); trusted within the aspects and depths measured.
+what is left is the shape's effect, fitted as
+(depth_b + depth_b_steps log2(S / 300)) x + depth_c x^2, x = log2(aspect / 32),
+S the run's steps (deeper models gain on wider ones as runs get longer);
+trusted within the aspects and depths measured, its steps clamped to those
+measured.
 
 Hybrid relation: from 10-minute hybrid runs (result.json with val_bpb and
 val_bpb_transformer): hybrid = min(t, limit_K - slope * max(0, pivot - t) -
@@ -208,6 +211,7 @@ def corrections(args, coef, bc, ref_bpb):
 
 
 DEPTH_ASPECT_REF = 32          # d_model / n_layers of the law's own grid at its deepest (d64 l2, d96 l3, d128 l4)
+DEPTH_STEPS_REF = 300          # the shape term's slope in log2 steps is about this many
 
 
 def depth_term(args, coef, bc, ref_bpb):
@@ -222,20 +226,29 @@ def depth_term(args, coef, bc, ref_bpb):
             continue
         x = math.log2(aspect[id(r)] / DEPTH_ASPECT_REF)
         delta = law_residual(r, coef, bc, ref_bpb) - law_residual(b, coef, bc, ref_bpb)
-        pts.append((x, delta))
+        pts.append((x, math.log2(int(r["steps"]) / DEPTH_STEPS_REF), delta))
         used.append(r)
         notes.append("#   d%s l%s %s steps (aspect %.3g): %+.4f against l%s" % (
             r["d_model"], r["n_layers"], r["length"], aspect[id(r)], delta, b["n_layers"]))
-    if len({x for x, _ in pts}) < 3:
+    if len({x for x, _, _ in pts}) < 3:
         raise SystemExit("fit_scaling: the depth grid needs runs at 3 aspects or more paired with a d_model / "
                          "n_layers = %d run of the same width and length" % DEPTH_ASPECT_REF)
-    b, c = solve([[x, x * x] for x, _ in pts], [y for _, y in pts])
-    sd = math.sqrt(sum((y - b * x - c * x * x) ** 2 for x, y in pts) / max(1, len(pts) - 2))
+    lengths = {s for _, s, _ in pts}
+    if len(lengths) >= 2:   # the slope's change with the steps, as the learning-rate term's
+        b, bs, c = solve([[x, x * s, x * x] for x, s, _ in pts], [y for _, _, y in pts])
+    else:
+        (b, c), bs = solve([[x, x * x] for x, _, _ in pts], [y for _, _, y in pts]), 0.0
+    fit = [(b + bs * s) * x + c * x * x for x, s, _ in pts]
+    sd = math.sqrt(sum((y - f) ** 2 for (_, _, y), f in zip(pts, fit)) / max(1, len(pts) - 2 - (len(lengths) >= 2)))
     measured = [aspect[id(r)] for r in used] + [DEPTH_ASPECT_REF]
-    lines = ["depth_b = %.5f" % b, "depth_c = %.5f" % c, "depth_sd = %.4f    # the runs' residual sd around the term" % sd,
+    steps = [int(r["steps"]) for r in used]
+    lines = ["depth_b = %.5f" % b, "depth_b_steps = %.5f    # per doubling of the steps from depth_steps_ref" % bs,
+             "depth_c = %.5f" % c, "depth_sd = %.4f    # the runs' residual sd around the term" % sd,
              "depth_aspect_ref = %g" % DEPTH_ASPECT_REF,
              "depth_aspect_min = %.6g" % min(measured), "depth_aspect_max = %.6g" % max(measured),
-             "depth_layers_min = %d" % min(int(r["n_layers"]) for r in used + list(base.values()))]
+             "depth_layers_min = %d" % min(int(r["n_layers"]) for r in used + list(base.values())),
+             "depth_steps_ref = %g" % DEPTH_STEPS_REF,
+             "depth_steps_min = %d" % min(steps), "depth_steps_max = %d" % max(steps)]
     return lines, notes
 
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 
 #include "core/fileio.h"
 #include "core/number.h"
@@ -52,7 +53,7 @@ static int coef_parse(quality_coef *c, char *v, const char *where, tempo_error *
 
 typedef struct {
     quality_law *q;
-    unsigned seen;
+    uint64_t seen;   /* one bit per key: 11 required, then the optional ones */
 } law_ctx;
 
 static int law_line(void *ctx, const char *key, char *v, const char *where, tempo_error *err)
@@ -75,9 +76,9 @@ static int law_line(void *ctx, const char *key, char *v, const char *where, temp
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (!strcmp(key, keys[i].key)) {
-            if (c->seen & (1u << i))
+            if (c->seen & ((uint64_t)1 << i))
                 return tempo_usage(err, "%s: %s given twice", where, key);
-            c->seen |= 1u << i;
+            c->seen |= (uint64_t)1 << i;
             return real(key, v, keys[i].lo, keys[i].hi, keys[i].dst, where, err);
         }
     /* optional keys (seen bits 11 and up): the batch term (none without batch_crit), the
@@ -98,10 +99,13 @@ static int law_line(void *ctx, const char *key, char *v, const char *where, temp
         {"depth_sd", &q->depth_sd, 0, 10},                {"depth_aspect_ref", &q->depth_aspect_ref, 1, 1e5},
         {"depth_aspect_min", &q->depth_aspect_min, 1, 1e5}, {"depth_aspect_max", &q->depth_aspect_max, 1, 1e5},
         {"depth_layers_min", &q->depth_layers_min, 1, 1e4},
+        {"depth_b_steps", &q->depth_b_steps, -10, 10},    {"depth_steps_ref", &q->depth_steps_ref, 1, 1e12},
+        {"depth_steps_min", &q->depth_steps_min, 1, 1e12}, {"depth_steps_max", &q->depth_steps_max, 1, 1e12},
     };
+    _Static_assert(11 + sizeof optional / sizeof optional[0] <= 64, "one bit of law_ctx.seen per key");
     for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
         if (!strcmp(key, optional[i].key)) {
-            unsigned bit = 1u << (11 + i);
+            uint64_t bit = (uint64_t)1 << (11 + i);
             if (c->seen & bit)
                 return tempo_usage(err, "%s: %s given twice", where, key);
             c->seen |= bit;
@@ -132,7 +136,7 @@ static int law_line(void *ctx, const char *key, char *v, const char *where, temp
         return tempo_usage(err, "%s: '%s': expected vocab.V.bytes_per_token, .offset or .runs", where, key);
     }
     if (!strcmp(key, "n_runs")) {
-        c->seen |= 1u << 10;
+        c->seen |= (uint64_t)1 << 10;
         return integer(key, v, 1, 1000000, &q->n_runs, where, err);
     }
     return tempo_usage(err, "%s: unknown key '%s'", where, key);
@@ -147,7 +151,7 @@ int quality_law_parse(quality_law *q, const char *text, size_t len, const char *
     const char *names[] = {"E", "A", "alpha", "B", "beta", "residual_sd", "n_min", "n_max", "d_min", "d_max",
                            "n_runs"};
     for (int i = 0; i < 11; i++)
-        if (!(c.seen & (1u << i)))
+        if (!(c.seen & ((uint64_t)1 << i)))
             return tempo_usage(err, "%s: missing %s", path, names[i]);
     if (q->n_min > q->n_max || q->d_min > q->d_max)
         return tempo_usage(err, "%s: n_min > n_max or d_min > d_max", path);
@@ -178,6 +182,10 @@ int quality_law_parse(quality_law *q, const char *text, size_t len, const char *
                            "and depth_layers_min", path);
     if (depth_any && !(q->depth_aspect_min <= q->depth_aspect_ref && q->depth_aspect_ref <= q->depth_aspect_max))
         return tempo_usage(err, "%s: depth_aspect_ref outside depth_aspect_min..depth_aspect_max", path);
+    if (q->depth_b_steps != 0 && !(q->depth_steps_ref > 0))
+        return tempo_usage(err, "%s: depth_b_steps without depth_steps_ref", path);
+    if (q->depth_steps_min > q->depth_steps_max && q->depth_steps_max > 0)
+        return tempo_usage(err, "%s: depth_steps_min > depth_steps_max", path);
     return 0;
 }
 
@@ -316,8 +324,11 @@ double quality_correction(const quality_law *q, int vocab, double lr_mult, doubl
     double b = q->lr_b + (q->lr_b_steps != 0 && steps > 0 ? q->lr_b_steps * log2(steps / q->lr_steps_ref) : 0);
     double shape = 0;
     if (quality_has_depth(q) && aspect > 0) {
-        double a = log2(aspect / q->depth_aspect_ref);
-        shape = q->depth_b * a + q->depth_c * a * a;
+        double a = log2(aspect / q->depth_aspect_ref), s = steps;
+        if (q->depth_steps_min > 0 && s < q->depth_steps_min) s = q->depth_steps_min;
+        if (q->depth_steps_max > 0 && s > q->depth_steps_max) s = q->depth_steps_max;
+        double slope = q->depth_b + (q->depth_b_steps != 0 && s > 0 ? q->depth_b_steps * log2(s / q->depth_steps_ref) : 0);
+        shape = slope * a + q->depth_c * a * a;
     }
     return (v ? v->offset : 0) + b * x + q->lr_c * x * x + shape;
 }

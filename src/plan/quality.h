@@ -15,10 +15,13 @@
  *   learning rate x m (every rate of the preset scaled by m), S optimizer
  *     steps: + (b + b_steps log2(S / S_ref)) log2 m + c (log2 m)^2, trusted
  *     within the multipliers and the steps measured, its scatter lr_sd;
- *   shape, at aspect ratio a = d_model / n_layers: + depth_b x + depth_c x^2,
+ *   shape, at aspect ratio a = d_model / n_layers and S optimizer steps:
+ *     + (depth_b + depth_b_steps log2(S / depth_steps_ref)) x + depth_c x^2,
  *     x = log2(a / depth_aspect_ref), fitted on runs that differ from a
  *     reference shape of the same width and length in depth only, trusted
- *     within the aspects and depths measured, its scatter depth_sd.
+ *     within the aspects and depths measured (S clamped to the steps
+ *     measured: outside them the term is the nearest length's), its
+ *     scatter depth_sd.
  * Both files
  * are written by scripts/fit_scaling.py into configs/scaling/ as `key = value`
  * lines (`#` comments); the fit itself is not done here. */
@@ -61,6 +64,9 @@ typedef struct {
     double lr_sd;                   /* the runs' scatter around the term, bpb */
     double lr_mult_min, lr_mult_max;            /* the multipliers measured (1, 1: none) */
     double depth_b, depth_c;        /* the shape term (0, 0: none) */
+    double depth_b_steps;           /* its slope's change per doubling of the steps from depth_steps_ref */
+    double depth_steps_ref;
+    double depth_steps_min, depth_steps_max;    /* the steps measured (0, 0: any; S is clamped to them) */
     double depth_aspect_ref;        /* d_model / n_layers where the term is 0 */
     double depth_aspect_min, depth_aspect_max;  /* the aspects measured (0, 0: no term) */
     double depth_layers_min;        /* the fewest layers measured (0: no term) */
@@ -83,8 +89,10 @@ typedef struct {
  * lines; optional vocab_ref with vocab.V.bytes_per_token, vocab.V.offset and
  * vocab.V.runs for each vocabulary, vocab_ref's included; optional lr_b,
  * lr_b_steps, lr_c, lr_sd, lr_steps_ref, lr_steps_min, lr_steps_max,
- * lr_mult_min, lr_mult_max; optional depth_b, depth_c, depth_sd,
- * depth_aspect_ref, depth_aspect_min, depth_aspect_max, depth_layers_min). Errors name the
+ * lr_mult_min, lr_mult_max; optional depth_b, depth_b_steps, depth_c,
+ * depth_sd, depth_aspect_ref, depth_aspect_min, depth_aspect_max,
+ * depth_layers_min, depth_steps_ref, depth_steps_min, depth_steps_max).
+ * Errors name the
  * file and line, or the missing key (code 2). */
 int quality_law_load(quality_law *q, const char *path, tempo_error *err);
 int quality_law_parse(quality_law *q, const char *text, size_t len, const char *path, tempo_error *err);

@@ -392,6 +392,14 @@ static void test_depth(void)
     CHECK_NEAR(quality_correction(&q, 512, 1, 100, 128), 0.02 * 2 + 0.01 * 4, 1e-12);
     CHECK_NEAR(quality_correction(&q, 512, 1, 100, 16), -0.02 + 0.01, 1e-12);
     CHECK_NEAR(quality_correction(&q, 512, 1, 100, 0), 0, 0);   /* no shape given: no term */
+    /* the slope in steps, the steps clamped to those measured */
+    snprintf(text, sizeof text, "%sdepth_b = 0.02\ndepth_b_steps = -0.01\ndepth_steps_ref = 300\ndepth_steps_min = 300\n"
+             "depth_steps_max = 1200\ndepth_c = 0.01\ndepth_aspect_ref = 32\n"
+             "depth_aspect_min = 16\ndepth_aspect_max = 128\ndepth_layers_min = 1\n", law_text);
+    CHECK_MSG(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == 0, "%s", err.msg);
+    CHECK_NEAR(quality_correction(&q, 512, 1, 600, 128), (0.02 - 0.01) * 2 + 0.01 * 4, 1e-12);
+    CHECK_NEAR(quality_correction(&q, 512, 1, 4800, 128), (0.02 - 0.02) * 2 + 0.01 * 4, 1e-12);   /* as 1200 */
+    CHECK_NEAR(quality_correction(&q, 512, 1, 10, 64), 0.02 + 0.01, 1e-12);                      /* as 300 */
     CHECK(quality_depth_trusted(&q, 16, 1) && quality_depth_trusted(&q, 128, 1) && quality_depth_trusted(&q, 128.0 / 3, 3));
     CHECK(!quality_depth_trusted(&q, 15.9, 4) && !quality_depth_trusted(&q, 129, 1));
     quality_law none;
@@ -403,6 +411,8 @@ static void test_depth(void)
         {"depth_aspect_ref = 8\ndepth_aspect_min = 16\ndepth_aspect_max = 64\ndepth_layers_min = 1\n", "outside"},
         {"depth_aspect_ref = 0\n", "depth_aspect_ref"},
         {"depth_c = 0.1\ndepth_c = 0.1\n", "given twice"},
+        {"depth_b_steps = 0.1\n", "depth_steps_ref"},
+        {"depth_steps_min = 500\ndepth_steps_max = 400\n", "depth_steps_min > depth_steps_max"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(text, sizeof text, "%s%s", law_text, bad[i][0]);
