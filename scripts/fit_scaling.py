@@ -212,6 +212,10 @@ def corrections(args, coef, bc, ref_bpb):
 
 DEPTH_ASPECT_REF = 32          # d_model / n_layers of the law's own grid at its deepest (d64 l2, d96 l3, d128 l4)
 DEPTH_STEPS_REF = 300          # the shape term's slope in log2 steps is about this many
+# One layer is not just a wide aspect: at 1200 steps d64 l1 lost 0.013 more to d64 l2 than d128 l2 (the
+# same aspect) to d128 l4, and the 10-minute validations found one layer 0.02-0.04 behind two or three.
+# The term is fitted on two layers and more, and the search keeps to them.
+DEPTH_MIN_LAYERS = 2
 
 
 def depth_term(args, coef, bc, ref_bpb):
@@ -226,10 +230,13 @@ def depth_term(args, coef, bc, ref_bpb):
             continue
         x = math.log2(aspect[id(r)] / DEPTH_ASPECT_REF)
         delta = law_residual(r, coef, bc, ref_bpb) - law_residual(b, coef, bc, ref_bpb)
-        pts.append((x, math.log2(int(r["steps"]) / DEPTH_STEPS_REF), delta))
-        used.append(r)
-        notes.append("#   d%s l%s %s steps (aspect %.3g): %+.4f against l%s" % (
-            r["d_model"], r["n_layers"], r["length"], aspect[id(r)], delta, b["n_layers"]))
+        kept = int(r["n_layers"]) >= DEPTH_MIN_LAYERS
+        if kept:
+            pts.append((x, math.log2(int(r["steps"]) / DEPTH_STEPS_REF), delta))
+            used.append(r)
+        notes.append("#   d%s l%s %s steps (aspect %.3g): %+.4f against l%s%s" % (
+            r["d_model"], r["n_layers"], r["length"], aspect[id(r)], delta, b["n_layers"],
+            "" if kept else " (one layer: kept out of the term)"))
     if len({x for x, _, _ in pts}) < 3:
         raise SystemExit("fit_scaling: the depth grid needs runs at 3 aspects or more paired with a d_model / "
                          "n_layers = %d run of the same width and length" % DEPTH_ASPECT_REF)
@@ -246,7 +253,7 @@ def depth_term(args, coef, bc, ref_bpb):
              "depth_c = %.5f" % c, "depth_sd = %.4f    # the runs' residual sd around the term" % sd,
              "depth_aspect_ref = %g" % DEPTH_ASPECT_REF,
              "depth_aspect_min = %.6g" % min(measured), "depth_aspect_max = %.6g" % max(measured),
-             "depth_layers_min = %d" % min(int(r["n_layers"]) for r in used + list(base.values())),
+             "depth_layers_min = %d" % max(DEPTH_MIN_LAYERS, min(int(r["n_layers"]) for r in used + list(base.values()))),
              "depth_steps_ref = %g" % DEPTH_STEPS_REF,
              "depth_steps_min = %d" % min(steps), "depth_steps_max = %d" % max(steps)]
     return lines, notes

@@ -66,11 +66,12 @@ static void usage(FILE *f)
         "                  transformer alone dashed) against budgets 1m to 24h, one line per chip:\n"
         "                  the --chip files (a comma list), or every configs/chips/*.conf; --budget\n"
         "                  is marked on it; a budget too small for any plan on a chip is left out\n"
-        "Partial: the law is in parameters, tokens and the batch, with constant corrections for the\n"
-        "vocabulary and one learning-rate multiplier measured on 150-400-step runs (no term for depth\n"
-        "against width, context or other optimizer settings, which are cpu-transformer's; the search\n"
-        "keeps to the law's grid: 2+ layers, d_model / n_layers 32-64); the hybrid relation rests\n"
-        "on a few dozen runs of a few shapes at vocabulary 4097. The answers per chip:\n"
+        "Partial: the law is in parameters, tokens and the batch, with corrections for the\n"
+        "vocabulary and one learning-rate multiplier measured on 150-400-step runs and for depth\n"
+        "against width measured on 300-1,200-step runs (the search keeps to what that term measured:\n"
+        "2+ layers, d_model / n_layers 16-96); no term for context or other optimizer settings, which\n"
+        "are cpu-transformer's; the hybrid relation rests on a few dozen runs of a few shapes at\n"
+        "vocabulary 4097. The answers per chip:\n"
         "docs/optimal_model.md; how far they held on this machine: docs/planner.md section 6.\n");
 }
 

@@ -20,8 +20,10 @@ static const int widths[] = {64, 96, 128, 160, 192, 256, 320, 384, 448, 512, 640
  * grid's own range. The wider range before ([16, 128], 1 layer and up) let the
  * law pick one-layer models that the 10-minute validation found 0.02-0.04 bpb
  * worse than two or three layers of the same width and about the same
- * parameters and tokens: the law counts parameters, not depth. Inside these
- * bounds the shape is chosen by the law and throughput. */
+ * parameters and tokens: the law counts parameters, not depth. A law with a
+ * shape term (quality.h) replaces the aspect window with the aspects and
+ * depths the term measured. Inside these bounds the shape is chosen by the
+ * law and throughput. */
 static const int contexts[] = {128, 256, 512};
 static const int batch_tokens[] = {2048, 4096, 8192, 16384};
 #define PLAN_MIN_ASPECT 32
@@ -433,7 +435,9 @@ void plan_explain(const plan_result *r, const chip_profile *chip, const quality_
     if (law->lr_mult_max > law->lr_mult_min)
         strbuf_printf(out, "learning rates x %.3g of the base preset's (the law's term %+.3f bpb; measured "
                            "x %.3g..%.3g on runs of %.0f-%.0f steps, and searched only there: %s)\n",
-                      b->lr_mult, b->correction - (qv ? qv->offset : 0), law->lr_mult_min, law->lr_mult_max,
+                      b->lr_mult, quality_correction(law, b->cfg.model.vocab_size, b->lr_mult, b->steps, 0) -
+                                      (qv ? qv->offset : 0),
+                      law->lr_mult_min, law->lr_mult_max,
                       law->lr_steps_min, law->lr_steps_max,
                       quality_lr_trusted(law, b->steps) ? "this plan's steps are in that range"
                                                         : "this plan runs longer, so it keeps the preset's rates");
@@ -453,12 +457,14 @@ void plan_explain(const plan_result *r, const chip_profile *chip, const quality_
         strbuf_printf(out, "outside the runs the law was fitted on (N %.3g..%.3g, effective D %.3g..%.3g): an extrapolation\n",
                       law->n_min, law->n_max, law->d_min, law->d_max);
     if (quality_has_depth(law)) {
-        double aspect = (double)b->cfg.model.d_model / b->cfg.model.n_layers, x = log2(aspect / law->depth_aspect_ref);
+        double aspect = (double)b->cfg.model.d_model / b->cfg.model.n_layers;
+        double shape = quality_correction(law, b->cfg.model.vocab_size, 1, b->steps, aspect) -
+                       quality_correction(law, b->cfg.model.vocab_size, 1, b->steps, 0);
         strbuf_printf(out, "depth against width: d_model / n_layers %.3g costs %+.3f bpb against %.3g at the same "
-                           "parameters and tokens (the law's shape term, measured for %.3g-%.3g and %.0f layers or "
-                           "more; the search stays there)\n",
-                      aspect, law->depth_b * x + law->depth_c * x * x, law->depth_aspect_ref, law->depth_aspect_min,
-                      law->depth_aspect_max, law->depth_layers_min);
+                           "parameters, tokens and %.0f steps (the law's shape term, measured for aspects %.3g-%.3g, "
+                           "%.0f layers or more and %.0f-%.0f steps; the search stays within those aspects and depths)\n",
+                      aspect, shape, law->depth_aspect_ref, b->steps, law->depth_aspect_min, law->depth_aspect_max,
+                      law->depth_layers_min, law->depth_steps_min, law->depth_steps_max);
     }
     strbuf_printf(out, "context, heads%s%s enter only through throughput (the law has no term for them), within "
                        "bounds around the grid: context 128-512, batch 2,048-16,384 tokens, head width 64%s\n",
