@@ -8,7 +8,8 @@
  * error, never crash or leak; what parses keeps the readers' promises: a
  * chip has a positive peak, bandwidth, memory, SRAM, cores and link, and
  * every op efficiency in (0, 1]; a law has n_min <= n_max, d_min <= d_max
- * and evaluates to a finite bpb inside its range; a hybrid relation has a
+ * and evaluates to a finite bpb inside its range, and its shape term (if
+ * any) to a finite correction over its aspects; a hybrid relation has a
  * positive pivot and never predicts worse than the transformer it mixes; a
  * link has a bandwidth in (0, 1e6] and a latency in [0, 1e6], and its
  * collectives' times are finite and non-negative. */
@@ -72,6 +73,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (!(t > 0) || !isfinite(t) || !isfinite(quality_correction(&q, q.vocabs[i].vocab, q.lr_mult_min, 1e3, 0)) ||
                 !isfinite(quality_correction(&q, q.vocabs[i].vocab, q.lr_mult_max, 1e3, 0)))
                 __builtin_trap();
+        }
+        if (quality_has_depth(&q)) {   /* the shape term: finite over its range, and its range inside the parse's */
+            if (!(q.depth_aspect_min <= q.depth_aspect_ref && q.depth_aspect_ref <= q.depth_aspect_max))
+                __builtin_trap();
+            for (double a = q.depth_aspect_min; a <= q.depth_aspect_max; a *= 2)
+                for (double st = 1; st <= 1e7; st *= 10)
+                    if (!isfinite(quality_correction(&q, q.vocab_ref, 1, st, a)))
+                        __builtin_trap();
         }
     }
     return 0;
