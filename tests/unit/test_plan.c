@@ -19,6 +19,20 @@ static const char *law_text = "E = 1.0\nA = 10\nalpha = 0.3\nB = 20\nbeta = 0.25
                               "n_min = 1e5\nn_max = 1e7\nd_min = 1e5\nd_max = 1e7\nn_runs = 12\n"
                               "boot = 1.0 10 0.3 20 0.25\nboot = 1.1 10 0.3 20 0.25\nboot = 0.9 10 0.3 20 0.25\n";
 
+/* Each {lines, message} appended to law_text is refused with an error
+ * naming the file and containing the message. */
+static void check_law_refusals(const char *const bad[][2], size_t n)
+{
+    static quality_law q;
+    char text[2048];
+    tempo_error err;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(text, sizeof text, "%s%s", law_text, bad[i][0]);
+        CHECK_MSG(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == -1 && strstr(err.msg, bad[i][1]) &&
+                      strstr(err.msg, "law.conf"), "case %zu: %s", i, err.msg);
+    }
+}
+
 static void test_quality(void)
 {
     quality_law q;
@@ -179,11 +193,7 @@ static void test_vocab_and_lr(void)
         {"lr_b_steps = 0.1\n", "lr_steps_ref"},
         {"lr_steps_min = 500\nlr_steps_max = 400\n", "lr_steps_min > lr_steps_max"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(text, sizeof text, "%s%s", law_text, bad[i][0]);
-        CHECK_MSG(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == -1 && strstr(err.msg, bad[i][1]) &&
-                      strstr(err.msg, "law.conf"), "case %zu: %s", i, err.msg);
-    }
+    check_law_refusals(bad, sizeof bad / sizeof bad[0]);
     snprintf(text, sizeof text, "%svocab_ref = 512\nvocab.512.bytes_per_token = 3\n"
              "vocab.1024.bytes_per_token = 4\nvocab.1024.offset = -0.05\n"
              "lr_b = -0.1\nlr_c = 0.02\nlr_mult_min = 0.5\nlr_mult_max = 2\n", law_text);
@@ -414,12 +424,7 @@ static void test_depth(void)
         {"depth_b_steps = 0.1\n", "depth_steps_ref"},
         {"depth_steps_min = 500\ndepth_steps_max = 400\n", "depth_steps_min > depth_steps_max"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(text, sizeof text, "%s%s", law_text, bad[i][0]);
-        quality_law x;
-        CHECK_MSG(quality_law_parse(&x, text, strlen(text), "law.conf", &err) == -1 && strstr(err.msg, bad[i][1]) &&
-                      strstr(err.msg, "law.conf"), "case %zu: %s", i, err.msg);
-    }
+    check_law_refusals(bad, sizeof bad / sizeof bad[0]);
     chip_profile chip;
     quality_law unused;
     quality_hybrid h;
