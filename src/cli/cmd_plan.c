@@ -68,7 +68,7 @@ static void usage(FILE *f)
         "                  is marked on it; a budget too small for any plan on a chip is left out\n"
         "Partial: the law is in parameters, tokens and the batch, with corrections for the\n"
         "vocabulary and one learning-rate multiplier measured on 150-400-step runs and for depth\n"
-        "against width measured on 300-1,200-step runs (the search keeps to what that term measured:\n"
+        "against width measured on 300-2,400-step runs (the search keeps to what that term measured:\n"
         "2+ layers, d_model / n_layers 16-96); no term for context or other optimizer settings, which\n"
         "are cpu-transformer's; the hybrid relation rests on a few dozen runs of a few shapes at\n"
         "vocabulary 4097. The answers per chip:\n"
