@@ -62,6 +62,8 @@ typedef struct {
     calib_slot slot;
 } calib_point;
 
+/* mem: the corpus memory's answer asked ahead (NULL: ask it here); *late
+ * (when late is not NULL) is set when the memory had to be asked here. */
 static calib_point calib_prepare(const mixture_stream *s, const int32_t *tokens, size_t i, const double *w,
                                  const memory_answer *mem, int *late)
 {
@@ -79,7 +81,8 @@ static calib_point calib_prepare(const mixture_stream *s, const int32_t *tokens,
             r += w[MIX_MEMORY] * mem->p_predicted;
         } else {
             r += w[MIX_MEMORY] * ngram_memory_prob_of(s->opt.memory, tokens, i, c.predicted, NULL);
-            *late = 1;
+            if (late)
+                *late = 1;
         }
     }
     if (s->present[MIX_CACHE]) r += w[MIX_CACHE] * ngram_memory_prob_of(&s->cache, tokens, i, c.predicted, NULL);
@@ -177,8 +180,7 @@ void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t 
                                      s->present[MIX_MATCH] ? match_model_bin(&s->match) : 0, confidence);
     mixer_weights(&s->mx, &ctx, s->present, &bl);
     const double *w = bl.w;
-    int late = 0;
-    calib_point cal = calib_prepare(s, tokens, i, w, NULL, &late);
+    calib_point cal = calib_prepare(s, tokens, i, w, NULL, NULL);
     for (int t = 0; t < V; t++) {
         double rest = (s->present[MIX_MEMORY] ? w[MIX_MEMORY] * pmem[t] : 0) +
                       (s->present[MIX_CACHE] ? w[MIX_CACHE] * pcache[t] : 0) +
@@ -242,16 +244,17 @@ int mixture_sampler_adjust(void *ctx, const int32_t *history, int n, float *z, t
 }
 
 /* The token the stream's match model will predict at each position of
- * tokens[1..n) (-1: none), found by a match model of its own fed exactly as
- * mixture_stream_step feeds the stream's (it learns only when adapting). */
-static int match_predictions(const mixture_options *o, const int32_t *tokens, size_t n, int32_t *predicted,
+ * tokens[1..n) (-1: none) into mem[i].predicted, found by a match model of
+ * its own fed exactly as mixture_stream_step feeds the stream's (it learns
+ * only when adapting). */
+static int match_predictions(const mixture_options *o, const int32_t *tokens, size_t n, memory_answer *mem,
                              tempo_error *err)
 {
     match_model mm;
     if (match_model_init(&mm, o->vocab, o->match_length, err))
         return -1;
     for (size_t i = 1; i < n; i++) {
-        match_model_predict(&mm, tokens, &predicted[i]);
+        match_model_predict(&mm, tokens, &mem[i].predicted);
         if (o->adapt)
             match_model_update(&mm, tokens, i);
     }
@@ -269,18 +272,13 @@ int mixture_score(const mixture_options *o, const mixer *initial, const int32_t 
     memory_answer *mem = NULL;
     if (o->memory) {
         mem = malloc(sizeof *mem * n);
-        int32_t *predicted = malloc(sizeof(int32_t) * n);
-        if (!mem || !predicted) {
-            free(mem);
-            free(predicted);
+        if (!mem)
             return tempo_fail(err, "mixture: out of memory for %zu tokens", n);
-        }
         for (size_t i = 0; i < n; i++)
-            predicted[i] = -1;
+            mem[i].predicted = -1;
         /* only the calibration stage reads the predicted token's probability */
-        if (o->match_length > 0 && initial->n_calib && match_predictions(o, tokens, n, predicted, err)) {
+        if (o->match_length > 0 && initial->n_calib && match_predictions(o, tokens, n, mem, err)) {
             free(mem);
-            free(predicted);
             return -1;
         }
         /* the corpus memory is read-only: ask it for every position at once */
@@ -288,12 +286,10 @@ int mixture_score(const mixture_options *o, const mixer *initial, const int32_t 
         for (size_t i = 1; i < n; i++) {
             memory_answer *a = &mem[i];
             a->p = ngram_memory_prob(o->memory, tokens, i, &a->match);
-            a->predicted = predicted[i];
-            a->p_predicted = predicted[i] < 0 ? 0
-                             : predicted[i] == tokens[i] ? a->p
-                             : ngram_memory_prob_of(o->memory, tokens, i, predicted[i], NULL);
+            a->p_predicted = a->predicted < 0 ? 0
+                             : a->predicted == tokens[i] ? a->p
+                             : ngram_memory_prob_of(o->memory, tokens, i, a->predicted, NULL);
         }
-        free(predicted);
     }
     mixture_stream s;
     int rc = mixture_stream_init(&s, o, initial, err);

@@ -435,9 +435,7 @@ void plan_explain(const plan_result *r, const chip_profile *chip, const quality_
     if (law->lr_mult_max > law->lr_mult_min)
         strbuf_printf(out, "learning rates x %.3g of the base preset's (the law's term %+.3f bpb; measured "
                            "x %.3g..%.3g on runs of %.0f-%.0f steps, and searched only there: %s)\n",
-                      b->lr_mult, quality_correction(law, b->cfg.model.vocab_size, b->lr_mult, b->steps, 0) -
-                                      (qv ? qv->offset : 0),
-                      law->lr_mult_min, law->lr_mult_max,
+                      b->lr_mult, quality_lr_term(law, b->lr_mult, b->steps), law->lr_mult_min, law->lr_mult_max,
                       law->lr_steps_min, law->lr_steps_max,
                       quality_lr_trusted(law, b->steps) ? "this plan's steps are in that range"
                                                         : "this plan runs longer, so it keeps the preset's rates");
@@ -458,8 +456,7 @@ void plan_explain(const plan_result *r, const chip_profile *chip, const quality_
                       law->n_min, law->n_max, law->d_min, law->d_max);
     if (quality_has_depth(law)) {
         double aspect = (double)b->cfg.model.d_model / b->cfg.model.n_layers;
-        double shape = quality_correction(law, b->cfg.model.vocab_size, 1, b->steps, aspect) -
-                       quality_correction(law, b->cfg.model.vocab_size, 1, b->steps, 0);
+        double shape = quality_shape_term(law, aspect, b->steps);
         strbuf_printf(out, "depth against width: d_model / n_layers %.3g costs %+.3f bpb against %.3g at the same "
                            "parameters, tokens and %.0f steps (the law's shape term, measured for aspects %.3g-%.3g, "
                            "%.0f layers or more and %.0f-%.0f steps; the search stays within those aspects and depths)\n",

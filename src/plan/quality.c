@@ -317,20 +317,28 @@ double quality_tokens_in_law(const quality_law *q, int vocab, double tokens)
     return v && r ? tokens * v->bytes_per_token / r->bytes_per_token : tokens;
 }
 
+double quality_lr_term(const quality_law *q, double lr_mult, double steps)
+{
+    double x = lr_mult > 0 ? log2(lr_mult) : 0;
+    double b = q->lr_b + (q->lr_b_steps != 0 && steps > 0 ? q->lr_b_steps * log2(steps / q->lr_steps_ref) : 0);
+    return b * x + q->lr_c * x * x;
+}
+
+double quality_shape_term(const quality_law *q, double aspect, double steps)
+{
+    if (!quality_has_depth(q) || !(aspect > 0))
+        return 0;
+    double a = log2(aspect / q->depth_aspect_ref), s = steps;
+    if (q->depth_steps_min > 0 && s < q->depth_steps_min) s = q->depth_steps_min;
+    if (q->depth_steps_max > 0 && s > q->depth_steps_max) s = q->depth_steps_max;
+    double slope = q->depth_b + (q->depth_b_steps != 0 && s > 0 ? q->depth_b_steps * log2(s / q->depth_steps_ref) : 0);
+    return slope * a + q->depth_c * a * a;
+}
+
 double quality_correction(const quality_law *q, int vocab, double lr_mult, double steps, double aspect)
 {
     const quality_vocab *v = quality_vocab_find(q, vocab);
-    double x = lr_mult > 0 ? log2(lr_mult) : 0;
-    double b = q->lr_b + (q->lr_b_steps != 0 && steps > 0 ? q->lr_b_steps * log2(steps / q->lr_steps_ref) : 0);
-    double shape = 0;
-    if (quality_has_depth(q) && aspect > 0) {
-        double a = log2(aspect / q->depth_aspect_ref), s = steps;
-        if (q->depth_steps_min > 0 && s < q->depth_steps_min) s = q->depth_steps_min;
-        if (q->depth_steps_max > 0 && s > q->depth_steps_max) s = q->depth_steps_max;
-        double slope = q->depth_b + (q->depth_b_steps != 0 && s > 0 ? q->depth_b_steps * log2(s / q->depth_steps_ref) : 0);
-        shape = slope * a + q->depth_c * a * a;
-    }
-    return (v ? v->offset : 0) + b * x + q->lr_c * x * x + shape;
+    return (v ? v->offset : 0) + quality_lr_term(q, lr_mult, steps) + quality_shape_term(q, aspect, steps);
 }
 
 int quality_has_depth(const quality_law *q)

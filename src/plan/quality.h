@@ -138,6 +138,12 @@ double quality_tokens_in_law(const quality_law *q, int vocab, double tokens);
  * no shape term). */
 double quality_correction(const quality_law *q, int vocab, double lr_mult, double steps, double aspect);
 
+/* Its parts: the learning-rate term at multiplier m and `steps` steps, and
+ * the shape term at aspect ratio d_model / n_layers (the steps clamped to
+ * those measured); each 0 when the law has none (aspect 0: no shape term). */
+double quality_lr_term(const quality_law *q, double lr_mult, double steps);
+double quality_shape_term(const quality_law *q, double aspect, double steps);
+
 /* 1 when the law has a shape term. */
 int quality_has_depth(const quality_law *q);
 
