@@ -10,14 +10,32 @@
 #include "core/error.h"
 
 typedef struct {
-    FILE *f;              /* write here */
+    FILE *f;              /* write here (NULL in staged mode) */
     char path[1024];      /* final name */
     char tmp_path[1040];  /* path + ".tmp.<pid>" */
     int failed;           /* set by atomic_write on a short write */
+    /* staged mode (atomic_open_direct): bytes gather in an aligned buffer and
+     * go out in whole blocks, with O_DIRECT where the file system takes it */
+    int fd;               /* -1 unless staged */
+    int direct;           /* O_DIRECT in effect */
+    unsigned char *stage; /* ATOMIC_STAGE_BYTES, aligned */
+    size_t staged;        /* bytes waiting in stage */
+    unsigned long long written; /* bytes handed to the file so far */
 } atomic_file;
+
+/* The staging buffer of atomic_open_direct (a multiple of the 4096-byte
+ * alignment O_DIRECT needs). */
+#define ATOMIC_STAGE_BYTES ((size_t)8 << 20)
 
 /* Open PATH.tmp.<pid> for writing. */
 int atomic_open(atomic_file *af, const char *path, tempo_error *err);
+/* The same for large files written once and not read back soon (a count
+ * memory of gigabytes): writes bypass the page cache (O_DIRECT), so the
+ * kernel neither copies the bytes nor allocates and later writes back a
+ * page for each 4 KiB, which otherwise costs a core for seconds per
+ * gigabyte. Falls back to ordinary writes where O_DIRECT is refused (tmpfs).
+ * af->f is NULL: use atomic_write only. */
+int atomic_open_direct(atomic_file *af, const char *path, tempo_error *err);
 /* Write n bytes; on failure (e.g. disk full) sets err naming the final path. */
 int atomic_write(atomic_file *af, const void *data, size_t n, tempo_error *err);
 /* Flush, fsync, close, rename over the final name, fsync the folder.

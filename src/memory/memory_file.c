@@ -113,7 +113,7 @@ int memory_file_save(const ngram_memory *m, const char *path, tempo_error *err)
     put_u64(h + 48, checksum_final(&ck));
     put_u64(h + 56, off);
     atomic_file af;
-    int rc = atomic_open(&af, path, err);
+    int rc = atomic_open_direct(&af, path, err);   /* gigabytes, read back by mapping later */
     if (!rc)
         rc = atomic_write(&af, h, hb, err);
     static const uint8_t zero[8] = {0};

@@ -1,11 +1,14 @@
 /* test_core.c - error formatting, number and duration parsing, the clock format, rng determinism,
- * removing a folder tree. */
+ * removing a folder tree, atomic files written around the page cache (O_DIRECT). */
 #include "test.h"
+#include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -202,6 +205,94 @@ static void test_remove_tree(void)
     CHECK(dir_remove_tree(base, &err) == 0 && !path_exists(base));
 }
 
+/* Whether the file system under dir takes O_DIRECT (tmpfs does not). */
+static int takes_direct(const char *dir)
+{
+    char probe[600];
+    path_join(probe, sizeof probe, dir, "probe");
+    int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    unlink(probe);
+    return 1;
+}
+
+/* Write n bytes of a known pattern through atomic_open_direct in pieces of
+ * awkward sizes; the file must hold exactly those bytes and nothing else
+ * may be left in the folder. */
+static void direct_round_trip(const char *dir, size_t n, int expect_direct)
+{
+    char path[600];
+    tempo_error err;
+    path_join(path, sizeof path, dir, "big.bin");
+    unsigned char *want = malloc(n ? n : 1);
+    for (size_t i = 0; i < n; i++)
+        want[i] = (unsigned char)(i * 131 + (i >> 12));
+    atomic_file af;
+    CHECK(atomic_open_direct(&af, path, &err) == 0);
+    CHECK(af.f == NULL && af.fd >= 0 && af.direct == expect_direct);
+    size_t off = 0, piece = 1216;
+    while (off < n) {
+        size_t take = piece < n - off ? piece : n - off;
+        CHECK(atomic_write(&af, want + off, take, &err) == 0);
+        off += take;
+        piece = piece * 3 + 7 < ATOMIC_STAGE_BYTES ? piece * 3 + 7 : 4093;
+    }
+    CHECK(atomic_commit(&af, &err) == 0);
+    char *got = NULL;
+    size_t len = 0;
+    CHECK(file_read_all(path, &got, &len, 0, &err) == 0);
+    CHECK(len == n && (n == 0 || memcmp(got, want, n) == 0));
+    free(got);
+    free(want);
+    CHECK(unlink(path) == 0);
+    DIR *d = opendir(dir);
+    int left = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        left += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    CHECK(left == 0);
+}
+
+/* atomic_open_direct: exact bytes for lengths around the block and staging
+ * sizes, the ordinary fallback where O_DIRECT is refused, and an abort that
+ * leaves the old file alone. */
+static void test_atomic_direct(void)
+{
+    char base[] = "/tmp/tempo_test_direct.XXXXXX";
+    if (!mkdtemp(base)) {
+        CHECK(0);
+        return;
+    }
+    int direct = takes_direct(base);
+    const size_t sizes[] = {0, 1, 4096, 4097, ATOMIC_STAGE_BYTES, ATOMIC_STAGE_BYTES + 1,
+                            2 * ATOMIC_STAGE_BYTES + 12345};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        direct_round_trip(base, sizes[i], direct);
+    /* /dev/shm is tmpfs where it exists: the fallback path */
+    char shm[] = "/dev/shm/tempo_test_direct.XXXXXX";
+    if (mkdtemp(shm)) {
+        direct_round_trip(shm, ATOMIC_STAGE_BYTES + 99, takes_direct(shm));
+        rmdir(shm);
+    }
+    /* abort: the old file stays, the temporary goes */
+    char path[600], *got = NULL;
+    size_t len = 0;
+    tempo_error err;
+    path_join(path, sizeof path, base, "keep.bin");
+    CHECK(file_write_atomic(path, "old", 3, &err) == 0);
+    atomic_file af;
+    CHECK(atomic_open_direct(&af, path, &err) == 0);
+    CHECK(atomic_write(&af, "new bytes", 9, &err) == 0);
+    atomic_abort(&af);
+    CHECK(file_read_all(path, &got, &len, 0, &err) == 0 && len == 3 && memcmp(got, "old", 3) == 0);
+    free(got);
+    CHECK(unlink(path) == 0);
+    CHECK(dir_remove_tree(base, &err) == 0 && !path_exists(base));
+}
+
 int main(void)
 {
     RUN(test_durations);
@@ -212,5 +303,6 @@ int main(void)
     RUN(test_error_prefix);
     RUN(test_rng);
     RUN(test_remove_tree);
+    RUN(test_atomic_direct);
     return test_summary("test_core");
 }
