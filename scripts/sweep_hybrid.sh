@@ -13,6 +13,11 @@
 # points need their own prepared data (DATA_2048, DATA_8192; `tempo prepare --vocab
 # N`, as the README's first command prepares data/corpus). Run on a quiet machine
 # and record the table in configs/README.md. Nothing here is a test.
+#
+# Resumable, so the sweep can be run in slices (a session at a time): a point whose
+# run folder holds a result.json is not trained again (its row is appended if OUT lacks
+# it, with "-" for the loads, which were not seen); a folder without one (a run killed
+# part way) is removed and trained from the start.
 set -euo pipefail
 out=${1:?usage: sweep_hybrid.sh OUT.tsv [POINT...]}; shift
 TEMPO=${TEMPO:-build/tempo}
@@ -49,10 +54,17 @@ points | while IFS='|' read -r name data sets; do
     for s in $sets; do args+=(--set "$s"); done
     for seed in $SEEDS; do
         run="runs/sweep/$name-s$seed-$BUDGET"
-        load0=$(cut -d' ' -f1 /proc/loadavg)
-        "$TEMPO" train --data "$data" --budget "$BUDGET" --preset cpu-default --seed "$seed" --out "$run" \
-            ${args[@]+"${args[@]}"} > /dev/null 2> "$run.log" || { echo "sweep: $name seed $seed failed (see $run.log)" >&2; continue; }
-        load1=$(cut -d' ' -f1 /proc/loadavg)
+        if [ -f "$run/result.json" ]; then
+            ! grep -q "^$name	$seed	$BUDGET	" "$out" || continue   # done and recorded
+            load0=-; load1=-
+        else
+            rm -rf "$run"
+            mkdir -p runs/sweep
+            load0=$(cut -d' ' -f1 /proc/loadavg)
+            "$TEMPO" train --data "$data" --budget "$BUDGET" --preset cpu-default --seed "$seed" --out "$run" \
+                ${args[@]+"${args[@]}"} > /dev/null 2> "$run.log" || { echo "sweep: $name seed $seed failed (see $run.log)" >&2; continue; }
+            load1=$(cut -d' ' -f1 /proc/loadavg)
+        fi
         python3 - "$run/result.json" "$name" "$seed" "$BUDGET" "$load0" "$load1" "$sets" >> "$out" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
