@@ -56,6 +56,16 @@ int atomic_open_direct(atomic_file *af, const char *path, tempo_error *err)
     return 0;
 }
 
+/* Go on with ordinary writes on the same descriptor. 0, or -1 with errno. */
+static int drop_direct(atomic_file *af)
+{
+    int fl = fcntl(af->fd, F_GETFL);
+    if (fl == -1 || fcntl(af->fd, F_SETFL, fl & ~O_DIRECT) != 0)
+        return -1;
+    af->direct = 0;
+    return 0;
+}
+
 /* Write stage[0, n) at the end of the file; n is a multiple of DIRECT_ALIGN
  * or the file's last piece. A file system that takes O_DIRECT at open but
  * refuses the write (EINVAL) gets the same bytes written the ordinary way. */
@@ -66,26 +76,17 @@ static int stage_out(atomic_file *af, size_t n, tempo_error *err)
         ssize_t w = write(af->fd, af->stage + done, n - done);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w < 0 && errno == EINVAL && af->direct) {
-            int fl = fcntl(af->fd, F_GETFL);
-            if (fl != -1 && fcntl(af->fd, F_SETFL, fl & ~O_DIRECT) == 0) {
-                af->direct = 0;
-                continue;
-            }
-        }
+        if (w < 0 && errno == EINVAL && af->direct && drop_direct(af) == 0)
+            continue;
         if (w <= 0) {
             af->failed = 1;
             return tempo_fail(err, "%s: write failed: %s", af->path, w < 0 ? strerror(errno) : "no space left");
         }
         done += (size_t)w;
-        if (af->direct && done < n && done % DIRECT_ALIGN) {
-            /* a short write left the offset unaligned: go on without O_DIRECT */
-            int fl = fcntl(af->fd, F_GETFL);
-            if (fl == -1 || fcntl(af->fd, F_SETFL, fl & ~O_DIRECT) != 0) {
-                af->failed = 1;
-                return tempo_fail(err, "%s: write failed: %s", af->path, strerror(errno));
-            }
-            af->direct = 0;
+        /* a short write that left the offset unaligned: go on without O_DIRECT */
+        if (af->direct && done < n && done % DIRECT_ALIGN && drop_direct(af) != 0) {
+            af->failed = 1;
+            return tempo_fail(err, "%s: write failed: %s", af->path, strerror(errno));
         }
     }
     af->written += n;
