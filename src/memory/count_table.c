@@ -39,7 +39,8 @@ void count_table_free(count_table *t)
     t->words = words;
 }
 
-/* Place a slot's bytes into a table known to hold neither its key nor too many keys. */
+/* Place a slot's bytes (its key and t's `words` first values) into a table
+ * known to hold neither its key nor too many keys. */
 static void place(count_table *t, const uint8_t *slot, uint64_t h)
 {
     uint64_t i = count_table_start(t, h);
@@ -50,14 +51,15 @@ static void place(count_table *t, const uint8_t *slot, uint64_t h)
     t->count++;
 }
 
-/* Copy the kept slots into a new table of `capacity`. The new table is larger
- * than the caches, so each key's start slot is prefetched AHEAD keys early. */
-static int rebuild(count_table *t, uint64_t capacity, int (*keep)(const uint32_t *, void *), void *ctx)
+/* Copy the kept slots into a new table of `capacity` whose slots keep the
+ * first `words` values (at most t's). The new table is larger than the
+ * caches, so each key's start slot is prefetched AHEAD keys early. */
+static int rebuild(count_table *t, uint64_t capacity, int words, int (*keep)(const uint32_t *, void *), void *ctx)
 {
     enum { AHEAD = 16 };
     count_table n;
     memset(&n, 0, sizeof n);
-    if (alloc_slots(&n, capacity, t->words))
+    if (alloc_slots(&n, capacity, words))
         return -1;
     const uint64_t stride = count_table_stride(t->words);
     uint64_t pend[AHEAD], pend_h[AHEAD];
@@ -94,7 +96,7 @@ int count_table_reserve(count_table *t, uint64_t n_more)
     uint64_t cap = t->capacity ? t->capacity * 2 : 16;
     while ((double)(t->count + n_more) > MAX_LOAD * (double)cap)
         cap *= 2;
-    return rebuild(t, cap, NULL, NULL);
+    return rebuild(t, cap, t->words, NULL, NULL);
 }
 
 uint32_t *count_table_upsert(count_table *t, uint64_t key, int *created)
@@ -106,9 +108,17 @@ uint32_t *count_table_upsert(count_table *t, uint64_t key, int *created)
 
 int count_table_compact(count_table *t, double load, int (*keep)(const uint32_t *values, void *ctx), void *ctx)
 {
+    return count_table_compact_words(t, load, t->words, keep, ctx);
+}
+
+int count_table_compact_words(count_table *t, double load, int words,
+                              int (*keep)(const uint32_t *values, void *ctx), void *ctx)
+{
+    if (words < 1 || words > t->words)
+        return -1;
     uint64_t n = 0;
     for (uint64_t i = 0; i < t->capacity; i++)
         if (count_table_stored(t, i) && (!keep || keep(count_table_values(t, i), ctx)))
             n++;
-    return rebuild(t, capacity_for(n, load), keep, ctx);
+    return rebuild(t, capacity_for(n, load), words, keep, ctx);
 }

@@ -129,4 +129,10 @@ uint32_t *count_table_upsert(count_table *t, uint64_t key, int *created);
  * then unchanged). */
 int count_table_compact(count_table *t, double load, int (*keep)(const uint32_t *values, void *ctx), void *ctx);
 
+/* count_table_compact keeping only each slot's first `words` values (1..t's
+ * words): a table that carried working values through a build drops them.
+ * -1 also when words is out of range. */
+int count_table_compact_words(count_table *t, double load, int words,
+                              int (*keep)(const uint32_t *values, void *ctx), void *ctx);
+
 #endif

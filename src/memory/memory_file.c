@@ -11,7 +11,9 @@
 #include "core/fileio.h"
 
 #define MAGIC "TEMPOMEM"
-#define VERSION 1u
+#define VERSION_EXACT 1u    /* every order's keys exact */
+#define VERSION_HASHED 2u   /* the top order one above them, hashed */
+#define HASHED_CTX_LIMIT (1ULL << 49)   /* a hashed context key is below this (ngram_memory.c) */
 #define FIXED_BYTES 712u
 
 static uint64_t header_bytes(int order, int shards)
@@ -75,14 +77,15 @@ static uint64_t get_u64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return
 int memory_file_save(const ngram_memory *m, const char *path, tempo_error *err)
 {
     const int K = m->order, P = m->shards;
-    if (K > m->exact_order)
-        return tempo_fail(err, "%s: a count memory of hashed orders (above %d) cannot be saved", path, m->exact_order);
+    if (K > m->exact_order + 1)
+        return tempo_fail(err, "%s: a count memory of more than one hashed order (above %d) cannot be saved", path,
+                          m->exact_order);
     uint64_t hb = header_bytes(K, P);
     uint8_t *h = calloc(1, hb);
     if (!h)
         return tempo_fail(err, "%s: out of memory", path);
     memcpy(h, MAGIC, 8);
-    put_u32(h + 8, VERSION);
+    put_u32(h + 8, K > m->exact_order ? VERSION_HASHED : VERSION_EXACT);
     put_u32(h + 12, (uint32_t)m->vocab);
     put_u32(h + 16, (uint32_t)K);
     put_u32(h + 20, (uint32_t)P);
@@ -182,13 +185,16 @@ int memory_file_load(ngram_memory *m, const char *path, int expect_vocab, uint64
         tempo_fail(err, "%s: not a tempo count memory (bad magic)", path);
         goto out;
     }
-    if (get_u32(map + 8) != VERSION) {
-        tempo_fail(err, "%s: count memory version %u (this tempo reads %u)", path, get_u32(map + 8), VERSION);
+    uint32_t version = get_u32(map + 8);
+    if (version != VERSION_EXACT && version != VERSION_HASHED) {
+        tempo_fail(err, "%s: count memory version %u (this tempo reads %u and %u)", path, version, VERSION_EXACT,
+                   VERSION_HASHED);
         goto out;
     }
     int vocab = (int)get_u32(map + 12), order = (int)get_u32(map + 16), shards = (int)get_u32(map + 20);
+    int hashed_orders = version == VERSION_HASHED ? 1 : 0;
     if (get_u32(map + 12) > (1u << 24) || ngram_memory_init(m, vocab, order, shards, err) ||
-        m->exact_order != order || get_u32(map + 28) != NGRAM_CTX_WORDS) {
+        order - m->exact_order != hashed_orders || get_u32(map + 28) != NGRAM_CTX_WORDS) {
         tempo_fail(err, "%s: corrupt header (vocab %u, order %u, shards %u)", path, get_u32(map + 12),
                    get_u32(map + 16), get_u32(map + 20));
         goto out;
@@ -241,7 +247,8 @@ int memory_file_load(ngram_memory *m, const char *path, int expect_vocab, uint64
                 t->owned = 0;
                 expect_off = off + table_bytes(t, words);
                 checksum_table(&ck, t, words);
-                uint64_t limit = kind ? m->pow[n - 1] : m->pow[n];
+                uint64_t limit = n > m->exact_order ? (kind ? HASHED_CTX_LIMIT : HASHED_CTX_LIMIT * (uint64_t)vocab)
+                                                    : kind ? m->pow[n - 1] : m->pow[n];
                 if (!table_valid(t, limit, kind)) {
                     tempo_fail(err, "%s: corrupt table (order %d, shard %d)", path, n, s);
                     goto out;

@@ -6,7 +6,10 @@
  *
  * Layout, little-endian, every table 8-byte aligned:
  *     0   8  magic "TEMPOMEM"
- *     8   4  version = 1
+ *     8   4  version: 1 = every order has exact base-V keys; 2 = the top
+ *           order is one above ngram_max_order(vocab), its keys hashed as
+ *           ngram_memory.h says (the hash is part of the format: a change to
+ *           it needs a new version). Version 1 is written whenever it holds.
  *    12   4  vocab, 16 order, 20 shards, 24 prune_min, 28 ctx words (5)
  *    32   8  tokens counted
  *    40   8  tokenizer id (ngram_tokenizer_id of the tokenizer the ids belong to)
@@ -19,7 +22,8 @@
  *           out (key + 1, then the u32 values), each table padded to 8 bytes.
  * Loading checks the size, every offset, the checksum, that each table's
  * occupied slots number its count (< its capacity, so a probe ends), that
- * every key is an n-gram of its order and every context total is positive:
+ * every key is an n-gram of its order (below V^n, or 2^49 V for a hashed
+ * order's n-grams and 2^49 for its contexts) and every context total is positive:
  * a truncated, corrupt or foreign file is one error naming it. */
 #ifndef TEMPO_MEMORY_FILE_H
 #define TEMPO_MEMORY_FILE_H
@@ -30,7 +34,7 @@
 #include "data/tokenizer.h"
 #include "memory/ngram_memory.h"
 
-/* Write m (built, or any memory) to path atomically. */
+/* Write m (built, or any memory of at most one hashed order) to path atomically. */
 int memory_file_save(const ngram_memory *m, const char *path, tempo_error *err);
 
 /* Map path into *m (tables are read-only views). expect_vocab > 0 and

@@ -14,7 +14,9 @@
  * the older token, and the n-gram's key is still context * V + token, so
  * every n-gram belongs to exactly one context and the estimate stays a
  * distribution (two contexts whose hashes collide merely share statistics).
- * A built corpus memory uses exact keys only. Each order has a table of n-gram counts and a
+ * A built corpus memory may take one hashed order above the exact ones (its
+ * build keeps each top n-gram's exact suffix key beside the count until the
+ * lower orders are counted, since a hashed key cannot give it back). Each order has a table of n-gram counts and a
  * table of context statistics; both are split into `shards` tables by the
  * key's hash so that the build runs one thread per shard.
  *
@@ -78,6 +80,10 @@ typedef struct {
 /* The largest K for which V^K fits (at most NGRAM_MAX_ORDER). */
 int ngram_max_order(int vocab);
 
+/* The largest order a built memory takes: ngram_max_order(vocab), plus one
+ * hashed order when vocab <= NGRAM_HASHED_MAX_VOCAB (4,097 ids: 6; 8,193: 5). */
+int ngram_build_max_order(int vocab);
+
 /* An empty memory (incremental use: a cache). Errors: vocab < 2, order
  * outside 1..NGRAM_MAX_ORDER (1..ngram_max_order(vocab) when vocab > 16384),
  * shards outside 1..NGRAM_MAX_SHARDS. */
@@ -117,7 +123,7 @@ typedef struct {
 } ngram_stream;
 
 /* Build a corpus memory from a stream with `threads` threads (= shards),
- * of an order with exact keys (order <= ngram_max_order(vocab)),
+ * of an order up to ngram_build_max_order(vocab),
  * in three passes (top-order counts, continuation counts order by order,
  * context statistics), then drop top-order n-grams counted fewer than
  * prune_min times and compact every table to a load of 0.7. The memory must

@@ -171,7 +171,7 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
     if (s->memory_order) {
         double host = o->host_memory_gb > 0 ? o->host_memory_gb : 24;
         if (s->memory_order < 0 || s->memory_order > QUALITY_MAX_ORDER || !(hybrid->limit[s->memory_order] > 0) ||
-            s->memory_order > ngram_max_order(m->vocab_size) ||
+            s->memory_order > ngram_build_max_order(m->vocab_size) ||
             c->corpus_tokens * hybrid->bytes_per_token[s->memory_order] / 1e9 > host) {
             *verdict = PLAN_NO_MEMORY;
             return 0;

@@ -67,11 +67,11 @@ static int uses_holdout(const run_config *cfg)
 
 int memory_stage_check(const run_config *cfg, const token_file *train, tempo_error *err)
 {
-    int V = (int)train->vocab_size, kmax = ngram_max_order(V);
+    int V = (int)train->vocab_size, kmax = ngram_max_order(V), build_max = ngram_build_max_order(V);
     int cache_max = V <= NGRAM_HASHED_MAX_VOCAB ? NGRAM_MAX_ORDER : kmax;
-    if (cfg->memory_order > kmax)
-        return tempo_usage(err, "memory_order %d is outside 1..%d (the most whose keys fit 64 bits with %d ids)",
-                           cfg->memory_order, kmax, V);
+    if (cfg->memory_order > build_max)
+        return tempo_usage(err, "memory_order %d is outside 1..%d (with %d ids: exact keys up to order %d, one hashed "
+                           "order above)", cfg->memory_order, build_max, V, kmax);
     if (cfg->cache_order > cache_max)
         return tempo_usage(err, "cache_order %d is outside 1..%d (with %d ids)", cfg->cache_order, cache_max, V);
     if (uses_holdout(cfg) && train->n_tokens < (uint64_t)cfg->mixer_holdout + (uint64_t)cfg->model.context * 4 + 2)

@@ -4,8 +4,9 @@
 # folder holds memory.bin and mixer.json; result.json reports the parts;
 # tempo eval of the folder gives the trainer's val bpb again, and with
 # --no-memory --no-cache the transformer's alone; icl and generate use the
-# mixture; a stopped run resumes from its memory.bin bit-identically; bad
-# memory files and orders are one-line errors.
+# mixture; a stopped run resumes from its memory.bin bit-identically; a
+# memory with a hashed top order is built, saved and read back; bad memory
+# files and orders are one-line errors.
 source "$(dirname "$0")/train_common.bash"
 D=$(tiny_data 512)
 HYB=(--set memory_order=4 --set cache_order=3 --set match_length=4 --set mixer_holdout=4096 --set memory_train_weight=0.5)
@@ -61,7 +62,21 @@ cmp "$R/model.safetensors" "$P/model.safetensors" || fail "resumed hybrid weight
 cmp "$R/memory.bin" "$P/memory.bin" || fail "the memory of the same data and threads differs"
 # bad input
 expect_error 2 "memory_order" "$TEMPO" train --data "$D" --preset tiny-test --steps 2 --out "$E2E_TMP/x" --set memory_order=9
-expect_error 2 "order 8 is outside 1..7" "$TEMPO" train --data "$D" --preset tiny-test --steps 2 --out "$E2E_TMP/x" --set memory_order=8
+D1K=$(tiny_data 1024)   # 1,024 ids: exact keys up to order 6, a built memory up to 7
+expect_error 2 "memory_order 8 is outside 1..7" "$TEMPO" train --data "$D1K" --preset tiny-test --steps 2 --out "$E2E_TMP/x" \
+    --set memory_order=8
+# a hashed top order (512 ids: exact keys up to order 7): built, saved as version 2, read back by eval to the same figure
+H="$E2E_TMP/hashed"
+"$TEMPO" train --data "$D" --preset tiny-test --steps 3 --threads 2 --seed 5 --set memory_order=8 --set cache_order=3 \
+    --set mixer_holdout=4096 --out "$H" > /dev/null 2> "$E2E_TMP/hashed.err" || { cat "$E2E_TMP/hashed.err" >&2; fail "order-8 training failed"; }
+[ "$(od -An -tu4 -j8 -N4 "$H/memory.bin" | tr -d ' ')" = 2 ] || fail "an order-8 memory of 512 ids is not saved as version 2"
+"$TEMPO" eval --model "$H" --data "$D" --batch 8 > "$E2E_TMP/hashed.json" 2>/dev/null || fail "eval of the order-8 run failed"
+python3 - "$H/result.json" "$E2E_TMP/hashed.json" <<'PY' || fail "eval does not reproduce the order-8 run's val bpb"
+import json, sys
+r, e = json.load(open(sys.argv[1])), json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
+assert r["memory_order"] == 8 and e["memory_order"] == 8, (r["memory_order"], e["memory_order"])
+assert abs(e["bpb"] - r["val_bpb"]) <= 1e-6 * r["val_bpb"], (e["bpb"], r["val_bpb"])
+PY
 B="$E2E_TMP/bad"
 mkdir -p "$B"
 cp "$R/model.safetensors" "$R/mixer.json" "$B/"

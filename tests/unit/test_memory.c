@@ -152,11 +152,15 @@ static void test_max_order(void)
     ngram_memory_free(&m);
     CHECK(ngram_memory_init(&m, 4097, 7, 1, &e) == 0 && m.exact_order == 5);
     ngram_memory_free(&m);
-    /* a built (saved, mapped) memory needs exact keys */
+    /* a built (saved, mapped) memory takes one hashed order above the exact ones */
+    CHECK(ngram_build_max_order(4097) == 6);
+    CHECK(ngram_build_max_order(8193) == 5);
+    CHECK(ngram_build_max_order(16385) == 4);
+    CHECK(ngram_build_max_order(2) == 8);
     int32_t x[16] = {0};
     ngram_stream s = {x, 4, 16};
-    CHECK(ngram_memory_init(&m, 4097, 6, 1, &e) == 0);
-    CHECK(ngram_memory_build(&m, &s, 1, &e) == -1 && strstr(e.msg, "exact keys"));
+    CHECK(ngram_memory_init(&m, 4097, 7, 1, &e) == 0);
+    CHECK(ngram_memory_build(&m, &s, 1, &e) == -1 && strstr(e.msg, "up to 6"));
     for (size_t i = 0; i < 16; i++) ngram_memory_add(&m, x, i, &e);
     CHECK(memory_file_save(&m, "/tmp/tempo_never_written.bin", &e) == -1 && strstr(e.msg, "hashed"));
     CHECK(access("/tmp/tempo_never_written.bin", F_OK) != 0);
@@ -269,6 +273,96 @@ static void test_build_matches_incremental(void)
     free(x16);
 }
 
+/* Write n bytes of buf to path (core/fileio's atomic write), checking it worked. */
+static void write_file(const char *path, const void *buf, size_t n)
+{
+    tempo_error e;
+    CHECK_MSG(file_write_atomic(path, buf, n, &e) == 0, "%s", e.msg);
+}
+
+/* A built memory whose top order is hashed (ids of a 4,097-id vocabulary,
+ * order 6, exact keys stop at 5): the same probabilities as the incremental
+ * count at every position and thread count, pruned or not; every
+ * distribution sums to 1; saved (version 2), mapped back, same answers. */
+static void test_build_hashed_top(void)
+{
+    const int V = 4097, A = 23, K = 6;
+    const size_t N = 12000;
+    int32_t *x = malloc(sizeof(int32_t) * N);
+    make_stream(x, N, A, 17);
+    ngram_memory inc;
+    tempo_error e;
+    CHECK(ngram_memory_init(&inc, V, K, 1, &e) == 0 && inc.exact_order == K - 1);
+    for (size_t i = 0; i < N; i++) ngram_memory_add(&inc, x, i, &e);
+    double *p = malloc(sizeof(double) * V);
+    ngram_stream s = {x, 4, N};
+    for (int threads = 1; threads <= 3; threads++) {
+        ngram_memory b;
+        CHECK(ngram_memory_init(&b, V, K, threads, &e) == 0);
+        CHECK_MSG(ngram_memory_build(&b, &s, 1, &e) == 0, "%s", e.msg);
+        CHECK(ngram_memory_entries(&b) == ngram_memory_entries(&inc));
+        for (int sh = 0; sh < threads; sh++) CHECK(b.grams[K][sh].words == 1);   /* the suffixes are gone */
+        for (int n = 1; n <= K; n++)
+            for (int k = 1; k <= 4; k++) CHECK(b.coc[n][k] == inc.coc[n][k]);
+        int same = 1;
+        for (size_t i = 0; i < N; i++)
+            if (ngram_memory_prob(&b, x, i, NULL) != ngram_memory_prob(&inc, x, i, NULL)) same = 0;
+        CHECK_MSG(same, "threads %d: probabilities differ from the incremental count", threads);
+        for (size_t i = 0; i < N; i += 1499)
+            CHECK_NEAR(dist_sum(&b, x, i, p), 1.0, 1e-9);
+        ngram_memory_free(&b);
+    }
+    /* pruned: fewer top-order n-grams, still a distribution */
+    ngram_memory pr;
+    CHECK(ngram_memory_init(&pr, V, K, 2, &e) == 0 && ngram_memory_build(&pr, &s, 2, &e) == 0);
+    CHECK(pr.grams[K][0].count + pr.grams[K][1].count + inc.coc[K][1] == inc.grams[K][0].count);
+    for (size_t i = 0; i < N; i += 2003)
+        CHECK_NEAR(dist_sum(&pr, x, i, p), 1.0, 1e-9);
+    /* the file: version 2, mapped back with the same answers */
+    char dir[] = "/tmp/tempo_memhXXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[256];
+    snprintf(path, sizeof path, "%s/m.bin", dir);
+    CHECK_MSG(memory_file_save(&pr, path, &e) == 0, "%s", e.msg);
+    char *f;
+    size_t nf;
+    CHECK(file_read_all(path, &f, &nf, 0, &e) == 0);
+    uint32_t version;
+    memcpy(&version, f + 8, 4);
+    CHECK(version == 2);
+    ngram_memory l;
+    CHECK_MSG(memory_file_load(&l, path, V, 0, &e) == 0, "%s", e.msg);
+    int same = 1;
+    for (size_t i = 0; i < N; i++)
+        if (ngram_memory_prob(&l, x, i, NULL) != ngram_memory_prob(&pr, x, i, NULL)) same = 0;
+    CHECK(same);
+    ngram_memory_free(&l);
+    /* a version-1 header on hashed tables, and a version-2 one on an exact order: refused */
+    uint32_t one = 1;
+    memcpy(f + 8, &one, 4);
+    write_file(path, f, nf);
+    CHECK(memory_file_load(&l, path, V, 0, &e) == -1 && strstr(e.msg, "corrupt header"));
+    free(f);
+    ngram_memory ex;
+    CHECK(ngram_memory_init(&ex, V, K - 1, 1, &e) == 0 && ngram_memory_build(&ex, &s, 1, &e) == 0);
+    CHECK(memory_file_save(&ex, path, &e) == 0);
+    CHECK(file_read_all(path, &f, &nf, 0, &e) == 0);
+    memcpy(&version, f + 8, 4);
+    CHECK(version == 1);
+    version = 2;
+    memcpy(f + 8, &version, 4);
+    write_file(path, f, nf);
+    CHECK(memory_file_load(&l, path, V, 0, &e) == -1 && strstr(e.msg, "corrupt header"));
+    free(f);
+    unlink(path);
+    rmdir(dir);
+    ngram_memory_free(&ex);
+    ngram_memory_free(&pr);
+    ngram_memory_free(&inc);
+    free(p);
+    free(x);
+}
+
 /* Pruning drops top-order singletons, gives their mass to the lower orders, stays normalised. */
 static void test_pruning(void)
 {
@@ -297,13 +391,6 @@ static void test_pruning(void)
     ngram_memory_free(&full);
     ngram_memory_free(&pr);
     free(x);
-}
-
-/* Write n bytes of buf to path (core/fileio's atomic write), checking it worked. */
-static void write_file(const char *path, const void *buf, size_t n)
-{
-    tempo_error e;
-    CHECK_MSG(file_write_atomic(path, buf, n, &e) == 0, "%s", e.msg);
 }
 
 /* Save, map back, same answers; the same build twice gives the same bytes; bad files are refused. */
@@ -378,6 +465,7 @@ int main(void)
     RUN(test_against_reference);
     RUN(test_hashed_orders);
     RUN(test_build_matches_incremental);
+    RUN(test_build_hashed_top);
     RUN(test_pruning);
     RUN(test_file_round_trip);
     return test_summary("test_memory");
