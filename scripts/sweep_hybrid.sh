@@ -42,6 +42,8 @@ lr_hi|$DATA|lr_muon=0.03 lr=4.5e-3
 lr_lo|$DATA|lr_muon=0.014 lr=2e-3
 vocab2048|$DATA_2048|
 vocab8192|$DATA_8192|memory_order=4
+vocab8192o5|$DATA_8192|
+order6|$DATA|memory_order=6
 EOF
 }
 
