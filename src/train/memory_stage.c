@@ -24,6 +24,7 @@ static void *save_thread(void *arg)
     double t0 = timer_now();
     ms->save_rc = memory_file_save(&ms->memory, ms->path, &ms->save_err);
     ms->save_s = timer_now() - t0;
+    atomic_store_explicit(&ms->save_done, 1, memory_order_release);
     return NULL;
 }
 
@@ -89,6 +90,7 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
     const int root = !dist || dist->rank == 0;
     const int every_rank = cfg->memory_train_weight > 0;   /* every rank's batches ask the memory */
     memset(ms, 0, sizeof *ms);
+    atomic_init(&ms->save_done, 0);
     ms->holdout_start = train->n_tokens;
     /* orders the vocabulary allows, checked before any work (the cache's is first used at the end) */
     if (memory_stage_check(cfg, train, err))
@@ -174,6 +176,13 @@ int memory_stage_wait_saved(memory_stage *ms, tempo_error *err)
         }
     }
     return 0;
+}
+
+int memory_stage_save_status(memory_stage *ms, tempo_error *err)
+{
+    if (!ms->saver_running || !atomic_load_explicit(&ms->save_done, memory_order_acquire))
+        return 0;
+    return memory_stage_wait_saved(ms, err);   /* finished: the join does not wait */
 }
 
 int memory_stage_parts(memory_stage *ms, const run_config *cfg, int vocab, hybrid_parts *h, tempo_error *err)

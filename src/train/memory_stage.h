@@ -8,6 +8,7 @@
 #define TEMPO_MEMORY_STAGE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -28,6 +29,7 @@ typedef struct {
     char path[1100];
     pthread_t saver;
     int saver_running, save_rc;
+    atomic_int save_done;     /* the saver has finished (save_rc is set) */
     tempo_error save_err;
     mixer fitted;             /* after memory_stage_fit_mixer */
     int has_fitted;
@@ -57,6 +59,12 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
 
 /* Wait for the background save; its error, if any. */
 int memory_stage_wait_saved(memory_stage *ms, tempo_error *err);
+
+/* Without waiting: 0 while the save runs or after it worked; -1 with its
+ * error once it failed (a full disk), so the run stops at that step
+ * instead of training to the end of its budget for a folder it cannot
+ * complete. */
+int memory_stage_save_status(memory_stage *ms, tempo_error *err);
 
 /* Parts for evaluation over this stage's memory (no copy: valid while ms
  * lives) with the fitted mixer when there is one, else equal weights.

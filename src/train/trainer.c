@@ -585,6 +585,8 @@ static int after_step(run_ctx *c, const train_options *o, const run_config *cfg,
         ls->last_eval = st->elapsed_s;
         log_event(&c->metrics, st, METRICS_VAL_SLICE, ls->last_bpb, NULL);
     }
+    if (root && memory_stage_save_status(&c->mem, err))   /* memory.bin could not be written */
+        return -1;
     remaining = ls->budget > 0 ? ls->budget - st->elapsed_s - ls->step_pred - ls->fit_reserve : 1e300;
     double ckpt = root && cfg->checkpoint_every_s > 0 && st->elapsed_s - ls->last_ckpt >= cfg->checkpoint_every_s &&
                   remaining > ls->ckpt_cost;

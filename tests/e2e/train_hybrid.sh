@@ -5,8 +5,9 @@
 # tempo eval of the folder gives the trainer's val bpb again, and with
 # --no-memory --no-cache the transformer's alone; icl and generate use the
 # mixture; a stopped run resumes from its memory.bin bit-identically; a
-# memory with a hashed top order is built, saved and read back; bad memory
-# files and orders are one-line errors.
+# memory with a hashed top order is built, saved and read back; a run whose
+# memory.bin cannot be written stops at once; bad memory files and orders
+# are one-line errors.
 source "$(dirname "$0")/train_common.bash"
 D=$(tiny_data 512)
 HYB=(--set memory_order=4 --set cache_order=3 --set match_length=4 --set mixer_holdout=4096 --set memory_train_weight=0.5)
@@ -76,6 +77,18 @@ import json, sys
 r, e = json.load(open(sys.argv[1])), json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
 assert r["memory_order"] == 8 and e["memory_order"] == 8, (r["memory_order"], e["memory_order"])
 assert abs(e["bpb"] - r["val_bpb"]) <= 1e-6 * r["val_bpb"], (e["bpb"], r["val_bpb"])
+PY
+# memory.bin cannot be written (a directory in its place, as a full disk would fail it): the run stops
+# with that error at the step after the background save fails, not at the end of its 3,000 steps
+F="$E2E_TMP/unwritable"
+mkdir -p "$F/memory.bin/x"
+expect_error 1 "$F/memory.bin" "$TEMPO" train --data "$D" --preset tiny-test --steps 3000 --threads 2 --set memory_order=3 \
+    --set mixer_holdout=4096 --out "$F"
+[ ! -e "$F/result.json" ] && [ ! -e "$F/model.safetensors" ] || fail "a run whose memory.bin failed left a result"
+python3 - "$F/metrics.jsonl" <<'PY' || fail "the run went on training after memory.bin failed"
+import json, sys
+steps = [json.loads(l).get("step", 0) for l in open(sys.argv[1])]
+assert max(steps) < 3000, max(steps)
 PY
 B="$E2E_TMP/bad"
 mkdir -p "$B"
