@@ -18,11 +18,17 @@
 # run folder holds a result.json is not trained again (its row is appended if OUT lacks
 # it, with "-" for the loads, which were not seen); a folder without one (a run killed
 # part way) is removed and trained from the start.
+#
+# Disk: every run's memory.bin is 5.5 GB (vocab 4096, order 5), so once a row is
+# recorded its memory.bin and checkpoint are deleted (KEEP_RUNS=1 keeps them); a
+# build is deterministic for its data, order and threads, so the same data's
+# memory.bin from any run (or a rebuild) serves a later `tempo eval` of the folder.
 set -euo pipefail
 out=${1:?usage: sweep_hybrid.sh OUT.tsv [POINT...]}; shift
 TEMPO=${TEMPO:-build/tempo}
 BUDGET=${BUDGET:-10m}
 SEEDS=${SEEDS:-1 2}
+KEEP_RUNS=${KEEP_RUNS:-0}
 DATA=${DATA:-data/corpus}
 DATA_2048=${DATA_2048:-data/corpus-v2048}
 DATA_8192=${DATA_8192:-data/corpus-v8192}
@@ -44,6 +50,12 @@ vocab2048|$DATA_2048|
 vocab8192|$DATA_8192|memory_order=4
 vocab8192o5|$DATA_8192|
 order6|$DATA|memory_order=6
+d96|$DATA|d_model=96 n_heads=2
+narrow_l3|$DATA|d_model=128 n_heads=2 n_layers=3
+narrow_c512|$DATA|d_model=128 n_heads=2 context=512 batch_size=8
+narrow_v8192|$DATA_8192|d_model=128 n_heads=2
+narrow_lr_hi|$DATA|d_model=128 n_heads=2 lr_muon=0.03 lr=4.5e-3
+narrow_l6|$DATA|d_model=128 n_heads=2 n_layers=6
 EOF
 }
 
@@ -77,5 +89,6 @@ print("\t".join([name, seed, budget, f("val_bpb"), f("val_bpb_transformer"), f("
                  "%.1f" % r.get("memory_seconds", 0), "%.2f" % (r.get("memory_bytes", 0) / 1e9), l0, l1, sets or "-"]))
 PY
         tail -n 1 "$out"
+        [ "$KEEP_RUNS" = 1 ] || rm -f "$run/memory.bin" "$run/checkpoint.safetensors"
     done
 done
