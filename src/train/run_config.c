@@ -33,9 +33,9 @@ typedef struct {
 static const key_def KEYS[] = {
     {"vocab_size", K_INT, F(model.vocab_size), 0, 1 << 20, 0, "model vocabulary incl. separator (set from the data)"},
     {"context", K_INT, F(model.context), 1, 65536, 256, "tokens per training sequence"},
-    {"d_model", K_INT, F(model.d_model), 1, 65536, 192, "residual width"},
+    {"d_model", K_INT, F(model.d_model), 1, 65536, 128, "residual width"},
     {"n_layers", K_INT, F(model.n_layers), 1, 1024, 4, "transformer blocks"},
-    {"n_heads", K_INT, F(model.n_heads), 1, 1024, 3, "attention heads"},
+    {"n_heads", K_INT, F(model.n_heads), 1, 1024, 2, "attention heads"},
     {"n_kv_heads", K_INT, F(model.n_kv_heads), 0, 1024, 0, "key/value heads (GQA); 0 = n_heads"},
     {"d_ff", K_INT, F(model.d_ff), 0, 1 << 20, 0, "MLP hidden width; 0 = 4*d_model (relu2) or 8/3*d_model (swiglu)"},
     {"mlp", K_MLP, F(model.mlp), 0, 0, MLP_SWIGLU, "relu2 | swiglu"},
