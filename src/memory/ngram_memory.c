@@ -335,36 +335,23 @@ static inline uint64_t stored_suffix(const uint32_t *v)
     return (uint64_t)v[1] | (uint64_t)v[2] << 32;
 }
 
-/* counts[key] += 1 for a hashed top order's chunk, recording each new key's suffix. */
-static int flush_hashed_top(count_table *t, chunk *c)
+/* counts[key] += add for the chunk's keys; a hashed top order's table
+ * also records each new key's suffix. */
+static int flush_counts(count_table *t, chunk *c)
 {
     if (count_table_reserve(t, (uint64_t)c->n))
         return -1;
+    const int keep_suffix = t->words == TOP_HASHED_WORDS;
     for (int j = 0; j < c->n; j++) {
         if (j + AHEAD < c->n)
             count_table_prefetch(t, c->h[j + AHEAD]);
         int created;
         uint32_t *v = count_table_upsert_hashed(t, c->key[j], c->h[j], &created);
         v[0] += c->add[j];
-        if (created) {
+        if (keep_suffix && created) {
             v[1] = (uint32_t)c->suffix[j];
             v[2] = (uint32_t)(c->suffix[j] >> 32);
         }
-    }
-    c->n = 0;
-    return 0;
-}
-
-/* counts[key] += add for the chunk's keys. */
-static int flush_counts(count_table *t, chunk *c)
-{
-    if (count_table_reserve(t, (uint64_t)c->n))
-        return -1;
-    for (int j = 0; j < c->n; j++) {
-        if (j + AHEAD < c->n)
-            count_table_prefetch(t, c->h[j + AHEAD]);
-        int created;
-        *count_table_upsert_hashed(t, c->key[j], c->h[j], &created) += c->add[j];
     }
     c->n = 0;
     return 0;
@@ -417,10 +404,10 @@ static int count_top_hashed(ngram_memory *m, const ngram_stream *s, int t, chunk
         if (h % (uint64_t)P != (uint64_t)t)
             continue;
         c->suffix[c->n] = win;
-        if (chunk_push(c, key, h, 1) && flush_hashed_top(tab, c))
+        if (chunk_push(c, key, h, 1) && flush_counts(tab, c))
             return -1;
     }
-    return flush_hashed_top(tab, c);
+    return flush_counts(tab, c);
 }
 
 /* Pass A for shard t: raw counts of the top order. Returns 0, -1 (memory) or -2 (an id out of range). */

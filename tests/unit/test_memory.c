@@ -36,6 +36,15 @@ static double dist_sum(const ngram_memory *m, const int32_t *x, size_t i, double
     return s;
 }
 
+/* Do two memories give bit-identical probabilities at every position of x[0..n)? */
+static int same_probs(const ngram_memory *a, const ngram_memory *b, const int32_t *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ngram_memory_prob(a, x, i, NULL) != ngram_memory_prob(b, x, i, NULL))
+            return 0;
+    return 1;
+}
+
 /* ---- the reference: counts recomputed from the stream for each query ---- */
 
 typedef struct {
@@ -252,9 +261,7 @@ static void test_build_matches_incremental(void)
         ngram_stream s = {x16, 2, N};
         CHECK(ngram_memory_build(&b, &s, 1, &e) == 0);
         CHECK(ngram_memory_entries(&b) == ngram_memory_entries(&inc));
-        int same = 1;
-        for (size_t i = 0; i < N; i++)
-            if (ngram_memory_prob(&b, x, i, NULL) != ngram_memory_prob(&inc, x, i, NULL)) same = 0;
+        int same = same_probs(&b, &inc, x, N);
         CHECK_MSG(same, "threads %d: probabilities differ from the incremental count", threads);
         for (size_t i = 0; i < N; i += 997)
             CHECK_NEAR(dist_sum(&b, x, i, p), 1.0, 1e-12);
@@ -304,9 +311,7 @@ static void test_build_hashed_top(void)
         for (int sh = 0; sh < threads; sh++) CHECK(b.grams[K][sh].words == 1);   /* the suffixes are gone */
         for (int n = 1; n <= K; n++)
             for (int k = 1; k <= 4; k++) CHECK(b.coc[n][k] == inc.coc[n][k]);
-        int same = 1;
-        for (size_t i = 0; i < N; i++)
-            if (ngram_memory_prob(&b, x, i, NULL) != ngram_memory_prob(&inc, x, i, NULL)) same = 0;
+        int same = same_probs(&b, &inc, x, N);
         CHECK_MSG(same, "threads %d: probabilities differ from the incremental count", threads);
         for (size_t i = 0; i < N; i += 1499)
             CHECK_NEAR(dist_sum(&b, x, i, p), 1.0, 1e-9);
@@ -332,9 +337,7 @@ static void test_build_hashed_top(void)
     CHECK(version == 2);
     ngram_memory l;
     CHECK_MSG(memory_file_load(&l, path, V, 0, &e) == 0, "%s", e.msg);
-    int same = 1;
-    for (size_t i = 0; i < N; i++)
-        if (ngram_memory_prob(&l, x, i, NULL) != ngram_memory_prob(&pr, x, i, NULL)) same = 0;
+    int same = same_probs(&l, &pr, x, N);
     CHECK(same);
     ngram_memory_free(&l);
     /* a version-1 header on hashed tables, and a version-2 one on an exact order: refused */
@@ -420,9 +423,7 @@ static void test_file_round_trip(void)
     CHECK(file_read_all(p1, &f1, &n1, 0, &e) == 0 && file_read_all(p2, &f2, &n2, 0, &e) == 0);
     CHECK(n1 == n2 && !memcmp(f1, f2, n1));
     CHECK_MSG(memory_file_load(&l, p1, V, 42, &e) == 0, "%s", e.msg);
-    int same = 1;
-    for (size_t i = 0; i < N; i++)
-        if (ngram_memory_prob(&l, x, i, NULL) != ngram_memory_prob(&a, x, i, NULL)) same = 0;
+    int same = same_probs(&l, &a, x, N);
     CHECK(same);
     CHECK(l.prune_min == 2 && l.tokens == N);
     ngram_memory_free(&l);
