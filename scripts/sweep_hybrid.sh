@@ -33,7 +33,8 @@ DATA=${DATA:-data/corpus}
 DATA_2048=${DATA_2048:-data/corpus-v2048}
 DATA_8192=${DATA_8192:-data/corpus-v8192}
 
-# name | data folder | overrides on cpu-default
+# name | data folder | overrides on cpu-default (d_model 192, 3 heads until 25d6fc0, 128 and 2 since:
+# the narrow_* points name the width so that their rows mean the same before and after)
 points() {
 cat <<EOF
 default|$DATA|
@@ -55,6 +56,7 @@ narrow_l3|$DATA|d_model=128 n_heads=2 n_layers=3
 narrow_c512|$DATA|d_model=128 n_heads=2 context=512 batch_size=8
 narrow_v8192|$DATA_8192|d_model=128 n_heads=2
 narrow_lr_hi|$DATA|d_model=128 n_heads=2 lr_muon=0.03 lr=4.5e-3
+narrow_lr_lo|$DATA|d_model=128 n_heads=2 lr_muon=0.014 lr=2e-3
 narrow_l6|$DATA|d_model=128 n_heads=2 n_layers=6
 EOF
 }
