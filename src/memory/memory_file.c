@@ -13,7 +13,7 @@
 #define MAGIC "TEMPOMEM"
 #define VERSION_EXACT 1u    /* every order's keys exact */
 #define VERSION_HASHED 2u   /* the top order one above them, hashed */
-#define HASHED_CTX_LIMIT (1ULL << 49)   /* a hashed context key is below this (ngram_memory.c) */
+#define HASHED_CTX_LIMIT (1ULL << NGRAM_HASHED_CTX_BITS)   /* a hashed context key is below this */
 #define FIXED_BYTES 712u
 
 static uint64_t header_bytes(int order, int shards)

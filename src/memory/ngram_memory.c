@@ -113,7 +113,7 @@ static inline uint64_t extend_context(const ngram_memory *m, uint64_t ctx, int n
 {
     if (n <= m->exact_order)
         return ctx + (uint64_t)older * m->pow[n - 2];
-    return count_hash(ctx * 0x9e3779b97f4a7c15ULL + (uint64_t)older + 1) >> 15;
+    return count_hash(ctx * 0x9e3779b97f4a7c15ULL + (uint64_t)older + 1) >> (64 - NGRAM_HASHED_CTX_BITS);
 }
 
 int ngram_memory_add(ngram_memory *m, const int32_t *tokens, size_t i, tempo_error *err)

@@ -50,6 +50,7 @@
 #define NGRAM_MAX_SHARDS 16
 #define NGRAM_CTX_WORDS 5   /* total, n1, n2, n3+, pruned */
 #define NGRAM_HASHED_MAX_VOCAB 16384  /* hashed orders need key * V + w below 2^64 */
+#define NGRAM_HASHED_CTX_BITS 49      /* a hashed context key is below 2^49 (so key * V + w < 2^63) */
 
 typedef struct {
     int vocab;                 /* V: ids 0..V-1 */
