@@ -51,7 +51,7 @@ int bench_memory_run(const hybrid_parts *h, int stream_tokens, bench_memory_resu
     if (!rc) {
         double t0 = timer_now();
         for (int i = 1; i < n && !rc; i++)
-            if (mixture_stream_step(&s, tokens, (size_t)i, 1.0 / V, 1.0 / V, NULL, NULL, err) < 0) rc = -1;
+            if (mixture_stream_step(&s, tokens, (size_t)i, 1.0 / V, 1.0 / V, -1, NULL, NULL, err) < 0) rc = -1;
         r->score_us_per_token = (timer_now() - t0) / (n - 1) * 1e6;
         mixture_stream_free(&s);
     }

@@ -19,14 +19,30 @@ int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_
  * from one rank), and the totals recomputed in token order, as one process
  * sums them. */
 static int model_part_ranks(dist_context *dist, model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes,
-                            int stride, int batch, double *nats, float *top, bpb_result *r, tempo_error *err)
+                            int stride, int batch, double *nats, float *top, int32_t *top_id, bpb_result *r,
+                            tempo_error *err)
 {
     memset(nats, 0, sizeof(double) * n_tokens);
     memset(top, 0, sizeof(float) * n_tokens);
+    memset(top_id, 0, sizeof(int32_t) * n_tokens);
     double t0 = timer_now();
-    if (bpb_evaluate_part(m, tokens, n_tokens, n_bytes, stride, batch, dist->rank, dist->world, nats, top, r, err) ||
+    if (bpb_evaluate_part(m, tokens, n_tokens, n_bytes, stride, batch, dist->rank, dist->world, nats, top, top_id, r,
+                          err) ||
         dist_allreduce_sum_f64(dist, nats, n_tokens, err) || dist_allreduce_sum_f32(dist, top, n_tokens, err))
         return -1;
+    /* the ids travel as doubles (exact: ids are below 2^20, one rank's entry is non-zero) */
+    double *ids = malloc(sizeof(double) * n_tokens);
+    if (!ids)
+        return tempo_fail(err, "evaluation: out of memory for %zu tokens", n_tokens);
+    for (size_t i = 0; i < n_tokens; i++)
+        ids[i] = top_id[i];
+    if (dist_allreduce_sum_f64(dist, ids, n_tokens, err)) {
+        free(ids);
+        return -1;
+    }
+    for (size_t i = 0; i < n_tokens; i++)
+        top_id[i] = (int32_t)ids[i];
+    free(ids);
     double sum = 0;
     for (size_t i = 1; i < n_tokens; i++)
         sum += nats[i];
@@ -49,17 +65,19 @@ int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *
     double *nats = malloc(sizeof(double) * (n_tokens ? n_tokens : 1));
     float *top = malloc(sizeof(float) * (n_tokens ? n_tokens : 1));
     double *confidence = malloc(sizeof(double) * (n_tokens ? n_tokens : 1));
-    if (!nats || !top || !confidence) {
-        free(nats); free(top); free(confidence);
+    int32_t *top_id = malloc(sizeof(int32_t) * (n_tokens ? n_tokens : 1));
+    if (!nats || !top || !confidence || !top_id) {
+        free(nats); free(top); free(confidence); free(top_id);
         return tempo_fail(err, "evaluation: out of memory for %zu tokens", n_tokens);
     }
-    if (dist ? model_part_ranks(dist, m, tokens, n_tokens, n_bytes, stride, batch, nats, top, &res->model, err)
-             : bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, nats, top, &res->model, err)) {
-        free(nats); free(top); free(confidence);
+    if (dist ? model_part_ranks(dist, m, tokens, n_tokens, n_bytes, stride, batch, nats, top, top_id, &res->model,
+                                err)
+             : bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, nats, top, top_id, &res->model, err)) {
+        free(nats); free(top); free(confidence); free(top_id);
         return -1;
     }
     if (dist && dist->rank != 0) {   /* the mixture is rank 0's */
-        free(nats); free(top); free(confidence);
+        free(nats); free(top); free(confidence); free(top_id);
         res->bits = res->model.bits;
         res->bpb = res->bpb_linear = res->model.bpb;
         res->seconds = timer_now() - t0;
@@ -69,7 +87,7 @@ int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *
     res->present[MIX_MODEL] = 1;
     if (!hybrid_parts_any(h) && !fitted) {
         /* the transformer alone: its own figure, bit for bit */
-        free(nats); free(top); free(confidence);
+        free(nats); free(top); free(confidence); free(top_id);
         res->bits = res->model.bits;
         res->bpb = res->bpb_linear = res->model.bpb;
         res->bpb_component[MIX_MODEL] = res->model.bpb;
@@ -87,9 +105,10 @@ int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *
     free(top);
     mixture_options o = hybrid_parts_options(h, adapt);
     mixture_totals t;
-    int rc = mixture_score(&o, &h->mx, tokens, n_tokens, nats, confidence, NULL, &t, fitted, err);
+    int rc = mixture_score(&o, &h->mx, tokens, n_tokens, nats, confidence, top_id, NULL, &t, fitted, err);
     free(nats);
     free(confidence);
+    free(top_id);
     if (rc)
         return -1;
     res->adapt = adapt;

@@ -50,12 +50,15 @@ int mixer_init(mixer *mx, int memory_order, int cache_order, int match, double l
     mx->phi = calloc((size_t)mx->n_final * MIX_SETS, sizeof(double));
     mx->n_calib = mx->match ? MATCH_LEN_BINS : 0;
     mx->calib = malloc(sizeof(double) * CALIB_KNOTS * (size_t)(mx->n_calib ? mx->n_calib : 1));
-    if (!mx->theta[0] || !mx->theta[1] || !mx->theta[2] || !mx->phi || !mx->calib) {
+    mx->calib_top = malloc(sizeof(double) * CALIB_KNOTS * MIX_TOP_ROWS);
+    if (!mx->theta[0] || !mx->theta[1] || !mx->theta[2] || !mx->phi || !mx->calib || !mx->calib_top) {
         mixer_free(mx);
         return tempo_fail(err, "mixer: out of memory");
     }
     for (int r = 0; r < mx->n_calib; r++)
         calibration_identity(mx->calib + (size_t)r * CALIB_KNOTS);
+    for (int r = 0; r < MIX_TOP_ROWS; r++)
+        calibration_identity(mx->calib_top + (size_t)r * CALIB_KNOTS);
     return 0;
 }
 
@@ -65,6 +68,7 @@ void mixer_free(mixer *mx)
         free(mx->theta[s]);
     free(mx->phi);
     free(mx->calib);
+    free(mx->calib_top);
     memset(mx, 0, sizeof *mx);
 }
 
@@ -77,6 +81,7 @@ int mixer_copy(mixer *dst, const mixer *src, tempo_error *err)
         memcpy(dst->theta[s], src->theta[s], sizeof(double) * (size_t)src->n_buckets[s] * MIX_N);
     memcpy(dst->phi, src->phi, sizeof(double) * (size_t)src->n_final * MIX_SETS);
     memcpy(dst->calib, src->calib, sizeof(double) * CALIB_KNOTS * (size_t)src->n_calib);
+    memcpy(dst->calib_top, src->calib_top, sizeof(double) * CALIB_KNOTS * MIX_TOP_ROWS);
     return 0;
 }
 
@@ -230,6 +235,8 @@ int mixer_save(const mixer *mx, const char *path, tempo_error *err)
         jsonw_key(&w, "calibration");
         put_rows(&w, mx->calib, mx->n_calib, CALIB_KNOTS);
     }
+    jsonw_key(&w, "calibration_top");
+    put_rows(&w, mx->calib_top, MIX_TOP_ROWS, CALIB_KNOTS);
     jsonw_object_end(&w);
     int rc = jsonw_finish(&w, err) ? tempo_error_prefix(err, path) : 0;
     if (rc == 0) {
@@ -334,6 +341,9 @@ int mixer_load(mixer *mx, const char *path, tempo_error *err)
         goto out;
     }
     if (cal && get_rows(cal, mx->calib, mx->n_calib, CALIB_KNOTS, 0, 1, path, "calibration", err))
+        goto out;
+    const json_value *ctop = json_get(v, "calibration_top");
+    if (ctop && get_rows(ctop, mx->calib_top, MIX_TOP_ROWS, CALIB_KNOTS, 0, 1, path, "calibration_top", err))
         goto out;
     rc = 0;
 out:

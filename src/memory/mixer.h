@@ -26,7 +26,9 @@
  *
  * With the match model present the mixer also holds the calibration of its
  * predicted token (calibration.h: one row per match length bin), fitted and
- * saved with the logits; mixture.c applies it after the linear mixture. */
+ * saved with the logits; mixture.c applies it after the linear mixture. The
+ * top-token stage's map (MIX_TOP_ROWS rows) is held, fitted and saved the
+ * same way, with or without the match model. */
 #ifndef TEMPO_MIXER_H
 #define TEMPO_MIXER_H
 
@@ -36,6 +38,10 @@
 
 enum { MIX_MODEL = 0, MIX_MEMORY = 1, MIX_CACHE = 2, MIX_MATCH = 3, MIX_N = 4 };
 enum { MIX_SETS = 3, MIX_CONFIDENCE_BINS = 4 };
+/* The top-token stage's map (mixture.c): a row per bin of the transformer's
+ * probability of its most probable token x what the match model predicts
+ * (nothing, that token, another). */
+enum { MIX_TOP_CONFIDENCE_BINS = 8, MIX_TOP_ROWS = MIX_TOP_CONFIDENCE_BINS * 3 };
 
 extern const char *const mixer_component_names[MIX_N];  /* "transformer", "memory", "cache", "match" */
 extern const char *const mixer_set_names[MIX_SETS];      /* "matched", "cache", "confidence" */
@@ -51,6 +57,7 @@ typedef struct {
     double *phi;                    /* [n_final][MIX_SETS] */
     int n_calib;                    /* calibration rows: MATCH_LEN_BINS with the match model, else 0 */
     double *calib;                  /* [n_calib][CALIB_KNOTS] (calibration.h) */
+    double *calib_top;              /* [MIX_TOP_ROWS][CALIB_KNOTS]: the top-token stage (mixture.c) */
 } mixer;
 
 /* Where a position stands: one bucket per set and the final one. */
@@ -92,8 +99,8 @@ void mixer_learn(mixer *mx, const mixer_context *c, const int present[MIX_N], co
  * (orders, bucket counts, finite logits) and errors naming the file. A file
  * of an older layout (versions 1 and 2: one weight set) is refused with -2
  * rather than -1, so a caller may start from equal weights instead. A
- * version 3 file without "calibration" (written before it existed) loads
- * with the identity calibration. */
+ * version 3 file without "calibration" or "calibration_top" (written before
+ * they existed) loads with identity maps. */
 int mixer_save(const mixer *mx, const char *path, tempo_error *err);
 int mixer_load(mixer *mx, const char *path, tempo_error *err);
 

@@ -106,8 +106,67 @@ static double calib_rest(const calib_point *c, int32_t y, double rest)
     return y == c->predicted ? c->wr * c->p_cal : rest * c->scale;
 }
 
+/* The top-token stage (mixture.h): after the match calibration, the
+ * transformer's most probable token t gets its own learned map. P is the
+ * whole mixture's probability of t so far; t gets P' and every other token's
+ * probability is scaled by (1 - P') / (1 - P): again a distribution over the
+ * whole vocabulary. The map's row is chosen by the transformer's
+ * probability of t (eight bins) and what the match model says (nothing, t,
+ * or another token). Everything here is fixed by tokens[0..i) and the state. */
+typedef struct {
+    int active;
+    int32_t top;
+    double p_cal, scale;    /* t's p'; every other token's factor */
+    double *row;
+    calib_slot slot;
+} top_point;
+
+int mixture_top_row(double p_model_top, int32_t top, int32_t predicted)
+{
+    int b = p_model_top >= 1 ? MIX_TOP_CONFIDENCE_BINS - 1
+            : p_model_top > 0 ? (int)(p_model_top * MIX_TOP_CONFIDENCE_BINS) : 0;   /* NaN: 0 */
+    int match = predicted < 0 ? 0 : predicted == top ? 1 : 2;
+    return b * 3 + match;
+}
+
+/* rest_top: the other components' weighted probability of top before the
+ * match calibration; p_model_top: the transformer's. */
+static top_point top_prepare(const mixture_stream *s, const calib_point *cal, int32_t top, double w_model,
+                             double p_model_top, double rest_top)
+{
+    top_point t = {0, top, 0, 1, NULL, {0, 0}};
+    if (top < 0)
+        return t;
+    double P = w_model * p_model_top + calib_rest(cal, top, rest_top);
+    if (!(P > 0) || !(P < 1 - 1e-12))
+        return t;   /* nothing left to move */
+    t.active = 1;
+    t.row = s->mx.calib_top + (size_t)mixture_top_row(p_model_top, top, cal->predicted) * CALIB_KNOTS;
+    t.p_cal = calibration_read(t.row, P, &t.slot);
+    t.scale = (1 - t.p_cal) / (1 - P);
+    return t;
+}
+
+/* p(y) after the top-token stage, given p(y) before it. */
+static double top_apply(const top_point *t, int32_t y, double p)
+{
+    if (!t->active)
+        return p;
+    return y == t->top ? t->p_cal : p * t->scale;
+}
+
+/* The match model's probability of token y (its prediction q, the rest even). */
+static double match_prob_of(const mixture_stream *s, const int32_t *tokens, int32_t y)
+{
+    int32_t predicted;
+    double q = match_model_predict(&s->match, tokens, &predicted);
+    if (predicted < 0)
+        return q;
+    return y == predicted ? q : (1 - q) / (s->opt.vocab - 1);
+}
+
 double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, double p_model, double confidence,
-                           const memory_answer *mem, mixture_totals *totals, tempo_error *err)
+                           int32_t top, const memory_answer *mem, mixture_totals *totals, tempo_error *err)
 {
     double p[MIX_N] = {p_model, 0, 0, 0};
     mixer_blend bl;
@@ -131,6 +190,19 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
     int late = mem == NULL && s->present[MIX_MEMORY];
     calib_point cal = calib_prepare(s, tokens, i, w, mem, &late);
     double pm = w[MIX_MODEL] * p_model + calib_rest(&cal, tokens[i], rest);
+    top_point tp = {0, -1, 0, 1, NULL, {0, 0}};
+    if (top >= 0 && top < s->opt.vocab) {
+        double rt = 0;
+        if (s->present[MIX_MEMORY])
+            rt += w[MIX_MEMORY] * (mem && mem->top == top ? mem->p_top
+                                                           : ngram_memory_prob_of(s->opt.memory, tokens, i, top, NULL));
+        if (s->present[MIX_CACHE])
+            rt += w[MIX_CACHE] * ngram_memory_prob_of(&s->cache, tokens, i, top, NULL);
+        if (s->present[MIX_MATCH])
+            rt += w[MIX_MATCH] * match_prob_of(s, tokens, top);
+        tp = top_prepare(s, &cal, top, w[MIX_MODEL], confidence, rt);
+        pm = top_apply(&tp, tokens[i], pm);
+    }
     if (totals) {
         totals->bits -= log2(pm);
         totals->bits_linear -= log2(linear);
@@ -147,6 +219,8 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
         mixer_learn(&s->mx, &ctx, s->present, &bl, p);
         if (cal.active)
             calibration_learn(cal.row, &cal.slot, tokens[i] == cal.predicted);
+        if (tp.active)
+            calibration_learn(tp.row, &tp.slot, tokens[i] == tp.top);
         if (s->present[MIX_CACHE] && ngram_memory_add(&s->cache, tokens, i, err))
             return -1;
         if (s->present[MIX_MATCH])
@@ -181,13 +255,22 @@ void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t 
     mixer_weights(&s->mx, &ctx, s->present, &bl);
     const double *w = bl.w;
     calib_point cal = calib_prepare(s, tokens, i, w, NULL, NULL);
+    int32_t top = 0;
+    for (int t = 1; t < V; t++)
+        if (p_model[t] > p_model[top]) top = t;
+    double rest_top = 0;
     for (int t = 0; t < V; t++) {
         double rest = (s->present[MIX_MEMORY] ? w[MIX_MEMORY] * pmem[t] : 0) +
                       (s->present[MIX_CACHE] ? w[MIX_CACHE] * pcache[t] : 0) +
                       (s->present[MIX_MATCH] ? w[MIX_MATCH] * (predicted < 0 ? 1.0 / V
                                                                : t == predicted ? qmatch : (1 - qmatch) / (V - 1)) : 0);
         out[t] = w[MIX_MODEL] * p_model[t] + calib_rest(&cal, t, rest);
+        if (t == top)
+            rest_top = rest;
     }
+    top_point tp = top_prepare(s, &cal, top, w[MIX_MODEL], p_model[top], rest_top);
+    for (int t = 0; t < V; t++)
+        out[t] = top_apply(&tp, t, out[t]);
 }
 
 int mixture_stream_logits(mixture_stream *s, const int32_t *tokens, size_t n, float *z, double *tmp,
@@ -263,8 +346,8 @@ static int match_predictions(const mixture_options *o, const int32_t *tokens, si
 }
 
 int mixture_score(const mixture_options *o, const mixer *initial, const int32_t *tokens, size_t n,
-                  const double *p_model, const double *confidence, double *bits_out, mixture_totals *totals, mixer *final_mixer,
-                  tempo_error *err)
+                  const double *p_model, const double *confidence, const int32_t *top, double *bits_out,
+                  mixture_totals *totals, mixer *final_mixer, tempo_error *err)
 {
     memset(totals, 0, sizeof *totals);
     if (n < 2)
@@ -274,8 +357,10 @@ int mixture_score(const mixture_options *o, const mixer *initial, const int32_t 
         mem = malloc(sizeof *mem * n);
         if (!mem)
             return tempo_fail(err, "mixture: out of memory for %zu tokens", n);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
             mem[i].predicted = -1;
+            mem[i].top = top ? top[i] : -1;
+        }
         /* only the calibration stage reads the predicted token's probability */
         if (o->match_length > 0 && initial->n_calib && match_predictions(o, tokens, n, mem, err)) {
             free(mem);
@@ -289,13 +374,17 @@ int mixture_score(const mixture_options *o, const mixer *initial, const int32_t 
             a->p_predicted = a->predicted < 0 ? 0
                              : a->predicted == tokens[i] ? a->p
                              : ngram_memory_prob_of(o->memory, tokens, i, a->predicted, NULL);
+            a->p_top = a->top < 0 ? 0
+                       : a->top == tokens[i] ? a->p
+                       : a->top == a->predicted ? a->p_predicted
+                       : ngram_memory_prob_of(o->memory, tokens, i, a->top, NULL);
         }
     }
     mixture_stream s;
     int rc = mixture_stream_init(&s, o, initial, err);
     for (size_t i = 1; i < n && !rc; i++) {
         double p = mixture_stream_step(&s, tokens, i, p_model[i], confidence ? confidence[i] : 0,
-                                       mem ? &mem[i] : NULL, totals, err);
+                                       top ? top[i] : -1, mem ? &mem[i] : NULL, totals, err);
         if (p < 0) rc = -1;
         else if (bits_out) bits_out[i] = -log2(p);
     }

@@ -10,7 +10,11 @@
  * token the match model predicts gets the probability the mixer's
  * calibration row maps its share of the non-transformer part to, and the
  * other tokens of that part are scaled to keep the sum (mixture.c says how;
- * calibration.h what the map is). It too learns only after the token.
+ * calibration.h what the map is). Then the top-token stage: the
+ * transformer's most probable token gets the probability a second map
+ * (rows by that token's transformer probability and the match model's
+ * prediction) gives the whole mixture's probability of it, every other
+ * token scaled to keep the sum. Both maps learn only after the token.
  *
  * The transformer's probabilities arrive as numbers, so this file knows
  * nothing of models; eval/hybrid_bpb.c, the ICL engine and generation feed
@@ -68,22 +72,27 @@ typedef struct {
     ngram_match match;
     int32_t predicted;
     double p_predicted;
+    int32_t top;                 /* the transformer's most probable token there (-1: not known) */
+    double p_top;                /* the memory's probability of it */
 } memory_answer;
 
 /* The mixture's p(tokens[i] | tokens[0..i)) given the transformer's p_model
- * of that token and its confidence (its largest probability at i, which
- * selects mixing weights); then, if adapting, learn from it. mem is the
+ * of that token, its confidence (its largest probability at i, which
+ * selects mixing weights) and top, the token it gives that probability to
+ * (-1: not known; then the top-token stage is skipped); then, if adapting,
+ * learn from it. mem is the
  * corpus memory's answer when already computed, else NULL and it is asked
  * here (an answer whose predicted token is not the stream's own prediction
  * is not used for the calibration: the memory is asked again). totals may
  * be NULL. Returns the probability, or a negative value when the cache runs
  * out of memory (err set). */
 double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, double p_model, double confidence,
-                           const memory_answer *mem, mixture_totals *totals, tempo_error *err);
+                           int32_t top, const memory_answer *mem, mixture_totals *totals, tempo_error *err);
 
-/* The whole mixed distribution after tokens[0..i): out[w] = sum_c w_c p_c(w)
- * given the transformer's distribution p_model[0..V). tmp holds 2V doubles.
- * Learns nothing. */
+/* The whole mixed distribution after tokens[0..i) given the transformer's
+ * distribution p_model[0..V) (its top token: the first of its largest
+ * entries), both stages applied: the distribution whose entry for the true
+ * token mixture_stream_step returns. tmp holds 2V doubles. Learns nothing. */
 void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t i, const double *p_model,
                          double *out, double *tmp);
 
@@ -108,16 +117,22 @@ int mixture_sampler_init(mixture_sampler *ms, const mixture_options *o, const mi
 void mixture_sampler_free(mixture_sampler *ms);
 int mixture_sampler_adjust(void *ms, const int32_t *history, int n, float *z, tempo_error *err);
 
+/* The row of the top-token stage's map (mixer.h, MIX_TOP_ROWS) for a
+ * transformer probability p_model_top of its top token top, the match model
+ * predicting `predicted` (-1: nothing). */
+int mixture_top_row(double p_model_top, int32_t top, int32_t predicted);
+
 /* Score tokens[1..n) of a stream whose transformer probabilities are
- * p_model[1..n) and confidences (largest probabilities) confidence[1..n)
- * (index 0 unused; confidence may be NULL: all 0): a pass of the match
+ * p_model[1..n), confidences (largest probabilities) confidence[1..n) and
+ * the tokens holding them top[1..n) (index 0 unused; confidence may be
+ * NULL: all 0; top may be NULL: not known): a pass of the match
  * model alone finds the token it will predict at each position, the corpus
- * memory is asked in parallel for the true and the predicted token, then the
+ * memory is asked in parallel for the true, the predicted and the top token, then the
  * stream is read in order (the result is bit-identical to stepping with the
  * memory asked in the stream). bits_out[i] (may be NULL) gets
  * -log2 p of token i. */
 int mixture_score(const mixture_options *o, const mixer *initial, const int32_t *tokens, size_t n,
-                  const double *p_model, const double *confidence, double *bits_out, mixture_totals *totals, mixer *final_mixer,
-                  tempo_error *err);
+                  const double *p_model, const double *confidence, const int32_t *top, double *bits_out,
+                  mixture_totals *totals, mixer *final_mixer, tempo_error *err);
 
 #endif

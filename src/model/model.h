@@ -105,6 +105,10 @@ const float *model_token_losses(const model *m); /* [B*T] of the last forward */
 /* [B*T] of the last forward with targets: log of the largest next-token
  * probability at each position (the model's confidence, <= 0). */
 const float *model_token_top_logprob(const model *m);
+/* [B*T] of the last forward with targets in evaluation mode
+ * (model_set_training(m, 0)): the id of that largest probability (the first
+ * of equal ones). Stale after a training forward. */
+const int32_t *model_token_top_id(const model *m);
 
 /* Sets all gradients to 0. */
 void model_zero_grad(model *m);

@@ -42,6 +42,7 @@ struct model {
     float *dxf, *dres;          /* head input gradient, residual gradient [N, C] */
     float *losses;              /* [N] */
     float *top_logprob;         /* [N]: log of each position's largest next-token probability */
+    int32_t *top_id;            /* [N]: its id (evaluation forwards only) */
     float *head_scratch;        /* [MODEL_HEAD_CHUNK_ROWS, V] */
     float *head_dw;             /* [V, C] head weight gradient staged by a training forward */
     int32_t *tokens, *targets;  /* [N] copies of the last forward's inputs */

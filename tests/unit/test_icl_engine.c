@@ -7,8 +7,8 @@
  * distribution; with the hybrid model attached, every request's NLL and
  * argmax flag match a recomputation of the mixture from the full forward's
  * distributions, the memory's, a cache and a match model rebuilt for each
- * position and the calibration stage on its predicted token; bad
- * requests are refused. */
+ * position, the calibration stage on its predicted token and the top-token
+ * stage on the transformer's most probable token; bad requests are refused. */
 #include "test.h"
 
 #include "core/rng.h"
@@ -16,6 +16,7 @@
 #include "memory/calibration.h"
 #include "memory/match_model.h"
 #include "memory/mixer.h"
+#include "memory/mixture.h"
 #include "model/model.h"
 
 static model_config config(void)
@@ -141,8 +142,9 @@ static void test_matches_full_forward(void)
 /* The mixture at one position, recomputed from its parts without mixture.c:
  * the linear mixture of the transformer, the memory, a cache and a match
  * model rebuilt from tok[0..pos), then the calibration stage on the match
- * model's predicted token (the map read through calibration_read, the rest
- * of the arithmetic here). */
+ * model's predicted token, then the top-token stage on the transformer's
+ * most probable token (the maps read through calibration_read and the row
+ * through mixture_top_row, the rest of the arithmetic here). */
 static double mixed_nll(const hybrid_parts *h, const int32_t *tok, int pos, const double *nll_row, int V,
                         int *is_argmax)
 {
@@ -179,12 +181,24 @@ static double mixed_nll(const hybrid_parts *h, const int32_t *tok, int pos, cons
         for (int v = 0; v < V; v++)
             rest[v] = v == pred ? wr * P2 : rest[v] * (1 - P2) / (1 - P);
     }
+    double mix[11] = {0};
+    int ttop = 0;
+    for (int v = 0; v < V; v++) {
+        mix[v] = w[MIX_MODEL] * exp(-nll_row[v]) + rest[v];
+        if (exp(-nll_row[v]) > exp(-nll_row[ttop])) ttop = v;
+    }
+    if (mix[ttop] > 0 && mix[ttop] < 1 - 1e-12) {
+        double P = mix[ttop];
+        double P2 = calibration_read(h->mx.calib_top + (size_t)mixture_top_row(top, ttop, pred) * CALIB_KNOTS, P,
+                                     NULL);
+        for (int v = 0; v < V; v++)
+            mix[v] = v == ttop ? P2 : mix[v] * (1 - P2) / (1 - P);
+    }
     int best = 0;
     double pbest = -1, ptarget = 0;
     for (int v = 0; v < V; v++) {
-        double p = w[MIX_MODEL] * exp(-nll_row[v]) + rest[v];
-        if (p > pbest) { pbest = p; best = v; }
-        if (v == tok[pos]) ptarget = p;
+        if (mix[v] > pbest) { pbest = mix[v]; best = v; }
+        if (v == tok[pos]) ptarget = mix[v];
     }
     ngram_memory_free(&cache);
     match_model_free(&mmod);
@@ -218,6 +232,8 @@ static void test_hybrid_matches_reference(void)
     CHECK(mixer_init(&h.mx, 3, 2, 1, 0.1, &err) == 0);
     for (int i = 0; i < h.mx.n_calib * CALIB_KNOTS; i++)   /* curves far from the identity */
         h.mx.calib[i] = 0.02 + (double)rng_below(&r, 960) / 1000.0;
+    for (int i = 0; i < MIX_TOP_ROWS * CALIB_KNOTS; i++)
+        h.mx.calib_top[i] = 0.02 + (double)rng_below(&r, 960) / 1000.0;
     for (int k = 0; k < MIX_SETS; k++)
         for (int i = 0; i < h.mx.n_buckets[k] * MIX_N; i++)
             h.mx.theta[k][i] = (double)rng_below(&r, 400) / 100.0 - 2.0;

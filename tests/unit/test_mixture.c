@@ -68,6 +68,9 @@ static void test_sums_and_consistency(void)
     mixer mx;
     tempo_error e;
     CHECK(mixer_init(&mx, 3, 3, 1, 0.05, &e) == 0);
+    uint64_t r = 17;
+    for (int k = 0; k < MIX_TOP_ROWS * CALIB_KNOTS; k++)   /* top-token maps far from the identity */
+        mx.calib_top[k] = 0.02 + (double)(lcg(&r) % 960) / 1000.0;
     mixture_stream s;
     CHECK(mixture_stream_init(&s, &o, &mx, &e) == 0);
     size_t n = 3000;
@@ -78,16 +81,17 @@ static void test_sums_and_consistency(void)
     for (size_t i = 1; i < n; i++) {
         model_dist(x, i, V, pm);
         double top = 0;
-        for (int w = 0; w < V; w++) if (pm[w] > top) top = pm[w];
+        int32_t tid = 0;
+        for (int w = 0; w < V; w++) if (pm[w] > top) { top = pm[w]; tid = w; }
         if (i % 37 == 0) {
             mixture_stream_dist(&s, x, i, pm, out, tmp);
             double sum = 0;
             for (int w = 0; w < V; w++) { sum += out[w]; CHECK(out[w] > 0); }
             if (fabs(sum - 1) > worst_sum) worst_sum = fabs(sum - 1);
-            double p = mixture_stream_step(&s, x, i, pm[x[i]], top, NULL, NULL, &e);
+            double p = mixture_stream_step(&s, x, i, pm[x[i]], top, tid, NULL, NULL, &e);
             if (fabs(p - out[x[i]]) > worst_entry) worst_entry = fabs(p - out[x[i]]);
         } else {
-            mixture_stream_step(&s, x, i, pm[x[i]], top, NULL, NULL, &e);
+            mixture_stream_step(&s, x, i, pm[x[i]], top, tid, NULL, NULL, &e);
         }
     }
     CHECK_MSG(worst_sum <= 1e-9, "worst |sum - 1| %g", worst_sum);
@@ -101,18 +105,20 @@ static void test_sums_and_consistency(void)
 static void score(const ngram_memory *mem, const mixer *mx, const int32_t *x, size_t n, int V, double *bits)
 {
     double *pm = malloc(sizeof(double) * n), *top = calloc(n, sizeof(double)), *d = malloc(sizeof(double) * V);
+    int32_t *tid = calloc(n, sizeof(int32_t));
     for (size_t i = 1; i < n; i++) {
         model_dist(x, i, V, d);
         pm[i] = d[x[i]];
-        for (int w = 0; w < V; w++) if (d[w] > top[i]) top[i] = d[w];
+        for (int w = 0; w < V; w++) if (d[w] > top[i]) { top[i] = d[w]; tid[i] = w; }
     }
     mixture_options o = {mem, V, 3, 1, 4};
     mixture_totals t;
     tempo_error e;
-    CHECK(mixture_score(&o, mx, x, n, pm, top, bits, &t, NULL, &e) == 0);
+    CHECK(mixture_score(&o, mx, x, n, pm, top, tid, bits, &t, NULL, &e) == 0);
     CHECK(t.n_tokens == n - 1);
     free(pm);
     free(top);
+    free(tid);
     free(d);
 }
 
@@ -176,7 +182,7 @@ static void test_learning(void)
     CHECK(mixer_init(&mx, 3, 3, 1, 0.05, &e) == 0);
     mixture_options o = {&mem, V, 3, 1, 4};
     mixture_totals t;
-    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, NULL, &t, &fitted, &e) == 0);
+    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, NULL, NULL, &t, &fitted, &e) == 0);
     CHECK(t.bits < t.bits_component[MIX_MODEL] && t.bits < t.bits_component[MIX_MEMORY]);
     CHECK(t.weight_sum[MIX_CACHE] > t.weight_sum[MIX_MODEL]);
     /* the components that learn the text (cache, match model) carried most of the weight */
@@ -193,7 +199,7 @@ static void test_learning(void)
     /* without adaptation nothing is learned: the cache stays empty, the weights equal */
     o.adapt = 0;
     mixture_totals t2;
-    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, NULL, &t2, NULL, &e) == 0);
+    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, NULL, NULL, &t2, NULL, &e) == 0);
     CHECK_NEAR(t2.weight_sum[MIX_CACHE] / (double)t2.n_tokens, 1.0 / MIX_N, 1e-12);
     CHECK(t2.bits > t.bits);
     mixer_free(&mx);
@@ -271,6 +277,7 @@ static void test_mixer_file(void)
     for (int i = 0; i < a.n_final * MIX_SETS; i++) a.phi[i] = (i % 5) * 0.21 - 0.4;
     CHECK(a.n_calib == MATCH_LEN_BINS);
     for (int i = 0; i < a.n_calib * CALIB_KNOTS; i++) a.calib[i] = (i % 11) / 10.0;
+    for (int i = 0; i < MIX_TOP_ROWS * CALIB_KNOTS; i++) a.calib_top[i] = (i % 13) / 12.0;
     CHECK(mixer_save(&a, path, &e) == 0);
     CHECK_MSG(mixer_load(&b, path, &e) == 0, "%s", e.msg);
     CHECK(b.memory_order == 4 && b.cache_order == 2 && b.match == 1 && b.n_final == a.n_final && b.lr == a.lr &&
@@ -280,6 +287,7 @@ static void test_mixer_file(void)
               !memcmp(a.theta[k], b.theta[k], sizeof(double) * (size_t)a.n_buckets[k] * MIX_N));
     CHECK(!memcmp(a.phi, b.phi, sizeof(double) * (size_t)a.n_final * MIX_SETS));
     CHECK(b.n_calib == a.n_calib && !memcmp(a.calib, b.calib, sizeof(double) * CALIB_KNOTS * (size_t)a.n_calib));
+    CHECK(!memcmp(a.calib_top, b.calib_top, sizeof(double) * CALIB_KNOTS * MIX_TOP_ROWS));
     mixer_free(&b);
     /* the smallest layout: orders 0, no match -> buckets [16,4,4], final 4 */
 #define HEAD "{\"format\":\"tempo-mixer\",\"version\":3,\"memory_order\":0,\"cache_order\":0,\"match\":0,"
@@ -293,8 +301,8 @@ static void test_mixer_file(void)
     CHECK_MSG(mixer_load(&b, path, &e) == 0, "%s", e.msg);
     CHECK(b.theta[2][15] == 4 && b.phi[11] == 3 && b.n_calib == 0);
     mixer_free(&b);
-    /* with the match model: a file without "calibration" (written before it
-     * existed) loads the identity; one with it, its rows */
+    /* with the match model: a file without "calibration" and "calibration_top"
+     * (written before they existed) loads the identity; one with them, their rows */
     {
         mixer m;
         CHECK(mixer_init(&m, 0, 0, 1, 0.1, &e) == 0);
@@ -315,10 +323,13 @@ static void test_mixer_file(void)
             CHECK(old.n_calib == MATCH_LEN_BINS);
             for (int r = 0; r < old.n_calib; r++)
                 CHECK(!memcmp(old.calib + (size_t)r * CALIB_KNOTS, id, sizeof id));
+            for (int r = 0; r < MIX_TOP_ROWS; r++)
+                CHECK(!memcmp(old.calib_top + (size_t)r * CALIB_KNOTS, id, sizeof id));
             mixer_free(&old);
             /* a knot outside 0..1, a short row, too few rows: refused */
             const char *bad_cal[] = {
                 ",\"calibration\":[[1.5]]}", ",\"calibration\":[[0.5,0.5]]}", ",\"calibration\":[]}",
+                ",\"calibration_top\":[[0.5]]}", ",\"calibration_top\":[]}",
             };
             for (size_t i = 0; i < sizeof bad_cal / sizeof bad_cal[0]; i++) {
                 CHECK(strlen(bad_cal[i]) < room);
@@ -516,7 +527,7 @@ static void test_calibration_stage(void)
     CHECK(mixer_init(&mx, 3, 3, 1, 0.05, &e) == 0);
     mixture_options o = {&mem, V, 3, 1, 4};
     mixture_totals t;
-    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, NULL, &t, &fitted, &e) == 0);
+    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, NULL, NULL, &t, &fitted, &e) == 0);
     CHECK_MSG(t.bits < 0.97 * t.bits_linear, "calibrated %g bits, linear %g", t.bits, t.bits_linear);
     /* the long-match row learned that the prediction is right more often than the mixture says */
     double id[CALIB_KNOTS];
@@ -527,7 +538,7 @@ static void test_calibration_stage(void)
     mixer_free(&mx);
     CHECK(mixer_init(&mx, 3, 3, 0, 0.05, &e) == 0 && mx.n_calib == 0);
     o.match_length = 0;
-    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, NULL, &t, NULL, &e) == 0);
+    CHECK(mixture_score(&o, &mx, x, n, pm, NULL, NULL, NULL, &t, NULL, &e) == 0);
     CHECK(t.bits == t.bits_linear);
     mixer_free(&mx);
     ngram_memory_free(&mem);
@@ -548,21 +559,28 @@ static void test_score_matches_stream(void)
     size_t n = 5000;
     int32_t *x = malloc(sizeof(int32_t) * n);
     double *pm = malloc(sizeof(double) * n), *ahead = malloc(sizeof(double) * n);
+    double *conf = malloc(sizeof(double) * n), *d = malloc(sizeof(double) * V);
+    int32_t *tid = calloc(n, sizeof(int32_t));
     repeated_text(x, pm, n, V, 250, 5, 15);
+    for (size_t i = 1; i < n; i++) {   /* the stand-in transformer's top token and its probability */
+        model_dist(x, i, V, d);
+        conf[i] = 0;
+        for (int w = 0; w < V; w++) if (d[w] > conf[i]) { conf[i] = d[w]; tid[i] = w; }
+    }
     tempo_error e;
     for (int adapt = 1; adapt >= 0; adapt--) {
         mixer mx;
         CHECK(mixer_init(&mx, 3, 3, 1, 0.05, &e) == 0 && mx.n_calib > 0);
         mixture_options o = {&mem, V, 3, adapt, 4};
         mixture_totals ta, ts;
-        CHECK(mixture_score(&o, &mx, x, n, pm, NULL, ahead, &ta, NULL, &e) == 0);
+        CHECK(mixture_score(&o, &mx, x, n, pm, conf, tid, ahead, &ta, NULL, &e) == 0);
         CHECK(ta.late_lookups == 0);
         mixture_stream s;
         CHECK(mixture_stream_init(&s, &o, &mx, &e) == 0);
         memset(&ts, 0, sizeof ts);
         size_t differ = 0;
         for (size_t i = 1; i < n; i++) {
-            double p = mixture_stream_step(&s, x, i, pm[i], 0, NULL, &ts, &e);
+            double p = mixture_stream_step(&s, x, i, pm[i], conf[i], tid[i], NULL, &ts, &e);
             differ += -log2(p) != ahead[i];
         }
         CHECK_MSG(differ == 0, "adapt %d: %zu positions differ", adapt, differ);
@@ -573,7 +591,51 @@ static void test_score_matches_stream(void)
         mixer_free(&mx);
     }
     ngram_memory_free(&mem);
-    free(x); free(pm); free(ahead);
+    free(x); free(pm); free(ahead); free(conf); free(d); free(tid);
+}
+
+/* The top-token stage: its rows (the transformer's probability of its top
+ * token in eight bins x what the match model predicts); on a stream where the
+ * stand-in transformer's top token comes far more often than the mixture
+ * gives it, the stage wins and its row learns the rate; without top tokens
+ * the stage is absent and the linear mixture is untouched either way. */
+static void test_top_stage(void)
+{
+    CHECK(mixture_top_row(0, 3, -1) == 0 && mixture_top_row(NAN, 3, -1) == 0 && mixture_top_row(-1, 3, 3) == 1);
+    CHECK(mixture_top_row(0.2, 3, 3) == 1 * 3 + 1 && mixture_top_row(0.2, 3, 4) == 1 * 3 + 2);
+    CHECK(mixture_top_row(0.99, 3, -1) == 7 * 3 && mixture_top_row(1.0, 3, 5) == MIX_TOP_ROWS - 1);
+    const int V = 31;
+    ngram_memory mem;
+    build_memory(&mem, V, 3, 1);
+    size_t n = 6000;
+    int32_t *x = malloc(sizeof(int32_t) * n), *tid = malloc(sizeof(int32_t) * n);
+    double *pm = malloc(sizeof(double) * n), *conf = malloc(sizeof(double) * n);
+    make_stream(x, n, V, 12);
+    uint64_t r = 99;
+    for (size_t i = 1; i < n; i++) {   /* top token right 6 times in 10, given 0.2 */
+        tid[i] = lcg(&r) % 10 < 6 ? x[i] : (int32_t)((x[i] + 1 + (int32_t)(lcg(&r) % (uint64_t)(V - 1))) % V);
+        conf[i] = 0.2;
+        pm[i] = tid[i] == x[i] ? 0.2 : 0.8 / (V - 1);
+    }
+    tempo_error e;
+    mixer mx, fitted;
+    CHECK(mixer_init(&mx, 3, 3, 1, 0.05, &e) == 0);
+    mixture_options o = {&mem, V, 3, 1, 4};
+    mixture_totals with, without;
+    CHECK(mixture_score(&o, &mx, x, n, pm, conf, tid, NULL, &with, &fitted, &e) == 0);
+    CHECK(mixture_score(&o, &mx, x, n, pm, conf, NULL, NULL, &without, NULL, &e) == 0);
+    CHECK(with.bits_linear == without.bits_linear);
+    CHECK_MSG(with.bits < 0.9 * without.bits, "with the stage %g bits, without %g", with.bits, without.bits);
+    double learned = 0;   /* the rows of the 0.2 bin learned that the top token comes more often */
+    for (int k = 0; k < 3; k++) {
+        double q = calibration_read(fitted.calib_top + (size_t)(3 + k) * CALIB_KNOTS, 0.1, NULL);
+        if (q > learned) learned = q;
+    }
+    CHECK_MSG(learned > 0.3, "the 0.2 rows map 0.1 to %g", learned);
+    mixer_free(&fitted);
+    mixer_free(&mx);
+    ngram_memory_free(&mem);
+    free(x); free(tid); free(pm); free(conf);
 }
 
 int main(void)
@@ -587,5 +649,6 @@ int main(void)
     RUN(test_calibration_map);
     RUN(test_calibration_stage);
     RUN(test_score_matches_stream);
+    RUN(test_top_stage);
     return test_summary("test_mixture");
 }

@@ -490,11 +490,18 @@ static void head_case(int N, int C, int V, float cap, int chunk, int fd)
             else
                 CHECK(max_abs_diff(dw4, dw5, nw) == 0);
             float *top = malloc(sizeof(float) * N);
+            int32_t *top_id = malloc(sizeof(int32_t) * N);
+            for (int n = 0; n < N; n++) top_id[n] = -7;
+            ws.top_id = top_id;   /* a training call leaves the ids alone */
+            lm_head_loss_forward_backward(l4, dx4, dw4, x, w, tg, N, C, V, cap, scale, scratch, chunk, &ws);
+            for (int n = 0; n < N; n++) CHECK(top_id[n] == -7);
+            memcpy(dw4, dw5, sizeof(float) * nw);
             ws.top_logprob = top;   /* the confidence output: max z - logsumexp z, per row */
             lm_head_loss_forward(l4, x, w, tg, N, C, V, cap, scratch, chunk, &ws);
             ws.top_logprob = NULL;
+            ws.top_id = NULL;
             CHECK(max_abs_diff(l4, l1, N) == 0);
-            double worst = 0;
+            double worst = 0, worst_id = 0;
             for (int n = 0; n < N; n++) {
                 double mx = -INFINITY, sum = 0, *z = malloc(sizeof(double) * V);
                 for (int v = 0; v < V; v++) {
@@ -505,10 +512,15 @@ static void head_case(int N, int C, int V, float cap, int chunk, int fd)
                 }
                 for (int v = 0; v < V; v++) sum += exp(z[v] - mx);
                 worst = fmax(worst, fabs(top[n] - (-log(sum))));
+                /* the id holds the largest logit (to float rounding: ties may break either way) */
+                CHECK(top_id[n] >= 0 && top_id[n] < V);
+                if (top_id[n] >= 0 && top_id[n] < V) worst_id = fmax(worst_id, mx - z[top_id[n]]);
                 free(z);
             }
             CHECK_MSG(worst < 1e-4, "top_logprob N=%d V=%d cap=%g: error %g", N, V, cap, worst);
+            CHECK_MSG(worst_id < 1e-4, "top_id N=%d V=%d cap=%g: logit %g below the largest", N, V, cap, worst_id);
             free(top);
+            free(top_id);
         }
         lm_head_workspace_free(&ws);
         gemm_context_free(&gc);

@@ -72,11 +72,16 @@ const lm_head_row_ops lm_head_row_ops_portable = {softcap_portable, max_portable
  * lm_head_workspace) the scale is multiplied by a p / (a p + mix_b), p the
  * target's probability: the gradient of -ln(a p + mix_b). */
 static float row_loss(const lm_head_row_ops *ops, float *z, int V, int target, float cap,
-                      int want_grad, float scale, float mix_a, float mix_b, float *top)
+                      int want_grad, float scale, float mix_a, float mix_b, float *top, int32_t *top_id)
 {
     if (cap > 0)
         ops->softcap(z, V, cap);
     float mx = ops->max(z, V);
+    if (top_id && !want_grad) {   /* the first id holding the largest logit */
+        int v = 0;
+        while (v < V - 1 && z[v] != mx) v++;
+        *top_id = v;
+    }
     float zt = z[target];
     double sum = ops->exp_sum(z, V, mx, want_grad && cap == 0); /* keep exp(z - mx) */
     float lse = mx + (float)log(sum);
@@ -195,7 +200,8 @@ static void chunks_on_thread(const head_gemms *h, const lm_head_row_ops *ops, in
             losses[n0 + r] = row_loss(ops, z + (size_t)r * V, V, targets[n0 + r], softcap,
                                       dx != NULL, grad_scale, h->ws ? h->ws->mix_a : 1,
                                       h->ws && h->ws->mix_b ? h->ws->mix_b[n0 + r] : -1,
-                                      h->ws && h->ws->top_logprob ? &h->ws->top_logprob[n0 + r] : NULL);
+                                      h->ws && h->ws->top_logprob ? &h->ws->top_logprob[n0 + r] : NULL,
+                                      h->ws && h->ws->top_id ? &h->ws->top_id[n0 + r] : NULL);
         if (dx) {
             input_grad(h, R, z, dx + (size_t)n0 * C);
             weight_grad(h, R, z, xc, dw);
@@ -257,7 +263,8 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
             losses[n0 + r] = row_loss(ops, scratch + (size_t)r * V, V, targets[n0 + r], softcap,
                                       want_grad, grad_scale, ws ? ws->mix_a : 1,
                                       ws && ws->mix_b ? ws->mix_b[n0 + r] : -1,
-                                      ws && ws->top_logprob ? &ws->top_logprob[n0 + r] : NULL);
+                                      ws && ws->top_logprob ? &ws->top_logprob[n0 + r] : NULL,
+                                      ws && ws->top_id ? &ws->top_id[n0 + r] : NULL);
         if (want_grad) {
             input_grad(&h, R, scratch, dx + (size_t)n0 * C);
             weight_grad(&h, R, scratch, xc, dw);

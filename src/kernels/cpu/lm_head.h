@@ -56,6 +56,11 @@ typedef struct {
      * (after the soft-cap), goes to top_logprob[n]: the model's confidence,
      * which the hybrid model's mixer reads (memory/mixer.h). Costs a store. */
     float *top_logprob;
+    /* When set, and only in evaluation (no gradient asked), row n's most
+     * probable id (the first of equal largest logits) goes to top_id[n]: the
+     * candidate of the hybrid model's top-token calibration (memory/mixture.h).
+     * Costs a scan of the row up to that id. */
+    int32_t *top_id;
 } lm_head_workspace;
 void lm_head_workspace_free(lm_head_workspace *ws); /* all but *gemm */
 
