@@ -62,9 +62,17 @@ static void cap_grad_portable(float *z, int V, float lse, float cap, float k)
     }
 }
 
+static int index_of_portable(const float *z, int V, float x)
+{
+    for (int v = 0; v < V; v++)
+        if (z[v] == x)
+            return v;
+    return V - 1;
+}
+
 const lm_head_row_ops lm_head_row_ops_portable = {softcap_portable, max_portable,
                                                   exp_sum_portable, scale_portable,
-                                                  cap_grad_portable};
+                                                  cap_grad_portable, index_of_portable};
 
 /* One row of logits z [V] (raw x.w): returns the loss; if want_grad, rewrites
  * z in place into scale * (softmax - onehot) * dcap. The loss does not depend
@@ -77,11 +85,8 @@ static float row_loss(const lm_head_row_ops *ops, float *z, int V, int target, f
     if (cap > 0)
         ops->softcap(z, V, cap);
     float mx = ops->max(z, V);
-    if (top_id && !want_grad) {   /* the first id holding the largest logit */
-        int v = 0;
-        while (v < V - 1 && z[v] != mx) v++;
-        *top_id = v;
-    }
+    if (top_id && !want_grad)   /* the first id holding the largest logit */
+        *top_id = ops->index_of(z, V, mx);
     float zt = z[target];
     double sum = ops->exp_sum(z, V, mx, want_grad && cap == 0); /* keep exp(z - mx) */
     float lse = mx + (float)log(sum);

@@ -87,5 +87,21 @@ static void cap_grad_avx2(float *z, int V, float lse, float cap, float k)
     }
 }
 
+__attribute__((target("avx2,fma")))
+static int index_of_avx2(const float *z, int V, float x)
+{
+    __m256 t = _mm256_set1_ps(x);
+    int v = 0;
+    for (; v + 8 <= V; v += 8) {
+        int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(z + v), t, _CMP_EQ_OQ));
+        if (hit)
+            return v + __builtin_ctz((unsigned)hit);
+    }
+    for (; v < V; v++)
+        if (z[v] == x)
+            return v;
+    return V - 1;
+}
+
 const lm_head_row_ops lm_head_row_ops_avx2 = {softcap_avx2, max_avx2, exp_sum_avx2, scale_avx2,
-                                              cap_grad_avx2};
+                                              cap_grad_avx2, index_of_avx2};

@@ -20,6 +20,8 @@ typedef struct {
      * z[v] = exp(t - lse) * k * (1 - (t / cap)^2) (the caller subtracts the
      * target's one-hot term). */
     void (*cap_grad)(float *z, int V, float lse, float cap, float k);
+    /* the first v with z[v] == x (V - 1 when there is none, as for a NaN x) */
+    int (*index_of)(const float *z, int V, float x);
 } lm_head_row_ops;
 
 extern const lm_head_row_ops lm_head_row_ops_portable;
