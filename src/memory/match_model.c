@@ -43,13 +43,17 @@ static double confidence(const match_model *mm)
     return ((double)mm->hits[b] + 1.0) / ((double)mm->trials[b] + 2.0);
 }
 
-double match_model_prob(const match_model *mm, const int32_t *tokens, size_t i)
+double match_model_prob_of(const match_model *mm, const int32_t *tokens, int32_t y)
 {
-    (void)i;
     if (!mm->next)
         return 1.0 / mm->vocab;
     double q = confidence(mm);
-    return tokens[mm->next - 1] == tokens[i] ? q : (1 - q) / (mm->vocab - 1);
+    return tokens[mm->next - 1] == y ? q : (1 - q) / (mm->vocab - 1);
+}
+
+double match_model_prob(const match_model *mm, const int32_t *tokens, size_t i)
+{
+    return match_model_prob_of(mm, tokens, tokens[i]);
 }
 
 double match_model_predict(const match_model *mm, const int32_t *tokens, int32_t *predicted)

@@ -41,6 +41,8 @@ int match_model_bin(const match_model *mm);
 
 /* p(tokens[i] | tokens[0..i)) under the current state (i = the next token to come). */
 double match_model_prob(const match_model *mm, const int32_t *tokens, size_t i);
+/* The same for any token y in [0, V). */
+double match_model_prob_of(const match_model *mm, const int32_t *tokens, int32_t y);
 
 /* The distribution after the tokens seen, in two numbers: *predicted gets
  * the id the match predicts and the result is its probability q (every

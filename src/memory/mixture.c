@@ -56,54 +56,67 @@ int mixture_stream_reset(mixture_stream *s, const mixer *initial, tempo_error *e
  * and the state: the scored token is not read. */
 typedef struct {
     int active;
-    int32_t predicted;
-    double wr, scale, p_cal;      /* the rest's mass; the others' factor; the predicted token's p' */
-    double *row;                  /* the calibration row (match length bin) */
+    int32_t token;                /* the token the map is about (-1: none); kept when the map is not read */
+    double p_token, scale;        /* its probability after the map; every other token's factor */
+    double *row;                  /* the row read */
     calib_slot slot;
-} calib_point;
+} map_point;
+
+/* The map `row` read at P, the token's share of a part of the distribution
+ * of mass `mass`: the token gets mass P', every other token of that part is
+ * scaled by (1 - P') / (1 - P), so the part keeps its mass. */
+static map_point map_read(double *row, int32_t token, double P, double mass)
+{
+    map_point m = {1, token, 0, 1, row, {0, 0}};
+    double pc = calibration_read(row, P, &m.slot);
+    m.p_token = mass * pc;
+    m.scale = (1 - pc) / (1 - P);
+    return m;
+}
+
+/* p(y) after the map, given p(y) before it (unchanged when it was not read). */
+static double map_apply(const map_point *m, int32_t y, double p)
+{
+    if (!m->active)
+        return p;
+    return y == m->token ? m->p_token : p * m->scale;
+}
+
+/* After the token y is scored: the map's row learns whether it was m's token. */
+static void map_learn(const map_point *m, int32_t y)
+{
+    if (m->active)
+        calibration_learn(m->row, &m->slot, y == m->token);
+}
 
 /* mem: the corpus memory's answer asked ahead (NULL: ask it here); *late
  * (when late is not NULL) is set when the memory had to be asked here. */
-static calib_point calib_prepare(const mixture_stream *s, const int32_t *tokens, size_t i, const double *w,
-                                 const memory_answer *mem, int *late)
+static map_point calib_prepare(const mixture_stream *s, const int32_t *tokens, size_t i, const double *w,
+                                const memory_answer *mem, int *late)
 {
-    calib_point c = {0, -1, 0, 1, 0, NULL, {0, 0}};
+    map_point c = {0, -1, 0, 1, NULL, {0, 0}};
     if (!s->present[MIX_MATCH] || !s->mx.n_calib)
         return c;
-    double q = match_model_predict(&s->match, tokens, &c.predicted);
-    if (c.predicted < 0)
+    double q = match_model_predict(&s->match, tokens, &c.token);
+    if (c.token < 0)
         return c;
     double wr = 0, r = 0;
     for (int k = MIX_MEMORY; k < MIX_N; k++)
         if (s->present[k]) wr += w[k];
     if (s->present[MIX_MEMORY]) {
-        if (mem && mem->predicted == c.predicted) {
+        if (mem && mem->predicted == c.token) {
             r += w[MIX_MEMORY] * mem->p_predicted;
         } else {
-            r += w[MIX_MEMORY] * ngram_memory_prob_of(s->opt.memory, tokens, i, c.predicted, NULL);
+            r += w[MIX_MEMORY] * ngram_memory_prob_of(s->opt.memory, tokens, i, c.token, NULL);
             if (late)
                 *late = 1;
         }
     }
-    if (s->present[MIX_CACHE]) r += w[MIX_CACHE] * ngram_memory_prob_of(&s->cache, tokens, i, c.predicted, NULL);
+    if (s->present[MIX_CACHE]) r += w[MIX_CACHE] * ngram_memory_prob_of(&s->cache, tokens, i, c.token, NULL);
     r += w[MIX_MATCH] * q;
     if (!(wr > 0) || !(r / wr < 1 - 1e-12))
         return c;   /* nothing left to move */
-    double P = r / wr;
-    c.active = 1;
-    c.wr = wr;
-    c.row = s->mx.calib + (size_t)match_model_bin(&s->match) * CALIB_KNOTS;
-    c.p_cal = calibration_read(c.row, P, &c.slot);
-    c.scale = (1 - c.p_cal) / (1 - P);
-    return c;
-}
-
-/* R(y) after the calibration, given R(y) before it. */
-static double calib_rest(const calib_point *c, int32_t y, double rest)
-{
-    if (!c->active)
-        return rest;
-    return y == c->predicted ? c->wr * c->p_cal : rest * c->scale;
+    return map_read(s->mx.calib + (size_t)match_model_bin(&s->match) * CALIB_KNOTS, c.token, r / wr, wr);
 }
 
 /* The top-token stage (mixture.h): after the match calibration, the
@@ -113,14 +126,6 @@ static double calib_rest(const calib_point *c, int32_t y, double rest)
  * whole vocabulary. The map's row is chosen by the transformer's
  * probability of t (eight bins) and what the match model says (nothing, t,
  * or another token). Everything here is fixed by tokens[0..i) and the state. */
-typedef struct {
-    int active;
-    int32_t top;
-    double p_cal, scale;    /* t's p'; every other token's factor */
-    double *row;
-    calib_slot slot;
-} top_point;
-
 int mixture_top_row(double p_model_top, int32_t top, int32_t predicted)
 {
     int b = p_model_top >= 1 ? MIX_TOP_CONFIDENCE_BINS - 1
@@ -131,38 +136,16 @@ int mixture_top_row(double p_model_top, int32_t top, int32_t predicted)
 
 /* rest_top: the other components' weighted probability of top before the
  * match calibration; p_model_top: the transformer's. */
-static top_point top_prepare(const mixture_stream *s, const calib_point *cal, int32_t top, double w_model,
+static map_point top_prepare(const mixture_stream *s, const map_point *cal, int32_t top, double w_model,
                              double p_model_top, double rest_top)
 {
-    top_point t = {0, top, 0, 1, NULL, {0, 0}};
+    map_point t = {0, top, 0, 1, NULL, {0, 0}};
     if (top < 0)
         return t;
-    double P = w_model * p_model_top + calib_rest(cal, top, rest_top);
+    double P = w_model * p_model_top + map_apply(cal, top, rest_top);
     if (!(P > 0) || !(P < 1 - 1e-12))
         return t;   /* nothing left to move */
-    t.active = 1;
-    t.row = s->mx.calib_top + (size_t)mixture_top_row(p_model_top, top, cal->predicted) * CALIB_KNOTS;
-    t.p_cal = calibration_read(t.row, P, &t.slot);
-    t.scale = (1 - t.p_cal) / (1 - P);
-    return t;
-}
-
-/* p(y) after the top-token stage, given p(y) before it. */
-static double top_apply(const top_point *t, int32_t y, double p)
-{
-    if (!t->active)
-        return p;
-    return y == t->top ? t->p_cal : p * t->scale;
-}
-
-/* The match model's probability of token y (its prediction q, the rest even). */
-static double match_prob_of(const mixture_stream *s, const int32_t *tokens, int32_t y)
-{
-    int32_t predicted;
-    double q = match_model_predict(&s->match, tokens, &predicted);
-    if (predicted < 0)
-        return q;
-    return y == predicted ? q : (1 - q) / (s->opt.vocab - 1);
+    return map_read(s->mx.calib_top + (size_t)mixture_top_row(p_model_top, top, cal->token) * CALIB_KNOTS, top, P, 1);
 }
 
 double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, double p_model, double confidence,
@@ -188,9 +171,9 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
         rest += w[c] * p[c];
     double linear = w[MIX_MODEL] * p_model + rest;
     int late = mem == NULL && s->present[MIX_MEMORY];
-    calib_point cal = calib_prepare(s, tokens, i, w, mem, &late);
-    double pm = w[MIX_MODEL] * p_model + calib_rest(&cal, tokens[i], rest);
-    top_point tp = {0, -1, 0, 1, NULL, {0, 0}};
+    map_point cal = calib_prepare(s, tokens, i, w, mem, &late);
+    double pm = w[MIX_MODEL] * p_model + map_apply(&cal, tokens[i], rest);
+    map_point tp = {0, -1, 0, 1, NULL, {0, 0}};
     if (top >= 0 && top < s->opt.vocab) {
         double rt = 0;
         if (s->present[MIX_MEMORY])
@@ -199,9 +182,9 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
         if (s->present[MIX_CACHE])
             rt += w[MIX_CACHE] * ngram_memory_prob_of(&s->cache, tokens, i, top, NULL);
         if (s->present[MIX_MATCH])
-            rt += w[MIX_MATCH] * match_prob_of(s, tokens, top);
+            rt += w[MIX_MATCH] * match_model_prob_of(&s->match, tokens, top);
         tp = top_prepare(s, &cal, top, w[MIX_MODEL], confidence, rt);
-        pm = top_apply(&tp, tokens[i], pm);
+        pm = map_apply(&tp, tokens[i], pm);
     }
     if (totals) {
         totals->bits -= log2(pm);
@@ -217,10 +200,8 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
     /* the probability is fixed: now learn from the token */
     if (s->opt.adapt) {
         mixer_learn(&s->mx, &ctx, s->present, &bl, p);
-        if (cal.active)
-            calibration_learn(cal.row, &cal.slot, tokens[i] == cal.predicted);
-        if (tp.active)
-            calibration_learn(tp.row, &tp.slot, tokens[i] == tp.top);
+        map_learn(&cal, tokens[i]);
+        map_learn(&tp, tokens[i]);
         if (s->present[MIX_CACHE] && ngram_memory_add(&s->cache, tokens, i, err))
             return -1;
         if (s->present[MIX_MATCH])
@@ -254,7 +235,7 @@ void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t 
                                      s->present[MIX_MATCH] ? match_model_bin(&s->match) : 0, confidence);
     mixer_weights(&s->mx, &ctx, s->present, &bl);
     const double *w = bl.w;
-    calib_point cal = calib_prepare(s, tokens, i, w, NULL, NULL);
+    map_point cal = calib_prepare(s, tokens, i, w, NULL, NULL);
     int32_t top = 0;
     for (int t = 1; t < V; t++)
         if (p_model[t] > p_model[top]) top = t;
@@ -264,13 +245,13 @@ void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t 
                       (s->present[MIX_CACHE] ? w[MIX_CACHE] * pcache[t] : 0) +
                       (s->present[MIX_MATCH] ? w[MIX_MATCH] * (predicted < 0 ? 1.0 / V
                                                                : t == predicted ? qmatch : (1 - qmatch) / (V - 1)) : 0);
-        out[t] = w[MIX_MODEL] * p_model[t] + calib_rest(&cal, t, rest);
+        out[t] = w[MIX_MODEL] * p_model[t] + map_apply(&cal, t, rest);
         if (t == top)
             rest_top = rest;
     }
-    top_point tp = top_prepare(s, &cal, top, w[MIX_MODEL], p_model[top], rest_top);
+    map_point tp = top_prepare(s, &cal, top, w[MIX_MODEL], p_model[top], rest_top);
     for (int t = 0; t < V; t++)
-        out[t] = top_apply(&tp, t, out[t]);
+        out[t] = map_apply(&tp, t, out[t]);
 }
 
 int mixture_stream_logits(mixture_stream *s, const int32_t *tokens, size_t n, float *z, double *tmp,
