@@ -113,7 +113,7 @@ int cli_load_hybrid(const char *model_path, const run_config *cfg, const tokeniz
 {
     return hybrid_parts_load(h, model_path, cfg->model.vocab_size, ngram_tokenizer_id(tok),
                              use_memory ? cfg->memory_order : 0, use_cache ? cfg->cache_order : 0,
-                             use_cache ? cfg->match_length : 0, cfg->mixer_lr, err);
+                             use_cache ? cfg->match_length : 0, cfg->mixer_lr, cfg->mixer_beta, err);
 }
 
 int cli_icl_default_tasks(char *out, size_t n)

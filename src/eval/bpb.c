@@ -10,21 +10,21 @@
 int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
                  bpb_result *res, tempo_error *err)
 {
-    return bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, NULL, NULL, NULL, res, err);
+    return bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, NULL, res, err);
 }
 
 int bpb_evaluate_tokens(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
-                        double *token_nats, float *token_top, int32_t *token_top_id, bpb_result *res,
-                        tempo_error *err)
+                        const bpb_token_out *out, bpb_result *res, tempo_error *err)
 {
-    return bpb_evaluate_part(m, tokens, n_tokens, n_bytes, stride, batch, 0, 1, token_nats, token_top, token_top_id,
-                             res, err);
+    return bpb_evaluate_part(m, tokens, n_tokens, n_bytes, stride, batch, 0, 1, out, res, err);
 }
 
 int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
-                      int part, int parts, double *token_nats, float *token_top, int32_t *token_top_id,
-                      bpb_result *res, tempo_error *err)
+                      int part, int parts, const bpb_token_out *out, bpb_result *res, tempo_error *err)
 {
+    static const bpb_token_out none = {NULL, NULL, NULL, NULL};
+    if (!out)
+        out = &none;
     memset(res, 0, sizeof *res);
     double t0 = timer_now();
     int T = model_get_config(m)->context;
@@ -74,26 +74,32 @@ int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t
             break;   /* the remaining windows were all another part's */
         model_forward(m, in, tg, rows, T);
         const float *losses = model_token_losses(m), *top = model_token_top_logprob(m);
+        const float *log_norm = model_token_log_norm(m);
         const int32_t *top_id = model_token_top_id(m);
         for (int r = 0; r < rows; r++)
             for (size_t j = first[r]; j < (size_t)T; j++) {
-                nats += losses[(size_t)r * T + j];
-                if (token_nats)
-                    token_nats[row_start[r] + 1 + j] = losses[(size_t)r * T + j];
-                if (token_top)
-                    token_top[row_start[r] + 1 + j] = top[(size_t)r * T + j];
-                if (token_top_id)
-                    token_top_id[row_start[r] + 1 + j] = top_id[(size_t)r * T + j];
+                size_t at = (size_t)r * T + j, i = row_start[r] + 1 + j;
+                nats += losses[at];
+                if (out->nats)
+                    out->nats[i] = losses[at];
+                if (out->top)
+                    out->top[i] = top[at];
+                if (out->top_id)
+                    out->top_id[i] = top_id[at];
+                if (out->log_norm)
+                    out->log_norm[i] = log_norm[at];
                 scored++;
             }
     }
     model_set_training(m, 1);
-    if (token_nats)
-        token_nats[0] = 0;
-    if (token_top)
-        token_top[0] = 0;
-    if (token_top_id)
-        token_top_id[0] = 0;
+    if (out->nats)
+        out->nats[0] = 0;
+    if (out->top)
+        out->top[0] = 0;
+    if (out->top_id)
+        out->top_id[0] = 0;
+    if (out->log_norm)
+        out->log_norm[0] = 0;
     free(in); free(tg); free(first); free(row_start);
     if (parts == 1 && scored != n_tokens - 1)
         return tempo_fail(err, "evaluation: internal error: scored %llu of %zu tokens",

@@ -38,25 +38,29 @@ typedef struct {
 int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
                  bpb_result *res, tempo_error *err);
 
-/* The same, also writing each scored token's -ln p into token_nats[i]
- * (i = 1..n_tokens-1; token_nats[0] = 0) when token_nats is not NULL, and
- * the log of the largest probability the model gave at that position (its
- * confidence, model_token_top_logprob) into token_top[i] when token_top is
- * not NULL, and that probability's id (model_token_top_id) into
- * token_top_id[i] when token_top_id is not NULL. */
+/* Per-token outputs of an evaluation, each indexed by the stream position
+ * of the scored token (i = 1..n_tokens-1; entry 0 is set to 0); any may be
+ * NULL. */
+typedef struct {
+    double *nats;       /* -ln p of the token */
+    float *top;         /* the log of the largest probability the model gave there (model_token_top_logprob) */
+    int32_t *top_id;    /* that probability's id (model_token_top_id) */
+    float *log_norm;    /* -ln sum_v p_v^beta there (model_token_log_norm; model_set_eval_beta) */
+} bpb_token_out;
+
+/* The same, also writing the per-token outputs `out` asks for (out may be
+ * NULL). */
 int bpb_evaluate_tokens(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
-                        double *token_nats, float *token_top, int32_t *token_top_id, bpb_result *res,
-                        tempo_error *err);
+                        const bpb_token_out *out, bpb_result *res, tempo_error *err);
 
 /* One part of bpb_evaluate_tokens for data-parallel evaluation: only the
- * windows k (in the order above) with k % parts == part are run; token_nats,
- * token_top and token_top_id get those windows' tokens and are left untouched elsewhere,
- * and res holds this part's bits and tokens. The parts' token arrays,
- * summed from zeros, are exactly the whole evaluation's. parts = 1 is
+ * windows k (in the order above) with k % parts == part are run; out's
+ * arrays get those windows' tokens and are left untouched elsewhere, and
+ * res holds this part's bits and tokens. The parts' token arrays, summed
+ * from zeros, are exactly the whole evaluation's. parts = 1 is
  * bpb_evaluate_tokens. */
 int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
-                      int part, int parts, double *token_nats, float *token_top, int32_t *token_top_id,
-                      bpb_result *res, tempo_error *err);
+                      int part, int parts, const bpb_token_out *out, bpb_result *res, tempo_error *err);
 
 /* Bytes of text that tokens[0..n) stand for under tok (separators: none);
  * exact, so a prefix of a stream can be scored honestly. */

@@ -58,7 +58,7 @@ int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_
                                use.memory ? cfg->memory_order : 0,
                                !use.cache ? 0 : use.cache_order >= 0 ? use.cache_order : cfg->cache_order,
                                !use.cache ? 0 : use.match_length >= 0 ? use.match_length : cfg->match_length,
-                               cfg->mixer_lr, err);
+                               cfg->mixer_lr, cfg->mixer_beta, err);
     if (!rc)
         rc = hybrid_bpb_evaluate(m, &h, use.adapt, ids, n, n_bytes, stride ? stride : cfg->model.context / 2, batch,
                                  NULL, &hr, err);

@@ -19,29 +19,30 @@ int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_
  * from one rank), and the totals recomputed in token order, as one process
  * sums them. */
 static int model_part_ranks(dist_context *dist, model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes,
-                            int stride, int batch, double *nats, float *top, int32_t *top_id, bpb_result *r,
-                            tempo_error *err)
+                            int stride, int batch, const bpb_token_out *out, bpb_result *r, tempo_error *err)
 {
+    double *nats = out->nats;
     memset(nats, 0, sizeof(double) * n_tokens);
-    memset(top, 0, sizeof(float) * n_tokens);
-    memset(top_id, 0, sizeof(int32_t) * n_tokens);
+    memset(out->top, 0, sizeof(float) * n_tokens);
+    memset(out->top_id, 0, sizeof(int32_t) * n_tokens);
+    memset(out->log_norm, 0, sizeof(float) * n_tokens);
     double t0 = timer_now();
-    if (bpb_evaluate_part(m, tokens, n_tokens, n_bytes, stride, batch, dist->rank, dist->world, nats, top, top_id, r,
-                          err) ||
-        dist_allreduce_sum_f64(dist, nats, n_tokens, err) || dist_allreduce_sum_f32(dist, top, n_tokens, err))
+    if (bpb_evaluate_part(m, tokens, n_tokens, n_bytes, stride, batch, dist->rank, dist->world, out, r, err) ||
+        dist_allreduce_sum_f64(dist, nats, n_tokens, err) || dist_allreduce_sum_f32(dist, out->top, n_tokens, err) ||
+        dist_allreduce_sum_f32(dist, out->log_norm, n_tokens, err))
         return -1;
     /* the ids travel as doubles (exact: ids are below 2^20, one rank's entry is non-zero) */
     double *ids = malloc(sizeof(double) * n_tokens);
     if (!ids)
         return tempo_fail(err, "evaluation: out of memory for %zu tokens", n_tokens);
     for (size_t i = 0; i < n_tokens; i++)
-        ids[i] = top_id[i];
+        ids[i] = out->top_id[i];
     if (dist_allreduce_sum_f64(dist, ids, n_tokens, err)) {
         free(ids);
         return -1;
     }
     for (size_t i = 0; i < n_tokens; i++)
-        top_id[i] = (int32_t)ids[i];
+        out->top_id[i] = (int32_t)ids[i];
     free(ids);
     double sum = 0;
     for (size_t i = 1; i < n_tokens; i++)
@@ -62,22 +63,27 @@ int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *
         dist = NULL;
     memset(res, 0, sizeof *res);
     double t0 = timer_now();
-    double *nats = malloc(sizeof(double) * (n_tokens ? n_tokens : 1));
-    float *top = malloc(sizeof(float) * (n_tokens ? n_tokens : 1));
-    double *confidence = malloc(sizeof(double) * (n_tokens ? n_tokens : 1));
-    int32_t *top_id = malloc(sizeof(int32_t) * (n_tokens ? n_tokens : 1));
-    if (!nats || !top || !confidence || !top_id) {
-        free(nats); free(top); free(confidence); free(top_id);
+    size_t na = n_tokens ? n_tokens : 1;
+    bpb_token_out out = {malloc(sizeof(double) * na), malloc(sizeof(float) * na), malloc(sizeof(int32_t) * na),
+                         malloc(sizeof(float) * na)};
+    double *confidence = malloc(sizeof(double) * na);
+#define FREE_ALL() (free(out.nats), free(out.top), free(out.top_id), free(out.log_norm), free(confidence))
+    if (!out.nats || !out.top || !out.top_id || !out.log_norm || !confidence) {
+        FREE_ALL();
         return tempo_fail(err, "evaluation: out of memory for %zu tokens", n_tokens);
     }
-    if (dist ? model_part_ranks(dist, m, tokens, n_tokens, n_bytes, stride, batch, nats, top, top_id, &res->model,
-                                err)
-             : bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, nats, top, top_id, &res->model, err)) {
-        free(nats); free(top); free(confidence); free(top_id);
+    /* the transformer as the mixture takes it: sharpened by the mixer's beta */
+    double beta = (float)(hybrid_parts_any(h) || fitted ? h->mx.beta : 1);   /* as the head has it */
+    model_set_eval_beta(m, (float)beta);
+    int rc_model = dist ? model_part_ranks(dist, m, tokens, n_tokens, n_bytes, stride, batch, &out, &res->model, err)
+                        : bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, &out, &res->model, err);
+    model_set_eval_beta(m, 1);
+    if (rc_model) {
+        FREE_ALL();
         return -1;
     }
     if (dist && dist->rank != 0) {   /* the mixture is rank 0's */
-        free(nats); free(top); free(confidence); free(top_id);
+        FREE_ALL();
         res->bits = res->model.bits;
         res->bpb = res->bpb_linear = res->model.bpb;
         res->seconds = timer_now() - t0;
@@ -87,7 +93,7 @@ int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *
     res->present[MIX_MODEL] = 1;
     if (!hybrid_parts_any(h) && !fitted) {
         /* the transformer alone: its own figure, bit for bit */
-        free(nats); free(top); free(confidence); free(top_id);
+        FREE_ALL();
         res->bits = res->model.bits;
         res->bpb = res->bpb_linear = res->model.bpb;
         res->bpb_component[MIX_MODEL] = res->model.bpb;
@@ -98,17 +104,17 @@ int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *
         res->seconds = timer_now() - t0;
         return 0;
     }
+    double *p_model = out.nats;
     for (size_t i = 1; i < n_tokens; i++) {
-        nats[i] = exp(-nats[i]);          /* now the transformer's probability of token i */
-        confidence[i] = exp((double)top[i]);   /* and its largest probability there */
+        /* now the sharpened transformer's probability of token i, and of its top token */
+        p_model[i] = exp(-beta * out.nats[i] + (double)out.log_norm[i]);
+        confidence[i] = exp(beta * (double)out.top[i] + (double)out.log_norm[i]);
     }
-    free(top);
     mixture_options o = hybrid_parts_options(h, adapt);
     mixture_totals t;
-    int rc = mixture_score(&o, &h->mx, tokens, n_tokens, nats, confidence, top_id, NULL, &t, fitted, err);
-    free(nats);
-    free(confidence);
-    free(top_id);
+    int rc = mixture_score(&o, &h->mx, tokens, n_tokens, p_model, confidence, out.top_id, NULL, &t, fitted, err);
+    FREE_ALL();
+#undef FREE_ALL
     if (rc)
         return -1;
     res->adapt = adapt;
@@ -123,6 +129,7 @@ int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *
         res->bpb_component[c] = res->present[c] ? t.bits_component[c] / (double)n_bytes : NAN;
         res->mean_weight[c] = t.n_tokens ? t.weight_sum[c] / (double)t.n_tokens : NAN;
     }
+    res->bpb_component[MIX_MODEL] = res->model.bpb;   /* the transformer alone, not sharpened */
     res->mixture_seconds = timer_now() - t1;
     res->seconds = timer_now() - t0;
     if (!isfinite(res->bpb))

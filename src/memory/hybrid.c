@@ -25,7 +25,8 @@ int hybrid_parts_any(const hybrid_parts *h)
 }
 
 int hybrid_parts_load(hybrid_parts *h, const char *run_dir_or_file, int vocab, uint64_t tokenizer_id,
-                      int memory_order, int cache_order, int match_length, double mixer_lr, tempo_error *err)
+                      int memory_order, int cache_order, int match_length, double mixer_lr, double mixer_beta,
+                      tempo_error *err)
 {
     memset(h, 0, sizeof *h);
     h->vocab = vocab;
@@ -64,6 +65,7 @@ int hybrid_parts_load(hybrid_parts *h, const char *run_dir_or_file, int vocab, u
         hybrid_parts_free(h);
         return -1;
     }
+    h->mx.beta = mixer_beta;
     return 0;
 }
 

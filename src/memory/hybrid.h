@@ -29,10 +29,11 @@ typedef struct {
  * match_length > 0 the match model;
  * mixer.json is used when it was fitted for these parts, else (other parts,
  * or an older layout) the weights start equal (mixer_lr is the online rate
- * then); a corrupt mixer.json is an error. Orders of 0 switch a
+ * and mixer_beta the transformer's sharpening then); a corrupt mixer.json is an error. Orders of 0 switch a
  * component off even when the run has it (eval --no-memory, --no-cache). */
 int hybrid_parts_load(hybrid_parts *h, const char *run_dir_or_file, int vocab, uint64_t tokenizer_id,
-                      int memory_order, int cache_order, int match_length, double mixer_lr, tempo_error *err);
+                      int memory_order, int cache_order, int match_length, double mixer_lr, double mixer_beta,
+                      tempo_error *err);
 void hybrid_parts_free(hybrid_parts *h);
 
 /* 1 when h has any component beside the transformer. */

@@ -45,6 +45,7 @@ int mixer_init(mixer *mx, int memory_order, int cache_order, int match, double l
     mx->n_final = MIX_CONFIDENCE_BINS * (memory_order + 1);
     mx->lr = lr;
     mx->lr_final = MIXER_LR_FINAL;
+    mx->beta = 1;
     for (int s = 0; s < MIX_SETS; s++)
         mx->theta[s] = calloc((size_t)mx->n_buckets[s] * MIX_N, sizeof(double));
     mx->phi = calloc((size_t)mx->n_final * MIX_SETS, sizeof(double));
@@ -77,6 +78,7 @@ int mixer_copy(mixer *dst, const mixer *src, tempo_error *err)
     if (mixer_init(dst, src->memory_order, src->cache_order, src->match, src->lr, err))
         return -1;
     dst->lr_final = src->lr_final;
+    dst->beta = src->beta;
     for (int s = 0; s < MIX_SETS; s++)
         memcpy(dst->theta[s], src->theta[s], sizeof(double) * (size_t)src->n_buckets[s] * MIX_N);
     memcpy(dst->phi, src->phi, sizeof(double) * (size_t)src->n_final * MIX_SETS);
@@ -224,6 +226,7 @@ int mixer_save(const mixer *mx, const char *path, tempo_error *err)
     jsonw_field_int(&w, "final_buckets", mx->n_final);
     jsonw_field_number(&w, "lr", mx->lr);
     jsonw_field_number(&w, "lr_final", mx->lr_final);
+    jsonw_field_number(&w, "model_beta", mx->beta);
     jsonw_key(&w, "theta");
     jsonw_array_begin(&w);
     for (int k = 0; k < MIX_SETS; k++)
@@ -288,6 +291,8 @@ int mixer_load(mixer *mx, const char *path, tempo_error *err)
     double ma = json_get_number(v, "match", -1);
     double lr = json_get_number(v, "lr", -1), lr_final = json_get_number(v, "lr_final", -1);
     double nf = json_get_number(v, "final_buckets", -1);
+    const json_value *jb = json_get(v, "model_beta");   /* absent: written before it existed, 1 */
+    double beta = !jb ? 1 : jb->type == JSON_NUMBER ? jb->number : NAN;
     const json_value *nb = json_get(v, "buckets"), *th = json_get(v, "theta");
     if (fmt && !strcmp(fmt, "tempo-mixer") && (version == 1 || version == 2)) {
         tempo_fail(err, "%s: a mixer of an older layout (version %g: one weight set)", path, version);
@@ -310,11 +315,16 @@ int mixer_load(mixer *mx, const char *path, tempo_error *err)
         tempo_fail(err, "%s: lr_final must be a number in 0..10", path);
         goto out;
     }
+    if (!(beta >= MIXER_BETA_MIN && beta <= MIXER_BETA_MAX)) {
+        tempo_fail(err, "%s: model_beta must be a number in %g..%g", path, MIXER_BETA_MIN, MIXER_BETA_MAX);
+        goto out;
+    }
     if (mixer_init(mx, (int)mo, (int)co, (int)ma, lr, err)) {
         tempo_error_prefix(err, path);
         goto out;
     }
     mx->lr_final = lr_final;
+    mx->beta = beta;
     if (!nb || nb->type != JSON_ARRAY || nb->n != MIX_SETS || nf != mx->n_final) {
         tempo_fail(err, "%s: expected buckets [%d,%d,%d] and final_buckets %d", path, mx->n_buckets[0],
                    mx->n_buckets[1], mx->n_buckets[2], mx->n_final);

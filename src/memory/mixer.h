@@ -28,7 +28,10 @@
  * predicted token (calibration.h: one row per match length bin), fitted and
  * saved with the logits; mixture.c applies it after the linear mixture. The
  * top-token stage's map (MIX_TOP_ROWS rows) is held, fitted and saved the
- * same way, with or without the match model. */
+ * same way, with or without the match model. So is beta, the power the
+ * transformer's distribution is raised to (and renormalised) before it is
+ * mixed: a calibrated model's peaks are averaged down by the linear
+ * mixture, and a sharper one mixes better (docs/hybrid_model.md). */
 #ifndef TEMPO_MIXER_H
 #define TEMPO_MIXER_H
 
@@ -58,6 +61,8 @@ typedef struct {
     int n_calib;                    /* calibration rows: MATCH_LEN_BINS with the match model, else 0 */
     double *calib;                  /* [n_calib][CALIB_KNOTS] (calibration.h) */
     double *calib_top;              /* [MIX_TOP_ROWS][CALIB_KNOTS]: the top-token stage (mixture.c) */
+    double beta;                    /* the transformer enters the mixture sharpened: p^beta / sum_v p_v^beta
+                                       (1: as it is; MIXER_BETA_MIN..MIXER_BETA_MAX) */
 } mixer;
 
 /* Where a position stands: one bucket per set and the final one. */
@@ -73,10 +78,14 @@ typedef struct {
     double w[MIX_N];   /* w_i = sum_s v_s set[s][i]: p = sum_i w_i p_i */
 } mixer_blend;
 
+/* The range of mixer.beta (mixer.json's "model_beta", run_config's mixer_beta). */
+#define MIXER_BETA_MIN 0.25
+#define MIXER_BETA_MAX 4.0
+
 /* The final layer's learning rate unless told otherwise. */
 #define MIXER_LR_FINAL 0.02
 
-/* Logits all zero (equal weights), calibration the identity. Orders
+/* Logits all zero (equal weights), calibration the identity, beta 1. Orders
  * 0..NGRAM_MAX_ORDER; match 0 or 1. */
 int mixer_init(mixer *mx, int memory_order, int cache_order, int match, double lr, tempo_error *err);
 void mixer_free(mixer *mx);
@@ -100,7 +109,8 @@ void mixer_learn(mixer *mx, const mixer_context *c, const int present[MIX_N], co
  * of an older layout (versions 1 and 2: one weight set) is refused with -2
  * rather than -1, so a caller may start from equal weights instead. A
  * version 3 file without "calibration" or "calibration_top" (written before
- * they existed) loads with identity maps. */
+ * they existed) loads with identity maps, one without "model_beta" with
+ * beta 1. */
 int mixer_save(const mixer *mx, const char *path, tempo_error *err);
 int mixer_load(mixer *mx, const char *path, tempo_error *err);
 

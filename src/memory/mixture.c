@@ -210,11 +210,31 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
     return pm;
 }
 
-void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t i, const double *p_model,
+void mixture_sharpen(const double *p, int V, double beta, double *out)
+{
+    if (beta == 1) {
+        if (out != p)
+            memcpy(out, p, sizeof(double) * (size_t)V);
+        return;
+    }
+    double top = 0, sum = 0;
+    for (int v = 0; v < V; v++)
+        if (p[v] > top) top = p[v];
+    for (int v = 0; v < V; v++)   /* (p / top)^beta: no underflow of the largest terms */
+        sum += out[v] = p[v] > 0 ? exp(beta * log(p[v] / top)) : 0;
+    for (int v = 0; v < V; v++)
+        out[v] /= sum;
+}
+
+void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t i, const double *p_raw,
                          double *out, double *tmp)
 {
     const int V = s->opt.vocab;
     double *pmem = tmp, *pcache = tmp + V;
+    /* the transformer as the mixture takes it, in out: each entry is read
+     * before it is overwritten below */
+    mixture_sharpen(p_raw, V, s->mx.beta, out);
+    const double *p_model = out;
     double qmatch = 0, confidence = 0;
     mixer_blend bl;
     int32_t predicted = -1;
@@ -229,16 +249,15 @@ void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t 
     }
     if (s->present[MIX_MATCH])   /* q on one id, the rest even: no array needed */
         qmatch = match_model_predict(&s->match, tokens, &predicted);
-    for (int t = 0; t < V; t++)
-        if (p_model[t] > confidence) confidence = p_model[t];
+    int32_t top = 0;   /* the first of the largest entries, as the head finds it from the logits */
+    for (int t = 1; t < V; t++)
+        if (p_raw[t] > p_raw[top]) top = t;
+    confidence = p_model[top];
     mixer_context ctx = mixer_select(&s->mx, s->present[MIX_MEMORY] ? &mm : NULL, s->present[MIX_CACHE] ? &cm : NULL,
                                      s->present[MIX_MATCH] ? match_model_bin(&s->match) : 0, confidence);
     mixer_weights(&s->mx, &ctx, s->present, &bl);
     const double *w = bl.w;
     map_point cal = calib_prepare(s, tokens, i, w, NULL, NULL);
-    int32_t top = 0;
-    for (int t = 1; t < V; t++)
-        if (p_model[t] > p_model[top]) top = t;
     double rest_top = 0;
     for (int t = 0; t < V; t++) {
         double rest = (s->present[MIX_MEMORY] ? w[MIX_MEMORY] * pmem[t] : 0) +
@@ -249,7 +268,7 @@ void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t 
         if (t == top)
             rest_top = rest;
     }
-    map_point tp = top_prepare(s, &cal, top, w[MIX_MODEL], p_model[top], rest_top);
+    map_point tp = top_prepare(s, &cal, top, w[MIX_MODEL], confidence, rest_top);
     for (int t = 0; t < V; t++)
         out[t] = map_apply(&tp, t, out[t]);
 }

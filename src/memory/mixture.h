@@ -18,7 +18,10 @@
  *
  * The transformer's probabilities arrive as numbers, so this file knows
  * nothing of models; eval/hybrid_bpb.c, the ICL engine and generation feed
- * it. */
+ * it. The transformer enters sharpened by the mixer's beta (mixer.h): the
+ * scoring path is given probabilities already sharpened (the model's head
+ * computes the normaliser, model_token_log_norm), the full-distribution
+ * path sharpens the distribution it is given (mixture_sharpen). */
 #ifndef TEMPO_MIXTURE_H
 #define TEMPO_MIXTURE_H
 
@@ -79,7 +82,9 @@ typedef struct {
 /* The mixture's p(tokens[i] | tokens[0..i)) given the transformer's p_model
  * of that token, its confidence (its largest probability at i, which
  * selects mixing weights) and top, the token it gives that probability to
- * (-1: not known; then the top-token stage is skipped); then, if adapting,
+ * (-1: not known; then the top-token stage is skipped), p_model and
+ * confidence already sharpened by the mixer's beta (mixture_sharpen: the
+ * model's head computes them so, model_set_eval_beta); then, if adapting,
  * learn from it. mem is the
  * corpus memory's answer when already computed, else NULL and it is asked
  * here (an answer whose predicted token is not the stream's own prediction
@@ -90,9 +95,10 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
                            int32_t top, const memory_answer *mem, mixture_totals *totals, tempo_error *err);
 
 /* The whole mixed distribution after tokens[0..i) given the transformer's
- * distribution p_model[0..V) (its top token: the first of its largest
- * entries), both stages applied: the distribution whose entry for the true
- * token mixture_stream_step returns. tmp holds 2V doubles. Learns nothing. */
+ * own distribution p_model[0..V) (its top token: the first of its largest
+ * entries), sharpened here by the mixer's beta, both stages applied: the
+ * distribution whose entry for the true token mixture_stream_step returns.
+ * tmp holds 2V doubles. Learns nothing. */
 void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t i, const double *p_model,
                          double *out, double *tmp);
 
@@ -116,6 +122,10 @@ typedef struct {
 int mixture_sampler_init(mixture_sampler *ms, const mixture_options *o, const mixer *initial, tempo_error *err);
 void mixture_sampler_free(mixture_sampler *ms);
 int mixture_sampler_adjust(void *ms, const int32_t *history, int n, float *z, tempo_error *err);
+
+/* out[0..V) = p[v]^beta / sum_u p[u]^beta (out may be p): how the
+ * transformer's distribution enters the mixture (mixer.beta). */
+void mixture_sharpen(const double *p, int V, double beta, double *out);
 
 /* The row of the top-token stage's map (mixer.h, MIX_TOP_ROWS) for a
  * transformer probability p_model_top of its top token top, the match model

@@ -151,6 +151,7 @@ static void carve(model *m, arena_cursor *a)
     m->losses = take(a, N);
     m->top_logprob = take(a, N);
     m->top_id = (int32_t *)(void *)take(a, N);   /* ints in float-sized slots */
+    m->log_norm = take(a, N);
     m->head_scratch = take(a, lm_head_scratch_floats(MODEL_HEAD_CHUNK_ROWS, (int)V));
     m->head_dw = take(a, V * C);
     m->tokens = (int32_t *)take(a, N); /* int32 and float have the same size */
@@ -222,6 +223,8 @@ int model_create(model **out, const model_config *cfg, int max_batch, tempo_erro
     carve(m, &assign);
     m->head_ws.top_logprob = m->top_logprob;
     m->head_ws.top_id = m->top_id;
+    m->head_ws.log_norm = m->log_norm;
+    m->head_ws.beta = 1;
     rope_table_init(m->rope_cos, m->rope_sin, cfg->context, D, cfg->rope_theta);
     m->dims.rope_cos = m->rope_cos;
     m->dims.rope_sin = m->rope_sin;
@@ -266,6 +269,8 @@ int model_num_tensors(const model *m) { return m->n_tensors; }
 const float *model_token_losses(const model *m) { return m->losses; }
 const float *model_token_top_logprob(const model *m) { return m->top_logprob; }
 const int32_t *model_token_top_id(const model *m) { return m->top_id; }
+const float *model_token_log_norm(const model *m) { return m->log_norm; }
+void model_set_eval_beta(model *m, float beta) { m->head_ws.beta = beta > 0 ? beta : 1; }
 void model_set_training(model *m, int training) { m->training = training != 0; }
 
 void model_set_profile(model *m, op_profile *prof)

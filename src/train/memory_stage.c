@@ -197,8 +197,11 @@ int memory_stage_parts(memory_stage *ms, const run_config *cfg, int vocab, hybri
     }
     if (ms->has_fitted)
         return mixer_copy(&h->mx, &ms->fitted, err);
-    return mixer_init(&h->mx, h->has_memory ? h->memory.order : 0, cfg->cache_order, cfg->match_length > 0,
-                      cfg->mixer_lr, err);
+    if (mixer_init(&h->mx, h->has_memory ? h->memory.order : 0, cfg->cache_order, cfg->match_length > 0,
+                   cfg->mixer_lr, err))
+        return -1;
+    h->mx.beta = cfg->mixer_beta;
+    return 0;
 }
 
 double memory_stage_fit_estimate(const run_config *cfg, double step_s, uint64_t tokens_per_step)

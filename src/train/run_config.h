@@ -33,6 +33,7 @@ typedef struct {
     int cache_order;         /* cache of the text being read, orders 1..K; 0 = none */
     int match_length;        /* match model of the text being read: tokens a match starts from; 0 = none */
     double mixer_lr;         /* online learning rate of the mixing weights */
+    double mixer_beta;       /* the transformer's sharpening in the mixture (memory/mixer.h) */
     int mixer_holdout;       /* training tokens kept out of the memory to fit the mixer on; 0 = no fit */
     double memory_train_weight; /* > 0: the transformer trains on -ln(a p + (1-a) p_memory), a = this; 0 = plain */
     int shard_optimizer;     /* ZeRO-1 over ranks: each keeps and updates its share of the optimizer state */

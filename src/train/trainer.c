@@ -349,8 +349,9 @@ static int slice_bpb(run_ctx *c, const run_config *cfg, double *bpb, tempo_error
         return 0;
     }
     memset(c->slice_nats, 0, sizeof(double) * n);
+    bpb_token_out out = {c->slice_nats, NULL, NULL, NULL};
     int ok = bytes > 0 && !bpb_evaluate_part(c->m, c->val_tokens, n, bytes, cfg->model.context, cfg->micro_batch,
-                                             c->rank, c->world, c->slice_nats, NULL, NULL, &r, &e);
+                                             c->rank, c->world, &out, &r, &e);
     double sum = 0;   /* a rank that failed poisons the sum: every rank then reads NaN */
     if (!ok)
         c->slice_nats[0] = NAN;

@@ -165,8 +165,11 @@ static double mixed_nll(const hybrid_parts *h, const int32_t *tok, int pos, cons
     int32_t pred;
     double q = match_model_predict(&mmod, tok, &pred);
     int present[MIX_N] = {1, 1, 1, 1};
+    double pt[11], zsum = 0;   /* the transformer as the mixture takes it: sharpened by beta */
+    for (int v = 0; v < V; v++) zsum += pt[v] = pow(exp(-nll_row[v]), h->mx.beta);
+    for (int v = 0; v < V; v++) pt[v] /= zsum;
     double top = 0;   /* the transformer's confidence selects weights too */
-    for (int v = 0; v < V; v++) if (exp(-nll_row[v]) > top) top = exp(-nll_row[v]);
+    for (int v = 0; v < V; v++) if (pt[v] > top) top = pt[v];
     mixer_blend bl;
     mixer_context ctx = mixer_select(&h->mx, &mm, &cm, match_model_bin(&mmod), top);
     mixer_weights(&h->mx, &ctx, present, &bl);
@@ -184,8 +187,8 @@ static double mixed_nll(const hybrid_parts *h, const int32_t *tok, int pos, cons
     double mix[11] = {0};
     int ttop = 0;
     for (int v = 0; v < V; v++) {
-        mix[v] = w[MIX_MODEL] * exp(-nll_row[v]) + rest[v];
-        if (exp(-nll_row[v]) > exp(-nll_row[ttop])) ttop = v;
+        mix[v] = w[MIX_MODEL] * pt[v] + rest[v];
+        if (pt[v] > pt[ttop]) ttop = v;
     }
     if (mix[ttop] > 0 && mix[ttop] < 1 - 1e-12) {
         double P = mix[ttop];
@@ -230,6 +233,7 @@ static void test_hybrid_matches_reference(void)
     h.match_length = 2;
     h.vocab = V;
     CHECK(mixer_init(&h.mx, 3, 2, 1, 0.1, &err) == 0);
+    h.mx.beta = 1.3;
     for (int i = 0; i < h.mx.n_calib * CALIB_KNOTS; i++)   /* curves far from the identity */
         h.mx.calib[i] = 0.02 + (double)rng_below(&r, 960) / 1000.0;
     for (int i = 0; i < MIX_TOP_ROWS * CALIB_KNOTS; i++)

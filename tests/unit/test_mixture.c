@@ -59,7 +59,10 @@ static void build_memory(ngram_memory *m, int V, int K, uint64_t seed)
     free(x);
 }
 
-static void test_sums_and_consistency(void)
+/* With beta != 1 the transformer enters sharpened: the step is given the
+ * sharpened probabilities (as the head computes them), the full
+ * distribution the transformer's own, and both must agree. */
+static void sums_and_consistency(double beta)
 {
     const int V = 23;
     ngram_memory mem;
@@ -68,6 +71,7 @@ static void test_sums_and_consistency(void)
     mixer mx;
     tempo_error e;
     CHECK(mixer_init(&mx, 3, 3, 1, 0.05, &e) == 0);
+    mx.beta = beta;
     uint64_t r = 17;
     for (int k = 0; k < MIX_TOP_ROWS * CALIB_KNOTS; k++)   /* top-token maps far from the identity */
         mx.calib_top[k] = 0.02 + (double)(lcg(&r) % 960) / 1000.0;
@@ -77,29 +81,48 @@ static void test_sums_and_consistency(void)
     int32_t *x = malloc(sizeof(int32_t) * n);
     make_stream(x, n, V, 4);
     double *pm = malloc(sizeof(double) * V), *out = malloc(sizeof(double) * V), *tmp = malloc(sizeof(double) * 2 * V);
-    double worst_sum = 0, worst_entry = 0;
+    double *ps = malloc(sizeof(double) * V);
+    double worst_sum = 0, worst_entry = 0, worst_sharp = 0;
     for (size_t i = 1; i < n; i++) {
         model_dist(x, i, V, pm);
-        double top = 0;
         int32_t tid = 0;
-        for (int w = 0; w < V; w++) if (pm[w] > top) { top = pm[w]; tid = w; }
+        for (int w = 1; w < V; w++) if (pm[w] > pm[tid]) tid = w;
+        /* the sharpened distribution from its definition (beta 1: the model's own) */
+        double z = 0;
+        for (int w = 0; w < V; w++) z += pow(pm[w], beta);
+        for (int w = 0; w < V; w++) ps[w] = beta == 1 ? pm[w] : pow(pm[w], beta) / z;
         if (i % 37 == 0) {
+            double sh[23], sum_sh = 0;
+            mixture_sharpen(pm, V, beta, sh);
+            for (int w = 0; w < V; w++) {
+                sum_sh += sh[w];
+                if (fabs(sh[w] - ps[w]) > worst_sharp) worst_sharp = fabs(sh[w] - ps[w]);
+            }
+            CHECK(fabs(sum_sh - 1) <= 1e-12);
             mixture_stream_dist(&s, x, i, pm, out, tmp);
             double sum = 0;
             for (int w = 0; w < V; w++) { sum += out[w]; CHECK(out[w] > 0); }
             if (fabs(sum - 1) > worst_sum) worst_sum = fabs(sum - 1);
-            double p = mixture_stream_step(&s, x, i, pm[x[i]], top, tid, NULL, NULL, &e);
+            double p = mixture_stream_step(&s, x, i, ps[x[i]], ps[tid], tid, NULL, NULL, &e);
             if (fabs(p - out[x[i]]) > worst_entry) worst_entry = fabs(p - out[x[i]]);
         } else {
-            mixture_stream_step(&s, x, i, pm[x[i]], top, tid, NULL, NULL, &e);
+            mixture_stream_step(&s, x, i, ps[x[i]], ps[tid], tid, NULL, NULL, &e);
         }
     }
-    CHECK_MSG(worst_sum <= 1e-9, "worst |sum - 1| %g", worst_sum);
-    CHECK_MSG(worst_entry <= 1e-15, "step and dist differ by %g", worst_entry);
+    CHECK_MSG(worst_sum <= 1e-9, "beta %g: worst |sum - 1| %g", beta, worst_sum);
+    CHECK_MSG(worst_sharp <= 1e-15, "beta %g: mixture_sharpen differs from p^beta / sum by %g", beta, worst_sharp);
+    CHECK_MSG(worst_entry <= 1e-15, "beta %g: step and dist differ by %g", beta, worst_entry);
     mixture_stream_free(&s);
     mixer_free(&mx);
     ngram_memory_free(&mem);
-    free(x); free(pm); free(out); free(tmp);
+    free(x); free(pm); free(out); free(tmp); free(ps);
+}
+
+static void test_sums_and_consistency(void)
+{
+    sums_and_consistency(1.0);
+    sums_and_consistency(1.15);
+    sums_and_consistency(0.7);
 }
 
 static void score(const ngram_memory *mem, const mixer *mx, const int32_t *x, size_t n, int V, double *bits)
@@ -272,6 +295,7 @@ static void test_mixer_file(void)
     tempo_error e;
     CHECK(mixer_init(&a, 4, 2, 1, 0.02, &e) == 0);
     a.lr_final = 0.03;
+    a.beta = 1.3;
     for (int k = 0; k < MIX_SETS; k++)
         for (int i = 0; i < a.n_buckets[k] * MIX_N; i++) a.theta[k][i] = ((i + k) % 7) * 0.37 - 1.1;
     for (int i = 0; i < a.n_final * MIX_SETS; i++) a.phi[i] = (i % 5) * 0.21 - 0.4;
@@ -281,7 +305,7 @@ static void test_mixer_file(void)
     CHECK(mixer_save(&a, path, &e) == 0);
     CHECK_MSG(mixer_load(&b, path, &e) == 0, "%s", e.msg);
     CHECK(b.memory_order == 4 && b.cache_order == 2 && b.match == 1 && b.n_final == a.n_final && b.lr == a.lr &&
-          b.lr_final == a.lr_final);
+          b.lr_final == a.lr_final && b.beta == a.beta);
     for (int k = 0; k < MIX_SETS; k++)
         CHECK(b.n_buckets[k] == a.n_buckets[k] &&
               !memcmp(a.theta[k], b.theta[k], sizeof(double) * (size_t)a.n_buckets[k] * MIX_N));
@@ -300,6 +324,7 @@ static void test_mixer_file(void)
     write_text(path, good);
     CHECK_MSG(mixer_load(&b, path, &e) == 0, "%s", e.msg);
     CHECK(b.theta[2][15] == 4 && b.phi[11] == 3 && b.n_calib == 0);
+    CHECK(b.beta == 1);   /* no model_beta: written before it existed */
     mixer_free(&b);
     /* with the match model: a file without "calibration" and "calibration_top"
      * (written before they existed) loads the identity; one with them, their rows */
@@ -374,6 +399,10 @@ static void test_mixer_file(void)
         HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":0.1,\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 "}",
         HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":0.1,\"lr_final\":0.02,\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 ",\"calibration\":[]}",
         HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":-1,\"lr_final\":0.02,\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 "}",
+        /* a sharpening out of range or not a number */
+        HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":0.1,\"lr_final\":0.02,\"model_beta\":0,\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 "}",
+        HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":0.1,\"lr_final\":0.02,\"model_beta\":4.5,\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 "}",
+        HEAD "\"buckets\":[16,4,4],\"final_buckets\":4,\"lr\":0.1,\"lr_final\":0.02,\"model_beta\":\"2\",\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 "}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_text(path, bad[i]);

@@ -489,19 +489,24 @@ static void head_case(int N, int C, int V, float cap, int chunk, int fd)
                 memcpy(dw5, dw4, sizeof(float) * nw);
             else
                 CHECK(max_abs_diff(dw4, dw5, nw) == 0);
-            float *top = malloc(sizeof(float) * N);
+            float *top = malloc(sizeof(float) * N), *log_norm = malloc(sizeof(float) * N);
             int32_t *top_id = malloc(sizeof(int32_t) * N);
-            for (int n = 0; n < N; n++) top_id[n] = -7;
-            ws.top_id = top_id;   /* a training call leaves the ids alone */
+            for (int n = 0; n < N; n++) top_id[n] = -7, log_norm[n] = -7;
+            ws.top_id = top_id;   /* a training call leaves the ids and log_norm alone */
+            ws.log_norm = log_norm;
+            ws.beta = 1.3f;
             lm_head_loss_forward_backward(l4, dx4, dw4, x, w, tg, N, C, V, cap, scale, scratch, chunk, &ws);
-            for (int n = 0; n < N; n++) CHECK(top_id[n] == -7);
+            for (int n = 0; n < N; n++) CHECK(top_id[n] == -7 && log_norm[n] == -7);
             memcpy(dw4, dw5, sizeof(float) * nw);
             ws.top_logprob = top;   /* the confidence output: max z - logsumexp z, per row */
+            double beta = rep == 0 ? 1.3 : 1.0;   /* -ln sum p^beta, per row (beta 1: 0) */
+            ws.beta = (float)beta;
             lm_head_loss_forward(l4, x, w, tg, N, C, V, cap, scratch, chunk, &ws);
             ws.top_logprob = NULL;
             ws.top_id = NULL;
-            CHECK(max_abs_diff(l4, l1, N) == 0);
-            double worst = 0, worst_id = 0;
+            ws.log_norm = NULL;
+            CHECK(max_abs_diff(l4, l1, N) == 0);   /* the losses are the model's own, whatever beta */
+            double worst = 0, worst_id = 0, worst_norm = 0;
             for (int n = 0; n < N; n++) {
                 double mx = -INFINITY, sum = 0, *z = malloc(sizeof(double) * V);
                 for (int v = 0; v < V; v++) {
@@ -510,8 +515,10 @@ static void head_case(int N, int C, int V, float cap, int chunk, int fd)
                     z[v] = cap > 0 ? cap * tanh(d / cap) : d;
                     if (z[v] > mx) mx = z[v];
                 }
-                for (int v = 0; v < V; v++) sum += exp(z[v] - mx);
+                double sum_b = 0;
+                for (int v = 0; v < V; v++) sum += exp(z[v] - mx), sum_b += exp(beta * (z[v] - mx));
                 worst = fmax(worst, fabs(top[n] - (-log(sum))));
+                worst_norm = fmax(worst_norm, fabs(log_norm[n] - (beta * log(sum) - log(sum_b))));
                 /* the id holds the largest logit (to float rounding: ties may break either way) */
                 CHECK(top_id[n] >= 0 && top_id[n] < V);
                 if (top_id[n] >= 0 && top_id[n] < V) worst_id = fmax(worst_id, mx - z[top_id[n]]);
@@ -519,7 +526,10 @@ static void head_case(int N, int C, int V, float cap, int chunk, int fd)
             }
             CHECK_MSG(worst < 1e-4, "top_logprob N=%d V=%d cap=%g: error %g", N, V, cap, worst);
             CHECK_MSG(worst_id < 1e-4, "top_id N=%d V=%d cap=%g: logit %g below the largest", N, V, cap, worst_id);
+            CHECK_MSG(worst_norm < 1e-4 && (rep == 0 || worst_norm == 0), "log_norm N=%d V=%d cap=%g beta=%g: error %g",
+                      N, V, cap, beta, worst_norm);
             free(top);
+            free(log_norm);
             free(top_id);
         }
         lm_head_workspace_free(&ws);

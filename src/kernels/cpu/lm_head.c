@@ -74,24 +74,37 @@ const lm_head_row_ops lm_head_row_ops_portable = {softcap_portable, max_portable
                                                   exp_sum_portable, scale_portable,
                                                   cap_grad_portable, index_of_portable};
 
-/* One row of logits z [V] (raw x.w): returns the loss; if want_grad, rewrites
+/* One row n of logits z [V] (raw x.w): returns the loss; if want_grad, rewrites
  * z in place into scale * (softmax - onehot) * dcap. The loss does not depend
- * on want_grad. With mix_b >= 0 (training inside a mixture, see
- * lm_head_workspace) the scale is multiplied by a p / (a p + mix_b), p the
- * target's probability: the gradient of -ln(a p + mix_b). */
+ * on want_grad. ws (may be NULL) says what else to write for row n (its
+ * top_logprob, top_id, log_norm) and, with mix_b set (training inside a
+ * mixture), multiplies the scale by a p / (a p + mix_b[n]), p the target's
+ * probability: the gradient of -ln(a p + mix_b[n]). */
 static float row_loss(const lm_head_row_ops *ops, float *z, int V, int target, float cap,
-                      int want_grad, float scale, float mix_a, float mix_b, float *top, int32_t *top_id)
+                      int want_grad, float scale, const lm_head_workspace *ws, int n)
 {
     if (cap > 0)
         ops->softcap(z, V, cap);
     float mx = ops->max(z, V);
-    if (top_id && !want_grad)   /* the first id holding the largest logit */
-        *top_id = ops->index_of(z, V, mx);
+    if (ws && ws->top_id && !want_grad)   /* the first id holding the largest logit */
+        ws->top_id[n] = ops->index_of(z, V, mx);
     float zt = z[target];
     double sum = ops->exp_sum(z, V, mx, want_grad && cap == 0); /* keep exp(z - mx) */
     float lse = mx + (float)log(sum);
-    if (top)
-        *top = mx - lse;
+    if (ws && ws->top_logprob)
+        ws->top_logprob[n] = mx - lse;
+    if (ws && ws->log_norm && !want_grad) {
+        /* -ln sum_v p_v^beta = beta ln sum_v e^(z_v - mx) - ln sum_v e^(beta (z_v - mx));
+         * z is the caller's scratch and no gradient is asked: scale it in place */
+        float beta = ws->beta;
+        if (beta == 1.0f || !(beta > 0)) {   /* unset (0) counts as 1 */
+            ws->log_norm[n] = 0;
+        } else {
+            ops->scale(z, V, beta);
+            ws->log_norm[n] = (float)(beta * log(sum) - log(ops->exp_sum(z, V, beta * mx, 0)));
+        }
+    }
+    float mix_a = ws ? ws->mix_a : 1, mix_b = ws && ws->mix_b ? ws->mix_b[n] : -1;
     if (want_grad && mix_b >= 0) {
         double ap = mix_a * exp((double)zt - (double)lse);
         scale *= (float)(ap / (ap + mix_b));
@@ -203,10 +216,7 @@ static void chunks_on_thread(const head_gemms *h, const lm_head_row_ops *ops, in
         logits(h, R, xc, z);
         for (int r = 0; r < R; r++)
             losses[n0 + r] = row_loss(ops, z + (size_t)r * V, V, targets[n0 + r], softcap,
-                                      dx != NULL, grad_scale, h->ws ? h->ws->mix_a : 1,
-                                      h->ws && h->ws->mix_b ? h->ws->mix_b[n0 + r] : -1,
-                                      h->ws && h->ws->top_logprob ? &h->ws->top_logprob[n0 + r] : NULL,
-                                      h->ws && h->ws->top_id ? &h->ws->top_id[n0 + r] : NULL);
+                                      dx != NULL, grad_scale, h->ws, n0 + r);
         if (dx) {
             input_grad(h, R, z, dx + (size_t)n0 * C);
             weight_grad(h, R, z, xc, dw);
@@ -266,10 +276,7 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
 #pragma omp parallel for schedule(static)
         for (int r = 0; r < R; r++)
             losses[n0 + r] = row_loss(ops, scratch + (size_t)r * V, V, targets[n0 + r], softcap,
-                                      want_grad, grad_scale, ws ? ws->mix_a : 1,
-                                      ws && ws->mix_b ? ws->mix_b[n0 + r] : -1,
-                                      ws && ws->top_logprob ? &ws->top_logprob[n0 + r] : NULL,
-                                      ws && ws->top_id ? &ws->top_id[n0 + r] : NULL);
+                                      want_grad, grad_scale, ws, n0 + r);
         if (want_grad) {
             input_grad(&h, R, scratch, dx + (size_t)n0 * C);
             weight_grad(&h, R, scratch, xc, dw);

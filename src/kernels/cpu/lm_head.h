@@ -61,6 +61,13 @@ typedef struct {
      * candidate of the hybrid model's top-token calibration (memory/mixture.h).
      * Costs a scan of the row up to that id. */
     int32_t *top_id;
+    /* When set, and only in evaluation, row n's -ln sum_v p_v^beta (p its
+     * softmax; 0 when beta is 1, or 0 for unset) goes to log_norm[n], so that the sharpened
+     * distribution the hybrid model mixes (mixer.h, beta) is
+     * p^beta / sum p^beta = exp(beta ln p + log_norm[n]) for any token.
+     * Costs a scaling and a second exponential pass of the row. */
+    float *log_norm;
+    float beta;
 } lm_head_workspace;
 void lm_head_workspace_free(lm_head_workspace *ws); /* all but *gemm */
 

@@ -1,0 +1,130 @@
+/* test_hybrid_bpb.c - the hybrid model's bits per byte (eval/hybrid_bpb.c)
+ * equal a recomputation from full distributions: a small model reads a
+ * stream in one window; at each position the reference takes the
+ * transformer's whole distribution (one forward per vocabulary entry), the
+ * mixture's whole distribution from it (mixture_stream_dist, which
+ * sharpens the transformer by the mixer's beta itself) and the true token's
+ * entry, then lets the stream learn as the evaluation does. The evaluation
+ * gets the sharpened probabilities another way, from the head's per-row
+ * -ln sum p^beta (model_token_log_norm), so this proves that path, for beta
+ * 1 and beta 1.3; and the transformer's own figure stays the unsharpened
+ * one. */
+#include "test.h"
+
+#include <math.h>
+
+#include "core/rng.h"
+#include "eval/bpb.h"
+#include "eval/hybrid_bpb.h"
+#include "memory/hybrid.h"
+#include "memory/mixture.h"
+#include "model/model.h"
+
+enum { V = 11, T = 40 };
+
+static model_config config(void)
+{
+    model_config c;
+    memset(&c, 0, sizeof c);
+    c.vocab_size = V;
+    c.context = T;
+    c.d_model = 16;
+    c.n_layers = 2;
+    c.n_heads = 2;
+    c.n_kv_heads = 1;
+    c.d_ff = 32;
+    c.mlp = MLP_RELU2;
+    c.tied_head = 1;
+    c.rope_theta = 10000;
+    c.norm_eps = 1e-5f;
+    c.init_std = 0.5f;
+    return c;
+}
+
+/* p[t * V + v] = p(v | tokens[0..t]) by one forward of V copies. */
+static void full_dist(model *m, const int32_t *tokens, double *p)
+{
+    int32_t in[V * T], tg[V * T];
+    for (int v = 0; v < V; v++)
+        for (int t = 0; t < T; t++) {
+            in[v * T + t] = tokens[t];
+            tg[v * T + t] = v;
+        }
+    model_forward(m, in, tg, V, T);
+    const float *l = model_token_losses(m);
+    for (int v = 0; v < V; v++)
+        for (int t = 0; t < T; t++)
+            p[t * V + v] = exp(-(double)l[v * T + t]);
+}
+
+static void check_beta(double beta)
+{
+    model_config c = config();
+    model *m;
+    tempo_error err;
+    CHECK(model_create(&m, &c, c.vocab_size, &err) == 0);
+    model_init(m, 5);
+    model_set_training(m, 0);
+    rng_state r;
+    rng_seed(&r, 3);
+    int32_t stream[2000];
+    for (int i = 0; i < 2000; i++)
+        stream[i] = i >= 3 && rng_below(&r, 2) ? stream[i - 3] : (int32_t)rng_below(&r, V);
+    hybrid_parts h;
+    memset(&h, 0, sizeof h);
+    ngram_stream st = {stream, 4, 2000};   /* int32 ids */
+    CHECK(ngram_memory_init(&h.memory, V, 3, 1, &err) == 0 && ngram_memory_build(&h.memory, &st, 1, &err) == 0);
+    h.has_memory = 1;
+    h.cache_order = 2;
+    h.match_length = 2;
+    h.vocab = V;
+    CHECK(mixer_init(&h.mx, 3, 2, 1, 0.3, &err) == 0);
+    h.mx.beta = beta;
+    for (int i = 0; i < MIX_TOP_ROWS * CALIB_KNOTS; i++)   /* a top-token map far from the identity */
+        h.mx.calib_top[i] = 0.02 + (double)rng_below(&r, 960) / 1000.0;
+    /* the text: T + 1 tokens, so one window of the model's context scores them all */
+    int32_t text[T + 1];
+    for (int i = 0; i <= T; i++)
+        text[i] = stream[500 + i];
+    uint64_t n_bytes = 100;
+    hybrid_bpb_result res;
+    CHECK_MSG(hybrid_bpb_evaluate(m, &h, 1, text, T + 1, n_bytes, T, 1, NULL, &res, &err) == 0, "%s", err.msg);
+    bpb_result own;
+    CHECK(bpb_evaluate(m, text, T + 1, n_bytes, T, 1, &own, &err) == 0);
+    CHECK_MSG(res.bpb_component[MIX_MODEL] == own.bpb, "beta %g: the transformer alone %.9f, its own figure %.9f",
+              beta, res.bpb_component[MIX_MODEL], own.bpb);
+
+    /* the reference: whole distributions at every position, learning as the evaluation does */
+    static double p[T * V];
+    full_dist(m, text, p);
+    mixture_options o = hybrid_parts_options(&h, 1);
+    mixture_stream s;
+    CHECK(mixture_stream_init(&s, &o, &h.mx, &err) == 0);
+    double out[V], tmp[2 * V], sharp[V], bits = 0;
+    for (int i = 1; i <= T; i++) {
+        const double *pi = p + (size_t)(i - 1) * V;
+        mixture_stream_dist(&s, text, (size_t)i, pi, out, tmp);
+        bits -= log2(out[text[i]]);
+        int32_t top = 0;
+        for (int v = 1; v < V; v++) if (pi[v] > pi[top]) top = v;
+        mixture_sharpen(pi, V, beta, sharp);
+        CHECK(mixture_stream_step(&s, text, (size_t)i, sharp[text[i]], sharp[top], top, NULL, NULL, &err) > 0);
+    }
+    mixture_stream_free(&s);
+    double want = bits / (double)n_bytes;
+    CHECK_MSG(fabs(res.bpb - want) < 1e-5 * want, "beta %g: evaluation %.9f, reference %.9f", beta, res.bpb, want);
+    hybrid_parts_free(&h);
+    model_free(m);
+}
+
+static void test_sharpened_matches_full_distributions(void)
+{
+    check_beta(1.0);
+    check_beta(1.3);
+}
+
+int main(void)
+{
+    RUN(test_sharpened_matches_full_distributions);
+    return test_summary("test_hybrid_bpb");
+}
