@@ -19,47 +19,21 @@
 #include "memory/hybrid.h"
 #include "memory/mixture.h"
 #include "model/model.h"
+#include "small_model.h"
 
-enum { V = 11, T = 40 };
+enum { V = SMALL_V, T = SMALL_T };
 
-static model_config config(void)
-{
-    model_config c;
-    memset(&c, 0, sizeof c);
-    c.vocab_size = V;
-    c.context = T;
-    c.d_model = 16;
-    c.n_layers = 2;
-    c.n_heads = 2;
-    c.n_kv_heads = 1;
-    c.d_ff = 32;
-    c.mlp = MLP_RELU2;
-    c.tied_head = 1;
-    c.rope_theta = 10000;
-    c.norm_eps = 1e-5f;
-    c.init_std = 0.5f;
-    return c;
-}
-
-/* p[t * V + v] = p(v | tokens[0..t]) by one forward of V copies. */
+/* p[t * V + v] = p(v | tokens[0..t]) for the T positions of tokens. */
 static void full_dist(model *m, const int32_t *tokens, double *p)
 {
-    int32_t in[V * T], tg[V * T];
-    for (int v = 0; v < V; v++)
-        for (int t = 0; t < T; t++) {
-            in[v * T + t] = tokens[t];
-            tg[v * T + t] = v;
-        }
-    model_forward(m, in, tg, V, T);
-    const float *l = model_token_losses(m);
-    for (int v = 0; v < V; v++)
-        for (int t = 0; t < T; t++)
-            p[t * V + v] = exp(-(double)l[v * T + t]);
+    small_model_full_nll(m, tokens, T, p);
+    for (int k = 0; k < T * V; k++)
+        p[k] = exp(-p[k]);
 }
 
 static void check_beta(double beta)
 {
-    model_config c = config();
+    model_config c = small_model_config();
     model *m;
     tempo_error err;
     CHECK(model_create(&m, &c, c.vocab_size, &err) == 0);

@@ -18,48 +18,13 @@
 #include "memory/mixer.h"
 #include "memory/mixture.h"
 #include "model/model.h"
-
-static model_config config(void)
-{
-    model_config c;
-    memset(&c, 0, sizeof c);
-    c.vocab_size = 11; /* small: argmax matches happen */
-    c.context = 40;
-    c.d_model = 16;
-    c.n_layers = 2;
-    c.n_heads = 2;
-    c.n_kv_heads = 1;
-    c.d_ff = 32;
-    c.mlp = MLP_RELU2;
-    c.tied_head = 1;
-    c.rope_theta = 10000;
-    c.norm_eps = 1e-5f;
-    c.init_std = 0.5f;
-    return c;
-}
-
-/* nll[t * V + v] = -ln p(v | tokens[0..t]) by one forward of V copies. */
-static void full_nll(model *m, const int32_t *tokens, int T, double *nll)
-{
-    int V = model_get_config(m)->vocab_size;
-    int32_t in[11 * 40], tg[11 * 40];
-    for (int v = 0; v < V; v++)
-        for (int t = 0; t < T; t++) {
-            in[v * T + t] = tokens[t];
-            tg[v * T + t] = v;
-        }
-    model_forward(m, in, tg, V, T);
-    const float *l = model_token_losses(m);
-    for (int v = 0; v < V; v++)
-        for (int t = 0; t < T; t++)
-            nll[t * V + v] = l[v * T + t];
-}
+#include "small_model.h"
 
 #define NREQ 14
 
 static void test_matches_full_forward(void)
 {
-    model_config c = config();
+    model_config c = small_model_config();
     model *m;
     tempo_error err;
     CHECK(model_create(&m, &c, c.vocab_size, &err) == 0);
@@ -92,7 +57,7 @@ static void test_matches_full_forward(void)
     for (int g = 0; g < 4; g++) {
         int i = make_greedy[g];
         for (int t = start[i]; t < len[i]; t++) {
-            full_nll(m, tok[i], t, nll);
+            small_model_full_nll(m, tok[i], t, nll);
             int best = 0;
             for (int v = 1; v < V; v++)
                 if (nll[(t - 1) * V + v] < nll[(t - 1) * V + best])
@@ -103,7 +68,7 @@ static void test_matches_full_forward(void)
     double want[NREQ];
     int want_arg[NREQ];
     for (int i = 0; i < NREQ; i++) {
-        full_nll(m, tok[i], len[i], nll);
+        small_model_full_nll(m, tok[i], len[i], nll);
         want[i] = 0;
         want_arg[i] = 1;
         for (int t = start[i] - 1; t < len[i] - 1; t++) {
@@ -211,7 +176,7 @@ static double mixed_nll(const hybrid_parts *h, const int32_t *tok, int pos, cons
 
 static void test_hybrid_matches_reference(void)
 {
-    model_config c = config();
+    model_config c = small_model_config();
     model *m;
     tempo_error err;
     CHECK(model_create(&m, &c, c.vocab_size, &err) == 0);
@@ -258,7 +223,7 @@ static void test_hybrid_matches_reference(void)
     double nll[40 * 11], want[N];
     int want_arg[N], argmax_seen = 0;
     for (int i = 0; i < N; i++) {
-        full_nll(m, tok[i], len[i], nll);
+        small_model_full_nll(m, tok[i], len[i], nll);
         want[i] = 0;
         want_arg[i] = 1;
         for (int t = start[i] - 1; t < len[i] - 1; t++) {
@@ -291,7 +256,7 @@ static void test_hybrid_matches_reference(void)
 
 static void test_bad_requests(void)
 {
-    model_config c = config();
+    model_config c = small_model_config();
     model *m;
     tempo_error err;
     CHECK(model_create(&m, &c, 1, &err) == 0);
