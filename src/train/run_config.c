@@ -39,7 +39,7 @@ static const key_def KEYS[] = {
     {"n_kv_heads", K_INT, F(model.n_kv_heads), 0, 1024, 0, "key/value heads (GQA); 0 = n_heads"},
     {"d_ff", K_INT, F(model.d_ff), 0, 1 << 20, 0, "MLP hidden width; 0 = 4*d_model (relu2) or 8/3*d_model (swiglu)"},
     {"mlp", K_MLP, F(model.mlp), 0, 0, MLP_SWIGLU, "relu2 | swiglu"},
-    {"qk_norm", K_BOOL, F(model.qk_norm), 0, 1, 0, "RMSNorm on queries and keys"},
+    {"qk_norm", K_BOOL, F(model.qk_norm), 0, 1, 1, "RMSNorm on queries and keys"},
     {"tied_head", K_BOOL, F(model.tied_head), 0, 1, 1, "output head shares the token embedding"},
     {"logit_softcap", K_FLOAT, F(model.logit_softcap), 0, 1e6, 0, "c*tanh(z/c) on logits; 0 = off"},
     {"rope_theta", K_FLOAT, F(model.rope_theta), 1, 1e9, 10000, "rotary base"},
