@@ -17,6 +17,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/json_write.h"
+#include "memory/mixer.h"
 
 typedef enum { K_INT, K_FLOAT, K_DOUBLE, K_BOOL, K_MLP, K_OPTIMIZER } key_type;
 
@@ -73,7 +74,7 @@ static const key_def KEYS[] = {
     {"cache_order", K_INT, F(cache_order), 0, 8, 8, "cache of the text being read, orders 1..K; 0 = none"},
     {"match_length", K_INT, F(match_length), 0, 64, 2, "match model of the text being read: tokens a match starts from; 0 = none"},
     {"mixer_lr", K_DOUBLE, F(mixer_lr), 0, 10, 0.3, "online learning rate of the mixing weights"},
-    {"mixer_beta", K_DOUBLE, F(mixer_beta), 0.25, 4, 1.15,
+    {"mixer_beta", K_DOUBLE, F(mixer_beta), MIXER_BETA_MIN, MIXER_BETA_MAX, 1.15,
      "the transformer enters the mixture sharpened, p^beta / sum p^beta (1 = as it is); kept in mixer.json"},
     {"mixer_holdout", K_INT, F(mixer_holdout), 0, 1 << 30, 65536, "training tokens kept out of the memory to fit the mixer"},
     {"memory_train_weight", K_DOUBLE, F(memory_train_weight), 0, 1, 0,
