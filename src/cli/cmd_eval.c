@@ -25,7 +25,8 @@
 static int takes_value(const char *flag)
 {
     static const char *const flags[] = {"--model", "--data", "--text", "--stride", "--batch", "--threads",
-                                        "--phase", "--tasks", "--limit", "--out", "--cache-order", "--match-length"};
+                                        "--phase", "--tasks", "--limit", "--out", "--cache-order", "--match-length",
+                                        "--adapt-lr"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (!strcmp(flag, flags[i]))
             return 1;
@@ -37,6 +38,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: tempo eval --model RUN_DIR (--data DATA_DIR | --text FILE) [--stride N] [--batch N] [--threads N]\n"
         "                  [--no-memory] [--no-cache] [--no-adapt] [--cache-order K] [--match-length N]\n"
+        "                  [--adapt-lr R]\n"
         "  --model RUN_DIR   a run folder (its model.safetensors), a .safetensors file, or a GGUF file\n"
         "                    of llama/qwen3 with a tempo tokenizer (F32/F16/Q8_0, e.g. from tempo export)\n"
         "  --data DATA_DIR   score DATA_DIR/val.tok (must use the model's tokenizer)\n"
@@ -47,10 +49,14 @@ static void usage(FILE *f)
         "  --cache-order K, --match-length N  use a cache of order K / a match model of N tokens instead of\n"
         "                    the run's own (0 = none); they need no training: any model can read with them\n"
         "                    (the mixer's weights then start equal unless mixer.json was fitted for them)\n"
-        "  --no-adapt        freeze the cache (empty) and the mixer's weights (no learning while reading)\n"
+        "  --no-adapt        freeze the cache (empty), the mixer's weights and the transformer (no learning\n"
+        "                    while reading)\n"
+        "  --adapt-lr R      the transformer's learning rate while reading instead of the run's adapt_lr\n"
+        "                    (0 = frozen): after every context of scored tokens it takes one plain SGD step\n"
+        "                    on them (dynamic evaluation); the windows then run one at a time, in order\n"
         "A run trained with memory_order/cache_order > 0 is a mixture of the transformer, the count memory and\n"
         "the cache (DESIGN.md section 6); the text is read in order, each token scored before the cache and the\n"
-        "mixer learn from it. The transformer enters the mixture sharpened, p^beta / sum p^beta (beta: mixer.json's\n"
+        "mixer (and, with adapt_lr > 0, the transformer) learn from it. The transformer enters the mixture sharpened, p^beta / sum p^beta (beta: mixer.json's\n"
         "model_beta, else the run's mixer_beta). The JSON gives the mixture's bpb, bpb_linear (the same before the\n"
         "calibration stages: docs/hybrid_model.md), under \"components\" each one's bpb alone (the transformer\n"
         "unsharpened) and its mean weight; model_seconds is the transformer's share of seconds.\n"
@@ -202,6 +208,8 @@ int cmd_eval(int argc, char **argv)
             if (a[2] == 's') stride = (int)x;
             else if (a[2] == 'b') batch = (int)x;
             else threads = (int)x;
+        } else if (!strcmp(a, "--adapt-lr")) {
+            if (cli_parse_real(a, v, 0, 10, 0, &use.adapt_lr)) return 2;
         } else if (!strcmp(a, "--cache-order") || !strcmp(a, "--match-length")) {
             long long x;
             if (cli_parse_int(a, v, 0, a[2] == 'c' ? NGRAM_MAX_ORDER : 64, &x)) return 2;

@@ -28,7 +28,7 @@ static void usage(FILE *f)
         "  --grace D          SIGTERM -> SIGKILL delay at the deadline (default 5s)\n"
         "  --log-bytes SIZE   per output stream: keep the first SIZE and the last SIZE/4 bytes (default 1M)\n"
         "  --flood-bytes SIZE output beyond this fails the run as flooding (default 64M)\n"
-        "  --eval-timeout D   limit on each evaluation of a model (default: the budget, at least 5m)\n"
+        "  --eval-timeout D   limit on each evaluation of a model (default: the budget, at least 10m)\n"
         "  --db FILE          the leaderboard (default leaderboard.sqlite)\n"
         "  --work DIR         run folders and the training-data cache (default runs/judge)\n"
         "  --corpus DIR       training files train*.txt[.xz]/train*.jsonl[.xz] (default $TEMPO_DATA/corpus)\n"

@@ -7,6 +7,10 @@
 
 #include "core/timer.h"
 
+static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride,
+                            int batch, int part, int parts, double lr, const bpb_token_out *out, bpb_result *res,
+                            tempo_error *err);
+
 int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
                  bpb_result *res, tempo_error *err)
 {
@@ -22,6 +26,49 @@ int bpb_evaluate_tokens(model *m, const int32_t *tokens, size_t n_tokens, uint64
 int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
                       int part, int parts, const bpb_token_out *out, bpb_result *res, tempo_error *err)
 {
+    return evaluate_windows(m, tokens, n_tokens, n_bytes, stride, batch, part, parts, 0, out, res, err);
+}
+
+int bpb_evaluate_adaptive(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, double lr,
+                          const bpb_token_out *out, bpb_result *res, tempo_error *err)
+{
+    if (!(lr >= 0) || !isfinite(lr))
+        return tempo_fail(err, "evaluation: the reading learning rate must be a finite number >= 0, not %g", lr);
+    size_t n = model_num_params(m);
+    float *saved = malloc(sizeof(float) * (n ? n : 1));
+    if (!saved)
+        return tempo_fail(err, "evaluation: out of memory for a copy of the %zu parameters", n);
+    memcpy(saved, model_params(m), sizeof(float) * n);
+    int rc = evaluate_windows(m, tokens, n_tokens, n_bytes, stride, 1, 0, 1, lr, out, res, err);
+    memcpy(model_params(m), saved, sizeof(float) * n);   /* the model as it was trained */
+    model_zero_grad(m);
+    free(saved);
+    return rc;
+}
+
+/* One SGD step of rate lr on the mean cross-entropy of the window the
+ * model's last forward scored (one row: inputs tokens[e-T..e), targets
+ * (e-T..e]): the backward pass reuses that forward's activations (after an
+ * evaluation-mode forward it recomputes the head's pass, model.h). */
+static void adapt_step(model *m, double lr)
+{
+    model_zero_grad(m);
+    model_backward(m);
+    float *p = model_params(m);
+    const float *g = model_grads(m);
+    size_t n = model_num_params(m);
+    float r = (float)lr;
+#pragma omp parallel for schedule(static)
+    for (size_t k = 0; k < n; k++)
+        p[k] -= r * g[k];
+}
+
+/* The windows of part `part` of `parts`; with lr > 0 (one part, one window
+ * per forward) the model learns as it reads (bpb_evaluate_adaptive). */
+static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride,
+                            int batch, int part, int parts, double lr, const bpb_token_out *out, bpb_result *res,
+                            tempo_error *err)
+{
     static const bpb_token_out none = {NULL, NULL, NULL, NULL};
     if (!out)
         out = &none;
@@ -36,7 +83,7 @@ int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t
         T = (int)(n_tokens - 1);
     if (stride <= 0 || stride > T)
         stride = T;
-    if (batch < 1)
+    if (batch < 1 || lr > 0)
         batch = 1;
     int32_t *in = malloc(sizeof(int32_t) * (size_t)batch * T);
     int32_t *tg = malloc(sizeof(int32_t) * (size_t)batch * T);
@@ -51,7 +98,8 @@ int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t
     size_t prev_end = 0;          /* targets 1..prev_end are scored */
     double nats = 0;
     uint64_t scored = 0, window = 0;
-    if (parts < 1 || part < 0 || part >= parts)
+    size_t learned_end = 0;       /* lr > 0: targets 1..learned_end have been learned from */
+    if (parts < 1 || part < 0 || part >= parts || lr > 0)
         parts = 1, part = 0;
     while (prev_end < last) {
         int rows = 0;
@@ -90,6 +138,12 @@ int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t
                     out->log_norm[i] = log_norm[at];
                 scored++;
             }
+        /* score first, then learn: the step reads the window just scored (one row, targets up to
+         * prev_end), every target of which is scored now */
+        if (lr > 0 && (prev_end - learned_end >= (size_t)T || prev_end == last)) {
+            adapt_step(m, lr);
+            learned_end = prev_end;
+        }
     }
     model_set_training(m, 1);
     if (out->nats)

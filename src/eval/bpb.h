@@ -62,6 +62,21 @@ int bpb_evaluate_tokens(model *m, const int32_t *tokens, size_t n_tokens, uint64
 int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
                       int part, int parts, const bpb_token_out *out, bpb_result *res, tempo_error *err);
 
+/* bpb_evaluate_tokens with a model that learns as it reads (dynamic
+ * evaluation; DESIGN.md section 6's rule: score first, then learn): the
+ * windows run one at a time, in order, and whenever the scored targets
+ * reach T (the window length) past the last step's, the model takes one
+ * plain SGD step of rate lr on the mean cross-entropy of the T targets
+ * ending there, every one of them already scored. So a token's figures
+ * depend only on the tokens before it, and each target is learned from
+ * once (the first window's T, then every T/stride-th window's). lr = 0
+ * reads frozen, one window per forward. A step is the backward pass of
+ * the window just scored (its forward is not run again). The parameters
+ * are restored bit for bit on return (the gradients are left zero). A
+ * negative or non-finite lr: -1. */
+int bpb_evaluate_adaptive(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, double lr,
+                          const bpb_token_out *out, bpb_result *res, tempo_error *err);
+
 /* Bytes of text that tokens[0..n) stand for under tok (separators: none);
  * exact, so a prefix of a stream can be scored honestly. */
 uint64_t bpb_count_bytes(const tokenizer *tok, const int32_t *tokens, size_t n);

@@ -30,6 +30,7 @@ int eval_bpb_report_json(const eval_bpb_report *r, strbuf *out, tempo_error *err
     jsonw_field_int(&w, "cache_order", r->cache_order);
     jsonw_field_int(&w, "match_length", r->match_length);
     jsonw_field_bool(&w, "adapt", r->adapt);
+    jsonw_field_number(&w, "adapt_lr", r->adapt_lr);
     jsonw_field_string(&w, "mixer", r->mixer_fitted ? "fitted" : "equal");
     jsonw_field_number(&w, "bpb_linear", r->bpb_linear);
     jsonw_key(&w, "components");

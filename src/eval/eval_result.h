@@ -6,7 +6,8 @@
  *
  * phase 1: {"bpb", "bits", "loss", "bytes", "tokens", "documents",
  *   "context", "stride", "seconds", "model_seconds", "mixture_seconds",
- *   "memory_order", "cache_order", "match_length", "adapt", "mixer",
+ *   "memory_order", "cache_order", "match_length", "adapt", "adapt_lr"
+ *   (the transformer's rate while reading; 0: it read frozen), "mixer",
  *   "bpb_linear" (the mixture before its calibration stage),
  *   "components": {name: {"bpb", "weight"}}, "first_separator", "source"}
  * phase 2: {"phase": 2, "bpb", "core", "core_label", "core_entries",
@@ -31,6 +32,7 @@ typedef struct {
     double seconds, model_seconds, mixture_seconds;
     int memory_order, cache_order, match_length;
     int adapt, mixer_fitted;
+    double adapt_lr;      /* the transformer's learning rate while it read (0: frozen) */
     double component_bpb[MIX_N], component_weight[MIX_N];
     const char *source;   /* the text file or data folder scored */
 } eval_bpb_report;

@@ -14,7 +14,7 @@
 
 eval_parts eval_parts_all(void)
 {
-    eval_parts p = {1, 1, 1, -1, -1};
+    eval_parts p = {1, 1, 1, -1, -1, -1};
     return p;
 }
 
@@ -59,6 +59,7 @@ int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_
                                !use.cache ? 0 : use.cache_order >= 0 ? use.cache_order : cfg->cache_order,
                                !use.cache ? 0 : use.match_length >= 0 ? use.match_length : cfg->match_length,
                                cfg->mixer_lr, cfg->mixer_beta, err);
+    h.model_lr = use.adapt_lr >= 0 ? use.adapt_lr : cfg->adapt_lr;
     if (!rc)
         rc = hybrid_bpb_evaluate(m, &h, use.adapt, ids, n, n_bytes, stride ? stride : cfg->model.context / 2, batch,
                                  NULL, &hr, err);
@@ -67,6 +68,7 @@ int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_
     r->memory_order = h.has_memory ? h.memory.order : 0;
     r->cache_order = h.cache_order;
     r->match_length = h.match_length;
+    r->adapt_lr = use.adapt ? h.model_lr : 0;
     hybrid_parts_free(&h);
     if (rc)
         return -1;

@@ -19,6 +19,7 @@
 typedef struct {
     int memory, cache, adapt;
     int cache_order, match_length;   /* >= 0: instead of the run's own (components needing no training) */
+    double adapt_lr;                 /* >= 0: the transformer's rate while reading, instead of the run's adapt_lr */
 } eval_parts;
 
 eval_parts eval_parts_all(void);

@@ -19,7 +19,8 @@ int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_
  * from one rank), and the totals recomputed in token order, as one process
  * sums them. */
 static int model_part_ranks(dist_context *dist, model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes,
-                            int stride, int batch, const bpb_token_out *out, bpb_result *r, tempo_error *err)
+                            int stride, int batch, double lr, const bpb_token_out *out, bpb_result *r,
+                            tempo_error *err)
 {
     double *nats = out->nats;
     memset(nats, 0, sizeof(double) * n_tokens);
@@ -27,7 +28,10 @@ static int model_part_ranks(dist_context *dist, model *m, const int32_t *tokens,
     memset(out->top_id, 0, sizeof(int32_t) * n_tokens);
     memset(out->log_norm, 0, sizeof(float) * n_tokens);
     double t0 = timer_now();
-    if (bpb_evaluate_part(m, tokens, n_tokens, n_bytes, stride, batch, dist->rank, dist->world, out, r, err) ||
+    int rc = lr > 0 ? (dist->rank == 0 ? bpb_evaluate_adaptive(m, tokens, n_tokens, n_bytes, stride, lr, out, r, err) : 0)
+                    : bpb_evaluate_part(m, tokens, n_tokens, n_bytes, stride, batch, dist->rank, dist->world, out, r,
+                                        err);
+    if (rc ||
         dist_allreduce_sum_f64(dist, nats, n_tokens, err) || dist_allreduce_sum_f32(dist, out->top, n_tokens, err) ||
         dist_allreduce_sum_f32(dist, out->log_norm, n_tokens, err))
         return -1;
@@ -75,8 +79,10 @@ int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *
     /* the transformer as the mixture takes it: sharpened by the mixer's beta */
     double beta = (float)(hybrid_parts_any(h) || fitted ? h->mx.beta : 1);   /* as the head has it */
     model_set_eval_beta(m, (float)beta);
-    int rc_model = dist ? model_part_ranks(dist, m, tokens, n_tokens, n_bytes, stride, batch, &out, &res->model, err)
-                        : bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, &out, &res->model, err);
+    double lr = adapt ? h->model_lr : 0;   /* the transformer learning as it reads */
+    int rc_model = dist ? model_part_ranks(dist, m, tokens, n_tokens, n_bytes, stride, batch, lr, &out, &res->model, err)
+                   : lr > 0 ? bpb_evaluate_adaptive(m, tokens, n_tokens, n_bytes, stride, lr, &out, &res->model, err)
+                            : bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, &out, &res->model, err);
     model_set_eval_beta(m, 1);
     if (rc_model) {
         FREE_ALL();

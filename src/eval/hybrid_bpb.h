@@ -23,7 +23,10 @@ typedef struct {
     double seconds;                /* everything */
 } hybrid_bpb_result;
 
-/* adapt = 0 freezes the cache (empty) and the mixer (eval --no-adapt).
+/* adapt = 0 freezes the cache (empty), the mixer and the transformer (eval
+ * --no-adapt); with adapt and h->model_lr > 0 the transformer learns as it
+ * reads (bpb_evaluate_adaptive: one window per forward, in order, `batch`
+ * unused), and its figures in res are the learning reader's.
  * fitted (may be NULL) receives the mixer as it ended: the trainer fits the
  * initial weights this way on held-out training tokens. */
 int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_t *tokens, size_t n_tokens,
@@ -35,7 +38,9 @@ int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_
  * windows (bpb_evaluate_part), the per-token figures are summed over the
  * ranks, and rank 0 alone reads the stream through the mixture (the count
  * memory is rank 0's). Rank 0's result is bit for bit the single process's;
- * the other ranks get only res->model. Every rank must call it. */
+ * the other ranks get only res->model. A transformer that learns as it
+ * reads runs on rank 0 alone (its windows are a sequence). Every rank must
+ * call it. */
 int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *h, int adapt, const int32_t *tokens,
                               size_t n_tokens, uint64_t n_bytes, int stride, int batch, mixer *fitted,
                               hybrid_bpb_result *res, tempo_error *err);

@@ -21,6 +21,9 @@ typedef struct {
     mixer mx;               /* initial weights (fitted, or equal when the run has none) */
     int mixer_fitted;       /* 1: mx came from mixer.json */
     int vocab;
+    double model_lr;        /* the transformer's learning rate while it reads (run_config's adapt_lr;
+                               eval/bpb.h, bpb_evaluate_adaptive); 0: it reads frozen. Set by the
+                               caller: hybrid_parts_load leaves it 0 */
 } hybrid_parts;
 
 /* Gather the parts of the run at run_dir_or_file (a run folder or its

@@ -150,6 +150,9 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
         c->cfg.mixer_holdout = d.mixer_holdout;
         c->cfg.memory_prune = d.memory_prune;
     }
+    /* the laws were fitted on models that read frozen: a planned run reads so too, so that what it
+     * measures is what was predicted (learning while reading, adapt_lr, is not modelled) */
+    c->cfg.adapt_lr = 0;
     tempo_error e;
     if (run_config_finish(&c->cfg, &e))
         return 0;

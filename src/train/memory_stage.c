@@ -191,6 +191,7 @@ int memory_stage_parts(memory_stage *ms, const run_config *cfg, int vocab, hybri
     h->vocab = vocab;
     h->cache_order = cfg->cache_order;
     h->match_length = cfg->match_length;
+    h->model_lr = cfg->adapt_lr;   /* the mixer is fitted as val will be read: the transformer learning */
     if (ms->has_memory) {
         h->memory = ms->memory;   /* shallow: owned by ms */
         h->has_memory = 1;
@@ -211,6 +212,8 @@ double memory_stage_fit_estimate(const run_config *cfg, double step_s, uint64_t 
     /* windows of stride context/2 forward each token twice; a forward is about a third of a step */
     double forward_tokens = 2.0 * cfg->mixer_holdout;
     double model_s = step_s * forward_tokens / (double)tokens_per_step / 3.0;
+    if (cfg->adapt_lr > 0)
+        model_s *= 3.5;   /* learning while reading: one window per forward and a step on every token */
     double lookups_s = 5e-6 * cfg->mixer_holdout;
     return 1.25 * (model_s + lookups_s) + 0.2;
 }

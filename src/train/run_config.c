@@ -76,6 +76,8 @@ static const key_def KEYS[] = {
     {"mixer_lr", K_DOUBLE, F(mixer_lr), 0, 10, 0.3, "online learning rate of the mixing weights"},
     {"mixer_beta", K_DOUBLE, F(mixer_beta), MIXER_BETA_MIN, MIXER_BETA_MAX, 1.15,
      "the transformer enters the mixture sharpened, p^beta / sum p^beta (1 = as it is); kept in mixer.json"},
+    {"adapt_lr", K_DOUBLE, F(adapt_lr), 0, 10, 0.2,
+     "the transformer learns as it reads: one SGD step of this rate on every context of scored tokens; 0 = frozen"},
     {"mixer_holdout", K_INT, F(mixer_holdout), 0, 1 << 30, 65536, "training tokens kept out of the memory to fit the mixer"},
     {"memory_train_weight", K_DOUBLE, F(memory_train_weight), 0, 1, 0,
      "a > 0: train on the mixture loss -ln(a p + (1-a) p_memory) (leave-one-out memory); 0 = cross-entropy"},

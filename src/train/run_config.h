@@ -35,6 +35,7 @@ typedef struct {
     double mixer_lr;         /* online learning rate of the mixing weights */
     double mixer_beta;       /* the transformer's sharpening in the mixture (memory/mixer.h) */
     int mixer_holdout;       /* training tokens kept out of the memory to fit the mixer on; 0 = no fit */
+    double adapt_lr;         /* the transformer's SGD rate while it reads a text (eval/bpb.h); 0 = frozen */
     double memory_train_weight; /* > 0: the transformer trains on -ln(a p + (1-a) p_memory), a = this; 0 = plain */
     int shard_optimizer;     /* ZeRO-1 over ranks: each keeps and updates its share of the optimizer state */
     int overlap_comm;        /* with ranks: the gradient's reduction runs beside the backward pass */

@@ -37,6 +37,7 @@ static void hybrid_parts(jsonw *w, const train_result *r)
     jsonw_field_int(w, "memory_order", r->memory_order);
     jsonw_field_int(w, "cache_order", r->cache_order);
     jsonw_field_int(w, "match_length", r->match_length);
+    jsonw_field_number(w, "adapt_lr", r->adapt_lr);
     jsonw_field_number(w, "memory_seconds", r->memory_seconds);
     jsonw_field_number(w, "memory_save_seconds", r->memory_save_seconds);
     jsonw_field_uint(w, "memory_bytes", r->memory_bytes);

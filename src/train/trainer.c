@@ -718,6 +718,7 @@ static void fill_result(const run_ctx *c, const train_options *o, const run_conf
     res->memory_order = c->mem.has_memory ? c->mem.memory.order : 0;
     res->cache_order = cfg->cache_order;
     res->match_length = cfg->match_length;
+    res->adapt_lr = cfg->adapt_lr;
     res->memory_seconds = st->memory_s;
     res->memory_save_seconds = c->mem.save_s;
     if (c->mem.has_memory) {

@@ -71,6 +71,7 @@ typedef struct {
     double step_seconds_mean;
     /* the hybrid model (DESIGN.md section 6); memory_order 0 = no count memory */
     int memory_order, cache_order, match_length;
+    double adapt_lr;                /* the transformer's learning rate while it read val (0: frozen) */
     double memory_seconds;            /* building the count memory, charged to the budget */
     double memory_save_seconds;       /* writing memory.bin, in the background while training */
     uint64_t memory_bytes, memory_entries, memory_tokens;

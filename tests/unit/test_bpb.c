@@ -1,7 +1,12 @@
 /* test_bpb.c - bits-per-byte accounting: a uniform model scores exactly
  * tokens*log2(V)/bytes; sliding windows score every token exactly once with
  * the context the definition promises (checked against single-window
- * forwards); bad inputs are errors. */
+ * forwards); bad inputs are errors. The model that learns as it reads
+ * (bpb_evaluate_adaptive): the same windows with plain SGD steps between
+ * them, against a reference that steps a second model by hand; causal bit
+ * for bit (changing tokens from t on leaves every figure before t as it
+ * was); its parameters restored; it learns a repeated text that a frozen
+ * model cannot see in its context. */
 #include "test.h"
 
 #include "core/rng.h"
@@ -100,6 +105,156 @@ static void test_windows_match_definition(void)
     model_free(m);
 }
 
+/* The reference reader: the windows of the definition, each scored by a
+ * single-window forward of ref, and after each window whose end is T past
+ * the last step's (or the last window), one SGD step of ref on the T targets
+ * ending there, by hand. */
+static void reference_adaptive(model *ref, const int32_t *toks, size_t n, int T, int stride, double lr, double *nats)
+{
+    size_t prev = 0, learned = 0;
+    float *p = model_params(ref);
+    const float *g = model_grads(ref);
+    while (prev < n - 1) {
+        size_t e = prev == 0 ? (size_t)T : prev + (size_t)stride;
+        if (e > n - 1) e = n - 1;
+        for (size_t j = prev + 1; j <= e; j++)
+            nats[j] = window_loss(ref, toks, T, e - (size_t)T, j);
+        prev = e;
+        if (prev - learned >= (size_t)T || prev == n - 1) {
+            model_zero_grad(ref);
+            model_forward(ref, toks + prev - T, toks + prev - T + 1, 1, T);
+            model_backward(ref);
+            for (size_t k = 0; k < model_num_params(ref); k++)
+                p[k] -= (float)lr * g[k];
+            learned = prev;
+        }
+    }
+}
+
+static void test_adaptive_matches_reference(void)
+{
+    int V = 13, T = 8;
+    model_config c = tiny_config(V, T);
+    model *m, *ref;
+    tempo_error err;
+    CHECK(model_create(&m, &c, 2, &err) == 0 && model_create(&ref, &c, 1, &err) == 0);
+    model_init(m, 7);
+    size_t n = 61;
+    int32_t toks[61];
+    rng_state r;
+    rng_seed(&r, 4);
+    for (size_t i = 0; i < n; i++) toks[i] = (int32_t)rng_below(&r, (uint64_t)V);
+    for (int stride = 3; stride <= T; stride++) {   /* 3 does not divide T: steps at uneven windows */
+        memcpy(model_params(ref), model_params(m), sizeof(float) * model_num_params(m));
+        double want[61] = {0}, got[61];
+        reference_adaptive(ref, toks, n, T, stride, 0.3, want);
+        bpb_token_out out = {got, NULL, NULL, NULL};
+        bpb_result res;
+        CHECK_MSG(bpb_evaluate_adaptive(m, toks, n, 90, stride, 0.3, &out, &res, &err) == 0, "%s", err.msg);
+        double bits = 0;
+        for (size_t i = 1; i < n; i++) {
+            CHECK_MSG(fabs(got[i] - want[i]) <= 1e-5 * (1 + want[i]), "stride %d token %zu: %.9f, reference %.9f",
+                      stride, i, got[i], want[i]);
+            bits += want[i] / log(2.0);
+        }
+        CHECK_NEAR(res.bits, bits, 1e-5 * bits);
+        CHECK(res.n_tokens == n - 1 && res.stride == stride && res.context == T);
+        /* the reference did learn: its figures after the first step differ from a frozen reading */
+        bpb_result frozen;
+        CHECK(bpb_evaluate(m, toks, n, 90, stride, 2, &frozen, &err) == 0);
+        CHECK(fabs(frozen.bits - res.bits) > 1e-3);
+    }
+    model_free(m);
+    model_free(ref);
+}
+
+static void test_adaptive_causal_and_restored(void)
+{
+    int V = 13, T = 8;
+    model_config c = tiny_config(V, T);
+    model *m;
+    tempo_error err;
+    CHECK(model_create(&m, &c, 2, &err) == 0);
+    model_init(m, 8);
+    enum { N = 120, AT = 53 };
+    int32_t a[N], b[N];
+    rng_state r;
+    rng_seed(&r, 6);
+    for (int i = 0; i < N; i++) a[i] = b[i] = (int32_t)rng_below(&r, (uint64_t)V);
+    for (int i = AT; i < N; i++) b[i] = (int32_t)((a[i] + 1 + rng_below(&r, (uint64_t)V - 1)) % V);
+    size_t np = model_num_params(m);
+    float *before = malloc(sizeof(float) * np);
+    memcpy(before, model_params(m), sizeof(float) * np);
+    double na[N], nb[N], n0[N];
+    float ta[N], tb[N], la[N], lb[N];
+    int32_t ia[N], ib[N];
+    bpb_token_out oa = {na, ta, ia, la}, ob = {nb, tb, ib, lb}, o0 = {n0, NULL, NULL, NULL};
+    bpb_result ra, rb, r0;
+    CHECK(bpb_evaluate_adaptive(m, a, N, 200, 4, 0.5, &oa, &ra, &err) == 0);
+    CHECK(memcmp(before, model_params(m), sizeof(float) * np) == 0);   /* restored bit for bit */
+    for (size_t k = 0; k < np; k++)
+        CHECK(model_grads(m)[k] == 0);
+    CHECK(bpb_evaluate_adaptive(m, b, N, 200, 4, 0.5, &ob, &rb, &err) == 0);
+    CHECK(bpb_evaluate_adaptive(m, a, N, 200, 4, 0, &o0, &r0, &err) == 0);
+    int later_differ = 0, learned = 0;
+    for (int i = 1; i < N; i++) {
+        if (i < AT)
+            CHECK_MSG(na[i] == nb[i] && ta[i] == tb[i] && ia[i] == ib[i] && la[i] == lb[i],
+                      "token %d before the change at %d moved: %.9g against %.9g", i, AT, na[i], nb[i]);
+        else
+            later_differ += na[i] != nb[i];
+        if (i <= T)
+            CHECK(na[i] == n0[i]);   /* the first window is read before any step */
+        else
+            learned += na[i] != n0[i];
+    }
+    CHECK(later_differ > 0 && learned > 0);
+    /* the same call twice: the same figures (deterministic) */
+    double na2[N];
+    bpb_token_out oa2 = {na2, NULL, NULL, NULL};
+    CHECK(bpb_evaluate_adaptive(m, a, N, 200, 4, 0.5, &oa2, &ra, &err) == 0);
+    CHECK(memcmp(na + 1, na2 + 1, sizeof(double) * (N - 1)) == 0);
+    /* bad rates are errors, the model untouched */
+    CHECK(bpb_evaluate_adaptive(m, a, N, 200, 4, -0.1, NULL, &ra, &err) == -1);
+    CHECK(bpb_evaluate_adaptive(m, a, N, 200, 4, NAN, NULL, &ra, &err) == -1);
+    CHECK(strstr(err.msg, "learning rate") != NULL);
+    CHECK(memcmp(before, model_params(m), sizeof(float) * np) == 0);
+    free(before);
+    model_free(m);
+}
+
+/* A text that repeats a random sequence longer than the context: a frozen
+ * model cannot copy it from its window; one that learns as it reads does. */
+static void test_adaptive_learns_repeats(void)
+{
+    int V = 17, T = 8;
+    model_config c = tiny_config(V, T);
+    c.init_std = 0.1f;
+    model *m;
+    tempo_error err;
+    CHECK(model_create(&m, &c, 2, &err) == 0);
+    model_init(m, 9);
+    enum { PERIOD = 24, N = 24 * 40 };
+    int32_t toks[N];
+    rng_state r;
+    rng_seed(&r, 10);
+    for (int i = 0; i < N; i++) toks[i] = i < PERIOD ? (int32_t)rng_below(&r, (uint64_t)V) : toks[i - PERIOD];
+    double nf[N], nl[N];
+    bpb_token_out of = {nf, NULL, NULL, NULL}, ol = {nl, NULL, NULL, NULL};
+    bpb_result rf, rl;
+    CHECK(bpb_evaluate_adaptive(m, toks, N, N, 4, 0, &of, &rf, &err) == 0);
+    CHECK(bpb_evaluate_adaptive(m, toks, N, N, 4, 0.5, &ol, &rl, &err) == 0);
+    double last_f = 0, last_l = 0;
+    for (int i = N - 4 * PERIOD; i < N; i++) {
+        last_f += nf[i];
+        last_l += nl[i];
+    }
+    last_f /= 4 * PERIOD;
+    last_l /= 4 * PERIOD;
+    CHECK_MSG(last_l < 0.5 * last_f, "last repeats: %.4f nats per token learning, %.4f frozen", last_l, last_f);
+    model_free(m);
+}
+
 static void test_bad_inputs(void)
 {
     model_config c = tiny_config(5, 4);
@@ -150,6 +305,9 @@ int main(void)
     RUN(test_count_bytes);
     RUN(test_uniform_model_exact);
     RUN(test_windows_match_definition);
+    RUN(test_adaptive_matches_reference);
+    RUN(test_adaptive_causal_and_restored);
+    RUN(test_adaptive_learns_repeats);
     RUN(test_bad_inputs);
     return test_summary("test_bpb");
 }

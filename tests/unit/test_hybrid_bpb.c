@@ -8,7 +8,9 @@
  * gets the sharpened probabilities another way, from the head's per-row
  * -ln sum p^beta (model_token_log_norm), so this proves that path, for beta
  * 1 and beta 1.3; and the transformer's own figure stays the unsharpened
- * one. */
+ * one. With model_lr > 0 the transformer's part is the learning reader's
+ * (bpb_evaluate_adaptive, bit for bit), and --no-adapt (adapt 0) reads it
+ * frozen. */
 #include "test.h"
 
 #include <math.h>
@@ -97,8 +99,44 @@ static void test_sharpened_matches_full_distributions(void)
     check_beta(1.3);
 }
 
+static void test_learning_reader_wired(void)
+{
+    model_config c = small_model_config();
+    model *m;
+    tempo_error err;
+    CHECK(model_create(&m, &c, 4, &err) == 0);
+    model_init(m, 6);
+    rng_state r;
+    rng_seed(&r, 8);
+    enum { N = 300 };
+    int32_t text[N];
+    for (int i = 0; i < N; i++)
+        text[i] = i >= 50 && rng_below(&r, 4) ? text[i - 50] : (int32_t)rng_below(&r, V);
+    hybrid_parts h;
+    memset(&h, 0, sizeof h);
+    h.cache_order = 2;
+    h.match_length = 2;
+    h.vocab = V;
+    CHECK(mixer_init(&h.mx, 0, 2, 1, 0.3, &err) == 0);
+    h.model_lr = 0.3;
+    hybrid_bpb_result learning, frozen;
+    bpb_result own, own_frozen;
+    CHECK(hybrid_bpb_evaluate(m, &h, 1, text, N, 500, T / 2, 4, NULL, &learning, &err) == 0);
+    CHECK(hybrid_bpb_evaluate(m, &h, 0, text, N, 500, T / 2, 4, NULL, &frozen, &err) == 0);
+    CHECK(bpb_evaluate_adaptive(m, text, N, 500, T / 2, 0.3, NULL, &own, &err) == 0);
+    CHECK(bpb_evaluate(m, text, N, 500, T / 2, 4, &own_frozen, &err) == 0);
+    CHECK_MSG(learning.bpb_component[MIX_MODEL] == own.bpb, "%.9f against %.9f", learning.bpb_component[MIX_MODEL],
+              own.bpb);
+    CHECK(frozen.bpb_component[MIX_MODEL] == own_frozen.bpb);
+    CHECK(own.bpb < own_frozen.bpb);   /* it learned the repeats */
+    CHECK(learning.bpb < frozen.bpb);
+    hybrid_parts_free(&h);
+    model_free(m);
+}
+
 int main(void)
 {
     RUN(test_sharpened_matches_full_distributions);
+    RUN(test_learning_reader_wired);
     return test_summary("test_hybrid_bpb");
 }
