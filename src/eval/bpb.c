@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/timer.h"
+#include "optim/optimizer.h"
 
 static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride,
                             int batch, int part, int parts, double lr, const bpb_token_out *out, bpb_result *res,
@@ -39,6 +40,7 @@ int bpb_evaluate_adaptive(model *m, const int32_t *tokens, size_t n_tokens, uint
     if (!saved)
         return tempo_fail(err, "evaluation: out of memory for a copy of the %zu parameters", n);
     memcpy(saved, model_params(m), sizeof(float) * n);
+    model_set_mixture(m, NULL, 1);   /* the steps learn the plain cross-entropy, whatever training set */
     int rc = evaluate_windows(m, tokens, n_tokens, n_bytes, stride, 1, 0, 1, lr, out, res, err);
     memcpy(model_params(m), saved, sizeof(float) * n);   /* the model as it was trained */
     model_zero_grad(m);
@@ -57,6 +59,11 @@ static void adapt_step(model *m, double lr)
     float *p = model_params(m);
     const float *g = model_grads(m);
     size_t n = model_num_params(m);
+    double norm = optim_grad_norm(g, n);
+    if (!isfinite(norm))
+        return;   /* nothing to learn from a step that overflowed: the model stays as it is */
+    if (norm > BPB_ADAPT_CLIP)
+        lr *= BPB_ADAPT_CLIP / norm;
     float r = (float)lr;
 #pragma omp parallel for schedule(static)
     for (size_t k = 0; k < n; k++)

@@ -71,9 +71,16 @@ int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t
  * depend only on the tokens before it, and each target is learned from
  * once (the first window's T, then every T/stride-th window's). lr = 0
  * reads frozen, one window per forward. A step is the backward pass of
- * the window just scored (its forward is not run again). The parameters
+ * the window just scored (its forward is not run again), its gradient's
+ * norm clipped to BPB_ADAPT_CLIP (so an untrained model's large gradients
+ * cannot make it diverge; a trained cpu-default model's norms are 1.2-3.1
+ * on val, 0.5-8.3 on C headers, where a few early steps are clipped); a
+ * gradient that is not finite is no step. Training inside the mixture
+ * (model_set_mixture) is switched off: the steps learn the plain
+ * cross-entropy. The parameters
  * are restored bit for bit on return (the gradients are left zero). A
  * negative or non-finite lr: -1. */
+#define BPB_ADAPT_CLIP 5.0
 int bpb_evaluate_adaptive(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, double lr,
                           const bpb_token_out *out, bpb_result *res, tempo_error *err);
 

@@ -96,6 +96,7 @@ int gguf_import_config(const gguf_file *g, run_config *cfg, export_arch *arch, t
     m->rope_theta = (float)theta;
     m->norm_eps = (float)eps;
     cfg->memory_order = cfg->cache_order = cfg->match_length = 0;
+    cfg->adapt_lr = 0;   /* a GGUF holds the transformer only, read as llama.cpp reads it: frozen */
     snprintf(cfg->preset, sizeof cfg->preset, "gguf");
     tempo_error e;
     if (run_config_finish(cfg, &e))

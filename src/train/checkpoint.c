@@ -145,11 +145,13 @@ static int config_from_file(const safetensors_file *sf, run_config *cfg, tempo_e
         return tempo_fail(err, "%s: not a tempo model (no config in its metadata)", sf->path);
     /* A key the config lacks predates it: the checkpoint was written before
      * the hybrid model's components existed, so they were off (the defaults,
-     * cpu-default, have them on). Every other later key defaults to the value
-     * it had in effect before it was added (beta1, beta2). */
+     * cpu-default, have them on); so was learning while reading (adapt_lr),
+     * so an older run reads as it was scored. Every other later key defaults
+     * to the value it had in effect before it was added (beta1, beta2). */
     run_config_defaults(cfg);
     cfg->memory_order = cfg->cache_order = cfg->match_length = 0;
     cfg->memory_train_weight = 0;
+    cfg->adapt_lr = 0;
     tempo_error e2;
     if (run_config_from_json(cfg, cj, strlen(cj), &e2) || run_config_finish(cfg, &e2))
         return tempo_fail(err, "%s: bad config in metadata: %s", sf->path, e2.msg);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # train_hybrid.sh - the hybrid model end to end on the tiny fixture: train
-# with a count memory, a cache and training inside the mixture; the run
+# with a count memory, a cache, training inside the mixture and a
+# transformer that learns as it reads (adapt_lr); the run
 # folder holds memory.bin and mixer.json; result.json reports the parts;
 # tempo eval of the folder gives the trainer's val bpb again, and with
 # --no-memory --no-cache the transformer's alone; icl and generate use the
@@ -10,7 +11,8 @@
 # are one-line errors.
 source "$(dirname "$0")/train_common.bash"
 D=$(tiny_data 512)
-HYB=(--set memory_order=4 --set cache_order=3 --set match_length=4 --set mixer_holdout=4096 --set memory_train_weight=0.5)
+HYB=(--set memory_order=4 --set cache_order=3 --set match_length=4 --set mixer_holdout=4096 --set memory_train_weight=0.5
+     --set adapt_lr=0.2)
 COMMON=(--data "$D" --preset tiny-test --steps 30 --threads 2 --seed 5 "${HYB[@]}")
 R="$E2E_TMP/run"
 "$TEMPO" train "${COMMON[@]}" --out "$R" > "$E2E_TMP/train.out" 2> "$E2E_TMP/train.err" \
@@ -20,6 +22,7 @@ python3 - "$R/result.json" <<'PY' || fail "result.json lacks the hybrid model's 
 import json, math, sys
 r = json.load(open(sys.argv[1]))
 assert r["memory_order"] == 4 and r["cache_order"] == 3 and r["match_length"] == 4, r
+assert r["adapt_lr"] == 0.2, r
 assert r["memory_seconds"] > 0 and r["mixer_seconds"] > 0 and r["memory_bytes"] > 0 and r["memory_entries"] > 0
 assert r["memory_tokens"] > 0
 for k in ("transformer", "memory", "cache", "match"):
@@ -45,10 +48,22 @@ r, e = json.load(open(sys.argv[1])), json.loads(open(sys.argv[2]).read().strip()
 assert e["memory_order"] == 0 and e["cache_order"] == 0 and e["match_length"] == 0
 assert abs(e["bpb"] - r["val_bpb_transformer"]) <= 1e-6 * r["val_bpb_transformer"], (e["bpb"], r["val_bpb_transformer"])
 PY
+# the transformer read frozen (--adapt-lr 0, and --no-adapt, which freezes everything) scores otherwise
+"$TEMPO" eval --model "$R" --data "$D" --batch 8 --no-memory --no-cache --adapt-lr 0 > "$E2E_TMP/frozen.json" \
+    2>/dev/null || fail "eval --adapt-lr 0 failed"
+"$TEMPO" eval --model "$R" --data "$D" --batch 8 --no-adapt > "$E2E_TMP/noadapt.json" 2>/dev/null \
+    || fail "eval --no-adapt failed"
+python3 - "$E2E_TMP/plain.json" "$E2E_TMP/frozen.json" "$E2E_TMP/noadapt.json" <<'PY' || fail "--adapt-lr 0 / --no-adapt did not read frozen"
+import json, sys
+p, f, n = (json.loads(open(a).read().strip().splitlines()[-1]) for a in sys.argv[1:4])
+assert p["adapt_lr"] == 0.2 and f["adapt_lr"] == 0 and n["adapt_lr"] == 0 and not n["adapt"], (p, f, n)
+assert f["bpb"] != p["bpb"], (f["bpb"], p["bpb"])
+assert n["components"]["transformer"]["bpb"] == f["bpb"], (n["components"]["transformer"]["bpb"], f["bpb"])
+PY
 # components that need no training can be asked for at evaluation: a cache and a match model of other sizes
 "$TEMPO" eval --model "$R" --data "$D" --batch 8 --cache-order 5 --match-length 6 > "$E2E_TMP/other.json" 2>/dev/null \
     || fail "eval --cache-order --match-length failed"
-tail -n 1 "$E2E_TMP/other.json" | grep -q '"cache_order":5,"match_length":6,"adapt":true,"mixer":"equal"' \
+tail -n 1 "$E2E_TMP/other.json" | grep -q '"cache_order":5,"match_length":6,"adapt":true,"adapt_lr":0.2,"mixer":"equal"' \
     || fail "eval did not use the asked-for cache and match model with equal starting weights"
 "$TEMPO" generate --model "$R" --prompt "The " --tokens 20 --seed 2 > "$E2E_TMP/gen.out" 2>/dev/null || fail "generate failed"
 tail -n 1 "$E2E_TMP/gen.out" | grep -q '"memory_order":4,"cache_order":3' || fail "generate did not use the mixture"

@@ -108,7 +108,7 @@ static void test_windows_match_definition(void)
 /* The reference reader: the windows of the definition, each scored by a
  * single-window forward of ref, and after each window whose end is T past
  * the last step's (or the last window), one SGD step of ref on the T targets
- * ending there, by hand. */
+ * ending there, by hand, its gradient's norm clipped to BPB_ADAPT_CLIP. */
 static void reference_adaptive(model *ref, const int32_t *toks, size_t n, int T, int stride, double lr, double *nats)
 {
     size_t prev = 0, learned = 0;
@@ -124,8 +124,13 @@ static void reference_adaptive(model *ref, const int32_t *toks, size_t n, int T,
             model_zero_grad(ref);
             model_forward(ref, toks + prev - T, toks + prev - T + 1, 1, T);
             model_backward(ref);
+            double norm = 0;   /* the gradient's norm clipped to BPB_ADAPT_CLIP */
             for (size_t k = 0; k < model_num_params(ref); k++)
-                p[k] -= (float)lr * g[k];
+                norm += (double)g[k] * g[k];
+            norm = sqrt(norm);
+            float r = (float)(norm > BPB_ADAPT_CLIP ? lr * BPB_ADAPT_CLIP / norm : lr);
+            for (size_t k = 0; k < model_num_params(ref); k++)
+                p[k] -= r * g[k];
             learned = prev;
         }
     }
@@ -255,6 +260,40 @@ static void test_adaptive_learns_repeats(void)
     model_free(m);
 }
 
+/* An untrained model read at the largest rate allowed: its gradients are
+ * large, and without the clip the steps run away (bpb 3e7); with it every
+ * figure stays finite and bounded. */
+static void test_adaptive_stays_finite(void)
+{
+    int V = 29, T = 8;
+    model_config c = tiny_config(V, T);
+    c.init_std = 1.0f;
+    model *m;
+    tempo_error err;
+    CHECK(model_create(&m, &c, 1, &err) == 0);
+    model_init(m, 11);
+    enum { N = 400 };
+    int32_t toks[N];
+    rng_state r;
+    rng_seed(&r, 12);
+    for (int i = 0; i < N; i++) toks[i] = (int32_t)rng_below(&r, (uint64_t)V);
+    double nats[N];
+    bpb_token_out out = {nats, NULL, NULL, NULL};
+    bpb_result res;
+    CHECK_MSG(bpb_evaluate_adaptive(m, toks, N, N, 4, 10.0, &out, &res, &err) == 0, "%s", err.msg);
+    double worst = 0;
+    for (int i = 1; i < N; i++) {
+        CHECK(isfinite(nats[i]));
+        worst = nats[i] > worst ? nats[i] : worst;
+    }
+    bpb_result frozen;
+    CHECK(bpb_evaluate(m, toks, N, N, 4, 1, &frozen, &err) == 0);
+    /* clipped steps keep it bounded (about 50x the frozen figure at this absurd rate; unclipped, 3e6x) */
+    CHECK_MSG(res.bpb < 100 * frozen.bpb, "learning %g bpb (worst token %g nats), frozen %g", res.bpb, worst,
+              frozen.bpb);
+    model_free(m);
+}
+
 static void test_bad_inputs(void)
 {
     model_config c = tiny_config(5, 4);
@@ -308,6 +347,7 @@ int main(void)
     RUN(test_adaptive_matches_reference);
     RUN(test_adaptive_causal_and_restored);
     RUN(test_adaptive_learns_repeats);
+    RUN(test_adaptive_stays_finite);
     RUN(test_bad_inputs);
     return test_summary("test_bpb");
 }

@@ -237,13 +237,14 @@ static int rewrite_meta(const char *src, const char *dst, const char *key, const
 }
 
 /* A checkpoint written before the hybrid model's keys existed (its config
- * lacks memory_order, cache_order, match_length, memory_train_weight) reads
- * with those components off, as it was trained, not with the defaults' (on). */
+ * lacks memory_order, cache_order, match_length, memory_train_weight,
+ * adapt_lr) reads with those components off, as it was trained and scored,
+ * not with the defaults' (on). */
 static void check_old_config(const char *src, const char *dst, const run_config *c)
 {
     strbuf js = {0}, old = {0};
     CHECK(run_config_to_json(c, &js, NULL) == 0);
-    const char *later[] = {"memory_order", "cache_order", "match_length", "memory_train_weight"};
+    const char *later[] = {"memory_order", "cache_order", "match_length", "memory_train_weight", "adapt_lr"};
     for (const char *k = js.data + 1; *k;) { /* copy the object, leaving out the later keys */
         const char *end = strchr(k, ',');
         size_t n = end ? (size_t)(end - k) : strlen(k);
@@ -263,7 +264,7 @@ static void check_old_config(const char *src, const char *dst, const run_config 
     tempo_error err;
     CHECK_MSG(checkpoint_read_config(dst, &back, &err) == 0, "%s", err.msg);
     CHECK(back.memory_order == 0 && back.cache_order == 0 && back.match_length == 0 &&
-          back.memory_train_weight == 0 && back.model.d_model == 64);
+          back.memory_train_weight == 0 && back.adapt_lr == 0 && back.model.d_model == 64);
     strbuf_free(&js);
     strbuf_free(&old);
 }
