@@ -77,9 +77,8 @@ int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t
  * on val, 0.5-8.3 on C headers, where a few early steps are clipped); a
  * gradient that is not finite is no step. Training inside the mixture
  * (model_set_mixture) is switched off: the steps learn the plain
- * cross-entropy. The parameters
- * are restored bit for bit on return (the gradients are left zero). A
- * negative or non-finite lr: -1. */
+ * cross-entropy. The parameters are restored bit for bit on return (the
+ * gradients are left zero). A negative or non-finite lr: -1. */
 #define BPB_ADAPT_CLIP 5.0
 int bpb_evaluate_adaptive(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, double lr,
                           const bpb_token_out *out, bpb_result *res, tempo_error *err);

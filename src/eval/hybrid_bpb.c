@@ -14,6 +14,17 @@ int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_
     return hybrid_bpb_evaluate_ranks(NULL, m, h, adapt, tokens, n_tokens, n_bytes, stride, batch, fitted, res, err);
 }
 
+/* Part `part` of `parts` of the transformer's reading: its share of the
+ * windows, or with lr > 0 (the learning reader, a sequence) all of them on
+ * part 0 and none elsewhere. */
+static int model_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
+                      int part, int parts, double lr, const bpb_token_out *out, bpb_result *r, tempo_error *err)
+{
+    if (lr > 0)
+        return part == 0 ? bpb_evaluate_adaptive(m, tokens, n_tokens, n_bytes, stride, lr, out, r, err) : 0;
+    return bpb_evaluate_part(m, tokens, n_tokens, n_bytes, stride, batch, part, parts, out, r, err);
+}
+
 /* The transformer's part over the ranks: each runs its windows into zeroed
  * arrays, which are then summed over the ranks (exact: every entry comes
  * from one rank), and the totals recomputed in token order, as one process
@@ -28,10 +39,7 @@ static int model_part_ranks(dist_context *dist, model *m, const int32_t *tokens,
     memset(out->top_id, 0, sizeof(int32_t) * n_tokens);
     memset(out->log_norm, 0, sizeof(float) * n_tokens);
     double t0 = timer_now();
-    int rc = lr > 0 ? (dist->rank == 0 ? bpb_evaluate_adaptive(m, tokens, n_tokens, n_bytes, stride, lr, out, r, err) : 0)
-                    : bpb_evaluate_part(m, tokens, n_tokens, n_bytes, stride, batch, dist->rank, dist->world, out, r,
-                                        err);
-    if (rc ||
+    if (model_part(m, tokens, n_tokens, n_bytes, stride, batch, dist->rank, dist->world, lr, out, r, err) ||
         dist_allreduce_sum_f64(dist, nats, n_tokens, err) || dist_allreduce_sum_f32(dist, out->top, n_tokens, err) ||
         dist_allreduce_sum_f32(dist, out->log_norm, n_tokens, err))
         return -1;
@@ -81,8 +89,7 @@ int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *
     model_set_eval_beta(m, (float)beta);
     double lr = adapt ? h->model_lr : 0;   /* the transformer learning as it reads */
     int rc_model = dist ? model_part_ranks(dist, m, tokens, n_tokens, n_bytes, stride, batch, lr, &out, &res->model, err)
-                   : lr > 0 ? bpb_evaluate_adaptive(m, tokens, n_tokens, n_bytes, stride, lr, &out, &res->model, err)
-                            : bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, &out, &res->model, err);
+                        : model_part(m, tokens, n_tokens, n_bytes, stride, batch, 0, 1, lr, &out, &res->model, err);
     model_set_eval_beta(m, 1);
     if (rc_model) {
         FREE_ALL();

@@ -34,6 +34,27 @@ static model_config tiny_config(int V, int T)
     return c;
 }
 
+/* tiny_config's model with init_std std, initialised from seed, for up to
+ * max_batch rows. */
+static model *tiny_model(int V, int T, float std, uint64_t seed, int max_batch)
+{
+    model_config c = tiny_config(V, T);
+    c.init_std = std;
+    model *m = NULL;
+    tempo_error err;
+    CHECK_MSG(model_create(&m, &c, max_batch, &err) == 0, "%s", err.msg);
+    if (m)
+        model_init(m, seed);
+    return m;
+}
+
+/* t[0..n) uniform over the V ids, from r. */
+static void random_tokens(int32_t *t, size_t n, int V, rng_state *r)
+{
+    for (size_t i = 0; i < n; i++)
+        t[i] = (int32_t)rng_below(r, (uint64_t)V);
+}
+
 static void test_uniform_model_exact(void)
 {
     int V = 37, T = 8;
@@ -45,7 +66,7 @@ static void test_uniform_model_exact(void)
     int32_t toks[100];
     rng_state r;
     rng_seed(&r, 3);
-    for (int i = 0; i < 100; i++) toks[i] = (int32_t)rng_below(&r, (uint64_t)V);
+    random_tokens(toks, 100, V, &r);
     for (int stride = 1; stride <= T; stride++) {
         bpb_result res;
         CHECK(bpb_evaluate(m, toks, 100, 250, stride, 3, &res, &err) == 0);
@@ -67,16 +88,13 @@ static double window_loss(model *m, const int32_t *toks, int T, size_t s, size_t
 static void test_windows_match_definition(void)
 {
     int V = 11, T = 6;
-    model_config c = tiny_config(V, T);
-    model *m;
+    model *m = tiny_model(V, T, 0.3f, 5, 4);
     tempo_error err;
-    CHECK(model_create(&m, &c, 4, &err) == 0);
-    model_init(m, 5);
     size_t n = 23;
     int32_t toks[23];
     rng_state r;
     rng_seed(&r, 9);
-    for (size_t i = 0; i < n; i++) toks[i] = (int32_t)rng_below(&r, (uint64_t)V);
+    random_tokens(toks, n, V, &r);
     for (int stride = 1; stride <= T; stride++) {
         /* Reference: window k ends at e_k = min(n-1, T + k*stride), starts at e_k - T,
          * and scores the targets after e_{k-1}. */
@@ -139,16 +157,13 @@ static void reference_adaptive(model *ref, const int32_t *toks, size_t n, int T,
 static void test_adaptive_matches_reference(void)
 {
     int V = 13, T = 8;
-    model_config c = tiny_config(V, T);
-    model *m, *ref;
+    model *m = tiny_model(V, T, 0.3f, 7, 2), *ref = tiny_model(V, T, 0.3f, 7, 1);
     tempo_error err;
-    CHECK(model_create(&m, &c, 2, &err) == 0 && model_create(&ref, &c, 1, &err) == 0);
-    model_init(m, 7);
     size_t n = 61;
     int32_t toks[61];
     rng_state r;
     rng_seed(&r, 4);
-    for (size_t i = 0; i < n; i++) toks[i] = (int32_t)rng_below(&r, (uint64_t)V);
+    random_tokens(toks, n, V, &r);
     for (int stride = 3; stride <= T; stride++) {   /* 3 does not divide T: steps at uneven windows */
         memcpy(model_params(ref), model_params(m), sizeof(float) * model_num_params(m));
         double want[61] = {0}, got[61];
@@ -176,16 +191,14 @@ static void test_adaptive_matches_reference(void)
 static void test_adaptive_causal_and_restored(void)
 {
     int V = 13, T = 8;
-    model_config c = tiny_config(V, T);
-    model *m;
+    model *m = tiny_model(V, T, 0.3f, 8, 2);
     tempo_error err;
-    CHECK(model_create(&m, &c, 2, &err) == 0);
-    model_init(m, 8);
     enum { N = 120, AT = 53 };
     int32_t a[N], b[N];
     rng_state r;
     rng_seed(&r, 6);
-    for (int i = 0; i < N; i++) a[i] = b[i] = (int32_t)rng_below(&r, (uint64_t)V);
+    random_tokens(a, N, V, &r);
+    memcpy(b, a, sizeof a);
     for (int i = AT; i < N; i++) b[i] = (int32_t)((a[i] + 1 + rng_below(&r, (uint64_t)V - 1)) % V);
     size_t np = model_num_params(m);
     float *before = malloc(sizeof(float) * np);
@@ -233,17 +246,14 @@ static void test_adaptive_causal_and_restored(void)
 static void test_adaptive_learns_repeats(void)
 {
     int V = 17, T = 8;
-    model_config c = tiny_config(V, T);
-    c.init_std = 0.1f;
-    model *m;
+    model *m = tiny_model(V, T, 0.1f, 9, 2);
     tempo_error err;
-    CHECK(model_create(&m, &c, 2, &err) == 0);
-    model_init(m, 9);
     enum { PERIOD = 24, N = 24 * 40 };
     int32_t toks[N];
     rng_state r;
     rng_seed(&r, 10);
-    for (int i = 0; i < N; i++) toks[i] = i < PERIOD ? (int32_t)rng_below(&r, (uint64_t)V) : toks[i - PERIOD];
+    random_tokens(toks, PERIOD, V, &r);
+    for (int i = PERIOD; i < N; i++) toks[i] = toks[i - PERIOD];
     double nf[N], nl[N];
     bpb_token_out of = {nf, NULL, NULL, NULL}, ol = {nl, NULL, NULL, NULL};
     bpb_result rf, rl;
@@ -266,17 +276,13 @@ static void test_adaptive_learns_repeats(void)
 static void test_adaptive_stays_finite(void)
 {
     int V = 29, T = 8;
-    model_config c = tiny_config(V, T);
-    c.init_std = 1.0f;
-    model *m;
+    model *m = tiny_model(V, T, 1.0f, 11, 1);
     tempo_error err;
-    CHECK(model_create(&m, &c, 1, &err) == 0);
-    model_init(m, 11);
     enum { N = 400 };
     int32_t toks[N];
     rng_state r;
     rng_seed(&r, 12);
-    for (int i = 0; i < N; i++) toks[i] = (int32_t)rng_below(&r, (uint64_t)V);
+    random_tokens(toks, N, V, &r);
     double nats[N];
     bpb_token_out out = {nats, NULL, NULL, NULL};
     bpb_result res;
