@@ -65,8 +65,8 @@ void judge_options_default(judge_options *o);
  * the training budget (as Parameter Golf caps evaluation), at least
  * EVAL_CAP_MIN_S so that a short test budget can still score the full val
  * text (10 minutes: cpu-default's transformer learns as it reads, one
- * window at a time, and reads the 5 MB val text in about 4.5 minutes on the
- * 2-core machine). A hybrid model's memory and cache count inside it. */
+ * window at a time, and reads the 5 MB val text in 3-4 minutes on the
+ * 2-core machine: 182-237 s measured). A hybrid model's memory and cache count inside it. */
 #define EVAL_CAP_MIN_S 600.0
 double judge_eval_cap(const judge_options *o);
 
