@@ -8,7 +8,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 BASE    = -std=c11 -D_GNU_SOURCE -Isrc -fopenmp -g $(WARN) $(BASE_MPI)
 CFLAGS  ?= -O3 -march=x86-64-v2 -mtune=native
 SANFLAGS := -O1 -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
-LDLIBS  := -llzma -lsqlite3 -lm
+LDLIBS  := -llzma -lsqlite3 -lm -ldl -lpthread
 
 # Open MPI (multi-process training, src/dist/): used when mpicc is there,
 # unless MPI=0. Its headers come in as system headers (no -Werror on them).
@@ -21,11 +21,28 @@ endif
 LIB_SRC  := $(shell find src -name '*.c' ! -path 'src/cli/*' | sort)
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
-HEADERS  := $(shell find src tests -name '*.h')
+HEADERS  := $(shell find src tests -name '*.h' -o -name '*.def')
 
-OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
+# The GPU's kernels (src/kernels/cuda/*.cu) are built twice: by clang to PTX,
+# embedded in the binary (build/gen/gpu_ptx.c) for the CUDA driver to compile
+# at run time, and by the C++ compiler for the CPU emulator (emulator.h).
+# No CUDA SDK is used. Without clang the PTX table is empty (tempo --version
+# and --device cuda say so); scripts/install_deps.sh installs clang.
+CU_SRC   := $(sort $(wildcard src/kernels/cuda/*.cu))
+EMU_SRC  := $(CU_SRC) src/kernels/cuda/emulator.cpp
+CXX_EMU  ?= g++
+EMU_BASE := -x c++ -std=c++17 -D_GNU_SOURCE -Isrc -g -fno-exceptions -fno-rtti $(WARN) -Wno-unused-function
+PTX_CC   ?= clang
+PTX_ARCH := sm_80
+HAVE_PTX := $(if $(shell command -v $(PTX_CC) 2>/dev/null),1,0)
+PTX_FLAGS := -x cuda --cuda-device-only -nocudainc -nocudalib --cuda-path=/nonexistent \
+             --cuda-gpu-arch=$(PTX_ARCH) -Xclang -target-feature -Xclang +ptx72 -O3 -Isrc \
+             -Wall -Wextra -Werror -Wno-unused-parameter -Wno-unused-function -Wno-unknown-cuda-version -S
+PTX      := $(if $(filter 1,$(HAVE_PTX)),$(CU_SRC:src/kernels/cuda/%.cu=build/ptx/%.ptx))
+
+OBJ      := $(LIB_SRC:%.c=build/obj/%.o) $(EMU_SRC:%=build/obj/%.o) build/obj/gen/gpu_ptx.o
 CLI_OBJ  := $(CLI_SRC:%.c=build/obj/%.o)
-SAN_OBJ  := $(LIB_SRC:%.c=build/asan/obj/%.o)
+SAN_OBJ  := $(LIB_SRC:%.c=build/asan/obj/%.o) $(EMU_SRC:%=build/asan/obj/%.o) build/obj/gen/gpu_ptx.o
 TESTS    := $(TEST_SRC:tests/unit/%.c=build/tests/%)
 SAN_TESTS := $(TEST_SRC:tests/unit/%.c=build/asan/tests/%)
 
@@ -45,6 +62,40 @@ build/asan/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	@echo CC-SAN $<
 	@$(CC) $(BASE) $(SANFLAGS) -c $< -o $@
+
+build/obj/%.cu.o: %.cu $(HEADERS)
+	@mkdir -p $(dir $@)
+	@echo CXX-EMU $<
+	@$(CXX_EMU) $(EMU_BASE) $(CFLAGS) -c $< -o $@
+
+build/obj/%.cpp.o: %.cpp $(HEADERS)
+	@mkdir -p $(dir $@)
+	@echo CXX-EMU $<
+	@$(CXX_EMU) $(EMU_BASE) $(CFLAGS) -c $< -o $@
+
+build/asan/obj/%.cu.o: %.cu $(HEADERS)
+	@mkdir -p $(dir $@)
+	@echo CXX-EMU-SAN $<
+	@$(CXX_EMU) $(EMU_BASE) $(SANFLAGS) -c $< -o $@
+
+build/asan/obj/%.cpp.o: %.cpp $(HEADERS)
+	@mkdir -p $(dir $@)
+	@echo CXX-EMU-SAN $<
+	@$(CXX_EMU) $(EMU_BASE) $(SANFLAGS) -c $< -o $@
+
+build/ptx/%.ptx: src/kernels/cuda/%.cu src/kernels/cuda/cuda_dialect.h
+	@mkdir -p $(dir $@)
+	@echo PTX $<
+	@$(PTX_CC) $(PTX_FLAGS) $< -o $@
+
+build/gen/gpu_ptx.c: $(PTX) scripts/embed_ptx.sh
+	@mkdir -p $(dir $@)
+	@bash scripts/embed_ptx.sh $@ $(PTX_ARCH) $(PTX)
+
+build/obj/gen/gpu_ptx.o: build/gen/gpu_ptx.c src/kernels/cuda/gpu_ptx.h
+	@mkdir -p $(dir $@)
+	@echo CC $<
+	@$(CC) $(BASE) -O1 -c $< -o $@
 
 build/libtempo.a: $(OBJ)
 	@rm -f $@
@@ -82,13 +133,20 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 10
 FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -Isrc -fopenmp -g -O1 -fno-omit-frame-pointer \
                 -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
-FUZZ_OBJ     := $(LIB_SRC:%.c=build/fuzz/obj/%.o)
+FUZZ_OBJ     := $(LIB_SRC:%.c=build/fuzz/obj/%.o) $(EMU_SRC:%=build/fuzz/obj/%.o) build/obj/gen/gpu_ptx.o
 FUZZ_BINS    := $(patsubst tests/fuzz/fuzz_%.c,build/fuzz/fuzz_%,$(wildcard tests/fuzz/fuzz_*.c))
 
 build/fuzz/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	@echo CC-FUZZ $<
 	@$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+FUZZ_EMU = @mkdir -p $(dir $@); echo CXX-EMU-FUZZ $<; $(FUZZ_CC) $(EMU_BASE) -O1 -fno-omit-frame-pointer \
+           -fsanitize=address,undefined -fsanitize=fuzzer-no-link -c $< -o $@
+build/fuzz/obj/%.cu.o: %.cu $(HEADERS)
+	$(FUZZ_EMU)
+build/fuzz/obj/%.cpp.o: %.cpp $(HEADERS)
+	$(FUZZ_EMU)
 
 build/fuzz/libtempo.a: $(FUZZ_OBJ)
 	@rm -f $@

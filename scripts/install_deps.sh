@@ -14,6 +14,9 @@ have_header lzma.h || need+=(liblzma-dev)
 have_header sqlite3.h || need+=(libsqlite3-dev)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v xz >/dev/null 2>&1 || need+=(xz-utils)
+# clang compiles the GPU kernels to PTX (src/kernels/cuda); g++ builds their CPU emulator
+command -v clang >/dev/null 2>&1 || need+=(clang)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
 # Open MPI: multi-process training (tempo train under mpirun) and its tests
 if [ "${MPI:-1}" != 0 ]; then
     command -v mpicc >/dev/null 2>&1 || need+=(libopenmpi-dev)

@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "dist/dist.h"
+#include "kernels/cuda/gpu.h"
 
 static void usage(FILE *f)
 {
@@ -73,6 +74,9 @@ int main(int argc, char **argv)
         printf("tempo\nmpi: %s\n", dist_built_with_mpi()
                    ? dist_library_version(v, sizeof v)
                    : "not built in (no mpicc when tempo was built; mpirun -np N tempo train refuses)");
+        char cuda[512];
+        gpu_describe(cuda, sizeof cuda);
+        printf("cuda: %s\n", cuda);
         return 0;
     }
     const char *c = argv[1];

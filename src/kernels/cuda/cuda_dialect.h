@@ -1,0 +1,286 @@
+/* cuda_dialect.h - the few words tempo's CUDA kernels (the .cu files of src/kernels/cuda)
+ * are written in, so that one source compiles three ways:
+ *   - by clang as CUDA device code to PTX (the default build: no CUDA SDK,
+ *     only clang's builtin-variable header and NVVM builtins);
+ *   - by nvcc (where a toolkit exists, for sm_90 variants);
+ *   - by a host C++ compiler as plain functions that the CPU emulator
+ *     (emulator.cpp) runs, one POSIX thread per CUDA thread of a block, one
+ *     block at a time (so a block's shared memory may be a static array).
+ * The kernels use only what is below: no CUDA headers, no libdevice. Math
+ * that needs the GPU's instructions (exp2, the bf16 conversion, shuffles)
+ * lives here once, with the emulator's plain C equivalent beside it.
+ *
+ * Rules the kernels keep so that the emulator is faithful: every thread of
+ * a block reaches every barrier (no early return before one), warp
+ * shuffles are called by all 32 lanes together, and blockDim is a multiple
+ * of 32. */
+#ifndef TEMPO_CUDA_DIALECT_H
+#define TEMPO_CUDA_DIALECT_H
+
+#if defined(__CUDA_ARCH__)
+#define TK_DEVICE_CODE 1
+#else
+#define TK_DEVICE_CODE 0
+#endif
+
+typedef unsigned short bf16_t; /* bfloat16 bits (the storage type of bf16 mode) */
+typedef unsigned long long tk_u64;
+
+#if TK_DEVICE_CODE
+/* ---- device code (clang or nvcc) ---- */
+#if defined(__clang__) && !defined(__NVCC__)
+#include <__clang_cuda_builtin_vars.h>
+typedef __SIZE_TYPE__ size_t;
+#define TK_GLOBAL __attribute__((global))
+#define TK_DEV __attribute__((device))
+#define TK_SHARED __attribute__((shared))
+#else
+#define TK_GLOBAL __global__
+#define TK_DEV __device__
+#define TK_SHARED __shared__
+#endif
+#define KERNEL extern "C" TK_GLOBAL void
+#define DEVICE static TK_DEV inline
+/* dynamic shared memory of a launch (its size is a launch parameter) */
+#define DYNAMIC_SHARED(type, name) extern TK_SHARED type name[]
+#define SYNC() __syncthreads()
+#define UNROLL _Pragma("unroll")
+
+DEVICE float tk_shfl_xor(float v, int lane_mask)
+{
+#if defined(__clang__) && !defined(__NVCC__)
+    return __nvvm_shfl_sync_bfly_f32(0xffffffffu, v, lane_mask, 0x1f);
+#else
+    return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+#endif
+}
+DEVICE double tk_shfl_xor_d(double v, int lane_mask)
+{
+    int lo, hi;
+    asm("mov.b64 {%0, %1}, %2;" : "=r"(lo), "=r"(hi) : "d"(v));
+#if defined(__clang__) && !defined(__NVCC__)
+    lo = __nvvm_shfl_sync_bfly_i32(0xffffffffu, lo, lane_mask, 0x1f);
+    hi = __nvvm_shfl_sync_bfly_i32(0xffffffffu, hi, lane_mask, 0x1f);
+#else
+    lo = __shfl_xor_sync(0xffffffffu, lo, lane_mask);
+    hi = __shfl_xor_sync(0xffffffffu, hi, lane_mask);
+#endif
+    double r;
+    asm("mov.b64 %0, {%1, %2};" : "=d"(r) : "r"(lo), "r"(hi));
+    return r;
+}
+/* 2^x, |relative error| about 2 ulp (ex2.approx.ftz) */
+DEVICE float tk_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+/* log2(x), about 2 ulp (lg2.approx.ftz) */
+DEVICE float tk_log2(float x)
+{
+    float y;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+DEVICE float tk_sqrt(float x)
+{
+    float y;
+    asm("sqrt.rn.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+DEVICE float tk_div(float a, float b)
+{
+    float y;
+    asm("div.rn.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+    return y;
+}
+/* a*b and a+b rounded separately (never contracted into an FMA): the
+ * optimizer's update is bitwise the CPU's (optim_kernels.h) */
+DEVICE float tk_mul(float a, float b)
+{
+    float y;
+    asm("mul.rn.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+    return y;
+}
+DEVICE float tk_add(float a, float b)
+{
+    float y;
+    asm("add.rn.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+    return y;
+}
+DEVICE float tk_sub(float a, float b)
+{
+    float y;
+    asm("sub.rn.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+    return y;
+}
+DEVICE bf16_t tk_to_bf16(float x)
+{
+    bf16_t b;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(x));
+    return b;
+}
+DEVICE float tk_from_bf16(bf16_t b)
+{
+    unsigned int u = (unsigned int)b << 16;
+    float f;
+    asm("mov.b32 %0, %1;" : "=f"(f) : "r"(u));
+    return f;
+}
+DEVICE float tk_bits_to_float(unsigned int u)
+{
+    float f;
+    asm("mov.b32 %0, %1;" : "=f"(f) : "r"(u));
+    return f;
+}
+
+#else
+/* ---- host emulation (emulator.cpp) ---- */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+struct tk_dim3 {
+    unsigned int x, y, z;
+};
+/* set for each emulated thread by emulator.cpp */
+extern thread_local tk_dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+void tk_emu_syncthreads(void);
+float tk_emu_shfl_xor(float v, int lane_mask);
+double tk_emu_shfl_xor_d(double v, int lane_mask);
+void *tk_emu_dynamic_shared(void);
+
+#define KERNEL static void
+#define DEVICE static inline
+#define TK_SHARED static
+#define DYNAMIC_SHARED(type, name) type *name = (type *)tk_emu_dynamic_shared()
+#define SYNC() tk_emu_syncthreads()
+#define UNROLL
+
+DEVICE float tk_shfl_xor(float v, int lane_mask) { return tk_emu_shfl_xor(v, lane_mask); }
+DEVICE double tk_shfl_xor_d(double v, int lane_mask) { return tk_emu_shfl_xor_d(v, lane_mask); }
+DEVICE float tk_exp2(float x) { return exp2f(x); }
+DEVICE float tk_log2(float x) { return log2f(x); }
+DEVICE float tk_sqrt(float x) { return sqrtf(x); }
+DEVICE float tk_div(float a, float b) { return a / b; }
+DEVICE float tk_mul(float a, float b) { return a * b; }
+DEVICE float tk_add(float a, float b) { return a + b; }
+DEVICE float tk_sub(float a, float b) { return a - b; }
+DEVICE bf16_t tk_to_bf16(float x)
+{
+    unsigned int u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN stays a (quiet) NaN */
+        return (bf16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest, ties to even */
+    return (bf16_t)(u >> 16);
+}
+DEVICE float tk_from_bf16(bf16_t b)
+{
+    unsigned int u = (unsigned int)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+DEVICE float tk_bits_to_float(unsigned int u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+#endif
+
+/* ---- shared by both ---- */
+#define TK_LOG2E 1.4426950408889634f
+#define TK_LN2 0.6931471805599453f
+
+DEVICE float tk_exp(float x) { return tk_exp2(x * TK_LOG2E); }
+DEVICE float tk_log(float x) { return tk_log2(x) * TK_LN2; }
+DEVICE float tk_fmaxf(float a, float b) { return a > b ? a : b; }
+DEVICE float tk_neg_inf(void) { return tk_bits_to_float(0xff800000u); }
+DEVICE float tk_nan(void) { return tk_bits_to_float(0x7fc00000u); }
+DEVICE float tk_absf(float x) { return x < 0 ? -x : x; }
+
+/* tanh for the logit soft-cap: a short series near 0 (where 1 - e^-2x would
+ * lose digits), the exponential form elsewhere; a few ulp. */
+DEVICE float tk_tanh(float x)
+{
+    float a = tk_absf(x);
+    if (a < 0.25f) {
+        float x2 = x * x;
+        return x * (1.0f + x2 * (-1.0f / 3 + x2 * (2.0f / 15 + x2 * (-17.0f / 315 + x2 * (62.0f / 2835)))));
+    }
+    float e = tk_exp(-2.0f * a);
+    float t = tk_div(1.0f - e, 1.0f + e);
+    return x < 0 ? -t : t;
+}
+DEVICE float tk_sigmoid(float x) { return tk_div(1.0f, 1.0f + tk_exp(-x)); }
+
+/* loads and stores of the two storage types, as float */
+DEVICE float tk_ld(const float *p, size_t i) { return p[i]; }
+DEVICE float tk_ld(const bf16_t *p, size_t i) { return tk_from_bf16(p[i]); }
+DEVICE void tk_st(float *p, size_t i, float v) { p[i] = v; }
+DEVICE void tk_st(bf16_t *p, size_t i, float v) { p[i] = tk_to_bf16(v); }
+
+/* sums over the 32 lanes of a warp (every lane gets the sum, in the same
+ * butterfly order on every lane) */
+DEVICE float tk_warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += tk_shfl_xor(v, o);
+    return v;
+}
+DEVICE double tk_warp_sum_d(double v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += tk_shfl_xor_d(v, o);
+    return v;
+}
+DEVICE float tk_warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = tk_fmaxf(v, tk_shfl_xor(v, o));
+    return v;
+}
+
+/* Kernel names: a template body instantiated for the storage types, each
+ * instantiation an extern "C" kernel named base_f32 / base_bf16. The
+ * emulator's registry (EMU_REGISTER_*) lists the same names. */
+#if TK_DEVICE_CODE
+#define EMU_REGISTER_BEGIN(file)
+#define EMU_KERNEL(name)
+#define EMU_REGISTER_END
+#else
+typedef void (*tk_emu_trampoline)(void **args);
+struct tk_emu_registry;
+void tk_emu_add(tk_emu_registry *r, const char *name, tk_emu_trampoline fn);
+/* Unpacks a launch's argument array (pointers to each argument's value, as
+ * cuLaunchKernel takes them) into a call of the kernel. */
+template <typename T> static T tk_emu_arg(void *p)
+{
+    T v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+template <size_t... I> struct tk_index_list {};
+template <size_t N, size_t... I> struct tk_make_index : tk_make_index<N - 1, N - 1, I...> {};
+template <size_t... I> struct tk_make_index<0, I...> {
+    typedef tk_index_list<I...> type;
+};
+template <typename... A, size_t... I>
+static void tk_emu_unpack(void (*k)(A...), void **args, tk_index_list<I...>)
+{
+    k(tk_emu_arg<A>(args[I])...);
+}
+template <typename... A> static void tk_emu_invoke(void (*k)(A...), void **args)
+{
+    tk_emu_unpack(k, args, typename tk_make_index<sizeof...(A)>::type());
+}
+#define EMU_REGISTER_BEGIN(file) extern "C" void tk_emu_register_##file(tk_emu_registry *r) {
+#define EMU_KERNEL(name) tk_emu_add(r, #name, [](void **a) { tk_emu_invoke(name, a); });
+#define EMU_REGISTER_END }
+#endif
+
+#endif

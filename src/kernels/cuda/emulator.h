@@ -1,0 +1,42 @@
+/* emulator.h - runs tempo's CUDA kernels on the CPU, for tests and for
+ * machines without a GPU: the same .cu sources compiled as host C++
+ * (cuda_dialect.h), each launch run block after block with one POSIX thread
+ * per CUDA thread, barriers and warp shuffles emulated, dynamic shared memory
+ * poisoned (NaN bytes) at the start of every block so that a kernel reading
+ * what it never wrote shows up. It proves the kernels' logic and the host
+ * code around them; it says nothing of speed or of the hardware's own
+ * behaviour (memory model, timing), which only the device check tests.
+ * Slow: meant for shapes of a few thousand elements. gpu.c's emulator
+ * backend is its one user. */
+#ifndef TEMPO_CUDA_EMULATOR_H
+#define TEMPO_CUDA_EMULATOR_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tk_emu_registry tk_emu_registry;
+
+/* Every kernel of every .cu file, by name. NULL when out of memory. */
+tk_emu_registry *tk_emu_registry_new(void);
+void tk_emu_registry_free(tk_emu_registry *r);
+
+/* The kernel's index, or -1 when there is no kernel of that name. */
+int tk_emu_find(const tk_emu_registry *r, const char *name);
+
+/* Runs kernel idx over grid x block threads with shmem bytes of dynamic
+ * shared memory; args as cuLaunchKernel takes them (an array of pointers to
+ * each argument's value). Launches are serialised (the kernels' static
+ * shared arrays are process-wide in the emulation). Returns 0, or -1 with a
+ * message in err (a block size that is not a multiple of 32 or above 1024,
+ * no threads could be started). */
+int tk_emu_launch(const tk_emu_registry *r, int idx, const unsigned grid[3], const unsigned block[3],
+                  size_t shmem, void **args, char *err, size_t err_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

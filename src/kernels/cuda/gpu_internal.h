@@ -1,0 +1,45 @@
+/* gpu_internal.h - struct gpu, shared by the files of the GPU runtime only
+ * (gpu.c: context, memory, launches; gpu_gemm.c: cuBLASLt). Everything else
+ * uses gpu.h. */
+#ifndef TEMPO_GPU_INTERNAL_H
+#define TEMPO_GPU_INTERNAL_H
+
+#include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/emulator.h"
+#include "kernels/cuda/gpu.h"
+
+#define GPU_MAX_MODULES 16
+#define GPU_GEMM_WORKSPACE (32u << 20) /* cuBLASLt's workspace, bytes */
+
+struct gpu_gemm_cache; /* gpu_gemm.c */
+
+struct gpu {
+    gpu_info info;
+    /* GPU_CUDA */
+    void *libcuda, *liblt;
+    cuda_driver_api cu;
+    cublaslt_api lt;
+    CUdevice dev;
+    CUcontext ctx;
+    int ctx_retained;
+    CUstream stream[2];
+    CUevent ev_copy, ev_compute, ev_t0, ev_t1;
+    CUmodule modules[GPU_MAX_MODULES];
+    int n_modules;
+    CUfunction fn[GK_COUNT];
+    cublasLtHandle_t lt_handle;
+    gpu_ptr lt_workspace;
+    struct gpu_gemm_cache *gemm_cache;
+    /* GPU_EMULATOR */
+    tk_emu_registry *emu;
+    int emu_index[GK_COUNT];
+    double emu_t0;
+    /* both */
+    int sync_each_launch;   /* TEMPO_GPU_SYNC=1 */
+    int failed;
+    char error[400];        /* the first error since the last gpu_sync */
+    gpu_kernel last_kernel; /* the last launched (named when a sync fails) */
+    int launched_any;
+};
+
+#endif

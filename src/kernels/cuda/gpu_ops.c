@@ -1,0 +1,261 @@
+/* gpu_ops.c - launch shapes and argument lists of the GPU's kernels (see
+ * gpu_ops.h). The constants repeat the .cu files' (ATT_*, RMS_DW_ROWS,
+ * CE_THREADS, SUM_CHUNK); the emulator tests catch a mismatch. */
+#include "kernels/cuda/gpu_ops.h"
+
+#include <string.h>
+
+#define ATT_BQ 64
+#define ATT_BK 32
+#define ATT_BKV 64
+#define ATT_BQB 16
+#define RMS_DW_ROWS 64
+#define CE_THREADS 256
+#define SUM_CHUNK 16384
+#define EW_THREADS 256 /* elementwise kernels' block */
+
+static unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
+
+/* blocks for a grid-stride elementwise kernel over n values */
+static unsigned ew_blocks(const gpu *g, size_t n)
+{
+    size_t b = (n + EW_THREADS - 1) / EW_THREADS, cap = (size_t)gpu_get_info(g)->sm_count * 16;
+    if (b > cap) b = cap;
+    return b ? (unsigned)b : 1;
+}
+
+static gpu_kernel pick(gpu_dtype t, gpu_kernel f32, gpu_kernel bf16) { return t == GPU_BF16 ? bf16 : f32; }
+
+void cuda_embedding_forward(gpu *g, gpu_ptr out, gpu_ptr tokens, gpu_ptr emb, int N, int C)
+{
+    void *a[] = {&out, &tokens, &emb, &N, &C};
+    gpu_launch(g, GK_embedding_fwd, (unsigned)N, 1, 1, 128, 0, a);
+}
+
+int cuda_embedding_segments(const int32_t *tokens, int N, int V, int32_t *order, int32_t *seg,
+                            int32_t *seg_token, int32_t *count)
+{
+    memset(count, 0, sizeof(int32_t) * (size_t)V);
+    for (int n = 0; n < N; n++)
+        count[tokens[n]]++;
+    int n_seg = 0, at = 0;
+    for (int v = 0; v < V; v++) {
+        if (!count[v])
+            continue;
+        seg[n_seg] = at;
+        seg_token[n_seg] = v;
+        int c = count[v];
+        count[v] = at; /* now the next free slot of token v */
+        at += c;
+        n_seg++;
+    }
+    seg[n_seg] = at;
+    for (int n = 0; n < N; n++)
+        order[count[tokens[n]]++] = n;
+    return n_seg;
+}
+
+void cuda_embedding_backward(gpu *g, gpu_ptr demb, gpu_ptr order, gpu_ptr seg, gpu_ptr seg_token, int n_seg,
+                             gpu_ptr dout, int C)
+{
+    if (n_seg <= 0)
+        return;
+    void *a[] = {&demb, &order, &seg, &seg_token, &dout, &C};
+    gpu_launch(g, GK_embedding_bwd, (unsigned)n_seg, cdiv((size_t)C, 128), 1, 128, 0, a);
+}
+
+void cuda_rmsnorm_forward(gpu *g, gpu_dtype tin, gpu_dtype tout, gpu_ptr y, gpu_ptr rstd, gpu_ptr copy, gpu_ptr x,
+                          gpu_ptr w, int N, int C, float eps)
+{
+    gpu_kernel k = tin == GPU_BF16 ? GK_rmsnorm_fwd_bf16_bf16
+                 : tout == GPU_BF16 ? GK_rmsnorm_fwd_f32_bf16 : GK_rmsnorm_fwd_f32_f32;
+    if (tin == GPU_BF16 && tout != GPU_BF16) {
+        gpu_set_error(g, "gpu: rmsnorm from bf16 to fp32 is not built");
+        return;
+    }
+    void *a[] = {&y, &rstd, &copy, &x, &w, &N, &C, &eps};
+    gpu_launch(g, k, cdiv((size_t)N, 4), 1, 1, 128, 0, a);
+}
+
+size_t cuda_rmsnorm_partial_floats(int N, int C) { return (size_t)cdiv((size_t)N, RMS_DW_ROWS) * (size_t)C; }
+
+void cuda_rmsnorm_backward(gpu *g, gpu_dtype t, gpu_ptr dx, gpu_ptr dw, gpu_ptr dy, gpu_ptr x, gpu_ptr w,
+                           gpu_ptr rstd, int N, int C, int accumulate, gpu_ptr partial)
+{
+    void *a[] = {&dx, &dy, &x, &w, &rstd, &N, &C, &accumulate};
+    gpu_launch(g, pick(t, GK_rmsnorm_bwd_f32, GK_rmsnorm_bwd_bf16), cdiv((size_t)N, 4), 1, 1, 128, 0, a);
+    int runs = (int)cdiv((size_t)N, RMS_DW_ROWS);
+    void *b[] = {&partial, &dy, &x, &rstd, &N, &C};
+    gpu_launch(g, pick(t, GK_rmsnorm_dw_partial_f32, GK_rmsnorm_dw_partial_bf16), cdiv((size_t)C, 128),
+               (unsigned)runs, 1, 128, 0, b);
+    void *c[] = {&dw, &partial, &runs, &C};
+    gpu_launch(g, GK_rmsnorm_dw_reduce, cdiv((size_t)C, 128), 1, 1, 128, 0, c);
+}
+
+void cuda_rope(gpu *g, gpu_dtype t, gpu_ptr x, int B, int T, int H, int D, int pos0, gpu_ptr cos_tab,
+               gpu_ptr sin_tab, int backward)
+{
+    float dir = backward ? -1.0f : 1.0f;
+    void *a[] = {&x, &B, &T, &H, &D, &pos0, &cos_tab, &sin_tab, &dir};
+    gpu_launch(g, pick(t, GK_rope_f32, GK_rope_bf16), ew_blocks(g, (size_t)B * T * H * (D / 2)), 1, 1, EW_THREADS,
+               0, a);
+}
+
+void cuda_relu2_forward(gpu *g, gpu_dtype t, gpu_ptr a_out, gpu_ptr h, size_t n)
+{
+    void *a[] = {&a_out, &h, &n};
+    gpu_launch(g, pick(t, GK_relu2_fwd_f32, GK_relu2_fwd_bf16), ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
+}
+
+void cuda_relu2_backward(gpu *g, gpu_dtype t, gpu_ptr dh, gpu_ptr da, gpu_ptr h, size_t n)
+{
+    void *a[] = {&dh, &da, &h, &n};
+    gpu_launch(g, pick(t, GK_relu2_bwd_f32, GK_relu2_bwd_bf16), ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
+}
+
+void cuda_swiglu_forward(gpu *g, gpu_dtype t, gpu_ptr a_out, gpu_ptr gate, gpu_ptr up, size_t n)
+{
+    void *a[] = {&a_out, &gate, &up, &n};
+    gpu_launch(g, pick(t, GK_swiglu_fwd_f32, GK_swiglu_fwd_bf16), ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
+}
+
+void cuda_swiglu_backward(gpu *g, gpu_dtype t, gpu_ptr dg, gpu_ptr du, gpu_ptr da, gpu_ptr gate, gpu_ptr up,
+                          size_t n)
+{
+    void *a[] = {&dg, &du, &da, &gate, &up, &n};
+    gpu_launch(g, pick(t, GK_swiglu_bwd_f32, GK_swiglu_bwd_bf16), ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
+}
+
+/* ---- attention ---- */
+
+static int att_dmax(int D) { return D <= 32 ? 32 : D <= 64 ? 64 : D <= 128 ? 128 : 0; }
+
+/* the kernel of a family for (t, dmax): the families are laid out in
+ * gpu_kernels.def as f32 d32, d64, d128, then bf16 d32, d64, d128 */
+static gpu_kernel att_kernel(gpu_kernel first, gpu_dtype t, int dmax)
+{
+    int i = (dmax == 32 ? 0 : dmax == 64 ? 1 : 2) + (t == GPU_BF16 ? 3 : 0);
+    return (gpu_kernel)(first + i);
+}
+
+static int dkdv_smem(int dm) { return ((2 * ATT_BKV + 2 * ATT_BQB) * (dm + 1) + 2 * ATT_BQB) * 4; }
+static int dq_smem(int dm) { return (2 * ATT_BQ + 2 * ATT_BK) * (dm + 1) * 4; }
+
+int cuda_attention_prepare(gpu *g, int D, tempo_error *err)
+{
+    int dm = att_dmax(D);
+    if (!dm)
+        return tempo_fail(err, "gpu: attention head dim %d: the GPU kernels take at most 128", D);
+    for (int t = 0; t < 2; t++) {
+        if (gpu_kernel_smem(g, att_kernel(GK_attn_dkdv_f32_d32, (gpu_dtype)t, dm), dkdv_smem(dm), err) ||
+            gpu_kernel_smem(g, att_kernel(GK_attn_dq_f32_d32, (gpu_dtype)t, dm), dq_smem(dm), err))
+            return -1;
+    }
+    return 0;
+}
+
+void cuda_attention_forward(gpu *g, gpu_dtype t, gpu_ptr o, gpu_ptr lse, gpu_ptr q, gpu_ptr k, gpu_ptr v, int B,
+                            int T, int H, int Hkv, int D)
+{
+    int dm = att_dmax(D);
+    if (!dm) {
+        gpu_set_error(g, "gpu: attention head dim %d above 128", D);
+        return;
+    }
+    void *a[] = {&o, &lse, &q, &k, &v, &B, &T, &H, &Hkv, &D};
+    gpu_launch(g, att_kernel(GK_attn_fwd_f32_d32, t, dm), cdiv((size_t)T, ATT_BQ), (unsigned)(B * H), 1, ATT_BQ, 0,
+               a);
+}
+
+void cuda_attention_backward(gpu *g, gpu_dtype t, gpu_ptr dq, gpu_ptr dk, gpu_ptr dv, gpu_ptr dout, gpu_ptr q,
+                             gpu_ptr k, gpu_ptr v, gpu_ptr o, gpu_ptr lse, int B, int T, int H, int Hkv, int D,
+                             gpu_ptr delta)
+{
+    int dm = att_dmax(D);
+    if (!dm) {
+        gpu_set_error(g, "gpu: attention head dim %d above 128", D);
+        return;
+    }
+    void *a[] = {&delta, &dout, &o, &B, &T, &H, &D};
+    gpu_launch(g, pick(t, GK_attn_delta_f32, GK_attn_delta_bf16), cdiv((size_t)B * T * H, 4), 1, 1, 128, 0, a);
+    void *b[] = {&dk, &dv, &dout, &q, &k, &v, &lse, &delta, &B, &T, &H, &Hkv, &D};
+    gpu_launch(g, att_kernel(GK_attn_dkdv_f32_d32, t, dm), cdiv((size_t)T, ATT_BKV), (unsigned)(B * Hkv), 1, ATT_BKV,
+               (unsigned)dkdv_smem(dm), b);
+    void *c[] = {&dq, &dout, &q, &k, &v, &lse, &delta, &B, &T, &H, &Hkv, &D};
+    gpu_launch(g, att_kernel(GK_attn_dq_f32_d32, t, dm), cdiv((size_t)T, ATT_BQ), (unsigned)(B * H), 1, ATT_BQ,
+               (unsigned)dq_smem(dm), c);
+}
+
+/* ---- head ---- */
+
+void cuda_cross_entropy_rows(gpu *g, gpu_dtype t, gpu_ptr logits, gpu_ptr targets, gpu_ptr losses,
+                             gpu_ptr top_logprob, gpu_ptr top_id, gpu_ptr log_norm, float beta, gpu_ptr dz,
+                             gpu_ptr mix_b, float mix_a, int R, int V, float softcap, float grad_scale)
+{
+    if (R <= 0)
+        return;
+    void *a[] = {&logits, &targets, &losses, &top_logprob, &top_id, &log_norm, &beta,
+                 &dz,     &mix_b,   &mix_a,  &V,           &softcap, &grad_scale};
+    gpu_launch(g, pick(t, GK_ce_rows_f32, GK_ce_rows_bf16), (unsigned)R, 1, 1, CE_THREADS, 0, a);
+}
+
+/* ---- optimizer ---- */
+
+void cuda_adamw(gpu *g, gpu_ptr p, gpu_ptr grad, gpu_ptr m, gpu_ptr v, size_t n, const optim_adamw_coeffs *c)
+{
+    float b1 = c->beta1, b2 = c->beta2, eps = c->eps, step = c->step, ib = c->inv_bc2, decay = c->decay,
+          gs = c->gscale;
+    void *a[] = {&p, &grad, &m, &v, &n, &b1, &b2, &eps, &step, &ib, &decay, &gs};
+    gpu_launch(g, GK_adamw, ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
+}
+
+void cuda_muon_momentum(gpu *g, gpu_ptr buf, gpu_ptr upd, gpu_ptr grad, size_t n, float mu, float gscale)
+{
+    void *a[] = {&buf, &upd, &grad, &n, &mu, &gscale};
+    gpu_launch(g, GK_muon_momentum, ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
+}
+
+void cuda_muon_apply(gpu *g, gpu_ptr p, gpu_ptr upd, size_t n, float step, float decay)
+{
+    void *a[] = {&p, &upd, &n, &step, &decay};
+    gpu_launch(g, GK_muon_apply, ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
+}
+
+void cuda_ns_start(gpu *g, gpu_ptr X, gpu_ptr G, int rows, int cols, float inv, int transposed)
+{
+    void *a[] = {&X, &G, &rows, &cols, &inv, &transposed};
+    gpu_launch(g, GK_ns_start, ew_blocks(g, (size_t)rows * cols), 1, 1, EW_THREADS, 0, a);
+}
+
+void cuda_ns_finish(gpu *g, gpu_ptr G, gpu_ptr X, int rows, int cols, int transposed)
+{
+    void *a[] = {&G, &X, &rows, &cols, &transposed};
+    gpu_launch(g, GK_ns_finish, ew_blocks(g, (size_t)rows * cols), 1, 1, EW_THREADS, 0, a);
+}
+
+size_t cuda_sum_partials(size_t n) { return n ? (n + SUM_CHUNK - 1) / SUM_CHUNK : 1; }
+
+void cuda_sum(gpu *g, gpu_ptr out, gpu_ptr partial, gpu_ptr x, size_t n, int square)
+{
+    int np = (int)cuda_sum_partials(n);
+    if (n) {
+        void *a[] = {&partial, &x, &n, &square};
+        gpu_launch(g, GK_sum_partial, (unsigned)np, 1, 1, 256, 0, a);
+    } else {
+        gpu_memset_async(g, partial, 0, sizeof(double));
+    }
+    void *b[] = {&out, &partial, &np};
+    gpu_launch(g, GK_sum_finish, 1, 1, 1, 32, 0, b);
+}
+
+void cuda_scale(gpu *g, gpu_ptr x, size_t n, float s)
+{
+    void *a[] = {&x, &n, &s};
+    gpu_launch(g, GK_scale_f32, ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
+}
+
+void cuda_convert_bf16(gpu *g, gpu_ptr dst, gpu_ptr src, size_t n)
+{
+    void *a[] = {&dst, &src, &n};
+    gpu_launch(g, GK_convert_f32_bf16, ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
+}

@@ -1,0 +1,89 @@
+/* gpu_ops.h - the GPU's operations, one C function per kernel family, with
+ * the contracts of their CPU references in src/kernels/cpu (named there
+ * rmsnorm_forward, attention_forward, ...; here cuda_*). Arguments are
+ * device pointers (gpu_ptr) and sizes; `t` is the storage type of the
+ * activations the operation reads and writes (GPU_F32, or GPU_BF16 in bf16
+ * mode: math is always fp32). Everything is queued on the compute stream
+ * (gpu.h); nothing allocates. Where the CPU contract overwrites, so does
+ * this one; where it accumulates, this accumulates. */
+#ifndef TEMPO_GPU_OPS_H
+#define TEMPO_GPU_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "kernels/cpu/optim_kernels.h"
+#include "kernels/cuda/gpu.h"
+#include "kernels/cuda/gpu_gemm.h"
+
+/* embedding.h: out [N, C] fp32 = emb[tokens[n]]. tokens: int32 on the GPU. */
+void cuda_embedding_forward(gpu *g, gpu_ptr out, gpu_ptr tokens, gpu_ptr emb, int N, int C);
+/* The backward's plan, made on the host from the batch's tokens: order [N]
+ * (positions sorted by token, ties by position), seg [n_seg + 1], seg_token
+ * [n_seg]; count is V ints of scratch. Returns n_seg. */
+int cuda_embedding_segments(const int32_t *tokens, int N, int V, int32_t *order, int32_t *seg,
+                            int32_t *seg_token, int32_t *count);
+/* demb [V, C] += the scatter of dout [N, C] (fp32), in position order per
+ * token (deterministic; bitwise embedding_backward's order). */
+void cuda_embedding_backward(gpu *g, gpu_ptr demb, gpu_ptr order, gpu_ptr seg, gpu_ptr seg_token, int n_seg,
+                             gpu_ptr dout, int C);
+
+/* rmsnorm.h: y [N, C] (tout) and rstd [N] from x (tin); copy [N, C] fp32 (0:
+ * none) gets x too. (tin, tout): (F32, F32), (F32, BF16) or (BF16, BF16). */
+void cuda_rmsnorm_forward(gpu *g, gpu_dtype tin, gpu_dtype tout, gpu_ptr y, gpu_ptr rstd, gpu_ptr copy, gpu_ptr x,
+                          gpu_ptr w, int N, int C, float eps);
+/* dx (= or += with accumulate) and dw (+=) as rmsnorm_backward, dy, x, dx all
+ * of type t. partial: cuda_rmsnorm_partial_floats(N, C) floats of scratch. */
+void cuda_rmsnorm_backward(gpu *g, gpu_dtype t, gpu_ptr dx, gpu_ptr dw, gpu_ptr dy, gpu_ptr x, gpu_ptr w,
+                           gpu_ptr rstd, int N, int C, int accumulate, gpu_ptr partial);
+size_t cuda_rmsnorm_partial_floats(int N, int C);
+
+/* rope.h: x [B, T, H, D] rotated in place (backward: rotated back); cos,
+ * sin: rope_table_init's tables on the GPU. */
+void cuda_rope(gpu *g, gpu_dtype t, gpu_ptr x, int B, int T, int H, int D, int pos0, gpu_ptr cos_tab,
+               gpu_ptr sin_tab, int backward);
+
+/* activation.h */
+void cuda_relu2_forward(gpu *g, gpu_dtype t, gpu_ptr a, gpu_ptr h, size_t n);
+void cuda_relu2_backward(gpu *g, gpu_dtype t, gpu_ptr dh, gpu_ptr da, gpu_ptr h, size_t n);
+void cuda_swiglu_forward(gpu *g, gpu_dtype t, gpu_ptr a, gpu_ptr gate, gpu_ptr up, size_t n);
+void cuda_swiglu_backward(gpu *g, gpu_dtype t, gpu_ptr dg, gpu_ptr du, gpu_ptr da, gpu_ptr gate, gpu_ptr up,
+                          size_t n);
+
+/* attention.h's whole-batch contracts. Head dims up to 128. Call
+ * cuda_attention_prepare once per head dim first (shared-memory limits). */
+int cuda_attention_prepare(gpu *g, int D, tempo_error *err);
+void cuda_attention_forward(gpu *g, gpu_dtype t, gpu_ptr o, gpu_ptr lse, gpu_ptr q, gpu_ptr k, gpu_ptr v, int B,
+                            int T, int H, int Hkv, int D);
+/* dq, dk, dv overwritten; delta: B*H*T floats of scratch. */
+void cuda_attention_backward(gpu *g, gpu_dtype t, gpu_ptr dq, gpu_ptr dk, gpu_ptr dv, gpu_ptr dout, gpu_ptr q,
+                             gpu_ptr k, gpu_ptr v, gpu_ptr o, gpu_ptr lse, int B, int T, int H, int Hkv, int D,
+                             gpu_ptr delta);
+
+/* The head's row pass over logits [R, V] fp32 (lm_head.h's row math): losses
+ * [R]; top_logprob [R] (0: none). Training: dz [R, V] of type t (0:
+ * evaluation), mix_b [R] (0: plain cross-entropy). Evaluation: top_id [R],
+ * log_norm [R] with beta (each 0: none). */
+void cuda_cross_entropy_rows(gpu *g, gpu_dtype t, gpu_ptr logits, gpu_ptr targets, gpu_ptr losses,
+                             gpu_ptr top_logprob, gpu_ptr top_id, gpu_ptr log_norm, float beta, gpu_ptr dz,
+                             gpu_ptr mix_b, float mix_a, int R, int V, float softcap, float grad_scale);
+
+/* optim_kernels.h's AdamW, bitwise. */
+void cuda_adamw(gpu *g, gpu_ptr p, gpu_ptr grad, gpu_ptr m, gpu_ptr v, size_t n, const optim_adamw_coeffs *c);
+/* Muon (optimizer.c): momentum and Nesterov update, then the step. */
+void cuda_muon_momentum(gpu *g, gpu_ptr buf, gpu_ptr upd, gpu_ptr grad, size_t n, float mu, float gscale);
+void cuda_muon_apply(gpu *g, gpu_ptr p, gpu_ptr upd, size_t n, float step, float decay);
+/* Newton-Schulz's first and last elementwise steps (optim_newton_schulz). */
+void cuda_ns_start(gpu *g, gpu_ptr X, gpu_ptr G, int rows, int cols, float inv, int transposed);
+void cuda_ns_finish(gpu *g, gpu_ptr G, gpu_ptr X, int rows, int cols, int transposed);
+
+/* out[0] (a double on the GPU) = sum of x[0..n) (square: of x^2), in double,
+ * deterministic; partial: cuda_sum_partials(n) doubles of scratch. */
+void cuda_sum(gpu *g, gpu_ptr out, gpu_ptr partial, gpu_ptr x, size_t n, int square);
+size_t cuda_sum_partials(size_t n);
+
+void cuda_scale(gpu *g, gpu_ptr x, size_t n, float s);
+void cuda_convert_bf16(gpu *g, gpu_ptr dst, gpu_ptr src, size_t n);
+
+#endif

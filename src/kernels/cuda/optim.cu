@@ -1,0 +1,133 @@
+/* optim.cu - the optimizer's elementwise kernels and the reductions on the
+ * GPU: the AdamW update (the same float operations in the same order as
+ * kernels/cpu/optim_kernels.h, never contracted into FMAs, so the result is
+ * bitwise the CPU's), Muon's momentum and update, the Newton-Schulz
+ * iteration's elementwise steps (its products are GEMMs: gpu_gemm.h), sums
+ * of squares and sums in double (fixed chunks, fixed order: deterministic),
+ * scaling, and the fp32 -> bf16 conversion of bf16 mode's weight copy.
+ * Launches: gpu_ops.c. */
+#include "kernels/cuda/cuda_dialect.h"
+
+#define FOR_EACH(i, n) \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+/* optim_kernels.h: gi = g gscale; m = b1 m + (1 - b1) gi; v = b2 v + (1 - b2) gi gi;
+ * p = p decay - step m / (sqrt(v inv_bc2) + eps) */
+KERNEL adamw(float *p, const float *g, float *m, float *v, size_t n, float b1, float b2, float eps, float step,
+             float inv_bc2, float decay, float gscale)
+{
+    float omb1 = tk_sub(1.0f, b1), omb2 = tk_sub(1.0f, b2);
+    FOR_EACH(i, n) {
+        float gi = tk_mul(g[i], gscale);
+        float mi = tk_add(tk_mul(b1, m[i]), tk_mul(omb1, gi));
+        float vi = tk_add(tk_mul(b2, v[i]), tk_mul(tk_mul(omb2, gi), gi));
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = tk_sub(tk_mul(p[i], decay), tk_div(tk_mul(step, mi), tk_add(tk_sqrt(tk_mul(vi, inv_bc2)), eps)));
+    }
+}
+
+/* Muon (optimizer.c's muon_tensor): buf = mu buf + g gscale (momentum),
+ * upd = g gscale + mu buf (Nesterov) */
+KERNEL muon_momentum(float *buf, float *upd, const float *g, size_t n, float mu, float gscale)
+{
+    FOR_EACH(i, n) {
+        float gi = tk_mul(g[i], gscale);
+        float b = tk_add(tk_mul(mu, buf[i]), gi);
+        buf[i] = b;
+        upd[i] = tk_add(gi, tk_mul(mu, b));
+    }
+}
+
+/* p = p decay - step upd; upd = 0 (v's Muon slots stay zero) */
+KERNEL muon_apply(float *p, float *upd, size_t n, float step, float decay)
+{
+    FOR_EACH(i, n) {
+        p[i] = tk_sub(tk_mul(p[i], decay), tk_mul(step, upd[i]));
+        upd[i] = 0;
+    }
+}
+
+/* Newton-Schulz's start: X [r, c'] = G [rows, cols] * inv, transposed when
+ * rows > cols (X then [cols, rows]) */
+KERNEL ns_start(float *X, const float *G, int rows, int cols, float inv, int transposed)
+{
+    size_t n = (size_t)rows * cols;
+    FOR_EACH(e, n) {
+        size_t i = e / cols, j = e % cols;
+        if (transposed)
+            X[j * rows + i] = G[e] * inv;
+        else
+            X[e] = G[e] * inv;
+    }
+}
+
+/* and its end: G = X (transposed back) */
+KERNEL ns_finish(float *G, const float *X, int rows, int cols, int transposed)
+{
+    size_t n = (size_t)rows * cols;
+    FOR_EACH(e, n) {
+        size_t i = e / cols, j = e % cols;
+        G[e] = transposed ? X[j * rows + i] : X[e];
+    }
+}
+
+/* partial[block] = sum over chunk `block` (SUM_CHUNK values) of x or x^2, in
+ * double; block of 256 threads */
+#define SUM_CHUNK 16384
+KERNEL sum_partial(double *partial, const float *x, size_t n, int square)
+{
+    TK_SHARED double red[8];
+    size_t lo = (size_t)blockIdx.x * SUM_CHUNK, hi = lo + SUM_CHUNK < n ? lo + SUM_CHUNK : n;
+    double s = 0;
+    for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        double v = x[i];
+        s += square ? v * v : v;
+    }
+    s = tk_warp_sum_d(s);
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    if (lane == 0)
+        red[w] = s;
+    SYNC();
+    if (threadIdx.x == 0) {
+        double t = 0;
+        for (int k = 0; k < (int)(blockDim.x >> 5); k++)
+            t += red[k];
+        partial[blockIdx.x] = t;
+    }
+}
+
+/* out[0] = sum of partial[0..n), in order; one block of 32 threads */
+KERNEL sum_finish(double *out, const double *partial, int n)
+{
+    if (threadIdx.x == 0) {
+        double t = 0;
+        for (int k = 0; k < n; k++)
+            t += partial[k];
+        out[0] = t;
+    }
+}
+
+KERNEL scale_f32(float *x, size_t n, float s)
+{
+    FOR_EACH(i, n)
+        x[i] *= s;
+}
+
+KERNEL convert_f32_bf16(bf16_t *dst, const float *src, size_t n)
+{
+    FOR_EACH(i, n)
+        dst[i] = tk_to_bf16(src[i]);
+}
+
+EMU_REGISTER_BEGIN(optim)
+EMU_KERNEL(adamw)
+EMU_KERNEL(muon_momentum)
+EMU_KERNEL(muon_apply)
+EMU_KERNEL(ns_start)
+EMU_KERNEL(ns_finish)
+EMU_KERNEL(sum_partial)
+EMU_KERNEL(sum_finish)
+EMU_KERNEL(scale_f32)
+EMU_KERNEL(convert_f32_bf16)
+EMU_REGISTER_END

@@ -1,0 +1,120 @@
+/* rmsnorm.cu - RMSNorm with a gain on the GPU (kernels/cpu/rmsnorm.h is the
+ * reference and states the math). One warp per row; math in fp32; the
+ * input, output and gradient storage types are template parameters (the
+ * residual stream is fp32, the GEMMs' operands bf16 in bf16 mode). The
+ * gain's gradient is a sum over rows, kept deterministic without atomics:
+ * each block of rmsnorm_dw_partial sums a fixed run of RMS_DW_ROWS rows per
+ * column, then rmsnorm_dw_reduce adds the runs in order. Launches: gpu_ops.c. */
+#include "kernels/cuda/cuda_dialect.h"
+
+#define RMS_DW_ROWS 64 /* rows per partial sum of the gain's gradient (gpu_ops.h repeats it) */
+
+/* y [N, C] (Tout), rstd [N] = rmsnorm(x [N, C] (Tin)) * w; copy [N, C] (fp32,
+ * may be null) gets x as well. Block of 128 threads: 4 rows. */
+template <typename Tin, typename Tout>
+DEVICE void rms_fwd(Tout *y, float *rstd, float *copy, const Tin *x, const float *w, int N, int C, float eps)
+{
+    int lane = threadIdx.x & 31;
+    int n = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (n < N) {
+        size_t base = (size_t)n * C;
+        float ss = 0;
+        for (int c = lane; c < C; c += 32) {
+            float v = tk_ld(x, base + c);
+            ss += v * v;
+        }
+        ss = tk_warp_sum(ss);
+        float r = tk_div(1.0f, tk_sqrt(ss / (float)C + eps));
+        for (int c = lane; c < C; c += 32) {
+            float v = tk_ld(x, base + c);
+            tk_st(y, base + c, v * r * w[c]);
+            if (copy)
+                copy[base + c] = v;
+        }
+        if (lane == 0)
+            rstd[n] = r;
+    }
+}
+
+/* dx [N, C] (= or += when accumulate) from dy, x, w, rstd (rmsnorm.h). */
+template <typename T>
+DEVICE void rms_bwd(T *dx, const T *dy, const T *x, const float *w, const float *rstd, int N, int C,
+                    int accumulate)
+{
+    int lane = threadIdx.x & 31;
+    int n = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (n < N) {
+        size_t base = (size_t)n * C;
+        float r = rstd[n], s = 0;
+        for (int c = lane; c < C; c += 32)
+            s += tk_ld(dy, base + c) * w[c] * tk_ld(x, base + c);
+        s = tk_warp_sum(s);
+        float k = s * r * r * r / (float)C;
+        for (int c = lane; c < C; c += 32) {
+            float g = r * w[c] * tk_ld(dy, base + c) - tk_ld(x, base + c) * k;
+            tk_st(dx, base + c, accumulate ? tk_ld(dx, base + c) + g : g);
+        }
+    }
+}
+
+/* partial [ceil(N / RMS_DW_ROWS), C]: row run b's sum of dy x rstd per
+ * column. grid (ceil(C / blockDim), runs). */
+template <typename T>
+DEVICE void rms_dw_partial(float *partial, const T *dy, const T *x, const float *rstd, int N, int C)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x, b = blockIdx.y;
+    if (c < C) {
+        int n0 = b * RMS_DW_ROWS, n1 = n0 + RMS_DW_ROWS < N ? n0 + RMS_DW_ROWS : N;
+        float acc = 0;
+        for (int n = n0; n < n1; n++)
+            acc += tk_ld(dy, (size_t)n * C + c) * tk_ld(x, (size_t)n * C + c) * rstd[n];
+        partial[(size_t)b * C + c] = acc;
+    }
+}
+
+/* dw [C] += sum over runs of partial, in run order. */
+KERNEL rmsnorm_dw_reduce(float *dw, const float *partial, int runs, int C)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < C) {
+        float acc = 0;
+        for (int b = 0; b < runs; b++)
+            acc += partial[(size_t)b * C + c];
+        dw[c] += acc;
+    }
+}
+
+#define FWD(Tin, Tout, sfx)                                                                           \
+    KERNEL rmsnorm_fwd_##sfx(Tout *y, float *rstd, float *copy, const Tin *x, const float *w, int N, \
+                             int C, float eps)                                                        \
+    {                                                                                                 \
+        rms_fwd(y, rstd, copy, x, w, N, C, eps);                                                      \
+    }
+FWD(float, float, f32_f32)
+FWD(float, bf16_t, f32_bf16)
+FWD(bf16_t, bf16_t, bf16_bf16)
+
+#define BWD(T, sfx)                                                                                   \
+    KERNEL rmsnorm_bwd_##sfx(T *dx, const T *dy, const T *x, const float *w, const float *rstd, int N, \
+                             int C, int accumulate)                                                   \
+    {                                                                                                 \
+        rms_bwd(dx, dy, x, w, rstd, N, C, accumulate);                                                \
+    }                                                                                                 \
+    KERNEL rmsnorm_dw_partial_##sfx(float *partial, const T *dy, const T *x, const float *rstd, int N, \
+                                    int C)                                                            \
+    {                                                                                                 \
+        rms_dw_partial(partial, dy, x, rstd, N, C);                                                   \
+    }
+BWD(float, f32)
+BWD(bf16_t, bf16)
+
+EMU_REGISTER_BEGIN(rmsnorm)
+EMU_KERNEL(rmsnorm_fwd_f32_f32)
+EMU_KERNEL(rmsnorm_fwd_f32_bf16)
+EMU_KERNEL(rmsnorm_fwd_bf16_bf16)
+EMU_KERNEL(rmsnorm_bwd_f32)
+EMU_KERNEL(rmsnorm_bwd_bf16)
+EMU_KERNEL(rmsnorm_dw_partial_f32)
+EMU_KERNEL(rmsnorm_dw_partial_bf16)
+EMU_KERNEL(rmsnorm_dw_reduce)
+EMU_REGISTER_END

@@ -1,0 +1,586 @@
+/* cuda_kernel_checks.h - every GPU kernel (kernels/cuda/gpu_ops.h,
+ * gpu_gemm.h) against its CPU kernel (kernels/cpu) on random inputs, for
+ * one opened gpu: test_cuda_kernels runs them on the CPU emulator,
+ * test_cuda_device on a real GPU. Outputs are poisoned (NaN bytes) before
+ * each launch, so an element a kernel fails to write shows as an error.
+ * Errors are norm-wise, |out - ref| / |ref|: fp32 paths under 1e-5, bf16
+ * paths (inputs rounded to bf16 first, the reference run on the rounded
+ * values) under 1e-2; the AdamW and Muon updates and the embedding's
+ * scatter bitwise. Each check prints one line "check NAME: err E (limit L)".
+ * Test-only, header-only. */
+#ifndef TEMPO_CUDA_KERNEL_CHECKS_H
+#define TEMPO_CUDA_KERNEL_CHECKS_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/optim_kernels.h"
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/rope.h"
+#include "kernels/cuda/gpu.h"
+#include "kernels/cuda/gpu_gemm.h"
+#include "kernels/cuda/gpu_ops.h"
+#include "test.h"
+
+#define TOL_F32 1e-5
+#define TOL_BF16 1e-2
+
+static gpu *ck_gpu;
+static uint64_t ck_seed = 1;
+
+/* ---- host <-> device helpers ---- */
+
+static uint16_t ck_bf16_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40u);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static float ck_bf16_float(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* x rounded to bf16 in place (so the CPU reference sees what the GPU sees) */
+static void ck_round_bf16(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = ck_bf16_float(ck_bf16_bits(x[i]));
+}
+
+static float *ck_random(size_t n, float lo, float hi)
+{
+    rng_state r;
+    rng_seed(&r, ck_seed++ * 0x9E3779B97F4A7C15ull);
+    float *x = malloc(sizeof(float) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++)
+        x[i] = lo + (hi - lo) * (float)rng_uniform(&r);
+    return x;
+}
+
+static size_t ck_size(gpu_dtype t) { return t == GPU_BF16 ? 2 : 4; }
+
+/* a device copy of x [n] as type t (bf16: x is rounded in place first) */
+static gpu_ptr ck_up(const float *x, size_t n, gpu_dtype t)
+{
+    gpu_ptr p = 0;
+    tempo_error e;
+    if (gpu_alloc(ck_gpu, &p, (n ? n : 1) * ck_size(t), "a test buffer", &e)) {
+        fprintf(stderr, "  %s\n", e.msg);
+        return 0;
+    }
+    if (t == GPU_F32) {
+        gpu_upload(ck_gpu, p, x, n * 4, &e);
+    } else {
+        uint16_t *b = malloc(2 * (n ? n : 1));
+        for (size_t i = 0; i < n; i++)
+            b[i] = ck_bf16_bits(x[i]);
+        gpu_upload(ck_gpu, p, b, n * 2, &e);
+        free(b);
+    }
+    return p;
+}
+
+static gpu_ptr ck_up_i32(const int32_t *x, size_t n)
+{
+    gpu_ptr p = 0;
+    tempo_error e;
+    if (gpu_alloc(ck_gpu, &p, (n ? n : 1) * 4, "a test buffer", &e) == 0)
+        gpu_upload(ck_gpu, p, x, n * 4, &e);
+    return p;
+}
+
+/* a poisoned (NaN) device buffer of n values of type t */
+static gpu_ptr ck_poisoned(size_t n, gpu_dtype t)
+{
+    gpu_ptr p = 0;
+    tempo_error e;
+    if (gpu_alloc(ck_gpu, &p, (n ? n : 1) * ck_size(t), "a test buffer", &e))
+        return 0;
+    gpu_memset_async(ck_gpu, p, 0xff, (n ? n : 1) * ck_size(t));
+    return p;
+}
+
+/* n values of type t from the device, as floats (malloc'd) */
+static float *ck_down(gpu_ptr p, size_t n, gpu_dtype t)
+{
+    float *x = malloc(sizeof(float) * (n ? n : 1));
+    tempo_error e;
+    if (t == GPU_F32) {
+        if (gpu_download(ck_gpu, x, p, n * 4, &e))
+            fprintf(stderr, "  %s\n", e.msg);
+    } else {
+        uint16_t *b = malloc(2 * (n ? n : 1));
+        if (gpu_download(ck_gpu, b, p, n * 2, &e))
+            fprintf(stderr, "  %s\n", e.msg);
+        for (size_t i = 0; i < n; i++)
+            x[i] = ck_bf16_float(b[i]);
+        free(b);
+    }
+    return x;
+}
+
+/* |out - ref| / |ref| norm-wise; infinity when out holds a non-finite value
+ * that ref does not (an unwritten, poisoned element) */
+static double ck_err(const float *out, const float *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(ref[i]) && !isfinite(out[i]))
+            return INFINITY;
+        double d = (double)out[i] - ref[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static int ck_report(const char *name, double err, double limit)
+{
+    printf("check %-34s err %.3g (limit %.0e)%s\n", name, err, limit, err <= limit ? "" : "  FAIL");
+    CHECK_MSG(err <= limit, "%s: %.3g", name, err);
+    return err <= limit;
+}
+
+static int ck_sync(void)
+{
+    tempo_error e;
+    if (gpu_sync(ck_gpu, &e)) {
+        fprintf(stderr, "  %s\n", e.msg);
+        CHECK(0);
+        return -1;
+    }
+    return 0;
+}
+
+static double ck_tol(gpu_dtype t) { return t == GPU_BF16 ? TOL_BF16 : TOL_F32; }
+static const char *ck_tname(gpu_dtype t) { return t == GPU_BF16 ? "bf16" : "f32"; }
+
+/* ---- the checks ---- */
+
+static void check_embedding(void)
+{
+    int N = 97, C = 80, V = 23;
+    int32_t *tok = malloc(sizeof(int32_t) * N);
+    for (int n = 0; n < N; n++)
+        tok[n] = (int32_t)((n * 7 + n / 5) % V);
+    float *emb = ck_random((size_t)V * C, -1, 1), *dout = ck_random((size_t)N * C, -1, 1);
+    float *demb = ck_random((size_t)V * C, -1, 1);
+    gpu_ptr d_tok = ck_up_i32(tok, N), d_emb = ck_up(emb, (size_t)V * C, GPU_F32);
+    gpu_ptr d_out = ck_poisoned((size_t)N * C, GPU_F32);
+    cuda_embedding_forward(ck_gpu, d_out, d_tok, d_emb, N, C);
+    float *ref = malloc(sizeof(float) * N * C);
+    embedding_forward(ref, tok, emb, N, C);
+    float *got = ck_down(d_out, (size_t)N * C, GPU_F32);
+    ck_report("embedding forward", ck_err(got, ref, (size_t)N * C), 0);
+    /* backward: bitwise the CPU's order */
+    int32_t *order = malloc(sizeof(int32_t) * N), *seg = malloc(sizeof(int32_t) * (N + 1));
+    int32_t *segt = malloc(sizeof(int32_t) * N), *cnt = malloc(sizeof(int32_t) * V);
+    int ns = cuda_embedding_segments(tok, N, V, order, seg, segt, cnt);
+    gpu_ptr d_order = ck_up_i32(order, N), d_seg = ck_up_i32(seg, ns + 1), d_segt = ck_up_i32(segt, ns);
+    gpu_ptr d_demb = ck_up(demb, (size_t)V * C, GPU_F32), d_dout = ck_up(dout, (size_t)N * C, GPU_F32);
+    cuda_embedding_backward(ck_gpu, d_demb, d_order, d_seg, d_segt, ns, d_dout, C);
+    embedding_backward(demb, tok, dout, N, C);
+    float *gd = ck_down(d_demb, (size_t)V * C, GPU_F32);
+    ck_report("embedding backward (bitwise)", memcmp(gd, demb, sizeof(float) * V * C) ? 1.0 : 0.0, 0);
+    ck_sync();
+    gpu_ptr ps[] = {d_tok, d_emb, d_out, d_order, d_seg, d_segt, d_demb, d_dout};
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) gpu_free(ck_gpu, ps[i]);
+    free(tok); free(emb); free(dout); free(demb); free(ref); free(got); free(order); free(seg); free(segt);
+    free(cnt); free(gd);
+}
+
+static void check_rmsnorm_one(gpu_dtype tin, gpu_dtype tout, int N, int C)
+{
+    char name[64];
+    float *x = ck_random((size_t)N * C, -2, 2), *w = ck_random((size_t)C, 0.5f, 1.5f);
+    if (tin == GPU_BF16) ck_round_bf16(x, (size_t)N * C);
+    gpu_ptr dx = ck_up(x, (size_t)N * C, tin), dw = ck_up(w, C, GPU_F32);
+    gpu_ptr dy = ck_poisoned((size_t)N * C, tout), dr = ck_poisoned(N, GPU_F32);
+    gpu_ptr dc = tin == GPU_F32 ? ck_poisoned((size_t)N * C, GPU_F32) : 0;
+    cuda_rmsnorm_forward(ck_gpu, tin, tout, dy, dr, dc, dx, dw, N, C, 1e-5f);
+    float *y = malloc(sizeof(float) * N * C), *r = malloc(sizeof(float) * N);
+    rmsnorm_forward(y, r, x, w, N, C, 1e-5f);
+    float *gy = ck_down(dy, (size_t)N * C, tout), *gr = ck_down(dr, N, GPU_F32);
+    snprintf(name, sizeof name, "rmsnorm forward %s->%s", ck_tname(tin), ck_tname(tout));
+    ck_report(name, ck_err(gy, y, (size_t)N * C), ck_tol(tout));
+    snprintf(name, sizeof name, "rmsnorm forward rstd %s", ck_tname(tin));
+    ck_report(name, ck_err(gr, r, N), TOL_F32);
+    if (dc) {
+        float *gc = ck_down(dc, (size_t)N * C, GPU_F32);
+        ck_report("rmsnorm forward copy", ck_err(gc, x, (size_t)N * C), 0);
+        free(gc);
+    }
+    ck_sync();
+    gpu_free(ck_gpu, dx); gpu_free(ck_gpu, dw); gpu_free(ck_gpu, dy); gpu_free(ck_gpu, dr); gpu_free(ck_gpu, dc);
+    free(x); free(w); free(y); free(r); free(gy); free(gr);
+}
+
+static void check_rmsnorm_backward(gpu_dtype t, int N, int C, int accumulate)
+{
+    char name[64];
+    size_t n = (size_t)N * C;
+    float *x = ck_random(n, -2, 2), *w = ck_random(C, 0.5f, 1.5f), *dy = ck_random(n, -1, 1);
+    float *dx0 = ck_random(n, -1, 1), *dw0 = ck_random(C, -1, 1), *rstd = malloc(sizeof(float) * N);
+    if (t == GPU_BF16) {
+        ck_round_bf16(x, n); ck_round_bf16(dy, n); ck_round_bf16(dx0, n);
+    }
+    float *tmp = malloc(sizeof(float) * n);
+    rmsnorm_forward(tmp, rstd, x, w, N, C, 1e-5f);
+    gpu_ptr d_x = ck_up(x, n, t), d_w = ck_up(w, C, GPU_F32), d_dy = ck_up(dy, n, t), d_r = ck_up(rstd, N, GPU_F32);
+    gpu_ptr d_dx = accumulate ? ck_up(dx0, n, t) : ck_poisoned(n, t), d_dw = ck_up(dw0, C, GPU_F32);
+    gpu_ptr part = ck_poisoned(cuda_rmsnorm_partial_floats(N, C), GPU_F32);
+    cuda_rmsnorm_backward(ck_gpu, t, d_dx, d_dw, d_dy, d_x, d_w, d_r, N, C, accumulate, part);
+    rmsnorm_backward(dx0, dw0, dy, x, w, rstd, N, C, accumulate);
+    float *gdx = ck_down(d_dx, n, t), *gdw = ck_down(d_dw, C, GPU_F32);
+    snprintf(name, sizeof name, "rmsnorm backward dx %s%s", ck_tname(t), accumulate ? " +=" : "");
+    ck_report(name, ck_err(gdx, dx0, n), ck_tol(t));
+    snprintf(name, sizeof name, "rmsnorm backward dw %s", ck_tname(t));
+    ck_report(name, ck_err(gdw, dw0, C), t == GPU_BF16 ? TOL_BF16 : 1e-5);
+    ck_sync();
+    gpu_ptr ps[] = {d_x, d_w, d_dy, d_r, d_dx, d_dw, part};
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) gpu_free(ck_gpu, ps[i]);
+    free(x); free(w); free(dy); free(dx0); free(dw0); free(rstd); free(tmp); free(gdx); free(gdw);
+}
+
+static void check_rope(gpu_dtype t)
+{
+    int B = 2, T = 37, H = 3, D = 16;
+    size_t n = (size_t)B * T * H * D;
+    float *cs = malloc(sizeof(float) * T * D / 2), *sn = malloc(sizeof(float) * T * D / 2);
+    rope_table_init(cs, sn, T, D, 10000.0f);
+    float *x = ck_random(n, -1, 1);
+    if (t == GPU_BF16) ck_round_bf16(x, n);
+    gpu_ptr d_x = ck_up(x, n, t), d_c = ck_up(cs, (size_t)T * D / 2, GPU_F32), d_s = ck_up(sn, (size_t)T * D / 2, GPU_F32);
+    cuda_rope(ck_gpu, t, d_x, B, T, H, D, 0, d_c, d_s, 0);
+    float *ref = malloc(sizeof(float) * n);
+    memcpy(ref, x, sizeof(float) * n);
+    rope_forward(ref, B, T, H, D, 0, cs, sn);
+    float *got = ck_down(d_x, n, t);
+    char name[64];
+    snprintf(name, sizeof name, "rope forward %s", ck_tname(t));
+    ck_report(name, ck_err(got, ref, n), ck_tol(t));
+    cuda_rope(ck_gpu, t, d_x, B, T, H, D, 0, d_c, d_s, 1); /* and back */
+    float *back = ck_down(d_x, n, t);
+    rope_backward(got, B, T, H, D, 0, cs, sn);
+    snprintf(name, sizeof name, "rope backward %s", ck_tname(t));
+    ck_report(name, ck_err(back, got, n), ck_tol(t));
+    ck_sync();
+    gpu_free(ck_gpu, d_x); gpu_free(ck_gpu, d_c); gpu_free(ck_gpu, d_s);
+    free(cs); free(sn); free(x); free(ref); free(got); free(back);
+}
+
+static void check_activations(gpu_dtype t)
+{
+    size_t n = 5000;
+    char name[64];
+    float *h = ck_random(n, -3, 3), *u = ck_random(n, -2, 2), *da = ck_random(n, -1, 1);
+    if (t == GPU_BF16) {
+        ck_round_bf16(h, n); ck_round_bf16(u, n); ck_round_bf16(da, n);
+    }
+    gpu_ptr d_h = ck_up(h, n, t), d_u = ck_up(u, n, t), d_da = ck_up(da, n, t);
+    gpu_ptr o1 = ck_poisoned(n, t), o2 = ck_poisoned(n, t);
+    float *ref = malloc(sizeof(float) * n), *ref2 = malloc(sizeof(float) * n), *got;
+
+    cuda_relu2_forward(ck_gpu, t, o1, d_h, n);
+    act_relu2_forward(ref, h, n);
+    got = ck_down(o1, n, t);
+    snprintf(name, sizeof name, "relu2 forward %s", ck_tname(t));
+    ck_report(name, ck_err(got, ref, n), ck_tol(t));
+    free(got);
+
+    cuda_relu2_backward(ck_gpu, t, o1, d_da, d_h, n);
+    act_relu2_backward(ref, da, h, n);
+    got = ck_down(o1, n, t);
+    snprintf(name, sizeof name, "relu2 backward %s", ck_tname(t));
+    ck_report(name, ck_err(got, ref, n), ck_tol(t));
+    free(got);
+
+    cuda_swiglu_forward(ck_gpu, t, o1, d_h, d_u, n);
+    act_swiglu_forward(ref, h, u, n);
+    got = ck_down(o1, n, t);
+    snprintf(name, sizeof name, "swiglu forward %s", ck_tname(t));
+    ck_report(name, ck_err(got, ref, n), ck_tol(t));
+    free(got);
+
+    gpu_memset_async(ck_gpu, o1, 0xff, n * ck_size(t));
+    cuda_swiglu_backward(ck_gpu, t, o1, o2, d_da, d_h, d_u, n);
+    act_swiglu_backward(ref, ref2, da, h, u, n);
+    got = ck_down(o1, n, t);
+    snprintf(name, sizeof name, "swiglu backward dg %s", ck_tname(t));
+    ck_report(name, ck_err(got, ref, n), ck_tol(t));
+    free(got);
+    got = ck_down(o2, n, t);
+    snprintf(name, sizeof name, "swiglu backward du %s", ck_tname(t));
+    ck_report(name, ck_err(got, ref2, n), ck_tol(t));
+    free(got);
+    ck_sync();
+    gpu_free(ck_gpu, d_h); gpu_free(ck_gpu, d_u); gpu_free(ck_gpu, d_da); gpu_free(ck_gpu, o1); gpu_free(ck_gpu, o2);
+    free(h); free(u); free(da); free(ref); free(ref2);
+}
+
+static void check_attention(gpu_dtype t, int B, int T, int H, int Hkv, int D)
+{
+    char name[96];
+    tempo_error e;
+    if (cuda_attention_prepare(ck_gpu, D, &e)) {
+        fprintf(stderr, "  %s\n", e.msg);
+        CHECK(0);
+        return;
+    }
+    size_t nq = (size_t)B * T * H * D, nk = (size_t)B * T * Hkv * D, nl = (size_t)B * H * T;
+    float *q = ck_random(nq, -1, 1), *k = ck_random(nk, -1, 1), *v = ck_random(nk, -1, 1);
+    float *dout = ck_random(nq, -1, 1);
+    if (t == GPU_BF16) {
+        ck_round_bf16(q, nq); ck_round_bf16(k, nk); ck_round_bf16(v, nk); ck_round_bf16(dout, nq);
+    }
+    float *o = malloc(sizeof(float) * nq), *lse = malloc(sizeof(float) * nl);
+    attention_forward(o, lse, q, k, v, B, T, H, Hkv, D);
+    gpu_ptr d_q = ck_up(q, nq, t), d_k = ck_up(k, nk, t), d_v = ck_up(v, nk, t), d_do = ck_up(dout, nq, t);
+    gpu_ptr d_o = ck_poisoned(nq, t), d_l = ck_poisoned(nl, GPU_F32);
+    cuda_attention_forward(ck_gpu, t, d_o, d_l, d_q, d_k, d_v, B, T, H, Hkv, D);
+    float *go = ck_down(d_o, nq, t), *gl = ck_down(d_l, nl, GPU_F32);
+    snprintf(name, sizeof name, "attention forward %s T%d H%d/%d D%d", ck_tname(t), T, H, Hkv, D);
+    ck_report(name, ck_err(go, o, nq), ck_tol(t));
+    snprintf(name, sizeof name, "attention lse %s T%d D%d", ck_tname(t), T, D);
+    ck_report(name, ck_err(gl, lse, nl), ck_tol(t) / 10);
+    /* backward from the CPU's own o and lse (rounded as the GPU stores them) */
+    if (t == GPU_BF16) ck_round_bf16(o, nq);
+    gpu_ptr d_o2 = ck_up(o, nq, t), d_l2 = ck_up(lse, nl, GPU_F32);
+    float *dq = malloc(sizeof(float) * nq), *dk = malloc(sizeof(float) * nk), *dv = malloc(sizeof(float) * nk);
+    attention_backward(dq, dk, dv, dout, q, k, v, o, lse, B, T, H, Hkv, D);
+    gpu_ptr d_dq = ck_poisoned(nq, t), d_dk = ck_poisoned(nk, t), d_dv = ck_poisoned(nk, t);
+    gpu_ptr delta = ck_poisoned(nl, GPU_F32);
+    cuda_attention_backward(ck_gpu, t, d_dq, d_dk, d_dv, d_do, d_q, d_k, d_v, d_o2, d_l2, B, T, H, Hkv, D, delta);
+    float *gq = ck_down(d_dq, nq, t), *gk = ck_down(d_dk, nk, t), *gv = ck_down(d_dv, nk, t);
+    snprintf(name, sizeof name, "attention backward dq %s T%d D%d", ck_tname(t), T, D);
+    ck_report(name, ck_err(gq, dq, nq), ck_tol(t));
+    snprintf(name, sizeof name, "attention backward dk %s T%d D%d", ck_tname(t), T, D);
+    ck_report(name, ck_err(gk, dk, nk), ck_tol(t));
+    snprintf(name, sizeof name, "attention backward dv %s T%d D%d", ck_tname(t), T, D);
+    ck_report(name, ck_err(gv, dv, nk), ck_tol(t));
+    ck_sync();
+    gpu_ptr ps[] = {d_q, d_k, d_v, d_do, d_o, d_l, d_o2, d_l2, d_dq, d_dk, d_dv, delta};
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) gpu_free(ck_gpu, ps[i]);
+    free(q); free(k); free(v); free(dout); free(o); free(lse); free(dq); free(dk); free(dv);
+    free(go); free(gl); free(gq); free(gk); free(gv);
+}
+
+/* the head's row pass against lm_head.h's row math in double */
+static void check_cross_entropy(gpu_dtype t, float cap, int eval, float beta)
+{
+    int R = 9, V = 300;
+    size_t n = (size_t)R * V;
+    float *z = ck_random(n, -4, 4), *mixb = ck_random(R, 0.01f, 0.5f);
+    int32_t tgt[9];
+    for (int r = 0; r < R; r++) tgt[r] = (r * 37 + 11) % V;
+    float *loss = malloc(sizeof(float) * R), *top = malloc(sizeof(float) * R), *dz = malloc(sizeof(float) * n);
+    float *lnorm = malloc(sizeof(float) * R);
+    int32_t topid[9];
+    float scale = 0.125f, mix_a = 0.6f;
+    for (int r = 0; r < R; r++) {
+        const float *zr = z + (size_t)r * V;
+        double mx = -INFINITY, s = 0;
+        int arg = 0;
+        double *zc = malloc(sizeof(double) * V);
+        for (int v = 0; v < V; v++) {
+            zc[v] = cap > 0 ? cap * tanh(zr[v] / cap) : zr[v];
+            if (zc[v] > mx) { mx = zc[v]; arg = v; }
+        }
+        for (int v = 0; v < V; v++) s += exp(zc[v] - mx);
+        double lse = mx + log(s);
+        loss[r] = (float)(lse - zc[tgt[r]]);
+        top[r] = (float)(mx - lse);
+        topid[r] = arg;
+        double s2 = 0;
+        for (int v = 0; v < V; v++) s2 += exp(beta * (zc[v] - lse));
+        lnorm[r] = beta == 1.0f ? 0.0f : (float)(-log(s2));
+        double sc = scale;
+        if (!eval) {
+            double ap = mix_a * exp(zc[tgt[r]] - lse);
+            sc *= ap / (ap + mixb[r]);
+        }
+        for (int v = 0; v < V; v++) {
+            double d = exp(zc[v] - lse) - (v == tgt[r]);
+            if (cap > 0) d *= 1 - (zc[v] / cap) * (zc[v] / cap);
+            dz[(size_t)r * V + v] = (float)(d * sc);
+        }
+        free(zc);
+    }
+    gpu_ptr d_z = ck_up(z, n, GPU_F32), d_t = ck_up_i32(tgt, R), d_mix = ck_up(mixb, R, GPU_F32);
+    gpu_ptr d_loss = ck_poisoned(R, GPU_F32), d_top = ck_poisoned(R, GPU_F32), d_id = ck_poisoned(R, GPU_F32);
+    gpu_ptr d_ln = ck_poisoned(R, GPU_F32), d_dz = eval ? 0 : ck_poisoned(n, t);
+    cuda_cross_entropy_rows(ck_gpu, t, d_z, d_t, d_loss, d_top, eval ? d_id : 0, eval ? d_ln : 0, beta, d_dz,
+                            eval ? 0 : d_mix, mix_a, R, V, cap, scale);
+    float *gl = ck_down(d_loss, R, GPU_F32), *gt = ck_down(d_top, R, GPU_F32);
+    char name[96];
+    snprintf(name, sizeof name, "cross-entropy loss %s cap %g%s", ck_tname(t), cap, eval ? " eval" : "");
+    ck_report(name, ck_err(gl, loss, R), TOL_F32);
+    snprintf(name, sizeof name, "cross-entropy top_logprob cap %g", cap);
+    ck_report(name, ck_err(gt, top, R), TOL_F32);
+    if (eval) {
+        int32_t gid[9];
+        tempo_error e;
+        gpu_download(ck_gpu, gid, d_id, sizeof gid, &e);
+        ck_report("cross-entropy top id", memcmp(gid, topid, sizeof gid) ? 1.0 : 0.0, 0);
+        float *gn = ck_down(d_ln, R, GPU_F32);
+        snprintf(name, sizeof name, "cross-entropy log_norm beta %g", beta);
+        ck_report(name, ck_err(gn, lnorm, R), TOL_F32);
+        free(gn);
+    } else {
+        float *gd = ck_down(d_dz, n, t);
+        snprintf(name, sizeof name, "cross-entropy dz (mixture) %s cap %g", ck_tname(t), cap);
+        ck_report(name, ck_err(gd, dz, n), ck_tol(t));
+        free(gd);
+    }
+    ck_sync();
+    gpu_ptr ps[] = {d_z, d_t, d_mix, d_loss, d_top, d_id, d_ln, d_dz};
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) gpu_free(ck_gpu, ps[i]);
+    free(z); free(mixb); free(loss); free(top); free(dz); free(lnorm); free(gl); free(gt);
+}
+
+static void check_adamw_muon(void)
+{
+    size_t n = 3001;
+    float *p = ck_random(n, -1, 1), *g = ck_random(n, -1, 1), *m = ck_random(n, -0.1f, 0.1f);
+    float *v = ck_random(n, 0, 0.01f);
+    optim_adamw_coeffs c = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .step = 3e-3f / 0.19f,
+                            .inv_bc2 = 1.0f / 0.0975f, .decay = 1.0f - 3e-3f * 0.1f, .gscale = 0.7f};
+    gpu_ptr dp = ck_up(p, n, GPU_F32), dg = ck_up(g, n, GPU_F32), dm = ck_up(m, n, GPU_F32), dv = ck_up(v, n, GPU_F32);
+    cuda_adamw(ck_gpu, dp, dg, dm, dv, n, &c);
+    optim_kernel_adamw(p, g, m, v, n, &c);
+    float *gp = ck_down(dp, n, GPU_F32), *gm = ck_down(dm, n, GPU_F32), *gv = ck_down(dv, n, GPU_F32);
+    int same = !memcmp(gp, p, n * 4) && !memcmp(gm, m, n * 4) && !memcmp(gv, v, n * 4);
+    ck_report("adamw (bitwise)", same ? 0.0 : ck_err(gp, p, n) + 1e-30, 0);
+    free(gp); free(gm); free(gv);
+    /* Muon's elementwise steps against their formulas (optimizer.c) */
+    float mu = 0.95f, gs = 0.8f, step = 0.02f, decay = 0.999f;
+    float *buf = ck_random(n, -0.1f, 0.1f), *upd = malloc(sizeof(float) * n);
+    gpu_ptr db = ck_up(buf, n, GPU_F32), du = ck_poisoned(n, GPU_F32);
+    cuda_muon_momentum(ck_gpu, db, du, dg, n, mu, gs);
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i] * gs;
+        buf[i] = mu * buf[i] + gi;
+        upd[i] = gi + mu * buf[i];
+    }
+    float *gb = ck_down(db, n, GPU_F32), *gu = ck_down(du, n, GPU_F32);
+    ck_report("muon momentum (bitwise)", memcmp(gb, buf, n * 4) || memcmp(gu, upd, n * 4) ? 1.0 : 0.0, 0);
+    cuda_muon_apply(ck_gpu, dp, du, n, step, decay);
+    for (size_t i = 0; i < n; i++) p[i] = p[i] * decay - step * upd[i];
+    gp = ck_down(dp, n, GPU_F32);
+    float *gz = ck_down(du, n, GPU_F32);
+    int zero = 1;
+    for (size_t i = 0; i < n; i++) zero &= gz[i] == 0;
+    ck_report("muon apply (bitwise, update zeroed)", memcmp(gp, p, n * 4) || !zero ? 1.0 : 0.0, 0);
+    ck_sync();
+    gpu_ptr ps[] = {dp, dg, dm, dv, db, du};
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) gpu_free(ck_gpu, ps[i]);
+    free(p); free(g); free(m); free(v); free(buf); free(upd); free(gb); free(gu); free(gp); free(gz);
+}
+
+static void check_sums(void)
+{
+    size_t n = 40000;
+    float *x = ck_random(n, -1, 1);
+    gpu_ptr dx = ck_up(x, n, GPU_F32), out = ck_poisoned(1, GPU_F32), part = ck_poisoned(cuda_sum_partials(n) * 2, GPU_F32);
+    gpu_free(ck_gpu, out);
+    tempo_error e;
+    gpu_alloc(ck_gpu, &out, sizeof(double), "sum", &e);
+    cuda_sum(ck_gpu, out, part, dx, n, 1);
+    double got = NAN, ref = optim_kernel_sum_squares(x, n);
+    gpu_download(ck_gpu, &got, out, sizeof got, &e);
+    ck_report("sum of squares (double)", fabs(got - ref) / ref, 1e-12);
+    cuda_sum(ck_gpu, out, part, dx, n, 0);
+    gpu_download(ck_gpu, &got, out, sizeof got, &e);
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += x[i];
+    ck_report("sum (double)", fabs(got - s) / fabs(s), 1e-10);
+    /* scale and the bf16 conversion */
+    cuda_scale(ck_gpu, dx, n, 0.5f);
+    float *gx = ck_down(dx, n, GPU_F32), *half = malloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) half[i] = x[i] * 0.5f;
+    ck_report("scale", ck_err(gx, half, n), 0);
+    gpu_ptr db = ck_poisoned(n, GPU_BF16);
+    cuda_convert_bf16(ck_gpu, db, dx, n);
+    float *gb = ck_down(db, n, GPU_BF16);
+    ck_round_bf16(half, n);
+    ck_report("convert to bf16 (round to nearest even)", ck_err(gb, half, n), 0);
+    ck_sync();
+    gpu_free(ck_gpu, dx); gpu_free(ck_gpu, out); gpu_free(ck_gpu, part); gpu_free(ck_gpu, db);
+    free(x); free(gx); free(half); free(gb);
+}
+
+static void check_gemm(gpu_dtype t, int ta, int tb, int M, int N, int K, float beta, int separate_d)
+{
+    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    float *A = ck_random(na, -1, 1), *B = ck_random(nb, -1, 1), *C = ck_random(nc, -1, 1);
+    if (t == GPU_BF16) {
+        ck_round_bf16(A, na); ck_round_bf16(B, nb);
+    }
+    int lda = ta ? M : K, ldb = tb ? K : N;
+    gpu_ptr dA = ck_up(A, na, t), dB = ck_up(B, nb, t), dC = ck_up(C, nc, GPU_F32);
+    gpu_ptr dD = separate_d ? ck_poisoned(nc, GPU_F32) : dC;
+    gpu_mat mA = {dA, t, lda}, mB = {dB, t, ldb}, mC = {dC, GPU_F32, N};
+    gpu_gemm_d(ck_gpu, ta, tb, M, N, K, 0.75f, mA, mB, beta, mC, dD, GPU_MATH_F32);
+    float *ref = malloc(sizeof(float) * nc);
+    memcpy(ref, C, sizeof(float) * nc);
+    gemm_f32(ta, tb, M, N, K, A, lda, B, ldb, 0.0f, ref, N);
+    for (size_t i = 0; i < nc; i++) ref[i] = 0.75f * ref[i] + beta * C[i];
+    float *got = ck_down(dD, nc, GPU_F32);
+    char name[96];
+    snprintf(name, sizeof name, "gemm %s ta%d tb%d %dx%dx%d beta %g%s", ck_tname(t), ta, tb, M, N, K, beta,
+             separate_d ? " D" : "");
+    ck_report(name, ck_err(got, ref, nc), ck_tol(t));
+    ck_sync();
+    gpu_free(ck_gpu, dA); gpu_free(ck_gpu, dB); gpu_free(ck_gpu, dC);
+    if (separate_d) gpu_free(ck_gpu, dD);
+    free(A); free(B); free(C); free(ref); free(got);
+}
+
+/* Every check, at shapes small enough for the emulator and uneven enough to
+ * hit every edge (partial tiles, GQA, head dims below each variant). */
+static void run_kernel_checks(gpu *g)
+{
+    ck_gpu = g;
+    const char *s = getenv("TEMPO_TEST_SEED");
+    ck_seed = s && *s ? strtoull(s, NULL, 10) : 1;
+    check_embedding();
+    for (int t = 0; t < 2; t++) {
+        gpu_dtype dt = (gpu_dtype)t;
+        check_rmsnorm_one(GPU_F32, dt, 37, 96);
+        if (dt == GPU_BF16) check_rmsnorm_one(GPU_BF16, GPU_BF16, 37, 64);
+        check_rmsnorm_backward(dt, 150, 72, 0);
+        check_rmsnorm_backward(dt, 150, 72, 1);
+        check_rope(dt);
+        check_activations(dt);
+        check_attention(dt, 2, 70, 4, 2, 16);
+        check_attention(dt, 1, 130, 2, 2, 64);
+        check_attention(dt, 1, 40, 2, 1, 80);
+        check_cross_entropy(dt, 0, 0, 1);
+        check_cross_entropy(dt, 15, 0, 1);
+        check_gemm(dt, 0, 1, 33, 40, 48, 0, 0);
+        check_gemm(dt, 0, 0, 33, 40, 48, 1, 0);
+        check_gemm(dt, 1, 0, 24, 40, 57, 1, 0);
+        check_gemm(dt, 1, 1, 17, 9, 31, 0.5f, 1);
+    }
+    check_cross_entropy(GPU_F32, 0, 1, 1.15f);
+    check_cross_entropy(GPU_F32, 0, 1, 1.0f);
+    check_adamw_muon();
+    check_sums();
+}
+
+#endif

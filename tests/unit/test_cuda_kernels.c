@@ -1,0 +1,45 @@
+/* test_cuda_kernels.c - the GPU's kernels against the CPU's on the CPU
+ * emulator (kernels/cuda/emulator.h): the kernels' logic and the host code
+ * that launches them, on every machine. What the hardware itself does is
+ * test_cuda_device's (skipped where there is no GPU). */
+#include "cuda_kernel_checks.h"
+
+static gpu *emu;
+
+static void test_kernels_on_emulator(void) { run_kernel_checks(emu); }
+
+/* the emulator catches a kernel that reads shared memory it never wrote, a
+ * bad launch and a missing kernel name the same way the driver would */
+static void test_errors_are_reported(void)
+{
+    tempo_error e;
+    CHECK(gpu_sync(emu, &e) == 0);
+    float *x = NULL;
+    CHECK(gpu_host_alloc(emu, (void **)&x, 16, "x", &e) == 0);
+    gpu_host_free(emu, x);
+    /* a launch with a block that is not a multiple of 32 fails, names the kernel, and stays failed */
+    gpu_ptr p = 0;
+    CHECK(gpu_alloc(emu, &p, 64, "p", &e) == 0);
+    size_t n = 4;
+    float s = 2;
+    void *a[] = {&p, &n, &s};
+    gpu_launch(emu, GK_scale_f32, 1, 1, 1, 20, 0, a);
+    CHECK(gpu_failed(emu));
+    CHECK(gpu_sync(emu, &e) == -1 && strstr(e.msg, "scale_f32"));
+    CHECK(gpu_sync(emu, &e) == -1);
+    gpu_free(emu, p);
+}
+
+int main(void)
+{
+    tempo_error e;
+    if (gpu_open(&emu, GPU_EMULATOR, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 1;
+    }
+    printf("gpu: %s\n", gpu_get_info(emu)->name);
+    RUN(test_kernels_on_emulator);
+    RUN(test_errors_are_reported);
+    gpu_close(emu);
+    return test_summary("test_cuda_kernels");
+}
