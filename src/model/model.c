@@ -16,45 +16,64 @@
 
 /* ---------------- parameter layout ---------------- */
 
-static void add_tensor(model *m, tensor_kind kind, int s0, int s1, const char *fmt, int layer)
+/* The layout as it is built: the table so far and the floats it covers. */
+typedef struct {
+    model_tensor *t; /* NULL: count only */
+    int n, max;
+    size_t n_params;
+} layout_cursor;
+
+static void add_tensor(layout_cursor *lc, tensor_kind kind, int s0, int s1, const char *fmt, int layer)
 {
-    model_tensor *t = &m->tensors[m->n_tensors++];
-    snprintf(t->name, sizeof t->name, fmt, layer);
-    t->kind = kind;
-    t->ndim = s1 > 0 ? 2 : 1;
-    t->shape[0] = s0;
-    t->shape[1] = s1 > 0 ? s1 : 0;
-    t->numel = (size_t)s0 * (size_t)(s1 > 0 ? s1 : 1);
-    t->offset = m->n_params;
-    m->n_params += t->numel;
+    size_t numel = (size_t)s0 * (size_t)(s1 > 0 ? s1 : 1);
+    if (lc->t && lc->n < lc->max) {
+        model_tensor *t = &lc->t[lc->n];
+        snprintf(t->name, sizeof t->name, fmt, layer);
+        t->kind = kind;
+        t->ndim = s1 > 0 ? 2 : 1;
+        t->shape[0] = s0;
+        t->shape[1] = s1 > 0 ? s1 : 0;
+        t->numel = numel;
+        t->offset = lc->n_params;
+    }
+    lc->n++;
+    lc->n_params += numel;
+}
+
+int model_layout(const model_config *c, model_tensor *tensors, int max, size_t *n_params)
+{
+    layout_cursor lc = {tensors, 0, max, 0};
+    int C = c->d_model, D = model_config_head_dim(c), HD = c->n_heads * D, KD = c->n_kv_heads * D;
+    int F = c->d_ff, V = c->vocab_size;
+    add_tensor(&lc, TENSOR_EMBEDDING, V, C, "tok_emb", 0);
+    for (int l = 0; l < c->n_layers; l++) {
+        add_tensor(&lc, TENSOR_NORM, C, 0, "layers.%d.attn_norm", l);
+        add_tensor(&lc, TENSOR_MATRIX, HD, C, "layers.%d.wq", l);
+        add_tensor(&lc, TENSOR_MATRIX, KD, C, "layers.%d.wk", l);
+        add_tensor(&lc, TENSOR_MATRIX, KD, C, "layers.%d.wv", l);
+        add_tensor(&lc, TENSOR_MATRIX, C, HD, "layers.%d.wo", l);
+        if (c->qk_norm) {
+            add_tensor(&lc, TENSOR_NORM, D, 0, "layers.%d.q_norm", l);
+            add_tensor(&lc, TENSOR_NORM, D, 0, "layers.%d.k_norm", l);
+        }
+        add_tensor(&lc, TENSOR_NORM, C, 0, "layers.%d.mlp_norm", l);
+        add_tensor(&lc, TENSOR_MATRIX, F, C, "layers.%d.w_up", l);
+        if (c->mlp == MLP_SWIGLU)
+            add_tensor(&lc, TENSOR_MATRIX, F, C, "layers.%d.w_gate", l);
+        add_tensor(&lc, TENSOR_MATRIX, C, F, "layers.%d.w_down", l);
+    }
+    add_tensor(&lc, TENSOR_NORM, C, 0, "final_norm", 0);
+    if (!c->tied_head)
+        add_tensor(&lc, TENSOR_HEAD, V, C, "head", 0);
+    if (n_params)
+        *n_params = lc.n_params;
+    return lc.n;
 }
 
 /* Fills m->tensors in buffer order (see model.h for names and shapes). */
 static void build_layout(model *m)
 {
-    const model_config *c = &m->cfg;
-    int C = c->d_model, D = m->dims.D, HD = c->n_heads * D, KD = c->n_kv_heads * D;
-    int F = c->d_ff, V = c->vocab_size;
-    add_tensor(m, TENSOR_EMBEDDING, V, C, "tok_emb", 0);
-    for (int l = 0; l < c->n_layers; l++) {
-        add_tensor(m, TENSOR_NORM, C, 0, "layers.%d.attn_norm", l);
-        add_tensor(m, TENSOR_MATRIX, HD, C, "layers.%d.wq", l);
-        add_tensor(m, TENSOR_MATRIX, KD, C, "layers.%d.wk", l);
-        add_tensor(m, TENSOR_MATRIX, KD, C, "layers.%d.wv", l);
-        add_tensor(m, TENSOR_MATRIX, C, HD, "layers.%d.wo", l);
-        if (c->qk_norm) {
-            add_tensor(m, TENSOR_NORM, D, 0, "layers.%d.q_norm", l);
-            add_tensor(m, TENSOR_NORM, D, 0, "layers.%d.k_norm", l);
-        }
-        add_tensor(m, TENSOR_NORM, C, 0, "layers.%d.mlp_norm", l);
-        add_tensor(m, TENSOR_MATRIX, F, C, "layers.%d.w_up", l);
-        if (c->mlp == MLP_SWIGLU)
-            add_tensor(m, TENSOR_MATRIX, F, C, "layers.%d.w_gate", l);
-        add_tensor(m, TENSOR_MATRIX, C, F, "layers.%d.w_down", l);
-    }
-    add_tensor(m, TENSOR_NORM, C, 0, "final_norm", 0);
-    if (!c->tied_head)
-        add_tensor(m, TENSOR_HEAD, V, C, "head", 0);
+    m->n_tensors = model_layout(&m->cfg, m->tensors, MODEL_MAX_TENSORS(m->cfg.n_layers), &m->n_params);
 }
 
 int model_find_tensor(const model *m, const char *name)
@@ -199,7 +218,7 @@ int model_create(model **out, const model_config *cfg, int max_batch, tempo_erro
     m->dims.gemm = m->gemm;
     m->dims.n_gemm = m->n_gemm;
     m->head_ws.gemm = &m->gemm[0];
-    m->tensors = calloc(3 + 11 * (size_t)cfg->n_layers, sizeof *m->tensors);
+    m->tensors = calloc((size_t)MODEL_MAX_TENSORS(cfg->n_layers), sizeof *m->tensors);
     m->lw = calloc((size_t)cfg->n_layers, sizeof *m->lw);
     m->lg = calloc((size_t)cfg->n_layers, sizeof *m->lg);
     m->acts = calloc((size_t)cfg->n_layers, sizeof *m->acts);

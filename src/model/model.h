@@ -50,6 +50,15 @@ typedef struct {
 
 typedef struct model model;
 
+/* The parameter layout of cfg (validated) without building a model: writes
+ * up to max tensors into tensors (NULL: count only), in buffer order, and
+ * returns how many there are; *n_params (may be NULL) gets the floats they
+ * cover. The table model_tensor_at gives; the GPU model (model_cuda.h)
+ * uses the same one, so the files are the same on both. At most
+ * MODEL_MAX_TENSORS(n_layers) tensors. */
+#define MODEL_MAX_TENSORS(n_layers) (3 + 11 * (n_layers))
+int model_layout(const model_config *cfg, model_tensor *tensors, int max, size_t *n_params);
+
 /* Validates cfg (model_config_validate), then allocates parameters (ONE
  * contiguous 64-byte-aligned buffer), gradients (same layout, zeroed), the
  * RoPE table and all activation/scratch buffers for up to max_batch sequences

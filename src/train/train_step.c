@@ -23,6 +23,18 @@ int train_optimizer_create(optimizer *opt, const model *m, const optim_config *c
     return train_optimizer_create_shard(opt, m, cfg, 1, 0, err);
 }
 
+void train_optim_tensors(const model_tensor *mt, int n, optim_tensor *out)
+{
+    for (int i = 0; i < n; i++) {
+        const model_tensor *t = &mt[i];
+        out[i].offset = t->offset;
+        out[i].numel = t->numel;
+        out[i].rows = t->ndim == 2 ? t->shape[0] : 1;
+        out[i].cols = t->ndim == 2 ? t->shape[1] : (int)t->numel;
+        out[i].group = group_of(t->kind);
+    }
+}
+
 int train_optimizer_create_shard(optimizer *opt, const model *m, const optim_config *cfg, int parts, int part,
                                  tempo_error *err)
 {
@@ -30,14 +42,8 @@ int train_optimizer_create_shard(optimizer *opt, const model *m, const optim_con
     optim_tensor *ts = malloc(sizeof *ts * (size_t)n);
     if (!ts)
         return tempo_fail(err, "optimizer: out of memory");
-    for (int i = 0; i < n; i++) {
-        const model_tensor *t = model_tensor_at(m, i);
-        ts[i].offset = t->offset;
-        ts[i].numel = t->numel;
-        ts[i].rows = t->ndim == 2 ? t->shape[0] : 1;
-        ts[i].cols = t->ndim == 2 ? t->shape[1] : (int)t->numel;
-        ts[i].group = group_of(t->kind);
-    }
+    for (int i = 0; i < n; i++)
+        train_optim_tensors(model_tensor_at(m, i), 1, &ts[i]);
     int b = 0, e = n;
     int rc = parts > 1 && optim_partition(ts, n, parts, part, &b, &e)
                  ? tempo_fail(err, "optimizer: the model's tensors are not contiguous; cannot shard them")

@@ -20,6 +20,9 @@
 #include "model/model.h"
 #include "optim/optimizer.h"
 
+/* The optimizer's view of n model tensors (the groups below). */
+void train_optim_tensors(const model_tensor *mt, int n, optim_tensor *out);
+
 /* optim_create for m's tensors: embedding -> GROUP_EMBED, untied head ->
  * GROUP_HEAD, norms -> GROUP_NORM, the rest (2-D hidden weights) ->
  * GROUP_MATRIX. */

@@ -553,7 +553,7 @@ static void check_gemm(gpu_dtype t, int ta, int tb, int M, int N, int K, float b
 
 /* Every check, at shapes small enough for the emulator and uneven enough to
  * hit every edge (partial tiles, GQA, head dims below each variant). */
-static void run_kernel_checks(gpu *g)
+static inline void run_kernel_checks(gpu *g)
 {
     ck_gpu = g;
     const char *s = getenv("TEMPO_TEST_SEED");

@@ -89,6 +89,12 @@ DEVICE float tk_sqrt(float x)
     asm("sqrt.rn.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
 }
+DEVICE double tk_sqrt_d(double x)
+{
+    double y;
+    asm("sqrt.rn.f64 %0, %1;" : "=d"(y) : "d"(x));
+    return y;
+}
 DEVICE float tk_div(float a, float b)
 {
     float y;
@@ -164,6 +170,7 @@ DEVICE double tk_shfl_xor_d(double v, int lane_mask) { return tk_emu_shfl_xor_d(
 DEVICE float tk_exp2(float x) { return exp2f(x); }
 DEVICE float tk_log2(float x) { return log2f(x); }
 DEVICE float tk_sqrt(float x) { return sqrtf(x); }
+DEVICE double tk_sqrt_d(double x) { return sqrt(x); }
 DEVICE float tk_div(float a, float b) { return a / b; }
 DEVICE float tk_mul(float a, float b) { return a * b; }
 DEVICE float tk_add(float a, float b) { return a + b; }

@@ -1,13 +1,62 @@
 /* emulator.cpp - the CPU emulator of tempo's CUDA kernels (see emulator.h).
  * Host C++ only; the kernels themselves come from the .cu files compiled in
- * host mode (cuda_dialect.h), each of which registers its kernels here. */
+ * host mode (cuda_dialect.h), each of which registers its kernels here.
+ *
+ * A launch runs on the calling thread, block after block. Each CUDA thread
+ * of a block is a fiber with its own stack; a small scheduler resumes the
+ * fibers in thread order until each finishes or waits at a barrier (the
+ * block's, or its warp's for a shuffle), then releases a barrier once every
+ * fiber it waits for has arrived. A switch is a dozen instructions of
+ * x86-64 assembly (tk_emu_switch: callee-saved registers and the stack
+ * pointer; no system call, nothing a sanitizer intercepts), so a block costs
+ * microseconds, not thread creations.
+ * Under AddressSanitizer the switches are announced to it (the fiber
+ * annotations of sanitizer/common_interface_defs.h). A barrier that can
+ * never be released (a thread returning before a barrier its block still
+ * waits at) is reported as an error naming the kernel. */
 #include "kernels/cuda/cuda_dialect.h"
 #include "kernels/cuda/emulator.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EMU_ASAN 1
+#endif
+#endif
+#ifdef EMU_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+#if !defined(__x86_64__)
+#error "the GPU emulator switches fibers with x86-64 assembly; port tk_emu_switch for this architecture"
+#endif
+
+/* tk_emu_switch(&save, to): pushes the callee-saved registers, stores the
+ * stack pointer in *save, loads `to` and pops the registers saved there
+ * (System V x86-64). A new fiber's stack is laid out to "return" into
+ * fiber_entry. */
+extern "C" void tk_emu_switch(void **save_sp, void *new_sp);
+__asm__(".text\n"
+        ".globl tk_emu_switch\n"
+        ".hidden tk_emu_switch\n"
+        ".type tk_emu_switch,@function\n"
+        "tk_emu_switch:\n"
+        "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  movq %rsp, (%rdi)\n"
+        "  movq %rsi, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+        "  ret\n"
+        ".size tk_emu_switch, .-tk_emu_switch\n"
+        ".section .note.GNU-stack,\"\",@progbits\n"
+        ".text\n");
 
 thread_local tk_dim3 threadIdx, blockIdx, blockDim, gridDim;
 
@@ -15,12 +64,30 @@ thread_local tk_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define DECLARE(f) extern "C" void tk_emu_register_##f(tk_emu_registry *r);
 EMU_FILES(DECLARE)
 
+#ifdef EMU_ASAN
+#define FIBER_STACK (64u << 10)
+#else
+#define FIBER_STACK (64u << 10)
+#endif
+
+enum { F_NEW, F_RUNNABLE, F_BLOCK_BAR, F_WARP_BAR, F_DONE };
+
+struct fiber {
+    void *sp;        /* saved stack pointer while away */
+    char *stack;
+    int state;
+    tk_dim3 tid;
+    void *asan_fake; /* AddressSanitizer's fake stack of this fiber while away */
+};
+
 struct tk_emu_registry {
     struct entry {
         char name[64];
         tk_emu_trampoline fn;
     } *e;
     int n, cap, oom;
+    fiber *fibers; /* grown to the largest block launched */
+    int n_fibers;
 };
 
 void tk_emu_add(tk_emu_registry *r, const char *name, tk_emu_trampoline fn)
@@ -56,10 +123,13 @@ extern "C" tk_emu_registry *tk_emu_registry_new(void)
 
 extern "C" void tk_emu_registry_free(tk_emu_registry *r)
 {
-    if (r) {
-        free(r->e);
-        free(r);
-    }
+    if (!r)
+        return;
+    for (int i = 0; i < r->n_fibers; i++)
+        free(r->fibers[i].stack);
+    free(r->fibers);
+    free(r->e);
+    free(r);
 }
 
 extern "C" int tk_emu_find(const tk_emu_registry *r, const char *name)
@@ -70,87 +140,180 @@ extern "C" int tk_emu_find(const tk_emu_registry *r, const char *name)
     return -1;
 }
 
-/* One launch: what its threads share. */
+/* ---- the running launch (one at a time: see launch_lock) ---- */
+
 struct launch {
     tk_emu_trampoline fn;
     void **args;
-    tk_dim3 grid, block;
-    int n_threads;
-    pthread_barrier_t block_bar;
-    pthread_barrier_t *warp_bar;  /* [n_threads / 32] */
-    float *xf;                    /* [n_threads] shuffle slots */
+    tk_dim3 grid, block, cur;
+    fiber *f;
+    int nt, current;
+    void *sched_sp;
+    float *xf;      /* [nt] shuffle slots */
     double *xd;
     unsigned char *dyn;
     size_t dyn_bytes;
+    /* the scheduler's stack, for AddressSanitizer's switch annotations */
+    void *sched_fake;
+    const void *sched_bottom;
+    size_t sched_size;
 };
 
-struct thread_arg {
-    launch *l;
-    int tid;
-};
+/* the launch in progress (launches are serialised by launch_lock) */
+static launch *cur_launch;
 
-static thread_local launch *tl_launch;
-static thread_local int tl_tid;
+/* announce a switch to AddressSanitizer (nothing without it) */
+static inline void asan_leave(void **fake, const void *bottom, size_t size)
+{
+#ifdef EMU_ASAN
+    __sanitizer_start_switch_fiber(fake, bottom, size);
+#else
+    (void)fake; (void)bottom; (void)size;
+#endif
+}
 
-void tk_emu_syncthreads(void) { pthread_barrier_wait(&tl_launch->block_bar); }
+static inline void asan_arrive(void *fake, const void **bottom, size_t *size)
+{
+#ifdef EMU_ASAN
+    __sanitizer_finish_switch_fiber(fake, bottom, size);
+#else
+    (void)fake; (void)bottom; (void)size;
+#endif
+}
 
-void *tk_emu_dynamic_shared(void) { return tl_launch->dyn; }
+/* from a fiber back to the scheduler, waiting in state st */
+static void fiber_yield(int st)
+{
+    launch *l = cur_launch;
+    fiber *f = &l->f[l->current];
+    f->state = st;
+    asan_leave(st == F_DONE ? NULL : &f->asan_fake, l->sched_bottom, l->sched_size);
+    tk_emu_switch(&f->sp, l->sched_sp);
+    asan_arrive(f->asan_fake, &l->sched_bottom, &l->sched_size);
+    /* resumed: the scheduler set threadIdx, blockIdx */
+}
+
+static void __attribute__((noreturn)) fiber_entry(void)
+{
+    launch *l = cur_launch;
+    asan_arrive(NULL, &l->sched_bottom, &l->sched_size);
+    l->fn(l->args);
+    fiber_yield(F_DONE);
+    abort(); /* a finished fiber is never resumed */
+}
+
+/* runs fiber i until it waits or finishes */
+static void run_fiber(launch *l, int i)
+{
+    fiber *f = &l->f[i];
+    l->current = i;
+    threadIdx = f->tid;
+    blockIdx = l->cur;
+    if (f->state == F_NEW) {
+#ifdef EMU_ASAN
+        ASAN_UNPOISON_MEMORY_REGION(f->stack, FIBER_STACK); /* what an earlier fiber left poisoned */
+#endif
+        uintptr_t *sp = (uintptr_t *)(f->stack + FIBER_STACK - 64); /* 16-byte aligned */
+        *--sp = 0;                           /* fiber_entry's (never used) return address */
+        *--sp = (uintptr_t)fiber_entry;      /* where tk_emu_switch's ret goes */
+        for (int k = 0; k < 6; k++)
+            *--sp = 0;                       /* rbp rbx r12..r15 */
+        f->sp = sp;
+        f->state = F_RUNNABLE;
+    }
+    asan_leave(&l->sched_fake, f->stack, FIBER_STACK);
+    tk_emu_switch(&l->sched_sp, f->sp);
+    asan_arrive(l->sched_fake, NULL, NULL);
+}
+
+void tk_emu_syncthreads(void) { fiber_yield(F_BLOCK_BAR); }
+
+void *tk_emu_dynamic_shared(void) { return cur_launch->dyn; }
 
 float tk_emu_shfl_xor(float v, int lane_mask)
 {
-    launch *l = tl_launch;
-    int t = tl_tid, w = t >> 5;
+    launch *l = cur_launch;
+    int t = l->current;
     l->xf[t] = v;
-    pthread_barrier_wait(&l->warp_bar[w]);
+    fiber_yield(F_WARP_BAR);
     float r = l->xf[(t & ~31) | ((t & 31) ^ (lane_mask & 31))];
-    pthread_barrier_wait(&l->warp_bar[w]);
+    fiber_yield(F_WARP_BAR);
     return r;
 }
 
 double tk_emu_shfl_xor_d(double v, int lane_mask)
 {
-    launch *l = tl_launch;
-    int t = tl_tid, w = t >> 5;
+    launch *l = cur_launch;
+    int t = l->current;
     l->xd[t] = v;
-    pthread_barrier_wait(&l->warp_bar[w]);
+    fiber_yield(F_WARP_BAR);
     double r = l->xd[(t & ~31) | ((t & 31) ^ (lane_mask & 31))];
-    pthread_barrier_wait(&l->warp_bar[w]);
+    fiber_yield(F_WARP_BAR);
     return r;
 }
 
-static void *thread_main(void *p)
+/* One block: rounds of running every runnable fiber, then releasing the
+ * barriers that every waiter has reached. 0, or -1 on a deadlock. */
+static int run_block(launch *l)
 {
-    thread_arg *a = (thread_arg *)p;
-    launch *l = a->l;
-    tl_launch = l;
-    tl_tid = a->tid;
-    blockDim = l->block;
-    gridDim = l->grid;
-    threadIdx.x = (unsigned)a->tid % l->block.x;
-    threadIdx.y = (unsigned)a->tid / l->block.x % l->block.y;
-    threadIdx.z = (unsigned)a->tid / (l->block.x * l->block.y);
-    for (unsigned z = 0; z < l->grid.z; z++)
-        for (unsigned y = 0; y < l->grid.y; y++)
-            for (unsigned x = 0; x < l->grid.x; x++) {
-                blockIdx.x = x;
-                blockIdx.y = y;
-                blockIdx.z = z;
-                if (a->tid == 0 && l->dyn_bytes)
-                    memset(l->dyn, 0xff, l->dyn_bytes); /* NaN in every float and double */
-                pthread_barrier_wait(&l->block_bar);
-                l->fn(l->args);
-                pthread_barrier_wait(&l->block_bar);
+    for (int i = 0; i < l->nt; i++)
+        l->f[i].state = F_NEW;
+    for (;;) {
+        for (int i = 0; i < l->nt; i++)
+            if (l->f[i].state == F_NEW || l->f[i].state == F_RUNNABLE)
+                run_fiber(l, i);
+        int done = 0, at_block = 0, released = 0;
+        for (int i = 0; i < l->nt; i++) {
+            done += l->f[i].state == F_DONE;
+            at_block += l->f[i].state == F_BLOCK_BAR;
+        }
+        if (done == l->nt)
+            return 0;
+        if (at_block && at_block + done == l->nt) { /* exited threads count as arrived */
+            for (int i = 0; i < l->nt; i++)
+                if (l->f[i].state == F_BLOCK_BAR)
+                    l->f[i].state = F_RUNNABLE;
+            released = 1;
+        }
+        for (int w = 0; w < l->nt / 32; w++) {
+            int n = 0;
+            for (int i = 32 * w; i < 32 * w + 32; i++)
+                n += l->f[i].state == F_WARP_BAR;
+            if (n == 32) {
+                for (int i = 32 * w; i < 32 * w + 32; i++)
+                    l->f[i].state = F_RUNNABLE;
+                released = 1;
             }
-    return NULL;
+        }
+        if (!released)
+            return -1;
+    }
 }
 
 /* The kernels' static shared arrays are process-wide here, so one launch
- * runs at a time: the one lock of the emulator. */
+ * runs at a time: the emulator's one lock. */
 static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
 
-extern "C" int tk_emu_launch(const tk_emu_registry *r, int idx, const unsigned grid[3], const unsigned block[3],
+static int ensure_fibers(tk_emu_registry *r, int nt)
+{
+    if (r->n_fibers >= nt)
+        return 0;
+    fiber *f = (fiber *)realloc(r->fibers, sizeof *f * (size_t)nt);
+    if (!f)
+        return -1;
+    r->fibers = f;
+    for (; r->n_fibers < nt; r->n_fibers++) {
+        f[r->n_fibers].stack = (char *)aligned_alloc(64, FIBER_STACK);
+        if (!f[r->n_fibers].stack)
+            return -1;
+    }
+    return 0;
+}
+
+extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned grid[3], const unsigned block[3],
                              size_t shmem, void **args, char *err, size_t err_len)
 {
+    tk_emu_registry *r = (tk_emu_registry *)rc; /* the fiber pool grows; the kernels do not change */
     if (idx < 0 || idx >= r->n) {
         snprintf(err, err_len, "emulator: no kernel %d", idx);
         return -1;
@@ -162,57 +325,47 @@ extern "C" int tk_emu_launch(const tk_emu_registry *r, int idx, const unsigned g
         return -1;
     }
     pthread_mutex_lock(&launch_lock);
+    int rc_ = 0;
     launch l;
     memset(&l, 0, sizeof l);
     l.fn = r->e[idx].fn;
     l.args = args;
     l.grid = {grid[0], grid[1], grid[2]};
     l.block = {block[0], block[1], block[2]};
-    l.n_threads = (int)nt;
-    int nw = (int)nt / 32, rc = 0;
-    l.warp_bar = (pthread_barrier_t *)malloc(sizeof(pthread_barrier_t) * (size_t)nw);
+    l.nt = (int)nt;
     l.xf = (float *)malloc(sizeof(float) * nt);
     l.xd = (double *)malloc(sizeof(double) * nt);
     l.dyn_bytes = shmem;
     l.dyn = shmem ? (unsigned char *)aligned_alloc(64, (shmem + 63) / 64 * 64) : NULL;
-    thread_arg *ta = (thread_arg *)malloc(sizeof(thread_arg) * nt);
-    pthread_t *th = (pthread_t *)malloc(sizeof(pthread_t) * nt);
-    if (!l.warp_bar || !l.xf || !l.xd || (shmem && !l.dyn) || !ta || !th) {
+    if (!l.xf || !l.xd || (shmem && !l.dyn) || ensure_fibers(r, (int)nt)) {
         snprintf(err, err_len, "emulator: out of memory launching %s", r->e[idx].name);
-        rc = -1;
+        rc_ = -1;
     } else {
-        pthread_barrier_init(&l.block_bar, NULL, nt);
-        for (int w = 0; w < nw; w++)
-            pthread_barrier_init(&l.warp_bar[w], NULL, 32);
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, 1u << 20);
-        unsigned started = 0;
-        for (; started < nt; started++) {
-            ta[started].l = &l;
-            ta[started].tid = (int)started;
-            if (pthread_create(&th[started], &attr, thread_main, &ta[started]))
-                break;
-        }
-        pthread_attr_destroy(&attr);
-        if (started < nt) {
-            /* the started threads wait at a barrier that can never fill: a
-             * partial launch cannot be undone, so this is fatal to the process */
-            fprintf(stderr, "tempo: emulator: could not start %u threads for %s\n", nt, r->e[idx].name);
-            abort();
-        }
+        l.f = r->fibers;
         for (unsigned t = 0; t < nt; t++)
-            pthread_join(th[t], NULL);
-        pthread_barrier_destroy(&l.block_bar);
-        for (int w = 0; w < nw; w++)
-            pthread_barrier_destroy(&l.warp_bar[w]);
+            l.f[t].tid = {t % l.block.x, t / l.block.x % l.block.y, t / (l.block.x * l.block.y)};
+        cur_launch = &l;
+        blockDim = l.block;
+        gridDim = l.grid;
+        for (unsigned z = 0; z < l.grid.z && !rc_; z++)
+            for (unsigned y = 0; y < l.grid.y && !rc_; y++)
+                for (unsigned x = 0; x < l.grid.x && !rc_; x++) {
+                    l.cur = {x, y, z};
+                    if (l.dyn_bytes)
+                        memset(l.dyn, 0xff, l.dyn_bytes); /* NaN in every float and double */
+                    if (run_block(&l)) {
+                        snprintf(err, err_len,
+                                 "emulator: %s: block (%u,%u,%u) deadlocked (a thread left before a barrier "
+                                 "the others wait at, or a shuffle not called by its whole warp)",
+                                 r->e[idx].name, x, y, z);
+                        rc_ = -1;
+                    }
+                }
+        cur_launch = NULL;
     }
-    free(l.warp_bar);
     free(l.xf);
     free(l.xd);
     free(l.dyn);
-    free(ta);
-    free(th);
     pthread_mutex_unlock(&launch_lock);
-    return rc;
+    return rc_;
 }

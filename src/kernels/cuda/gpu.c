@@ -522,6 +522,13 @@ int gpu_sync(gpu *g, tempo_error *err)
     return 0;
 }
 
+int gpu_copy_sync(gpu *g, tempo_error *err)
+{
+    if (!g->failed && g->info.backend == GPU_CUDA)
+        check(g, g->cu.cuStreamSynchronize(g->stream[1]), "copy stream");
+    return g->failed ? tempo_fail(err, "%s", g->error) : 0;
+}
+
 void gpu_compute_waits_for_copy(gpu *g)
 {
     if (g->failed || g->info.backend == GPU_EMULATOR)

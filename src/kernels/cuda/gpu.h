@@ -105,6 +105,9 @@ int gpu_sync(gpu *g, tempo_error *err);
 /* 1 when an error is pending (nothing more is queued). */
 int gpu_failed(const gpu *g);
 
+/* Waits for the copy stream only (its pinned sources may then be reused). */
+int gpu_copy_sync(gpu *g, tempo_error *err);
+
 /* The copy stream's uploads queued so far must finish before the compute
  * stream's next work (an event between them; a no-op in the emulator). */
 void gpu_compute_waits_for_copy(gpu *g);

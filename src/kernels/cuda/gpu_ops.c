@@ -221,9 +221,9 @@ void cuda_muon_apply(gpu *g, gpu_ptr p, gpu_ptr upd, size_t n, float step, float
     gpu_launch(g, GK_muon_apply, ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
 }
 
-void cuda_ns_start(gpu *g, gpu_ptr X, gpu_ptr G, int rows, int cols, float inv, int transposed)
+void cuda_ns_start(gpu *g, gpu_ptr X, gpu_ptr G, int rows, int cols, gpu_ptr sumsq, int transposed)
 {
-    void *a[] = {&X, &G, &rows, &cols, &inv, &transposed};
+    void *a[] = {&X, &G, &rows, &cols, &sumsq, &transposed};
     gpu_launch(g, GK_ns_start, ew_blocks(g, (size_t)rows * cols), 1, 1, EW_THREADS, 0, a);
 }
 

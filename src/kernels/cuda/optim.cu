@@ -48,10 +48,12 @@ KERNEL muon_apply(float *p, float *upd, size_t n, float step, float decay)
     }
 }
 
-/* Newton-Schulz's start: X [r, c'] = G [rows, cols] * inv, transposed when
- * rows > cols (X then [cols, rows]) */
-KERNEL ns_start(float *X, const float *G, int rows, int cols, float inv, int transposed)
+/* Newton-Schulz's start: X = G [rows, cols] / (|G| + 1e-7), |G| the root of
+ * sumsq[0] (a sum_partial/sum_finish result), transposed when rows > cols
+ * (X then [cols, rows]); the scale as optimizer.c computes it, in double */
+KERNEL ns_start(float *X, const float *G, int rows, int cols, const double *sumsq, int transposed)
 {
+    float inv = (float)(1.0 / (tk_sqrt_d(sumsq[0]) + 1e-7));
     size_t n = (size_t)rows * cols;
     FOR_EACH(e, n) {
         size_t i = e / cols, j = e % cols;
