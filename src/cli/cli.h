@@ -49,6 +49,9 @@ int bench_infer_main(int argc, char **argv);
 int bench_train_main(int argc, char **argv);
 int bench_allreduce_main(int argc, char **argv);
 int bench_scale_main(int argc, char **argv);
+/* `tempo bench peak|train --device cuda` (cmd_bench_cuda.c) */
+int bench_peak_cuda_main(int argc, char **argv);
+int bench_train_cuda_main(int argc, char **argv);
 /* From cmd_plan.c, shared with bench scale: configs/REL as found from
  * $TEMPO_CONFIGS, beside the executable, or ./configs. */
 void plan_find_config(const char *rel, char *out, size_t n);

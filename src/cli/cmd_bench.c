@@ -40,6 +40,8 @@ static void bench_usage(FILE *f)
             "           --threads: counts to run (default 1 and all); --seconds: per case\n"
             "           (default 0.3, best repetition kept). When libopenblas is installed,\n"
             "           each line also has cblas_sgemm's figure and the ratio tempo/openblas.\n"
+            "       tempo bench peak|train --device cuda [...]\n"
+            "  the GPU's ceilings and training step; see tempo bench train --device cuda --help\n"
             "       tempo bench train [--preset NAME] [--threads 1,2] [--vs-torch] [...]\n"
             "  train    the preset's whole training step: tokens/s, MFU, each op's time\n"
             "           share, serial share, peak memory; see tempo bench train --help.\n"
@@ -348,6 +350,19 @@ int cmd_bench(int argc, char **argv)
         bench_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    int cuda = 0; /* --device cuda: the GPU's benchmarks (cmd_bench_cuda.c) */
+    for (int i = 2; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--device")) {
+            if (strcmp(argv[i + 1], "cuda") && strcmp(argv[i + 1], "cpu"))
+                return cli_usage_error("bench: --device %s: expected cpu or cuda", argv[i + 1]);
+            cuda = !strcmp(argv[i + 1], "cuda");
+        }
+    if (cuda && !strcmp(argv[1], "peak"))
+        return bench_peak_cuda_main(argc - 1, argv + 1);
+    if (cuda && !strcmp(argv[1], "train"))
+        return bench_train_cuda_main(argc - 1, argv + 1);
+    if (cuda)
+        return cli_usage_error("bench %s: --device cuda: only peak and train run on the GPU so far", argv[1]);
     if (!strcmp(argv[1], "peak"))
         return bench_peak(argc - 1, argv + 1);
     if (!strcmp(argv[1], "kernels"))

@@ -10,21 +10,7 @@
 
 #define CE_THREADS 256
 
-/* sum over the block (every thread gets it); red: CE_THREADS / 32 floats */
-DEVICE float block_sum(float v, float *red)
-{
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = tk_warp_sum(v);
-    SYNC();
-    if (lane == 0)
-        red[w] = v;
-    SYNC();
-    float s = 0;
-    for (int i = 0; i < nw; i++)
-        s += red[i];
-    return s;
-}
-
+/* sum over the block in double (every thread gets it); red: CE_THREADS / 32 */
 DEVICE double block_sum_d(double v, double *red)
 {
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;

@@ -17,7 +17,7 @@
 #ifndef TEMPO_CUDA_DIALECT_H
 #define TEMPO_CUDA_DIALECT_H
 
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) || defined(__CUDACC__) /* either of nvcc's passes, or clang's device pass */
 #define TK_DEVICE_CODE 1
 #else
 #define TK_DEVICE_CODE 0

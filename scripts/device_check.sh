@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# device_check.sh [OUT_DIR] - proves tempo's CUDA path on a real NVIDIA GPU
+# (the H200 the device tool lends) in one call of a few minutes, and prints a
+# short table last. Logs go to OUT_DIR (default device_check_out).
+#
+# In order:
+#   0. the machine: GPU, driver, nvcc, PyTorch, where cuBLASLt is;
+#   1. the binary: build/tempo as carried from the project's machines when it
+#      runs here (this machine installs nothing and may lack a -dev package),
+#      else a build here; and nvcc's sm_90 PTX of the same kernels, where nvcc is;
+#   2. the GPU test suite (build/tests/test_cuda_device): every kernel against
+#      the CPU's on random inputs with poisoned outputs, one whole training step
+#      equal to the CPU's in fp32 mode, 50 steps whose losses track the CPU's;
+#      then the kernel checks again on nvcc's PTX;
+#   3. (not built yet) a 2-minute GPU training run and its evaluation on GPU and CPU;
+#   4. bench train --device cuda --vs-torch on gpu-gpt2s (bf16), against PyTorch
+#      eager bf16 on the same shape, batch and GPU, and the same step in fp32 mode;
+#   5. bench peak --device cuda: the bf16/TF32/fp32 matrix rates and copy bandwidth.
+# Each stage has a time limit; a stage that fails is reported and the rest go on.
+set -u
+cd "$(dirname "$0")/.."
+out=${1:-device_check_out}
+mkdir -p "$out"
+start=$SECONDS
+declare -a rows
+row() { rows+=("$(printf '%-34s %s' "$1" "$2")"); }
+stage() { echo; echo "=== $* ($((SECONDS - start)) s)"; }
+
+stage "0. the machine"
+{
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.sm --format=csv 2>&1
+    (command -v nvcc >/dev/null && nvcc --version | tail -2) || echo "nvcc: not found"
+    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())' 2>&1
+    uname -r; ldd --version | head -1
+} | tee "$out/machine.txt"
+row "gpu" "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+if ! ldconfig -p 2>/dev/null | grep -q 'libcublasLt\.so\.1[23]' && [ -z "${TEMPO_CUBLASLT:-}" ]; then
+    lt=$( (ls /usr/local/cuda*/lib64/libcublasLt.so.1[23] /usr/local/cuda*/targets/*/lib/libcublasLt.so.1[23] 2>/dev/null;
+           python3 -c 'import nvidia.cublas, os; d = os.path.join(list(nvidia.cublas.__path__)[0], "lib"); print("\n".join(os.path.join(d, f) for f in os.listdir(d)))' 2>/dev/null |
+           grep 'libcublasLt\.so\.1[23]$') | head -1)
+    [ -n "$lt" ] && export TEMPO_CUBLASLT=$lt
+fi
+echo "cuBLASLt: ${TEMPO_CUBLASLT:-by soname}" | tee -a "$out/machine.txt"
+
+stage "1. the binary"
+bin=build/tempo
+if [ -x "$bin" ] && "$bin" --version >"$out/version.txt" 2>&1; then
+    how="carried (built on the project's machine)"
+else
+    echo "the carried binary does not run here; building" | tee "$out/build.log"
+    if timeout 300 make -j16 build/tempo build/tests/test_cuda_device >>"$out/build.log" 2>&1; then
+        how="built here"
+        "$bin" --version >"$out/version.txt" 2>&1
+    else
+        how="BUILD FAILED (build.log)"
+    fi
+fi
+cat "$out/version.txt" 2>/dev/null
+row "binary" "$how; $(grep '^cuda:' "$out/version.txt" 2>/dev/null | cut -c7-80)"
+# nvcc's sm_90 PTX, built in the background while the tests run
+nvcc_pids=()
+if command -v nvcc >/dev/null; then
+    mkdir -p "$out/ptx_sm90"
+    for f in src/kernels/cuda/*.cu; do
+        b=$(basename "$f" .cu)
+        timeout 150 nvcc -arch=sm_90 -ptx -Isrc -x cu "$f" -o "$out/ptx_sm90/$b.ptx" >"$out/nvcc.$b.log" 2>&1 &
+        nvcc_pids+=($!)
+    done
+fi
+
+stage "2. the GPU tests"
+verdict() { # rc log: pass, FAIL or SKIPPED, never a skip shown as a pass
+    if grep -q '^SKIP' "$2"; then echo "SKIPPED: $(grep -m1 '^SKIP' "$2" | cut -c7-90)"
+    elif [ "$1" = 0 ]; then echo pass; else echo "FAIL rc=$1"; fi
+}
+if [ -x build/tests/test_cuda_device ]; then
+    timeout 240 build/tests/test_cuda_device >"$out/test_cuda_device.log" 2>&1
+    rc=$?
+    grep -E '^(gpu:|check|SKIP|test_cuda_device)|FAIL' "$out/test_cuda_device.log" | head -150
+    fails=$(grep -c 'FAIL' "$out/test_cuda_device.log")
+    checks=$(grep -c '^check' "$out/test_cuda_device.log")
+    row "GPU tests (clang PTX sm_80)" "$(verdict $rc "$out/test_cuda_device.log") ($checks checks, $fails failed)"
+    worst=$(grep '^check' "$out/test_cuda_device.log" | grep -v bitwise | grep 'limit 1e-05' | awk '{for(i=1;i<=NF;i++) if($i=="err") print $(i+1)}' | sort -g | tail -1)
+    row "  worst fp32 kernel error" "${worst:-?} (limit 1e-5)"
+    st=$(grep 'steps Muon: losses' "$out/test_cuda_device.log" | awk '{for(i=1;i<=NF;i++) if($i=="err") print $(i+1)}')
+    row "  50 Muon steps vs CPU" "${st:-?} (max relative loss gap, limit 1e-3)"
+    if [ ${#nvcc_pids[@]} -gt 0 ]; then
+        ok=1
+        for p in "${nvcc_pids[@]}"; do wait "$p" || ok=0; done
+        if [ $ok = 1 ]; then
+            TEMPO_PTX_DIR=$out/ptx_sm90 timeout 150 build/tests/test_cuda_device >"$out/test_cuda_device_nvcc.log" 2>&1
+            rc=$?
+            row "GPU tests (nvcc PTX sm_90)" "$(verdict $rc "$out/test_cuda_device_nvcc.log") ($(grep -c FAIL "$out/test_cuda_device_nvcc.log") failed)"
+        else
+            row "nvcc sm_90 PTX" "FAILED (nvcc.*.log)"
+        fi
+    fi
+else
+    row "GPU tests" "NOT RUN: build/tests/test_cuda_device missing"
+fi
+
+stage "3. a 2-minute GPU run, evaluated on GPU and CPU"
+row "train + eval GPU vs CPU" "not built yet (train --device cuda)"
+
+stage "4. bench train --device cuda"
+timeout 200 "$bin" bench train --device cuda --preset gpu-gpt2s --vocab 8192 --steps 8 --warmup 2 --vs-torch \
+    >"$out/bench_train.jsonl" 2>"$out/bench_train.err"
+rc=$?
+cat "$out/bench_train.jsonl"; tail -3 "$out/bench_train.err"
+j() { python3 -c "import json,sys
+for l in open('$1'):
+    try: d=json.loads(l)
+    except Exception: continue
+    if d.get('bench')=='$2' and '$3' in d: print(d['$3'])" 2>/dev/null | head -1; }
+row "gpt2s bf16 tempo tokens/s" "$(j "$out/bench_train.jsonl" train tokens_per_s) (rc $rc; MFU $(j "$out/bench_train.jsonl" train mfu) of $(j "$out/bench_train.jsonl" train peak_tflops) TFLOP/s)"
+row "  fwd/bwd/norm/opt ms" "$(j "$out/bench_train.jsonl" train forward_ms)/$(j "$out/bench_train.jsonl" train backward_ms)/$(j "$out/bench_train.jsonl" train norm_ms)/$(j "$out/bench_train.jsonl" train optimizer_ms)"
+row "  PyTorch eager bf16 tokens/s" "$(j "$out/bench_train.jsonl" torch_reference_cuda tokens_per_s)"
+row "  tempo / torch" "$(j "$out/bench_train.jsonl" train_summary tempo_vs_torch)"
+timeout 120 "$bin" bench train --device cuda --preset gpu-gpt2s --vocab 8192 --set batch_size=8 --precision fp32 \
+    --steps 4 --warmup 1 >"$out/bench_train_fp32.jsonl" 2>"$out/bench_train_fp32.err"
+rc=$?
+row "gpt2s fp32 (batch 8) tokens/s" "$(j "$out/bench_train_fp32.jsonl" train tokens_per_s) (rc $rc, MFU $(j "$out/bench_train_fp32.jsonl" train mfu))"
+
+stage "5. bench peak --device cuda"
+timeout 120 "$bin" bench peak --device cuda >"$out/bench_peak.jsonl" 2>"$out/bench_peak.err"
+rc=$?
+cat "$out/bench_peak.jsonl"
+row "GEMM peak TFLOP/s" "$(python3 -c "import json;d=json.loads(open('$out/bench_peak.jsonl').read());print('bf16',d['bf16_tflops'],'tf32',d['tf32_tflops'],'fp32',d['fp32_tflops'])" 2>/dev/null) (rc $rc)"
+row "copy bandwidth GB/s" "$(python3 -c "import json;print(json.loads(open('$out/bench_peak.jsonl').read())['copy_gbs'])" 2>/dev/null)"
+
+echo
+echo "=== device check table ($((SECONDS - start)) s; logs in $out)"
+printf '%s\n' "${rows[@]}" | tee "$out/table.txt"
