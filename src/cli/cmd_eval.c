@@ -19,13 +19,15 @@
 #include "data/tokenizer.h"
 #include "eval/eval_run.h"
 #include "eval/icl_engine.h"
+#include "kernels/cuda/gpu.h"
 #include "memory/hybrid.h"
+#include "model/model_cuda.h"
 #include "train/checkpoint.h"
 
 static int takes_value(const char *flag)
 {
     static const char *const flags[] = {"--model", "--data", "--text", "--stride", "--batch", "--threads",
-                                        "--phase", "--tasks", "--limit", "--out", "--cache-order", "--match-length",
+                                        "--phase", "--tasks", "--limit", "--out", "--cache-order", "--match-length", "--device", "--precision",
                                         "--adapt-lr"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (!strcmp(flag, flags[i]))
@@ -38,12 +40,16 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: tempo eval --model RUN_DIR (--data DATA_DIR | --text FILE) [--stride N] [--batch N] [--threads N]\n"
         "                  [--no-memory] [--no-cache] [--no-adapt] [--cache-order K] [--match-length N]\n"
-        "                  [--adapt-lr R]\n"
+        "                  [--adapt-lr R] [--device cpu|cuda] [--precision fp32|bf16]\n"
         "  --model RUN_DIR   a run folder (its model.safetensors), a .safetensors file, or a GGUF file\n"
         "                    of llama/qwen3 with a tempo tokenizer (F32/F16/Q8_0, e.g. from tempo export)\n"
         "  --data DATA_DIR   score DATA_DIR/val.tok (must use the model's tokenizer)\n"
         "  --text FILE       score any .txt/.jsonl(.xz) file: documents as 'tempo prepare' reads them\n"
         "  --stride N        sliding-window stride in tokens (default: context/2; context = disjoint windows)\n"
+        "  --device cuda     run the transformer's windows (and the learning reader's steps) on an NVIDIA GPU,\n"
+        "                    fp32 by default (--precision bf16: bf16 operands); memory, cache and mixer stay on\n"
+        "                    the CPU. Correct on an H200 (scripts/device_check.sh); TEMPO_GPU_EMULATOR=1 runs\n"
+        "                    it on the CPU emulator\n"
         "  --no-memory       leave out the run's count memory (RUN_DIR/memory.bin) from the mixture\n"
         "  --no-cache        leave out the cache and the match model of the text being read\n"
         "  --cache-order K, --match-length N  use a cache of order K / a match model of N tokens instead of\n"
@@ -181,6 +187,7 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
 int cmd_eval(int argc, char **argv)
 {
     const char *model_path = NULL, *data_dir = NULL, *text = NULL, *tasks = NULL, *out_dir = NULL;
+    const char *device = "cpu", *precision = "fp32";
     eval_parts use = eval_parts_all();
     int stride = 0, batch = 8, threads = 0, phase = 1, limit = 0;
     for (int i = 1; i < argc; i++) {
@@ -196,7 +203,13 @@ int cmd_eval(int argc, char **argv)
         else if (!strcmp(a, "--text")) text = v;
         else if (!strcmp(a, "--tasks")) tasks = v;
         else if (!strcmp(a, "--out")) out_dir = v;
-        else if (!strcmp(a, "--phase")) {
+        else if (!strcmp(a, "--device")) {
+            if (strcmp(v, "cpu") && strcmp(v, "cuda")) return cli_usage_error("--device %s: expected cpu or cuda", v);
+            device = v;
+        } else if (!strcmp(a, "--precision")) {
+            if (strcmp(v, "bf16") && strcmp(v, "fp32")) return cli_usage_error("--precision %s: expected bf16 or fp32", v);
+            precision = v;
+        } else if (!strcmp(a, "--phase")) {
             if (strcmp(v, "1") && strcmp(v, "2")) return cli_usage_error("--phase %s: 1 or 2", v);
             phase = v[0] - '0';
         } else if (!strcmp(a, "--limit")) {
@@ -224,6 +237,8 @@ int cmd_eval(int argc, char **argv)
     if (phase == 1 && (tasks || limit || out_dir))
         return cli_usage_error("eval: --tasks, --limit and --out belong to --phase 2");
     if (threads > 0) omp_set_num_threads(threads);
+    if (phase == 2 && strcmp(device, "cpu"))
+        return cli_usage_error("eval --phase 2 --device cuda: the scorecard's decode runs on the CPU only so far");
     if (phase == 2) return eval_phase2(model_path, data_dir, text, tasks, limit, stride, batch, threads, out_dir);
     tempo_error err;
     tempo_error_clear(&err);
@@ -231,8 +246,23 @@ int cmd_eval(int argc, char **argv)
     model *m;
     tokenizer *tok;
     if (checkpoint_load_model(model_path, batch, &cfg, &m, &tok, &err)) return cli_report(&err);
+    gpu *g = NULL;
+    model_cuda *gm = NULL;
+    if (!strcmp(device, "cuda") &&
+        (gpu_open(&g, gpu_backend_from_env(), &err) ||
+         model_cuda_attach_new(m, g, strcmp(precision, "fp32") ? MODEL_CUDA_BF16 : MODEL_CUDA_FP32, &gm, &err))) {
+        gpu_close(g);
+        model_free(m);
+        tok_free(tok);
+        return cli_report(&err);
+    }
+    if (g)
+        fprintf(stderr, "eval: on %s (%s)\n", gpu_get_info(g)->name, precision);
     strbuf js = {0};
     int rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, use, &js, NULL, &err);
+    model_attach_device(m, NULL);
+    model_cuda_free(gm);
+    gpu_close(g);
     model_free(m);
     tok_free(tok);
     if (rc) {

@@ -10,11 +10,13 @@
 #include <unistd.h>
 
 #include "bench/hw_profile.h"
+#include "bench/peak_cuda.h"
 #include "cli/cli.h"
 #include "core/number.h"
 #include "core/thread_pin.h"
 #include "core/timer.h"
 #include "judge/provenance.h"
+#include "kernels/cuda/gpu.h"
 #include "train/run_result.h"
 #include "train/trainer.h"
 
@@ -28,7 +30,7 @@ static void on_signal(int sig)
 
 static int takes_value(const char *flag)
 {
-    static const char *const flags[] = {"--data", "--out", "--preset", "--set", "--budget", "--steps", "--seed", "--threads", "--eval-stride", "--stop-at-step", "--inject-nan-at-step", "--val-limit"};
+    static const char *const flags[] = {"--data", "--out", "--preset", "--set", "--budget", "--steps", "--seed", "--threads", "--eval-stride", "--stop-at-step", "--inject-nan-at-step", "--val-limit", "--device", "--precision"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (!strcmp(flag, flags[i]))
             return 1;
@@ -55,6 +57,12 @@ static void usage(FILE *f)
         "  --val-limit N     score only the first N val tokens (quick experiments; not the official score)\n"
         "  --stop-at-step N  testing: checkpoint and stop after step N, as an interruption would\n"
         "  --inject-nan-at-step N  testing: treat step N's loss as NaN once (divergence guard)\n"
+        "  --device cpu|cuda train on the CPU (default) or on an NVIDIA GPU: the steps, evaluations and the\n"
+        "                    mixer's fit run there (one process, one GPU; TEMPO_GPU_DEVICE picks it); the\n"
+        "                    files are the same. MFU is against the GPU's bf16 (or fp32) matrix rate, measured\n"
+        "                    at startup. The CUDA path has passed the device check on an H200 for correctness;\n"
+        "                    its speed is not yet tuned (see docs/gpu.md).\n"
+        "  --precision bf16|fp32  on a GPU: bf16 operands with fp32 master weights (default), or fp32 throughout\n"
         "SIGINT/SIGTERM: the run checkpoints and stops; --resume continues it.\n"
         "Several processes: mpirun -np N tempo train ... (tempo --version says whether MPI is built in): each\n"
         "  rank trains batch_size/N sequences of every global batch, gradients are averaged over the ranks,\n"
@@ -81,6 +89,7 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
     o.final_eval = 1;
     const char *preset = NULL; /* the built-in defaults are cpu-default */
     const char *sets[256];
+    const char *device = "cpu", *precision = "bf16";
     int n_sets = 0, pin = 0;
     tempo_error err;
     tempo_error_clear(&err);
@@ -96,6 +105,13 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
         else if (!takes_value(a)) return cli_usage_error("%s: unknown option (see tempo train --help)", a);
         else if (!v) return cli_usage_error("%s: missing value (see tempo train --help)", a);
         else if (!strcmp(a, "--data")) { o.data_dir = v; i++; }
+        else if (!strcmp(a, "--device")) {
+            if (strcmp(v, "cpu") && strcmp(v, "cuda")) return cli_usage_error("--device %s: expected cpu or cuda", v);
+            device = v; i++;
+        } else if (!strcmp(a, "--precision")) {
+            if (strcmp(v, "bf16") && strcmp(v, "fp32")) return cli_usage_error("--precision %s: expected bf16 or fp32", v);
+            precision = v; i++;
+        }
         else if (!strcmp(a, "--out")) { o.out_dir = v; i++; }
         else if (!strcmp(a, "--preset")) { preset = v; i++; }
         else if (!strcmp(a, "--set")) {
@@ -142,11 +158,30 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
     if (pin && !pinned)
         fprintf(stderr, "tempo: note: --pin-threads: the threads are not each bound to their own "
                         "core (OMP_PROC_BIND=%s)\n", getenv("OMP_PROC_BIND") ? getenv("OMP_PROC_BIND") : "unset");
-    hw_profile hw;
-    if (hw_profile_load_or_measure(&hw, &err) == 0)
-        o.peak_gflops = hw_profile_peak_gflops(&hw, o.threads);
-    else
-        fprintf(stderr, "tempo: note: no hardware profile (%s); mfu will be null\n", err.msg);
+    gpu *g = NULL;
+    if (!strcmp(device, "cuda")) {
+        if (dist->world > 1)
+            return cli_usage_error("train --device cuda under mpirun: one process per GPU is not built yet");
+        if (gpu_open(&g, gpu_backend_from_env(), &err))
+            return cli_report(&err);
+        int emu = gpu_get_info(g)->backend == GPU_EMULATOR;
+        peak_cuda pk;   /* the MFU denominator, measured here and now */
+        if (peak_cuda_measure(g, emu ? 64 : 8192, emu ? 1 << 20 : (size_t)1 << 30, emu ? 1 : 5, &pk, &err)) {
+            gpu_close(g);
+            return cli_report(&err);
+        }
+        o.gpu = g;
+        o.gpu_bf16 = !strcmp(precision, "bf16");
+        o.peak_gflops = 1e3 * (o.gpu_bf16 ? pk.bf16_tflops : pk.fp32_tflops);
+        fprintf(stderr, "tempo: training on %s (%s; measured %.0f TFLOP/s)\n", gpu_get_info(g)->name, precision,
+                o.peak_gflops / 1e3);
+    } else {
+        hw_profile hw;
+        if (hw_profile_load_or_measure(&hw, &err) == 0)
+            o.peak_gflops = hw_profile_peak_gflops(&hw, o.threads);
+        else
+            fprintf(stderr, "tempo: note: no hardware profile (%s); mfu will be null\n", err.msg);
+    }
     tempo_error_clear(&err);
     o.stop_flag = &stop_requested;
     o.progress = dist->rank == 0 ? stderr : NULL;   /* one voice: rank 0's */
@@ -160,6 +195,7 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
     train_result r;
     *same_everywhere = 0;
     int rc = train_run(&o, &r, &err);
+    gpu_close(g);
     if (rc && r.failed_in_setup)
         *same_everywhere = 1;
     if (rc) {

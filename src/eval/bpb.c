@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "core/timer.h"
-#include "optim/optimizer.h"
 
 static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride,
                             int batch, int part, int parts, double lr, const bpb_token_out *out, bpb_result *res,
@@ -35,16 +34,14 @@ int bpb_evaluate_adaptive(model *m, const int32_t *tokens, size_t n_tokens, uint
 {
     if (!(lr >= 0) || !isfinite(lr))
         return tempo_fail(err, "evaluation: the reading learning rate must be a finite number >= 0, not %g", lr);
-    size_t n = model_num_params(m);
-    float *saved = malloc(sizeof(float) * (n ? n : 1));
-    if (!saved)
-        return tempo_fail(err, "evaluation: out of memory for a copy of the %zu parameters", n);
-    memcpy(saved, model_params(m), sizeof(float) * n);
+    if (model_params_save(m, err))
+        return -1;
     model_set_mixture(m, NULL, 1);   /* the steps learn the plain cross-entropy, whatever training set */
     int rc = evaluate_windows(m, tokens, n_tokens, n_bytes, stride, 1, 0, 1, lr, out, res, err);
-    memcpy(model_params(m), saved, sizeof(float) * n);   /* the model as it was trained */
+    tempo_error e2;
+    if (model_params_restore(m, rc ? &e2 : err))   /* the model as it was trained */
+        rc = -1;
     model_zero_grad(m);
-    free(saved);
     return rc;
 }
 
@@ -56,18 +53,8 @@ static void adapt_step(model *m, double lr)
 {
     model_zero_grad(m);
     model_backward(m);
-    float *p = model_params(m);
-    const float *g = model_grads(m);
-    size_t n = model_num_params(m);
-    double norm = optim_grad_norm(g, n);
-    if (!isfinite(norm))
-        return;   /* nothing to learn from a step that overflowed: the model stays as it is */
-    if (norm > BPB_ADAPT_CLIP)
-        lr *= BPB_ADAPT_CLIP / norm;
-    float r = (float)lr;
-#pragma omp parallel for schedule(static)
-    for (size_t k = 0; k < n; k++)
-        p[k] -= r * g[k];
+    /* a norm that is not finite is no step: the model stays as it is */
+    model_sgd_step(m, lr, BPB_ADAPT_CLIP);
 }
 
 /* The windows of part `part` of `parts`; with lr > 0 (one part, one window
@@ -174,7 +161,8 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
     res->stride = stride;
     res->seconds = timer_now() - t0;
     if (!isfinite(res->bpb))
-        return tempo_fail(err, "evaluation: the model produced a non-finite loss");
+        return model_device_error(m) ? tempo_fail(err, "evaluation: %s", model_device_error(m))
+                                     : tempo_fail(err, "evaluation: the model produced a non-finite loss");
     return 0;
 }
 

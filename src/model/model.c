@@ -12,7 +12,9 @@
 
 #include "core/rng.h"
 #include "kernels/cpu/lm_head.h"
+#include "kernels/cpu/optim_kernels.h"
 #include "kernels/cpu/rope.h"
+#include "model/model_cuda.h"
 
 /* ---------------- parameter layout ---------------- */
 
@@ -127,6 +129,16 @@ static float *take(arena_cursor *a, size_t n)
 static void carve(model *m, arena_cursor *a)
 {
     const model_config *c = &m->cfg;
+    if (m->host_only) { /* the passes run on a GPU: only what they hand back */
+        size_t N = (size_t)m->max_batch * c->context;
+        m->losses = take(a, N);
+        m->top_logprob = take(a, N);
+        m->top_id = (int32_t *)(void *)take(a, N);
+        m->log_norm = take(a, N);
+        m->tokens = (int32_t *)take(a, N);
+        m->targets = (int32_t *)take(a, N);
+        return;
+    }
     size_t N = (size_t)m->max_batch * c->context, C = c->d_model, F = c->d_ff;
     size_t V = c->vocab_size, D = m->dims.D, H = c->n_heads, Hkv = c->n_kv_heads;
     size_t HD = H * D, KD = Hkv * D;
@@ -188,7 +200,19 @@ static float *alloc_floats(size_t n)
 
 /* ---------------- lifecycle ---------------- */
 
+static int create(model **out, const model_config *cfg, int max_batch, int host_only, tempo_error *err);
+
 int model_create(model **out, const model_config *cfg, int max_batch, tempo_error *err)
+{
+    return create(out, cfg, max_batch, 0, err);
+}
+
+int model_create_for_device(model **out, const model_config *cfg, int max_batch, tempo_error *err)
+{
+    return create(out, cfg, max_batch, 1, err);
+}
+
+static int create(model **out, const model_config *cfg, int max_batch, int host_only, tempo_error *err)
 {
     *out = NULL;
     if (model_config_validate(cfg, err) != 0)
@@ -204,6 +228,7 @@ int model_create(model **out, const model_config *cfg, int max_batch, tempo_erro
     m->cfg = *cfg;
     m->max_batch = max_batch;
     m->training = 1;
+    m->host_only = host_only;
     int D = model_config_head_dim(cfg);
     m->dims = (model_block_dims){.C = cfg->d_model, .H = cfg->n_heads, .Hkv = cfg->n_kv_heads,
                                  .D = D, .F = cfg->d_ff, .mlp = cfg->mlp,
@@ -244,7 +269,8 @@ int model_create(model **out, const model_config *cfg, int max_batch, tempo_erro
     m->head_ws.top_id = m->top_id;
     m->head_ws.log_norm = m->log_norm;
     m->head_ws.beta = 1;
-    rope_table_init(m->rope_cos, m->rope_sin, cfg->context, D, cfg->rope_theta);
+    if (!host_only)
+        rope_table_init(m->rope_cos, m->rope_sin, cfg->context, D, cfg->rope_theta);
     m->dims.rope_cos = m->rope_cos;
     m->dims.rope_sin = m->rope_sin;
     for (int l = 0; l < cfg->n_layers; l++) {
@@ -272,6 +298,7 @@ void model_free(model *m)
     free(m->lw);
     free(m->lg);
     free(m->acts);
+    free(m->saved_params);
     lm_head_workspace_free(&m->head_ws);
     gemm_context_array_free(m->gemm, m->n_gemm);
     gemm_packed_b_free(&m->xpack);
@@ -281,6 +308,7 @@ void model_free(model *m)
 /* ---------------- accessors ---------------- */
 
 const model_config *model_get_config(const model *m) { return &m->cfg; }
+int model_max_batch(const model *m) { return m->max_batch; }
 size_t model_num_params(const model *m) { return m->n_params; }
 float *model_params(model *m) { return m->params; }
 float *model_grads(model *m) { return m->grads; }
@@ -310,7 +338,78 @@ size_t model_activation_bytes(const model *m)
 
 void model_zero_grad(model *m)
 {
-    memset(m->grads, 0, m->n_params * sizeof(float));
+    if (m->device)
+        model_cuda_zero_grad(m->device);
+    else
+        memset(m->grads, 0, m->n_params * sizeof(float));
+}
+
+/* ---------------- a GPU attached ---------------- */
+
+void model_attach_device(model *m, struct model_cuda *gm)
+{
+    m->device = gm;
+    m->device_error[0] = 0;
+}
+
+struct model_cuda *model_device(const model *m) { return m->device; }
+
+const char *model_device_error(const model *m) { return m->device_error[0] ? m->device_error : NULL; }
+
+int model_params_to_host(model *m, tempo_error *err)
+{
+    return m->device ? model_cuda_get_params(m->device, m->params, err) : 0;
+}
+
+int model_params_to_device(model *m, tempo_error *err)
+{
+    return m->device ? model_cuda_set_params(m->device, m->params, err) : 0;
+}
+
+double model_sgd_step(model *m, double lr, double clip)
+{
+    if (m->device) {
+        tempo_error e;
+        double norm = model_cuda_sgd_step(m->device, lr, clip, &e);
+        if (norm < 0) {
+            snprintf(m->device_error, sizeof m->device_error, "%s", e.msg);
+            return NAN;
+        }
+        return norm;
+    }
+    float *p = m->params;
+    const float *g = m->grads;
+    size_t n = m->n_params;
+    double norm = sqrt(optim_kernel_sum_squares(g, n));
+    if (!isfinite(norm))
+        return NAN;
+    if (norm > clip)
+        lr *= clip / norm;
+    float r = (float)lr;
+#pragma omp parallel for schedule(static)
+    for (size_t k = 0; k < n; k++)
+        p[k] -= r * g[k];
+    return norm;
+}
+
+int model_params_save(model *m, tempo_error *err)
+{
+    if (m->device)
+        return model_cuda_params_save(m->device, err);
+    if (!m->saved_params && !(m->saved_params = malloc(sizeof(float) * (m->n_params ? m->n_params : 1))))
+        return tempo_fail(err, "model: out of memory for a copy of the %zu parameters", m->n_params);
+    memcpy(m->saved_params, m->params, sizeof(float) * m->n_params);
+    return 0;
+}
+
+int model_params_restore(model *m, tempo_error *err)
+{
+    if (m->device)
+        return model_cuda_params_restore(m->device, err);
+    if (!m->saved_params)
+        return tempo_fail(err, "model: no saved parameters to restore");
+    memcpy(m->params, m->saved_params, sizeof(float) * m->n_params);
+    return 0;
 }
 
 /* ---------------- initialisation ---------------- */

@@ -70,6 +70,7 @@ int model_create(model **out, const model_config *cfg, int max_batch, tempo_erro
 void model_free(model *m); /* NULL is fine */
 
 const model_config *model_get_config(const model *m);
+int model_max_batch(const model *m);
 size_t model_num_params(const model *m); /* floats in the parameter buffer (all parameters) */
 float *model_params(model *m);
 float *model_grads(model *m);
@@ -149,6 +150,34 @@ void model_set_grad_ready(model *m, model_grad_ready_fn fn, void *ctx);
  * and count. */
 int model_grad_spans(const model *m);
 void model_grad_span(const model *m, int i, size_t *offset, size_t *count);
+
+/* ---- running the passes on a GPU (model_cuda.h) ----
+ * A model built by model_create_for_device holds parameters, gradients and
+ * the per-token outputs but no activations; with a GPU model of the same
+ * config attached (model_attach_device), model_forward, model_backward,
+ * model_zero_grad and the calls below run there, and everything that reads
+ * a model through this header (evaluation, the learning reader, ICL, the
+ * mixer's fit) runs on the GPU unchanged. The host parameters are the GPU's
+ * only after model_params_to_host; model_grads is not the GPU's gradient.
+ * A pass that fails on the GPU returns NAN and leaves its message in
+ * model_device_error. */
+struct model_cuda;
+int model_create_for_device(model **out, const model_config *cfg, int max_batch, tempo_error *err);
+void model_attach_device(model *m, struct model_cuda *gm); /* gm NULL: the CPU again */
+struct model_cuda *model_device(const model *m);
+int model_params_to_host(model *m, tempo_error *err);      /* no-op without a device */
+int model_params_to_device(model *m, tempo_error *err);    /* no-op without a device */
+const char *model_device_error(const model *m);            /* NULL when none */
+
+/* The learning reader's step (eval/bpb.h): on the gradient of the last
+ * backward, its L2 norm, then (when finite) params -= lr' grads, lr' = lr
+ * scaled down by clip / norm above clip. Returns the norm, NaN when it was
+ * not finite (no step) or the GPU failed. */
+double model_sgd_step(model *m, double lr, double clip);
+/* A copy of the parameters set aside, and put back bit for bit (on the GPU
+ * when one is attached). */
+int model_params_save(model *m, tempo_error *err);
+int model_params_restore(model *m, tempo_error *err);
 
 /* Training FLOPs per token (DESIGN.md section 4; see config.c for exactly
  * what is counted: the causal half of attention, the lm head even when tied). */

@@ -41,6 +41,7 @@ struct model_cuda {
     layer_offsets *lo;
     size_t tok_emb, final_norm, head;  /* head == tok_emb when tied */
     gpu_ptr params, grads, wlow;       /* wlow: the bf16 weight copy (0 in fp32 mode) */
+    gpu_ptr saved;                     /* model_cuda_params_save's copy (allocated on first use) */
     gpu_ptr arena;
     size_t arena_bytes;
     gpu_ptr rope_cos, rope_sin;
@@ -250,6 +251,7 @@ void model_cuda_free(model_cuda *m)
     gpu_free(m->g, m->params);
     gpu_free(m->g, m->grads);
     gpu_free(m->g, m->wlow);
+    gpu_free(m->g, m->saved);
     gpu_free(m->g, m->arena);
     gpu_host_free(m->g, m->h_tokens);
     free(m->tensors);
@@ -581,4 +583,52 @@ int model_cuda_token_outputs(model_cuda *m, float *losses, float *top_logprob, i
     if (top_id) gpu_download_async(m->g, GPU_STREAM_COMPUTE, top_id, m->top_id, n);
     if (log_norm) gpu_download_async(m->g, GPU_STREAM_COMPUTE, log_norm, m->log_norm, n);
     return gpu_sync(m->g, err);
+}
+
+double model_cuda_sgd_step(model_cuda *m, double lr, double clip, tempo_error *err)
+{
+    cuda_sum(m->g, m->sums + 8, m->sum_partial, m->grads, m->n_params, 1);
+    double ss;
+    if (gpu_download(m->g, &ss, m->sums + 8, sizeof ss, err))
+        return -1;
+    double norm = sqrt(ss);
+    if (!isfinite(norm))
+        return NAN; /* nothing to learn from a step that overflowed */
+    if (norm > clip)
+        lr *= clip / norm;
+    cuda_sgd(m->g, m->params, m->grads, m->n_params, (float)lr);
+    model_cuda_weights_changed(m);
+    return norm;
+}
+
+int model_cuda_params_save(model_cuda *m, tempo_error *err)
+{
+    if (!m->saved && gpu_alloc(m->g, &m->saved, m->n_params * 4, "a copy of the parameters", err))
+        return -1;
+    gpu_copy_async(m->g, m->saved, m->params, m->n_params * 4);
+    return gpu_sync(m->g, err);
+}
+
+int model_cuda_params_restore(model_cuda *m, tempo_error *err)
+{
+    if (!m->saved)
+        return tempo_fail(err, "model on the GPU: no saved parameters to restore");
+    gpu_copy_async(m->g, m->params, m->saved, m->n_params * 4);
+    model_cuda_weights_changed(m);
+    return gpu_sync(m->g, err);
+}
+
+int model_cuda_attach_new(model *m, gpu *g, model_cuda_precision prec, model_cuda **out, tempo_error *err)
+{
+    *out = NULL;
+    model_cuda *gm;
+    if (model_cuda_create(&gm, g, model_get_config(m), model_max_batch(m), prec, err))
+        return -1;
+    if (model_cuda_set_params(gm, model_params(m), err)) {
+        model_cuda_free(gm);
+        return -1;
+    }
+    model_attach_device(m, gm);
+    *out = gm;
+    return 0;
 }

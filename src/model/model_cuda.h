@@ -83,4 +83,20 @@ int model_cuda_loss(model_cuda *m, double *mean_loss, tempo_error *err);
 int model_cuda_token_outputs(model_cuda *m, float *losses, float *top_logprob, int32_t *top_id,
                              float *log_norm, tempo_error *err);
 
+/* A GPU model for the host model m (its config and max batch), holding m's
+ * parameters, attached to m (model_attach_device): every pass of m then
+ * runs on g. Free it (after model_attach_device(m, NULL)) with
+ * model_cuda_free. */
+int model_cuda_attach_new(model *m, gpu *g, model_cuda_precision prec, model_cuda **out, tempo_error *err);
+
+/* The learning reader's step (bpb.h) on the GPU: the norm of the gradient
+ * the last backward left (double, deterministic), then, when finite,
+ * params -= lr' grads with lr' = lr, times clip / norm above clip. Returns
+ * the norm (NaN when not finite: no step), or -1 on a GPU error (err). */
+double model_cuda_sgd_step(model_cuda *m, double lr, double clip, tempo_error *err);
+/* A copy of the parameters on the GPU, and back (the learning reader
+ * restores the trained weights after each text). */
+int model_cuda_params_save(model_cuda *m, tempo_error *err);
+int model_cuda_params_restore(model_cuda *m, tempo_error *err);
+
 #endif

@@ -48,6 +48,14 @@ struct model {
     float *head_dw;             /* [V, C] head weight gradient staged by a training forward */
     int32_t *tokens, *targets;  /* [N] copies of the last forward's inputs */
 
+    /* A GPU that runs the passes (model_attach_device), or NULL. The host
+     * buffers then hold the per-token outputs, the inputs and, after
+     * model_params_to_host, the parameters; the gradients live on the GPU. */
+    struct model_cuda *device;
+    int host_only;              /* model_create_for_device: no activations here */
+    char device_error[512];     /* the last GPU error of a pass ("" when none) */
+    float *saved_params;        /* model_params_save's copy (CPU) */
+
     /* state of the last forward */
     int training;
     int B, T;

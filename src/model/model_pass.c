@@ -5,6 +5,7 @@
 #include "model/model_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/op_profile.h"
@@ -12,6 +13,7 @@
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/lm_head.h"
 #include "kernels/cpu/rmsnorm.h"
+#include "model/model_cuda.h"
 
 /* Residual stream after half-layer i (0 = embeddings, 2l+1 after layer l's
  * attention, 2l+2 after its MLP): [N, C] at a stride of max_batch*context rows. */
@@ -28,6 +30,35 @@ static int ids_ok(const int32_t *ids, int N, int V)
     return 1;
 }
 
+/* model_forward on the attached GPU: the batch there, the pass, the
+ * per-token outputs back into the host buffers the accessors read. */
+static double device_forward(model *m, const int32_t *tokens, const int32_t *targets, int B, int T)
+{
+    model_cuda *g = m->device;
+    tempo_error e;
+    int N = B * T;
+    model_cuda_set_training(g, m->training);
+    model_cuda_set_eval_beta(g, m->head_ws.beta);
+    if (model_cuda_set_batch(g, tokens, targets, B, T, targets ? m->head_ws.mix_b : NULL, m->head_ws.mix_a, &e))
+        goto failed;
+    model_cuda_forward(g);
+    if (!targets)
+        return gpu_sync(model_cuda_gpu(g), &e) ? (snprintf(m->device_error, sizeof m->device_error, "%s", e.msg), NAN)
+                                               : 0.0;
+    if (model_cuda_token_outputs(g, m->losses, m->top_logprob, m->training ? NULL : m->top_id,
+                                 m->training ? NULL : m->log_norm, &e))
+        goto failed;
+    memcpy(m->targets, targets, sizeof(int32_t) * (size_t)N);
+    m->have_targets = 1;
+    double sum = 0;
+    for (int n = 0; n < N; n++)
+        sum += m->losses[n];
+    return sum / N;
+failed:
+    snprintf(m->device_error, sizeof m->device_error, "%s", e.msg);
+    return NAN;
+}
+
 double model_forward(model *m, const int32_t *tokens, const int32_t *targets, int B, int T)
 {
     const model_config *c = &m->cfg;
@@ -41,6 +72,10 @@ double model_forward(model *m, const int32_t *tokens, const int32_t *targets, in
     m->B = B;
     m->T = T;
     memcpy(m->tokens, tokens, sizeof(int32_t) * (size_t)N);
+    if (m->device)
+        return device_forward(m, tokens, targets, B, T);
+    if (m->host_only)
+        return NAN; /* built for a GPU that is not attached */
     OP_PROFILE_TIMED(m->prof, OP_EMBEDDING,
                      embedding_forward(residual(m, 0), tokens, m->tok_emb, N, C));
     for (int l = 0; l < L; l++) {
@@ -116,6 +151,10 @@ void model_backward(model *m)
 {
     if (!m->have_targets)
         return;
+    if (m->device) {
+        model_cuda_backward(m->device);
+        return;
+    }
     const model_config *c = &m->cfg;
     int B = m->B, T = m->T, N = B * T, C = c->d_model, V = c->vocab_size, L = c->n_layers;
     op_mark t0 = op_profile_begin(m->prof);

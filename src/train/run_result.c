@@ -85,6 +85,8 @@ int run_result_json(const train_result *r, const train_options *o, int threads_p
     hybrid_parts(&w, r);
     phase_seconds(&w, r);
     jsonw_field_int(&w, "world_size", r->world_size);
+    jsonw_field_string(&w, "device", r->device[0] ? r->device : "cpu");
+    jsonw_field_string(&w, "precision", r->precision ? r->precision : "fp32");
     jsonw_field_int(&w, "ranks_threads", o->threads);
     jsonw_field_number(&w, "comm_seconds", r->comm_seconds);
     jsonw_field_bool(&w, "shard_optimizer", r->shard_optimizer);

@@ -25,6 +25,7 @@
 #include "train/memory_stage.h"
 #include "train/metrics_log.h"
 #include "train/train_step.h"
+#include "train/train_step_cuda.h"
 
 /* Everything one run holds; freed in one place. */
 typedef struct {
@@ -59,10 +60,18 @@ typedef struct {
     double *slice_nats;          /* with ranks: the periodic val slice's per-token figures */
     char data_id[80];            /* "sha256:<hex>" of DATA_DIR/meta.json, or "unknown" */
     const char *commit;
+    /* on a GPU (train_options.gpu): the model there, attached to m, and its optimizer; opt
+     * (on the host) holds the state only for checkpoints and snapshots */
+    model_cuda *gm;
+    optim_cuda gopt;
+    int gopt_ready;
 } run_ctx;
 
 static void ctx_free(run_ctx *c)
 {
+    if (c->gopt_ready) optim_cuda_free(&c->gopt);
+    if (c->m) model_attach_device(c->m, NULL);
+    model_cuda_free(c->gm);
     memory_stage_free(&c->mem);
     if (c->train_open) token_file_close(&c->train);
     if (c->val_open) token_file_close(&c->val);
@@ -120,17 +129,38 @@ static int open_data(run_ctx *c, const char *dir, tempo_error *err)
     return 0;
 }
 
-static void snapshot_take(run_ctx *c, const train_state *st)
+/* On a GPU: the parameters and the optimizer state into the host model and
+ * optimizer (for a checkpoint or a snapshot), and back. */
+static int gpu_to_host(run_ctx *c, tempo_error *err)
 {
+    if (!c->gm)
+        return 0;
+    return model_params_to_host(c->m, err) || optim_cuda_get_state(&c->gopt, c->opt.m, c->opt.v, &c->opt.t, err)
+               ? -1 : 0;
+}
+
+static int host_to_gpu(run_ctx *c, tempo_error *err)
+{
+    if (!c->gm)
+        return 0;
+    return model_params_to_device(c->m, err) || optim_cuda_set_state(&c->gopt, c->opt.m, c->opt.v, c->opt.t, err)
+               ? -1 : 0;
+}
+
+static int snapshot_take(run_ctx *c, const train_state *st, tempo_error *err)
+{
+    if (gpu_to_host(c, err))
+        return -1;
     size_t n = model_num_params(c->m), ns = c->opt.state_len;
     memcpy(c->snap_params, model_params(c->m), n * sizeof(float));
     memcpy(c->snap_m, c->opt.m, ns * sizeof(float));
     memcpy(c->snap_v, c->opt.v, ns * sizeof(float));
     c->snap_opt_t = c->opt.t;
     c->snap_state = *st;
+    return 0;
 }
 
-static void snapshot_restore(run_ctx *c, train_state *st)
+static int snapshot_restore(run_ctx *c, train_state *st, tempo_error *err)
 {
     size_t n = model_num_params(c->m), ns = c->opt.state_len;
     memcpy(model_params(c->m), c->snap_params, n * sizeof(float));
@@ -143,6 +173,7 @@ static void snapshot_restore(run_ctx *c, train_state *st)
     st->elapsed_s = elapsed;   /* time spent is spent */
     st->guard_mult = mult;
     st->retries = retries;
+    return host_to_gpu(c, err);
 }
 
 /* The optimizer whole, for a checkpoint. Sharded, every rank must call it:
@@ -185,6 +216,8 @@ static int write_run(run_ctx *c, const run_config *cfg, const train_state *st, c
 /* A checkpoint now (every rank calls it when sharded; rank 0 writes). */
 static int save_all(run_ctx *c, const run_config *cfg, const train_state *st, tempo_error *err)
 {
+    if (gpu_to_host(c, err))
+        return -1;
     optimizer whole;
     float *full;
     int rc = gather_optimizer(c, &whole, &full, err);
@@ -285,9 +318,18 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
     if (c->train.n_tokens < (uint64_t)cfg->model.context + 2)
         return tempo_fail(err, "%s/train.tok: %llu tokens, fewer than one training window of %d", o->data_dir,
                           (unsigned long long)c->train.n_tokens, cfg->model.context + 1);
-    if (model_create(&c->m, &cfg->model, cfg->micro_batch, err))
+    if (o->gpu && c->world > 1)
+        return tempo_usage(err, "train --device cuda under mpirun: one process per GPU is not built yet");
+    if (o->gpu ? model_create_for_device(&c->m, &cfg->model, cfg->micro_batch, err)
+               : model_create(&c->m, &cfg->model, cfg->micro_batch, err))
         return -1;
     model_init(c->m, o->seed);
+    if (o->gpu) {
+        if (model_cuda_create(&c->gm, o->gpu, &cfg->model, cfg->micro_batch,
+                              o->gpu_bf16 ? MODEL_CUDA_BF16 : MODEL_CUDA_FP32, err))
+            return -1;
+        model_attach_device(c->m, c->gm);
+    }
     if (shard_setup(c, cfg, err))
         return -1;
     c->opt_ready = 1;
@@ -302,6 +344,14 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
     st->max_steps = o->max_steps;
     if (o->resume && checkpoint_load_full(c->ckpt_path, c->m, &c->opt, st, err))
         return -1;
+    if (c->gm) {   /* the GPU's optimizer, with the host's state (zero, or the checkpoint's) */
+        if (optim_cuda_create(&c->gopt, o->gpu, &cfg->optim, c->opt.tensors, c->opt.n_tensors, c->opt.n_params,
+                              o->gpu_bf16 ? GPU_MATH_TF32 : GPU_MATH_F32, err))
+            return -1;
+        c->gopt_ready = 1;
+        if (host_to_gpu(c, err))
+            return -1;
+    }
     if (o->resume) {
         /* A resume continues the same run: its budget and step limit, unless given anew. */
         if (o->budget_s > 0) st->budget_s = o->budget_s;
@@ -408,6 +458,16 @@ static void next_train_batch(void *ctx, int rows, int T, int32_t *inputs, int32_
         mixture_prior(b->c, (float)b->cfg->memory_train_weight, rows, T, inputs, targets);
 }
 
+/* On a GPU: the prior next_train_batch just computed, for the GPU's batch */
+static const float *train_mix_prior(void *ctx, int rows, int T, const int32_t *inputs, const int32_t *targets,
+                                    float *mix_a)
+{
+    batch_source *b = ctx;
+    (void)rows; (void)T; (void)inputs; (void)targets;
+    *mix_a = (float)b->cfg->memory_train_weight;
+    return b->c->mix_b;
+}
+
 /* One optimizer step's forward/backward over this rank's share of the
  * global batch (rows rank*local .. of the rows a single process would draw,
  * the others skipped), then the mean over ranks of the gradient (sharded:
@@ -420,6 +480,11 @@ static int forward_backward(run_ctx *c, const run_config *cfg, train_state *st, 
 {
     batch_source src = {c, cfg, &st->rng};
     int local = cfg->batch_size / c->world, T = cfg->model.context;
+    if (c->gm) {   /* one process on a GPU */
+        *comm_s = 0;
+        return train_step_cuda_gradient(c->gm, &c->gopt, cfg->batch_size, cfg->micro_batch, T, next_train_batch, &src,
+                                        train_mix_prior, &src, c->inputs, c->targets, loss_out, gnorm, err);
+    }
     batch_skip(&c->train_batches, &st->rng, c->rank * local, T);
     double loss;
     int rc = train_step_gradient_ranks(c->m, &c->reduce, local, cfg->micro_batch, T, next_train_batch, &src,
@@ -558,8 +623,7 @@ static int guard_restore(run_ctx *c, const train_options *o, const run_config *c
     log_event(&c->metrics, st, METRICS_DIVERGED, ls->loss, note);
     if (o->progress)
         fprintf(o->progress, "%sstep %lld: %s\n", o->progress_tty ? "\r\033[K" : "", (long long)st->step, note);
-    snapshot_restore(c, st);
-    return 0;
+    return snapshot_restore(c, st, err);
 }
 
 /* After a step: the metrics line, the periodic val slice and checkpoint
@@ -624,7 +688,8 @@ static int train_loop(run_ctx *c, const train_options *o, const run_config *cfg,
         if (ctl[0] != 0) return 0;
         if (ctl[2] != 0) {
             double s0 = timer_now();
-            snapshot_take(c, st);
+            if (snapshot_take(c, st, err))
+                return -1;
             res->phase_seconds.snapshots += timer_now() - s0;
             ls->last_snap = st->elapsed_s;
         }
@@ -641,7 +706,12 @@ static int train_loop(run_ctx *c, const train_options *o, const run_config *cfg,
                 return -1;
             continue;
         }
-        optim_step(&c->opt, model_params(c->m), model_grads(c->m), ls->gnorm, mult);
+        if (c->gm) {
+            optim_cuda_step(&c->gopt, model_cuda_params(c->gm), model_cuda_grads(c->gm), ls->gnorm, mult);
+            model_cuda_weights_changed(c->gm);
+        } else {
+            optim_step(&c->opt, model_params(c->m), model_grads(c->m), ls->gnorm, mult);
+        }
         if (c->sharded) {   /* every rank's updated span to every rank */
             double g0 = timer_now();
             if (dist_allgather_f32(c->dist, model_params(c->m), c->shard_begin, c->shard_len, err))
@@ -685,6 +755,8 @@ static int end_training(run_ctx *c, const train_options *o, const run_config *cf
                           st->memory_s > 0 ? " after the count memory's build" : "");
     /* sharded: the optimizer state is gathered first, by every rank, so no rank
      * waits in a collective while rank 0 alone fits the mixer */
+    if (gpu_to_host(c, err))   /* the files are written from the host's copies */
+        return -1;
     optimizer whole;
     float *full;
     if (gather_optimizer(c, &whole, &full, err)) {
@@ -715,6 +787,8 @@ static void fill_result(const run_ctx *c, const train_options *o, const run_conf
                         const loop_state *ls, train_result *res)
 {
     res->world_size = c->world;
+    snprintf(res->device, sizeof res->device, "%s", o->gpu ? gpu_get_info(o->gpu)->name : "cpu");
+    res->precision = o->gpu && o->gpu_bf16 ? "bf16" : "fp32";
     res->memory_order = c->mem.has_memory ? c->mem.memory.order : 0;
     res->cache_order = cfg->cache_order;
     res->match_length = cfg->match_length;

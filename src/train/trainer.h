@@ -49,6 +49,13 @@ typedef struct {
      * stream through the mixture and writes the files (docs/distributed.md). */
     dist_context *dist;
     int progress_tty;         /* redraw one line instead of printing lines */
+    /* Train on a GPU (kernels/cuda/gpu.h, opened by the caller): the steps
+     * (forward, backward, optimizer), the periodic and final evaluations and
+     * the mixer's fit run there (model_cuda.h); the count memory, the data
+     * and the files stay on the host. NULL: the CPU. One process, one GPU.
+     * peak_gflops is then the GPU's measured matrix rate for the precision. */
+    struct gpu *gpu;
+    int gpu_bf16;             /* 1: bf16 operands (model_cuda.h's MODEL_CUDA_BF16); 0: fp32 */
     const char *commit;       /* git commit of this tempo, recorded in model.safetensors; NULL = none */
 } train_options;
 
@@ -100,6 +107,8 @@ typedef struct {
     int failed_in_setup;              /* the error came before the first collective, the same on every
                                          rank (a multi-rank job can end without an abort) */
     double comm_seconds;              /* of phase_seconds.steps: averaging gradients over ranks */
+    char device[160];                 /* "cpu", or the GPU's name */
+    const char *precision;            /* "fp32" on the CPU; "bf16" or "fp32" on a GPU */
 } train_result;
 
 int train_run(const train_options *opt, train_result *res, tempo_error *err);

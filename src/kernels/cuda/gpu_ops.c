@@ -254,6 +254,12 @@ void cuda_scale(gpu *g, gpu_ptr x, size_t n, float s)
     gpu_launch(g, GK_scale_f32, ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
 }
 
+void cuda_sgd(gpu *g, gpu_ptr p, gpu_ptr grad, size_t n, float r)
+{
+    void *a[] = {&p, &grad, &n, &r};
+    gpu_launch(g, GK_sgd_f32, ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
+}
+
 void cuda_convert_bf16(gpu *g, gpu_ptr dst, gpu_ptr src, size_t n)
 {
     void *a[] = {&dst, &src, &n};

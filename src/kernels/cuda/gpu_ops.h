@@ -86,6 +86,8 @@ void cuda_sum(gpu *g, gpu_ptr out, gpu_ptr partial, gpu_ptr x, size_t n, int squ
 size_t cuda_sum_partials(size_t n);
 
 void cuda_scale(gpu *g, gpu_ptr x, size_t n, float s);
+/* p -= r g, each a float product and difference (the learning reader's step) */
+void cuda_sgd(gpu *g, gpu_ptr p, gpu_ptr grad, size_t n, float r);
 void cuda_convert_bf16(gpu *g, gpu_ptr dst, gpu_ptr src, size_t n);
 
 #endif

@@ -110,6 +110,13 @@ KERNEL sum_finish(double *out, const double *partial, int n)
     }
 }
 
+/* p = p - r g (bpb.h's learning reader; the CPU's float operations) */
+KERNEL sgd_f32(float *p, const float *g, size_t n, float r)
+{
+    FOR_EACH(i, n)
+        p[i] = tk_sub(p[i], tk_mul(r, g[i]));
+}
+
 KERNEL scale_f32(float *x, size_t n, float s)
 {
     FOR_EACH(i, n)
@@ -130,6 +137,7 @@ EMU_KERNEL(ns_start)
 EMU_KERNEL(ns_finish)
 EMU_KERNEL(sum_partial)
 EMU_KERNEL(sum_finish)
+EMU_KERNEL(sgd_f32)
 EMU_KERNEL(scale_f32)
 EMU_KERNEL(convert_f32_bf16)
 EMU_REGISTER_END
