@@ -12,9 +12,15 @@
 #      the CPU's on random inputs with poisoned outputs, one whole training step
 #      equal to the CPU's in fp32 mode, 50 steps whose losses track the CPU's;
 #      then the kernel checks again on nvcc's PTX;
-#   3. (not built yet) a 2-minute GPU training run and its evaluation on GPU and CPU;
-#   4. bench train --device cuda --vs-torch on gpu-gpt2s (bf16), against PyTorch
-#      eager bf16 on the same shape, batch and GPU, and the same step in fp32 mode;
+#   3. a 2-minute run of gpu-small on the GPU (bf16) over DATA (default
+#      devdata/corpus1, carried: a prepared slice of the corpus; this machine
+#      has no ../shared), then its evaluation of TEXT (default
+#      devdata/val_small.txt) on the GPU in fp32 and bf16 and on the CPU, frozen
+#      and with the learning reader: fp32 within 1e-5 of the CPU, bf16 within 1e-2;
+#   4. bench train --device cuda --vs-torch on gpu-gpt2s (bf16): tempo's step
+#      with Muon and with AdamW (PyTorch's optimizer: the like-for-like ratio)
+#      against PyTorch eager bf16 on the same shape, batch and GPU, each with a
+#      per-kernel profile of one step; and the same step in fp32 mode;
 #   5. bench peak --device cuda: the bf16/TF32/fp32 matrix rates and copy bandwidth.
 # Each stage has a time limit; a stage that fails is reported and the rest go on.
 set -u
@@ -100,13 +106,38 @@ else
 fi
 
 stage "3. a 2-minute GPU run, evaluated on GPU and CPU"
-row "train + eval GPU vs CPU" "not built yet (train --device cuda)"
+data=${DATA:-devdata/corpus1}
+text=${TEXT:-devdata/val_small.txt}
+if [ -f "$data/train.tok" ] && [ -f "$text" ]; then
+    rm -rf "$out/run"
+    timeout 260 "$bin" train --device cuda --data "$data" --preset gpu-small --budget 2m --out "$out/run" \
+        >"$out/train.jsonl" 2>"$out/train.err"
+    rc=$?
+    tail -3 "$out/train.err"; tail -1 "$out/train.jsonl" | cut -c1-400
+    r() { python3 -c "import json;d=json.load(open('$out/run/result.json'));print(d.get('$1'))" 2>/dev/null; }
+    row "gpu-small 2 min (bf16)" "rc $rc: val bpb $(r val_bpb), $(r steps) steps, $(r tokens_per_second) tok/s, MFU $(r mfu)"
+    ev() { timeout 150 "$bin" eval --model "$out/run" --text "$text" "$@" 2>>"$out/eval.err" | tail -1 |
+           python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["bpb"])' 2>/dev/null; }
+    for mode in "--no-adapt" "--adapt-lr 0.1"; do
+        c=$(ev $mode); g32=$(ev $mode --device cuda --precision fp32); g16=$(ev $mode --device cuda --precision bf16)
+        v=$(python3 -c "
+c, a, b = float('$c'), float('$g32'), float('$g16')
+ok = abs(a - c) <= 1e-5 * c and abs(b - c) <= 1e-2 * c
+print(('pass' if ok else 'FAIL'), 'cpu %.6f gpu-fp32 %.6f (%.1e) gpu-bf16 %.6f (%.1e)' % (c, a, abs(a - c) / c, b, abs(b - c) / c))" 2>&1)
+        row "  eval GPU vs CPU ${mode#--}" "$v"
+    done
+else
+    row "train + eval GPU vs CPU" "NOT RUN: no $data/train.tok or $text (carry devdata)"
+fi
 
 stage "4. bench train --device cuda"
 timeout 200 "$bin" bench train --device cuda --preset gpu-gpt2s --vocab 8192 --steps 8 --warmup 2 --vs-torch \
     >"$out/bench_train.jsonl" 2>"$out/bench_train.err"
 rc=$?
 cat "$out/bench_train.jsonl"; tail -3 "$out/bench_train.err"
+timeout 120 "$bin" bench train --device cuda --preset gpu-gpt2s --vocab 8192 --steps 8 --warmup 2 --set optimizer=adamw \
+    >"$out/bench_train_adamw.jsonl" 2>"$out/bench_train_adamw.err"
+rc2=$?
 j() { python3 -c "import json,sys
 for l in open('$1'):
     try: d=json.loads(l)
@@ -115,7 +146,13 @@ for l in open('$1'):
 row "gpt2s bf16 tempo tokens/s" "$(j "$out/bench_train.jsonl" train tokens_per_s) (rc $rc; MFU $(j "$out/bench_train.jsonl" train mfu) of $(j "$out/bench_train.jsonl" train peak_tflops) TFLOP/s)"
 row "  fwd/bwd/norm/opt ms" "$(j "$out/bench_train.jsonl" train forward_ms)/$(j "$out/bench_train.jsonl" train backward_ms)/$(j "$out/bench_train.jsonl" train norm_ms)/$(j "$out/bench_train.jsonl" train optimizer_ms)"
 row "  PyTorch eager bf16 tokens/s" "$(j "$out/bench_train.jsonl" torch_reference_cuda tokens_per_s)"
-row "  tempo / torch" "$(j "$out/bench_train.jsonl" train_summary tempo_vs_torch)"
+row "  tempo (Muon) / torch (AdamW)" "$(j "$out/bench_train.jsonl" train_summary tempo_vs_torch)"
+ta=$(j "$out/bench_train_adamw.jsonl" train tokens_per_s); tt=$(j "$out/bench_train.jsonl" torch_reference_cuda tokens_per_s)
+row "gpt2s bf16 AdamW tokens/s" "$ta (rc $rc2; MFU $(j "$out/bench_train_adamw.jsonl" train mfu)); / torch: $(python3 -c "print(round($ta / $tt, 3))" 2>/dev/null)"
+row "  top kernels (ms/step)" "$(python3 -c "import json
+for l in open('$out/bench_train_adamw.jsonl'):
+    d = json.loads(l)
+    if d.get('bench') == 'train': print(', '.join('%s %.1f' % kv for kv in list(d['kernels_ms'].items())[:6]))" 2>/dev/null)"
 timeout 120 "$bin" bench train --device cuda --preset gpu-gpt2s --vocab 8192 --set batch_size=8 --precision fp32 \
     --steps 4 --warmup 1 >"$out/bench_train_fp32.jsonl" 2>"$out/bench_train_fp32.err"
 rc=$?

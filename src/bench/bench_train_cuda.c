@@ -151,6 +151,11 @@ int bench_train_cuda_run(gpu *g, const bench_train_cuda_options *o, bench_train_
     r->backward_ms = (t2 - t1) * 1e3;
     r->norm_ms = (t3 - t2) * 1e3;
     r->optimizer_ms = (t4 - t3) * 1e3;
+    /* and one with every kernel timed */
+    gpu_profile_enable(g, 1);
+    rc = rc || one_step(&s, cfg, &rb, &loss, err) || gpu_sync(g, err);
+    r->n_kernels = gpu_profile_report(g, r->kernel_name, r->kernel_ms, r->kernel_calls, 24);
+    gpu_profile_enable(g, 0);
     r->steps = o->steps;
     r->params = P;
     r->tokens_per_step = (double)cfg->batch_size * T;
@@ -194,5 +199,15 @@ void bench_train_cuda_write(jsonw *w, const run_config *cfg, const bench_train_c
     jsonw_field_digits(w, "loss_first", r->loss_first, 4);
     jsonw_field_digits(w, "loss_last", r->loss_last, 4);
     jsonw_field_digits(w, "device_gb", r->device_gb, 2);
+    jsonw_key(w, "kernels_ms");
+    jsonw_object_begin(w);
+    for (int i = 0; i < r->n_kernels; i++)
+        jsonw_field_digits(w, r->kernel_name[i], r->kernel_ms[i], 3);
+    jsonw_object_end(w);
+    jsonw_key(w, "kernel_calls");
+    jsonw_object_begin(w);
+    for (int i = 0; i < r->n_kernels; i++)
+        jsonw_field_int(w, r->kernel_name[i], r->kernel_calls[i]);
+    jsonw_object_end(w);
     jsonw_object_end(w);
 }

@@ -35,6 +35,12 @@ typedef struct {
     double first_step_seconds;
     double loss_first, loss_last;
     double device_gb;             /* model + optimizer on the GPU */
+    /* one more step with every kernel waited for (gpu_profile_enable): the
+     * largest totals, milliseconds per step (launch latency included) */
+    int n_kernels;
+    const char *kernel_name[24];
+    double kernel_ms[24];
+    int kernel_calls[24];
 } bench_train_cuda_result;
 
 int bench_train_cuda_run(gpu *g, const bench_train_cuda_options *o, bench_train_cuda_result *r, tempo_error *err);

@@ -22,21 +22,58 @@ int optim_cuda_create(optim_cuda *o, gpu *g, const optim_config *cfg, const opti
     if (!o->tensors)
         return tempo_fail(err, "optimizer on the GPU: out of memory");
     memcpy(o->tensors, tensors, sizeof *tensors * (size_t)n);
+    /* Muon's matrices grouped by shape, in batches of at most OPTIM_CUDA_NS_BATCH */
     size_t work = 0;
-    for (int i = 0; i < n; i++)
-        if (tensors[i].group == GROUP_MATRIX) {
-            size_t r = (size_t)(tensors[i].rows < tensors[i].cols ? tensors[i].rows : tensors[i].cols);
-            size_t w = 2 * (size_t)tensors[i].rows * tensors[i].cols + 2 * r * r;
-            if (w > work) work = w;
+    long long *offs = malloc(sizeof(long long) * (size_t)(n ? n : 1));
+    o->batches = malloc(sizeof *o->batches * (size_t)(n ? n : 1));
+    char *done = calloc((size_t)(n ? n : 1), 1);
+    if (!offs || !o->batches || !done) {
+        free(offs);
+        free(done);
+        optim_cuda_free(o);
+        return tempo_fail(err, "optimizer on the GPU: out of memory");
+    }
+    int n_offs = 0;
+    for (int i = 0; cfg->use_muon && i < n; i++) {
+        if (tensors[i].group != GROUP_MATRIX || done[i])
+            continue;
+        optim_cuda_ns_batch *b = NULL;
+        for (int j = i; j < n; j++) {
+            if (tensors[j].group != GROUP_MATRIX || done[j] || tensors[j].rows != tensors[i].rows ||
+                tensors[j].cols != tensors[i].cols)
+                continue;
+            if (!b || b->count == OPTIM_CUDA_NS_BATCH) {
+                b = &o->batches[o->n_batches++];
+                b->rows = tensors[i].rows;
+                b->cols = tensors[i].cols;
+                b->count = 0;
+                b->first = n_offs;
+            }
+            offs[n_offs++] = (long long)tensors[j].offset;
+            b->count++;
+            done[j] = 1;
         }
+    }
+    free(done);
+    for (int k = 0; k < o->n_batches; k++) {
+        const optim_cuda_ns_batch *b = &o->batches[k];
+        size_t r = (size_t)(b->rows < b->cols ? b->rows : b->cols);
+        size_t w = (size_t)b->count * (2 * (size_t)b->rows * b->cols + 2 * r * r);
+        if (w > work) work = w;
+    }
     if (gpu_alloc(g, &o->m, n_params * 4, "the optimizer's first moments", err) ||
         gpu_alloc(g, &o->v, n_params * 4, "the optimizer's second moments", err) ||
         gpu_alloc(g, &o->ns_work, (cfg->use_muon ? work : 1) * 4, "Newton-Schulz's scratch", err) ||
         gpu_alloc(g, &o->sum_partial, cuda_sum_partials(n_params) * 8, "a reduction's scratch", err) ||
-        gpu_alloc(g, &o->sums, 4 * 8, "a reduction's result", err)) {
+        gpu_alloc(g, &o->sums, 4 * 8, "a reduction's result", err) ||
+        gpu_alloc(g, &o->ns_offs, sizeof(long long) * (size_t)(n_offs ? n_offs : 1), "Muon's offsets", err) ||
+        gpu_alloc(g, &o->ns_sums, sizeof(double) * OPTIM_CUDA_NS_BATCH, "Muon's norms", err)) {
+        free(offs);
         optim_cuda_free(o);
         return tempo_error_prefix(err, "optimizer on the GPU");
     }
+    gpu_upload_async(g, GPU_STREAM_COMPUTE, o->ns_offs, offs, sizeof(long long) * (size_t)n_offs);
+    free(offs);
     gpu_memset_async(g, o->m, 0, n_params * 4);
     gpu_memset_async(g, o->v, 0, n_params * 4);
     if (gpu_sync(g, err)) {
@@ -54,8 +91,11 @@ void optim_cuda_free(optim_cuda *o)
         gpu_free(o->g, o->ns_work);
         gpu_free(o->g, o->sum_partial);
         gpu_free(o->g, o->sums);
+        gpu_free(o->g, o->ns_offs);
+        gpu_free(o->g, o->ns_sums);
     }
     free(o->tensors);
+    free(o->batches);
     memset(o, 0, sizeof *o);
 }
 
@@ -79,27 +119,29 @@ static void group_lr_wd(const optim_config *c, optim_group g, float *lr, float *
     }
 }
 
-/* optim_newton_schulz on upd [rows, cols] in place, on the GPU */
-static void newton_schulz(optim_cuda *o, gpu_ptr G, int rows, int cols)
+/* optim_newton_schulz on a batch of updates in place (in v, at each matrix's
+ * offset): the same quintic iteration, its products batched */
+static void newton_schulz_batch(optim_cuda *o, const optim_cuda_ns_batch *bt)
 {
     const float a = 3.4445f, b = -4.7750f, c = 2.0315f;
     gpu *g = o->g;
-    int transposed = rows > cols;
+    int rows = bt->rows, cols = bt->cols, cnt = bt->count, transposed = rows > cols;
     int r = transposed ? cols : rows, n = transposed ? rows : cols;
-    size_t rn = (size_t)r * n, rr = (size_t)r * r;
-    gpu_ptr X = o->ns_work, A = X + rn * 4, AA = A + rr * 4, Y = AA + rr * 4;
-    gpu_ptr sumsq = o->sums + 8;
-    cuda_sum(g, sumsq, o->sum_partial, G, rn, 1);
-    cuda_ns_start(g, X, G, rows, cols, sumsq, transposed);
+    long long rn = (long long)r * n, rr = (long long)r * r;
+    gpu_ptr X = o->ns_work, A = X + (size_t)(cnt * rn) * 4, AA = A + (size_t)(cnt * rr) * 4;
+    gpu_ptr Y = AA + (size_t)(cnt * rr) * 4;
+    gpu_ptr offs = o->ns_offs + (size_t)bt->first * sizeof(long long);
+    cuda_ns_sumsq_batched(g, o->ns_sums, o->v, offs, cnt, (size_t)rn);
+    cuda_ns_gather(g, X, o->v, offs, cnt, rows, cols, o->ns_sums, transposed);
     for (int s = 0; s < o->cfg.ns_steps; s++) {
         gpu_mat mX = {X, GPU_F32, n}, mA = {A, GPU_F32, r};
-        gpu_gemm(g, 0, 1, r, r, n, 1.0f, mX, mX, 0.0f, mA, o->ns_math);              /* A = X X^T */
-        gpu_gemm_d(g, 0, 0, r, r, r, c, mA, mA, b, mA, AA, o->ns_math);                /* B = b A + c A A */
+        gpu_gemm_batched(g, 0, 1, r, r, n, 1.0f, mX, rn, mX, rn, 0.0f, mA, A, rr, cnt, o->ns_math);  /* A = X X^T */
+        gpu_gemm_batched(g, 0, 0, r, r, r, c, mA, rr, mA, rr, b, mA, AA, rr, cnt, o->ns_math);       /* b A + c A A */
         gpu_mat mB = {AA, GPU_F32, r};
-        gpu_gemm_d(g, 0, 0, r, n, r, 1.0f, mB, mX, a, mX, Y, o->ns_math);              /* X' = a X + B X */
+        gpu_gemm_batched(g, 0, 0, r, n, r, 1.0f, mB, rr, mX, rn, a, mX, Y, rn, cnt, o->ns_math);    /* a X + B X */
         gpu_ptr t = X; X = Y; Y = t;
     }
-    cuda_ns_finish(g, G, X, rows, cols, transposed);
+    cuda_ns_scatter(g, o->v, X, offs, cnt, rows, cols, transposed);
 }
 
 void optim_cuda_step(optim_cuda *o, gpu_ptr params, gpu_ptr grads, double grad_norm, double lr_mult)
@@ -110,18 +152,30 @@ void optim_cuda_step(optim_cuda *o, gpu_ptr params, gpu_ptr grads, double grad_n
         gscale = (float)(c->grad_clip / grad_norm);
     o->t++;
     double bc1 = 1.0 - pow(c->beta1, (double)o->t), bc2 = 1.0 - pow(c->beta2, (double)o->t);
+    if (c->use_muon) { /* Muon: momentum into v (the update), Newton-Schulz by batches, the steps */
+        for (int i = 0; i < o->n_tensors; i++) {
+            const optim_tensor *t = &o->tensors[i];
+            if (t->group == GROUP_MATRIX)
+                cuda_muon_momentum(o->g, o->m + t->offset * 4, o->v + t->offset * 4, grads + t->offset * 4, t->numel,
+                                   c->muon_momentum, gscale);
+        }
+        for (int k = 0; k < o->n_batches; k++)
+            newton_schulz_batch(o, &o->batches[k]);
+        float lr = (float)(c->lr_muon * lr_mult), wd = c->weight_decay;
+        for (int i = 0; i < o->n_tensors; i++) {
+            const optim_tensor *t = &o->tensors[i];
+            if (t->group != GROUP_MATRIX)
+                continue;
+            float scale = sqrtf(fmaxf(1.0f, (float)t->rows / (float)t->cols));
+            cuda_muon_apply(o->g, params + t->offset * 4, o->v + t->offset * 4, t->numel, lr * scale, 1.0f - lr * wd);
+        }
+    }
     for (int i = 0; i < o->n_tensors; i++) {
         const optim_tensor *t = &o->tensors[i];
         gpu_ptr p = params + t->offset * 4, gr = grads + t->offset * 4;
         gpu_ptr m = o->m + t->offset * 4, v = o->v + t->offset * 4;
-        if (t->group == GROUP_MATRIX && c->use_muon) {
-            float lr = (float)(c->lr_muon * lr_mult), wd = c->weight_decay;
-            cuda_muon_momentum(o->g, m, v, gr, t->numel, c->muon_momentum, gscale); /* v holds the update */
-            newton_schulz(o, v, t->rows, t->cols);
-            float scale = sqrtf(fmaxf(1.0f, (float)t->rows / (float)t->cols));
-            cuda_muon_apply(o->g, p, v, t->numel, lr * scale, 1.0f - lr * wd);
+        if (t->group == GROUP_MATRIX && c->use_muon)
             continue;
-        }
         float lr0, wd;
         group_lr_wd(c, t->group, &lr0, &wd);
         float lr = (float)(lr0 * lr_mult);

@@ -18,6 +18,14 @@
 #include "kernels/cuda/gpu_gemm.h"
 #include "optim/optimizer.h"
 
+/* Muon's matrices in batches of one shape: Newton-Schulz runs on a batch
+ * at once (strided batched products), count <= OPTIM_CUDA_NS_BATCH. */
+#define OPTIM_CUDA_NS_BATCH 16
+typedef struct {
+    int rows, cols, count;
+    int first;             /* index of its first offset in ns_offs */
+} optim_cuda_ns_batch;
+
 typedef struct {
     gpu *g;
     optim_config cfg;
@@ -26,7 +34,11 @@ typedef struct {
     size_t n_params;
     gpu_ptr m, v;          /* [n_params] each, fp32 */
     int64_t t;             /* AdamW steps taken */
-    gpu_ptr ns_work;       /* Newton-Schulz: X, A, AA, Y for the largest matrix */
+    gpu_ptr ns_work;       /* Newton-Schulz: X, A, AA, Y for the largest batch */
+    optim_cuda_ns_batch *batches;
+    int n_batches;
+    gpu_ptr ns_offs;       /* int64 [Muon matrices]: each one's offset (floats), batch by batch */
+    gpu_ptr ns_sums;       /* doubles [OPTIM_CUDA_NS_BATCH] */
     gpu_ptr sum_partial;   /* doubles */
     gpu_ptr sums;          /* doubles: [0] the gradient's sum of squares, [1] a matrix's */
     gpu_math ns_math;

@@ -4,7 +4,8 @@
  * probabilities from it (kernels/cpu/attention.h is the reference and gives
  * the layouts: q, o [B, T, H, D], k, v [B, T, Hkv, D], lse [B, H, T]).
  *
- * These are the plain (SIMT, fp32 arithmetic) kernels, one thread per query
+ * These are the plain kernels of fp32 mode (SIMT, fp32 arithmetic; bf16
+ * mode runs attention_mma.cu's tensor-core ones), one thread per query
  * row (forward, dq) or key row (dk, dv), tiles of the other side in shared
  * memory rows padded by one float (no bank conflicts). DMAX is the head dim
  * rounded up to 32, 64 or 128 (registers hold DMAX floats per vector).
@@ -255,9 +256,6 @@ DEVICE void attn_dq(T *dq, const T *dout, const T *q, const T *k, const T *v, co
 ATT_INSTANCES(float, f32, 32)
 ATT_INSTANCES(float, f32, 64)
 ATT_INSTANCES(float, f32, 128)
-ATT_INSTANCES(bf16_t, bf16, 32)
-ATT_INSTANCES(bf16_t, bf16, 64)
-ATT_INSTANCES(bf16_t, bf16, 128)
 
 KERNEL attn_delta_f32(float *delta, const float *dout, const float *o, int B, int Tn, int H, int D)
 {
@@ -273,9 +271,6 @@ EMU_REGISTER_BEGIN(attention)
 ATT_EMU(f32, 32)
 ATT_EMU(f32, 64)
 ATT_EMU(f32, 128)
-ATT_EMU(bf16, 32)
-ATT_EMU(bf16, 64)
-ATT_EMU(bf16, 128)
 EMU_KERNEL(attn_delta_f32)
 EMU_KERNEL(attn_delta_bf16)
 EMU_REGISTER_END

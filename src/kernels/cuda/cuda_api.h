@@ -112,6 +112,8 @@ typedef struct {
 #define TK_CUBLAS_OP_T 1
 #define TK_CUBLASLT_MATMUL_DESC_TRANSA 3
 #define TK_CUBLASLT_MATMUL_DESC_TRANSB 4
+#define TK_CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT 5
+#define TK_CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET 6
 #define TK_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES 1
 #define TK_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES 5
 #define TK_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES 6
@@ -129,6 +131,8 @@ typedef struct {
     cublasStatus_t (*cublasLtMatrixLayoutCreate)(cublasLtMatrixLayout_t *l, int type, uint64_t rows,
                                                  uint64_t cols, int64_t ld);
     cublasStatus_t (*cublasLtMatrixLayoutDestroy)(cublasLtMatrixLayout_t l);
+    cublasStatus_t (*cublasLtMatrixLayoutSetAttribute)(cublasLtMatrixLayout_t l, int attr, const void *buf,
+                                                       size_t size);
     cublasStatus_t (*cublasLtMatmulPreferenceCreate)(cublasLtMatmulPreference_t *p);
     cublasStatus_t (*cublasLtMatmulPreferenceDestroy)(cublasLtMatmulPreference_t p);
     cublasStatus_t (*cublasLtMatmulPreferenceSetAttribute)(cublasLtMatmulPreference_t p, int attr,

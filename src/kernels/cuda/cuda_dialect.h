@@ -140,6 +140,29 @@ DEVICE float tk_bits_to_float(unsigned int u)
     asm("mov.b32 %0, %1;" : "=f"(f) : "r"(u));
     return f;
 }
+/* two floats as a pair of bf16 in one register: lo in the low half */
+DEVICE unsigned tk_pack_bf16x2(float lo, float hi)
+{
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+/* two adjacent bf16 (4-byte aligned) as one register */
+DEVICE unsigned tk_ld_bf16x2(const bf16_t *p) { return *(const unsigned *)p; }
+DEVICE void tk_st_bf16x2(bf16_t *p, unsigned v) { *(unsigned *)p = v; }
+/* d[4] += A b: the warp's 16x16 (row) by 16x8 (col) bf16 product with fp32
+ * accumulation (mma.sync m16n8k16). Fragments as the PTX ISA lays them out:
+ * lane = 4 g + q; a[0] = A[g][2q..2q+1], a[1] = A[g+8][2q..], a[2] =
+ * A[g][2q+8..], a[3] = A[g+8][2q+8..]; b[0] = B[2q..2q+1][g], b[1] =
+ * B[2q+8..2q+9][g]; d[0..1] = D[g][2q..2q+1], d[2..3] = D[g+8][2q..]. Every
+ * lane of the warp calls it together. */
+DEVICE void tk_mma_bf16(float *d, const unsigned *a, const unsigned *b)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
 
 #else
 /* ---- host emulation (emulator.cpp) ---- */
@@ -157,6 +180,7 @@ void tk_emu_syncthreads(void);
 float tk_emu_shfl_xor(float v, int lane_mask);
 double tk_emu_shfl_xor_d(double v, int lane_mask);
 void *tk_emu_dynamic_shared(void);
+void tk_emu_mma_bf16(float *d, const unsigned *a, const unsigned *b);
 
 #define KERNEL static void
 #define DEVICE static inline
@@ -197,6 +221,18 @@ DEVICE float tk_bits_to_float(unsigned int u)
     memcpy(&f, &u, 4);
     return f;
 }
+DEVICE unsigned tk_pack_bf16x2(float lo, float hi)
+{
+    return (unsigned)tk_to_bf16(lo) | ((unsigned)tk_to_bf16(hi) << 16);
+}
+DEVICE unsigned tk_ld_bf16x2(const bf16_t *p)
+{
+    unsigned r;
+    memcpy(&r, p, 4);
+    return r;
+}
+DEVICE void tk_st_bf16x2(bf16_t *p, unsigned v) { memcpy(p, &v, 4); }
+DEVICE void tk_mma_bf16(float *d, const unsigned *a, const unsigned *b) { tk_emu_mma_bf16(d, a, b); }
 #endif
 
 /* ---- shared by both ---- */

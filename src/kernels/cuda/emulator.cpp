@@ -60,7 +60,7 @@ __asm__(".text\n"
 
 thread_local tk_dim3 threadIdx, blockIdx, blockDim, gridDim;
 
-#define EMU_FILES(X) X(embedding) X(rmsnorm) X(rope) X(activation) X(attention) X(cross_entropy) X(optim)
+#define EMU_FILES(X) X(embedding) X(rmsnorm) X(rope) X(activation) X(attention) X(attention_mma) X(cross_entropy) X(optim)
 #define DECLARE(f) extern "C" void tk_emu_register_##f(tk_emu_registry *r);
 EMU_FILES(DECLARE)
 
@@ -151,6 +151,8 @@ struct launch {
     void *sched_sp;
     float *xf;      /* [nt] shuffle slots */
     double *xd;
+    unsigned *ma, *mb; /* [nt][4], [nt][2]: mma fragments */
+    float *mc;         /* [nt][4] */
     unsigned char *dyn;
     size_t dyn_bytes;
     /* the scheduler's stack, for AddressSanitizer's switch annotations */
@@ -252,6 +254,55 @@ double tk_emu_shfl_xor_d(double v, int lane_mask)
     return r;
 }
 
+static float bf16_lo(unsigned r)
+{
+    unsigned u = r << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static float bf16_hi(unsigned r)
+{
+    unsigned u = r & 0xffff0000u;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* mma.sync m16n8k16 bf16 -> fp32 for the calling warp: every lane leaves
+ * its fragments, the warp meets, each lane computes its four results from
+ * the whole matrices (cuda_dialect.h's layout), the warp meets again. */
+void tk_emu_mma_bf16(float *d, const unsigned *a, const unsigned *b)
+{
+    launch *l = cur_launch;
+    int t = l->current, w0 = t & ~31;
+    memcpy(l->ma + 4 * t, a, 4 * sizeof *a);
+    memcpy(l->mb + 2 * t, b, 2 * sizeof *b);
+    memcpy(l->mc + 4 * t, d, 4 * sizeof *d);
+    fiber_yield(F_WARP_BAR);
+    float A[16][16], B[16][8];
+    for (int lane = 0; lane < 32; lane++) {
+        int g = lane >> 2, q = lane & 3;
+        const unsigned *fa = l->ma + 4 * (w0 + lane), *fb = l->mb + 2 * (w0 + lane);
+        A[g][2 * q] = bf16_lo(fa[0]); A[g][2 * q + 1] = bf16_hi(fa[0]);
+        A[g + 8][2 * q] = bf16_lo(fa[1]); A[g + 8][2 * q + 1] = bf16_hi(fa[1]);
+        A[g][2 * q + 8] = bf16_lo(fa[2]); A[g][2 * q + 9] = bf16_hi(fa[2]);
+        A[g + 8][2 * q + 8] = bf16_lo(fa[3]); A[g + 8][2 * q + 9] = bf16_hi(fa[3]);
+        B[2 * q][g] = bf16_lo(fb[0]); B[2 * q + 1][g] = bf16_hi(fb[0]);
+        B[2 * q + 8][g] = bf16_lo(fb[1]); B[2 * q + 9][g] = bf16_hi(fb[1]);
+    }
+    int lane = t & 31, g = lane >> 2, q = lane & 3;
+    const float *c = l->mc + 4 * t;
+    for (int i = 0; i < 4; i++) {
+        int row = g + (i >= 2 ? 8 : 0), col = 2 * q + (i & 1);
+        float s = 0;
+        for (int k = 0; k < 16; k++)
+            s += A[row][k] * B[k][col];
+        d[i] = c[i] + s;
+    }
+    fiber_yield(F_WARP_BAR);
+}
+
 /* One block: rounds of running every runnable fiber, then releasing the
  * barriers that every waiter has reached. 0, or -1 on a deadlock. */
 static int run_block(launch *l)
@@ -335,9 +386,12 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
     l.nt = (int)nt;
     l.xf = (float *)malloc(sizeof(float) * nt);
     l.xd = (double *)malloc(sizeof(double) * nt);
+    l.ma = (unsigned *)malloc(sizeof(unsigned) * 4 * nt);
+    l.mb = (unsigned *)malloc(sizeof(unsigned) * 2 * nt);
+    l.mc = (float *)malloc(sizeof(float) * 4 * nt);
     l.dyn_bytes = shmem;
     l.dyn = shmem ? (unsigned char *)aligned_alloc(64, (shmem + 63) / 64 * 64) : NULL;
-    if (!l.xf || !l.xd || (shmem && !l.dyn) || ensure_fibers(r, (int)nt)) {
+    if (!l.xf || !l.xd || !l.ma || !l.mb || !l.mc || (shmem && !l.dyn) || ensure_fibers(r, (int)nt)) {
         snprintf(err, err_len, "emulator: out of memory launching %s", r->e[idx].name);
         rc_ = -1;
     } else {
@@ -365,6 +419,9 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
     }
     free(l.xf);
     free(l.xd);
+    free(l.ma);
+    free(l.mb);
+    free(l.mc);
     free(l.dyn);
     pthread_mutex_unlock(&launch_lock);
     return rc_;

@@ -68,7 +68,7 @@ _Static_assert(sizeof(driver_symbols) / sizeof *driver_symbols == sizeof(cuda_dr
 static const char *const cublaslt_symbols[] = {
     "cublasLtCreate", "cublasLtDestroy", "cublasLtGetVersion", "cublasLtMatmulDescCreate",
     "cublasLtMatmulDescDestroy", "cublasLtMatmulDescSetAttribute", "cublasLtMatrixLayoutCreate",
-    "cublasLtMatrixLayoutDestroy", "cublasLtMatmulPreferenceCreate", "cublasLtMatmulPreferenceDestroy",
+    "cublasLtMatrixLayoutDestroy", "cublasLtMatrixLayoutSetAttribute", "cublasLtMatmulPreferenceCreate", "cublasLtMatmulPreferenceDestroy",
     "cublasLtMatmulPreferenceSetAttribute", "cublasLtMatmulAlgoGetHeuristic", "cublasLtMatmul",
 };
 _Static_assert(sizeof(cublaslt_symbols) / sizeof *cublaslt_symbols == sizeof(cublaslt_api) / sizeof(void (*)(void)),
@@ -499,11 +499,66 @@ int gpu_download(gpu *g, void *dst, gpu_ptr src, size_t bytes, tempo_error *err)
 
 /* ---- launches ---- */
 
+/* ---- profiling ---- */
+
+void gpu_profile_enable(gpu *g, int on)
+{
+    g->profiling = on;
+    memset(g->prof_ms, 0, sizeof g->prof_ms);
+    memset(g->prof_calls, 0, sizeof g->prof_calls);
+}
+
+double gpu_profile_begin(gpu *g)
+{
+    if (!g->profiling)
+        return 0;
+    tempo_error e;
+    gpu_sync(g, &e);
+    return timer_now();
+}
+
+static void profile_end(gpu *g, int slot, double t0)
+{
+    if (!g->profiling)
+        return;
+    tempo_error e;
+    gpu_sync(g, &e);
+    g->prof_ms[slot] += (timer_now() - t0) * 1e3;
+    g->prof_calls[slot]++;
+}
+
+void gpu_profile_end_gemm(gpu *g, double t0) { profile_end(g, GK_COUNT, t0); }
+
+int gpu_profile_report(const gpu *g, const char **names, double *ms, int *calls, int max)
+{
+    int n = 0;
+    for (int pass = 0; pass < max; pass++) { /* selection of the largest remaining: a few dozen entries */
+        int best = -1;
+        for (int k = 0; k <= GK_COUNT; k++) {
+            if (g->prof_calls[k] == 0)
+                continue;
+            int taken = 0;
+            for (int j = 0; j < n; j++)
+                taken |= names[j] == (k == GK_COUNT ? "gemm" : kernel_names[k]);
+            if (!taken && (best < 0 || g->prof_ms[k] > g->prof_ms[best]))
+                best = k;
+        }
+        if (best < 0)
+            break;
+        names[n] = best == GK_COUNT ? "gemm" : kernel_names[best];
+        ms[n] = g->prof_ms[best];
+        calls[n] = g->prof_calls[best];
+        n++;
+    }
+    return n;
+}
+
 void gpu_launch(gpu *g, gpu_kernel k, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned shmem,
                 void **args)
 {
     if (g->failed)
         return;
+    double prof_t0 = gpu_profile_begin(g);
     g->last_kernel = k;
     g->launched_any = 1;
     if (g->info.backend == GPU_EMULATOR) {
@@ -514,6 +569,7 @@ void gpu_launch(gpu *g, gpu_kernel k, unsigned gx, unsigned gy, unsigned gz, uns
                           shmem, g->info.smem_optin);
         else if (tk_emu_launch(g->emu, g->emu_index[k], grid, block, shmem, args, e, sizeof e))
             gpu_set_error(g, "%s", e);
+        profile_end(g, k, prof_t0);
         return;
     }
     CUresult r = g->cu.cuLaunchKernel(g->fn[k], gx, gy, gz, bx, 1, 1, shmem, g->stream[0], args, NULL);
@@ -527,6 +583,7 @@ void gpu_launch(gpu *g, gpu_kernel k, unsigned gx, unsigned gy, unsigned gz, uns
         char e[200];
         gpu_set_error(g, "cuda: %s: %s", kernel_names[k], cu_error(g, r, e, sizeof e));
     }
+    profile_end(g, k, prof_t0);
 }
 
 int gpu_kernel_smem(gpu *g, gpu_kernel k, int bytes, tempo_error *err)

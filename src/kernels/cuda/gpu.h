@@ -121,6 +121,19 @@ void gpu_copy_waits_for_compute(gpu *g);
 void gpu_timer_start(gpu *g);
 double gpu_timer_stop_ms(gpu *g);
 
+/* Per-kernel timing, for benchmarks: while enabled, every launch and
+ * product is waited for before and after and its wall time added to its
+ * kernel's total (all cuBLASLt products as one entry, "gemm"). It slows the
+ * work down and adds launch latency to each figure: meaningful for kernels
+ * of tens of microseconds and more. Enabling clears the totals. */
+void gpu_profile_enable(gpu *g, int on);
+/* The entries with time, largest first: up to max names, milliseconds and
+ * calls; returns how many. */
+int gpu_profile_report(const gpu *g, const char **names, double *ms, int *calls, int max);
+/* For gpu_gemm.c: the bracket around one product. */
+double gpu_profile_begin(gpu *g);
+void gpu_profile_end_gemm(gpu *g, double t0);
+
 /* Records err as the pending error (an earlier one stays), for the code
  * that queues work (gpu_gemm.c, gpu_ops.c, the GPU model). */
 void gpu_set_error(gpu *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -14,6 +14,8 @@ typedef struct {
     int ta, tb, M, N, K, lda, ldb, ldc;
     int at, ct, math;
     int align[4]; /* A, B, C, D pointers' alignment (bytes, up to 256) */
+    int batch;    /* 1: one product */
+    long long sa, sb, sc; /* batch strides (elements) */
 } gemm_key;
 
 typedef struct {
@@ -76,6 +78,17 @@ static int plan_make(gpu *g, const gemm_key *k, gemm_plan *p)
     if (!st) st |= g->lt.cublasLtMatrixLayoutCreate(&p->lb, ab, k->ta ? (uint64_t)k->M : (uint64_t)k->K,
                                                     k->ta ? (uint64_t)k->K : (uint64_t)k->M, k->lda);
     if (!st) st |= g->lt.cublasLtMatrixLayoutCreate(&p->lc, ct, (uint64_t)k->N, (uint64_t)k->M, k->ldc);
+    if (k->batch > 1) { /* cuBLASLt's A is our B, its B our A */
+        int32_t bc = k->batch;
+        int64_t s_a = k->sb, s_b = k->sa, s_c = k->sc;
+        cublasLtMatrixLayout_t ls[3] = {p->la, p->lb, p->lc};
+        int64_t ss[3] = {s_a, s_b, s_c};
+        for (int i = 0; i < 3 && !st; i++) {
+            st |= g->lt.cublasLtMatrixLayoutSetAttribute(ls[i], TK_CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc);
+            st |= g->lt.cublasLtMatrixLayoutSetAttribute(ls[i], TK_CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &ss[i],
+                                                         sizeof ss[i]);
+        }
+    }
     cublasLtMatmulPreference_t pref = NULL;
     if (!st) st |= g->lt.cublasLtMatmulPreferenceCreate(&pref);
     uint64_t ws = GPU_GEMM_WORKSPACE;
@@ -168,6 +181,50 @@ static void gemm_reference(int ta, int tb, int M, int N, int K, float alpha, gpu
         }
 }
 
+static size_t esize(gpu_dtype t) { return t == GPU_BF16 ? 2 : 4; }
+
+void gpu_gemm_batched(gpu *g, int ta, int tb, int M, int N, int K, float alpha, gpu_mat A, long long stride_a,
+                      gpu_mat B, long long stride_b, float beta, gpu_mat C, gpu_ptr D, long long stride_c, int batch,
+                      gpu_math math)
+{
+    if (g->failed || M <= 0 || N <= 0 || batch <= 0)
+        return;
+    if (A.t != B.t) {
+        gpu_set_error(g, "gpu: GEMM operands of different types");
+        return;
+    }
+    double prof_t0 = gpu_profile_begin(g);
+    if (g->info.backend == GPU_EMULATOR) {
+        for (int i = 0; i < batch; i++) {
+            gpu_mat a = A, b = B, c = C;
+            a.p += (gpu_ptr)(i * stride_a) * esize(A.t);
+            b.p += (gpu_ptr)(i * stride_b) * esize(B.t);
+            c.p += (gpu_ptr)(i * stride_c) * esize(C.t);
+            gemm_reference(ta, tb, M, N, K, alpha, a, b, beta, c, D + (gpu_ptr)(i * stride_c) * esize(C.t));
+        }
+        gpu_profile_end_gemm(g, prof_t0);
+        return;
+    }
+    gemm_key k;
+    memset(&k, 0, sizeof k);
+    k.ta = ta; k.tb = tb; k.M = M; k.N = N; k.K = K;
+    k.lda = A.ld; k.ldb = B.ld; k.ldc = C.ld;
+    k.at = A.t; k.ct = C.t; k.math = math;
+    k.align[0] = alignment(A.p); k.align[1] = alignment(B.p); k.align[2] = alignment(C.p); k.align[3] = alignment(D);
+    k.batch = batch; k.sa = stride_a; k.sb = stride_b; k.sc = stride_c;
+    gemm_plan *p = plan_get(g, &k);
+    if (!p)
+        return;
+    cublasStatus_t st = g->lt.cublasLtMatmul(g->lt_handle, p->desc, &alpha, (const void *)(uintptr_t)B.p, p->la,
+                                             (const void *)(uintptr_t)A.p, p->lb, &beta,
+                                             (const void *)(uintptr_t)C.p, p->lc, (void *)(uintptr_t)D, p->lc,
+                                             &p->algo, (void *)(uintptr_t)g->lt_workspace, GPU_GEMM_WORKSPACE,
+                                             g->stream[0]);
+    if (st)
+        gpu_set_error(g, "cuda: cuBLASLt batched matmul %d x %dx%dx%d failed with status %d", batch, M, N, K, st);
+    gpu_profile_end_gemm(g, prof_t0);
+}
+
 void gpu_gemm_d(gpu *g, int ta, int tb, int M, int N, int K, float alpha, gpu_mat A, gpu_mat B, float beta,
                 gpu_mat C, gpu_ptr D, gpu_math math)
 {
@@ -177,8 +234,10 @@ void gpu_gemm_d(gpu *g, int ta, int tb, int M, int N, int K, float alpha, gpu_ma
         gpu_set_error(g, "gpu: GEMM operands of different types");
         return;
     }
+    double prof_t0 = gpu_profile_begin(g);
     if (g->info.backend == GPU_EMULATOR) {
         gemm_reference(ta, tb, M, N, K, alpha, A, B, beta, C, D);
+        gpu_profile_end_gemm(g, prof_t0);
         return;
     }
     gemm_key k;
@@ -187,6 +246,7 @@ void gpu_gemm_d(gpu *g, int ta, int tb, int M, int N, int K, float alpha, gpu_ma
     k.lda = A.ld; k.ldb = B.ld; k.ldc = C.ld;
     k.at = A.t; k.ct = C.t; k.math = math;
     k.align[0] = alignment(A.p); k.align[1] = alignment(B.p); k.align[2] = alignment(C.p); k.align[3] = alignment(D);
+    k.batch = 1;
     gemm_plan *p = plan_get(g, &k);
     if (!p)
         return;
@@ -202,6 +262,7 @@ void gpu_gemm_d(gpu *g, int ta, int tb, int M, int N, int K, float alpha, gpu_ma
         tempo_error e;
         gpu_sync(g, &e);
     }
+    gpu_profile_end_gemm(g, prof_t0);
 }
 
 void gpu_gemm(gpu *g, int ta, int tb, int M, int N, int K, float alpha, gpu_mat A, gpu_mat B, float beta,

@@ -31,6 +31,13 @@ void gpu_gemm(gpu *g, int ta, int tb, int M, int N, int K, float alpha, gpu_mat 
 void gpu_gemm_d(gpu *g, int ta, int tb, int M, int N, int K, float alpha, gpu_mat A, gpu_mat B, float beta,
                 gpu_mat C, gpu_ptr D, gpu_math math);
 
+/* batch products of the same shape at once: product i reads A.p + i *
+ * stride_a elements (likewise B, C and D), stride in elements of each
+ * operand's type. */
+void gpu_gemm_batched(gpu *g, int ta, int tb, int M, int N, int K, float alpha, gpu_mat A, long long stride_a,
+                      gpu_mat B, long long stride_b, float beta, gpu_mat C, gpu_ptr D, long long stride_c, int batch,
+                      gpu_math math);
+
 /* Frees the cached descriptors (gpu_close calls it). */
 void gpu_gemm_cache_free(gpu *g);
 

@@ -40,6 +40,10 @@ struct gpu {
     char error[400];        /* the first error since the last gpu_sync */
     gpu_kernel last_kernel; /* the last launched (named when a sync fails) */
     int launched_any;
+    /* gpu_profile_enable */
+    int profiling;
+    double prof_ms[GK_COUNT + 1];   /* [GK_COUNT]: the GEMMs */
+    int prof_calls[GK_COUNT + 1];
 };
 
 #endif

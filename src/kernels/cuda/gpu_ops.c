@@ -9,6 +9,7 @@
 #define ATT_BK 32
 #define ATT_BKV 64
 #define ATT_BQB 16
+#define MMA_ROWS 64
 #define RMS_DW_ROWS 64
 #define CE_THREADS 256
 #define SUM_CHUNK 16384
@@ -130,13 +131,15 @@ void cuda_swiglu_backward(gpu *g, gpu_dtype t, gpu_ptr dg, gpu_ptr du, gpu_ptr d
 
 static int att_dmax(int D) { return D <= 32 ? 32 : D <= 64 ? 64 : D <= 128 ? 128 : 0; }
 
-/* the kernel of a family for (t, dmax): the families are laid out in
- * gpu_kernels.def as f32 d32, d64, d128, then bf16 d32, d64, d128 */
-static gpu_kernel att_kernel(gpu_kernel first, gpu_dtype t, int dmax)
+/* fp32 mode's plain kernel of a family for dmax: laid out in
+ * gpu_kernels.def as d32, d64, d128 */
+static gpu_kernel att_kernel(gpu_kernel first, int dmax)
 {
-    int i = (dmax == 32 ? 0 : dmax == 64 ? 1 : 2) + (t == GPU_BF16 ? 3 : 0);
-    return (gpu_kernel)(first + i);
+    return (gpu_kernel)(first + (dmax == 32 ? 0 : dmax == 64 ? 1 : 2));
 }
+
+/* bf16 mode's tensor-core kernels pad the head dim to 64 or 128 */
+static int mma_dp(int D) { return D <= 64 ? 64 : 128; }
 
 static int dkdv_smem(int dm) { return ((2 * ATT_BKV + 2 * ATT_BQB) * (dm + 1) + 2 * ATT_BQB) * 4; }
 static int dq_smem(int dm) { return (2 * ATT_BQ + 2 * ATT_BK) * (dm + 1) * 4; }
@@ -146,12 +149,10 @@ int cuda_attention_prepare(gpu *g, int D, tempo_error *err)
     int dm = att_dmax(D);
     if (!dm)
         return tempo_fail(err, "gpu: attention head dim %d: the GPU kernels take at most 128", D);
-    for (int t = 0; t < 2; t++) {
-        if (gpu_kernel_smem(g, att_kernel(GK_attn_dkdv_f32_d32, (gpu_dtype)t, dm), dkdv_smem(dm), err) ||
-            gpu_kernel_smem(g, att_kernel(GK_attn_dq_f32_d32, (gpu_dtype)t, dm), dq_smem(dm), err))
-            return -1;
-    }
-    return 0;
+    return gpu_kernel_smem(g, att_kernel(GK_attn_dkdv_f32_d32, dm), dkdv_smem(dm), err) ||
+                   gpu_kernel_smem(g, att_kernel(GK_attn_dq_f32_d32, dm), dq_smem(dm), err)
+               ? -1
+               : 0;
 }
 
 void cuda_attention_forward(gpu *g, gpu_dtype t, gpu_ptr o, gpu_ptr lse, gpu_ptr q, gpu_ptr k, gpu_ptr v, int B,
@@ -163,8 +164,12 @@ void cuda_attention_forward(gpu *g, gpu_dtype t, gpu_ptr o, gpu_ptr lse, gpu_ptr
         return;
     }
     void *a[] = {&o, &lse, &q, &k, &v, &B, &T, &H, &Hkv, &D};
-    gpu_launch(g, att_kernel(GK_attn_fwd_f32_d32, t, dm), cdiv((size_t)T, ATT_BQ), (unsigned)(B * H), 1, ATT_BQ, 0,
-               a);
+    if (t == GPU_BF16)
+        gpu_launch(g, mma_dp(D) == 64 ? GK_attn_fwd_mma_d64 : GK_attn_fwd_mma_d128, cdiv((size_t)T, MMA_ROWS),
+                   (unsigned)(B * H), 1, 128, 0, a);
+    else
+        gpu_launch(g, att_kernel(GK_attn_fwd_f32_d32, dm), cdiv((size_t)T, ATT_BQ), (unsigned)(B * H), 1, ATT_BQ, 0,
+                   a);
 }
 
 void cuda_attention_backward(gpu *g, gpu_dtype t, gpu_ptr dq, gpu_ptr dk, gpu_ptr dv, gpu_ptr dout, gpu_ptr q,
@@ -179,10 +184,18 @@ void cuda_attention_backward(gpu *g, gpu_dtype t, gpu_ptr dq, gpu_ptr dk, gpu_pt
     void *a[] = {&delta, &dout, &o, &B, &T, &H, &D};
     gpu_launch(g, pick(t, GK_attn_delta_f32, GK_attn_delta_bf16), cdiv((size_t)B * T * H, 4), 1, 1, 128, 0, a);
     void *b[] = {&dk, &dv, &dout, &q, &k, &v, &lse, &delta, &B, &T, &H, &Hkv, &D};
-    gpu_launch(g, att_kernel(GK_attn_dkdv_f32_d32, t, dm), cdiv((size_t)T, ATT_BKV), (unsigned)(B * Hkv), 1, ATT_BKV,
-               (unsigned)dkdv_smem(dm), b);
     void *c[] = {&dq, &dout, &q, &k, &v, &lse, &delta, &B, &T, &H, &Hkv, &D};
-    gpu_launch(g, att_kernel(GK_attn_dq_f32_d32, t, dm), cdiv((size_t)T, ATT_BQ), (unsigned)(B * H), 1, ATT_BQ,
+    if (t == GPU_BF16) {
+        int d64 = mma_dp(D) == 64;
+        gpu_launch(g, d64 ? GK_attn_dkdv_mma_d64 : GK_attn_dkdv_mma_d128, cdiv((size_t)T, MMA_ROWS),
+                   (unsigned)(B * Hkv), 1, 128, 0, b);
+        gpu_launch(g, d64 ? GK_attn_dq_mma_d64 : GK_attn_dq_mma_d128, cdiv((size_t)T, MMA_ROWS), (unsigned)(B * H), 1,
+                   128, 0, c);
+        return;
+    }
+    gpu_launch(g, att_kernel(GK_attn_dkdv_f32_d32, dm), cdiv((size_t)T, ATT_BKV), (unsigned)(B * Hkv), 1, ATT_BKV,
+               (unsigned)dkdv_smem(dm), b);
+    gpu_launch(g, att_kernel(GK_attn_dq_f32_d32, dm), cdiv((size_t)T, ATT_BQ), (unsigned)(B * H), 1, ATT_BQ,
                (unsigned)dq_smem(dm), c);
 }
 
@@ -221,16 +234,23 @@ void cuda_muon_apply(gpu *g, gpu_ptr p, gpu_ptr upd, size_t n, float step, float
     gpu_launch(g, GK_muon_apply, ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
 }
 
-void cuda_ns_start(gpu *g, gpu_ptr X, gpu_ptr G, int rows, int cols, gpu_ptr sumsq, int transposed)
+void cuda_ns_sumsq_batched(gpu *g, gpu_ptr out, gpu_ptr base, gpu_ptr offs, int count, size_t n)
 {
-    void *a[] = {&X, &G, &rows, &cols, &sumsq, &transposed};
-    gpu_launch(g, GK_ns_start, ew_blocks(g, (size_t)rows * cols), 1, 1, EW_THREADS, 0, a);
+    void *a[] = {&out, &base, &offs, &n};
+    gpu_launch(g, GK_ns_sumsq_batched, (unsigned)count, 1, 1, 256, 0, a);
 }
 
-void cuda_ns_finish(gpu *g, gpu_ptr G, gpu_ptr X, int rows, int cols, int transposed)
+void cuda_ns_gather(gpu *g, gpu_ptr X, gpu_ptr base, gpu_ptr offs, int count, int rows, int cols, gpu_ptr sumsq,
+                    int transposed)
 {
-    void *a[] = {&G, &X, &rows, &cols, &transposed};
-    gpu_launch(g, GK_ns_finish, ew_blocks(g, (size_t)rows * cols), 1, 1, EW_THREADS, 0, a);
+    void *a[] = {&X, &base, &offs, &count, &rows, &cols, &sumsq, &transposed};
+    gpu_launch(g, GK_ns_gather, ew_blocks(g, (size_t)rows * cols * count), 1, 1, EW_THREADS, 0, a);
+}
+
+void cuda_ns_scatter(gpu *g, gpu_ptr base, gpu_ptr X, gpu_ptr offs, int count, int rows, int cols, int transposed)
+{
+    void *a[] = {&base, &X, &offs, &count, &rows, &cols, &transposed};
+    gpu_launch(g, GK_ns_scatter, ew_blocks(g, (size_t)rows * cols * count), 1, 1, EW_THREADS, 0, a);
 }
 
 size_t cuda_sum_partials(size_t n) { return n ? (n + SUM_CHUNK - 1) / SUM_CHUNK : 1; }

@@ -74,11 +74,13 @@ void cuda_adamw(gpu *g, gpu_ptr p, gpu_ptr grad, gpu_ptr m, gpu_ptr v, size_t n,
 /* Muon (optimizer.c): momentum and Nesterov update, then the step. */
 void cuda_muon_momentum(gpu *g, gpu_ptr buf, gpu_ptr upd, gpu_ptr grad, size_t n, float mu, float gscale);
 void cuda_muon_apply(gpu *g, gpu_ptr p, gpu_ptr upd, size_t n, float step, float decay);
-/* Newton-Schulz's first and last elementwise steps (optim_newton_schulz):
- * X = G / (sqrt(sumsq[0]) + 1e-7) (sumsq: a double on the GPU, cuda_sum's
- * output), transposed when rows > cols; and G = X back. */
-void cuda_ns_start(gpu *g, gpu_ptr X, gpu_ptr G, int rows, int cols, gpu_ptr sumsq, int transposed);
-void cuda_ns_finish(gpu *g, gpu_ptr G, gpu_ptr X, int rows, int cols, int transposed);
+/* Newton-Schulz (optim_newton_schulz) over count same-shape matrices at base + offs[m] floats (offs:
+ * count int64 on the GPU): sums of squares into out [count] doubles, the
+ * scaled (transposed) copies into X [count][rows * cols], and back. */
+void cuda_ns_sumsq_batched(gpu *g, gpu_ptr out, gpu_ptr base, gpu_ptr offs, int count, size_t n);
+void cuda_ns_gather(gpu *g, gpu_ptr X, gpu_ptr base, gpu_ptr offs, int count, int rows, int cols, gpu_ptr sumsq,
+                    int transposed);
+void cuda_ns_scatter(gpu *g, gpu_ptr base, gpu_ptr X, gpu_ptr offs, int count, int rows, int cols, int transposed);
 
 /* out[0] (a double on the GPU) = sum of x[0..n) (square: of x^2), in double,
  * deterministic; partial: cuda_sum_partials(n) doubles of scratch. */

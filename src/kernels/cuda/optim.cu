@@ -2,7 +2,8 @@
  * GPU: the AdamW update (the same float operations in the same order as
  * kernels/cpu/optim_kernels.h, never contracted into FMAs, so the result is
  * bitwise the CPU's), Muon's momentum and update, the Newton-Schulz
- * iteration's elementwise steps (its products are GEMMs: gpu_gemm.h), sums
+ * iteration's batched gather, norms and scatter (its products are batched
+ * GEMMs: gpu_gemm.h), sums
  * of squares and sums in double (fixed chunks, fixed order: deterministic),
  * scaling, and the fp32 -> bf16 conversion of bf16 mode's weight copy.
  * Launches: gpu_ops.c. */
@@ -48,29 +49,49 @@ KERNEL muon_apply(float *p, float *upd, size_t n, float step, float decay)
     }
 }
 
-/* Newton-Schulz's start: X = G [rows, cols] / (|G| + 1e-7), |G| the root of
- * sumsq[0] (a sum_partial/sum_finish result), transposed when rows > cols
- * (X then [cols, rows]); the scale as optimizer.c computes it, in double */
-KERNEL ns_start(float *X, const float *G, int rows, int cols, const double *sumsq, int transposed)
+/* Newton-Schulz over a batch of same-shape matrices at base + offs[m]
+ * (floats): their sums of squares (one block per matrix, double), the
+ * scaled (and, when rows > cols, transposed) copies X [count][rows * cols],
+ * and the results back. */
+KERNEL ns_sumsq_batched(double *out, const float *base, const long long *offs, size_t n)
 {
-    float inv = (float)(1.0 / (tk_sqrt_d(sumsq[0]) + 1e-7));
-    size_t n = (size_t)rows * cols;
-    FOR_EACH(e, n) {
-        size_t i = e / cols, j = e % cols;
-        if (transposed)
-            X[j * rows + i] = G[e] * inv;
-        else
-            X[e] = G[e] * inv;
+    TK_SHARED double red[8];
+    const float *x = base + offs[blockIdx.x];
+    double s = 0;
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+        double v = x[i];
+        s += v * v;
+    }
+    s = tk_warp_sum_d(s);
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x >> 5] = s;
+    SYNC();
+    if (threadIdx.x == 0) {
+        double t = 0;
+        for (int k = 0; k < (int)(blockDim.x >> 5); k++)
+            t += red[k];
+        out[blockIdx.x] = t;
     }
 }
 
-/* and its end: G = X (transposed back) */
-KERNEL ns_finish(float *G, const float *X, int rows, int cols, int transposed)
+KERNEL ns_gather(float *X, const float *base, const long long *offs, int count, int rows, int cols,
+                 const double *sumsq, int transposed)
 {
-    size_t n = (size_t)rows * cols;
+    size_t rc = (size_t)rows * cols, n = rc * count;
     FOR_EACH(e, n) {
-        size_t i = e / cols, j = e % cols;
-        G[e] = transposed ? X[j * rows + i] : X[e];
+        size_t m = e / rc, f = e % rc, i = f / cols, j = f % cols;
+        float inv = (float)(1.0 / (tk_sqrt_d(sumsq[m]) + 1e-7));
+        float v = base[offs[m] + f] * inv;
+        X[m * rc + (transposed ? j * rows + i : f)] = v;
+    }
+}
+
+KERNEL ns_scatter(float *base, const float *X, const long long *offs, int count, int rows, int cols, int transposed)
+{
+    size_t rc = (size_t)rows * cols, n = rc * count;
+    FOR_EACH(e, n) {
+        size_t m = e / rc, f = e % rc, i = f / cols, j = f % cols;
+        base[offs[m] + f] = X[m * rc + (transposed ? j * rows + i : f)];
     }
 }
 
@@ -133,8 +154,9 @@ EMU_REGISTER_BEGIN(optim)
 EMU_KERNEL(adamw)
 EMU_KERNEL(muon_momentum)
 EMU_KERNEL(muon_apply)
-EMU_KERNEL(ns_start)
-EMU_KERNEL(ns_finish)
+EMU_KERNEL(ns_sumsq_batched)
+EMU_KERNEL(ns_gather)
+EMU_KERNEL(ns_scatter)
 EMU_KERNEL(sum_partial)
 EMU_KERNEL(sum_finish)
 EMU_KERNEL(sgd_f32)

@@ -1,0 +1,429 @@
+/* attention_mma.cu - causal grouped-query attention in bf16 on the tensor
+ * cores (mma.sync m16n8k16, fp32 accumulation), flash-style, for bf16 mode:
+ * the same contracts as attention.cu's plain kernels (kernels/cpu/
+ * attention.h: q, o [B, T, H, D], k, v [B, T, Hkv, D], lse [B, H, T]).
+ *
+ * A block is 4 warps; each warp owns 16 rows (queries in the forward and
+ * dq, keys in dk/dv) and holds their operand fragments in registers, the
+ * other side's tiles go through shared memory (rows padded by 8 bf16: no
+ * bank conflicts on the fragment loads), transposed copies where an operand
+ * must run along the keys or queries. The head dim is padded with zeros to
+ * DP = 64 or 128. The forward keeps an online softmax per row (scores in the
+ * log2 domain, P rounded to bf16 for its product with V); the backward
+ * recomputes P from the saved log-sum-exp: attn_dkdv_mma walks the query
+ * tiles at or after its key tile for each head of the group in order (the
+ * GQA sum is deterministic), attn_dq_mma the key tiles up to its queries.
+ * Fully masked tiles are skipped. Launches: gpu_ops.c (bf16 mode; fp32 mode
+ * uses attention.cu). */
+#include "kernels/cuda/cuda_dialect.h"
+
+#define MMA_ROWS 64 /* rows per block: 4 warps x 16 */
+#define MMA_BK 64   /* keys per tile in the forward */
+
+/* rows [row0, row0 + rows) of a head slice (D of DP columns used, row
+ * stride `stride`) into dst [rows][ld], zero outside */
+template <int DP>
+DEVICE void load_tile(bf16_t *dst, int ld, const bf16_t *src, int row0, int rows, int Tn, size_t stride, int D)
+{
+    for (int e = threadIdx.x; e < rows * (DP / 2); e += blockDim.x) {
+        int r = e / (DP / 2), d = 2 * (e % (DP / 2)), t = row0 + r;
+        unsigned v = (t < Tn && d < D) ? tk_ld_bf16x2(src + (size_t)t * stride + d) : 0u;
+        tk_st_bf16x2(dst + r * ld + d, v);
+    }
+}
+
+/* the same rows transposed: dst [DP][ld], dst[d][r] */
+template <int DP>
+DEVICE void load_tile_t(bf16_t *dst, int ld, const bf16_t *src, int row0, int rows, int Tn, size_t stride, int D)
+{
+    for (int e = threadIdx.x; e < rows * (DP / 2); e += blockDim.x) {
+        int r = e / (DP / 2), d = 2 * (e % (DP / 2)), t = row0 + r;
+        unsigned v = (t < Tn && d < D) ? tk_ld_bf16x2(src + (size_t)t * stride + d) : 0u;
+        dst[d * ld + r] = (bf16_t)(v & 0xffffu);
+        dst[(d + 1) * ld + r] = (bf16_t)(v >> 16);
+    }
+}
+
+/* the A fragments of 16 rows (r0, r0 + 8 per lane) of a head slice, straight
+ * from global memory, zero outside */
+template <int DP>
+DEVICE void load_frags(unsigned (*f)[4], const bf16_t *src, int r0, int Tn, size_t stride, int D)
+{
+    int lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3;
+    int ra = r0 + g, rb = ra + 8;
+    UNROLL
+    for (int kk = 0; kk < DP / 16; kk++) {
+        int c0 = kk * 16 + 2 * qd, c1 = c0 + 8;
+        f[kk][0] = ra < Tn && c0 < D ? tk_ld_bf16x2(src + (size_t)ra * stride + c0) : 0u;
+        f[kk][1] = rb < Tn && c0 < D ? tk_ld_bf16x2(src + (size_t)rb * stride + c0) : 0u;
+        f[kk][2] = ra < Tn && c1 < D ? tk_ld_bf16x2(src + (size_t)ra * stride + c1) : 0u;
+        f[kk][3] = rb < Tn && c1 < D ? tk_ld_bf16x2(src + (size_t)rb * stride + c1) : 0u;
+    }
+}
+
+/* acc [16][NT * 8] fp32 (C fragments) as the A fragments of k-step kk2 */
+DEVICE void acc_to_a(unsigned *a, const float (*acc)[4], int kk2)
+{
+    a[0] = tk_pack_bf16x2(acc[2 * kk2][0], acc[2 * kk2][1]);
+    a[1] = tk_pack_bf16x2(acc[2 * kk2][2], acc[2 * kk2][3]);
+    a[2] = tk_pack_bf16x2(acc[2 * kk2 + 1][0], acc[2 * kk2 + 1][1]);
+    a[3] = tk_pack_bf16x2(acc[2 * kk2 + 1][2], acc[2 * kk2 + 1][3]);
+}
+
+/* B fragments from a row-major tile whose row n holds B's column n */
+DEVICE void b_from_rows(unsigned *b, const bf16_t *tile, int ld, int n0, int k0)
+{
+    int lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3;
+    const bf16_t *p = tile + (n0 + g) * ld + k0 + 2 * qd;
+    b[0] = tk_ld_bf16x2(p);
+    b[1] = tk_ld_bf16x2(p + 8);
+}
+
+/* the 16 x (2 * 4) C fragment's two rows' stores: row r gets (x, y) at column c */
+DEVICE void store_pair(bf16_t *row, int c, float x, float y) { tk_st_bf16x2(row + c, tk_pack_bf16x2(x, y)); }
+
+/* grid (ceil(T / 64), B * H), block 128 */
+template <int DP>
+DEVICE void attn_fwd_mma(bf16_t *o, float *lse, const bf16_t *q, const bf16_t *k, const bf16_t *v, int B, int Tn,
+                         int H, int Hkv, int D)
+{
+    const int LDK = DP + 8, LDV = MMA_BK + 8;
+    TK_SHARED __attribute__((aligned(16))) bf16_t Ks[MMA_BK * (DP + 8)];
+    TK_SHARED __attribute__((aligned(16))) bf16_t Vt[DP * (MMA_BK + 8)];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3;
+    int bh = blockIdx.y, b = bh / H, h = bh % H, gk = h / (H / Hkv);
+    int q0 = blockIdx.x * MMA_ROWS, qw = q0 + warp * 16, row0 = qw + g, row1 = row0 + 8;
+    size_t qs = (size_t)H * D, ks = (size_t)Hkv * D;
+    const bf16_t *qb = q + (size_t)b * Tn * qs + (size_t)h * D;
+    const bf16_t *kb = k + (size_t)b * Tn * ks + (size_t)gk * D;
+    const bf16_t *vb = v + (size_t)b * Tn * ks + (size_t)gk * D;
+    unsigned qf[DP / 16][4];
+    load_frags<DP>(qf, qb, qw, Tn, qs, D);
+    float c = tk_div(1.0f, tk_sqrt((float)D)) * TK_LOG2E;
+    float acc[DP / 8][4];
+    UNROLL
+    for (int nt = 0; nt < DP / 8; nt++)
+        acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0;
+    float m0 = tk_neg_inf(), m1 = tk_neg_inf(), l0 = 0, l1 = 0;
+    int last = q0 + MMA_ROWS - 1 < Tn - 1 ? q0 + MMA_ROWS - 1 : Tn - 1;
+    for (int k0 = 0; k0 <= last; k0 += MMA_BK) {
+        SYNC();
+        load_tile<DP>(Ks, LDK, kb, k0, MMA_BK, Tn, ks, D);
+        load_tile_t<DP>(Vt, LDV, vb, k0, MMA_BK, Tn, ks, D);
+        SYNC();
+        if (k0 <= qw + 15 && qw < Tn) { /* warp-uniform */
+            float s[MMA_BK / 8][4];
+            UNROLL
+            for (int nt = 0; nt < MMA_BK / 8; nt++)
+                s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0;
+            UNROLL
+            for (int kk = 0; kk < DP / 16; kk++)
+                UNROLL
+                for (int nt = 0; nt < MMA_BK / 8; nt++) {
+                    unsigned bf[2];
+                    b_from_rows(bf, Ks, LDK, nt * 8, kk * 16);
+                    tk_mma_bf16(s[nt], qf[kk], bf);
+                }
+            float x0 = tk_neg_inf(), x1 = tk_neg_inf();
+            UNROLL
+            for (int nt = 0; nt < MMA_BK / 8; nt++)
+                UNROLL
+                for (int j = 0; j < 2; j++) {
+                    int key = k0 + nt * 8 + 2 * qd + j;
+                    s[nt][j] = key <= row0 && key < Tn ? s[nt][j] * c : tk_neg_inf();
+                    s[nt][2 + j] = key <= row1 && key < Tn ? s[nt][2 + j] * c : tk_neg_inf();
+                    x0 = tk_fmaxf(x0, s[nt][j]);
+                    x1 = tk_fmaxf(x1, s[nt][2 + j]);
+                }
+            x0 = tk_fmaxf(x0, tk_shfl_xor(x0, 1));
+            x0 = tk_fmaxf(x0, tk_shfl_xor(x0, 2));
+            x1 = tk_fmaxf(x1, tk_shfl_xor(x1, 1));
+            x1 = tk_fmaxf(x1, tk_shfl_xor(x1, 2));
+            float n0 = tk_fmaxf(m0, x0), n1 = tk_fmaxf(m1, x1);
+            /* a row with nothing seen yet keeps its zeros (no -inf - -inf) */
+            float a0 = n0 == tk_neg_inf() ? 1.0f : tk_exp2(m0 - n0), a1 = n1 == tk_neg_inf() ? 1.0f : tk_exp2(m1 - n1);
+            float b0 = n0 == tk_neg_inf() ? 0.0f : n0, b1 = n1 == tk_neg_inf() ? 0.0f : n1;
+            float sum0 = 0, sum1 = 0;
+            UNROLL
+            for (int nt = 0; nt < MMA_BK / 8; nt++)
+                UNROLL
+                for (int j = 0; j < 2; j++) {
+                    s[nt][j] = tk_exp2(s[nt][j] - b0);
+                    s[nt][2 + j] = tk_exp2(s[nt][2 + j] - b1);
+                    sum0 += s[nt][j];
+                    sum1 += s[nt][2 + j];
+                }
+            l0 = l0 * a0 + sum0;
+            l1 = l1 * a1 + sum1;
+            m0 = n0;
+            m1 = n1;
+            UNROLL
+            for (int nt = 0; nt < DP / 8; nt++) {
+                acc[nt][0] *= a0;
+                acc[nt][1] *= a0;
+                acc[nt][2] *= a1;
+                acc[nt][3] *= a1;
+            }
+            UNROLL
+            for (int kk2 = 0; kk2 < MMA_BK / 16; kk2++) {
+                unsigned af[4];
+                acc_to_a(af, s, kk2);
+                UNROLL
+                for (int nt = 0; nt < DP / 8; nt++) {
+                    unsigned bf[2];
+                    b_from_rows(bf, Vt, LDV, nt * 8, kk2 * 16);
+                    tk_mma_bf16(acc[nt], af, bf);
+                }
+            }
+        }
+    }
+    l0 += tk_shfl_xor(l0, 1);
+    l0 += tk_shfl_xor(l0, 2);
+    l1 += tk_shfl_xor(l1, 1);
+    l1 += tk_shfl_xor(l1, 2);
+    float i0 = tk_div(1.0f, l0), i1 = tk_div(1.0f, l1);
+    bf16_t *ob = o + (size_t)b * Tn * qs + (size_t)h * D;
+    UNROLL
+    for (int nt = 0; nt < DP / 8; nt++) {
+        int col = nt * 8 + 2 * qd;
+        if (col < D) {
+            if (row0 < Tn)
+                store_pair(ob + (size_t)row0 * qs, col, acc[nt][0] * i0, acc[nt][1] * i0);
+            if (row1 < Tn)
+                store_pair(ob + (size_t)row1 * qs, col, acc[nt][2] * i1, acc[nt][3] * i1);
+        }
+    }
+    if (qd == 0) {
+        float *lb = lse + ((size_t)b * H + h) * Tn;
+        if (row0 < Tn)
+            lb[row0] = (m0 + tk_log2(l0)) * TK_LN2;
+        if (row1 < Tn)
+            lb[row1] = (m1 + tk_log2(l1)) * TK_LN2;
+    }
+}
+
+/* grid (ceil(T / 64), B * Hkv), block 128; BQ query rows per tile. dk, dv
+ * overwritten. */
+template <int DP, int BQ>
+DEVICE void attn_dkdv_mma(bf16_t *dk, bf16_t *dv, const bf16_t *dout, const bf16_t *q, const bf16_t *k,
+                          const bf16_t *v, const float *lse, const float *delta, int B, int Tn, int H, int Hkv, int D)
+{
+    const int LDQ = DP + 8, LDT = BQ + 8;
+    TK_SHARED __attribute__((aligned(16))) bf16_t Qs[BQ * (DP + 8)];
+    TK_SHARED __attribute__((aligned(16))) bf16_t Os[BQ * (DP + 8)];
+    TK_SHARED __attribute__((aligned(16))) bf16_t Qt[DP * (BQ + 8)];
+    TK_SHARED __attribute__((aligned(16))) bf16_t Ot[DP * (BQ + 8)];
+    TK_SHARED float Ls[BQ], Ds[BQ];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3;
+    int bg = blockIdx.y, b = bg / Hkv, gk = bg % Hkv, rep = H / Hkv;
+    int k0 = blockIdx.x * MMA_ROWS, kw = k0 + warp * 16, key0 = kw + g, key1 = key0 + 8;
+    size_t qs = (size_t)H * D, ks = (size_t)Hkv * D;
+    const bf16_t *kb = k + (size_t)b * Tn * ks + (size_t)gk * D;
+    const bf16_t *vb = v + (size_t)b * Tn * ks + (size_t)gk * D;
+    unsigned kf[DP / 16][4], vf[DP / 16][4];
+    load_frags<DP>(kf, kb, kw, Tn, ks, D);
+    load_frags<DP>(vf, vb, kw, Tn, ks, D);
+    float scale = tk_div(1.0f, tk_sqrt((float)D)), c2 = scale * TK_LOG2E;
+    float dka[DP / 8][4], dva[DP / 8][4];
+    UNROLL
+    for (int nt = 0; nt < DP / 8; nt++)
+        UNROLL
+        for (int i = 0; i < 4; i++)
+            dka[nt][i] = dva[nt][i] = 0;
+    for (int hh = 0; hh < rep; hh++) {
+        int h = gk * rep + hh;
+        const bf16_t *qb = q + (size_t)b * Tn * qs + (size_t)h * D;
+        const bf16_t *ob = dout + (size_t)b * Tn * qs + (size_t)h * D;
+        const float *lb = lse + ((size_t)b * H + h) * Tn, *db = delta + ((size_t)b * H + h) * Tn;
+        for (int i0 = k0 / BQ * BQ; i0 < Tn; i0 += BQ) {
+            SYNC();
+            load_tile<DP>(Qs, LDQ, qb, i0, BQ, Tn, qs, D);
+            load_tile<DP>(Os, LDQ, ob, i0, BQ, Tn, qs, D);
+            load_tile_t<DP>(Qt, LDT, qb, i0, BQ, Tn, qs, D);
+            load_tile_t<DP>(Ot, LDT, ob, i0, BQ, Tn, qs, D);
+            for (int r = threadIdx.x; r < BQ; r += blockDim.x) {
+                Ls[r] = i0 + r < Tn ? lb[i0 + r] * TK_LOG2E : 0.0f;
+                Ds[r] = i0 + r < Tn ? db[i0 + r] : 0.0f;
+            }
+            SYNC();
+            if (i0 + BQ - 1 >= kw && kw < Tn) { /* warp-uniform: some query here sees a key of the warp */
+                float st[BQ / 8][4], dp[BQ / 8][4];
+                UNROLL
+                for (int nt = 0; nt < BQ / 8; nt++)
+                    UNROLL
+                    for (int i = 0; i < 4; i++)
+                        st[nt][i] = dp[nt][i] = 0;
+                UNROLL
+                for (int kk = 0; kk < DP / 16; kk++)
+                    UNROLL
+                    for (int nt = 0; nt < BQ / 8; nt++) {
+                        unsigned bf[2];
+                        b_from_rows(bf, Qs, LDQ, nt * 8, kk * 16);
+                        tk_mma_bf16(st[nt], kf[kk], bf);
+                        b_from_rows(bf, Os, LDQ, nt * 8, kk * 16);
+                        tk_mma_bf16(dp[nt], vf[kk], bf);
+                    }
+                UNROLL
+                for (int nt = 0; nt < BQ / 8; nt++)
+                    UNROLL
+                    for (int j = 0; j < 2; j++) {
+                        int qi = nt * 8 + 2 * qd + j, qrow = i0 + qi;
+                        float L = Ls[qi], Dl = Ds[qi];
+                        float p0 = qrow >= key0 && qrow < Tn && key0 < Tn ? tk_exp2(st[nt][j] * c2 - L) : 0.0f;
+                        float p1 = qrow >= key1 && qrow < Tn && key1 < Tn ? tk_exp2(st[nt][2 + j] * c2 - L) : 0.0f;
+                        st[nt][j] = p0;
+                        st[nt][2 + j] = p1;
+                        dp[nt][j] = p0 * (dp[nt][j] - Dl) * scale;
+                        dp[nt][2 + j] = p1 * (dp[nt][2 + j] - Dl) * scale;
+                    }
+                UNROLL
+                for (int kk2 = 0; kk2 < BQ / 16; kk2++) {
+                    unsigned ap[4], ad[4];
+                    acc_to_a(ap, st, kk2);
+                    acc_to_a(ad, dp, kk2);
+                    UNROLL
+                    for (int nt = 0; nt < DP / 8; nt++) {
+                        unsigned bf[2];
+                        b_from_rows(bf, Ot, LDT, nt * 8, kk2 * 16);
+                        tk_mma_bf16(dva[nt], ap, bf);
+                        b_from_rows(bf, Qt, LDT, nt * 8, kk2 * 16);
+                        tk_mma_bf16(dka[nt], ad, bf);
+                    }
+                }
+            }
+        }
+    }
+    bf16_t *dkb = dk + (size_t)b * Tn * ks + (size_t)gk * D;
+    bf16_t *dvb = dv + (size_t)b * Tn * ks + (size_t)gk * D;
+    UNROLL
+    for (int nt = 0; nt < DP / 8; nt++) {
+        int col = nt * 8 + 2 * qd;
+        if (col < D) {
+            if (key0 < Tn) {
+                store_pair(dkb + (size_t)key0 * ks, col, dka[nt][0], dka[nt][1]);
+                store_pair(dvb + (size_t)key0 * ks, col, dva[nt][0], dva[nt][1]);
+            }
+            if (key1 < Tn) {
+                store_pair(dkb + (size_t)key1 * ks, col, dka[nt][2], dka[nt][3]);
+                store_pair(dvb + (size_t)key1 * ks, col, dva[nt][2], dva[nt][3]);
+            }
+        }
+    }
+}
+
+/* grid (ceil(T / 64), B * H), block 128; BK keys per tile. dq overwritten. */
+template <int DP, int BK>
+DEVICE void attn_dq_mma(bf16_t *dq, const bf16_t *dout, const bf16_t *q, const bf16_t *k, const bf16_t *v,
+                        const float *lse, const float *delta, int B, int Tn, int H, int Hkv, int D)
+{
+    const int LDK = DP + 8, LDT = BK + 8;
+    TK_SHARED __attribute__((aligned(16))) bf16_t Ks[BK * (DP + 8)];
+    TK_SHARED __attribute__((aligned(16))) bf16_t Vs[BK * (DP + 8)];
+    TK_SHARED __attribute__((aligned(16))) bf16_t Kt[DP * (BK + 8)];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3;
+    int bh = blockIdx.y, b = bh / H, h = bh % H, gk = h / (H / Hkv);
+    int q0 = blockIdx.x * MMA_ROWS, qw = q0 + warp * 16, row0 = qw + g, row1 = row0 + 8;
+    size_t qs = (size_t)H * D, ks = (size_t)Hkv * D;
+    const bf16_t *qb = q + (size_t)b * Tn * qs + (size_t)h * D;
+    const bf16_t *ob = dout + (size_t)b * Tn * qs + (size_t)h * D;
+    const bf16_t *kb = k + (size_t)b * Tn * ks + (size_t)gk * D;
+    const bf16_t *vb = v + (size_t)b * Tn * ks + (size_t)gk * D;
+    unsigned qf[DP / 16][4], of[DP / 16][4];
+    load_frags<DP>(qf, qb, qw, Tn, qs, D);
+    load_frags<DP>(of, ob, qw, Tn, qs, D);
+    const float *lb = lse + ((size_t)b * H + h) * Tn, *db = delta + ((size_t)b * H + h) * Tn;
+    float L0 = row0 < Tn ? lb[row0] * TK_LOG2E : 0.0f, L1 = row1 < Tn ? lb[row1] * TK_LOG2E : 0.0f;
+    float D0 = row0 < Tn ? db[row0] : 0.0f, D1 = row1 < Tn ? db[row1] : 0.0f;
+    float scale = tk_div(1.0f, tk_sqrt((float)D)), c2 = scale * TK_LOG2E;
+    float dqa[DP / 8][4];
+    UNROLL
+    for (int nt = 0; nt < DP / 8; nt++)
+        dqa[nt][0] = dqa[nt][1] = dqa[nt][2] = dqa[nt][3] = 0;
+    int last = q0 + MMA_ROWS - 1 < Tn - 1 ? q0 + MMA_ROWS - 1 : Tn - 1;
+    for (int k0 = 0; k0 <= last; k0 += BK) {
+        SYNC();
+        load_tile<DP>(Ks, LDK, kb, k0, BK, Tn, ks, D);
+        load_tile<DP>(Vs, LDK, vb, k0, BK, Tn, ks, D);
+        load_tile_t<DP>(Kt, LDT, kb, k0, BK, Tn, ks, D);
+        SYNC();
+        if (k0 <= qw + 15 && qw < Tn) {
+            float s[BK / 8][4], dp[BK / 8][4];
+            UNROLL
+            for (int nt = 0; nt < BK / 8; nt++)
+                UNROLL
+                for (int i = 0; i < 4; i++)
+                    s[nt][i] = dp[nt][i] = 0;
+            UNROLL
+            for (int kk = 0; kk < DP / 16; kk++)
+                UNROLL
+                for (int nt = 0; nt < BK / 8; nt++) {
+                    unsigned bf[2];
+                    b_from_rows(bf, Ks, LDK, nt * 8, kk * 16);
+                    tk_mma_bf16(s[nt], qf[kk], bf);
+                    b_from_rows(bf, Vs, LDK, nt * 8, kk * 16);
+                    tk_mma_bf16(dp[nt], of[kk], bf);
+                }
+            UNROLL
+            for (int nt = 0; nt < BK / 8; nt++)
+                UNROLL
+                for (int j = 0; j < 2; j++) {
+                    int key = k0 + nt * 8 + 2 * qd + j;
+                    float p0 = key <= row0 && key < Tn && row0 < Tn ? tk_exp2(s[nt][j] * c2 - L0) : 0.0f;
+                    float p1 = key <= row1 && key < Tn && row1 < Tn ? tk_exp2(s[nt][2 + j] * c2 - L1) : 0.0f;
+                    s[nt][j] = p0 * (dp[nt][j] - D0) * scale;
+                    s[nt][2 + j] = p1 * (dp[nt][2 + j] - D1) * scale;
+                }
+            UNROLL
+            for (int kk2 = 0; kk2 < BK / 16; kk2++) {
+                unsigned af[4];
+                acc_to_a(af, s, kk2);
+                UNROLL
+                for (int nt = 0; nt < DP / 8; nt++) {
+                    unsigned bf[2];
+                    b_from_rows(bf, Kt, LDT, nt * 8, kk2 * 16);
+                    tk_mma_bf16(dqa[nt], af, bf);
+                }
+            }
+        }
+    }
+    bf16_t *dqb = dq + (size_t)b * Tn * qs + (size_t)h * D;
+    UNROLL
+    for (int nt = 0; nt < DP / 8; nt++) {
+        int col = nt * 8 + 2 * qd;
+        if (col < D) {
+            if (row0 < Tn)
+                store_pair(dqb + (size_t)row0 * qs, col, dqa[nt][0], dqa[nt][1]);
+            if (row1 < Tn)
+                store_pair(dqb + (size_t)row1 * qs, col, dqa[nt][2], dqa[nt][3]);
+        }
+    }
+}
+
+#define MMA_INSTANCES(DP, BQ)                                                                                   \
+    KERNEL attn_fwd_mma_d##DP(bf16_t *o, float *lse, const bf16_t *q, const bf16_t *k, const bf16_t *v, int B,   \
+                              int Tn, int H, int Hkv, int D)                                                    \
+    {                                                                                                           \
+        attn_fwd_mma<DP>(o, lse, q, k, v, B, Tn, H, Hkv, D);                                                    \
+    }                                                                                                           \
+    KERNEL attn_dkdv_mma_d##DP(bf16_t *dk, bf16_t *dv, const bf16_t *dout, const bf16_t *q, const bf16_t *k,     \
+                               const bf16_t *v, const float *lse, const float *delta, int B, int Tn, int H,     \
+                               int Hkv, int D)                                                                  \
+    {                                                                                                           \
+        attn_dkdv_mma<DP, BQ>(dk, dv, dout, q, k, v, lse, delta, B, Tn, H, Hkv, D);                             \
+    }                                                                                                           \
+    KERNEL attn_dq_mma_d##DP(bf16_t *dq, const bf16_t *dout, const bf16_t *q, const bf16_t *k, const bf16_t *v,  \
+                             const float *lse, const float *delta, int B, int Tn, int H, int Hkv, int D)        \
+    {                                                                                                           \
+        attn_dq_mma<DP, BQ>(dq, dout, q, k, v, lse, delta, B, Tn, H, Hkv, D);                                   \
+    }
+MMA_INSTANCES(64, 64)
+MMA_INSTANCES(128, 32)
+
+EMU_REGISTER_BEGIN(attention_mma)
+EMU_KERNEL(attn_fwd_mma_d64)
+EMU_KERNEL(attn_dkdv_mma_d64)
+EMU_KERNEL(attn_dq_mma_d64)
+EMU_KERNEL(attn_fwd_mma_d128)
+EMU_KERNEL(attn_dkdv_mma_d128)
+EMU_KERNEL(attn_dq_mma_d128)
+EMU_REGISTER_END
