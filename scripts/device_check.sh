@@ -24,6 +24,8 @@
 #      per-kernel profile of one step; and the same step in fp32 mode;
 #   5. bench peak --device cuda: the bf16/TF32/fp32 matrix rates and copy bandwidth.
 # Each stage has a time limit; a stage that fails is reported and the rest go on.
+# STAGES="2 4" runs only those of stages 2-5 (0 and 1 always run): a short
+# call when little device time is left.
 set -u
 cd "$(dirname "$0")/.."
 out=${1:-device_check_out}
@@ -32,6 +34,7 @@ start=$SECONDS
 declare -a rows
 row() { rows+=("$(printf '%-34s %s' "$1" "$2")"); printf '%s\n' "${rows[@]}" >"$out/table.txt"; }
 stage() { echo; echo "=== $* ($((SECONDS - start)) s)"; }
+want() { case " ${STAGES:-2 3 4 5} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 stage "0. the machine"
 {
@@ -80,7 +83,9 @@ verdict() { # rc log: pass, FAIL or SKIPPED, never a skip shown as a pass
     if grep -q '^SKIP' "$2"; then echo "SKIPPED: $(grep -m1 '^SKIP' "$2" | cut -c7-90)"
     elif [ "$1" = 0 ]; then echo pass; else echo "FAIL rc=$1"; fi
 }
-if [ -x build/tests/test_cuda_device ]; then
+if ! want 2; then
+    row "GPU tests" "not asked (STAGES)"
+elif [ -x build/tests/test_cuda_device ]; then
     timeout 240 build/tests/test_cuda_device >"$out/test_cuda_device.log" 2>&1
     rc=$?
     grep -E '^(gpu:|check|SKIP|test_cuda_device)|FAIL' "$out/test_cuda_device.log" | head -150
@@ -111,7 +116,9 @@ fi
 stage "3. a 2-minute GPU run, evaluated on GPU and CPU"
 data=${DATA:-devdata/corpus1}
 text=${TEXT:-devdata/val_small.txt}
-if [ -f "$data/train.tok" ] && [ -f "$text" ]; then
+if ! want 3; then
+    row "train + eval GPU vs CPU" "not asked (STAGES)"
+elif [ -f "$data/train.tok" ] && [ -f "$text" ]; then
     rm -rf "$out/run"
     timeout 260 "$bin" train --device cuda --data "$data" --preset gpu-small --budget 2m --out "$out/run" \
         >"$out/train.jsonl" 2>"$out/train.err"
@@ -134,11 +141,11 @@ else
 fi
 
 stage "4. bench train --device cuda"
-timeout 200 "$bin" bench train --device cuda --preset gpu-gpt2s --vocab 8192 --steps 8 --warmup 2 --vs-torch \
+want 4 && timeout 200 "$bin" bench train --device cuda --preset gpu-gpt2s --vocab 8192 --steps 8 --warmup 2 --vs-torch \
     >"$out/bench_train.jsonl" 2>"$out/bench_train.err"
 rc=$?
 cat "$out/bench_train.jsonl"; tail -3 "$out/bench_train.err"
-timeout 120 "$bin" bench train --device cuda --preset gpu-gpt2s --vocab 8192 --steps 8 --warmup 2 --set optimizer=adamw \
+want 4 && timeout 120 "$bin" bench train --device cuda --preset gpu-gpt2s --vocab 8192 --steps 8 --warmup 2 --set optimizer=adamw \
     >"$out/bench_train_adamw.jsonl" 2>"$out/bench_train_adamw.err"
 rc2=$?
 j() { python3 -c "import json,sys
@@ -156,13 +163,13 @@ row "  top kernels (ms/step)" "$(python3 -c "import json
 for l in open('$out/bench_train_adamw.jsonl'):
     d = json.loads(l)
     if d.get('bench') == 'train': print(', '.join('%s %.1f' % kv for kv in list(d['kernels_ms'].items())[:6]))" 2>/dev/null)"
-timeout 120 "$bin" bench train --device cuda --preset gpu-gpt2s --vocab 8192 --set batch_size=8 --precision fp32 \
+want 4 && timeout 120 "$bin" bench train --device cuda --preset gpu-gpt2s --vocab 8192 --set batch_size=8 --precision fp32 \
     --steps 4 --warmup 1 >"$out/bench_train_fp32.jsonl" 2>"$out/bench_train_fp32.err"
 rc=$?
 row "gpt2s fp32 (batch 8) tokens/s" "$(j "$out/bench_train_fp32.jsonl" train tokens_per_s) (rc $rc, MFU $(j "$out/bench_train_fp32.jsonl" train mfu))"
 
 stage "5. bench peak --device cuda"
-timeout 120 "$bin" bench peak --device cuda >"$out/bench_peak.jsonl" 2>"$out/bench_peak.err"
+want 5 && timeout 120 "$bin" bench peak --device cuda >"$out/bench_peak.jsonl" 2>"$out/bench_peak.err"
 rc=$?
 cat "$out/bench_peak.jsonl"
 row "GEMM peak TFLOP/s" "$(python3 -c "import json;d=json.loads(open('$out/bench_peak.jsonl').read());print('bf16',d['bf16_tflops'],'tf32',d['tf32_tflops'],'fp32',d['fp32_tflops'])" 2>/dev/null) (rc $rc)"
