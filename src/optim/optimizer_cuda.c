@@ -64,7 +64,8 @@ int optim_cuda_create(optim_cuda *o, gpu *g, const optim_config *cfg, const opti
     if (gpu_alloc(g, &o->m, n_params * 4, "the optimizer's first moments", err) ||
         gpu_alloc(g, &o->v, n_params * 4, "the optimizer's second moments", err) ||
         gpu_alloc(g, &o->ns_work, (cfg->use_muon ? work : 1) * 4, "Newton-Schulz's scratch", err) ||
-        gpu_alloc(g, &o->sum_partial, cuda_sum_partials(n_params) * 8, "a reduction's scratch", err) ||
+        gpu_alloc(g, &o->sum_partial, (cuda_sum_partials(n_params) + 2 * OPTIM_CUDA_NS_BATCH) * 8,
+                  "a reduction's scratch", err) ||
         gpu_alloc(g, &o->sums, 4 * 8, "a reduction's result", err) ||
         gpu_alloc(g, &o->ns_offs, sizeof(long long) * (size_t)(n_offs ? n_offs : 1), "Muon's offsets", err) ||
         gpu_alloc(g, &o->ns_sums, sizeof(double) * OPTIM_CUDA_NS_BATCH, "Muon's norms", err)) {
@@ -131,7 +132,7 @@ static void newton_schulz_batch(optim_cuda *o, const optim_cuda_ns_batch *bt)
     gpu_ptr X = o->ns_work, A = X + (size_t)(cnt * rn) * 4, AA = A + (size_t)(cnt * rr) * 4;
     gpu_ptr Y = AA + (size_t)(cnt * rr) * 4;
     gpu_ptr offs = o->ns_offs + (size_t)bt->first * sizeof(long long);
-    cuda_ns_sumsq_batched(g, o->ns_sums, o->v, offs, cnt, (size_t)rn);
+    cuda_ns_sumsq_batched(g, o->ns_sums, o->sum_partial, o->v, offs, cnt, (size_t)rn);
     cuda_ns_gather(g, X, o->v, offs, cnt, rows, cols, o->ns_sums, transposed);
     for (int s = 0; s < o->cfg.ns_steps; s++) {
         gpu_mat mX = {X, GPU_F32, n}, mA = {A, GPU_F32, r};

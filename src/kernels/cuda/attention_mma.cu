@@ -4,48 +4,48 @@
  * attention.h: q, o [B, T, H, D], k, v [B, T, Hkv, D], lse [B, H, T]).
  *
  * A block is 4 warps; each warp owns 16 rows (queries in the forward and
- * dq, keys in dk/dv) and holds their operand fragments in registers, the
- * other side's tiles go through shared memory (rows padded by 8 bf16: no
- * bank conflicts on the fragment loads), transposed copies where an operand
- * must run along the keys or queries. The head dim is padded with zeros to
- * DP = 64 or 128. The forward keeps an online softmax per row (scores in the
- * log2 domain, P rounded to bf16 for its product with V); the backward
- * recomputes P from the saved log-sum-exp: attn_dkdv_mma walks the query
- * tiles at or after its key tile for each head of the group in order (the
- * GQA sum is deterministic), attn_dq_mma the key tiles up to its queries.
- * Fully masked tiles are skipped. Launches: gpu_ops.c (bf16 mode; fp32 mode
- * uses attention.cu). */
+ * dq, keys in dk/dv) and keeps their operand fragments in registers. The
+ * other side's tiles stream through shared memory in two buffers: the next
+ * tile's cp.async copy is in flight while the current one is used. Rows are
+ * padded by 8 bf16 (ldmatrix rows fall in distinct banks); the B operands
+ * come from them by ldmatrix, transposed by ldmatrix.trans where the
+ * product runs along the tile's rows (P V, P^T dO, dS^T Q, dS K), so no
+ * transposed copy is stored. The head dim is padded with zeros to DP = 64
+ * or 128. The forward keeps an online softmax per row (scores in the log2
+ * domain, P rounded to bf16 for its product with V); the backward recomputes
+ * P from the saved log-sum-exp: attn_dkdv_mma walks the query tiles at or
+ * after its key tile for each head of the group in order (the GQA sum is
+ * deterministic), attn_dq_mma the key tiles up to its queries. Fully masked
+ * tiles are skipped. Launches: gpu_ops.c (bf16 mode; fp32 mode uses
+ * attention.cu). */
 #include "kernels/cuda/cuda_dialect.h"
 
 #define MMA_ROWS 64 /* rows per block: 4 warps x 16 */
 #define MMA_BK 64   /* keys per tile in the forward */
 
-/* rows [row0, row0 + rows) of a head slice (D of DP columns used, row
- * stride `stride`) into dst [rows][ld], zero outside */
+/* Issues the copy of rows [row0, row0 + rows) of a head slice (D of DP
+ * columns used, row stride `stride`) into dst [rows][DP + 8], zeros
+ * outside: cp.async in 16-byte pieces when D is a multiple of 8, else plain
+ * stores. */
 template <int DP>
-DEVICE void load_tile(bf16_t *dst, int ld, const bf16_t *src, int row0, int rows, int Tn, size_t stride, int D)
+DEVICE void fetch_tile(bf16_t *dst, const bf16_t *src, int row0, int rows, int Tn, size_t stride, int D)
 {
-    for (int e = threadIdx.x; e < rows * (DP / 2); e += blockDim.x) {
-        int r = e / (DP / 2), d = 2 * (e % (DP / 2)), t = row0 + r;
-        unsigned v = (t < Tn && d < D) ? tk_ld_bf16x2(src + (size_t)t * stride + d) : 0u;
-        tk_st_bf16x2(dst + r * ld + d, v);
+    const int ld = DP + 8;
+    int vec = (D & 7) == 0;
+    for (int e = threadIdx.x; e < rows * (DP / 8); e += blockDim.x) {
+        int r = e / (DP / 8), d = 8 * (e % (DP / 8)), t = row0 + r;
+        bf16_t *o = dst + r * ld + d;
+        if (vec && t < Tn && d + 8 <= D) {
+            tk_cp_async16(o, src + (size_t)t * stride + d);
+        } else {
+            for (int j = 0; j < 8; j++)
+                o[j] = t < Tn && d + j < D ? src[(size_t)t * stride + d + j] : (bf16_t)0;
+        }
     }
 }
 
-/* the same rows transposed: dst [DP][ld], dst[d][r] */
-template <int DP>
-DEVICE void load_tile_t(bf16_t *dst, int ld, const bf16_t *src, int row0, int rows, int Tn, size_t stride, int D)
-{
-    for (int e = threadIdx.x; e < rows * (DP / 2); e += blockDim.x) {
-        int r = e / (DP / 2), d = 2 * (e % (DP / 2)), t = row0 + r;
-        unsigned v = (t < Tn && d < D) ? tk_ld_bf16x2(src + (size_t)t * stride + d) : 0u;
-        dst[d * ld + r] = (bf16_t)(v & 0xffffu);
-        dst[(d + 1) * ld + r] = (bf16_t)(v >> 16);
-    }
-}
-
-/* the A fragments of 16 rows (r0, r0 + 8 per lane) of a head slice, straight
- * from global memory, zero outside */
+/* the A fragments of 16 rows (r0 + g, r0 + g + 8 per lane) of a head slice,
+ * straight from global memory, zero outside */
 template <int DP>
 DEVICE void load_frags(unsigned (*f)[4], const bf16_t *src, int r0, int Tn, size_t stride, int D)
 {
@@ -70,26 +70,39 @@ DEVICE void acc_to_a(unsigned *a, const float (*acc)[4], int kk2)
     a[3] = tk_pack_bf16x2(acc[2 * kk2 + 1][2], acc[2 * kk2 + 1][3]);
 }
 
-/* B fragments from a row-major tile whose row n holds B's column n */
-DEVICE void b_from_rows(unsigned *b, const bf16_t *tile, int ld, int n0, int k0)
+/* B fragments of n-tiles n0/8, n0/8 + 1 and k-step k0/16 from a tile whose
+ * rows are B's columns (row n holds B[., n]): r = b0, b1 of the first, b0,
+ * b1 of the second */
+DEVICE void b_rows_x4(unsigned *r, const bf16_t *tile, int ld, int n0, int k0)
 {
-    int lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3;
-    const bf16_t *p = tile + (n0 + g) * ld + k0 + 2 * qd;
-    b[0] = tk_ld_bf16x2(p);
-    b[1] = tk_ld_bf16x2(p + 8);
+    int lane = threadIdx.x & 31, i = lane >> 3;
+    tk_ldmatrix_x4(r, tile + (n0 + (i >> 1) * 8 + (lane & 7)) * ld + k0 + (i & 1) * 8);
 }
 
-/* the 16 x (2 * 4) C fragment's two rows' stores: row r gets (x, y) at column c */
+/* the same from a tile whose rows are B's rows (row k holds B[k, .]) */
+DEVICE void b_cols_x4(unsigned *r, const bf16_t *tile, int ld, int n0, int k0)
+{
+    int lane = threadIdx.x & 31, i = lane >> 3;
+    tk_ldmatrix_x4_trans(r, tile + (k0 + (i & 1) * 8 + (lane & 7)) * ld + n0 + (i >> 1) * 8);
+}
+
+/* acc[2 np + {0,1}] += a * B's n-tiles 2 np, 2 np + 1 */
+DEVICE void mma_pair(float (*acc)[4], int np, const unsigned *a, const unsigned *b)
+{
+    tk_mma_bf16(acc[2 * np], a, b);
+    tk_mma_bf16(acc[2 * np + 1], a, b + 2);
+}
+
 DEVICE void store_pair(bf16_t *row, int c, float x, float y) { tk_st_bf16x2(row + c, tk_pack_bf16x2(x, y)); }
 
-/* grid (ceil(T / 64), B * H), block 128 */
+/* grid (ceil(T / 64), B * H), block 128, dynamic shared memory
+ * 4 MMA_BK (DP + 8) bf16 (two K and V buffers) */
 template <int DP>
 DEVICE void attn_fwd_mma(bf16_t *o, float *lse, const bf16_t *q, const bf16_t *k, const bf16_t *v, int B, int Tn,
                          int H, int Hkv, int D)
 {
-    const int LDK = DP + 8, LDV = MMA_BK + 8;
-    TK_SHARED __attribute__((aligned(16))) bf16_t Ks[MMA_BK * (DP + 8)];
-    TK_SHARED __attribute__((aligned(16))) bf16_t Vt[DP * (MMA_BK + 8)];
+    const int LD = DP + 8;
+    DYNAMIC_SHARED(bf16_t, sm);
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3;
     int bh = blockIdx.y, b = bh / H, h = bh % H, gk = h / (H / Hkv);
     int q0 = blockIdx.x * MMA_ROWS, qw = q0 + warp * 16, row0 = qw + g, row1 = row0 + 8;
@@ -97,6 +110,10 @@ DEVICE void attn_fwd_mma(bf16_t *o, float *lse, const bf16_t *q, const bf16_t *k
     const bf16_t *qb = q + (size_t)b * Tn * qs + (size_t)h * D;
     const bf16_t *kb = k + (size_t)b * Tn * ks + (size_t)gk * D;
     const bf16_t *vb = v + (size_t)b * Tn * ks + (size_t)gk * D;
+    int last = q0 + MMA_ROWS - 1 < Tn - 1 ? q0 + MMA_ROWS - 1 : Tn - 1, n_tiles = last / MMA_BK + 1;
+    fetch_tile<DP>(sm, kb, 0, MMA_BK, Tn, ks, D);
+    fetch_tile<DP>(sm + MMA_BK * LD, vb, 0, MMA_BK, Tn, ks, D);
+    tk_cp_async_commit();
     unsigned qf[DP / 16][4];
     load_frags<DP>(qf, qb, qw, Tn, qs, D);
     float c = tk_div(1.0f, tk_sqrt((float)D)) * TK_LOG2E;
@@ -105,11 +122,18 @@ DEVICE void attn_fwd_mma(bf16_t *o, float *lse, const bf16_t *q, const bf16_t *k
     for (int nt = 0; nt < DP / 8; nt++)
         acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0;
     float m0 = tk_neg_inf(), m1 = tk_neg_inf(), l0 = 0, l1 = 0;
-    int last = q0 + MMA_ROWS - 1 < Tn - 1 ? q0 + MMA_ROWS - 1 : Tn - 1;
-    for (int k0 = 0; k0 <= last; k0 += MMA_BK) {
-        SYNC();
-        load_tile<DP>(Ks, LDK, kb, k0, MMA_BK, Tn, ks, D);
-        load_tile_t<DP>(Vt, LDV, vb, k0, MMA_BK, Tn, ks, D);
+    for (int it = 0; it < n_tiles; it++) {
+        int k0 = it * MMA_BK;
+        const bf16_t *Ks = sm + (it & 1) * 2 * MMA_BK * LD, *Vs = Ks + MMA_BK * LD;
+        if (it + 1 < n_tiles) { /* the next tile into the other buffer, freed by the last iteration's barrier */
+            bf16_t *nk = sm + ((it + 1) & 1) * 2 * MMA_BK * LD;
+            fetch_tile<DP>(nk, kb, k0 + MMA_BK, MMA_BK, Tn, ks, D);
+            fetch_tile<DP>(nk + MMA_BK * LD, vb, k0 + MMA_BK, MMA_BK, Tn, ks, D);
+            tk_cp_async_commit();
+            tk_cp_async_wait_1();
+        } else {
+            tk_cp_async_wait_all();
+        }
         SYNC();
         if (k0 <= qw + 15 && qw < Tn) { /* warp-uniform */
             float s[MMA_BK / 8][4];
@@ -119,10 +143,10 @@ DEVICE void attn_fwd_mma(bf16_t *o, float *lse, const bf16_t *q, const bf16_t *k
             UNROLL
             for (int kk = 0; kk < DP / 16; kk++)
                 UNROLL
-                for (int nt = 0; nt < MMA_BK / 8; nt++) {
-                    unsigned bf[2];
-                    b_from_rows(bf, Ks, LDK, nt * 8, kk * 16);
-                    tk_mma_bf16(s[nt], qf[kk], bf);
+                for (int np = 0; np < MMA_BK / 16; np++) {
+                    unsigned bf[4];
+                    b_rows_x4(bf, Ks, LD, np * 16, kk * 16);
+                    mma_pair(s, np, qf[kk], bf);
                 }
             float x0 = tk_neg_inf(), x1 = tk_neg_inf();
             UNROLL
@@ -169,13 +193,14 @@ DEVICE void attn_fwd_mma(bf16_t *o, float *lse, const bf16_t *q, const bf16_t *k
                 unsigned af[4];
                 acc_to_a(af, s, kk2);
                 UNROLL
-                for (int nt = 0; nt < DP / 8; nt++) {
-                    unsigned bf[2];
-                    b_from_rows(bf, Vt, LDV, nt * 8, kk2 * 16);
-                    tk_mma_bf16(acc[nt], af, bf);
+                for (int np = 0; np < DP / 16; np++) {
+                    unsigned bf[4];
+                    b_cols_x4(bf, Vs, LD, np * 16, kk2 * 16);
+                    mma_pair(acc, np, af, bf);
                 }
             }
         }
+        SYNC(); /* this buffer is refilled two iterations on */
     }
     l0 += tk_shfl_xor(l0, 1);
     l0 += tk_shfl_xor(l0, 2);
@@ -202,24 +227,39 @@ DEVICE void attn_fwd_mma(bf16_t *o, float *lse, const bf16_t *q, const bf16_t *k
     }
 }
 
-/* grid (ceil(T / 64), B * Hkv), block 128; BQ query rows per tile. dk, dv
- * overwritten. */
+/* grid (ceil(T / 64), B * Hkv), block 128; BQ query rows per tile; dynamic
+ * shared memory 4 BQ (DP + 8) bf16 + 4 BQ floats (two Q and dO buffers, two
+ * of their log-sum-exp and delta). dk, dv overwritten. */
 template <int DP, int BQ>
 DEVICE void attn_dkdv_mma(bf16_t *dk, bf16_t *dv, const bf16_t *dout, const bf16_t *q, const bf16_t *k,
                           const bf16_t *v, const float *lse, const float *delta, int B, int Tn, int H, int Hkv, int D)
 {
-    const int LDQ = DP + 8, LDT = BQ + 8;
-    TK_SHARED __attribute__((aligned(16))) bf16_t Qs[BQ * (DP + 8)];
-    TK_SHARED __attribute__((aligned(16))) bf16_t Os[BQ * (DP + 8)];
-    TK_SHARED __attribute__((aligned(16))) bf16_t Qt[DP * (BQ + 8)];
-    TK_SHARED __attribute__((aligned(16))) bf16_t Ot[DP * (BQ + 8)];
-    TK_SHARED float Ls[BQ], Ds[BQ];
+    const int LD = DP + 8;
+    DYNAMIC_SHARED(bf16_t, sm);
+    float *fl = (float *)(sm + 4 * BQ * LD); /* [2][BQ] lse (log2), [2][BQ] delta */
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3;
     int bg = blockIdx.y, b = bg / Hkv, gk = bg % Hkv, rep = H / Hkv;
     int k0 = blockIdx.x * MMA_ROWS, kw = k0 + warp * 16, key0 = kw + g, key1 = key0 + 8;
     size_t qs = (size_t)H * D, ks = (size_t)Hkv * D;
     const bf16_t *kb = k + (size_t)b * Tn * ks + (size_t)gk * D;
     const bf16_t *vb = v + (size_t)b * Tn * ks + (size_t)gk * D;
+    int i_start = k0 / BQ * BQ, n_i = (Tn - i_start + BQ - 1) / BQ, n_steps = rep * n_i;
+    /* step s: head gk * rep + s / n_i, queries from i_start + (s % n_i) BQ, into buffer s & 1 */
+#define DKDV_FETCH(s)                                                                                       \
+    do {                                                                                                    \
+        int h_ = gk * rep + (s) / n_i, i0_ = i_start + ((s) % n_i) * BQ, bu_ = (s) & 1;                      \
+        fetch_tile<DP>(sm + bu_ * 2 * BQ * LD, q + (size_t)b * Tn * qs + (size_t)h_ * D, i0_, BQ, Tn, qs, D); \
+        fetch_tile<DP>(sm + bu_ * 2 * BQ * LD + BQ * LD, dout + (size_t)b * Tn * qs + (size_t)h_ * D, i0_, BQ, \
+                       Tn, qs, D);                                                                          \
+        const float *lb_ = lse + ((size_t)b * H + h_) * Tn, *db_ = delta + ((size_t)b * H + h_) * Tn;        \
+        for (int r_ = threadIdx.x; r_ < BQ; r_ += blockDim.x) {                                             \
+            fl[bu_ * BQ + r_] = i0_ + r_ < Tn ? lb_[i0_ + r_] * TK_LOG2E : 0.0f;                             \
+            fl[2 * BQ + bu_ * BQ + r_] = i0_ + r_ < Tn ? db_[i0_ + r_] : 0.0f;                               \
+        }                                                                                                   \
+        tk_cp_async_commit();                                                                               \
+    } while (0)
+    if (n_steps > 0)
+        DKDV_FETCH(0);
     unsigned kf[DP / 16][4], vf[DP / 16][4];
     load_frags<DP>(kf, kb, kw, Tn, ks, D);
     load_frags<DP>(vf, vb, kw, Tn, ks, D);
@@ -230,69 +270,65 @@ DEVICE void attn_dkdv_mma(bf16_t *dk, bf16_t *dv, const bf16_t *dout, const bf16
         UNROLL
         for (int i = 0; i < 4; i++)
             dka[nt][i] = dva[nt][i] = 0;
-    for (int hh = 0; hh < rep; hh++) {
-        int h = gk * rep + hh;
-        const bf16_t *qb = q + (size_t)b * Tn * qs + (size_t)h * D;
-        const bf16_t *ob = dout + (size_t)b * Tn * qs + (size_t)h * D;
-        const float *lb = lse + ((size_t)b * H + h) * Tn, *db = delta + ((size_t)b * H + h) * Tn;
-        for (int i0 = k0 / BQ * BQ; i0 < Tn; i0 += BQ) {
-            SYNC();
-            load_tile<DP>(Qs, LDQ, qb, i0, BQ, Tn, qs, D);
-            load_tile<DP>(Os, LDQ, ob, i0, BQ, Tn, qs, D);
-            load_tile_t<DP>(Qt, LDT, qb, i0, BQ, Tn, qs, D);
-            load_tile_t<DP>(Ot, LDT, ob, i0, BQ, Tn, qs, D);
-            for (int r = threadIdx.x; r < BQ; r += blockDim.x) {
-                Ls[r] = i0 + r < Tn ? lb[i0 + r] * TK_LOG2E : 0.0f;
-                Ds[r] = i0 + r < Tn ? db[i0 + r] : 0.0f;
-            }
-            SYNC();
-            if (i0 + BQ - 1 >= kw && kw < Tn) { /* warp-uniform: some query here sees a key of the warp */
-                float st[BQ / 8][4], dp[BQ / 8][4];
+    for (int st_ = 0; st_ < n_steps; st_++) {
+        int i0 = i_start + (st_ % n_i) * BQ, bu = st_ & 1;
+        if (st_ + 1 < n_steps) {
+            DKDV_FETCH(st_ + 1);
+            tk_cp_async_wait_1();
+        } else {
+            tk_cp_async_wait_all();
+        }
+        SYNC();
+        const bf16_t *Qs = sm + bu * 2 * BQ * LD, *Os = Qs + BQ * LD;
+        const float *Ls = fl + bu * BQ, *Ds = fl + 2 * BQ + bu * BQ;
+        if (i0 + BQ - 1 >= kw && kw < Tn) { /* warp-uniform: some query here sees a key of the warp */
+            float st[BQ / 8][4], dp[BQ / 8][4];
+            UNROLL
+            for (int nt = 0; nt < BQ / 8; nt++)
                 UNROLL
-                for (int nt = 0; nt < BQ / 8; nt++)
-                    UNROLL
-                    for (int i = 0; i < 4; i++)
-                        st[nt][i] = dp[nt][i] = 0;
+                for (int i = 0; i < 4; i++)
+                    st[nt][i] = dp[nt][i] = 0;
+            UNROLL
+            for (int kk = 0; kk < DP / 16; kk++)
                 UNROLL
-                for (int kk = 0; kk < DP / 16; kk++)
-                    UNROLL
-                    for (int nt = 0; nt < BQ / 8; nt++) {
-                        unsigned bf[2];
-                        b_from_rows(bf, Qs, LDQ, nt * 8, kk * 16);
-                        tk_mma_bf16(st[nt], kf[kk], bf);
-                        b_from_rows(bf, Os, LDQ, nt * 8, kk * 16);
-                        tk_mma_bf16(dp[nt], vf[kk], bf);
-                    }
+                for (int np = 0; np < BQ / 16; np++) {
+                    unsigned bf[4];
+                    b_rows_x4(bf, Qs, LD, np * 16, kk * 16);
+                    mma_pair(st, np, kf[kk], bf);
+                    b_rows_x4(bf, Os, LD, np * 16, kk * 16);
+                    mma_pair(dp, np, vf[kk], bf);
+                }
+            UNROLL
+            for (int nt = 0; nt < BQ / 8; nt++)
                 UNROLL
-                for (int nt = 0; nt < BQ / 8; nt++)
-                    UNROLL
-                    for (int j = 0; j < 2; j++) {
-                        int qi = nt * 8 + 2 * qd + j, qrow = i0 + qi;
-                        float L = Ls[qi], Dl = Ds[qi];
-                        float p0 = qrow >= key0 && qrow < Tn && key0 < Tn ? tk_exp2(st[nt][j] * c2 - L) : 0.0f;
-                        float p1 = qrow >= key1 && qrow < Tn && key1 < Tn ? tk_exp2(st[nt][2 + j] * c2 - L) : 0.0f;
-                        st[nt][j] = p0;
-                        st[nt][2 + j] = p1;
-                        dp[nt][j] = p0 * (dp[nt][j] - Dl) * scale;
-                        dp[nt][2 + j] = p1 * (dp[nt][2 + j] - Dl) * scale;
-                    }
+                for (int j = 0; j < 2; j++) {
+                    int qi = nt * 8 + 2 * qd + j, qrow = i0 + qi;
+                    float L = Ls[qi], Dl = Ds[qi];
+                    float p0 = qrow >= key0 && qrow < Tn && key0 < Tn ? tk_exp2(st[nt][j] * c2 - L) : 0.0f;
+                    float p1 = qrow >= key1 && qrow < Tn && key1 < Tn ? tk_exp2(st[nt][2 + j] * c2 - L) : 0.0f;
+                    st[nt][j] = p0;
+                    st[nt][2 + j] = p1;
+                    dp[nt][j] = p0 * (dp[nt][j] - Dl) * scale;
+                    dp[nt][2 + j] = p1 * (dp[nt][2 + j] - Dl) * scale;
+                }
+            UNROLL
+            for (int kk2 = 0; kk2 < BQ / 16; kk2++) {
+                unsigned ap[4], ad[4];
+                acc_to_a(ap, st, kk2);
+                acc_to_a(ad, dp, kk2);
                 UNROLL
-                for (int kk2 = 0; kk2 < BQ / 16; kk2++) {
-                    unsigned ap[4], ad[4];
-                    acc_to_a(ap, st, kk2);
-                    acc_to_a(ad, dp, kk2);
-                    UNROLL
-                    for (int nt = 0; nt < DP / 8; nt++) {
-                        unsigned bf[2];
-                        b_from_rows(bf, Ot, LDT, nt * 8, kk2 * 16);
-                        tk_mma_bf16(dva[nt], ap, bf);
-                        b_from_rows(bf, Qt, LDT, nt * 8, kk2 * 16);
-                        tk_mma_bf16(dka[nt], ad, bf);
-                    }
+                for (int np = 0; np < DP / 16; np++) {
+                    unsigned bf[4];
+                    b_cols_x4(bf, Os, LD, np * 16, kk2 * 16);
+                    mma_pair(dva, np, ap, bf);
+                    b_cols_x4(bf, Qs, LD, np * 16, kk2 * 16);
+                    mma_pair(dka, np, ad, bf);
                 }
             }
         }
+        SYNC();
     }
+#undef DKDV_FETCH
     bf16_t *dkb = dk + (size_t)b * Tn * ks + (size_t)gk * D;
     bf16_t *dvb = dv + (size_t)b * Tn * ks + (size_t)gk * D;
     UNROLL
@@ -311,15 +347,14 @@ DEVICE void attn_dkdv_mma(bf16_t *dk, bf16_t *dv, const bf16_t *dout, const bf16
     }
 }
 
-/* grid (ceil(T / 64), B * H), block 128; BK keys per tile. dq overwritten. */
+/* grid (ceil(T / 64), B * H), block 128; BK keys per tile; dynamic shared
+ * memory 4 BK (DP + 8) bf16 (two K and V buffers). dq overwritten. */
 template <int DP, int BK>
 DEVICE void attn_dq_mma(bf16_t *dq, const bf16_t *dout, const bf16_t *q, const bf16_t *k, const bf16_t *v,
                         const float *lse, const float *delta, int B, int Tn, int H, int Hkv, int D)
 {
-    const int LDK = DP + 8, LDT = BK + 8;
-    TK_SHARED __attribute__((aligned(16))) bf16_t Ks[BK * (DP + 8)];
-    TK_SHARED __attribute__((aligned(16))) bf16_t Vs[BK * (DP + 8)];
-    TK_SHARED __attribute__((aligned(16))) bf16_t Kt[DP * (BK + 8)];
+    const int LD = DP + 8;
+    DYNAMIC_SHARED(bf16_t, sm);
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3;
     int bh = blockIdx.y, b = bh / H, h = bh % H, gk = h / (H / Hkv);
     int q0 = blockIdx.x * MMA_ROWS, qw = q0 + warp * 16, row0 = qw + g, row1 = row0 + 8;
@@ -328,6 +363,10 @@ DEVICE void attn_dq_mma(bf16_t *dq, const bf16_t *dout, const bf16_t *q, const b
     const bf16_t *ob = dout + (size_t)b * Tn * qs + (size_t)h * D;
     const bf16_t *kb = k + (size_t)b * Tn * ks + (size_t)gk * D;
     const bf16_t *vb = v + (size_t)b * Tn * ks + (size_t)gk * D;
+    int last = q0 + MMA_ROWS - 1 < Tn - 1 ? q0 + MMA_ROWS - 1 : Tn - 1, n_tiles = last / BK + 1;
+    fetch_tile<DP>(sm, kb, 0, BK, Tn, ks, D);
+    fetch_tile<DP>(sm + BK * LD, vb, 0, BK, Tn, ks, D);
+    tk_cp_async_commit();
     unsigned qf[DP / 16][4], of[DP / 16][4];
     load_frags<DP>(qf, qb, qw, Tn, qs, D);
     load_frags<DP>(of, ob, qw, Tn, qs, D);
@@ -339,12 +378,18 @@ DEVICE void attn_dq_mma(bf16_t *dq, const bf16_t *dout, const bf16_t *q, const b
     UNROLL
     for (int nt = 0; nt < DP / 8; nt++)
         dqa[nt][0] = dqa[nt][1] = dqa[nt][2] = dqa[nt][3] = 0;
-    int last = q0 + MMA_ROWS - 1 < Tn - 1 ? q0 + MMA_ROWS - 1 : Tn - 1;
-    for (int k0 = 0; k0 <= last; k0 += BK) {
-        SYNC();
-        load_tile<DP>(Ks, LDK, kb, k0, BK, Tn, ks, D);
-        load_tile<DP>(Vs, LDK, vb, k0, BK, Tn, ks, D);
-        load_tile_t<DP>(Kt, LDT, kb, k0, BK, Tn, ks, D);
+    for (int it = 0; it < n_tiles; it++) {
+        int k0 = it * BK;
+        const bf16_t *Ks = sm + (it & 1) * 2 * BK * LD, *Vs = Ks + BK * LD;
+        if (it + 1 < n_tiles) {
+            bf16_t *nk = sm + ((it + 1) & 1) * 2 * BK * LD;
+            fetch_tile<DP>(nk, kb, k0 + BK, BK, Tn, ks, D);
+            fetch_tile<DP>(nk + BK * LD, vb, k0 + BK, BK, Tn, ks, D);
+            tk_cp_async_commit();
+            tk_cp_async_wait_1();
+        } else {
+            tk_cp_async_wait_all();
+        }
         SYNC();
         if (k0 <= qw + 15 && qw < Tn) {
             float s[BK / 8][4], dp[BK / 8][4];
@@ -356,12 +401,12 @@ DEVICE void attn_dq_mma(bf16_t *dq, const bf16_t *dout, const bf16_t *q, const b
             UNROLL
             for (int kk = 0; kk < DP / 16; kk++)
                 UNROLL
-                for (int nt = 0; nt < BK / 8; nt++) {
-                    unsigned bf[2];
-                    b_from_rows(bf, Ks, LDK, nt * 8, kk * 16);
-                    tk_mma_bf16(s[nt], qf[kk], bf);
-                    b_from_rows(bf, Vs, LDK, nt * 8, kk * 16);
-                    tk_mma_bf16(dp[nt], of[kk], bf);
+                for (int np = 0; np < BK / 16; np++) {
+                    unsigned bf[4];
+                    b_rows_x4(bf, Ks, LD, np * 16, kk * 16);
+                    mma_pair(s, np, qf[kk], bf);
+                    b_rows_x4(bf, Vs, LD, np * 16, kk * 16);
+                    mma_pair(dp, np, of[kk], bf);
                 }
             UNROLL
             for (int nt = 0; nt < BK / 8; nt++)
@@ -378,13 +423,14 @@ DEVICE void attn_dq_mma(bf16_t *dq, const bf16_t *dout, const bf16_t *q, const b
                 unsigned af[4];
                 acc_to_a(af, s, kk2);
                 UNROLL
-                for (int nt = 0; nt < DP / 8; nt++) {
-                    unsigned bf[2];
-                    b_from_rows(bf, Kt, LDT, nt * 8, kk2 * 16);
-                    tk_mma_bf16(dqa[nt], af, bf);
+                for (int np = 0; np < DP / 16; np++) {
+                    unsigned bf[4];
+                    b_cols_x4(bf, Ks, LD, np * 16, kk2 * 16);
+                    mma_pair(dqa, np, af, bf);
                 }
             }
         }
+        SYNC();
     }
     bf16_t *dqb = dq + (size_t)b * Tn * qs + (size_t)h * D;
     UNROLL

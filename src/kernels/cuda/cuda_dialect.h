@@ -156,6 +156,40 @@ DEVICE void tk_st_bf16x2(bf16_t *p, unsigned v) { *(unsigned *)p = v; }
  * A[g][2q+8..], a[3] = A[g+8][2q+8..]; b[0] = B[2q..2q+1][g], b[1] =
  * B[2q+8..2q+9][g]; d[0..1] = D[g][2q..2q+1], d[2..3] = D[g+8][2q..]. Every
  * lane of the warp calls it together. */
+/* the shared-memory address of a generic pointer into shared memory */
+DEVICE unsigned tk_smem_addr(const void *p)
+{
+    unsigned a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+/* ldmatrix x4: lanes 8i..8i+7 give the row addresses (16 bytes each) of
+ * 8x8 bf16 matrix i; r[i] gets lane L's pair of matrix i: row L/4, columns
+ * 2 (L%4) and + 1 (with trans: column L/4, rows 2 (L%4) and + 1). Every
+ * lane calls it together. */
+DEVICE void tk_ldmatrix_x4(unsigned *r, const bf16_t *row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(tk_smem_addr(row)));
+}
+DEVICE void tk_ldmatrix_x4_trans(unsigned *r, const bf16_t *row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(tk_smem_addr(row)));
+}
+/* 16 bytes global -> shared without the registers (cp.async, sm_80): issued,
+ * then grouped by commit, then waited for by wait (all but the last n
+ * groups) followed by a barrier. */
+DEVICE void tk_cp_async16(bf16_t *dst, const bf16_t *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" : : "r"(tk_smem_addr(dst)), "l"(src) : "memory");
+}
+DEVICE void tk_cp_async_commit(void) { asm volatile("cp.async.commit_group;" : : : "memory"); }
+DEVICE void tk_cp_async_wait_all(void) { asm volatile("cp.async.wait_group 0;" : : : "memory"); }
+DEVICE void tk_cp_async_wait_1(void) { asm volatile("cp.async.wait_group 1;" : : : "memory"); }
+
 DEVICE void tk_mma_bf16(float *d, const unsigned *a, const unsigned *b)
 {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -181,6 +215,7 @@ float tk_emu_shfl_xor(float v, int lane_mask);
 double tk_emu_shfl_xor_d(double v, int lane_mask);
 void *tk_emu_dynamic_shared(void);
 void tk_emu_mma_bf16(float *d, const unsigned *a, const unsigned *b);
+void tk_emu_ldmatrix_x4(unsigned *r, const unsigned short *row, int trans);
 
 #define KERNEL static void
 #define DEVICE static inline
@@ -233,6 +268,13 @@ DEVICE unsigned tk_ld_bf16x2(const bf16_t *p)
 }
 DEVICE void tk_st_bf16x2(bf16_t *p, unsigned v) { memcpy(p, &v, 4); }
 DEVICE void tk_mma_bf16(float *d, const unsigned *a, const unsigned *b) { tk_emu_mma_bf16(d, a, b); }
+DEVICE void tk_ldmatrix_x4(unsigned *r, const bf16_t *row) { tk_emu_ldmatrix_x4(r, row, 0); }
+DEVICE void tk_ldmatrix_x4_trans(unsigned *r, const bf16_t *row) { tk_emu_ldmatrix_x4(r, row, 1); }
+/* the emulator runs one thread at a time to its barriers: a copy is done when issued */
+DEVICE void tk_cp_async16(bf16_t *dst, const bf16_t *src) { memcpy(dst, src, 16); }
+DEVICE void tk_cp_async_commit(void) {}
+DEVICE void tk_cp_async_wait_all(void) {}
+DEVICE void tk_cp_async_wait_1(void) {}
 #endif
 
 /* ---- shared by both ---- */

@@ -152,6 +152,7 @@ struct launch {
     float *xf;      /* [nt] shuffle slots */
     double *xd;
     unsigned *ma, *mb; /* [nt][4], [nt][2]: mma fragments */
+    const unsigned short **rows; /* [nt]: ldmatrix row addresses */
     float *mc;         /* [nt][4] */
     unsigned char *dyn;
     size_t dyn_bytes;
@@ -303,6 +304,29 @@ void tk_emu_mma_bf16(float *d, const unsigned *a, const unsigned *b)
     fiber_yield(F_WARP_BAR);
 }
 
+/* ldmatrix x4 for the calling warp: every lane leaves its row address, the
+ * warp meets, each lane reads its pairs (cuda_dialect.h), the warp meets. */
+void tk_emu_ldmatrix_x4(unsigned *r, const unsigned short *row, int trans)
+{
+    launch *l = cur_launch;
+    int t = l->current, w0 = t & ~31, lane = t & 31;
+    l->rows[t] = row;
+    fiber_yield(F_WARP_BAR);
+    for (int i = 0; i < 4; i++) {
+        unsigned short lo, hi;
+        if (!trans) {
+            const unsigned short *p = l->rows[w0 + 8 * i + lane / 4];
+            lo = p[2 * (lane % 4)];
+            hi = p[2 * (lane % 4) + 1];
+        } else {
+            lo = l->rows[w0 + 8 * i + 2 * (lane % 4)][lane / 4];
+            hi = l->rows[w0 + 8 * i + 2 * (lane % 4) + 1][lane / 4];
+        }
+        r[i] = (unsigned)lo | ((unsigned)hi << 16);
+    }
+    fiber_yield(F_WARP_BAR);
+}
+
 /* One block: rounds of running every runnable fiber, then releasing the
  * barriers that every waiter has reached. 0, or -1 on a deadlock. */
 static int run_block(launch *l)
@@ -389,9 +413,10 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
     l.ma = (unsigned *)malloc(sizeof(unsigned) * 4 * nt);
     l.mb = (unsigned *)malloc(sizeof(unsigned) * 2 * nt);
     l.mc = (float *)malloc(sizeof(float) * 4 * nt);
+    l.rows = (const unsigned short **)malloc(sizeof *l.rows * nt);
     l.dyn_bytes = shmem;
     l.dyn = shmem ? (unsigned char *)aligned_alloc(64, (shmem + 63) / 64 * 64) : NULL;
-    if (!l.xf || !l.xd || !l.ma || !l.mb || !l.mc || (shmem && !l.dyn) || ensure_fibers(r, (int)nt)) {
+    if (!l.xf || !l.xd || !l.ma || !l.mb || !l.mc || !l.rows || (shmem && !l.dyn) || ensure_fibers(r, (int)nt)) {
         snprintf(err, err_len, "emulator: out of memory launching %s", r->e[idx].name);
         rc_ = -1;
     } else {
@@ -422,6 +447,7 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
     free(l.ma);
     free(l.mb);
     free(l.mc);
+    free(l.rows);
     free(l.dyn);
     pthread_mutex_unlock(&launch_lock);
     return rc_;

@@ -138,8 +138,13 @@ static gpu_kernel att_kernel(gpu_kernel first, int dmax)
     return (gpu_kernel)(first + (dmax == 32 ? 0 : dmax == 64 ? 1 : 2));
 }
 
-/* bf16 mode's tensor-core kernels pad the head dim to 64 or 128 */
+/* bf16 mode's tensor-core kernels pad the head dim to 64 or 128; their
+ * dynamic shared memory (attention_mma.cu): two buffers of two tiles */
 static int mma_dp(int D) { return D <= 64 ? 64 : 128; }
+static int mma_tile(int dp) { return dp == 64 ? 64 : 32; } /* the backward's rows per tile */
+static int mma_fwd_smem(int dp) { return 4 * 64 * (dp + 8) * 2; }
+static int mma_dkdv_smem(int dp) { return 4 * mma_tile(dp) * (dp + 8) * 2 + 4 * mma_tile(dp) * 4; }
+static int mma_dq_smem(int dp) { return 4 * mma_tile(dp) * (dp + 8) * 2; }
 
 static int dkdv_smem(int dm) { return ((2 * ATT_BKV + 2 * ATT_BQB) * (dm + 1) + 2 * ATT_BQB) * 4; }
 static int dq_smem(int dm) { return (2 * ATT_BQ + 2 * ATT_BK) * (dm + 1) * 4; }
@@ -149,8 +154,12 @@ int cuda_attention_prepare(gpu *g, int D, tempo_error *err)
     int dm = att_dmax(D);
     if (!dm)
         return tempo_fail(err, "gpu: attention head dim %d: the GPU kernels take at most 128", D);
+    int dp = mma_dp(D), d64 = dp == 64;
     return gpu_kernel_smem(g, att_kernel(GK_attn_dkdv_f32_d32, dm), dkdv_smem(dm), err) ||
-                   gpu_kernel_smem(g, att_kernel(GK_attn_dq_f32_d32, dm), dq_smem(dm), err)
+                   gpu_kernel_smem(g, att_kernel(GK_attn_dq_f32_d32, dm), dq_smem(dm), err) ||
+                   gpu_kernel_smem(g, d64 ? GK_attn_fwd_mma_d64 : GK_attn_fwd_mma_d128, mma_fwd_smem(dp), err) ||
+                   gpu_kernel_smem(g, d64 ? GK_attn_dkdv_mma_d64 : GK_attn_dkdv_mma_d128, mma_dkdv_smem(dp), err) ||
+                   gpu_kernel_smem(g, d64 ? GK_attn_dq_mma_d64 : GK_attn_dq_mma_d128, mma_dq_smem(dp), err)
                ? -1
                : 0;
 }
@@ -166,7 +175,7 @@ void cuda_attention_forward(gpu *g, gpu_dtype t, gpu_ptr o, gpu_ptr lse, gpu_ptr
     void *a[] = {&o, &lse, &q, &k, &v, &B, &T, &H, &Hkv, &D};
     if (t == GPU_BF16)
         gpu_launch(g, mma_dp(D) == 64 ? GK_attn_fwd_mma_d64 : GK_attn_fwd_mma_d128, cdiv((size_t)T, MMA_ROWS),
-                   (unsigned)(B * H), 1, 128, 0, a);
+                   (unsigned)(B * H), 1, 128, (unsigned)mma_fwd_smem(mma_dp(D)), a);
     else
         gpu_launch(g, att_kernel(GK_attn_fwd_f32_d32, dm), cdiv((size_t)T, ATT_BQ), (unsigned)(B * H), 1, ATT_BQ, 0,
                    a);
@@ -186,11 +195,11 @@ void cuda_attention_backward(gpu *g, gpu_dtype t, gpu_ptr dq, gpu_ptr dk, gpu_pt
     void *b[] = {&dk, &dv, &dout, &q, &k, &v, &lse, &delta, &B, &T, &H, &Hkv, &D};
     void *c[] = {&dq, &dout, &q, &k, &v, &lse, &delta, &B, &T, &H, &Hkv, &D};
     if (t == GPU_BF16) {
-        int d64 = mma_dp(D) == 64;
+        int dp = mma_dp(D), d64 = dp == 64;
         gpu_launch(g, d64 ? GK_attn_dkdv_mma_d64 : GK_attn_dkdv_mma_d128, cdiv((size_t)T, MMA_ROWS),
-                   (unsigned)(B * Hkv), 1, 128, 0, b);
+                   (unsigned)(B * Hkv), 1, 128, (unsigned)mma_dkdv_smem(dp), b);
         gpu_launch(g, d64 ? GK_attn_dq_mma_d64 : GK_attn_dq_mma_d128, cdiv((size_t)T, MMA_ROWS), (unsigned)(B * H), 1,
-                   128, 0, c);
+                   128, (unsigned)mma_dq_smem(dp), c);
         return;
     }
     gpu_launch(g, att_kernel(GK_attn_dkdv_f32_d32, dm), cdiv((size_t)T, ATT_BKV), (unsigned)(B * Hkv), 1, ATT_BKV,
@@ -234,10 +243,13 @@ void cuda_muon_apply(gpu *g, gpu_ptr p, gpu_ptr upd, size_t n, float step, float
     gpu_launch(g, GK_muon_apply, ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
 }
 
-void cuda_ns_sumsq_batched(gpu *g, gpu_ptr out, gpu_ptr base, gpu_ptr offs, int count, size_t n)
+void cuda_ns_sumsq_batched(gpu *g, gpu_ptr out, gpu_ptr partial, gpu_ptr base, gpu_ptr offs, int count, size_t n)
 {
-    void *a[] = {&out, &base, &offs, &n};
-    gpu_launch(g, GK_ns_sumsq_batched, (unsigned)count, 1, 1, 256, 0, a);
+    int chunks = (int)cuda_sum_partials(n);
+    void *a[] = {&partial, &base, &offs, &n};
+    gpu_launch(g, GK_ns_sumsq_partial, (unsigned)chunks, (unsigned)count, 1, 256, 0, a);
+    void *b[] = {&out, &partial, &chunks};
+    gpu_launch(g, GK_ns_sumsq_finish, (unsigned)count, 1, 1, 32, 0, b);
 }
 
 void cuda_ns_gather(gpu *g, gpu_ptr X, gpu_ptr base, gpu_ptr offs, int count, int rows, int cols, gpu_ptr sumsq,

@@ -77,7 +77,8 @@ void cuda_muon_apply(gpu *g, gpu_ptr p, gpu_ptr upd, size_t n, float step, float
 /* Newton-Schulz (optim_newton_schulz) over count same-shape matrices at base + offs[m] floats (offs:
  * count int64 on the GPU): sums of squares into out [count] doubles, the
  * scaled (transposed) copies into X [count][rows * cols], and back. */
-void cuda_ns_sumsq_batched(gpu *g, gpu_ptr out, gpu_ptr base, gpu_ptr offs, int count, size_t n);
+/* partial: count * cuda_sum_partials(n) doubles of scratch */
+void cuda_ns_sumsq_batched(gpu *g, gpu_ptr out, gpu_ptr partial, gpu_ptr base, gpu_ptr offs, int count, size_t n);
 void cuda_ns_gather(gpu *g, gpu_ptr X, gpu_ptr base, gpu_ptr offs, int count, int rows, int cols, gpu_ptr sumsq,
                     int transposed);
 void cuda_ns_scatter(gpu *g, gpu_ptr base, gpu_ptr X, gpu_ptr offs, int count, int rows, int cols, int transposed);

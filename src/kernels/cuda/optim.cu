@@ -9,6 +9,8 @@
  * Launches: gpu_ops.c. */
 #include "kernels/cuda/cuda_dialect.h"
 
+#define SUM_CHUNK 16384 /* values per block of a sum (gpu_ops.c repeats it) */
+
 #define FOR_EACH(i, n) \
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
@@ -50,15 +52,18 @@ KERNEL muon_apply(float *p, float *upd, size_t n, float step, float decay)
 }
 
 /* Newton-Schulz over a batch of same-shape matrices at base + offs[m]
- * (floats): their sums of squares (one block per matrix, double), the
+ * (floats): their sums of squares (double, by chunks, then the chunks in
+ * order), the
  * scaled (and, when rows > cols, transposed) copies X [count][rows * cols],
  * and the results back. */
-KERNEL ns_sumsq_batched(double *out, const float *base, const long long *offs, size_t n)
+KERNEL ns_sumsq_partial(double *partial, const float *base, const long long *offs, size_t n)
 {
+    /* block (c, m): chunk c of matrix m (SUM_CHUNK values) into partial[m][c] */
     TK_SHARED double red[8];
-    const float *x = base + offs[blockIdx.x];
+    const float *x = base + offs[blockIdx.y];
+    size_t lo = (size_t)blockIdx.x * SUM_CHUNK, hi = lo + SUM_CHUNK < n ? lo + SUM_CHUNK : n;
     double s = 0;
-    for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+    for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         double v = x[i];
         s += v * v;
     }
@@ -70,6 +75,16 @@ KERNEL ns_sumsq_batched(double *out, const float *base, const long long *offs, s
         double t = 0;
         for (int k = 0; k < (int)(blockDim.x >> 5); k++)
             t += red[k];
+        partial[(size_t)blockIdx.y * gridDim.x + blockIdx.x] = t;
+    }
+}
+
+KERNEL ns_sumsq_finish(double *out, const double *partial, int chunks)
+{
+    if (threadIdx.x == 0) {
+        double t = 0;
+        for (int c = 0; c < chunks; c++)
+            t += partial[(size_t)blockIdx.x * chunks + c];
         out[blockIdx.x] = t;
     }
 }
@@ -97,7 +112,6 @@ KERNEL ns_scatter(float *base, const float *X, const long long *offs, int count,
 
 /* partial[block] = sum over chunk `block` (SUM_CHUNK values) of x or x^2, in
  * double; block of 256 threads */
-#define SUM_CHUNK 16384
 KERNEL sum_partial(double *partial, const float *x, size_t n, int square)
 {
     TK_SHARED double red[8];
@@ -154,7 +168,8 @@ EMU_REGISTER_BEGIN(optim)
 EMU_KERNEL(adamw)
 EMU_KERNEL(muon_momentum)
 EMU_KERNEL(muon_apply)
-EMU_KERNEL(ns_sumsq_batched)
+EMU_KERNEL(ns_sumsq_partial)
+EMU_KERNEL(ns_sumsq_finish)
 EMU_KERNEL(ns_gather)
 EMU_KERNEL(ns_scatter)
 EMU_KERNEL(sum_partial)
