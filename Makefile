@@ -142,7 +142,7 @@ build/fuzz/obj/%.o: %.c $(HEADERS)
 	@$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 FUZZ_EMU = @mkdir -p $(dir $@); echo CXX-EMU-FUZZ $<; $(FUZZ_CC) $(EMU_BASE) -O1 -fno-omit-frame-pointer \
-           -fsanitize=address,undefined -fsanitize=fuzzer-no-link -c $< -o $@
+           -fsanitize=address,undefined -fno-sanitize=function -fsanitize=fuzzer-no-link -c $< -o $@
 build/fuzz/obj/%.cu.o: %.cu $(HEADERS)
 	$(FUZZ_EMU)
 build/fuzz/obj/%.cpp.o: %.cpp $(HEADERS)

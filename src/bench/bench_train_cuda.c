@@ -179,6 +179,13 @@ void bench_train_cuda_write(jsonw *w, const run_config *cfg, const bench_train_c
     jsonw_field_string(w, "precision", r->precision);
     jsonw_field_int(w, "d_model", cfg->model.d_model);
     jsonw_field_int(w, "n_layers", cfg->model.n_layers);
+    jsonw_field_int(w, "n_heads", cfg->model.n_heads);
+    jsonw_field_int(w, "n_kv_heads", cfg->model.n_kv_heads);
+    jsonw_field_int(w, "d_ff", cfg->model.d_ff);
+    jsonw_field_string(w, "mlp", cfg->model.mlp == MLP_SWIGLU ? "swiglu" : "relu2");
+    jsonw_field_int(w, "qk_norm", cfg->model.qk_norm);
+    jsonw_field_int(w, "tied_head", cfg->model.tied_head);
+    jsonw_field_string(w, "optimizer", cfg->optim.use_muon ? "muon" : "adamw");
     jsonw_field_int(w, "context", cfg->model.context);
     jsonw_field_int(w, "vocab", cfg->model.vocab_size);
     jsonw_field_int(w, "batch", cfg->batch_size);

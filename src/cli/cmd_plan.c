@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "core/fileio.h"
 #include "core/number.h"
+#include "plan/calibrate_gpu.h"
 #include "plan/chip.h"
 #include "data/token_store.h"
 #include "judge/provenance.h"
@@ -28,6 +29,7 @@ static void usage(FILE *f)
         "       tempo plan --validate --budget D [--data DIR] [--seeds N] [--work DIR] [--keep-runs]\n"
         "       tempo plan --check PRESETS [--chip FILE] [--threads N] [--steps N]\n"
         "       tempo plan --calibrate PRESETS [--chip FILE] [--threads N] [--steps N] [--out FILE]\n"
+        "       tempo plan --calibrate-gpu BENCH.jsonl[,...] --chip FILE [--out FILE]\n"
         "       tempo plan --plot FILE [--chip FILE[,FILE...]] [--budget D] [--ranks N] [--memory GB]\n"
         "  Predicts the best model a chip can train from scratch in a wall-clock budget: searches\n"
         "  width, depth, head width, context, batch, the count memory's order (0, 4, 5), the\n"
@@ -60,6 +62,9 @@ static void usage(FILE *f)
         "  --check PRESETS     comma list: `bench train` each and print measured tokens/s against the\n"
         "                  prediction (committed efficiencies) and a leave-one-out prediction\n"
         "                  (efficiencies fitted on the other presets' measurements of this run)\n"
+        "  --calibrate-gpu FILES  the per-op efficiencies of a GPU from the per-kernel profile in each\n"
+        "                  file's last `tempo bench train --device cuda` line (run on the GPU; this fit\n"
+        "                  runs anywhere), against --chip's measured peak and bandwidth\n"
         "  --calibrate PRESETS comma list: `bench train` each and write the per-op efficiencies\n"
         "                  (the chip-file fragment configs/scaling/op_efficiency_*.conf)\n"
         "  --plot FILE     write an SVG of the plan's predicted bpb (with its interval, and its\n"
@@ -137,6 +142,65 @@ static int chip_without(const char *chip_path, const throughput_measurement *m, 
     int rc = chip_parse(out, s.data, s.len, chip_path, err);
     strbuf_free(&s);
     free(text);
+    return rc;
+}
+
+/* --calibrate-gpu FILES: the last `bench train --device cuda` line of each
+ * file of the comma list (plan/calibrate_gpu.h), fitted as --calibrate
+ * fits the CPU's measurements. */
+static int calibrate_gpu(const char *list, const chip_profile *chip, const char *out_path, const char *chip_path)
+{
+    throughput_measurement m[16];
+    int n = 0;
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s", list);
+    char *save = NULL;
+    tempo_error err;
+    for (char *f = strtok_r(buf, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
+        if (n == 16)
+            return cli_usage_error("plan: at most 16 bench files");
+        char *text;
+        size_t len;
+        if (file_read_all(f, &text, &len, 64u << 20, &err))
+            return cli_report(&err);
+        const char *line = NULL; /* the last line holding a GPU training benchmark */
+        size_t line_len = 0;
+        for (char *l = text; l < text + len;) {
+            char *e = memchr(l, '\n', (size_t)(text + len - l));
+            size_t ll = e ? (size_t)(e - l) : (size_t)(text + len - l);
+            if (memmem(l, ll, "\"kernels_ms\"", 12)) {
+                line = l;
+                line_len = ll;
+            }
+            l += ll + 1;
+        }
+        int rc = line ? calibrate_gpu_measurement(line, line_len, f, chip, &m[n], &err)
+                      : tempo_fail(&err, "%s: no `tempo bench train --device cuda` line", f);
+        free(text);
+        if (rc)
+            return cli_report(&err);
+        fprintf(stderr, "plan: %s (%s): %.0f tokens/s measured, %.0f predicted with %s's efficiencies\n", f,
+                m[n].preset, m[n].measured_tokens_per_s, m[n].predicted_tokens_per_s, chip_path);
+        n++;
+    }
+    char header[2048];
+    snprintf(header, sizeof header,
+             "# Per-op efficiencies of %s measured by `tempo bench train --device cuda` (its per-kernel\n"
+             "# profile of one step, less the wait each profiled call adds), against the roofline with this\n"
+             "# chip file's measured peak and bandwidth; from %s.\n"
+             "# Re-measure: on the GPU, build/tempo bench train --device cuda [...] > BENCH.jsonl; then anywhere,\n"
+             "#   build/tempo plan --calibrate-gpu BENCH.jsonl[,...] --chip %s --out THIS_FILE\n",
+             chip->name, list, chip_path);
+    strbuf text = {0};
+    throughput_calibration_write(m, n, header, &text);
+    int rc = 0;
+    if (out_path) {
+        if (file_write_atomic(out_path, text.data, text.len, &err))
+            rc = cli_report(&err);
+    } else {
+        fwrite(text.data, 1, text.len, stdout);
+    }
+    strbuf_free(&text);
     return rc;
 }
 
@@ -313,6 +377,7 @@ int cmd_plan(int argc, char **argv)
     plan_options o = {.ranks = 1, .corpus_tokens = DEFAULT_CORPUS_TOKENS, .vocab_size = 4097, .search_vocab = 1,
                       .allow_memory = 1};
     const char *chip_arg = NULL, *out = NULL, *law_arg = NULL, *hybrid_arg = NULL, *check = NULL, *calib = NULL;
+    const char *calib_gpu = NULL;
     const char *plot = NULL;
     int explain = 0, threads = 2, steps = 5, do_validate = 0;
     plan_validate_options vo = {.data_dir = "data/corpus", .seeds = 2, .ranks = 1};
@@ -368,6 +433,8 @@ int cmd_plan(int argc, char **argv)
             check = v;
         } else if (!strcmp(a, "--calibrate")) {
             calib = v;
+        } else if (!strcmp(a, "--calibrate-gpu")) {
+            calib_gpu = v;
         } else if (!strcmp(a, "--plot")) {
             plot = v;
         } else {
@@ -385,6 +452,8 @@ int cmd_plan(int argc, char **argv)
     chip_profile chip;
     if (chip_load(&chip, chip_path, &err))
         return cli_report(&err);
+    if (calib_gpu)
+        return calibrate_gpu(calib_gpu, &chip, out, chip_arg ? chip_arg : "configs/" DEFAULT_CHIP);
     if (check || calib)
         return measure_presets(check ? check : calib, &chip, o.vocab_size, threads, steps, calib != NULL, out,
                                chip_arg ? chip_arg : "configs/" DEFAULT_CHIP);

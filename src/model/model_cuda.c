@@ -332,6 +332,7 @@ static gpu_ptr residual(const model_cuda *m, int i)
 static void linear(model_cuda *m, gpu_ptr y, gpu_dtype yt, gpu_ptr x, size_t w, int N, int in, int out, float beta)
 {
     gpu_mat Y = {y, yt, out};
+    gpu_profile_gemm_label(m->g, GPU_GEMM_FWD);
     gpu_gemm(m->g, 0, 1, N, out, in, 1.0f, amat(m, x, in), weight(m, w, in), beta, Y, GPU_MATH_F32);
 }
 
@@ -347,6 +348,7 @@ static void linear_backward(model_cuda *m, gpu_ptr dx, gpu_dtype dxt, float dx_b
                             const lin_grad *gr, int n)
 {
     gpu_mat DX = {dx, dxt, in};
+    gpu_profile_gemm_label(m->g, GPU_GEMM_BWD);
     for (int i = 0; i < n; i++)
         gpu_gemm(m->g, 0, 0, N, in, gr[i].out, 1.0f, amat(m, gr[i].dy, gr[i].out), weight(m, gr[i].w, in),
                  i ? 1.0f : dx_beta, DX, GPU_MATH_F32);
@@ -405,6 +407,7 @@ static void head_pass(model_cuda *m, int N, int want_grad)
     for (int r0 = 0; r0 < N; r0 += m->chunk_rows) {
         int R = N - r0 < m->chunk_rows ? N - r0 : m->chunk_rows;
         size_t a = m->act == GPU_BF16 ? 2 : 4;
+        gpu_profile_gemm_label(m->g, GPU_GEMM_HEAD);
         gpu_gemm(m->g, 0, 1, R, m->V, m->C, 1.0f, amat(m, m->xf + (size_t)r0 * m->C * a, m->C),
                  weight(m, m->head, m->C), 0.0f, fmat(m->logits, m->V), GPU_MATH_F32);
         gpu_ptr dz = want_grad ? m->dz + (size_t)r0 * m->V * a : 0;
@@ -549,6 +552,7 @@ void model_cuda_backward(model_cuda *m)
     if (!m->dz_ready) /* an evaluation-mode forward: run the head's training pass now */
         head_pass(m, N, 1);
     /* dxf = dz W_head; g_head += dz^T xf */
+    gpu_profile_gemm_label(m->g, GPU_GEMM_HEAD);
     gpu_gemm(m->g, 0, 0, N, m->C, m->V, 1.0f, amat(m, m->dz, m->V), weight(m, m->head, m->C), 0.0f,
              fmat(m->dxf, m->C), GPU_MATH_F32);
     gpu_gemm(m->g, 1, 0, m->V, m->C, N, 1.0f, amat(m, m->dz, m->V), amat(m, m->xf, m->C), 1.0f,

@@ -134,6 +134,7 @@ static void newton_schulz_batch(optim_cuda *o, const optim_cuda_ns_batch *bt)
     gpu_ptr offs = o->ns_offs + (size_t)bt->first * sizeof(long long);
     cuda_ns_sumsq_batched(g, o->ns_sums, o->sum_partial, o->v, offs, cnt, (size_t)rn);
     cuda_ns_gather(g, X, o->v, offs, cnt, rows, cols, o->ns_sums, transposed);
+    gpu_profile_gemm_label(g, GPU_GEMM_OPTIMIZER);
     for (int s = 0; s < o->cfg.ns_steps; s++) {
         gpu_mat mX = {X, GPU_F32, n}, mA = {A, GPU_F32, r};
         gpu_gemm_batched(g, 0, 1, r, r, n, 1.0f, mX, rn, mX, rn, 0.0f, mA, A, rr, cnt, o->ns_math);  /* A = X X^T */

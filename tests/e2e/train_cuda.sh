@@ -50,6 +50,16 @@ import json, sys
 l = [r["train_loss"] for r in map(json.loads, open(sys.argv[1])) if "train_loss" in r]
 assert len(l) == 20 and sum(l[-4:]) / 4 < l[0] - 0.5, (l[0], l[-4:])
 PY
+# the GPU benchmark's per-kernel profile feeds the planner's efficiencies (plan --calibrate-gpu)
+"$TEMPO" bench train --device cuda --preset tiny-test --vocab 64 --steps 1 --warmup 1 >"$E2E_TMP/b.jsonl" 2>/dev/null \
+    || fail "bench train --device cuda failed"
+grep -q '"kernels_ms":{"' "$E2E_TMP/b.jsonl" || fail "no per-kernel profile in the GPU bench line"
+"$TEMPO" plan --calibrate-gpu "$E2E_TMP/b.jsonl" --chip configs/chips/nvidia-h200.conf --out "$E2E_TMP/eff.conf" \
+    2>/dev/null || fail "plan --calibrate-gpu failed"
+[ "$(grep -c '^eff\.' "$E2E_TMP/eff.conf")" -ge 10 ] || fail "plan --calibrate-gpu wrote no efficiencies"
+echo '{"bench":"train","threads":2}' > "$E2E_TMP/cpu.jsonl"
+expect_error 1 "cpu.jsonl: no .tempo bench train --device cuda. line" "$TEMPO" plan --calibrate-gpu "$E2E_TMP/cpu.jsonl" \
+    --chip configs/chips/nvidia-h200.conf
 # no driver: one line, exit 1, nothing written
 unset TEMPO_GPU_EMULATOR
 expect_error 1 "cuda: no NVIDIA driver|cuda: .*stub|no GPU" env TEMPO_LIBCUDA=/nonexistent/libcuda.so.1 \

@@ -12,11 +12,15 @@
  * any) to a finite correction over its aspects; a hybrid relation has a
  * positive pivot and never predicts worse than the transformer it mixes; a
  * link has a bandwidth in (0, 1e6] and a latency in [0, 1e6], and its
- * collectives' times are finite and non-negative. */
+ * collectives' times are finite and non-negative. Byte 0 even with bit 3
+ * set: a `bench train --device cuda` line for plan --calibrate-gpu
+ * (plan/calibrate_gpu.h) against a fixed chip: what it accepts has finite,
+ * non-negative times per op. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "plan/calibrate_gpu.h"
 #include "plan/chip.h"
 #include "plan/comm_model.h"
 #include "plan/quality.h"
@@ -27,7 +31,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     tempo_error err;
     const char *text = (const char *)data + 1;
-    if (!(data[0] & 1) && (data[0] & 4)) {
+    if (!(data[0] & 1) && (data[0] & 8)) {
+        static const char chip_text[] = "name = g\ntrain_dtype = bf16\npeak_tflops_bf16 = 800\nmemory_gb = 141\n"
+                                        "bandwidth_gbs = 4000\nsram_mib = 50\ncores = 132\nlink_gbs = 450\n"
+                                        "eff_compute = 0.6\neff_memory = 0.7\n";
+        chip_profile c;
+        throughput_measurement m;
+        if (chip_parse(&c, chip_text, sizeof chip_text - 1, NULL, &err))
+            __builtin_trap();
+        if (calibrate_gpu_measurement(text, size - 1, "bench", &c, &m, &err))
+            return 0;
+        for (int k = 0; k <= OP_COUNT; k++)
+            if (!(m.measured_s[k] >= 0 && isfinite(m.measured_s[k])))
+                __builtin_trap();
+    } else if (!(data[0] & 1) && (data[0] & 4)) {
         char spec[256];
         size_t n = size - 1 < sizeof spec - 1 ? size - 1 : sizeof spec - 1;
         memcpy(spec, text, n);

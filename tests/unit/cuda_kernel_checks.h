@@ -257,9 +257,9 @@ static void check_rmsnorm_backward(gpu_dtype t, int N, int C, int accumulate)
     free(x); free(w); free(dy); free(dx0); free(dw0); free(rstd); free(tmp); free(gdx); free(gdw);
 }
 
-static void check_rope(gpu_dtype t)
+static void check_rope(gpu_dtype t, int D)
 {
-    int B = 2, T = 37, H = 3, D = 16;
+    int B = 2, T = 37, H = 3;
     size_t n = (size_t)B * T * H * D;
     float *cs = malloc(sizeof(float) * T * D / 2), *sn = malloc(sizeof(float) * T * D / 2);
     rope_table_init(cs, sn, T, D, 10000.0f);
@@ -272,12 +272,12 @@ static void check_rope(gpu_dtype t)
     rope_forward(ref, B, T, H, D, 0, cs, sn);
     float *got = ck_down(d_x, n, t);
     char name[64];
-    snprintf(name, sizeof name, "rope forward %s", ck_tname(t));
+    snprintf(name, sizeof name, "rope forward %s D%d", ck_tname(t), D);
     ck_report(name, ck_err(got, ref, n), ck_tol(t));
     cuda_rope(ck_gpu, t, d_x, B, T, H, D, 0, d_c, d_s, 1); /* and back */
     float *back = ck_down(d_x, n, t);
     rope_backward(got, B, T, H, D, 0, cs, sn);
-    snprintf(name, sizeof name, "rope backward %s", ck_tname(t));
+    snprintf(name, sizeof name, "rope backward %s D%d", ck_tname(t), D);
     ck_report(name, ck_err(back, got, n), ck_tol(t));
     ck_sync();
     gpu_free(ck_gpu, d_x); gpu_free(ck_gpu, d_c); gpu_free(ck_gpu, d_s);
@@ -286,7 +286,7 @@ static void check_rope(gpu_dtype t)
 
 static void check_activations(gpu_dtype t)
 {
-    size_t n = 5000;
+    size_t n = 5003; /* 16-byte pieces and a tail */
     char name[64];
     float *h = ck_random(n, -3, 3), *u = ck_random(n, -2, 2), *da = ck_random(n, -1, 1);
     if (t == GPU_BF16) {
@@ -562,10 +562,13 @@ static inline void run_kernel_checks(gpu *g)
     for (int t = 0; t < 2; t++) {
         gpu_dtype dt = (gpu_dtype)t;
         check_rmsnorm_one(GPU_F32, dt, 37, 96);
+        check_rmsnorm_one(GPU_F32, dt, 21, 90); /* a width not a multiple of 4: the plain path */
         if (dt == GPU_BF16) check_rmsnorm_one(GPU_BF16, GPU_BF16, 37, 64);
         check_rmsnorm_backward(dt, 150, 72, 0);
         check_rmsnorm_backward(dt, 150, 72, 1);
-        check_rope(dt);
+        check_rmsnorm_backward(dt, 40, 30, 1);
+        check_rope(dt, 16);
+        check_rope(dt, 10); /* D/2 odd: one pair per thread */
         check_activations(dt);
         check_attention(dt, 2, 70, 4, 2, 16);
         check_attention(dt, 1, 130, 2, 2, 64);

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "plan/calibrate_gpu.h"
 #include "plan/chip.h"
 #include "core/json.h"
 #include "plan/plan.h"
@@ -451,6 +452,47 @@ static void test_depth(void)
               best_aspect[0], best_aspect[1]);
 }
 
+/* plan --calibrate-gpu's reading of a GPU bench line: kernels to ops, the
+ * profile's per-call wait taken out, the rest of the step as "other", and
+ * one clear error for what it cannot use. */
+static void test_calibrate_gpu(void)
+{
+    static const char chip_text[] = "name = g\ntrain_dtype = bf16\npeak_tflops_bf16 = 800\nmemory_gb = 141\n"
+                                    "bandwidth_gbs = 4000\nsram_mib = 50\ncores = 132\nlink_gbs = 450\n"
+                                    "eff_compute = 0.6\neff_memory = 0.7\n";
+    chip_profile chip;
+    tempo_error err;
+    CHECK(chip_parse(&chip, chip_text, sizeof chip_text - 1, NULL, &err) == 0);
+    const char *head = "{\"bench\":\"train\",\"device\":\"cuda\",\"preset\":\"p\",\"d_model\":256,"
+                       "\"n_layers\":2,\"n_heads\":4,\"n_kv_heads\":4,\"d_ff\":1024,\"mlp\":\"relu2\","
+                       "\"qk_norm\":0,\"tied_head\":1,\"optimizer\":\"adamw\",\"context\":128,\"vocab\":1000,"
+                       "\"batch\":8,\"micro_batch\":8,\"tokens_per_s\":100000,\"step_ms\":10,";
+    char line[2048];
+    /* 12 ms profiled over 4 calls for a 10 ms step: 0.5 ms of wait per call */
+    snprintf(line, sizeof line, "%s\"kernels_ms\":{\"gemm_fwd\":6,\"gemm_bwd\":3,\"attn_fwd_mma_d64\":2,"
+             "\"rope_bf16\":1},\"kernel_calls\":{\"gemm_fwd\":1,\"gemm_bwd\":1,\"attn_fwd_mma_d64\":1,"
+             "\"rope_bf16\":1}}", head);
+    throughput_measurement m;
+    CHECK(calibrate_gpu_measurement(line, strlen(line), "b.jsonl", &chip, &m, &err) == 0);
+    CHECK_NEAR(m.measured_s[OP_GEMM_FWD], 5.5e-3, 1e-12);
+    CHECK_NEAR(m.measured_s[OP_GEMM_BWD], 2.5e-3, 1e-12);
+    CHECK_NEAR(m.measured_s[OP_ATTN_FWD], 1.5e-3, 1e-12);
+    CHECK_NEAR(m.measured_s[OP_ROPE], 0.5e-3, 1e-12);
+    CHECK_NEAR(m.measured_s[OP_COUNT], 0, 1e-12);   /* the step is all covered */
+    CHECK(m.roofline_s[OP_GEMM_FWD] > 0 && m.measured_tokens_per_s == 100000);
+    CHECK(strstr(m.preset, "adamw") != NULL);
+    /* a kernel no op owns, a missing field, another benchmark: one error naming the file */
+    snprintf(line, sizeof line, "%s\"kernels_ms\":{\"mystery\":1},\"kernel_calls\":{\"mystery\":1}}", head);
+    CHECK(calibrate_gpu_measurement(line, strlen(line), "b.jsonl", &chip, &m, &err) == -1 &&
+          strstr(err.msg, "b.jsonl") && strstr(err.msg, "mystery"));
+    const char *cpu = "{\"bench\":\"train\",\"threads\":2}";
+    CHECK(calibrate_gpu_measurement(cpu, strlen(cpu), "c.jsonl", &chip, &m, &err) == -1 && strstr(err.msg, "c.jsonl"));
+    snprintf(line, sizeof line, "%s\"kernels_ms\":{},\"kernel_calls\":{}}", head);
+    char *p = strstr(line, "\"d_model\":256");
+    memcpy(p, "\"d_model\":-25", 13);
+    CHECK_MSG(calibrate_gpu_measurement(line, strlen(line), "d.jsonl", &chip, &m, &err) == -1 && strstr(err.msg, "d_model"), "%s", err.msg);
+}
+
 int main(void)
 {
     RUN(test_quality);
@@ -459,5 +501,6 @@ int main(void)
     RUN(test_vocab_and_lr);
     RUN(test_depth);
     RUN(test_predict_and_neighbours);
+    RUN(test_calibrate_gpu);
     return test_summary("test_plan");
 }

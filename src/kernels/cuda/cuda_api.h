@@ -2,8 +2,9 @@
  * and of cuBLASLt that it calls, so that tempo builds with no CUDA header or
  * library: both are reached at run time through dlopen (gpu.c). Values and
  * signatures are those of CUDA 12/13's cuda.h, library_types.h,
- * cublas_api.h and cublasLt.h (test_cuda_api checks them against those
- * headers wherever a toolkit is installed). Only what tempo uses is here. */
+ * cublas_api.h and cublasLt.h, under tk_ names (so that a file may include
+ * both); tests/e2e/cuda_api_headers.sh checks them against those headers
+ * wherever a toolkit is installed. Only what tempo uses is here. */
 #ifndef TEMPO_CUDA_API_H
 #define TEMPO_CUDA_API_H
 
@@ -11,14 +12,14 @@
 #include <stdint.h>
 
 /* ---- driver API (libcuda.so.1) ---- */
-typedef int CUresult;      /* CUDA_SUCCESS = 0 */
-typedef int CUdevice;
-typedef uint64_t CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef struct CUevent_st *CUevent;
+typedef int tk_cu_result;      /* CUDA_SUCCESS = 0 */
+typedef int tk_cu_device;
+typedef uint64_t tk_cu_deviceptr;
+typedef struct tk_cu_ctx_st *tk_cu_context;
+typedef struct tk_cu_mod_st *tk_cu_module;
+typedef struct tk_cu_func_st *tk_cu_function;
+typedef struct tk_cu_stream_st *tk_cu_stream;
+typedef struct tk_cu_event_st *tk_cu_event;
 
 #define TK_CUDA_SUCCESS 0
 #define TK_CUDA_ERROR_OUT_OF_MEMORY 2
@@ -46,63 +47,63 @@ typedef struct CUevent_st *CUevent;
 /* The driver entry points, by the names libcuda exports (the _v2 ones where
  * cuda.h maps a name to them). */
 typedef struct {
-    CUresult (*cuInit)(unsigned int flags);
-    CUresult (*cuDriverGetVersion)(int *version);
-    CUresult (*cuGetErrorName)(CUresult e, const char **s);
-    CUresult (*cuGetErrorString)(CUresult e, const char **s);
-    CUresult (*cuDeviceGetCount)(int *n);
-    CUresult (*cuDeviceGet)(CUdevice *d, int ordinal);
-    CUresult (*cuDeviceGetName)(char *name, int len, CUdevice d);
-    CUresult (*cuDeviceGetAttribute)(int *v, int attr, CUdevice d);
-    CUresult (*cuDeviceTotalMem)(size_t *bytes, CUdevice d);              /* cuDeviceTotalMem_v2 */
-    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *c, CUdevice d);
-    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice d);                    /* _v2 */
-    CUresult (*cuCtxSetCurrent)(CUcontext c);
-    CUresult (*cuCtxSynchronize)(void);
-    CUresult (*cuMemGetInfo)(size_t *free_b, size_t *total_b);            /* _v2 */
-    CUresult (*cuModuleLoadDataEx)(CUmodule *m, const void *image, unsigned int n_opts, int *opts,
+    tk_cu_result (*cuInit)(unsigned int flags);
+    tk_cu_result (*cuDriverGetVersion)(int *version);
+    tk_cu_result (*cuGetErrorName)(tk_cu_result e, const char **s);
+    tk_cu_result (*cuGetErrorString)(tk_cu_result e, const char **s);
+    tk_cu_result (*cuDeviceGetCount)(int *n);
+    tk_cu_result (*cuDeviceGet)(tk_cu_device *d, int ordinal);
+    tk_cu_result (*cuDeviceGetName)(char *name, int len, tk_cu_device d);
+    tk_cu_result (*cuDeviceGetAttribute)(int *v, int attr, tk_cu_device d);
+    tk_cu_result (*cuDeviceTotalMem)(size_t *bytes, tk_cu_device d);              /* cuDeviceTotalMem_v2 */
+    tk_cu_result (*cuDevicePrimaryCtxRetain)(tk_cu_context *c, tk_cu_device d);
+    tk_cu_result (*cuDevicePrimaryCtxRelease)(tk_cu_device d);                    /* _v2 */
+    tk_cu_result (*cuCtxSetCurrent)(tk_cu_context c);
+    tk_cu_result (*cuCtxSynchronize)(void);
+    tk_cu_result (*cuMemGetInfo)(size_t *free_b, size_t *total_b);            /* _v2 */
+    tk_cu_result (*cuModuleLoadDataEx)(tk_cu_module *m, const void *image, unsigned int n_opts, int *opts,
                                    void **values);
-    CUresult (*cuModuleUnload)(CUmodule m);
-    CUresult (*cuModuleGetFunction)(CUfunction *f, CUmodule m, const char *name);
-    CUresult (*cuFuncSetAttribute)(CUfunction f, int attr, int value);
-    CUresult (*cuMemAlloc)(CUdeviceptr *p, size_t bytes);                 /* _v2 */
-    CUresult (*cuMemFree)(CUdeviceptr p);                                 /* _v2 */
-    CUresult (*cuMemHostAlloc)(void **p, size_t bytes, unsigned int flags);
-    CUresult (*cuMemFreeHost)(void *p);
-    CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes, CUstream s); /* _v2 */
-    CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream s);       /* _v2 */
-    CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s); /* _v2 */
-    CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char v, size_t n, CUstream s);
-    CUresult (*cuLaunchKernel)(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+    tk_cu_result (*cuModuleUnload)(tk_cu_module m);
+    tk_cu_result (*cuModuleGetFunction)(tk_cu_function *f, tk_cu_module m, const char *name);
+    tk_cu_result (*cuFuncSetAttribute)(tk_cu_function f, int attr, int value);
+    tk_cu_result (*cuMemAlloc)(tk_cu_deviceptr *p, size_t bytes);                 /* _v2 */
+    tk_cu_result (*cuMemFree)(tk_cu_deviceptr p);                                 /* _v2 */
+    tk_cu_result (*cuMemHostAlloc)(void **p, size_t bytes, unsigned int flags);
+    tk_cu_result (*cuMemFreeHost)(void *p);
+    tk_cu_result (*cuMemcpyHtoDAsync)(tk_cu_deviceptr dst, const void *src, size_t bytes, tk_cu_stream s); /* _v2 */
+    tk_cu_result (*cuMemcpyDtoHAsync)(void *dst, tk_cu_deviceptr src, size_t bytes, tk_cu_stream s);       /* _v2 */
+    tk_cu_result (*cuMemcpyDtoDAsync)(tk_cu_deviceptr dst, tk_cu_deviceptr src, size_t bytes, tk_cu_stream s); /* _v2 */
+    tk_cu_result (*cuMemsetD8Async)(tk_cu_deviceptr dst, unsigned char v, size_t n, tk_cu_stream s);
+    tk_cu_result (*cuLaunchKernel)(tk_cu_function f, unsigned int gx, unsigned int gy, unsigned int gz,
                                unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
-                               CUstream s, void **params, void **extra);
-    CUresult (*cuStreamCreate)(CUstream *s, unsigned int flags);
-    CUresult (*cuStreamDestroy)(CUstream s);                              /* _v2 */
-    CUresult (*cuStreamSynchronize)(CUstream s);
-    CUresult (*cuStreamWaitEvent)(CUstream s, CUevent e, unsigned int flags);
-    CUresult (*cuEventCreate)(CUevent *e, unsigned int flags);
-    CUresult (*cuEventDestroy)(CUevent e);                                /* _v2 */
-    CUresult (*cuEventRecord)(CUevent e, CUstream s);
-    CUresult (*cuEventSynchronize)(CUevent e);
-    CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
+                               tk_cu_stream s, void **params, void **extra);
+    tk_cu_result (*cuStreamCreate)(tk_cu_stream *s, unsigned int flags);
+    tk_cu_result (*cuStreamDestroy)(tk_cu_stream s);                              /* _v2 */
+    tk_cu_result (*cuStreamSynchronize)(tk_cu_stream s);
+    tk_cu_result (*cuStreamWaitEvent)(tk_cu_stream s, tk_cu_event e, unsigned int flags);
+    tk_cu_result (*cuEventCreate)(tk_cu_event *e, unsigned int flags);
+    tk_cu_result (*cuEventDestroy)(tk_cu_event e);                                /* _v2 */
+    tk_cu_result (*cuEventRecord)(tk_cu_event e, tk_cu_stream s);
+    tk_cu_result (*cuEventSynchronize)(tk_cu_event e);
+    tk_cu_result (*cuEventElapsedTime)(float *ms, tk_cu_event start, tk_cu_event end);
 } cuda_driver_api;
 
 /* ---- cuBLASLt (libcublasLt.so.13 or .12) ---- */
-typedef int cublasStatus_t;  /* CUBLAS_STATUS_SUCCESS = 0 */
-typedef struct cublasLtContext *cublasLtHandle_t;
-typedef struct cublasLtMatmulDescOpaque *cublasLtMatmulDesc_t;
-typedef struct cublasLtMatrixLayoutOpaque *cublasLtMatrixLayout_t;
-typedef struct cublasLtMatmulPreferenceOpaque *cublasLtMatmulPreference_t;
+typedef int tk_cublas_status;  /* CUBLAS_STATUS_SUCCESS = 0 */
+typedef struct tk_cublaslt_ctx *tk_cublaslt_handle;
+typedef struct tk_cublaslt_desc_st *tk_cublaslt_desc;
+typedef struct tk_cublaslt_layout_st *tk_cublaslt_layout;
+typedef struct tk_cublaslt_pref_st *tk_cublaslt_pref;
 typedef struct {
     uint64_t data[8];
-} cublasLtMatmulAlgo_t;
+} tk_cublaslt_algo;
 typedef struct {
-    cublasLtMatmulAlgo_t algo;
+    tk_cublaslt_algo algo;
     size_t workspaceSize;
-    cublasStatus_t state;
+    tk_cublas_status state;
     float wavesCount;
     int reserved[4];
-} cublasLtMatmulHeuristicResult_t;
+} tk_cublaslt_heuristic;
 
 #define TK_CUDA_R_32F 0
 #define TK_CUDA_R_16BF 14
@@ -121,33 +122,33 @@ typedef struct {
 #define TK_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES 8
 
 typedef struct {
-    cublasStatus_t (*cublasLtCreate)(cublasLtHandle_t *h);
-    cublasStatus_t (*cublasLtDestroy)(cublasLtHandle_t h);
+    tk_cublas_status (*cublasLtCreate)(tk_cublaslt_handle *h);
+    tk_cublas_status (*cublasLtDestroy)(tk_cublaslt_handle h);
     size_t (*cublasLtGetVersion)(void);
-    cublasStatus_t (*cublasLtMatmulDescCreate)(cublasLtMatmulDesc_t *d, int compute_type, int scale_type);
-    cublasStatus_t (*cublasLtMatmulDescDestroy)(cublasLtMatmulDesc_t d);
-    cublasStatus_t (*cublasLtMatmulDescSetAttribute)(cublasLtMatmulDesc_t d, int attr, const void *buf,
+    tk_cublas_status (*cublasLtMatmulDescCreate)(tk_cublaslt_desc *d, int compute_type, int scale_type);
+    tk_cublas_status (*cublasLtMatmulDescDestroy)(tk_cublaslt_desc d);
+    tk_cublas_status (*cublasLtMatmulDescSetAttribute)(tk_cublaslt_desc d, int attr, const void *buf,
                                                      size_t size);
-    cublasStatus_t (*cublasLtMatrixLayoutCreate)(cublasLtMatrixLayout_t *l, int type, uint64_t rows,
+    tk_cublas_status (*cublasLtMatrixLayoutCreate)(tk_cublaslt_layout *l, int type, uint64_t rows,
                                                  uint64_t cols, int64_t ld);
-    cublasStatus_t (*cublasLtMatrixLayoutDestroy)(cublasLtMatrixLayout_t l);
-    cublasStatus_t (*cublasLtMatrixLayoutSetAttribute)(cublasLtMatrixLayout_t l, int attr, const void *buf,
+    tk_cublas_status (*cublasLtMatrixLayoutDestroy)(tk_cublaslt_layout l);
+    tk_cublas_status (*cublasLtMatrixLayoutSetAttribute)(tk_cublaslt_layout l, int attr, const void *buf,
                                                        size_t size);
-    cublasStatus_t (*cublasLtMatmulPreferenceCreate)(cublasLtMatmulPreference_t *p);
-    cublasStatus_t (*cublasLtMatmulPreferenceDestroy)(cublasLtMatmulPreference_t p);
-    cublasStatus_t (*cublasLtMatmulPreferenceSetAttribute)(cublasLtMatmulPreference_t p, int attr,
+    tk_cublas_status (*cublasLtMatmulPreferenceCreate)(tk_cublaslt_pref *p);
+    tk_cublas_status (*cublasLtMatmulPreferenceDestroy)(tk_cublaslt_pref p);
+    tk_cublas_status (*cublasLtMatmulPreferenceSetAttribute)(tk_cublaslt_pref p, int attr,
                                                            const void *buf, size_t size);
-    cublasStatus_t (*cublasLtMatmulAlgoGetHeuristic)(cublasLtHandle_t h, cublasLtMatmulDesc_t d,
-                                                     cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
-                                                     cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t dd,
-                                                     cublasLtMatmulPreference_t p, int requested,
-                                                     cublasLtMatmulHeuristicResult_t *results, int *found);
-    cublasStatus_t (*cublasLtMatmul)(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const void *alpha,
-                                     const void *A, cublasLtMatrixLayout_t a, const void *B,
-                                     cublasLtMatrixLayout_t b, const void *beta, const void *C,
-                                     cublasLtMatrixLayout_t c, void *D, cublasLtMatrixLayout_t dd,
-                                     const cublasLtMatmulAlgo_t *algo, void *workspace, size_t ws_bytes,
-                                     CUstream s);
+    tk_cublas_status (*cublasLtMatmulAlgoGetHeuristic)(tk_cublaslt_handle h, tk_cublaslt_desc d,
+                                                     tk_cublaslt_layout a, tk_cublaslt_layout b,
+                                                     tk_cublaslt_layout c, tk_cublaslt_layout dd,
+                                                     tk_cublaslt_pref p, int requested,
+                                                     tk_cublaslt_heuristic *results, int *found);
+    tk_cublas_status (*cublasLtMatmul)(tk_cublaslt_handle h, tk_cublaslt_desc d, const void *alpha,
+                                     const void *A, tk_cublaslt_layout a, const void *B,
+                                     tk_cublaslt_layout b, const void *beta, const void *C,
+                                     tk_cublaslt_layout c, void *D, tk_cublaslt_layout dd,
+                                     const tk_cublaslt_algo *algo, void *workspace, size_t ws_bytes,
+                                     tk_cu_stream s);
 } cublaslt_api;
 
 #endif

@@ -41,6 +41,7 @@ typedef __SIZE_TYPE__ size_t;
 #endif
 #define KERNEL extern "C" TK_GLOBAL void
 #define DEVICE static TK_DEV inline
+#define MEMBER static TK_DEV inline /* a struct's static member function */
 /* dynamic shared memory of a launch (its size is a launch parameter) */
 #define DYNAMIC_SHARED(type, name) extern TK_SHARED type name[]
 #define SYNC() __syncthreads()
@@ -140,6 +141,12 @@ DEVICE float tk_bits_to_float(unsigned int u)
     asm("mov.b32 %0, %1;" : "=f"(f) : "r"(u));
     return f;
 }
+DEVICE unsigned tk_float_to_bits(float f)
+{
+    unsigned u;
+    asm("mov.b32 %0, %1;" : "=r"(u) : "f"(f));
+    return u;
+}
 /* two floats as a pair of bf16 in one register: lo in the low half */
 DEVICE unsigned tk_pack_bf16x2(float lo, float hi)
 {
@@ -219,6 +226,7 @@ void tk_emu_ldmatrix_x4(unsigned *r, const unsigned short *row, int trans);
 
 #define KERNEL static void
 #define DEVICE static inline
+#define MEMBER static inline
 #define TK_SHARED static
 #define DYNAMIC_SHARED(type, name) type *name = (type *)tk_emu_dynamic_shared()
 #define SYNC() tk_emu_syncthreads()
@@ -259,6 +267,12 @@ DEVICE float tk_bits_to_float(unsigned int u)
 DEVICE unsigned tk_pack_bf16x2(float lo, float hi)
 {
     return (unsigned)tk_to_bf16(lo) | ((unsigned)tk_to_bf16(hi) << 16);
+}
+DEVICE unsigned tk_float_to_bits(float f)
+{
+    unsigned u;
+    memcpy(&u, &f, 4);
+    return u;
 }
 DEVICE unsigned tk_ld_bf16x2(const bf16_t *p)
 {
@@ -308,6 +322,94 @@ DEVICE float tk_ld(const float *p, size_t i) { return p[i]; }
 DEVICE float tk_ld(const bf16_t *p, size_t i) { return tk_from_bf16(p[i]); }
 DEVICE void tk_st(float *p, size_t i, float v) { p[i] = v; }
 DEVICE void tk_st(bf16_t *p, size_t i, float v) { p[i] = tk_to_bf16(v); }
+
+/* 16 bytes at once (a 16-byte aligned address): 4 floats or 8 bf16 */
+struct __attribute__((aligned(16))) tk_v16 {
+    unsigned w[4];
+};
+#if TK_DEVICE_CODE
+DEVICE tk_v16 tk_ld16(const void *p) { return *(const tk_v16 *)p; }
+DEVICE void tk_st16(void *p, tk_v16 v) { *(tk_v16 *)p = v; }
+#else
+DEVICE tk_v16 tk_ld16(const void *p)
+{
+    tk_v16 v;
+    memcpy(&v, p, 16);
+    return v;
+}
+DEVICE void tk_st16(void *p, tk_v16 v) { memcpy(p, &v, 16); }
+#endif
+/* the values of a 16-byte piece of storage type T, as floats, and back */
+template <typename T> struct tk_vec;
+template <> struct tk_vec<float> {
+    enum { N = 4 };
+    MEMBER void unpack(tk_v16 v, float *f)
+    {
+        for (int i = 0; i < 4; i++)
+            f[i] = tk_bits_to_float(v.w[i]);
+    }
+    MEMBER tk_v16 pack(const float *f)
+    {
+        tk_v16 v;
+        for (int i = 0; i < 4; i++) {
+            v.w[i] = tk_float_to_bits(f[i]);
+        }
+        return v;
+    }
+};
+template <> struct tk_vec<bf16_t> {
+    enum { N = 8 };
+    MEMBER void unpack(tk_v16 v, float *f)
+    {
+        for (int i = 0; i < 4; i++) {
+            f[2 * i] = tk_bits_to_float(v.w[i] << 16);
+            f[2 * i + 1] = tk_bits_to_float(v.w[i] & 0xffff0000u);
+        }
+    }
+    MEMBER tk_v16 pack(const float *f)
+    {
+        tk_v16 v;
+        for (int i = 0; i < 4; i++)
+            v.w[i] = tk_pack_bf16x2(f[2 * i], f[2 * i + 1]);
+        return v;
+    }
+};
+
+/* 2 consecutive values (a pair of bf16 in one 4-byte access) */
+DEVICE void tk_ld2(const float *p, float *f)
+{
+    f[0] = p[0];
+    f[1] = p[1];
+}
+DEVICE void tk_st2(float *p, const float *f)
+{
+    p[0] = f[0];
+    p[1] = f[1];
+}
+DEVICE void tk_ld2(const bf16_t *p, float *f)
+{
+    unsigned a = tk_ld_bf16x2(p);
+    f[0] = tk_bits_to_float(a << 16);
+    f[1] = tk_bits_to_float(a & 0xffff0000u);
+}
+DEVICE void tk_st2(bf16_t *p, const float *f) { tk_st_bf16x2(p, tk_pack_bf16x2(f[0], f[1])); }
+
+/* 4 consecutive values (16-byte aligned floats, 8-byte aligned bf16) */
+DEVICE void tk_ld4(const float *p, float *f) { tk_vec<float>::unpack(tk_ld16(p), f); }
+DEVICE void tk_st4(float *p, const float *f) { tk_st16(p, tk_vec<float>::pack(f)); }
+DEVICE void tk_ld4(const bf16_t *p, float *f)
+{
+    unsigned a = tk_ld_bf16x2(p), b = tk_ld_bf16x2(p + 2);
+    f[0] = tk_bits_to_float(a << 16);
+    f[1] = tk_bits_to_float(a & 0xffff0000u);
+    f[2] = tk_bits_to_float(b << 16);
+    f[3] = tk_bits_to_float(b & 0xffff0000u);
+}
+DEVICE void tk_st4(bf16_t *p, const float *f)
+{
+    tk_st_bf16x2(p, tk_pack_bf16x2(f[0], f[1]));
+    tk_st_bf16x2(p + 2, tk_pack_bf16x2(f[2], f[3]));
+}
 
 /* sums over the 32 lanes of a warp (every lane gets the sum, in the same
  * butterfly order on every lane) */

@@ -26,7 +26,7 @@ const char *gpu_kernel_name(gpu_kernel k) { return k >= 0 && k < GK_COUNT ? kern
 
 /* ---- loading the libraries ---- */
 
-static const char *cu_error(const gpu *g, CUresult r, char *buf, size_t len)
+static const char *cu_error(const gpu *g, tk_cu_result r, char *buf, size_t len)
 {
     const char *name = NULL, *str = NULL;
     if (g && g->cu.cuGetErrorName)
@@ -118,11 +118,11 @@ void gpu_describe(char *buf, size_t len)
     if (!lib) {
         snprintf(drv, sizeof drv, "no driver (%s not found)", libcuda_name());
     } else {
-        CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(lib, "cuInit");
-        CUresult (*ver)(int *) = (CUresult(*)(int *))dlsym(lib, "cuDriverGetVersion");
-        CUresult (*count)(int *) = (CUresult(*)(int *))dlsym(lib, "cuDeviceGetCount");
+        tk_cu_result (*init)(unsigned) = (tk_cu_result(*)(unsigned))dlsym(lib, "cuInit");
+        tk_cu_result (*ver)(int *) = (tk_cu_result(*)(int *))dlsym(lib, "cuDriverGetVersion");
+        tk_cu_result (*count)(int *) = (tk_cu_result(*)(int *))dlsym(lib, "cuDeviceGetCount");
         int v = 0, c = 0;
-        CUresult r = init && ver && count ? init(0) : -1;
+        tk_cu_result r = init && ver && count ? init(0) : -1;
         if (r == TK_CUDA_SUCCESS && ver(&v) == TK_CUDA_SUCCESS && count(&c) == TK_CUDA_SUCCESS)
             snprintf(drv, sizeof drv, "driver %d.%d, %d GPU%s", v / 1000, v % 1000 / 10, c, c == 1 ? "" : "s");
         else
@@ -170,7 +170,7 @@ static int open_driver(gpu *g, tempo_error *err)
     if (resolve(g->libcuda, &g->cu, driver_symbols, (int)(sizeof driver_symbols / sizeof *driver_symbols),
                 &missing))
         return tempo_fail(err, "cuda: %s has no %s (a driver older than CUDA 11.2?)", libcuda_name(), missing);
-    CUresult r = g->cu.cuInit(0);
+    tk_cu_result r = g->cu.cuInit(0);
     if (r == TK_CUDA_ERROR_STUB_LIBRARY)
         return tempo_fail(err, "cuda: %s is the toolkit's stub, not a driver: no NVIDIA driver is installed",
                           libcuda_name());
@@ -213,7 +213,7 @@ static int open_driver(gpu *g, tempo_error *err)
     for (int s = 0; s < 2; s++)
         if ((r = g->cu.cuStreamCreate(&g->stream[s], TK_CU_STREAM_NON_BLOCKING)) != TK_CUDA_SUCCESS)
             return tempo_fail(err, "cuda: cuStreamCreate: %s", cu_error(g, r, e, sizeof e));
-    CUevent *evs[4] = {&g->ev_copy, &g->ev_compute, &g->ev_t0, &g->ev_t1};
+    tk_cu_event *evs[4] = {&g->ev_copy, &g->ev_compute, &g->ev_t0, &g->ev_t1};
     for (int i = 0; i < 4; i++)
         if ((r = g->cu.cuEventCreate(evs[i], i < 2 ? TK_CU_EVENT_DISABLE_TIMING : TK_CU_EVENT_DEFAULT)))
             return tempo_fail(err, "cuda: cuEventCreate: %s", cu_error(g, r, e, sizeof e));
@@ -270,7 +270,7 @@ static int load_modules(gpu *g, tempo_error *err)
         char *over = ptx_override(m->name);
         if (over)
             snprintf(g->info.ptx_target, sizeof g->info.ptx_target, "%s", "TEMPO_PTX_DIR");
-        CUresult r = g->cu.cuModuleLoadDataEx(&g->modules[g->n_modules], over ? over : m->ptx, 2, opts, vals);
+        tk_cu_result r = g->cu.cuModuleLoadDataEx(&g->modules[g->n_modules], over ? over : m->ptx, 2, opts, vals);
         free(over);
         if (r != TK_CUDA_SUCCESS) {
             char e[200];
@@ -302,7 +302,7 @@ static int open_cublaslt_handle(gpu *g, tempo_error *err)
                 &missing))
         return tempo_fail(err, "cuda: %s has no %s", g->info.cublaslt, missing);
     g->info.cublaslt_version = g->lt.cublasLtGetVersion();
-    cublasStatus_t s = g->lt.cublasLtCreate(&g->lt_handle);
+    tk_cublas_status s = g->lt.cublasLtCreate(&g->lt_handle);
     if (s != 0)
         return tempo_fail(err, "cuda: cublasLtCreate failed (status %d)", s);
     return gpu_alloc(g, &g->lt_workspace, GPU_GEMM_WORKSPACE, "the cuBLASLt workspace", err);
@@ -357,7 +357,7 @@ void gpu_close(gpu *g)
             if (g->lt_workspace) g->cu.cuMemFree(g->lt_workspace);
             if (g->lt_handle) g->lt.cublasLtDestroy(g->lt_handle);
             for (int i = 0; i < g->n_modules; i++) g->cu.cuModuleUnload(g->modules[i]);
-            CUevent evs[4] = {g->ev_copy, g->ev_compute, g->ev_t0, g->ev_t1};
+            tk_cu_event evs[4] = {g->ev_copy, g->ev_compute, g->ev_t0, g->ev_t1};
             for (int i = 0; i < 4; i++) if (evs[i]) g->cu.cuEventDestroy(evs[i]);
             for (int i = 0; i < 2; i++) if (g->stream[i]) g->cu.cuStreamDestroy(g->stream[i]);
             g->cu.cuDevicePrimaryCtxRelease(g->dev);
@@ -388,7 +388,7 @@ int gpu_alloc(gpu *g, gpu_ptr *p, size_t bytes, const char *what, tempo_error *e
         *p = (gpu_ptr)(uintptr_t)h;
         return 0;
     }
-    CUresult r = g->cu.cuMemAlloc(p, n);
+    tk_cu_result r = g->cu.cuMemAlloc(p, n);
     if (r == TK_CUDA_SUCCESS)
         return 0;
     size_t fr = 0, tot = 0;
@@ -418,7 +418,7 @@ int gpu_host_alloc(gpu *g, void **p, size_t bytes, const char *what, tempo_error
         *p = malloc(n);
         return *p ? 0 : tempo_fail(err, "gpu emulator: out of memory for %s", what);
     }
-    CUresult r = g->cu.cuMemHostAlloc(p, n, TK_CU_MEMHOSTALLOC_PORTABLE);
+    tk_cu_result r = g->cu.cuMemHostAlloc(p, n, TK_CU_MEMHOSTALLOC_PORTABLE);
     char e[200];
     return r == TK_CUDA_SUCCESS ? 0
                                 : tempo_fail(err, "cuda: pinned host memory for %s (%.3g GB): %s", what, gb(bytes),
@@ -437,7 +437,7 @@ void gpu_host_free(gpu *g, void *p)
 
 /* ---- copies ---- */
 
-static void check(gpu *g, CUresult r, const char *what)
+static void check(gpu *g, tk_cu_result r, const char *what)
 {
     if (r != TK_CUDA_SUCCESS) {
         char e[200];
@@ -527,25 +527,35 @@ static void profile_end(gpu *g, int slot, double t0)
     g->prof_calls[slot]++;
 }
 
-void gpu_profile_end_gemm(gpu *g, double t0) { profile_end(g, GK_COUNT, t0); }
+static const char *const gemm_label_names[GPU_GEMM_LABELS] = {"gemm", "gemm_fwd", "gemm_bwd", "gemm_head",
+                                                               "gemm_optimizer"};
+
+void gpu_profile_gemm_label(gpu *g, gpu_gemm_label label)
+{
+    g->gemm_label = label >= 0 && label < GPU_GEMM_LABELS ? (int)label : 0;
+}
+
+void gpu_profile_end_gemm(gpu *g, double t0) { profile_end(g, GK_COUNT + g->gemm_label, t0); }
+
+static const char *slot_name(int k) { return k >= GK_COUNT ? gemm_label_names[k - GK_COUNT] : kernel_names[k]; }
 
 int gpu_profile_report(const gpu *g, const char **names, double *ms, int *calls, int max)
 {
     int n = 0;
     for (int pass = 0; pass < max; pass++) { /* selection of the largest remaining: a few dozen entries */
         int best = -1;
-        for (int k = 0; k <= GK_COUNT; k++) {
+        for (int k = 0; k < GK_COUNT + GPU_GEMM_LABELS; k++) {
             if (g->prof_calls[k] == 0)
                 continue;
             int taken = 0;
             for (int j = 0; j < n; j++)
-                taken |= names[j] == (k == GK_COUNT ? "gemm" : kernel_names[k]);
+                taken |= names[j] == slot_name(k);
             if (!taken && (best < 0 || g->prof_ms[k] > g->prof_ms[best]))
                 best = k;
         }
         if (best < 0)
             break;
-        names[n] = best == GK_COUNT ? "gemm" : kernel_names[best];
+        names[n] = slot_name(best);
         ms[n] = g->prof_ms[best];
         calls[n] = g->prof_calls[best];
         n++;
@@ -572,7 +582,7 @@ void gpu_launch(gpu *g, gpu_kernel k, unsigned gx, unsigned gy, unsigned gz, uns
         profile_end(g, k, prof_t0);
         return;
     }
-    CUresult r = g->cu.cuLaunchKernel(g->fn[k], gx, gy, gz, bx, 1, 1, shmem, g->stream[0], args, NULL);
+    tk_cu_result r = g->cu.cuLaunchKernel(g->fn[k], gx, gy, gz, bx, 1, 1, shmem, g->stream[0], args, NULL);
     if (r != TK_CUDA_SUCCESS) {
         char e[200];
         gpu_set_error(g, "cuda: launching %s (grid %ux%ux%u, block %u, %u B shared): %s", kernel_names[k], gx, gy, gz,
@@ -593,7 +603,7 @@ int gpu_kernel_smem(gpu *g, gpu_kernel k, int bytes, tempo_error *err)
                           bytes, g->info.name, g->info.smem_optin);
     if (g->info.backend == GPU_EMULATOR)
         return 0;
-    CUresult r = g->cu.cuFuncSetAttribute(g->fn[k], TK_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+    tk_cu_result r = g->cu.cuFuncSetAttribute(g->fn[k], TK_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
     char e[200];
     return r == TK_CUDA_SUCCESS ? 0
                                 : tempo_fail(err, "cuda: %s: setting %d bytes of shared memory: %s", kernel_names[k],
@@ -604,7 +614,7 @@ int gpu_sync(gpu *g, tempo_error *err)
 {
     if (!g->failed && g->info.backend == GPU_CUDA) {
         for (int s = 0; s < 2 && !g->failed; s++) {
-            CUresult r = g->cu.cuStreamSynchronize(g->stream[s]);
+            tk_cu_result r = g->cu.cuStreamSynchronize(g->stream[s]);
             if (r != TK_CUDA_SUCCESS) {
                 char e[200];
                 gpu_set_error(g, "cuda: %s%s%s (set TEMPO_GPU_SYNC=1 to name the kernel)", cu_error(g, r, e, sizeof e),

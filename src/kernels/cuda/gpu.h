@@ -130,6 +130,10 @@ void gpu_profile_enable(gpu *g, int on);
 /* The entries with time, largest first: up to max names, milliseconds and
  * calls; returns how many. */
 int gpu_profile_report(const gpu *g, const char **names, double *ms, int *calls, int max);
+/* The entry the next products are profiled under (where they are called
+ * from): "gemm", "gemm_fwd", "gemm_bwd", "gemm_head", "gemm_optimizer". */
+typedef enum { GPU_GEMM_OTHER, GPU_GEMM_FWD, GPU_GEMM_BWD, GPU_GEMM_HEAD, GPU_GEMM_OPTIMIZER, GPU_GEMM_LABELS } gpu_gemm_label;
+void gpu_profile_gemm_label(gpu *g, gpu_gemm_label label);
 /* For gpu_gemm.c: the bracket around one product. */
 double gpu_profile_begin(gpu *g);
 void gpu_profile_end_gemm(gpu *g, double t0);

@@ -20,9 +20,9 @@ typedef struct {
 
 typedef struct {
     gemm_key key;
-    cublasLtMatmulDesc_t desc;
-    cublasLtMatrixLayout_t la, lb, lc;
-    cublasLtMatmulAlgo_t algo;
+    tk_cublaslt_desc desc;
+    tk_cublaslt_layout la, lb, lc;
+    tk_cublaslt_algo algo;
 } gemm_plan;
 
 struct gpu_gemm_cache {
@@ -81,7 +81,7 @@ static int plan_make(gpu *g, const gemm_key *k, gemm_plan *p)
     if (k->batch > 1) { /* cuBLASLt's A is our B, its B our A */
         int32_t bc = k->batch;
         int64_t s_a = k->sb, s_b = k->sa, s_c = k->sc;
-        cublasLtMatrixLayout_t ls[3] = {p->la, p->lb, p->lc};
+        tk_cublaslt_layout ls[3] = {p->la, p->lb, p->lc};
         int64_t ss[3] = {s_a, s_b, s_c};
         for (int i = 0; i < 3 && !st; i++) {
             st |= g->lt.cublasLtMatrixLayoutSetAttribute(ls[i], TK_CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc);
@@ -89,7 +89,7 @@ static int plan_make(gpu *g, const gemm_key *k, gemm_plan *p)
                                                          sizeof ss[i]);
         }
     }
-    cublasLtMatmulPreference_t pref = NULL;
+    tk_cublaslt_pref pref = NULL;
     if (!st) st |= g->lt.cublasLtMatmulPreferenceCreate(&pref);
     uint64_t ws = GPU_GEMM_WORKSPACE;
     uint32_t al[4] = {(uint32_t)k->align[1], (uint32_t)k->align[0], (uint32_t)k->align[2], (uint32_t)k->align[3]};
@@ -98,7 +98,7 @@ static int plan_make(gpu *g, const gemm_key *k, gemm_plan *p)
     for (int i = 0; i < 4 && !st; i++)
         st |= g->lt.cublasLtMatmulPreferenceSetAttribute(pref, TK_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES + i, &al[i],
                                                           sizeof al[i]);
-    cublasLtMatmulHeuristicResult_t res;
+    tk_cublaslt_heuristic res;
     int found = 0;
     if (!st) st |= g->lt.cublasLtMatmulAlgoGetHeuristic(g->lt_handle, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1,
                                                          &res, &found);
@@ -215,7 +215,7 @@ void gpu_gemm_batched(gpu *g, int ta, int tb, int M, int N, int K, float alpha, 
     gemm_plan *p = plan_get(g, &k);
     if (!p)
         return;
-    cublasStatus_t st = g->lt.cublasLtMatmul(g->lt_handle, p->desc, &alpha, (const void *)(uintptr_t)B.p, p->la,
+    tk_cublas_status st = g->lt.cublasLtMatmul(g->lt_handle, p->desc, &alpha, (const void *)(uintptr_t)B.p, p->la,
                                              (const void *)(uintptr_t)A.p, p->lb, &beta,
                                              (const void *)(uintptr_t)C.p, p->lc, (void *)(uintptr_t)D, p->lc,
                                              &p->algo, (void *)(uintptr_t)g->lt_workspace, GPU_GEMM_WORKSPACE,
@@ -250,7 +250,7 @@ void gpu_gemm_d(gpu *g, int ta, int tb, int M, int N, int K, float alpha, gpu_ma
     gemm_plan *p = plan_get(g, &k);
     if (!p)
         return;
-    cublasStatus_t st = g->lt.cublasLtMatmul(g->lt_handle, p->desc, &alpha, (const void *)(uintptr_t)B.p, p->la,
+    tk_cublas_status st = g->lt.cublasLtMatmul(g->lt_handle, p->desc, &alpha, (const void *)(uintptr_t)B.p, p->la,
                                              (const void *)(uintptr_t)A.p, p->lb, &beta,
                                              (const void *)(uintptr_t)C.p, p->lc, (void *)(uintptr_t)D, p->lc,
                                              &p->algo, (void *)(uintptr_t)g->lt_workspace, GPU_GEMM_WORKSPACE,

@@ -19,15 +19,15 @@ struct gpu {
     void *libcuda, *liblt;
     cuda_driver_api cu;
     cublaslt_api lt;
-    CUdevice dev;
-    CUcontext ctx;
+    tk_cu_device dev;
+    tk_cu_context ctx;
     int ctx_retained;
-    CUstream stream[2];
-    CUevent ev_copy, ev_compute, ev_t0, ev_t1;
-    CUmodule modules[GPU_MAX_MODULES];
+    tk_cu_stream stream[2];
+    tk_cu_event ev_copy, ev_compute, ev_t0, ev_t1;
+    tk_cu_module modules[GPU_MAX_MODULES];
     int n_modules;
-    CUfunction fn[GK_COUNT];
-    cublasLtHandle_t lt_handle;
+    tk_cu_function fn[GK_COUNT];
+    tk_cublaslt_handle lt_handle;
     gpu_ptr lt_workspace;
     struct gpu_gemm_cache *gemm_cache;
     /* GPU_EMULATOR */
@@ -42,8 +42,9 @@ struct gpu {
     int launched_any;
     /* gpu_profile_enable */
     int profiling;
-    double prof_ms[GK_COUNT + 1];   /* [GK_COUNT]: the GEMMs */
-    int prof_calls[GK_COUNT + 1];
+    double prof_ms[GK_COUNT + GPU_GEMM_LABELS];   /* [GK_COUNT + label]: the GEMMs */
+    int prof_calls[GK_COUNT + GPU_GEMM_LABELS];
+    int gemm_label;
 };
 
 #endif

@@ -98,8 +98,8 @@ void cuda_rope(gpu *g, gpu_dtype t, gpu_ptr x, int B, int T, int H, int D, int p
 {
     float dir = backward ? -1.0f : 1.0f;
     void *a[] = {&x, &B, &T, &H, &D, &pos0, &cos_tab, &sin_tab, &dir};
-    gpu_launch(g, pick(t, GK_rope_f32, GK_rope_bf16), ew_blocks(g, (size_t)B * T * H * (D / 2)), 1, 1, EW_THREADS,
-               0, a);
+    size_t units = (size_t)B * T * H * ((D / 2) % 2 ? D / 2 : D / 4); /* rope.cu: two pairs per thread */
+    gpu_launch(g, pick(t, GK_rope_f32, GK_rope_bf16), ew_blocks(g, units), 1, 1, EW_THREADS, 0, a);
 }
 
 void cuda_relu2_forward(gpu *g, gpu_dtype t, gpu_ptr a_out, gpu_ptr h, size_t n)
