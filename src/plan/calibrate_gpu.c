@@ -109,6 +109,18 @@ int calibrate_gpu_measurement(const char *json_line, size_t len, const char *wha
     double wait_ms = total_calls > 0 ? fmax(0, (total_ms - step_ms) / total_calls) : 0;
     double covered = 0;
     for (size_t i = 0; i < ms->n; i++) {
+        if (!strcmp(ms->keys[i], "gemm")) { /* unlabelled products (a profile before the labels): */
+            double c = json_get(calls, ms->keys[i])->number;  /* shared by the FLOPs of the ops that run them */
+            double t = fmax(0, ms->items[i].number - c * wait_ms) * 1e-3;
+            op_kind ks[4] = {OP_GEMM_FWD, OP_GEMM_BWD, OP_HEAD, OP_OPTIMIZER};
+            double f = 0;
+            for (int j = 0; j < 4; j++)
+                f += p.flops[ks[j]];
+            for (int j = 0; f > 0 && j < 4; j++)
+                m->measured_s[ks[j]] += t * p.flops[ks[j]] / f;
+            covered += t;
+            continue;
+        }
         int op = owner_of(ms->keys[i]);
         if (op < 0) {
             tempo_fail(err, "%s: kernel %s belongs to no op of the planner (plan/calibrate_gpu.c)", what, ms->keys[i]);

@@ -3,7 +3,9 @@
  * ("kernels_ms", "kernel_calls": one step with every kernel waited for):
  * each kernel's time is given to the op of core/op_profile.h it belongs to
  * (the products by the label they ran under: gemm_fwd, gemm_bwd, gemm_head,
- * gemm_optimizer), less the wait the profile adds to every call (the
+ * gemm_optimizer; an unlabelled "gemm" entry, from profiles before the
+ * labels, is shared among those ops by their FLOPs), less the wait the
+ * profile adds to every call (the
  * profiled step's excess over the unprofiled step, spread over its calls),
  * beside the roofline of the same config on the chip. The result is a
  * throughput_measurement, which throughput_calibration_write turns into a
