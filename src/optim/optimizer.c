@@ -200,7 +200,7 @@ void optim_newton_schulz(float *G, int rows, int cols, int steps, float *work,
     }
 }
 
-static void group_lr_wd(const optim_config *c, optim_group g, float *lr, float *wd)
+void optim_group_lr_wd(const optim_config *c, optim_group g, float *lr, float *wd)
 {
     switch (g) {
     case GROUP_EMBED: *lr = c->lr_embed; *wd = 0; break;
@@ -274,7 +274,7 @@ void optim_step(optimizer *o, float *params, float *grads, double grad_norm, dou
         if (t->group == GROUP_MATRIX && c->use_muon)
             continue;
         float lr, wd;
-        group_lr_wd(c, t->group, &lr, &wd);
+        optim_group_lr_wd(c, t->group, &lr, &wd);
         size_t at = t->offset - o->state_base;
         adamw_range(c, params + t->offset, grads + t->offset, o->m + at, o->v + at,
                     t->numel, (float)(lr * lr_mult), wd, gscale, bc1, bc2);

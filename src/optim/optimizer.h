@@ -84,6 +84,11 @@ void optim_free(optimizer *o);
  * offset and contiguous from 0 (then no sharding is possible). */
 int optim_partition(const optim_tensor *tensors, int n_tensors, int parts, int part, int *t_begin, int *t_end);
 
+/* The AdamW learning rate and decoupled weight decay of a group (the
+ * config's lr_embed, lr_head, lr_scalar or lr; decay for MATRIX and HEAD
+ * only). */
+void optim_group_lr_wd(const optim_config *c, optim_group g, float *lr, float *wd);
+
 /* L2 norm of the whole gradient (double accumulation, deterministic). */
 double optim_grad_norm(const float *grads, size_t n);
 

@@ -110,16 +110,6 @@ int optim_cuda_grad_norm(optim_cuda *o, gpu_ptr grads, double *norm, tempo_error
     return 0;
 }
 
-static void group_lr_wd(const optim_config *c, optim_group g, float *lr, float *wd)
-{
-    switch (g) {
-    case GROUP_EMBED: *lr = c->lr_embed; *wd = 0; break;
-    case GROUP_HEAD: *lr = c->lr_head; *wd = c->weight_decay; break;
-    case GROUP_NORM: *lr = c->lr_scalar; *wd = 0; break;
-    default: *lr = c->lr; *wd = c->weight_decay; break;
-    }
-}
-
 /* optim_newton_schulz on a batch of updates in place (in v, at each matrix's
  * offset): the same quintic iteration, its products batched */
 static void newton_schulz_batch(optim_cuda *o, const optim_cuda_ns_batch *bt)
@@ -179,7 +169,7 @@ void optim_cuda_step(optim_cuda *o, gpu_ptr params, gpu_ptr grads, double grad_n
         if (t->group == GROUP_MATRIX && c->use_muon)
             continue;
         float lr0, wd;
-        group_lr_wd(c, t->group, &lr0, &wd);
+        optim_group_lr_wd(c, t->group, &lr0, &wd);
         float lr = (float)(lr0 * lr_mult);
         optim_adamw_coeffs k = {
             .beta1 = c->beta1, .beta2 = c->beta2, .eps = c->eps, .step = (float)(lr / bc1),

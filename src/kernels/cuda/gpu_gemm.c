@@ -211,7 +211,10 @@ void gpu_gemm_batched(gpu *g, int ta, int tb, int M, int N, int K, float alpha, 
     k.lda = A.ld; k.ldb = B.ld; k.ldc = C.ld;
     k.at = A.t; k.ct = C.t; k.math = math;
     k.align[0] = alignment(A.p); k.align[1] = alignment(B.p); k.align[2] = alignment(C.p); k.align[3] = alignment(D);
-    k.batch = batch; k.sa = stride_a; k.sb = stride_b; k.sc = stride_c;
+    k.batch = batch;
+    if (batch > 1) { /* a single product's plan does not depend on strides it never uses */
+        k.sa = stride_a; k.sb = stride_b; k.sc = stride_c;
+    }
     gemm_plan *p = plan_get(g, &k);
     if (!p)
         return;
@@ -220,49 +223,20 @@ void gpu_gemm_batched(gpu *g, int ta, int tb, int M, int N, int K, float alpha, 
                                              (const void *)(uintptr_t)C.p, p->lc, (void *)(uintptr_t)D, p->lc,
                                              &p->algo, (void *)(uintptr_t)g->lt_workspace, GPU_GEMM_WORKSPACE,
                                              g->stream[0]);
-    if (st)
-        gpu_set_error(g, "cuda: cuBLASLt batched matmul %d x %dx%dx%d failed with status %d", batch, M, N, K, st);
+    if (st) {
+        gpu_set_error(g, "cuda: cuBLASLt matmul %d x %dx%dx%d (%s, ta %d, tb %d) failed with status %d", batch, M, N, K,
+                      A.t == GPU_BF16 ? "bf16" : "fp32", ta, tb, st);
+    } else if (gpu_sync_each_launch(g)) {
+        tempo_error e;
+        gpu_sync(g, &e);
+    }
     gpu_profile_end_gemm(g, prof_t0);
 }
 
 void gpu_gemm_d(gpu *g, int ta, int tb, int M, int N, int K, float alpha, gpu_mat A, gpu_mat B, float beta,
                 gpu_mat C, gpu_ptr D, gpu_math math)
 {
-    if (g->failed || M <= 0 || N <= 0)
-        return;
-    if (A.t != B.t) {
-        gpu_set_error(g, "gpu: GEMM operands of different types");
-        return;
-    }
-    double prof_t0 = gpu_profile_begin(g);
-    if (g->info.backend == GPU_EMULATOR) {
-        gemm_reference(ta, tb, M, N, K, alpha, A, B, beta, C, D);
-        gpu_profile_end_gemm(g, prof_t0);
-        return;
-    }
-    gemm_key k;
-    memset(&k, 0, sizeof k);
-    k.ta = ta; k.tb = tb; k.M = M; k.N = N; k.K = K;
-    k.lda = A.ld; k.ldb = B.ld; k.ldc = C.ld;
-    k.at = A.t; k.ct = C.t; k.math = math;
-    k.align[0] = alignment(A.p); k.align[1] = alignment(B.p); k.align[2] = alignment(C.p); k.align[3] = alignment(D);
-    k.batch = 1;
-    gemm_plan *p = plan_get(g, &k);
-    if (!p)
-        return;
-    tk_cublas_status st = g->lt.cublasLtMatmul(g->lt_handle, p->desc, &alpha, (const void *)(uintptr_t)B.p, p->la,
-                                             (const void *)(uintptr_t)A.p, p->lb, &beta,
-                                             (const void *)(uintptr_t)C.p, p->lc, (void *)(uintptr_t)D, p->lc,
-                                             &p->algo, (void *)(uintptr_t)g->lt_workspace, GPU_GEMM_WORKSPACE,
-                                             g->stream[0]);
-    if (st)
-        gpu_set_error(g, "cuda: cuBLASLt matmul %dx%dx%d (%s, ta %d, tb %d) failed with status %d", M, N, K,
-                      A.t == GPU_BF16 ? "bf16" : "fp32", ta, tb, st);
-    else if (gpu_sync_each_launch(g)) {
-        tempo_error e;
-        gpu_sync(g, &e);
-    }
-    gpu_profile_end_gemm(g, prof_t0);
+    gpu_gemm_batched(g, ta, tb, M, N, K, alpha, A, 0, B, 0, beta, C, D, 0, 1, math);
 }
 
 void gpu_gemm(gpu *g, int ta, int tb, int M, int N, int K, float alpha, gpu_mat A, gpu_mat B, float beta,
