@@ -11,6 +11,7 @@
 #include "bench/bench_train_cuda.h"
 #include "bench/peak_cuda.h"
 #include "cli/cli.h"
+#include "cli/torch_reference.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/json_write.h"
@@ -100,13 +101,8 @@ int bench_peak_cuda_main(int argc, char **argv)
 static double run_torch(const run_config *cfg, int steps, int warmup, const char *precision)
 {
     char script[1100];
-    if (!path_beside_exe(script, sizeof script, "../scripts/torch_reference_cuda.py")) {
-        snprintf(script, sizeof script, "scripts/torch_reference_cuda.py");
-        if (!path_exists(script)) {
-            fprintf(stderr, "bench train: --vs-torch: scripts/torch_reference_cuda.py not found\n");
-            return -1;
-        }
-    }
+    if (!torch_reference_find("torch_reference_cuda.py", script, sizeof script))
+        return -1;
     const model_config *m = &cfg->model;
     if (m->n_kv_heads != m->n_heads || m->logit_softcap > 0)
         fprintf(stderr, "bench train: note: the PyTorch reference has no GQA or soft-cap; it runs the plain shape\n");
@@ -119,28 +115,7 @@ static double run_torch(const run_config *cfg, int steps, int warmup, const char
              cfg->batch_size, m->vocab_size, m->mlp == MLP_SWIGLU ? "swiglu" : "relu2", m->tied_head ? "" : " --untied",
              m->qk_norm ? " --qk-norm" : "", steps, warmup, precision);
     fprintf(stderr, "bench train: running the PyTorch reference\n");
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    char line[4096];
-    double tps = -1;
-    while (fgets(line, sizeof line, p)) {
-        json_value *v = NULL;
-        tempo_error err;
-        if (json_parse(line, strlen(line), &v, &err) == 0) {
-            const json_value *t = json_get(v, "tokens_per_s");
-            if (t && t->type == JSON_NUMBER)
-                tps = t->number;
-            printf("%s", line);
-            json_free(v);
-        }
-    }
-    int status = pclose(p);
-    if (status != 0 || tps <= 0) {
-        fprintf(stderr, "bench train: --vs-torch: the PyTorch reference failed (exit %d)\n", status);
-        return -1;
-    }
-    return tps;
+    return torch_reference_run(cmd);
 }
 
 int bench_train_cuda_main(int argc, char **argv)

@@ -11,6 +11,7 @@
 #include "bench/bench_train.h"
 #include "bench/hw_profile.h"
 #include "cli/cli.h"
+#include "cli/torch_reference.h"
 #include "dist/dist.h"
 #include "core/fileio.h"
 #include "core/json.h"
@@ -43,23 +44,12 @@ static void usage(FILE *f)
             "  scaling efficiency (ranks' tokens/s / one process's). T defaults to the cores / N.\n");
 }
 
-/* scripts/torch_reference.py next to the binary's tree or under ./scripts. */
-static int find_torch_script(char *path, size_t n)
-{
-    if (path_beside_exe(path, n, "../scripts/torch_reference.py"))
-        return 1;
-    snprintf(path, n, "scripts/torch_reference.py");
-    return path_exists(path);
-}
-
 /* Run the reference; returns its tokens/s, or -1 (message on stderr). */
 static double run_torch(const run_config *cfg, int threads, int steps, int warmup)
 {
     char script[1100];
-    if (!find_torch_script(script, sizeof script)) {
-        fprintf(stderr, "bench train: --vs-torch: scripts/torch_reference.py not found\n");
+    if (!torch_reference_find("torch_reference.py", script, sizeof script))
         return -1;
-    }
     const model_config *m = &cfg->model;
     if (m->n_kv_heads != m->n_heads || m->qk_norm || m->logit_softcap > 0)
         fprintf(stderr, "bench train: note: the PyTorch reference has no GQA, QK-norm or "
@@ -73,31 +63,7 @@ static double run_torch(const run_config *cfg, int threads, int steps, int warmu
              cfg->batch_size, m->vocab_size, m->mlp == MLP_SWIGLU ? "swiglu" : "relu2",
              m->tied_head ? "" : " --untied", threads, steps, warmup);
     fprintf(stderr, "bench train: running the PyTorch reference (%d threads)\n", threads);
-    FILE *p = popen(cmd, "r");
-    if (!p) {
-        fprintf(stderr, "bench train: --vs-torch: cannot start %s\n", py);
-        return -1;
-    }
-    char line[4096];
-    double tps = -1;
-    while (fgets(line, sizeof line, p)) {
-        json_value *v = NULL;
-        tempo_error err;
-        if (json_parse(line, strlen(line), &v, &err) == 0) {
-            const json_value *t = json_get(v, "tokens_per_s");
-            if (t && t->type == JSON_NUMBER)
-                tps = t->number;
-            printf("%s", line);
-            json_free(v);
-        }
-    }
-    int status = pclose(p);
-    if (status != 0 || tps <= 0) {
-        fprintf(stderr, "bench train: --vs-torch: the PyTorch reference failed (exit %d)%s\n",
-                status, status == 3 << 8 ? ": python3-torch is not installed" : "");
-        return -1;
-    }
-    return tps;
+    return torch_reference_run(cmd);
 }
 
 /* Finish the JSON value in w and print it as a line on stdout; frees its
