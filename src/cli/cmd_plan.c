@@ -145,6 +145,23 @@ static int chip_without(const char *chip_path, const throughput_measurement *m, 
     return rc;
 }
 
+/* The fitted efficiencies under header, into out_path (atomically) or on stdout. */
+static int write_calibration(const throughput_measurement *m, int n, const char *header, const char *out_path)
+{
+    strbuf text = {0};
+    throughput_calibration_write(m, n, header, &text);
+    int rc = 0;
+    tempo_error err;
+    if (out_path) {
+        if (file_write_atomic(out_path, text.data, text.len, &err))
+            rc = cli_report(&err);
+    } else {
+        fwrite(text.data, 1, text.len, stdout);
+    }
+    strbuf_free(&text);
+    return rc;
+}
+
 /* --calibrate-gpu FILES: the last `bench train --device cuda` line of each
  * file of the comma list (plan/calibrate_gpu.h), fitted as --calibrate
  * fits the CPU's measurements. */
@@ -191,17 +208,7 @@ static int calibrate_gpu(const char *list, const chip_profile *chip, const char 
              "# Re-measure: on the GPU, build/tempo bench train --device cuda [...] > BENCH.jsonl; then anywhere,\n"
              "#   build/tempo plan --calibrate-gpu BENCH.jsonl[,...] --chip %s --out THIS_FILE\n",
              chip->name, list, chip_path);
-    strbuf text = {0};
-    throughput_calibration_write(m, n, header, &text);
-    int rc = 0;
-    if (out_path) {
-        if (file_write_atomic(out_path, text.data, text.len, &err))
-            rc = cli_report(&err);
-    } else {
-        fwrite(text.data, 1, text.len, stdout);
-    }
-    strbuf_free(&text);
-    return rc;
+    return write_calibration(m, n, header, out_path);
 }
 
 /* --check / --calibrate: bench train each preset of the comma list. */
@@ -240,17 +247,7 @@ static int measure_presets(const char *list, const chip_profile *chip, int vocab
                  "# Re-measure (on a quiet machine): build/tempo plan --calibrate %s --chip %s\n"
                  "#   --threads %d --steps %d --out THIS_FILE\n",
                  chip->name, list, threads, steps, load / n, list, chip_path, threads, steps);
-        strbuf text = {0};
-        throughput_calibration_write(m, n, header, &text);
-        int rc = 0;
-        if (out_path) {
-            if (file_write_atomic(out_path, text.data, text.len, &err))
-                rc = cli_report(&err);
-        } else {
-            fwrite(text.data, 1, text.len, stdout);
-        }
-        strbuf_free(&text);
-        return rc;
+        return write_calibration(m, n, header, out_path);
     }
     printf("%-18s %12s %12s %8s %12s %8s %10s\n", "preset", "measured", "predicted", "error", "leave-1-out",
            "error", "load");

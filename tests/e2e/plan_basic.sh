@@ -51,6 +51,15 @@ grep -q '(2 chips, 20 points)' "$E2E_TMP/plot.log" || fail "--plot of two chips 
 expect_error 1 "nonexistent-dir" "$TEMPO" plan --plot "$E2E_TMP/nonexistent-dir/plan.svg"
 [ "$("$TEMPO" plan --plot "$E2E_TMP/nonexistent-dir/plan.svg" 2>&1 | wc -l)" -eq 1 ] || fail "more than one error line"
 
+# --calibrate: the per-op efficiencies measured here, written atomically; a bad --out is one line, no file
+"$TEMPO" plan --calibrate tiny-test --threads 1 --steps 2 --out "$E2E_TMP/eff.conf" 2>"$E2E_TMP/cal.err" \
+    || fail "plan --calibrate failed: $(cat "$E2E_TMP/cal.err")"
+grep -q "^# Re-measure" "$E2E_TMP/eff.conf" || fail "--calibrate wrote no header"
+awk -F'[ =#]+' '/^eff\.gemm_fwd/ { ok = ($2 > 0 && $2 <= 1) } END { exit !ok }' "$E2E_TMP/eff.conf" \
+    || fail "--calibrate: no eff.gemm_fwd in (0, 1]: $(cat "$E2E_TMP/eff.conf")"
+expect_error 1 "nonexistent-dir" "$TEMPO" plan --calibrate tiny-test --threads 1 --steps 1 --out "$E2E_TMP/nonexistent-dir/eff.conf"
+[ ! -e "$E2E_TMP/nonexistent-dir" ] || fail "--calibrate created a folder"
+
 # bad input: one line naming the file and the problem
 chip() { sed "/^$1 /d" configs/chips/nvidia-h200.conf; }
 chip bandwidth_gbs >"$E2E_TMP/no_bw.conf"
