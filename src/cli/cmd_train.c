@@ -64,6 +64,7 @@ static void usage(FILE *f)
         "                    its speed is not yet tuned (see docs/gpu.md).\n"
         "  --precision bf16|fp32  on a GPU: bf16 operands with fp32 master weights (default), or fp32 throughout\n"
         "SIGINT/SIGTERM: the run checkpoints and stops; --resume continues it.\n"
+        "A train or --resume removes the NAME.tmp.<pid> files that killed runs left in RUN_DIR, and says how many.\n"
         "Several processes: mpirun -np N tempo train ... (tempo --version says whether MPI is built in): each\n"
         "  rank trains batch_size/N sequences of every global batch, gradients are averaged over the ranks,\n"
         "  rank 0 keeps the clock, builds the count memory, evaluates and writes the run folder; --threads\n"

@@ -277,6 +277,13 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
         return -1;
     if (dir_create(o->out_dir, err))
         return -1;
+    if (c->rank == 0) {
+        /* temporaries of runs killed mid-write (memory.bin's are gigabytes): nobody else removes them */
+        int stale = atomic_remove_stale(o->out_dir);
+        if (stale && o->progress)
+            fprintf(o->progress, "removed %d temporary file%s left in %s by killed runs\n", stale,
+                    stale > 1 ? "s" : "", o->out_dir);
+    }
     path_join(c->ckpt_path, sizeof c->ckpt_path, o->out_dir, "checkpoint.safetensors");
     path_join(c->model_path, sizeof c->model_path, o->out_dir, "model.safetensors");
     *cfg = o->cfg;
