@@ -352,8 +352,12 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
     st->guard_mult = 1.0;
     st->budget_s = o->budget_s;
     st->max_steps = o->max_steps;
-    if (o->resume && checkpoint_load_full(c->ckpt_path, c->m, &c->opt, st, err))
+    int checksummed = 1;
+    if (o->resume && checkpoint_load_full(c->ckpt_path, c->m, &c->opt, st, &checksummed, err))
         return -1;
+    if (!checksummed && o->progress)
+        fprintf(o->progress, "tempo: note: %s carries no checksum (written before tempo wrote them): resumed "
+                "unchecked\n", c->ckpt_path);
     if (c->gm) {   /* the GPU's optimizer, with the host's state (zero, or the checkpoint's) */
         if (optim_cuda_create(&c->gopt, o->gpu, &cfg->optim, c->opt.tensors, c->opt.n_tensors, c->opt.n_params,
                               o->gpu_bf16 ? GPU_MATH_TF32 : GPU_MATH_F32, err))
