@@ -13,12 +13,21 @@
 #define MAGIC "TEMPOMEM"
 #define VERSION_EXACT 1u    /* every order's keys exact */
 #define VERSION_HASHED 2u   /* the top order one above them, hashed */
+#define VERSION_EXACT_ID 3u    /* 1 with the data id and build seconds */
+#define VERSION_HASHED_ID 4u   /* 2 with them */
 #define HASHED_CTX_LIMIT (1ULL << NGRAM_HASHED_CTX_BITS)   /* a hashed context key is below this */
-#define FIXED_BYTES 712u
+#define FIXED_BYTES 712u      /* versions 1 and 2: the directory starts here */
+#define ID_BYTES 40u          /* versions 3 and 4: data id (32) and build seconds (8) before it */
 
-static uint64_t header_bytes(int order, int shards)
+/* The fixed part of a version's header: where the directory starts. */
+static uint64_t fixed_bytes(uint32_t version)
 {
-    uint64_t h = FIXED_BYTES + (uint64_t)order * (uint64_t)shards * 2u * 24u;
+    return version >= VERSION_EXACT_ID ? FIXED_BYTES + ID_BYTES : FIXED_BYTES;
+}
+
+static uint64_t header_bytes(uint64_t fixed, int order, int shards)
+{
+    uint64_t h = fixed + (uint64_t)order * (uint64_t)shards * 2u * 24u;
     return (h + 63) / 64 * 64;
 }
 
@@ -80,12 +89,13 @@ int memory_file_save(const ngram_memory *m, const char *path, tempo_error *err)
     if (K > m->exact_order + 1)
         return tempo_fail(err, "%s: a count memory of more than one hashed order (above %d) cannot be saved", path,
                           m->exact_order);
-    uint64_t hb = header_bytes(K, P);
+    const uint32_t version = K > m->exact_order ? VERSION_HASHED_ID : VERSION_EXACT_ID;
+    uint64_t hb = header_bytes(fixed_bytes(version), K, P);
     uint8_t *h = calloc(1, hb);
     if (!h)
         return tempo_fail(err, "%s: out of memory", path);
     memcpy(h, MAGIC, 8);
-    put_u32(h + 8, K > m->exact_order ? VERSION_HASHED : VERSION_EXACT);
+    put_u32(h + 8, version);
     put_u32(h + 12, (uint32_t)m->vocab);
     put_u32(h + 16, (uint32_t)K);
     put_u32(h + 20, (uint32_t)P);
@@ -99,7 +109,9 @@ int memory_file_save(const ngram_memory *m, const char *path, tempo_error *err)
     for (int n = 0; n <= NGRAM_MAX_ORDER; n++)
         for (int k = 0; k < 4; k++)
             memcpy(h + 424 + (uint64_t)(n * 4 + k) * 8, &m->disc[n][k], 8);
-    uint64_t off = hb, dir = FIXED_BYTES;
+    memcpy(h + FIXED_BYTES, m->data_id, 32);
+    memcpy(h + FIXED_BYTES + 32, &m->build_seconds, 8);
+    uint64_t off = hb, dir = fixed_bytes(version);
     checksum ck = {{1, 2, 3, 4}, 0};
     for (int n = 1; n <= K; n++)
         for (int s = 0; s < P; s++)
@@ -186,13 +198,18 @@ int memory_file_load(ngram_memory *m, const char *path, int expect_vocab, uint64
         goto out;
     }
     uint32_t version = get_u32(map + 8);
-    if (version != VERSION_EXACT && version != VERSION_HASHED) {
-        tempo_fail(err, "%s: count memory version %u (this tempo reads %u and %u)", path, version, VERSION_EXACT,
-                   VERSION_HASHED);
+    if (version < VERSION_EXACT || version > VERSION_HASHED_ID) {
+        tempo_fail(err, "%s: count memory version %u (this tempo reads %u to %u)", path, version, VERSION_EXACT,
+                   VERSION_HASHED_ID);
+        goto out;
+    }
+    const uint64_t fixed = fixed_bytes(version);
+    if (size < 64 + fixed) {
+        tempo_fail(err, "%s: truncated (%llu bytes; not a tempo count memory)", path, (unsigned long long)size);
         goto out;
     }
     int vocab = (int)get_u32(map + 12), order = (int)get_u32(map + 16), shards = (int)get_u32(map + 20);
-    int hashed_orders = version == VERSION_HASHED ? 1 : 0;
+    int hashed_orders = version == VERSION_HASHED || version == VERSION_HASHED_ID ? 1 : 0;
     if (get_u32(map + 12) > (1u << 24) || ngram_memory_init(m, vocab, order, shards, err) ||
         order - m->exact_order != hashed_orders || get_u32(map + 28) != NGRAM_CTX_WORDS) {
         tempo_fail(err, "%s: corrupt header (vocab %u, order %u, shards %u)", path, get_u32(map + 12),
@@ -210,7 +227,7 @@ int memory_file_load(ngram_memory *m, const char *path, int expect_vocab, uint64
         tempo_fail(err, "%s: count memory of another tokenizer than the model's", path);
         goto out;
     }
-    uint64_t hb = header_bytes(order, shards);
+    uint64_t hb = header_bytes(fixed, order, shards);
     if (get_u64(map + 56) != size || size < hb) {
         tempo_fail(err, "%s: truncated or padded (header says %llu bytes, file holds %llu)", path,
                    (unsigned long long)get_u64(map + 56), (unsigned long long)size);
@@ -227,7 +244,15 @@ int memory_file_load(ngram_memory *m, const char *path, int expect_vocab, uint64
                 goto out;
             }
     }
-    uint64_t dir = FIXED_BYTES, expect_off = hb;
+    if (version >= VERSION_EXACT_ID) {
+        memcpy(m->data_id, map + FIXED_BYTES, 32);
+        memcpy(&m->build_seconds, map + FIXED_BYTES + 32, 8);
+        if (!(m->build_seconds >= 0 && m->build_seconds < 1e9)) {
+            tempo_fail(err, "%s: corrupt header (build seconds)", path);
+            goto out;
+        }
+    }
+    uint64_t dir = fixed, expect_off = hb;
     checksum ck = {{1, 2, 3, 4}, 0};
     for (int n = 1; n <= order; n++)
         for (int s = 0; s < shards; s++)

@@ -9,22 +9,29 @@
  *     8   4  version: 1 = every order has exact base-V keys; 2 = the top
  *           order is one above ngram_max_order(vocab), its keys hashed as
  *           ngram_memory.h says (the hash is part of the format: a change to
- *           it needs a new version). Version 1 is written whenever it holds.
+ *           it needs a new version). 3 and 4: the same as 1 and 2, with what
+ *           the memory was built from after the discounts (below). 3 or 4 is
+ *           written; 1 and 2 (written before) are still read.
  *    12   4  vocab, 16 order, 20 shards, 24 prune_min, 28 ctx words (5)
  *    32   8  tokens counted
  *    40   8  tokenizer id (ngram_tokenizer_id of the tokenizer the ids belong to)
  *    48   8  checksum of every byte after the header
  *    56   8  file size
  *    64     count-of-counts [9][5] u64, then discounts [9][4] f64
- *   712     directory: per order 1..K, per shard, grams then contexts:
- *           capacity, count, offset (u64 each)
+ *   712     versions 3 and 4: the data's id (32 bytes: sha256 of the data
+ *           folder's meta.json; zero = unknown), then the build's seconds
+ *           (f64), so a resumed run can tell that the file is the memory it
+ *           would build (memory_stage.h) and charge its build to the budget
+ *   712 or 752 (versions 3, 4)  directory: per order 1..K, per shard, grams
+ *           then contexts: capacity, count, offset (u64 each)
  *   header end (a multiple of 64): each table's slots as count_table.h lays them
  *           out (key + 1, then the u32 values), each table padded to 8 bytes.
  * Loading checks the size, every offset, the checksum, that each table's
  * occupied slots number its count (< its capacity, so a probe ends), that
  * every key is an n-gram of its order (below V^n, or 2^49 V for a hashed
  * order's n-grams and 2^49 for its contexts) and every context total is positive:
- * a truncated, corrupt or foreign file is one error naming it. */
+ * a truncated, corrupt or foreign file is one error naming it. A version 1
+ * or 2 file loads with an unknown data id and no build seconds. */
 #ifndef TEMPO_MEMORY_FILE_H
 #define TEMPO_MEMORY_FILE_H
 
@@ -34,7 +41,8 @@
 #include "data/tokenizer.h"
 #include "memory/ngram_memory.h"
 
-/* Write m (built, or any memory of at most one hashed order) to path atomically. */
+/* Write m (built, or any memory of at most one hashed order) to path
+ * atomically, with its data_id and build_seconds. */
 int memory_file_save(const ngram_memory *m, const char *path, tempo_error *err);
 
 /* Map path into *m (tables are read-only views). expect_vocab > 0 and

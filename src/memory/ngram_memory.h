@@ -66,6 +66,8 @@ typedef struct {
     uint64_t tokens;           /* tokens of the streams counted */
     double build_s[4];         /* the build's passes: top counts, continuations, contexts, compaction */
     uint64_t tokenizer_id;     /* of the tokenizer the ids belong to (ngram_tokenizer_id); 0 = unknown */
+    uint8_t data_id[32];       /* sha256 of the data folder's meta.json the tokens came from; all zero = unknown */
+    double build_seconds;      /* the build's wall time in the run that made it (a run reusing it is charged it) */
     void *map_;                /* a loaded file's mapping */
     size_t map_len_;
 } ngram_memory;

@@ -81,9 +81,55 @@ int memory_stage_check(const run_config *cfg, const token_file *train, tempo_err
     return 0;
 }
 
+static int id_known(const uint8_t *id)
+{
+    for (int i = 0; id && i < 32; i++)
+        if (id[i])
+            return 1;
+    return 0;
+}
+
+/* Rank 0 on a resume: map RUN_DIR/memory.bin into ms->memory when it is the
+ * memory this run would build (memory_stage.h); 1 when it is, 0 when it
+ * must be built (the file is then closed, progress told why). */
+static int try_reuse(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
+                     const uint8_t *data_id, FILE *progress)
+{
+    tempo_error e;
+    if (memory_file_load(&ms->memory, ms->path, (int)train->vocab_size, tokenizer_id, &e)) {
+        if (progress)
+            fprintf(progress, "count memory: not reusing it: %s; building it again\n", e.msg);
+        return 0;
+    }
+    const ngram_memory *m = &ms->memory;
+    const int ids = id_known(data_id) && id_known(m->data_id);
+    char why[200] = "";
+    if (ids && memcmp(data_id, m->data_id, 32))
+        snprintf(why, sizeof why, "built from other data (another DATA_DIR/meta.json)");
+    else if (m->order != cfg->memory_order)
+        snprintf(why, sizeof why, "of order %d, this run's is %d", m->order, cfg->memory_order);
+    else if (m->prune_min != cfg->memory_prune)
+        snprintf(why, sizeof why, "pruned at %d, this run at %d", m->prune_min, cfg->memory_prune);
+    else if (m->tokens != ms->holdout_start)
+        snprintf(why, sizeof why, "counted over %llu tokens, this run over %llu", (unsigned long long)m->tokens,
+                 (unsigned long long)ms->holdout_start);
+    if (why[0]) {
+        if (progress)
+            fprintf(progress, "count memory: %s was %s: building it again\n", ms->path, why);
+        ngram_memory_free(&ms->memory);
+        return 0;
+    }
+    if (progress)
+        fprintf(progress, "count memory: reusing %s (%s; order %d over %llu tokens)\n", ms->path,
+                ids ? "built from this data with these settings"
+                    : "the data's id is not recorded: the tokenizer and the token count match",
+                m->order, (unsigned long long)m->tokens);
+    return 1;
+}
+
 int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
-                         const char *out_dir, int threads, int resume, FILE *progress, dist_context *dist,
-                         tempo_error *err)
+                         const uint8_t *data_id, const char *out_dir, int threads, int resume, FILE *progress,
+                         dist_context *dist, tempo_error *err)
 {
     if (dist && dist->world <= 1)
         dist = NULL;
@@ -100,17 +146,21 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
     if (cfg->memory_order <= 0)
         return 0;
     path_join(ms->path, sizeof ms->path, out_dir, "memory.bin");
-    double load = root && resume && path_exists(ms->path);   /* rank 0's folder decides for every rank */
-    if (dist && dist_broadcast_f64(dist, &load, 1, err))
+    /* rank 0's folder decides for every rank */
+    double t0 = timer_now();
+    double load = root && resume && path_exists(ms->path) && try_reuse(ms, cfg, train, tokenizer_id, data_id, progress);
+    if (dist && dist_broadcast_f64(dist, &load, 1, err)) {
+        ngram_memory_free(&ms->memory);
         return -1;
+    }
     if (load != 0) {
         if (!root && !every_rank)
             return 0;   /* only rank 0 reads through the memory */
-        double t0 = timer_now();
-        if (memory_file_load(&ms->memory, ms->path, (int)train->vocab_size, tokenizer_id, err))
+        if (!root && memory_file_load(&ms->memory, ms->path, (int)train->vocab_size, tokenizer_id, err))
             return -1;
         ms->load_s = timer_now() - t0;
         ms->has_memory = 1;
+        ms->reused = 1;
         return 0;
     }
     if (threads < 1) threads = 1;
@@ -127,7 +177,7 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
     if (progress)
         fprintf(progress, "count memory: order %d over %llu training tokens (%d threads%s)...\n", cfg->memory_order,
                 (unsigned long long)ms->holdout_start, threads, world > 1 ? " on each rank" : "");
-    double t0 = timer_now();
+    t0 = timer_now();
     ngram_stream s = {train->tokens, (int)train->dtype_bytes, ms->holdout_start};
     split_ctx sx = {dist, err};
     ngram_build_split split = {dist ? dist->rank : 0, world, split_share, split_sum, &sx};
@@ -141,6 +191,9 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
     }
     ms->build_s = timer_now() - t0;
     ms->memory.tokenizer_id = tokenizer_id;
+    if (data_id)
+        memcpy(ms->memory.data_id, data_id, 32);
+    ms->memory.build_seconds = ms->build_s;
     ms->built = 1;
     if (!root && !every_rank) {   /* the others train the transformer only */
         ngram_memory_free(&ms->memory);

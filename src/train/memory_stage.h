@@ -24,6 +24,7 @@ typedef struct {
     ngram_memory memory;
     int has_memory;
     int built;                /* 1: built in this session (0: loaded from memory.bin on resume) */
+    int reused;               /* 1: memory.bin was reused (memory.build_seconds: its build's time then) */
     double build_s, load_s, save_s;
     uint64_t holdout_start;   /* training tokens [holdout_start, n) are held out of the memory */
     char path[1100];
@@ -40,10 +41,16 @@ typedef struct {
  * rank, so a multi-rank run can find them before its first collective. */
 int memory_stage_check(const run_config *cfg, const token_file *train, tempo_error *err);
 
-/* With cfg->memory_order > 0: load RUN_DIR/memory.bin on resume when it is
- * there, else build over the training tokens before the held-out tail and
- * start saving it. With mixer_holdout > 0 (and a memory or a cache) the tail
- * of cfg->mixer_holdout tokens is held out. Nothing to do otherwise.
+/* With cfg->memory_order > 0: on resume, reuse RUN_DIR/memory.bin when it
+ * is the memory this run would build: of this data (data_id, the sha256 of
+ * DATA_DIR/meta.json, recorded in the file; when either side does not know
+ * it, the tokenizer and the token count stand for it), with this order and
+ * pruning, over the same tokens; else (no file, another data's or settings',
+ * a damaged one) build over the training tokens before the held-out tail and
+ * start saving it (with data_id and the build's seconds), saying on progress
+ * why a file there was not reused. With mixer_holdout > 0 (and a memory or a
+ * cache) the tail of cfg->mixer_holdout tokens is held out. Nothing to do
+ * otherwise. data_id may be NULL (unknown).
  * With ranks (dist not NULL, world > 1) every rank calls it: rank 0 decides
  * load or build; a build is split over the ranks (each counts its shards of
  * threads x world, the tables are broadcast from their owners: the same
@@ -54,8 +61,8 @@ int memory_stage_check(const run_config *cfg, const token_file *train, tempo_err
  * several machines each needs the file in its run folder). Only rank 0
  * writes it. */
 int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
-                         const char *out_dir, int threads, int resume, FILE *progress, dist_context *dist,
-                         tempo_error *err);
+                         const uint8_t *data_id, const char *out_dir, int threads, int resume, FILE *progress,
+                         dist_context *dist, tempo_error *err);
 
 /* Wait for the background save; its error, if any. */
 int memory_stage_wait_saved(memory_stage *ms, tempo_error *err);

@@ -59,6 +59,7 @@ typedef struct {
     int reduce_ready;
     double *slice_nats;          /* with ranks: the periodic val slice's per-token figures */
     char data_id[80];            /* "sha256:<hex>" of DATA_DIR/meta.json, or "unknown" */
+    uint8_t data_digest[32];     /* the same digest (all zero: unknown), recorded in memory.bin */
     const char *commit;
     /* on a GPU (train_options.gpu): the model there, attached to m, and its optimizer; opt
      * (on the host) holds the state only for checkpoints and snapshots */
@@ -119,7 +120,7 @@ static int open_data(run_ctx *c, const char *dir, tempo_error *err)
     tempo_error e;
     snprintf(c->data_id, sizeof c->data_id, "unknown");
     if (file_read_all(path_join(p, sizeof p, dir, "meta.json"), &meta, &meta_len, 64u << 20, &e) == 0) {
-        uint8_t d[32];
+        uint8_t *d = c->data_digest;
         char hex[65];
         sha256(meta, meta_len, d);
         sha256_hex(d, hex);
@@ -201,23 +202,23 @@ static int gather_optimizer(run_ctx *c, optimizer *whole, float **full, tempo_er
     return 0;
 }
 
-/* Write the model, then the checkpoint (with the optimizer `whole`): rank 0.
- * The model first: it is the run's result and a third of the checkpoint's
- * size, so a disk that fills at the end keeps it (the run then fails on the
- * checkpoint, whose old copy, if any, stays). */
+/* Write the model (with_model), then the checkpoint (with the optimizer
+ * `whole`): rank 0. The model first: it is the run's result and a third of
+ * the checkpoint's size, so a disk that fills at the end keeps it (the run
+ * then fails on the checkpoint, whose old copy, if any, stays). */
 static int write_run(run_ctx *c, const run_config *cfg, const train_state *st, const optimizer *whole,
-                     tempo_error *err)
+                     int with_model, tempo_error *err)
 {
     if (c->rank != 0)
         return 0;
     checkpoint_provenance prov = {c->data_id, c->commit};
-    if (checkpoint_save_model(c->model_path, c->m, cfg, c->tok_text, st, &prov, err))
+    if (with_model && checkpoint_save_model(c->model_path, c->m, cfg, c->tok_text, st, &prov, err))
         return -1;
     return checkpoint_save_full(c->ckpt_path, c->m, cfg, whole, st, err);
 }
 
 /* A checkpoint now (every rank calls it when sharded; rank 0 writes). */
-static int save_all(run_ctx *c, const run_config *cfg, const train_state *st, tempo_error *err)
+static int save_all(run_ctx *c, const run_config *cfg, const train_state *st, int with_model, tempo_error *err)
 {
     if (gpu_to_host(c, err))
         return -1;
@@ -225,7 +226,7 @@ static int save_all(run_ctx *c, const run_config *cfg, const train_state *st, te
     float *full;
     int rc = gather_optimizer(c, &whole, &full, err);
     if (rc == 0)
-        rc = write_run(c, cfg, st, &whole, err);
+        rc = write_run(c, cfg, st, &whole, with_model, err);
     free(full);
     return rc;
 }
@@ -564,10 +565,18 @@ static int start_run(run_ctx *c, const train_options *o, run_config *cfg, train_
     ls->max_steps = st->max_steps;
     if (ls->budget <= 0 && ls->max_steps <= 0)
         return tempo_usage(err, "train: give a --budget or a --steps limit");
+    /* A new run's checkpoint at step 0, before the count memory's build (minutes at the default
+     * scale): a run killed before its first periodic checkpoint resumes from the start, with
+     * its config, seed and budget, and reuses the memory it completed. No model.safetensors yet:
+     * an untrained model is no result. */
+    if (!o->resume && save_all(c, cfg, st, 0, err))
+        return -1;
     res->startup_seconds = timer_now() - t_start;
     /* every rank counts its shards of the count memory; rank 0 keeps it (every rank with memory_train_weight) */
-    if (memory_stage_prepare(&c->mem, cfg, &c->train, ngram_tokenizer_id(c->tok), o->out_dir, o->threads,
-                             o->resume, c->rank == 0 ? o->progress : NULL, c->dist, err))
+    int known = 0;
+    for (int i = 0; i < 32; i++) known |= c->data_digest[i];
+    if (memory_stage_prepare(&c->mem, cfg, &c->train, ngram_tokenizer_id(c->tok), known ? c->data_digest : NULL,
+                             o->out_dir, o->threads, o->resume, c->rank == 0 ? o->progress : NULL, c->dist, err))
         return -1;
     c->train_batches = c->train;
     c->train_batches.n_tokens = c->mem.holdout_start;
@@ -577,6 +586,12 @@ static int start_run(run_ctx *c, const train_options *o, run_config *cfg, train_
         c->mix_window = malloc(sizeof(int32_t) * (bt + (size_t)cfg->micro_batch));
         if (!c->mix_b || !c->mix_window)
             return tempo_fail(err, "training: out of memory");
+    }
+    if (c->mem.reused && st->memory_s == 0 && c->mem.memory.build_seconds > 0) {
+        /* resumed from a checkpoint written before the memory's build (step 0): the build
+         * the reused file cost is this run's, charged as if built now (not this session's) */
+        st->memory_s = c->mem.memory.build_seconds;
+        st->elapsed_s += st->memory_s;
     }
     ls->elapsed_at_start = st->elapsed_s;
     if (c->mem.built) {
@@ -679,7 +694,7 @@ static int after_step(run_ctx *c, const train_options *o, const run_config *cfg,
         return -1;
     if (ckpt != 0) {
         double k0 = timer_now();
-        if (save_all(c, cfg, st, err))
+        if (save_all(c, cfg, st, 1, err))
             return -1;
         ls->ckpt_cost = timer_now() - k0;
         res->phase_seconds.checkpoints += ls->ckpt_cost;
@@ -795,7 +810,7 @@ static int end_training(run_ctx *c, const train_options *o, const run_config *cf
         }
         st->elapsed_s += res->mixer_seconds;
     }
-    int rc_write = write_run(c, cfg, st, &whole, err);
+    int rc_write = write_run(c, cfg, st, &whole, 1, err);
     free(full);
     if (rc_write)
         return -1;

@@ -32,3 +32,13 @@ tiny_data() {
         >/dev/null 2>"$E2E_TMP/prepare.log" || { cat "$E2E_TMP/prepare.log" >&2; fail "prepare of tiny failed"; }
     echo "$dir"
 }
+
+# same_memory A B : two memory.bin files hold the same memory, byte for byte but for the build's
+# seconds (bytes 744-751 of versions 3 and 4, src/memory/memory_file.h: a timing, not the memory).
+same_memory() {
+    python3 - "$1" "$2" <<'PY'
+import sys
+a, b = (open(p, "rb").read() for p in sys.argv[1:3])
+sys.exit(0 if len(a) == len(b) and a[:744] == b[:744] and a[752:] == b[752:] else 1)
+PY
+}

@@ -30,8 +30,9 @@ S=$(pages "$E2E_TMP/ref/metrics.jsonl")
 
 mnt="$E2E_TMP/disk"
 mkdir -p "$mnt"
-# room for the log and the model with half the checkpoint to spare: the checkpoint does not fit
-if ! mount -t tmpfs -o size=$(( (S + 1 + M + C / 2) * 4 ))k tmpfs "$mnt" 2>"$E2E_TMP/mount.err"; then
+# room for the log, the step-0 checkpoint and the model with half a checkpoint to spare: the final
+# checkpoint's temporary (beside the step-0 one it replaces) does not fit
+if ! mount -t tmpfs -o size=$(( (S + 1 + M + C + C / 2) * 4 ))k tmpfs "$mnt" 2>"$E2E_TMP/mount.err"; then
     echo "SKIP: cannot mount a tmpfs to fill ($(cat "$E2E_TMP/mount.err")); the /dev/full check ran"
     exit 0
 fi
@@ -39,8 +40,12 @@ trap 'umount "$mnt" 2>/dev/null; rm -rf "$E2E_TMP"' EXIT
 expect_error 1 "^tempo: $mnt/run/checkpoint.safetensors: write failed: No space left on device$" \
     "$TEMPO" train "${ARGS[@]}" --steps 30 --out "$mnt/run"
 [ -s "$mnt/run/model.safetensors" ] || fail "the model was not kept on a disk with room for it"
-[ ! -e "$mnt/run/checkpoint.safetensors" ] && [ ! -e "$mnt/run/result.json" ] \
-    || fail "a checkpoint or result.json came out of a run that failed to write its checkpoint: $(ls "$mnt/run")"
+[ ! -e "$mnt/run/result.json" ] || fail "result.json came out of a run that failed to write its checkpoint"
+python3 - "$mnt/run/checkpoint.safetensors" <<'PY' || fail "the checkpoint left is not the step-0 one the final one failed to replace"
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+assert json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])["__metadata__"]["step"] == "0"
+PY
 ls "$mnt/run" | grep -q '\.tmp\.' && fail "a temporary was left: $(ls "$mnt/run")"
 "$TEMPO" eval --model "$mnt/run" --text "$DATA/tiny/val.txt" >"$E2E_TMP/eval.json" 2>"$E2E_TMP/eval.err" \
     || fail "the kept model does not evaluate: $(cat "$E2E_TMP/eval.err")"
@@ -48,8 +53,9 @@ grep -q '"bpb":[0-9]' "$E2E_TMP/eval.json" || fail "no bpb from the kept model: 
 umount "$mnt"
 echo "ok: a disk full at the end keeps model.safetensors (it evaluates) and fails on the checkpoint"
 
-# a log that fills the disk mid-run: one line naming it, and the log ends on a whole line
-mount -t tmpfs -o size=8k tmpfs "$mnt" || fail "second tmpfs mount failed"
+# a log that fills the disk mid-run (two pages beside the step-0 checkpoint): one line naming it,
+# and the log ends on a whole line
+mount -t tmpfs -o size=$(( (C + 2) * 4 ))k tmpfs "$mnt" || fail "second tmpfs mount failed"
 expect_error 1 "^tempo: $mnt/run/metrics.jsonl: write failed: No space left on device$" \
     "$TEMPO" train "${ARGS[@]}" --steps 200 --out "$mnt/run"
 [ "$(tail -c 1 "$mnt/run/metrics.jsonl" | od -An -c | tr -d ' ')" = '\n' ] || fail "metrics.jsonl ends on a torn line"

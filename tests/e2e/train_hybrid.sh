@@ -75,17 +75,17 @@ P="$E2E_TMP/part"
 [ -s "$P/memory.bin" ] || fail "the stopped run left no memory.bin"
 "$TEMPO" train "${COMMON[@]}" --out "$P" --resume > /dev/null 2>&1 || fail "hybrid resume failed"
 cmp "$R/model.safetensors" "$P/model.safetensors" || fail "resumed hybrid weights differ from the uninterrupted run"
-cmp "$R/memory.bin" "$P/memory.bin" || fail "the memory of the same data and threads differs"
+same_memory "$R/memory.bin" "$P/memory.bin" || fail "the memory of the same data and threads differs"
 # bad input
 expect_error 2 "memory_order" "$TEMPO" train --data "$D" --preset tiny-test --steps 2 --out "$E2E_TMP/x" --set memory_order=9
 D1K=$(tiny_data 1024)   # 1,024 ids: exact keys up to order 6, a built memory up to 7
 expect_error 2 "memory_order 8 is outside 1..7" "$TEMPO" train --data "$D1K" --preset tiny-test --steps 2 --out "$E2E_TMP/x" \
     --set memory_order=8
-# a hashed top order (512 ids: exact keys up to order 7): built, saved as version 2, read back by eval to the same figure
+# a hashed top order (512 ids: exact keys up to order 7): built, saved as version 4 (2 with the data id), read back by eval to the same figure
 H="$E2E_TMP/hashed"
 "$TEMPO" train --data "$D" --preset tiny-test --steps 3 --threads 2 --seed 5 --set memory_order=8 --set cache_order=3 \
     --set mixer_holdout=4096 --out "$H" > /dev/null 2> "$E2E_TMP/hashed.err" || { cat "$E2E_TMP/hashed.err" >&2; fail "order-8 training failed"; }
-[ "$(od -An -tu4 -j8 -N4 "$H/memory.bin" | tr -d ' ')" = 2 ] || fail "an order-8 memory of 512 ids is not saved as version 2"
+[ "$(od -An -tu4 -j8 -N4 "$H/memory.bin" | tr -d ' ')" = 4 ] || fail "an order-8 memory of 512 ids is not saved as version 4 (hashed)"
 "$TEMPO" eval --model "$H" --data "$D" --batch 8 > "$E2E_TMP/hashed.json" 2>/dev/null || fail "eval of the order-8 run failed"
 python3 - "$H/result.json" "$E2E_TMP/hashed.json" <<'PY' || fail "eval does not reproduce the order-8 run's val bpb"
 import json, sys

@@ -148,7 +148,7 @@ PY
 #     from their owners): 2 ranks x 1 thread build the memory of one process with 2 threads, byte for byte.
 "$TEMPO" train "${H[@]}" --out "$E2E_TMP/hyb1" --threads 2 > /dev/null 2> "$E2E_TMP/hyb1.err" \
     || { cat "$E2E_TMP/hyb1.err" >&2; fail "1-process hybrid run failed"; }
-cmp "$E2E_TMP/hyb/memory.bin" "$E2E_TMP/hyb1/memory.bin" || fail "the 2-rank count memory differs from one process's"
+same_memory "$E2E_TMP/hyb/memory.bin" "$E2E_TMP/hyb1/memory.bin" || fail "the 2-rank count memory differs from one process's"
 
 # 2d. Training inside the mixture (memory_train_weight): every rank keeps the memory it helped build and asks it
 #     (leave-one-out) for its own rows' prior, so 2 ranks on halves of each global batch train like one process on
@@ -279,7 +279,7 @@ out=$("${MPIRUN[@]}" "$TEMPO" eval --model "$E2E_TMP/hyb" --data "$D" 2>&1 >/dev
 "${MPIRUN[@]}" "$TEMPO" train --data "$D" --preset tiny-test --budget 60s --threads 1 --set batch_size=8 \
     --set checkpoint_every=1 --set eval_every=0 --out "$E2E_TMP/kill" > /dev/null 2> "$E2E_TMP/kill.err" &
 job=$!
-for _ in $(seq 200); do [ -f "$E2E_TMP/kill/checkpoint.safetensors" ] && break; sleep 0.1; done
+for _ in $(seq 200); do [ -f "$E2E_TMP/kill/model.safetensors" ] && break; sleep 0.1; done   # the first periodic save
 sleep 1.5
 victim=$(pgrep -f "train --data $D .*--out $E2E_TMP/kill" | sort -n | tail -n 1)
 [ -n "$victim" ] || fail "no rank to kill"

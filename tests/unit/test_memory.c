@@ -291,6 +291,35 @@ static void write_file(const char *path, const void *buf, size_t n)
  * order 6, exact keys stop at 5): the same probabilities as the incremental
  * count at every position and thread count, pruned or not; every
  * distribution sums to 1; saved (version 2), mapped back, same answers. */
+/* A version 3/4 file as versions 1/2 wrote it (tempo before the data id):
+ * the 40 bytes of the data id and build seconds taken out, the directory's
+ * offsets and the file size moved with the tables. */
+static char *as_version_1_or_2(const char *f, size_t n, size_t *out_n)
+{
+    uint32_t version, order, shards;
+    memcpy(&version, f + 8, 4);
+    memcpy(&order, f + 16, 4);
+    memcpy(&shards, f + 20, 4);
+    size_t dir = (size_t)order * shards * 48;
+    size_t hb3 = (752 + dir + 63) / 64 * 64, hb1 = (712 + dir + 63) / 64 * 64;
+    *out_n = n - hb3 + hb1;
+    char *o = calloc(1, *out_n);
+    memcpy(o, f, 712);
+    version -= 2;
+    memcpy(o + 8, &version, 4);
+    uint64_t size = *out_n;
+    memcpy(o + 56, &size, 8);
+    for (size_t i = 0; i < dir / 24; i++) {
+        memcpy(o + 712 + i * 24, f + 752 + i * 24, 24);
+        uint64_t off;
+        memcpy(&off, f + 752 + i * 24 + 16, 8);
+        off = off - hb3 + hb1;
+        memcpy(o + 712 + i * 24 + 16, &off, 8);
+    }
+    memcpy(o + hb1, f + hb3, n - hb3);
+    return o;
+}
+
 static void test_build_hashed_top(void)
 {
     const int V = 4097, A = 23, K = 6;
@@ -323,7 +352,7 @@ static void test_build_hashed_top(void)
     CHECK(pr.grams[K][0].count + pr.grams[K][1].count + inc.coc[K][1] == inc.grams[K][0].count);
     for (size_t i = 0; i < N; i += 2003)
         CHECK_NEAR(dist_sum(&pr, x, i, p), 1.0, 1e-9);
-    /* the file: version 2, mapped back with the same answers */
+    /* the file: version 4 (hashed, with the data id), mapped back with the same answers */
     char dir[] = "/tmp/tempo_memhXXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     char path[256];
@@ -334,15 +363,24 @@ static void test_build_hashed_top(void)
     CHECK(file_read_all(path, &f, &nf, 0, &e) == 0);
     uint32_t version;
     memcpy(&version, f + 8, 4);
-    CHECK(version == 2);
+    CHECK(version == 4);
     ngram_memory l;
     CHECK_MSG(memory_file_load(&l, path, V, 0, &e) == 0, "%s", e.msg);
     int same = same_probs(&l, &pr, x, N);
     CHECK(same);
     ngram_memory_free(&l);
-    /* a version-1 header on hashed tables, and a version-2 one on an exact order: refused */
-    uint32_t one = 1;
-    memcpy(f + 8, &one, 4);
+    /* as version 2 wrote it (before the data id): the same answers, no id */
+    size_t n2;
+    char *f2 = as_version_1_or_2(f, nf, &n2);
+    write_file(path, f2, n2);
+    CHECK_MSG(memory_file_load(&l, path, V, 0, &e) == 0 && l.build_seconds == 0 && l.data_id[0] == 0, "%s", e.msg);
+    same = same_probs(&l, &pr, x, N);
+    CHECK(same);
+    ngram_memory_free(&l);
+    free(f2);
+    /* an exact-keys header (version 3) on hashed tables, and a hashed one (4) on an exact order: refused */
+    uint32_t three = 3;
+    memcpy(f + 8, &three, 4);
     write_file(path, f, nf);
     CHECK(memory_file_load(&l, path, V, 0, &e) == -1 && strstr(e.msg, "corrupt header"));
     free(f);
@@ -351,8 +389,15 @@ static void test_build_hashed_top(void)
     CHECK(memory_file_save(&ex, path, &e) == 0);
     CHECK(file_read_all(path, &f, &nf, 0, &e) == 0);
     memcpy(&version, f + 8, 4);
-    CHECK(version == 1);
-    version = 2;
+    CHECK(version == 3);
+    f2 = as_version_1_or_2(f, nf, &n2);   /* as version 1 wrote it */
+    write_file(path, f2, n2);
+    CHECK_MSG(memory_file_load(&l, path, V, 0, &e) == 0, "%s", e.msg);
+    same = same_probs(&l, &ex, x, N);
+    CHECK(same);
+    ngram_memory_free(&l);
+    free(f2);
+    version = 4;
     memcpy(f + 8, &version, 4);
     write_file(path, f, nf);
     CHECK(memory_file_load(&l, path, V, 0, &e) == -1 && strstr(e.msg, "corrupt header"));
@@ -414,9 +459,13 @@ static void test_file_round_trip(void)
     ngram_stream s = {x, 4, N};
     CHECK(ngram_memory_init(&a, V, K, 2, &e) == 0 && ngram_memory_build(&a, &s, 2, &e) == 0);
     a.tokenizer_id = 42;
+    memset(a.data_id, 0xd1, sizeof a.data_id);   /* what the trainer records: the data, the build's time */
+    a.build_seconds = 12.5;
     CHECK(memory_file_save(&a, p1, &e) == 0);
     CHECK(ngram_memory_init(&b, V, K, 2, &e) == 0 && ngram_memory_build(&b, &s, 2, &e) == 0);
     b.tokenizer_id = 42;
+    memset(b.data_id, 0xd1, sizeof b.data_id);
+    b.build_seconds = 12.5;
     CHECK(memory_file_save(&b, p2, &e) == 0);
     char *f1, *f2;
     size_t n1, n2;
@@ -425,8 +474,14 @@ static void test_file_round_trip(void)
     CHECK_MSG(memory_file_load(&l, p1, V, 42, &e) == 0, "%s", e.msg);
     int same = same_probs(&l, &a, x, N);
     CHECK(same);
-    CHECK(l.prune_min == 2 && l.tokens == N);
+    CHECK(l.prune_min == 2 && l.tokens == N && l.build_seconds == 12.5 && !memcmp(l.data_id, a.data_id, 32));
     ngram_memory_free(&l);
+    /* build seconds that are no duration: refused */
+    double bad_s = -1;
+    memcpy(f1 + 744, &bad_s, 8);
+    write_file(bad, f1, n1);
+    CHECK(memory_file_load(&l, bad, V, 42, &e) == -1 && strstr(e.msg, "corrupt header"));
+    memcpy(f1 + 744, &a.build_seconds, 8);
     /* foreign vocabulary or tokenizer */
     CHECK(memory_file_load(&l, p1, V + 1, 42, &e) == -1 && strstr(e.msg, "vocabulary"));
     CHECK(memory_file_load(&l, p1, V, 43, &e) == -1 && strstr(e.msg, "tokenizer"));
@@ -445,8 +500,8 @@ static void test_file_round_trip(void)
     }
     /* a directory entry claiming a full table (no empty slot: a probe would never end) */
     uint64_t cap;
-    memcpy(&cap, f1 + 712, 8);
-    memcpy(f1 + 720, &cap, 8);
+    memcpy(&cap, f1 + 752, 8);   /* the directory, after the data id and build seconds */
+    memcpy(f1 + 760, &cap, 8);
     write_file(bad, f1, n1);
     CHECK(memory_file_load(&l, bad, V, 0, &e) == -1);
     CHECK(memory_file_load(&l, "/nonexistent/memory.bin", V, 0, &e) == -1 && strstr(e.msg, "/nonexistent"));
