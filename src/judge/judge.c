@@ -203,7 +203,9 @@ static void submission_env(env_list *e, const attempt_ctx *c, const char *run_di
     env_add(e, "TEMPO_OUT_DIR", out_dir);
     env_add(e, "TEMPO_SUBMISSION_DIR", copy_dir);
     env_addf(e, "TEMPO_BUDGET_SECONDS", "%.3f", c->o->budget_s);
-    env_addf(e, "TEMPO_DEADLINE_UNIX", "%.3f", (double)time(NULL) + c->o->budget_s);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now); /* to the millisecond: time() would round the deadline down */
+    env_addf(e, "TEMPO_DEADLINE_UNIX", "%.3f", (double)now.tv_sec + 1e-9 * (double)now.tv_nsec + c->o->budget_s);
     env_addf(e, "TEMPO_THREADS", "%d", c->threads);
     env_addf(e, "TEMPO_SEED", "%llu", (unsigned long long)seed);
     if (c->steps > 0)
@@ -260,6 +262,19 @@ static char **eval_env(int threads, char *omp, size_t omp_n)
     env[k++] = omp;
     env[k] = NULL;
     return env;
+}
+
+/* A run's address-space limit. */
+static uint64_t launch_memory(const attempt_ctx *c)
+{
+    return c->o->memory_bytes ? c->o->memory_bytes : default_memory();
+}
+
+/* RLIMIT_FSIZE of a run: --disk, and never more than the largest model read. */
+static uint64_t file_limit(const attempt_ctx *c)
+{
+    uint64_t d = c->o->disk_bytes;
+    return d && d < JUDGE_MODEL_MAX_BYTES ? d : JUDGE_MODEL_MAX_BYTES;
 }
 
 /* ---- one run ------------------------------------------------------------ */
@@ -356,6 +371,16 @@ static int run_eval(const attempt_ctx *c, char **argv, const char *log_prefix, c
     return rc;
 }
 
+/* Whether path is a regular file itself (not a symlink to one, a fifo that
+ * would block the judge, or a device): the only kind of file the judge reads
+ * from a run's output folder. The run's processes are all gone by then, so
+ * nothing can swap it between this look and the read. */
+static int regular_file(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* Lenient read of the submission's own result.json (tempo's trainer writes
  * one; a custom command may not). */
 static void read_result_json(const char *out_dir, judge_run_record *r)
@@ -364,7 +389,7 @@ static void read_result_json(const char *out_dir, judge_run_record *r)
     size_t len;
     tempo_error e;
     judge_fmt(path, sizeof path, "%s/" RUN_RESULT_FILE, out_dir);
-    if (!path_exists(path) || file_read_all(path, &text, &len, 1 << 20, &e))
+    if (!regular_file(path) || file_read_all(path, &text, &len, 1 << 20, &e))
         return;
     judge_parse_run_result(text, len, r);
     free(text);
@@ -546,7 +571,7 @@ static int launch(const attempt_ctx *c, const run_dirs *d, uint64_t seed, char *
                   judge_proc_result *pr, tempo_error *err)
 {
     const judge_options *o = c->o;
-    uint64_t memory = o->memory_bytes ? o->memory_bytes : default_memory();
+    uint64_t memory = launch_memory(c);
     env_list *env = malloc(sizeof *env);
     if (!env)
         return tempo_fail(err, "judge: out of memory");
@@ -606,7 +631,7 @@ static int launch(const attempt_ctx *c, const run_dirs *d, uint64_t seed, char *
     s.budget_s = o->budget_s;
     s.grace_s = o->grace_s;
     s.memory_bytes = memory;
-    s.file_bytes = o->disk_bytes && o->disk_bytes < JUDGE_MODEL_MAX_BYTES ? o->disk_bytes : JUDGE_MODEL_MAX_BYTES;
+    s.file_bytes = file_limit(c);
     s.at_end = take_snapshot;
     s.ctx = snap;
     say(o, "seed %llu: running %s (budget %.1f s, %d threads, %s)", (unsigned long long)seed,
@@ -639,7 +664,7 @@ static void record_outputs(const attempt_ctx *c, const run_dirs *d, const judge_
     judge_fmt(path, sizeof path, "%s/" METRICS_LOG_FILE, d->out);
     judge_curves curves;
     tempo_error e;
-    if (judge_curves_read(path, &curves, &e) == 0) {
+    if (regular_file(path) && judge_curves_read(path, &curves, &e) == 0) {
         if (curves.train_loss.n || curves.val_bpb.n) {
             strbuf sb = {0};
             judge_curves_to_json(&curves, &sb);
@@ -669,11 +694,6 @@ static void verdict_over_budget(attempt_ctx *c, const run_dirs *d, const judge_p
         size_t l = strlen(r->reason);
         judge_fmt(r->reason + l, sizeof r->reason - l, "; that model is %s: %s", tmp.status, tmp.reason);
     }
-}
-
-static uint64_t launch_memory(const attempt_ctx *c)
-{
-    return c->o->memory_bytes ? c->o->memory_bytes : default_memory();
 }
 
 /* Whether a failed run ran out of its address space (RLIMIT_AS): a process
@@ -722,18 +742,19 @@ static void verdict(attempt_ctx *c, const run_dirs *d, const char *cmd, const ju
     } else if (pr->limit == JUDGE_LIMIT_MEMORY) {
         set_status(r, JUDGE_FAILED, "memory limit: %s", pr->limit_detail);
     } else if (!pr->exited && pr->term_signal == SIGXFSZ) {
-        set_status(r, JUDGE_FAILED, "disk limit: a file passed %.2f GiB (%s)",
-                   (c->o->disk_bytes && c->o->disk_bytes < JUDGE_MODEL_MAX_BYTES ? c->o->disk_bytes
-                                                                                  : JUDGE_MODEL_MAX_BYTES) / 1073741824.0,
-                   how);
+        char cap[32];
+        judge_format_bytes(file_limit(c), cap, sizeof cap);
+        set_status(r, JUDGE_FAILED, "disk limit: a file reached %s, the most one file may hold (%s)", cap, how);
     } else if (pr->flooded) {
         set_status(r, JUDGE_FAILED, "output flooding: more than %llu MiB on stdout/stderr (logs keep the start and end)",
                    (unsigned long long)(c->o->flood_bytes >> 20));
     } else if (pr->deadline_hit) {
         verdict_over_budget(c, d, pr, snap, r);
     } else if ((!pr->exited || pr->exit_code != 0) && out_of_memory(c, pr, last)) {
-        set_status(r, JUDGE_FAILED, "memory limit: the address space of a process is capped at %.2f GiB (--memory); %s%s%s",
-                   launch_memory(c) / 1073741824.0, how, last[0] ? ": " : "", last);
+        char cap[32];
+        judge_format_bytes(launch_memory(c), cap, sizeof cap);
+        set_status(r, JUDGE_FAILED, "memory limit: a process's address space is capped at %s (--memory); %s%s%s", cap,
+                   how, last[0] ? ": " : "", last);
     } else if (!pr->exited || pr->exit_code != 0) {
         /* a trainer that gives up on NaNs says so ("training diverged: non-finite loss ...") */
         int diverged = strstr(last, "diverged") || strstr(last, "non-finite");

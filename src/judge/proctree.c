@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -285,4 +286,17 @@ int judge_pid_ns_kill(uint64_t ns, double timeout_s)
         nanosleep(&ts, NULL);
     }
     return first < 0 ? 0 : first;
+}
+
+int judge_reap_zombie_children(void)
+{
+    proc_table t = {0};
+    pid_t self = getpid();
+    int n = 0;
+    if (scan(self, &t) == 0)
+        for (size_t i = 0; i < t.n; i++)
+            if (t.rows[i].ppid == self && gone(t.rows[i].state) && waitpid(t.rows[i].pid, NULL, WNOHANG) > 0)
+                n++;
+    free(t.rows);
+    return n;
 }

@@ -43,4 +43,9 @@ uint64_t judge_tree_inner_pid_ns(pid_t root);
  * the first time (0: the namespace was already empty). */
 int judge_pid_ns_kill(uint64_t ns, double timeout_s);
 
+/* Reap the calling process's zombie children (a sandbox's first process
+ * re-parented to the judge, a child subreaper, when bwrap exits first);
+ * returns how many. */
+int judge_reap_zombie_children(void);
+
 #endif

@@ -180,6 +180,7 @@ typedef struct {
     double next_tree_poll, next_disk_poll;
     uint64_t inner_ns;        /* tree mode: the sandbox's PID namespace, once seen */
     int mark_fd;              /* read end of the start mark's pipe; -1 once read or closed */
+    int ended;                /* the run is over: limits are checked once more, nothing is killed */
 } watch;
 
 /* Send sig to the run: its process group, or in tree mode its whole tree. */
@@ -279,7 +280,7 @@ static void enforce_limits(const judge_proc_spec *s, judge_proc_result *r, watch
 {
     if (r->limit || w->exec_errno)
         return;
-    if ((s->max_tasks > 0 || s->tree_memory_bytes || w->tree) && now >= w->next_tree_poll) {
+    if (!w->ended && (s->max_tasks > 0 || s->tree_memory_bytes || w->tree) && now >= w->next_tree_poll) {
         w->next_tree_poll = now + TREE_POLL_S;
         if (w->tree && !w->inner_ns)
             w->inner_ns = judge_tree_inner_pid_ns(w->pid);
@@ -296,9 +297,12 @@ static void enforce_limits(const judge_proc_spec *s, judge_proc_result *r, watch
                 judge_fmt(r->limit_detail, sizeof r->limit_detail, "%ld processes and threads (--max-procs %ld)",
                           st.tasks, s->max_tasks);
             } else if (s->tree_memory_bytes && st.rss_bytes > s->tree_memory_bytes) {
+                char used[32], cap[32];
+                judge_format_bytes(st.rss_bytes, used, sizeof used);
+                judge_format_bytes(s->tree_memory_bytes, cap, sizeof cap);
                 r->limit = JUDGE_LIMIT_MEMORY;
-                judge_fmt(r->limit_detail, sizeof r->limit_detail, "%.2f GiB resident over %d processes (--memory %.2f GiB)",
-                          st.rss_bytes / 1073741824.0, st.processes, s->tree_memory_bytes / 1073741824.0);
+                judge_fmt(r->limit_detail, sizeof r->limit_detail, "%s resident over %d processes (--memory %s)", used,
+                          st.processes, cap);
             }
         }
     }
@@ -314,12 +318,15 @@ static void enforce_limits(const judge_proc_spec *s, judge_proc_result *r, watch
             if (u.too_deep)
                 judge_fmt(r->limit_detail, sizeof r->limit_detail, "folders nested deeper than %d levels",
                           JUDGE_DISK_MAX_DEPTH);
-            else
-                judge_fmt(r->limit_detail, sizeof r->limit_detail, "%.2f GiB in the run's folders (--disk %.2f GiB)",
-                          u.bytes / 1073741824.0, s->disk_bytes / 1073741824.0);
+            else {
+                char used[32], cap[32];
+                judge_format_bytes(u.bytes, used, sizeof used);
+                judge_format_bytes(s->disk_bytes, cap, sizeof cap);
+                judge_fmt(r->limit_detail, sizeof r->limit_detail, "%s in the run's folders (--disk %s)", used, cap);
+            }
         }
     }
-    if (r->limit) {
+    if (r->limit && !w->ended) {
         r->killed = 1;
         if (w->tree)
             kill_tree_until_gone(w);
@@ -464,10 +471,16 @@ int judge_proc_run(const judge_proc_spec *s, judge_proc_result *r, tempo_error *
     if (w.pidfd >= 0)
         close(w.pidfd);
     record_status(s, r, w.status);
+    /* what the run leaves counts too: one last look at the disk */
+    w.ended = 1;
+    w.next_disk_poll = 0;
+    enforce_limits(s, r, &w, timer_now());
     kill_strays(w.pid, r);
     /* the namespace dies with its first process; this only makes sure of it */
     if (w.tree && judge_pid_ns_kill(w.inner_ns, 2.0) > 0)
         r->strays = 1;
+    if (w.tree) /* bwrap's first process in the namespace may have come to the judge as an orphan */
+        judge_reap_zombie_children();
     drain_after_exit(s, r, &w);
     r->exec_errno = w.exec_errno;
     if (!w.ended_called && !w.exec_errno && s->at_end)
