@@ -30,7 +30,7 @@ static void usage(FILE *f)
         "  --disk SIZE        bytes a run may keep in its writable folders (default 16G)\n"
         "  --no-sandbox       run submissions without the sandbox (bubblewrap: own namespaces, no network,\n"
         "                     only the handed-over folders visible); recorded as sandbox: none. Without\n"
-        "                     it the judge refuses where a sandbox cannot start\n"
+        "                     it the judge refuses where a sandbox cannot start ($TEMPO_BWRAP: the bwrap to use)\n"
         "  --grace D          SIGTERM -> SIGKILL delay at the deadline (default 5s)\n"
         "  --log-bytes SIZE   per output stream: keep the first SIZE and the last SIZE/4 bytes (default 1M)\n"
         "  --flood-bytes SIZE output beyond this fails the run as flooding (default 64M)\n"

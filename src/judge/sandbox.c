@@ -114,9 +114,14 @@ char **judge_sandbox_argv(const judge_sandbox *sb, const judge_sandbox_view *vie
     return a.v;
 }
 
-/* bwrap on PATH (or the usual places), into out. */
+/* $TEMPO_BWRAP, else bwrap on PATH (or the usual places), into out. */
 static int find_bwrap(char *out, size_t n)
 {
+    const char *given = getenv("TEMPO_BWRAP");
+    if (given && *given) {
+        judge_fmt(out, n, "%s", given);
+        return access(out, X_OK);
+    }
     const char *path = getenv("PATH");
     char buf[8192];
     judge_fmt(buf, sizeof buf, "%s:/usr/bin:/bin", path ? path : "");
@@ -132,7 +137,8 @@ int judge_sandbox_probe(judge_sandbox *sb, tempo_error *err)
 {
     memset(sb, 0, sizeof *sb);
     if (find_bwrap(sb->bwrap, sizeof sb->bwrap))
-        return tempo_fail(err, "bwrap (bubblewrap) is not installed (apt-get install bubblewrap)");
+        return tempo_fail(err, "%s is not there (apt-get install bubblewrap)",
+                          getenv("TEMPO_BWRAP") && *getenv("TEMPO_BWRAP") ? sb->bwrap : "bwrap (bubblewrap)");
     if (geteuid() == 0) {
         sb->drop_uid = 1;
         sb->uid = JUDGE_SANDBOX_UID;

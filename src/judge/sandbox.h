@@ -40,8 +40,8 @@ typedef struct {
     const char *cwd;        /* where the command starts */
 } judge_sandbox_view;
 
-/* Find bwrap on PATH and start a trial sandbox (`true`) as the user runs
- * will use. 0, or -1 with err saying why a sandbox cannot start here. */
+/* Find bwrap ($TEMPO_BWRAP, else on PATH) and start a trial sandbox
+ * (`/bin/true`) as the user runs will use. 0, or -1 with err saying why a sandbox cannot start here. */
 int judge_sandbox_probe(judge_sandbox *sb, tempo_error *err);
 
 /* The bwrap command running cmd inside view, through /bin/sh, which writes

@@ -11,8 +11,9 @@
 #  3. the leaderboard and the other attempts' folders are byte-identical;
 #  4. the model scored is the deadline's, though a setsid child writes another
 #     over it (and over the judge's copy) from the deadline on;
-#  5. no process of the submission is alive after the run, nor after kill -9
-#     of the judge, setsid children included;
+#  5. no process of the submission is alive after the run (its command's
+#     end, or the deadline), nor after kill -9 of the judge, setsid children
+#     included;
 #  6. the process, disk and memory limits give their verdicts;
 #  7. no connection reaches a listener the test opens on the host's loopback
 #     (the sandbox's own loopback works);
@@ -163,6 +164,15 @@ alive || fail "--no-sandbox: the setsid child did not outlive the run, so the ch
 cleanup_procs
 echo "ok: --no-sandbox: the setsid child outlives the run and the judge scores its model ($BPB)"
 
+probe orphan orphan
+run_judge orphan orphan
+[ "$STATUS" = ok ] || fail "orphan: $STATUS ($REASON)"
+! alive || fail "orphan (sandboxed): a setsid child outlived the command's end"
+run_judge orphan-open orphan --no-sandbox
+alive || fail "--no-sandbox: no setsid child outlived the command, so the check above proves nothing"
+cleanup_procs
+echo "ok: when the command ends, its setsid child ends with the sandbox; unsandboxed, it survives"
+
 probe linger linger
 for mode in sandboxed open; do
     extra=(); [ $mode = open ] && extra=(--no-sandbox)
@@ -182,6 +192,24 @@ for mode in sandboxed open; do
     fi
 done
 echo "ok: kill -9 of the judge ends every process of the sandbox (setsid included); unsandboxed, one survives"
+
+# ---- no sandbox here: refused, nothing recorded, unless --no-sandbox -------------------------------------------
+before=$(db_rows 1000000); n_dirs=$(ls "$WORK" | wc -l)
+for fake in /nonexistent/bwrap /bin/false; do
+    out=$(cd "$J_TMP/secret" && TEMPO_BWRAP=$fake "$TEMPO_ABS" judge --submission "$J_TMP/subs/orphan" "${J_ARGS[@]}" 2>&1)
+    rc=$?
+    [ $rc -eq 1 ] || fail "no sandbox ($fake): exit $rc, expected 1: $out"
+    line=$(echo "$out" | grep '^tempo: ')
+    echo "$line" | grep -q "refusing to run orphan without one (--no-sandbox" || fail "no sandbox ($fake): $out"
+    [ "$(echo "$line" | wc -l)" -eq 1 ] || fail "no sandbox: not one line: $out"
+done
+[ "$(db_rows 1000000)" = "$before" ] || fail "a refused attempt was recorded"
+[ "$(ls "$WORK" | wc -l)" = "$n_dirs" ] || fail "a refused attempt left a folder"
+(cd "$J_TMP/secret" && TEMPO_BWRAP=/bin/false "$TEMPO_ABS" judge --submission "$J_TMP/subs/everything" "${J_ARGS[@]}" \
+    --no-sandbox >"$J_TMP/forced.json" 2>/dev/null) || fail "--no-sandbox without a sandbox: the judge failed"
+[ "$(json_get "$J_TMP/forced.json" 'j["sandbox"]')" = none ] || fail "--no-sandbox attempt not recorded as none"
+hostile_tempo "$J_TMP/bin/tempo"; rm -rf "$WORK/data"; : > "$J_TMP/listener.log"; cleanup_procs
+echo "ok: where no sandbox starts, the judge refuses in one line (exit 1, nothing recorded); --no-sandbox runs it, recorded as none"
 
 # ---- files the judge reads after a run: a fifo and symlinks are refused, never followed or waited on ----------
 probe traps traps

@@ -174,6 +174,9 @@ def main():
         model(MODEL, 3.0)
     elif mode == "deadline":
         swap_after_deadline()
+    elif mode == "orphan":
+        linger(600)
+        model(MODEL, 3.0)
     elif mode == "linger":
         linger(600)
         say("lingering")
