@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "core/fileio.h"
@@ -42,9 +43,11 @@ static void usage(FILE *f)
         "                  [--no-memory] [--no-cache] [--no-adapt] [--cache-order K] [--match-length N]\n"
         "                  [--adapt-lr R] [--device cpu|cuda] [--precision fp32|bf16]\n"
         "  --model RUN_DIR   a run folder (its model.safetensors), a .safetensors file, or a GGUF file\n"
-        "                    of llama/qwen3 with a tempo tokenizer (F32/F16/Q8_0, e.g. from tempo export)\n"
+        "                    of llama/qwen3 with a tempo tokenizer (F32/F16/Q8_0, e.g. from tempo export);\n"
+        "                    a .safetensors file's sha256 is checked (a damaged one is refused)\n"
         "  --data DATA_DIR   score DATA_DIR/val.tok (must use the model's tokenizer)\n"
-        "  --text FILE       score any .txt/.jsonl(.xz) file: documents as 'tempo prepare' reads them\n"
+        "  --text FILE       score any .txt/.jsonl(.xz) file: documents as 'tempo prepare' reads them (one\n"
+        "                    file: a folder is refused, so a wrong path never scores a pile of other files)\n"
         "  --stride N        sliding-window stride in tokens (default: context/2; context = disjoint windows)\n"
         "  --device cuda     run the transformer's windows (and the learning reader's steps) on an NVIDIA GPU,\n"
         "                    fp32 by default (--precision bf16: bf16 operands); memory, cache and mixer stay on\n"
@@ -234,6 +237,9 @@ int cmd_eval(int argc, char **argv)
     if (!model_path) return cli_usage_error("eval: --model RUN_DIR is required");
     if (data_dir && text) return cli_usage_error("eval: give exactly one of --data DATA_DIR or --text FILE");
     if (phase == 1 && !data_dir && !text) return cli_usage_error("eval: give exactly one of --data DATA_DIR or --text FILE");
+    struct stat text_st;
+    if (text && stat(text, &text_st) == 0 && S_ISDIR(text_st.st_mode))
+        return cli_usage_error("--text %s: is a directory; expected a file", text);
     if (phase == 1 && (tasks || limit || out_dir))
         return cli_usage_error("eval: --tasks, --limit and --out belong to --phase 2");
     if (threads > 0) omp_set_num_threads(threads);

@@ -10,30 +10,80 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/json_write.h"
+#include "core/sha256.h"
 #include "core/strbuf.h"
 
 #define ST_MAX_HEADER (100u << 20)
 
-int safetensors_write(const char *path, const st_write_tensor *tensors, int n_tensors,
-                      const st_meta *meta, int n_meta, tempo_error *err)
+#define CHECKSUM_TAG "tempo-safetensors-checksum-1\n"
+#define CHECKSUM_PREFIX "sha256:"
+
+static void feed_field(sha256_ctx *c, const char *s, size_t n)
 {
-    return safetensors_write_f16(path, tensors, NULL, n_tensors, meta, n_meta, err);
+    sha256_update(c, s, n);
+    sha256_update(c, "", 1);   /* the NUL after each field */
 }
 
-int safetensors_write_f16(const char *path, const st_write_tensor *tensors, const uint16_t *const *f16,
-                          int n_tensors, const st_meta *meta, int n_meta, tempo_error *err)
+/* The header's part of the checksum (safetensors.h): the metadata but the
+ * checksum, then the tensors' entries, from a parsed header whose entries
+ * are well-formed (parse_header's checks, or the writer's own). */
+static void header_digest(const json_value *root, sha256_ctx *c)
 {
-    /* the header: {"__metadata__":{...}, name:{dtype, shape, data_offsets}, ...}
-     * padded with spaces to a multiple of 8 bytes, so tensor data is aligned */
-    strbuf h = {0};
+    sha256_update(c, CHECKSUM_TAG, strlen(CHECKSUM_TAG));
+    for (size_t i = 0; i < root->n; i++) {
+        const json_value *v = &root->items[i];
+        if (strcmp(root->keys[i], "__metadata__") || v->type != JSON_OBJECT)
+            continue;
+        for (size_t k = 0; k < v->n; k++)
+            if (strcmp(v->keys[k], ST_CHECKSUM_KEY) && v->items[k].type == JSON_STRING) {
+                feed_field(c, v->keys[k], v->key_lens[k]);
+                feed_field(c, v->items[k].string, v->items[k].string_len);
+            }
+    }
+    sha256_update(c, "\n", 1);
+    for (size_t i = 0; i < root->n; i++) {
+        const json_value *v = &root->items[i];
+        if (!strcmp(root->keys[i], "__metadata__") || v->type != JSON_OBJECT)
+            continue;
+        const json_value *dt = json_get(v, "dtype"), *sh = json_get(v, "shape"), *off = json_get(v, "data_offsets");
+        feed_field(c, root->keys[i], root->key_lens[i]);
+        feed_field(c, dt && dt->type == JSON_STRING ? dt->string : "", dt && dt->type == JSON_STRING ? dt->string_len : 0);
+        char num[48];
+        for (size_t d = 0; sh && sh->type == JSON_ARRAY && d < sh->n; d++) {
+            int n = snprintf(num, sizeof num, "%s%.0f", d ? "," : "", sh->items[d].number);
+            sha256_update(c, num, (size_t)n);
+        }
+        sha256_update(c, "", 1);
+        if (off && off->type == JSON_ARRAY && off->n == 2) {
+            int n = snprintf(num, sizeof num, "%.0f,%.0f", off->items[0].number, off->items[1].number);
+            sha256_update(c, num, (size_t)n);
+        }
+        sha256_update(c, "", 1);
+    }
+    sha256_update(c, "\n", 1);
+}
+
+/* The header JSON, padded with spaces to a multiple of 8 bytes (so tensor
+ * data is aligned): {"__metadata__":{...}, name:{dtype, shape,
+ * data_offsets}, ...}, the metadata without any "checksum" of meta's and
+ * with `checksum` last when it is not NULL. */
+static int build_header(strbuf *h, const st_write_tensor *tensors, const uint16_t *const *f16, int n_tensors,
+                        const st_meta *meta, int n_meta, const char *checksum, const char *path, tempo_error *err)
+{
     jsonw w;
-    jsonw_init(&w, &h);
+    jsonw_init(&w, h);
     jsonw_object_begin(&w);
-    if (n_meta > 0) {
+    int any_meta = checksum != NULL;
+    for (int i = 0; i < n_meta; i++)
+        any_meta |= strcmp(meta[i].key, ST_CHECKSUM_KEY) != 0;
+    if (any_meta) {
         jsonw_key(&w, "__metadata__");
         jsonw_object_begin(&w);
         for (int i = 0; i < n_meta; i++)
-            jsonw_field_string(&w, meta[i].key, meta[i].value);
+            if (strcmp(meta[i].key, ST_CHECKSUM_KEY))
+                jsonw_field_string(&w, meta[i].key, meta[i].value);
+        if (checksum)
+            jsonw_field_string(&w, ST_CHECKSUM_KEY, checksum);
         jsonw_object_end(&w);
     }
     size_t offset = 0;
@@ -60,14 +110,66 @@ int safetensors_write_f16(const char *path, const st_write_tensor *tensors, cons
     }
     jsonw_object_end(&w);
     tempo_error je;
-    if (jsonw_finish(&w, &je)) {
-        strbuf_free(&h);
+    if (jsonw_finish(&w, &je))
         return tempo_fail(err, "%s: building the header: %s", path, je.msg);
-    }
-    while (h.len % 8) strbuf_puts(&h, " ");
-    if (h.oom) {
-        strbuf_free(&h);
+    while (h->len % 8) strbuf_puts(h, " ");
+    if (h->oom)
         return tempo_fail(err, "%s: out of memory building the header", path);
+    return 0;
+}
+
+static size_t tensor_bytes(const st_write_tensor *t, int is_f16)
+{
+    size_t numel = 1;
+    for (int d = 0; d < t->ndim; d++) numel *= (size_t)t->shape[d];
+    return numel * (is_f16 ? 2 : 4);
+}
+
+/* "sha256:<hex>" of what the file will hold: its header as a reader decodes
+ * it (the header is parsed back, so escapes count as they will be read),
+ * then the tensors' bytes in order. */
+static int file_checksum(const strbuf *h, const st_write_tensor *tensors, const uint16_t *const *f16, int n_tensors,
+                         char out[sizeof CHECKSUM_PREFIX + 64], const char *path, tempo_error *err)
+{
+    json_value *root;
+    tempo_error je;
+    if (json_parse(h->data, h->len, &root, &je))
+        return tempo_fail(err, "%s: reading back the header: %s", path, je.msg);
+    sha256_ctx c;
+    sha256_init(&c);
+    header_digest(root, &c);
+    json_free(root);
+    for (int i = 0; i < n_tensors; i++) {
+        int is_f16 = f16 && f16[i];
+        sha256_update(&c, is_f16 ? (const void *)f16[i] : (const void *)tensors[i].data, tensor_bytes(&tensors[i], is_f16));
+    }
+    uint8_t d[32];
+    char hex[65];
+    sha256_final(&c, d);
+    sha256_hex(d, hex);
+    snprintf(out, sizeof CHECKSUM_PREFIX + 64, "%s%s", CHECKSUM_PREFIX, hex);
+    return 0;
+}
+
+int safetensors_write(const char *path, const st_write_tensor *tensors, int n_tensors,
+                      const st_meta *meta, int n_meta, tempo_error *err)
+{
+    return safetensors_write_f16(path, tensors, NULL, n_tensors, meta, n_meta, err);
+}
+
+int safetensors_write_f16(const char *path, const st_write_tensor *tensors, const uint16_t *const *f16,
+                          int n_tensors, const st_meta *meta, int n_meta, tempo_error *err)
+{
+    /* the header twice: without the checksum, to digest it, then with it */
+    strbuf h = {0};
+    char sum[sizeof CHECKSUM_PREFIX + 64];
+    int rc = build_header(&h, tensors, f16, n_tensors, meta, n_meta, NULL, path, err) ||
+             file_checksum(&h, tensors, f16, n_tensors, sum, path, err);
+    strbuf_free(&h);
+    memset(&h, 0, sizeof h);
+    if (rc || build_header(&h, tensors, f16, n_tensors, meta, n_meta, sum, path, err)) {
+        strbuf_free(&h);
+        return -1;
     }
     atomic_file af;
     if (atomic_open(&af, path, err)) {
@@ -77,15 +179,12 @@ int safetensors_write_f16(const char *path, const st_write_tensor *tensors, cons
     uint8_t len8[8];
     uint64_t hl = h.len;
     for (int i = 0; i < 8; i++) len8[i] = (uint8_t)(hl >> (8 * i));
-    int rc = atomic_write(&af, len8, 8, err) || atomic_write(&af, h.data, h.len, err);
+    rc = atomic_write(&af, len8, 8, err) || atomic_write(&af, h.data, h.len, err);
     strbuf_free(&h);
     for (int i = 0; !rc && i < n_tensors; i++) {
-        size_t numel = 1;
-        for (int d = 0; d < tensors[i].ndim; d++) numel *= (size_t)tensors[i].shape[d];
-        if (f16 && f16[i])
-            rc = atomic_write(&af, f16[i], numel * 2, err);
-        else
-            rc = atomic_write(&af, tensors[i].data, numel * 4, err);
+        int is_f16 = f16 && f16[i];
+        rc = atomic_write(&af, is_f16 ? (const void *)f16[i] : (const void *)tensors[i].data,
+                          tensor_bytes(&tensors[i], is_f16), err);
     }
     if (rc) {
         atomic_abort(&af);
@@ -220,6 +319,36 @@ static int parse_header(safetensors_file *sf, const json_value *root, const char
     return 0;
 }
 
+/* The file's checksum against its contents, when it has one. */
+static int check_checksum(safetensors_file *sf, const json_value *root, const char *data, size_t data_len,
+                          tempo_error *err)
+{
+    const char *want = safetensors_meta(sf, ST_CHECKSUM_KEY);
+    sf->checksummed = 0;
+    if (!want)
+        return 0;
+    const size_t np = strlen(CHECKSUM_PREFIX);
+    int formed = strlen(want) == np + 64 && !strncmp(want, CHECKSUM_PREFIX, np);
+    for (size_t i = np; formed && i < np + 64; i++)
+        formed = (want[i] >= '0' && want[i] <= '9') || (want[i] >= 'a' && want[i] <= 'f');
+    if (!formed)
+        return tempo_fail(err, "%s: checksum mismatch (the header's checksum is not sha256:<64 hex digits>)",
+                          sf->path);
+    sha256_ctx c;
+    sha256_init(&c);
+    header_digest(root, &c);
+    sha256_update(&c, data, data_len);
+    uint8_t d[32];
+    char hex[65];
+    sha256_final(&c, d);
+    sha256_hex(d, hex);
+    if (strcmp(hex, want + np))
+        return tempo_fail(err, "%s: checksum mismatch (the file is damaged: its contents do not hash to the sha256 "
+                          "its header records)", sf->path);
+    sf->checksummed = 1;
+    return 0;
+}
+
 int safetensors_open(safetensors_file *sf, const char *path, tempo_error *err)
 {
     memset(sf, 0, sizeof *sf);
@@ -251,6 +380,8 @@ int safetensors_open(safetensors_file *sf, const char *path, tempo_error *err)
     char *data = sf->file + 8 + hl;
     size_t data_len = sf->file_len - 8 - (size_t)hl;
     int rc = parse_header(sf, root, data, data_len, err);
+    if (rc == 0)
+        rc = check_checksum(sf, root, data, data_len, err);
     json_free(root);
     if (rc) {
         safetensors_close(sf);

@@ -16,6 +16,11 @@
 #include "export/gguf_import.h"
 
 #define MAX_META 16
+/* The formats' version 2 carries a checksum (core/safetensors.h); version 1
+ * files were written before it and load unchecked. */
+#define MODEL_FORMAT "tempo-model-2"
+#define CHECKPOINT_FORMAT "tempo-checkpoint-2"
+#define CHECKPOINT_FORMAT_1 "tempo-checkpoint-1"
 
 static int collect_tensors(model *m, st_write_tensor *out)
 {
@@ -71,7 +76,7 @@ int checkpoint_save_model(const char *path, model *m, const run_config *cfg, con
     char buf[10][80];
     st_meta meta[MAX_META];
     int n = 0;
-    meta[n++] = (st_meta){"format", "tempo-model-1"};
+    meta[n++] = (st_meta){"format", MODEL_FORMAT};
     meta[n++] = (st_meta){"config", cj.data};
     meta[n++] = (st_meta){"tokenizer", tokenizer_text};
     if (prov && prov->data_id)
@@ -107,7 +112,7 @@ int checkpoint_save_full(const char *path, model *m, const run_config *cfg, cons
     snprintf(tbuf, sizeof tbuf, "%" PRId64, opt->t);
     st_meta meta[MAX_META];
     int n = 0;
-    meta[n++] = (st_meta){"format", "tempo-checkpoint-1"};
+    meta[n++] = (st_meta){"format", CHECKPOINT_FORMAT};
     meta[n++] = (st_meta){"config", cj.data};
     meta[n++] = (st_meta){"optim_t", tbuf};
     state_meta(st, buf, meta, &n, 1);
@@ -138,8 +143,22 @@ static int load_weights(const safetensors_file *sf, model *m, tempo_error *err)
     return 0;
 }
 
+/* safetensors_open checked the checksum when there is one. A file whose
+ * format has one but which holds none was damaged where its key was (damage
+ * anywhere else fails the checksum itself). */
+static int check_sealed(const safetensors_file *sf, tempo_error *err)
+{
+    const char *fmt = safetensors_meta(sf, "format");
+    if (fmt && (!strcmp(fmt, MODEL_FORMAT) || !strcmp(fmt, CHECKPOINT_FORMAT)) && !sf->checksummed)
+        return tempo_fail(err, "%s: checksum mismatch (its format records a checksum and the header holds none: "
+                          "the file is damaged)", sf->path);
+    return 0;
+}
+
 static int config_from_file(const safetensors_file *sf, run_config *cfg, tempo_error *err)
 {
+    if (check_sealed(sf, err))
+        return -1;
     const char *cj = safetensors_meta(sf, "config");
     if (!cj)
         return tempo_fail(err, "%s: not a tempo model (no config in its metadata)", sf->path);
@@ -221,14 +240,17 @@ static int meta_num(const safetensors_file *sf, const char *key, double lo, doub
     return 0;
 }
 
-int checkpoint_load_full(const char *path, model *m, optimizer *opt, train_state *st, tempo_error *err)
+int checkpoint_load_full(const char *path, model *m, optimizer *opt, train_state *st, int *checksummed,
+                         tempo_error *err)
 {
     safetensors_file sf;
     if (safetensors_open(&sf, path, err))
         return -1;
-    int rc = 0;
+    if (checksummed)
+        *checksummed = sf.checksummed;
+    int rc = check_sealed(&sf, err);
     const char *fmt = safetensors_meta(&sf, "format");
-    if (!fmt || strcmp(fmt, "tempo-checkpoint-1"))
+    if (!rc && (!fmt || (strcmp(fmt, CHECKPOINT_FORMAT) && strcmp(fmt, CHECKPOINT_FORMAT_1))))
         rc = tempo_fail(err, "%s: not a tempo training checkpoint", path);
     if (!rc && load_weights(&sf, m, err))
         rc = -1;

@@ -1,14 +1,20 @@
 /* checkpoint.h - what a run leaves on disk and reads back.
  *
  * RUN_DIR/model.safetensors: the weights (F32, tensor names from the model)
- *   with "__metadata__": format "tempo-model-1", "config" (run config JSON,
+ *   with "__metadata__": format "tempo-model-2", "config" (run config JSON,
  *   vocab_size included), "tokenizer" (the tokenizer file text), "step",
  *   "tokens". Self-describing: eval, icl and other tools need nothing else.
  * RUN_DIR/checkpoint.safetensors: the same weights plus the optimizer state
  *   ("optim.m", "optim.v", flat) and the loop state in metadata (step, tokens,
  *   elapsed seconds, budget, RNG state, divergence-guard state), so one atomic
  *   file holds everything a resume needs and can never disagree with itself.
- * Both are written atomically (temp file, fsync, rename). */
+ * Both are written atomically (temp file, fsync, rename) and carry a sha256
+ * of their tensors and metadata (core/safetensors.h), checked on every load:
+ * a damaged file is refused ("checksum mismatch"), never trained on or
+ * scored. Version 2 of the formats ("tempo-model-2", "tempo-checkpoint-2")
+ * says the file has a checksum, so one whose checksum key was damaged is
+ * refused too; files written before (version 1, or no format) load
+ * unchecked. */
 #ifndef TEMPO_CHECKPOINT_H
 #define TEMPO_CHECKPOINT_H
 
@@ -57,8 +63,11 @@ int checkpoint_load_model(const char *run_dir_or_file, int max_batch, run_config
 /* Resume: read checkpoint.safetensors into an existing model and optimizer
  * built from the config the file holds (checkpoint_read_config), and the
  * loop state. Every weight's name and shape and the optimizer state's size
- * are checked against the model, so a mismatched file is an error. */
-int checkpoint_load_full(const char *path, model *m, optimizer *opt, train_state *st, tempo_error *err);
+ * are checked against the model, so a mismatched file is an error.
+ * *checksummed (when not NULL): 1 when the file's checksum was checked, 0
+ * for a file written before checksums (loaded as it is). */
+int checkpoint_load_full(const char *path, model *m, optimizer *opt, train_state *st, int *checksummed,
+                         tempo_error *err);
 
 /* Only the config stored in a checkpoint (to rebuild the model on resume). */
 int checkpoint_read_config(const char *path, run_config *cfg, tempo_error *err);

@@ -2,9 +2,12 @@
  * key names are the string literals of this file and nowhere else in C. */
 #include "train/metrics_log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/fileio.h"
 #include "core/json.h"
@@ -124,34 +127,57 @@ static int truncate_after(const char *path, int64_t step, tempo_error *err)
 
 int metrics_log_open(metrics_log *m, const char *run_dir, int64_t resume_step, tempo_error *err)
 {
-    char path[1100];
-    path_join(path, sizeof path, run_dir, METRICS_LOG_FILE);
-    m->f = NULL;
-    if (resume_step >= 0 && truncate_after(path, resume_step, err))
+    memset(m, 0, sizeof *m);
+    m->fd = -1;
+    path_join(m->path, sizeof m->path, run_dir, METRICS_LOG_FILE);
+    if (resume_step >= 0 && truncate_after(m->path, resume_step, err))
         return -1;
-    m->f = fopen(path, resume_step >= 0 ? "a" : "w");
-    if (!m->f)
-        return tempo_fail(err, "%s: cannot write", path);
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (resume_step >= 0 ? O_APPEND : O_TRUNC);
+    m->fd = open(m->path, flags, 0666);
+    if (m->fd < 0)
+        return tempo_fail(err, "%s: cannot write: %s", m->path, strerror(errno));
+    m->open = 1;
     return 0;
 }
 
-void metrics_log_write(metrics_log *m, const metrics_record *r)
+int metrics_log_write(metrics_log *m, const metrics_record *r, tempo_error *err)
 {
-    if (!m || !m->f)
-        return;
+    if (!m || !m->open)
+        return 0;
     strbuf s = {0};
-    tempo_error e;
-    if (metrics_record_json(r, &s, &e) == 0) {
-        strbuf_puts(&s, "\n");
-        fputs(s.data, m->f);
-        fflush(m->f);
+    if (metrics_record_json(r, &s, err)) {
+        strbuf_free(&s);
+        return -1;
+    }
+    strbuf_puts(&s, "\n");
+    if (s.oom) {
+        strbuf_free(&s);
+        return tempo_fail(err, "%s: out of memory", m->path);
+    }
+    off_t end = lseek(m->fd, 0, SEEK_END);   /* where the line starts (O_APPEND or not) */
+    size_t done = 0;
+    while (done < s.len) {
+        ssize_t w = write(m->fd, s.data + done, s.len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : ENOSPC;
+            strbuf_free(&s);
+            /* the part that went out comes back off: the file ends on its last whole line */
+            if (done && (end < 0 || ftruncate(m->fd, end) != 0))
+                return tempo_fail(err, "%s: write failed: %s (and the torn line stays)", m->path, strerror(e));
+            return tempo_fail(err, "%s: write failed: %s", m->path, strerror(e));
+        }
+        done += (size_t)w;
     }
     strbuf_free(&s);
+    return 0;
 }
 
 void metrics_log_close(metrics_log *m)
 {
-    if (m->f)
-        fclose(m->f);
-    m->f = NULL;
+    if (m->open)
+        close(m->fd);
+    m->open = 0;
+    m->fd = -1;
 }

@@ -7,9 +7,11 @@
  * "grad_norm", "step_s"; an event line adds one figure under the event's
  * name ("val_bpb_slice": the periodic val slice; "val_bpb": the full final
  * validation; "diverged": the loss that tripped the guard) and may add a
- * "note". Lines are appended and flushed one at a time, so a crash loses at
- * most the line being written; on resume the lines after the checkpoint's
- * step are dropped first (they are logged again). */
+ * "note". Each line goes out in one write(2) as it is logged, so a crash
+ * loses at most the line being written; a write that fails (a full disk) is
+ * an error for the caller, and the file is cut back to its last complete
+ * line. On resume the lines after the checkpoint's step are dropped first
+ * (they are logged again). */
 #ifndef TEMPO_METRICS_LOG_H
 #define TEMPO_METRICS_LOG_H
 
@@ -51,14 +53,18 @@ int metrics_record_json(const metrics_record *r, strbuf *out, tempo_error *err);
 int metrics_record_read(const char *line, size_t len, metrics_record *r, tempo_error *err);
 
 typedef struct {
-    FILE *f;   /* NULL: a log that writes nothing (ranks other than 0) */
+    int open;            /* 0: a log that writes nothing (ranks other than 0; zeroed or closed) */
+    int fd;
+    char path[1100];
 } metrics_log;
 
 /* Open RUN_DIR/metrics.jsonl: new (truncated), or, with resume_step >= 0,
  * keeping only the complete lines of steps <= resume_step and appending. */
 int metrics_log_open(metrics_log *m, const char *run_dir, int64_t resume_step, tempo_error *err);
-/* Append one line and flush (a closed or NULL log ignores it). */
-void metrics_log_write(metrics_log *m, const metrics_record *r);
+/* Append one line (a closed or NULL log ignores it and returns 0). A write
+ * that fails (ENOSPC, EIO) returns -1 with err "<path>: write failed: ...",
+ * the line taken back out of the file so it does not end torn. */
+int metrics_log_write(metrics_log *m, const metrics_record *r, tempo_error *err);
 void metrics_log_close(metrics_log *m);
 
 #endif

@@ -47,7 +47,7 @@ typedef struct {
     float *snap_params, *snap_m, *snap_v;
     int64_t snap_opt_t;
     train_state snap_state;
-    metrics_log metrics;         /* rank 0 only (f NULL elsewhere) */
+    metrics_log metrics;         /* rank 0 only (not open elsewhere) */
     char ckpt_path[1100], model_path[1100];
     dist_context *dist;          /* NULL: one process */
     int rank, world;
@@ -201,16 +201,19 @@ static int gather_optimizer(run_ctx *c, optimizer *whole, float **full, tempo_er
     return 0;
 }
 
-/* Write the checkpoint (with the optimizer `whole`) and the model: rank 0. */
+/* Write the model, then the checkpoint (with the optimizer `whole`): rank 0.
+ * The model first: it is the run's result and a third of the checkpoint's
+ * size, so a disk that fills at the end keeps it (the run then fails on the
+ * checkpoint, whose old copy, if any, stays). */
 static int write_run(run_ctx *c, const run_config *cfg, const train_state *st, const optimizer *whole,
                      tempo_error *err)
 {
     if (c->rank != 0)
         return 0;
-    if (checkpoint_save_full(c->ckpt_path, c->m, cfg, whole, st, err))
-        return -1;
     checkpoint_provenance prov = {c->data_id, c->commit};
-    return checkpoint_save_model(c->model_path, c->m, cfg, c->tok_text, st, &prov, err);
+    if (checkpoint_save_model(c->model_path, c->m, cfg, c->tok_text, st, &prov, err))
+        return -1;
+    return checkpoint_save_full(c->ckpt_path, c->m, cfg, whole, st, err);
 }
 
 /* A checkpoint now (every rank calls it when sharded; rank 0 writes). */
@@ -277,6 +280,13 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
         return -1;
     if (dir_create(o->out_dir, err))
         return -1;
+    if (c->rank == 0) {
+        /* temporaries of runs killed mid-write (memory.bin's are gigabytes): nobody else removes them */
+        int stale = atomic_remove_stale(o->out_dir);
+        if (stale && o->progress)
+            fprintf(o->progress, "removed %d temporary file%s left in %s by killed runs\n", stale,
+                    stale > 1 ? "s" : "", o->out_dir);
+    }
     path_join(c->ckpt_path, sizeof c->ckpt_path, o->out_dir, "checkpoint.safetensors");
     path_join(c->model_path, sizeof c->model_path, o->out_dir, "model.safetensors");
     *cfg = o->cfg;
@@ -342,8 +352,12 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
     st->guard_mult = 1.0;
     st->budget_s = o->budget_s;
     st->max_steps = o->max_steps;
-    if (o->resume && checkpoint_load_full(c->ckpt_path, c->m, &c->opt, st, err))
+    int checksummed = 1;
+    if (o->resume && checkpoint_load_full(c->ckpt_path, c->m, &c->opt, st, &checksummed, err))
         return -1;
+    if (!checksummed && o->progress)
+        fprintf(o->progress, "tempo: note: %s carries no checksum (written before tempo wrote them): resumed "
+                "unchecked\n", c->ckpt_path);
     if (c->gm) {   /* the GPU's optimizer, with the host's state (zero, or the checkpoint's) */
         if (optim_cuda_create(&c->gopt, o->gpu, &cfg->optim, c->opt.tensors, c->opt.n_tensors, c->opt.n_params,
                               o->gpu_bf16 ? GPU_MATH_TF32 : GPU_MATH_F32, err))
@@ -414,19 +428,21 @@ static int slice_bpb(run_ctx *c, const run_config *cfg, double *bpb, tempo_error
     return 0;
 }
 
-static void log_step(metrics_log *m, const train_state *st, double loss, double lr, double tps, double gnorm,
-                     double step_s)
+/* A metrics line (rank 0); a failed write (a full disk) stops the run. */
+static int log_step(metrics_log *m, const train_state *st, double loss, double lr, double tps, double gnorm,
+                    double step_s, tempo_error *err)
 {
     metrics_record r = {.kind = METRICS_STEP, .step = st->step, .elapsed_s = st->elapsed_s, .tokens = st->tokens,
                         .value = loss, .lr = lr, .tokens_per_s = tps, .grad_norm = gnorm, .step_s = step_s};
-    metrics_log_write(m, &r);
+    return metrics_log_write(m, &r, err);
 }
 
-static void log_event(metrics_log *m, const train_state *st, metrics_kind kind, double value, const char *note)
+static int log_event(metrics_log *m, const train_state *st, metrics_kind kind, double value, const char *note,
+                     tempo_error *err)
 {
     metrics_record r = {.kind = kind, .step = st->step, .elapsed_s = st->elapsed_s, .tokens = st->tokens,
                         .value = value, .note = note};
-    metrics_log_write(m, &r);
+    return metrics_log_write(m, &r, err);
 }
 
 typedef struct {
@@ -611,7 +627,8 @@ static int guard_restore(run_ctx *c, const train_options *o, const run_config *c
     st->retries++;
     st->elapsed_s = timer_now() - ls->loop_t0;
     if (st->retries > cfg->max_retries) {
-        log_event(&c->metrics, st, METRICS_DIVERGED, ls->loss, "non-finite loss or gradient; giving up");
+        tempo_error ignored;   /* the divergence is the error to report */
+        log_event(&c->metrics, st, METRICS_DIVERGED, ls->loss, "non-finite loss or gradient; giving up", &ignored);
         return tempo_fail(err, "training diverged: non-finite loss or gradient at step %lld after %d restores "
                           "(lr multiplier %.3g); lower lr or raise grad_clip",
                           (long long)st->step, cfg->max_retries, st->guard_mult);
@@ -620,7 +637,8 @@ static int guard_restore(run_ctx *c, const train_options *o, const run_config *c
     char note[160];
     snprintf(note, sizeof note, "non-finite loss or gradient: restored step %lld, lr multiplier now %.3g",
              (long long)c->snap_state.step, st->guard_mult);
-    log_event(&c->metrics, st, METRICS_DIVERGED, ls->loss, note);
+    if (log_event(&c->metrics, st, METRICS_DIVERGED, ls->loss, note, err))
+        return -1;
     if (o->progress)
         fprintf(o->progress, "%sstep %lld: %s\n", o->progress_tty ? "\r\033[K" : "", (long long)st->step, note);
     return snapshot_restore(c, st, err);
@@ -633,7 +651,8 @@ static int after_step(run_ctx *c, const train_options *o, const run_config *cfg,
 {
     st->elapsed_s = timer_now() - ls->loop_t0;
     double tps = (double)(st->tokens - ls->session_tokens0) / (timer_now() - ls->session_t0);
-    log_step(&c->metrics, st, ls->loss, lr, tps, ls->gnorm, dt);
+    if (log_step(&c->metrics, st, ls->loss, lr, tps, ls->gnorm, dt, err))
+        return -1;
     const int root = c->rank == 0;
     double remaining = ls->budget > 0 ? ls->budget - st->elapsed_s - ls->step_pred - ls->fit_reserve : 1e300;
     double slice = root && cfg->eval_every_s > 0 && st->elapsed_s - ls->last_eval >= cfg->eval_every_s &&
@@ -648,7 +667,8 @@ static int after_step(run_ctx *c, const train_options *o, const run_config *cfg,
         res->phase_seconds.val_slices += ls->eval_cost;
         st->elapsed_s = timer_now() - ls->loop_t0;
         ls->last_eval = st->elapsed_s;
-        log_event(&c->metrics, st, METRICS_VAL_SLICE, ls->last_bpb, NULL);
+        if (log_event(&c->metrics, st, METRICS_VAL_SLICE, ls->last_bpb, NULL, err))
+            return -1;
     }
     if (root && memory_stage_save_status(&c->mem, err))   /* memory.bin could not be written */
         return -1;
@@ -877,7 +897,7 @@ static int final_validation(run_ctx *c, const train_options *o, const run_config
             res->val_bpb_component[k] = hr.bpb_component[k];
             res->val_mean_weight[k] = hr.mean_weight[k];
         }
-        log_event(&c->metrics, st, METRICS_VAL_FULL, hr.bpb, "full validation");
+        rc = log_event(&c->metrics, st, METRICS_VAL_FULL, hr.bpb, "full validation", err);
     }
     mixer_free(&h.mx);
     return rc;

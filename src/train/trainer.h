@@ -8,7 +8,9 @@
  * the budget. A non-finite loss or gradient restores the last good in-memory
  * state and lowers the learning rate (at most max_retries times). Checkpoints
  * are written every checkpoint_every seconds, at the end, and when *stop_flag
- * becomes non-zero (the CLI sets it on SIGINT/SIGTERM). */
+ * becomes non-zero (the CLI sets it on SIGINT/SIGTERM), each after
+ * model.safetensors (a disk full at the end keeps the model). A metrics line
+ * that cannot be written (a full disk) ends the run with that error. */
 #ifndef TEMPO_TRAINER_H
 #define TEMPO_TRAINER_H
 

@@ -24,7 +24,7 @@ expect_error 1 "^tempo: export: logit_softcap=30 has no llama.cpp architecture \
 mkdir -p "$E2E_TMP/trunc"
 head -c 20000 "$E2E_TMP/good/model.safetensors" > "$E2E_TMP/trunc/model.safetensors"
 expect_error 1 "trunc/model.safetensors: truncated" ex --model "$E2E_TMP/trunc" --format gguf --out "$O.gguf"
-# NaN weights: the first float of the first tensor's data
+# NaN weights: the first float of the first tensor's data (resealed: the edit is meant, not damage)
 mkdir -p "$E2E_TMP/nan"
 python3 - "$E2E_TMP/good/model.safetensors" "$E2E_TMP/nan/model.safetensors" <<'PY' || fail "cannot write the NaN copy"
 import struct, sys
@@ -33,6 +33,8 @@ n = struct.unpack_from('<Q', b, 0)[0]
 b[8 + n:8 + n + 4] = struct.pack('<f', float('nan'))
 open(sys.argv[2], 'wb').write(b)
 PY
+expect_error 1 "nan/model.safetensors: checksum mismatch" ex --model "$E2E_TMP/nan" --format gguf --out "$O.gguf"
+python3 tests/e2e/py/safetensors_seal.py "$E2E_TMP/nan/model.safetensors" || fail "cannot reseal the NaN copy"
 expect_error 1 "nan/model.safetensors: weights hold non-finite values" ex --model "$E2E_TMP/nan" --format gguf --out "$O.gguf"
 expect_error 1 "nan/model.safetensors: weights hold non-finite values" ex --model "$E2E_TMP/nan" --format hf --out "$O.hf"
 # an output in a missing folder

@@ -52,6 +52,9 @@ expect_error 1 "trunc.safetensors: truncated" "$TEMPO" eval --model "$E2E_TMP/tr
 expect_error 1 "not a safetensors file" "$TEMPO" eval --model "$DATA/tiny/val.txt" --text "$DATA/tiny/val.txt"
 expect_error 1 "nothing.txt" "$TEMPO" eval --model "$E2E_TMP/run" --text "$E2E_TMP/nothing.txt"
 expect_error 2 "exactly one" "$TEMPO" eval --model "$E2E_TMP/run"
+# a folder as --text is refused (issue 31: it scored every file in it), in both phases
+expect_error 2 "^tempo: --text $DATA/tiny: is a directory; expected a file$" "$TEMPO" eval --model "$E2E_TMP/run" --text "$DATA/tiny"
+expect_error 2 "^tempo: --text $DATA/tiny/: is a directory; expected a file$" "$TEMPO" eval --model "$E2E_TMP/run" --phase 2 --text "$DATA/tiny/"
 ev() { "$TEMPO" eval --model "$E2E_TMP/run" --text "$DATA/tiny/val.txt" "$@"; }
 expect_error 2 "^tempo: --threads: 4294967297 is out of range \(1 to 1024\)$" ev --threads 4294967297
 expect_error 2 "^tempo: --stride: 0 is out of range" ev --stride 0

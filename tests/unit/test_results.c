@@ -5,7 +5,9 @@
  * through the judge is in test_judge_score). */
 #include "test.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/fileio.h"
@@ -136,7 +138,7 @@ static void test_metrics_resume(void)
     CHECK(metrics_log_open(&m, dir, -1, &err) == 0);
     for (int s = 1; s <= 5; s++) {
         metrics_record r = {.kind = METRICS_STEP, .step = s, .elapsed_s = s, .tokens = 10 * (uint64_t)s, .value = 9 - s};
-        metrics_log_write(&m, &r);
+        CHECK(metrics_log_write(&m, &r, &err) == 0);
     }
     metrics_log_close(&m);
     char path[1100];
@@ -149,7 +151,7 @@ static void test_metrics_resume(void)
     }
     CHECK(metrics_log_open(&m, dir, 3, &err) == 0);
     metrics_record r = {.kind = METRICS_VAL_SLICE, .step = 4, .elapsed_s = 4.5, .tokens = 40, .value = 2};
-    metrics_log_write(&m, &r);
+    CHECK(metrics_log_write(&m, &r, &err) == 0);
     metrics_log_close(&m);
     char *text;
     size_t len;
@@ -163,6 +165,57 @@ static void test_metrics_resume(void)
         lines++;
     }
     CHECK_MSG(lines == 4 && text[len - 1] == '\n', "%d lines:\n%s", lines, text);
+    free(text);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* A write that fails is the caller's error, naming the file (issue 31:
+ * metrics.jsonl ignored a full disk and the run went on): on /dev/full (a
+ * disk with no space) at once, and cut short by a file size limit partway
+ * through a line, after which the file still ends on its last whole line. */
+static void test_metrics_write_errors(void)
+{
+    char dir[] = "/tmp/tempo_test_metrics_full.XXXXXX", path[1100];
+    if (!mkdtemp(dir)) {
+        CHECK(0);
+        return;
+    }
+    path_join(path, sizeof path, dir, METRICS_LOG_FILE);
+    tempo_error err;
+    metrics_log m;
+    metrics_record r = {.kind = METRICS_STEP, .step = 1, .elapsed_s = 0.5, .tokens = 10, .value = 4.25};
+    if (symlink("/dev/full", path) == 0) {
+        CHECK(metrics_log_open(&m, dir, -1, &err) == 0);
+        tempo_error_clear(&err);
+        CHECK_MSG(metrics_log_write(&m, &r, &err) == -1 && strstr(err.msg, path) && strstr(err.msg, "write failed") &&
+                      strstr(err.msg, "No space left"), "%s", err.msg);
+        metrics_log_close(&m);
+        unlink(path);
+    }
+    /* a limit a few bytes past two lines: the third goes out in part, then fails */
+    CHECK(metrics_log_open(&m, dir, -1, &err) == 0);
+    CHECK(metrics_log_write(&m, &r, &err) == 0);
+    r.step = 2;
+    CHECK(metrics_log_write(&m, &r, &err) == 0);
+    off_t two = lseek(m.fd, 0, SEEK_END);
+    struct rlimit old, lim;
+    void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);   /* the write then fails with EFBIG */
+    CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)two + 7;
+    CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    r.step = 3;
+    tempo_error_clear(&err);
+    int rc = metrics_log_write(&m, &r, &err);
+    CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
+    signal(SIGXFSZ, old_handler);
+    CHECK_MSG(rc == -1 && strstr(err.msg, "write failed") && !strstr(err.msg, "torn"), "%s", err.msg);
+    metrics_log_close(&m);
+    char *text;
+    size_t len;
+    CHECK(file_read_all(path, &text, &len, 0, &err) == 0);
+    CHECK_MSG((off_t)len == two && text[len - 1] == '\n', "%zu bytes of %lld: %s", len, (long long)two, text);
     free(text);
     unlink(path);
     rmdir(dir);
@@ -210,6 +263,7 @@ int main(void)
     RUN(test_run_result);
     RUN(test_metrics_records);
     RUN(test_metrics_resume);
+    RUN(test_metrics_write_errors);
     RUN(test_eval_line);
     return test_summary("test_results");
 }

@@ -1,7 +1,8 @@
 /* test_run_config.c - presets, --set overrides and their errors, the one
  * default (the built-in defaults and configs/cpu-default.conf agree key by
  * key), the JSON round trip used by checkpoints, an old checkpoint's missing
- * keys, and a checkpoint's loop-state metadata checked before it is cast. */
+ * keys, a checkpoint's loop-state metadata checked before it is cast, and
+ * its checksum. */
 #include "test.h"
 
 #include <unistd.h>
@@ -296,7 +297,7 @@ static void test_checkpoint_metadata_ranges(void)
     CHECK(checkpoint_save_full(src, m, &c, &o, &st, &err) == 0);
     train_state back;
     CHECK(rewrite_meta(src, dst, "step", "12") == 0);
-    CHECK_MSG(checkpoint_load_full(dst, m, &o, &back, &err) == 0 && back.step == 12 && back.tokens == 3456,
+    CHECK_MSG(checkpoint_load_full(dst, m, &o, &back, NULL, &err) == 0 && back.step == 12 && back.tokens == 3456,
               "%s", err.msg);
     struct { const char *key, *value; } bad[] = {
         {"step", "1e30"}, {"step", "-1"}, {"step", "2.5"}, {"tokens", "1e20"}, {"max_steps", "9.3e18"},
@@ -306,11 +307,116 @@ static void test_checkpoint_metadata_ranges(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK(rewrite_meta(src, dst, bad[i].key, bad[i].value) == 0);
         tempo_error_clear(&err);
-        CHECK_MSG(checkpoint_load_full(dst, m, &o, &back, &err) == -1 && strstr(err.msg, "malformed") &&
+        CHECK_MSG(checkpoint_load_full(dst, m, &o, &back, NULL, &err) == -1 && strstr(err.msg, "malformed") &&
                       strstr(err.msg, bad[i].key),
                   "%s=%s: %s", bad[i].key, bad[i].value, err.msg);
     }
     check_old_config(src, dst, &c);
+    unlink(src);
+    unlink(dst);
+    optim_free(&o);
+    model_free(m);
+}
+
+/* Blank a span of a file's header with spaces (JSON whitespace): an edit
+ * that keeps the header's length. */
+static void blank(char *file, const char *from, size_t n)
+{
+    char *at = strstr(file + 8, from);
+    CHECK(at != NULL);
+    if (at)
+        memset(at, ' ', n);
+}
+
+/* Checkpoints carry a checksum (issue 31: 2,000 flipped bytes were resumed
+ * and trained on until the run diverged): every flip of a header byte and
+ * of a sample of the data's bytes is refused naming the file, the data's as
+ * a checksum mismatch, the checksum key's own letters included (the format,
+ * "tempo-checkpoint-2", says there is one); a checkpoint written before
+ * checksums ("tempo-checkpoint-1", none) still loads, unchecked; a model's
+ * header is sealed the same way for its readers (config_from_file). */
+static void test_checkpoint_checksum(void)
+{
+    run_config c;
+    run_config_defaults(&c);
+    tempo_error err;
+    CHECK(run_config_load_preset(&c, "tiny-test", &err) == 0);
+    c.model.vocab_size = 97;
+    c.model.d_model = 16;
+    c.model.n_layers = 1;
+    c.model.d_ff = 32;
+    c.model.context = 16;
+    CHECK_MSG(run_config_finish(&c, &err) == 0, "%s", err.msg);
+    model *m = NULL;
+    CHECK(model_create(&m, &c.model, 1, &err) == 0);
+    if (!m)
+        return;
+    model_init(m, 1);
+    optimizer o;
+    CHECK(train_optimizer_create(&o, m, &c.optim, &err) == 0);
+    train_state st = {.step = 12, .tokens = 3456, .elapsed_s = 1.5, .budget_s = 60, .guard_mult = 1, .world_size = 1};
+    char src[64], dst[64];
+    snprintf(src, sizeof src, "build/test_sum_%d.safetensors", (int)getpid());
+    snprintf(dst, sizeof dst, "build/test_sum_%d_bad.safetensors", (int)getpid());
+    CHECK(checkpoint_save_full(src, m, &c, &o, &st, &err) == 0);
+    train_state back;
+    int checksummed = -1;
+    CHECK_MSG(checkpoint_load_full(src, m, &o, &back, &checksummed, &err) == 0 && checksummed == 1, "%s", err.msg);
+    char *file;
+    size_t len;
+    CHECK(file_read_all(src, &file, &len, 0, &err) == 0);
+    uint64_t hl;
+    memcpy(&hl, file, 8);
+    int refused = 0, tried = 0;
+    for (size_t i = 0; i < len; i += i < 8 + hl ? 1 : 61) {
+        file[i] ^= 0x01;
+        CHECK(file_write_atomic(dst, file, len, &err) == 0);
+        file[i] ^= 0x01;
+        tempo_error_clear(&err);
+        tried++;
+        int rc = checkpoint_load_full(dst, m, &o, &back, NULL, &err);
+        refused += rc == -1 && strstr(err.msg, dst) != NULL;
+        CHECK_MSG(rc == -1 && strstr(err.msg, dst), "flip at byte %zu of %zu (header %llu) loaded", i, len,
+                  (unsigned long long)hl);
+        if (i >= 8 + hl)
+            CHECK_MSG(strstr(err.msg, "checksum mismatch"), "data flip at %zu: %s", i, err.msg);
+    }
+    CHECK_MSG(refused == tried && tried > 1000, "%d of %d refused", refused, tried);
+    /* the checksum entry gone, the format still version 2: refused */
+    const size_t entry = strlen(",\"checksum\":\"sha256:\"") + 64;
+    char *old = malloc(len);
+    memcpy(old, file, len);
+    blank(old, ",\"checksum\":\"sha256:", entry);
+    CHECK(file_write_atomic(dst, old, len, &err) == 0);
+    tempo_error_clear(&err);
+    CHECK_MSG(checkpoint_load_full(dst, m, &o, &back, NULL, &err) == -1 && strstr(err.msg, "checksum mismatch"), "%s",
+              err.msg);
+    /* ... and as version 1 wrote it: loads, unchecked */
+    char *v = strstr(old + 8, "tempo-checkpoint-2");
+    CHECK(v != NULL);
+    if (v)
+        v[strlen("tempo-checkpoint-")] = '1';
+    CHECK(file_write_atomic(dst, old, len, &err) == 0);
+    checksummed = -1;
+    CHECK_MSG(checkpoint_load_full(dst, m, &o, &back, &checksummed, &err) == 0 && checksummed == 0 && back.step == 12,
+              "%s", err.msg);
+    free(old);
+    free(file);
+    /* a model: its header's flips are refused by the config reader that eval's loader shares */
+    train_state ms = {.step = 12, .tokens = 3456};
+    CHECK(checkpoint_save_model(src, m, &c, "tokenizer text", &ms, NULL, &err) == 0);
+    run_config rc_back;
+    CHECK_MSG(checkpoint_read_config(src, &rc_back, &err) == 0 && rc_back.model.d_model == 16, "%s", err.msg);
+    CHECK(file_read_all(src, &file, &len, 0, &err) == 0);
+    memcpy(&hl, file, 8);
+    for (size_t i = 0; i < 8 + hl; i++) {
+        file[i] ^= 0x01;
+        CHECK(file_write_atomic(dst, file, len, &err) == 0);
+        file[i] ^= 0x01;
+        tempo_error_clear(&err);
+        CHECK_MSG(checkpoint_read_config(dst, &rc_back, &err) == -1 && strstr(err.msg, dst), "model flip at %zu", i);
+    }
+    free(file);
     unlink(src);
     unlink(dst);
     optim_free(&o);
@@ -325,5 +431,6 @@ int main(void)
     RUN(test_defaults_are_cpu_default);
     RUN(test_json_round_trip);
     RUN(test_checkpoint_metadata_ranges);
+    RUN(test_checkpoint_checksum);
     return test_summary("test_run_config");
 }

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/safetensors.h"
+#include "core/sha256.h"
 
 static const char *tmp_path(char *buf, size_t n, const char *name)
 {
@@ -57,11 +58,25 @@ static void test_round_trip(void)
     CHECK(hl % 8 == 0);
     CHECK(len == 8 + hl + sizeof a + sizeof b);
     /* the header's exact bytes: the layout other readers see (no spaces but
-     * the padding, offsets relative to the data block) */
-    const char *want = "{\"__metadata__\":{\"config\":\"{\\\"d_model\\\":8}\",\"tokenizer\":"
-                       "\"line one\\nline \\\"two\\\"\\u0001\\u00ff\"},"
-                       "\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
-                       "\"layers.0.b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[24,36]}}";
+     * the padding, offsets relative to the data block), the checksum last in
+     * the metadata: the sha256 of the stream safetensors.h defines, built here
+     * by hand (the value as read back: 0xff became U+00FF, C3 BF) */
+    static const char stream_head[] = "tempo-safetensors-checksum-1\n"
+                                      "config\0{\"d_model\":8}\0tokenizer\0line one\nline \"two\"\x01\xc3\xbf\0\n"
+                                      "a\0F32\0" "2,3\0" "0,24\0layers.0.b\0F32\0" "3\0" "24,36\0\n";
+    sha256_ctx sc;
+    sha256_init(&sc);
+    sha256_update(&sc, stream_head, sizeof stream_head - 1);
+    sha256_update(&sc, a, sizeof a);
+    sha256_update(&sc, b, sizeof b);
+    uint8_t digest[32];
+    char hex[65], want[1024];
+    sha256_final(&sc, digest);
+    sha256_hex(digest, hex);
+    snprintf(want, sizeof want, "{\"__metadata__\":{\"config\":\"{\\\"d_model\\\":8}\",\"tokenizer\":"
+                                "\"line one\\nline \\\"two\\\"\\u0001\\u00ff\",\"checksum\":\"sha256:%s\"},"
+                                "\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
+                                "\"layers.0.b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[24,36]}}", hex);
     size_t wl = strlen(want);
     CHECK_MSG(hl == (wl + 7) / 8 * 8 && len > 8 + wl && !memcmp(data + 8, want, wl), "%.*s", (int)hl, data + 8);
     for (size_t i = 8 + wl; i < 8 + hl && i < len; i++)
@@ -146,6 +161,114 @@ static void test_foreign_files(void)
     unlink(p);
 }
 
+/* Write a safetensors file from a header text (its length in front) and data. */
+static void write_raw(const char *p, const char *header, const void *data, size_t n)
+{
+    size_t hl = strlen(header);
+    char *file = malloc(8 + hl + n);
+    uint64_t hl64 = hl;
+    memcpy(file, &hl64, 8);   /* little-endian (x86, as the format) */
+    memcpy(file + 8, header, hl);
+    memcpy(file + 8 + hl, data, n);
+    tempo_error err;
+    CHECK(file_write_atomic(p, file, 8 + hl + n, &err) == 0);
+    free(file);
+}
+
+/* The checksum (issue 31: a checkpoint with 2,000 flipped bytes was resumed
+ * and trained on): every flipped data byte and every flipped header byte is
+ * refused, naming the file, the data's and the header values' as a checksum
+ * mismatch; the header's whitespace does not count; a file without a
+ * checksum (an older tempo's, another tool's) opens, marked unchecked; a
+ * malformed checksum is refused; a "checksum" the caller passes is replaced. */
+static void test_checksum(void)
+{
+    char p[256], q[256];
+    tmp_path(p, sizeof p, "sum.safetensors");
+    tmp_path(q, sizeof q, "sum_bad.safetensors");
+    float a[6] = {1, 2, 3, 4, 5, 6};
+    st_write_tensor ts[1] = {{"a", a, 2, {2, 3}}};
+    st_meta meta[3] = {{"step", "12"}, {"checksum", "sha256:0000"}, {"config", "{\"d_model\":8}"}};
+    tempo_error err;
+    CHECK(safetensors_write(p, ts, 1, meta, 3, &err) == 0);
+    safetensors_file sf;
+    char sum[80] = "";
+    CHECK_MSG(safetensors_open(&sf, p, &err) == 0 && sf.checksummed == 1, "%s", err.msg);
+    if (sf.file) {
+        const char *v = safetensors_meta(&sf, "checksum");
+        CHECK(v && strncmp(v, "sha256:", 7) == 0 && strlen(v) == 71);
+        snprintf(sum, sizeof sum, "%s", v ? v : "");
+        CHECK(sf.n_meta == 3 && !strcmp(sf.meta_keys[2], "checksum"));   /* the caller's left out, the real one last */
+        safetensors_close(&sf);
+    }
+    char *file;
+    size_t len;
+    CHECK(file_read_all(p, &file, &len, 0, &err) == 0);
+    uint64_t hl;
+    memcpy(&hl, file, 8);
+    /* the checksum key's own letters: a flip there leaves a file without a
+     * checksum, which opens unchecked; tempo's formats say they have one
+     * (checkpoint.c, test_run_config's test_checkpoint_checksum) */
+    const char *key = strstr(file + 8, "\"checksum\"");
+    size_t key_at = key ? (size_t)(key - file) + 1 : 0;
+    CHECK(key != NULL);
+    int mismatches = 0;
+    for (size_t i = 0; i < len; i++) {
+        file[i] ^= 0x01;
+        CHECK(file_write_atomic(q, file, len, &err) == 0);
+        file[i] ^= 0x01;
+        tempo_error_clear(&err);
+        int rc = safetensors_open(&sf, q, &err);
+        if (key && i >= key_at && i < key_at + 8) {
+            CHECK_MSG(rc == 0 && sf.checksummed == 0, "flip at %zu in the key: %s", i, err.msg);
+            if (rc == 0)
+                safetensors_close(&sf);
+            continue;
+        }
+        CHECK_MSG(rc == -1 && strstr(err.msg, q), "flip at %zu of %zu opened: %s", i, len, err.msg);
+        if (rc == 0)
+            safetensors_close(&sf);
+        mismatches += strstr(err.msg, "checksum mismatch") != NULL;
+        if (i >= 8 + hl)   /* the data block */
+            CHECK_MSG(strstr(err.msg, "checksum mismatch"), "data flip at %zu: %s", i, err.msg);
+    }
+    /* the data's 24, and the header values' (12 -> 13, 8 -> 9, the digest's digits, ...) */
+    CHECK_MSG(mismatches > 24 + 40, "%d mismatches", mismatches);
+    free(file);
+    /* the same header with spaces between its tokens: the same checksum */
+    char h[1024];
+    snprintf(h, sizeof h, "{ \"__metadata__\" : { \"step\" : \"12\", \"config\" : \"{\\\"d_model\\\":8}\", "
+             "\"checksum\" : \"%s\" } , \"a\" : { \"dtype\" : \"F32\", \"shape\" : [ 2, 3 ], "
+             "\"data_offsets\" : [0, 24] } }", sum);
+    write_raw(q, h, a, sizeof a);
+    CHECK_MSG(safetensors_open(&sf, q, &err) == 0 && sf.checksummed == 1, "%s", err.msg);
+    if (sf.file) safetensors_close(&sf);
+    /* ... but the same values in another order: another file */
+    snprintf(h, sizeof h, "{\"__metadata__\":{\"config\":\"{\\\"d_model\\\":8}\",\"step\":\"12\",\"checksum\":\"%s\"},"
+             "\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}", sum);
+    write_raw(q, h, a, sizeof a);
+    tempo_error_clear(&err);
+    CHECK_MSG(safetensors_open(&sf, q, &err) == -1 && strstr(err.msg, "checksum mismatch"), "%s", err.msg);
+    /* no checksum: opens, unchecked */
+    write_raw(q, "{\"__metadata__\":{\"step\":\"12\"},\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}",
+              a, sizeof a);
+    CHECK_MSG(safetensors_open(&sf, q, &err) == 0 && sf.checksummed == 0, "%s", err.msg);
+    if (sf.file) safetensors_close(&sf);
+    /* malformed, and well-formed but wrong */
+    const char *bad[] = {"sha256:xyz", "md5:0123", "", "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+                         "SHA256:0000000000000000000000000000000000000000000000000000000000000000"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(h, sizeof h, "{\"__metadata__\":{\"checksum\":\"%s\"},\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],"
+                 "\"data_offsets\":[0,24]}}", bad[i]);
+        write_raw(q, h, a, sizeof a);
+        tempo_error_clear(&err);
+        CHECK_MSG(safetensors_open(&sf, q, &err) == -1 && strstr(err.msg, q) && strstr(err.msg, "checksum mismatch"),
+                  "%s: %s", bad[i], err.msg);
+    }
+    unlink(p);
+    unlink(q);
+}
+
 /* A child rewrites a 4 MB file over and over; the parent kills it at random
  * moments. After every kill the final name holds a complete, valid file. */
 static void test_killed_writer_leaves_valid_file(void)
@@ -228,6 +351,7 @@ int main(void)
     RUN(test_disk_full);
     RUN(test_round_trip);
     RUN(test_foreign_files);
+    RUN(test_checksum);
     RUN(test_killed_writer_leaves_valid_file);
     return test_summary("test_safetensors");
 }
