@@ -17,6 +17,8 @@ command -v xz >/dev/null 2>&1 || need+=(xz-utils)
 # clang compiles the GPU kernels to PTX (src/kernels/cuda); g++ builds their CPU emulator
 command -v clang >/dev/null 2>&1 || need+=(clang)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
+# bubblewrap: the judge's sandbox for submissions (src/judge/sandbox.c)
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 # Open MPI: multi-process training (tempo train under mpirun) and its tests
 if [ "${MPI:-1}" != 0 ]; then
     command -v mpicc >/dev/null 2>&1 || need+=(libopenmpi-dev)

@@ -24,7 +24,13 @@ static void usage(FILE *f)
         "  --threads N        threads for the submission (default: the manifest's, else all cores)\n"
         "  --steps N          step cap for reproducible runs (default: the manifest's, else none)\n"
         "  --vocab N          vocabulary of the prepared training data when the manifest has none (default 4096)\n"
-        "  --memory SIZE      address-space limit (RLIMIT_AS) per process, e.g. 8G (default 80%% of RAM)\n"
+        "  --memory SIZE      address-space limit (RLIMIT_AS) per process, and the limit on a run's resident\n"
+        "                     memory summed over its processes, e.g. 8G (default 80%% of RAM)\n"
+        "  --max-procs N      processes and threads a run may have at once (default 512)\n"
+        "  --disk SIZE        bytes a run may keep in its writable folders (default 16G)\n"
+        "  --no-sandbox       run submissions without the sandbox (bubblewrap: own namespaces, no network,\n"
+        "                     only the handed-over folders visible); recorded as sandbox: none. Without\n"
+        "                     it the judge refuses where a sandbox cannot start ($TEMPO_BWRAP: the bwrap to use)\n"
         "  --grace D          SIGTERM -> SIGKILL delay at the deadline (default 5s)\n"
         "  --log-bytes SIZE   per output stream: keep the first SIZE and the last SIZE/4 bytes (default 1M)\n"
         "  --flood-bytes SIZE output beyond this fails the run as flooding (default 64M)\n"
@@ -67,6 +73,10 @@ int cmd_judge(int argc, char **argv)
             usage(stdout);
             return 0;
         }
+        if (!strcmp(a, "--no-sandbox")) {
+            o.no_sandbox = 1;
+            continue;
+        }
         if (!v)
             return cli_usage_error("%s: missing value (see tempo judge --help)", a);
         if (!strcmp(a, "--submission")) o.submission = v;
@@ -81,6 +91,8 @@ int cmd_judge(int argc, char **argv)
         else if (!strcmp(a, "--vocab")) { if ((rc = cli_parse_int(a, v, TOK_MIN_VOCAB, TOK_MAX_VOCAB, &x)) == 0) o.vocab = (int)x; }
         else if (!strcmp(a, "--icl-limit")) { if ((rc = cli_parse_int(a, v, 1, 1000000000, &x)) == 0) o.icl_limit = (int)x; }
         else if (!strcmp(a, "--memory")) { if ((rc = cli_parse_size(a, v, 1 << 20, JUDGE_MAX_MEMORY, &sz)) == 0) o.memory_bytes = sz; }
+        else if (!strcmp(a, "--max-procs")) { if ((rc = cli_parse_int(a, v, 8, 1000000, &x)) == 0) o.max_procs = (long)x; }
+        else if (!strcmp(a, "--disk")) { if ((rc = cli_parse_size(a, v, 1 << 20, JUDGE_MAX_MEMORY, &sz)) == 0) o.disk_bytes = sz; }
         else if (!strcmp(a, "--log-bytes")) { if ((rc = cli_parse_size(a, v, 1, JUDGE_MAX_LOG_BYTES, &sz)) == 0) o.log_bytes = (size_t)sz; }
         else if (!strcmp(a, "--flood-bytes")) { if ((rc = cli_parse_size(a, v, 1, JUDGE_MAX_MEMORY, &sz)) == 0) o.flood_bytes = sz; }
         else if (!strcmp(a, "--grace")) rc = cli_parse_duration(a, v, &o.grace_s);

@@ -159,6 +159,7 @@ int judge_attempt_to_json(const judge_attempt *a, strbuf *o, tempo_error *err)
     jsonw_field_string(w, "started_at", a->started_at);
     jsonw_field_string(w, "ended_at", a->ended_at);
     jsonw_field_string(w, "work_dir", a->work_dir);
+    jsonw_field_string(w, "sandbox", a->sandbox[0] ? a->sandbox : "none");
     jsonw_key(w, "runs");
     jsonw_array_begin(w);
     for (int i = 0; i < a->n_runs; i++)

@@ -76,6 +76,7 @@ typedef struct {
     char val_path[1024], val_sha256[65];
     char started_at[32], ended_at[32];
     char work_dir[1024];
+    char sandbox[16];           /* "bwrap": runs were sandboxed (judge/sandbox.h); "none": --no-sandbox */
     int n_runs;
     judge_run_record *runs;     /* owned */
 } judge_attempt;

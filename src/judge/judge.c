@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
@@ -26,6 +27,7 @@
 #include "judge/model_check.h"
 #include "judge/provenance.h"
 #include "judge/runner.h"
+#include "judge/sandbox.h"
 #include "judge/score.h"
 #include "judge/stats.h"
 #include "judge/submission.h"
@@ -50,6 +52,11 @@ typedef struct {
     int ranks;                 /* > 1: tempo train under mpirun -np ranks, threads / ranks each */
     long long steps;
     int train_has_no_eval;     /* `tempo train --help` lists --no-eval */
+    int sandboxed;             /* runs go through judge/sandbox.h (not --no-sandbox) */
+    judge_sandbox sb;
+    char bin_copy[PATH_MAX + 32]; /* the read-only copy of tempo a sandbox sees at tempo_bin */
+    char configs_dir[PATH_MAX];   /* tempo's configs/ beside its binary (presets), "" when absent */
+    char configs_copy[PATH_MAX + 32]; /* its copy in the attempt folder, shown read-only at configs_dir */
 } attempt_ctx;
 
 /* The deadline snapshot: the model (its weights, and a hybrid model's
@@ -107,6 +114,8 @@ void judge_options_default(judge_options *o)
     o->log_bytes = 1 << 20;
     o->flood_bytes = 64ull << 20;
     o->eval_timeout_s = 0;   /* the budget (at least EVAL_CAP_MIN_S): judge_eval_cap */
+    o->max_procs = 512;
+    o->disk_bytes = 16ull << 30;
     o->db_path = "leaderboard.sqlite";
     o->work_dir = "runs/judge";
     o->progress = stderr;
@@ -181,7 +190,12 @@ static void submission_env(env_list *e, const attempt_ctx *c, const char *run_di
     const char *keep[] = {"HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "XDG_CACHE_HOME", "TEMPO_HW_PROFILE"};
     env_add(e, "PATH", child_path());
     for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
-        env_add(e, keep[i], getenv(keep[i]));
+        if (!c->sandboxed || (strcmp(keep[i], "HOME") && strcmp(keep[i], "XDG_CACHE_HOME")))
+            env_add(e, keep[i], getenv(keep[i]));
+    if (c->sandboxed) { /* the judge's home is not in the sandbox: the private temporary folder stands in */
+        env_addf(e, "HOME", "%s/tmp", run_dir);
+        env_addf(e, "XDG_CACHE_HOME", "%s/tmp/.cache", run_dir);
+    }
     env_addf(e, "TMPDIR", "%s/tmp", run_dir);
     env_add(e, "TEMPO_DATA_DIR", c->data.dir);
     if (c->data.text_dir[0])
@@ -189,7 +203,9 @@ static void submission_env(env_list *e, const attempt_ctx *c, const char *run_di
     env_add(e, "TEMPO_OUT_DIR", out_dir);
     env_add(e, "TEMPO_SUBMISSION_DIR", copy_dir);
     env_addf(e, "TEMPO_BUDGET_SECONDS", "%.3f", c->o->budget_s);
-    env_addf(e, "TEMPO_DEADLINE_UNIX", "%.3f", (double)time(NULL) + c->o->budget_s);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now); /* to the millisecond: time() would round the deadline down */
+    env_addf(e, "TEMPO_DEADLINE_UNIX", "%.3f", (double)now.tv_sec + 1e-9 * (double)now.tv_nsec + c->o->budget_s);
     env_addf(e, "TEMPO_THREADS", "%d", c->threads);
     env_addf(e, "TEMPO_SEED", "%llu", (unsigned long long)seed);
     if (c->steps > 0)
@@ -246,6 +262,19 @@ static char **eval_env(int threads, char *omp, size_t omp_n)
     env[k++] = omp;
     env[k] = NULL;
     return env;
+}
+
+/* A run's address-space limit. */
+static uint64_t launch_memory(const attempt_ctx *c)
+{
+    return c->o->memory_bytes ? c->o->memory_bytes : default_memory();
+}
+
+/* RLIMIT_FSIZE of a run: --disk, and never more than the largest model read. */
+static uint64_t file_limit(const attempt_ctx *c)
+{
+    uint64_t d = c->o->disk_bytes;
+    return d && d < JUDGE_MODEL_MAX_BYTES ? d : JUDGE_MODEL_MAX_BYTES;
 }
 
 /* ---- one run ------------------------------------------------------------ */
@@ -342,6 +371,16 @@ static int run_eval(const attempt_ctx *c, char **argv, const char *log_prefix, c
     return rc;
 }
 
+/* Whether path is a regular file itself (not a symlink to one, a fifo that
+ * would block the judge, or a device): the only kind of file the judge reads
+ * from a run's output folder. The run's processes are all gone by then, so
+ * nothing can swap it between this look and the read. */
+static int regular_file(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* Lenient read of the submission's own result.json (tempo's trainer writes
  * one; a custom command may not). */
 static void read_result_json(const char *out_dir, judge_run_record *r)
@@ -350,7 +389,7 @@ static void read_result_json(const char *out_dir, judge_run_record *r)
     size_t len;
     tempo_error e;
     judge_fmt(path, sizeof path, "%s/" RUN_RESULT_FILE, out_dir);
-    if (!path_exists(path) || file_read_all(path, &text, &len, 1 << 20, &e))
+    if (!regular_file(path) || file_read_all(path, &text, &len, 1 << 20, &e))
         return;
     judge_parse_run_result(text, len, r);
     free(text);
@@ -532,7 +571,7 @@ static int launch(const attempt_ctx *c, const run_dirs *d, uint64_t seed, char *
                   judge_proc_result *pr, tempo_error *err)
 {
     const judge_options *o = c->o;
-    uint64_t memory = o->memory_bytes ? o->memory_bytes : default_memory();
+    uint64_t memory = launch_memory(c);
     env_list *env = malloc(sizeof *env);
     if (!env)
         return tempo_fail(err, "judge: out of memory");
@@ -548,8 +587,42 @@ static int launch(const attempt_ctx *c, const run_dirs *d, uint64_t seed, char *
     judge_fmt(err_log, sizeof err_log, "%s/stderr.log", d->run);
     judge_proc_spec s = {0};
     s.argv = argv;
+    char **boxed = NULL;
+    if (c->sandboxed) {
+        judge_sandbox_view v = {0};
+        v.ro[v.n_ro++] = c->data.dir;
+        if (c->configs_dir[0]) {
+            v.files[v.n_files].src = c->configs_copy;
+            v.files[v.n_files++].dst = c->configs_dir;
+        }
+        v.rw[v.n_rw++] = d->copy;
+        v.rw[v.n_rw++] = d->out;
+        v.tmp = d->tmp;
+        v.files[v.n_files].src = c->bin_copy;
+        v.files[v.n_files++].dst = c->tempo_bin;
+        v.cwd = d->copy;
+        boxed = judge_sandbox_argv(&c->sb, &v, argv);
+        if (!boxed) {
+            free(env);
+            return tempo_fail(err, "judge: out of memory");
+        }
+        s.argv = boxed;
+        s.tree = 1;
+        s.exit_128_is_signal = 1;
+        s.drop_uid = c->sb.drop_uid;
+        s.run_uid = c->sb.uid;
+        s.run_gid = c->sb.gid;
+        s.no_new_privs = 1;
+        s.start_mark_fd3 = 1;
+    }
+    const char *disk_dirs[] = {d->copy, d->out, d->tmp};
+    s.max_tasks = o->max_procs;
+    s.tree_memory_bytes = memory;
+    s.disk_dirs = disk_dirs;
+    s.n_disk_dirs = 3;
+    s.disk_bytes = o->disk_bytes;
     s.envp = env->items;
-    s.cwd = d->copy;
+    s.cwd = c->sandboxed ? "/" : d->copy; /* in the sandbox, bwrap's --chdir */
     s.stdout_log = out_log;
     s.stderr_log = err_log;
     s.log_head_bytes = o->log_bytes;
@@ -558,13 +631,21 @@ static int launch(const attempt_ctx *c, const run_dirs *d, uint64_t seed, char *
     s.budget_s = o->budget_s;
     s.grace_s = o->grace_s;
     s.memory_bytes = memory;
-    s.file_bytes = JUDGE_MODEL_MAX_BYTES;
+    s.file_bytes = file_limit(c);
     s.at_end = take_snapshot;
     s.ctx = snap;
-    say(o, "seed %llu: running %s (budget %.1f s, %d threads)", (unsigned long long)seed,
-        c->m.n_command ? "the submission's command" : "tempo train", o->budget_s, c->threads);
+    say(o, "seed %llu: running %s (budget %.1f s, %d threads, %s)", (unsigned long long)seed,
+        c->m.n_command ? "the submission's command" : "tempo train", o->budget_s, c->threads,
+        c->sandboxed ? "sandboxed" : "NOT sandboxed (--no-sandbox)");
     int rc = judge_proc_run(&s, pr, err);
     free(env);
+    free(boxed);
+    if (rc == 0 && c->sandboxed && !pr->started) {
+        char last[300];
+        judge_caplog_last_line(&pr->err, last, sizeof last);
+        judge_proc_free(pr);
+        return tempo_fail(err, "judge: the sandbox did not start (%s); nothing is recorded", last[0] ? last : "no message");
+    }
     return rc;
 }
 
@@ -583,7 +664,7 @@ static void record_outputs(const attempt_ctx *c, const run_dirs *d, const judge_
     judge_fmt(path, sizeof path, "%s/" METRICS_LOG_FILE, d->out);
     judge_curves curves;
     tempo_error e;
-    if (judge_curves_read(path, &curves, &e) == 0) {
+    if (regular_file(path) && judge_curves_read(path, &curves, &e) == 0) {
         if (curves.train_loss.n || curves.val_bpb.n) {
             strbuf sb = {0};
             judge_curves_to_json(&curves, &sb);
@@ -615,6 +696,31 @@ static void verdict_over_budget(attempt_ctx *c, const run_dirs *d, const judge_p
     }
 }
 
+/* Whether a failed run ran out of its address space (RLIMIT_AS): a process
+ * came near the cap, or the last words are an allocation failure's. */
+static int out_of_memory(const attempt_ctx *c, const judge_proc_result *pr, const char *last)
+{
+    static const char *const says[] = {"MemoryError", "Cannot allocate memory", "out of memory", "bad_alloc",
+                                       "std::bad_alloc", "memory exhausted", "ENOMEM"};
+    if (pr->peak_vm_bytes >= launch_memory(c) / 10 * 9)
+        return 1;
+    for (size_t i = 0; i < sizeof says / sizeof *says; i++)
+        if (strstr(last, says[i]))
+            return 1;
+    return 0;
+}
+
+/* In the sandbox the command is exec'ed by its /bin/sh wrapper (judge/sandbox.h),
+ * which says "tempo-sandbox: 1: exec: ./train.sh: not found" and exits 127
+ * when it cannot: that message's end, or NULL. */
+static const char *sandbox_exec_failure(const judge_proc_result *pr, const char *last)
+{
+    if (!pr->exited || pr->exit_code != 127 || strncmp(last, "tempo-sandbox: ", 15) != 0)
+        return NULL;
+    const char *p = strstr(last, ": exec: ");
+    return p ? p + 8 : NULL;
+}
+
 /* The run's status from how the process ended, and its score when it is ok. */
 static void verdict(attempt_ctx *c, const run_dirs *d, const char *cmd, const judge_proc_result *pr,
                     const snapshot *snap, judge_run_record *r)
@@ -624,13 +730,31 @@ static void verdict(attempt_ctx *c, const run_dirs *d, const char *cmd, const ju
     judge_caplog_last_line(&pr->err, last, sizeof last);
     if (!last[0])
         judge_caplog_last_line(&pr->out, last, sizeof last);
+    const char *sandbox_exec = c->sandboxed ? sandbox_exec_failure(pr, last) : NULL;
     if (pr->exec_errno) {
         set_status(r, JUDGE_FAILED, "command could not start: %s: %s", cmd, strerror(pr->exec_errno));
+    } else if (sandbox_exec) {
+        set_status(r, JUDGE_FAILED, "command could not start: %s", sandbox_exec);
+    } else if (pr->limit == JUDGE_LIMIT_PROCS) {
+        set_status(r, JUDGE_FAILED, "process limit: %s", pr->limit_detail);
+    } else if (pr->limit == JUDGE_LIMIT_DISK) {
+        set_status(r, JUDGE_FAILED, "disk limit: %s", pr->limit_detail);
+    } else if (pr->limit == JUDGE_LIMIT_MEMORY) {
+        set_status(r, JUDGE_FAILED, "memory limit: %s", pr->limit_detail);
+    } else if (!pr->exited && pr->term_signal == SIGXFSZ) {
+        char cap[32];
+        judge_format_bytes(file_limit(c), cap, sizeof cap);
+        set_status(r, JUDGE_FAILED, "disk limit: a file reached %s, the most one file may hold (%s)", cap, how);
     } else if (pr->flooded) {
         set_status(r, JUDGE_FAILED, "output flooding: more than %llu MiB on stdout/stderr (logs keep the start and end)",
                    (unsigned long long)(c->o->flood_bytes >> 20));
     } else if (pr->deadline_hit) {
         verdict_over_budget(c, d, pr, snap, r);
+    } else if ((!pr->exited || pr->exit_code != 0) && out_of_memory(c, pr, last)) {
+        char cap[32];
+        judge_format_bytes(launch_memory(c), cap, sizeof cap);
+        set_status(r, JUDGE_FAILED, "memory limit: a process's address space is capped at %s (--memory); %s%s%s", cap,
+                   how, last[0] ? ": " : "", last);
     } else if (!pr->exited || pr->exit_code != 0) {
         /* a trainer that gives up on NaNs says so ("training diverged: non-finite loss ...") */
         int diverged = strstr(last, "diverged") || strstr(last, "non-finite");
@@ -658,6 +782,9 @@ static int run_one(attempt_ctx *c, uint64_t seed, judge_run_record *r, tempo_err
         judge_utc_now(r->ended_at);
         return 0;
     }
+    if (c->sandboxed && (judge_sandbox_give(&c->sb, d.copy, err) || judge_sandbox_give(&c->sb, d.out, err) ||
+                         judge_sandbox_give(&c->sb, d.tmp, err)))
+        return -1;
     if (ensure_training_data(c, err))
         return -1;
     char *argv[JUDGE_MAX_ARGS + 2 * JUDGE_MAX_OVERRIDES + 40];
@@ -914,6 +1041,50 @@ static int on_path(const char *name)
     return 0;
 }
 
+/* Whether runs are sandboxed: yes unless --no-sandbox; where a sandbox
+ * cannot start, the judge refuses (nothing recorded) rather than run
+ * unsandboxed unasked. */
+static int choose_sandbox(attempt_ctx *c, judge_attempt *a, tempo_error *err)
+{
+    if (c->o->no_sandbox) {
+        judge_fmt(a->sandbox, sizeof a->sandbox, "none");
+        say(c->o, "--no-sandbox: %s runs with the judge's view of the machine (recorded as sandbox: none)",
+            a->submission);
+        return 0;
+    }
+    tempo_error e;
+    if (judge_sandbox_probe(&c->sb, &e))
+        return tempo_fail(err, "judge: %s; refusing to run %s without one (--no-sandbox runs it anyway, "
+                               "recorded as sandbox: none)", e.msg, a->submission);
+    c->sandboxed = 1;
+    judge_fmt(a->sandbox, sizeof a->sandbox, "bwrap");
+    return 0;
+}
+
+/* What a sandbox is shown of tempo: a read-only copy of the binary (at the
+ * binary's own path inside) and its configs/ folder. */
+static int sandbox_files(attempt_ctx *c, tempo_error *err)
+{
+    judge_fmt(c->bin_copy, sizeof c->bin_copy, "%s/tempo-for-sandbox", c->attempt_dir);
+    if (judge_copy_file(c->tempo_bin, c->bin_copy, err) || chmod(c->bin_copy, 0555) != 0)
+        return tempo_fail(err, "%s: cannot copy tempo for the sandbox: %s", c->bin_copy, strerror(errno));
+    char rel[PATH_MAX + 16], real[PATH_MAX];
+    judge_fmt(rel, sizeof rel, "%s", c->tempo_bin);
+    char *slash = strrchr(rel, '/');
+    if (slash) {
+        judge_fmt(slash, sizeof rel - (size_t)(slash - rel), "/../configs");
+        struct stat st;
+        if (realpath(rel, real) && stat(real, &st) == 0 && S_ISDIR(st.st_mode)) {
+            judge_fmt(c->configs_dir, sizeof c->configs_dir, "%s", real);
+            judge_fmt(c->configs_copy, sizeof c->configs_copy, "%s/configs-for-sandbox", c->attempt_dir);
+            if (judge_submission_copy(c->configs_dir, c->configs_copy, err))
+                return -1;
+        }
+    }
+    const char *reach[] = {c->attempt_dir};
+    return judge_sandbox_check_reach(&c->sb, reach, 1, err);
+}
+
 /* The data every run gets (and the validation fingerprint), then the attempt's own folder. */
 static int prepare_attempt(attempt_ctx *c, judge_attempt *a, int manifest_ok, tempo_error *err)
 {
@@ -932,6 +1103,10 @@ static int prepare_attempt(attempt_ctx *c, judge_attempt *a, int manifest_ok, te
     d.progress = o->progress;
     if (judge_data_prepare(&d, &c->data, err))
         return -1;
+    /* a root judge's sandbox runs as nobody, who must be able to enter what is bound */
+    const char *reach[] = {o->work_dir, c->data.dir};
+    if (c->sandboxed && (dir_create(o->work_dir, err) || judge_sandbox_check_reach(&c->sb, reach, 2, err)))
+        return -1;
     judge_fmt(a->data_id, sizeof a->data_id, "%s", c->data.id);
     judge_fmt(a->val_sha256, sizeof a->val_sha256, "%s", c->data.val_sha256);
     char stamp[32];
@@ -945,6 +1120,11 @@ static int prepare_attempt(attempt_ctx *c, judge_attempt *a, int manifest_ok, te
     char real_dir[PATH_MAX];
     judge_fmt(a->work_dir, sizeof a->work_dir, "%s", realpath(c->attempt_dir, real_dir) ? real_dir : c->attempt_dir);
     judge_fmt(c->attempt_dir, sizeof c->attempt_dir, "%s", a->work_dir);
+    if (c->sandboxed && sandbox_files(c, err)) {
+        tempo_error ignored;
+        dir_remove_tree(c->attempt_dir, &ignored); /* nothing ran: no folder is left for an attempt not recorded */
+        return -1;
+    }
     return 0;
 }
 
@@ -1000,7 +1180,7 @@ int judge_run(const judge_options *o, judge_attempt *a, tempo_error *err)
     tempo_error e;
     tempo_error_clear(&e);
     int manifest_ok = describe_attempt(c, a, &e);
-    if (prepare_attempt(c, a, manifest_ok, err)) {
+    if (choose_sandbox(c, a, err) || prepare_attempt(c, a, manifest_ok, err)) {
         rc = -1;
     } else if (!manifest_ok) {
         judge_fmt(a->status, sizeof a->status, JUDGE_FAILED);

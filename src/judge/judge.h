@@ -39,7 +39,11 @@ typedef struct {
     int threads;                /* > 0 overrides the manifest's; 0: manifest's, else all cores */
     long long steps;            /* > 0 overrides the manifest's step cap */
     int vocab;                  /* for manifests that do not say */
-    uint64_t memory_bytes;      /* RLIMIT_AS of every process the judge starts; 0: 80 % of RAM */
+    uint64_t memory_bytes;      /* RLIMIT_AS of every process the judge starts, and the cap on a run's
+                                 * summed resident memory; 0: 80 % of RAM */
+    long max_procs;             /* processes and threads of a run at once (default 512) */
+    uint64_t disk_bytes;        /* bytes in a run's writable folders (default 16 GiB) */
+    int no_sandbox;             /* 1: run submissions without judge/sandbox.h (recorded as sandbox: none) */
     double grace_s;             /* SIGTERM -> SIGKILL */
     size_t log_bytes;           /* kept per stream: the first log_bytes and the last log_bytes/4 */
     uint64_t flood_bytes;       /* stdout+stderr beyond this: failed as flooding */

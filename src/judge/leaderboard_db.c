@@ -21,8 +21,8 @@ struct judge_db {
     "method, phase, budget_s, seeds, first_seed, threads, memory_bytes, status, reason, n_scored, score_mean, "   \
     "score_std, bpb_mean, bpb_std, formula, leader_id, leader_submission, leader_mean, p_value, t_stat, df, "     \
     "beats_leader, test_note, tempo_version, git_commit, hardware_json, data_id, val_path, val_sha256, "         \
-    "started_at, ended_at, work_dir"
-#define ATTEMPT_NCOLS 39
+    "started_at, ended_at, work_dir, sandbox"
+#define ATTEMPT_NCOLS 40
 
 #define RUN_COLS                                                                                              \
     "attempt_id, seed, status, reason, score, bpb, val_bytes, val_tokens, core, decode_tokens_per_s, "         \
@@ -42,7 +42,7 @@ static const char *const schema_sql =
     " reason TEXT, n_scored INTEGER, score_mean REAL, score_std REAL, bpb_mean REAL, bpb_std REAL, formula TEXT,"
     " leader_id INTEGER, leader_submission TEXT, leader_mean REAL, p_value REAL, t_stat REAL, df REAL,"
     " beats_leader INTEGER, test_note TEXT, tempo_version TEXT, git_commit TEXT, hardware_json TEXT,"
-    " data_id TEXT, val_path TEXT, val_sha256 TEXT, started_at TEXT, ended_at TEXT, work_dir TEXT);"
+    " data_id TEXT, val_path TEXT, val_sha256 TEXT, started_at TEXT, ended_at TEXT, work_dir TEXT, sandbox TEXT);"
     "CREATE TABLE IF NOT EXISTS runs ("
     " id INTEGER PRIMARY KEY,"
     " attempt_id INTEGER NOT NULL REFERENCES attempts(id),"
@@ -69,6 +69,17 @@ static int exec_sql(judge_db *db, const char *sql, tempo_error *err)
         return -1;
     }
     return 0;
+}
+
+/* Whether table has the column (a database made by an older schema may not). */
+static int has_column(judge_db *db, const char *table, const char *column)
+{
+    char sql[160];
+    judge_fmt(sql, sizeof sql, "SELECT %s FROM %s LIMIT 0", column, table);
+    sqlite3_stmt *st = NULL;
+    int ok = sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) == SQLITE_OK;
+    sqlite3_finalize(st);
+    return ok;
 }
 
 int judge_db_open(judge_db **out, const char *path, int create, tempo_error *err)
@@ -114,8 +125,11 @@ int judge_db_open(judge_db **out, const char *path, int create, tempo_error *err
                             JUDGE_DB_SCHEMA_VERSION);
         if (rc == 0)
             rc = exec_sql(db, schema_sql, err);
+        /* schema 1 had no sandbox column: its attempts ran unsandboxed (NULL reads as "none") */
+        if (rc == 0 && version < 2 && !has_column(db, "attempts", "sandbox"))
+            rc = exec_sql(db, "ALTER TABLE attempts ADD COLUMN sandbox TEXT", err);
         if (rc == 0 && version < JUDGE_DB_SCHEMA_VERSION)
-            rc = exec_sql(db, "PRAGMA user_version=1", err);
+            rc = exec_sql(db, "PRAGMA user_version=2", err);
         if (rc == 0)
             rc = exec_sql(db, "COMMIT", err);
         else
@@ -213,6 +227,7 @@ static void bind_attempt(sqlite3_stmt *st, const judge_attempt *a)
     b_text(st, &k, a->started_at);
     b_text(st, &k, a->ended_at);
     b_text(st, &k, a->work_dir);
+    b_text(st, &k, a->sandbox);
 }
 
 static void bind_run(sqlite3_stmt *st, long long attempt_id, const judge_run_record *r)
@@ -369,6 +384,9 @@ static void read_attempt(sqlite3_stmt *st, judge_attempt *a)
     c_text(st, &k, a->started_at, sizeof a->started_at);
     c_text(st, &k, a->ended_at, sizeof a->ended_at);
     c_text(st, &k, a->work_dir, sizeof a->work_dir);
+    c_text(st, &k, a->sandbox, sizeof a->sandbox);
+    if (!a->sandbox[0])
+        judge_fmt(a->sandbox, sizeof a->sandbox, "none");
 }
 
 static void read_run(sqlite3_stmt *st, judge_run_record *r, int with_curves)

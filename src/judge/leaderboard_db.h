@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "judge/attempt.h"
 
-#define JUDGE_DB_SCHEMA_VERSION 1
+#define JUDGE_DB_SCHEMA_VERSION 2
 
 typedef struct judge_db judge_db;
 

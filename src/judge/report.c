@@ -188,6 +188,13 @@ static void num(strbuf *o, double x, const char *fmt, int width)
         strbuf_printf(o, "%*s", width, "-");
 }
 
+/* How the attempt's runs were confined, for the tables: its sandbox, or a
+ * warning that there was none (--no-sandbox, or judged before sandboxing). */
+static const char *sandbox_words(const judge_attempt *a)
+{
+    return !a->sandbox[0] || !strcmp(a->sandbox, "none") ? "none (unsandboxed)" : a->sandbox;
+}
+
 /* Mean of a run field over the attempt's ok runs (NaN when none). */
 static double run_mean(const judge_attempt *a, size_t offset)
 {
@@ -241,7 +248,7 @@ void judge_report_table(const judge_attempt *attempts, size_t n, int all_attempt
         strbuf_printf(o, "%3s  %-24s %10s %9s %5s %10s", "#", "submission", "score", "+-std", "seeds", "val bpb");
         if (g->phase == 2)
             strbuf_printf(o, " %8s %11s", "CORE", "decode B/s");
-        strbuf_printf(o, " %9s %9s  %-20s %s\n", "train s", "overrun", "when", "attempt");
+        strbuf_printf(o, " %9s %9s  %-20s %7s  %s\n", "train s", "overrun", "when", "attempt", "sandbox");
         for (size_t j = 0; j < g->n_ranked; j++) {
             const judge_attempt *a = &attempts[g->ranked[j]];
             char name[32];
@@ -262,7 +269,7 @@ void judge_report_table(const judge_attempt *attempts, size_t n, int all_attempt
             num(o, run_mean(a, offsetof(judge_run_record, train_seconds)), "%*.1f", 9);
             strbuf_puts(o, " ");
             num(o, run_mean(a, offsetof(judge_run_record, overrun_seconds)), "%*.2f", 9);
-            strbuf_printf(o, "  %-20s %lld\n", a->started_at, a->id);
+            strbuf_printf(o, "  %-20s %7lld  %s\n", a->started_at, a->id, sandbox_words(a));
         }
         if (g->n_ranked == 0)
             strbuf_puts(o, "     (no ranked attempt yet)\n");
@@ -270,8 +277,8 @@ void judge_report_table(const judge_attempt *attempts, size_t n, int all_attempt
             const judge_attempt *a = &attempts[g->unranked[j]];
             char name[32];
             cut(name, sizeof name, a->submission, 24);
-            strbuf_printf(o, "  -  %-24s %s: %s (attempt %lld)\n", name, a->status, a->reason[0] ? a->reason : "-",
-                          a->id);
+            strbuf_printf(o, "  -  %-24s %s: %s (attempt %lld, sandbox %s)\n", name, a->status,
+                          a->reason[0] ? a->reason : "-", a->id, sandbox_words(a));
         }
         if (all_attempts) {
             strbuf_puts(o, "  all attempts:\n");
@@ -281,7 +288,7 @@ void judge_report_table(const judge_attempt *attempts, size_t n, int all_attempt
                     continue;
                 strbuf_printf(o, "  %5lld  %-24.24s %-13s ", a->id, a->submission, a->status);
                 num(o, a->score_mean, "%*.6f", 10);
-                strbuf_printf(o, "  %s  %s\n", a->started_at, a->reason);
+                strbuf_printf(o, "  %s  %-16s %s\n", a->started_at, sandbox_words(a), a->reason);
             }
         }
     }

@@ -49,13 +49,22 @@ static const char *style =
     "th{background:#e8eef7}td.num{text-align:right;font-variant-numeric:tabular-nums}"
     "tr.rank1 td{background:#fff7d6}.status-ok{color:#176b1e}.status-bad{color:#a11}"
     "section.run{display:inline-block;vertical-align:top;margin:0 1em 1.5em 0}"
-    "section.run h4{margin:0.2em 0;font-size:13px}code{font-size:12px}";
+    "section.run h4{margin:0.2em 0;font-size:13px}code{font-size:12px}td.nosandbox{color:#a11;font-weight:bold}";
 
 static void status_cell(strbuf *o, const char *status)
 {
     strbuf_printf(o, "<td class=\"%s\">", !strcmp(status, JUDGE_OK) ? "status-ok" : "status-bad");
     esc(o, status);
     strbuf_puts(o, "</td>");
+}
+
+/* The attempt's sandbox, or "none" marked as a warning. */
+static void sandbox_cell(strbuf *o, const judge_attempt *a)
+{
+    if (a->sandbox[0] && strcmp(a->sandbox, "none") != 0)
+        cell_text(o, a->sandbox);
+    else
+        strbuf_puts(o, "<td class=\"nosandbox\">none (unsandboxed)</td>");
 }
 
 static void ranking_table(strbuf *o, const judge_attempt *att, const judge_board_group *g, size_t k)
@@ -65,7 +74,8 @@ static void ranking_table(strbuf *o, const judge_attempt *att, const judge_board
                   k + 1);
     if (g->phase == 2)
         strbuf_puts(o, "<th>CORE</th><th>decode B/s</th>");
-    strbuf_puts(o, "<th>train s</th><th>method</th><th>commit</th><th>date</th><th>attempt</th></tr></thead><tbody>");
+    strbuf_puts(o, "<th>train s</th><th>method</th><th>commit</th><th>sandbox</th><th>date</th><th>attempt</th></tr>"
+                   "</thead><tbody>");
     for (size_t j = 0; j < g->n_ranked; j++) {
         const judge_attempt *a = &att[g->ranked[j]];
         strbuf_printf(o, "<tr class=\"rank%zu\"><td class=\"num\">%zu</td>", j + 1, j + 1);
@@ -84,6 +94,7 @@ static void ranking_table(strbuf *o, const judge_attempt *att, const judge_board
         char commit[16];
         judge_fmt(commit, sizeof commit, "%.10s", a->git_commit);
         cell_text(o, commit);
+        sandbox_cell(o, a);
         cell_text(o, a->started_at);
         strbuf_printf(o, "<td class=\"num\"><a href=\"#attempt-%lld\">%lld</a></td></tr>", a->id, a->id);
     }
@@ -97,6 +108,7 @@ static void ranking_table(strbuf *o, const judge_attempt *att, const judge_board
         strbuf_puts(o, ": ");
         esc(o, a->reason);
         strbuf_puts(o, "</td>");
+        sandbox_cell(o, a);
         cell_text(o, a->started_at);
         strbuf_printf(o, "<td class=\"num\"><a href=\"#attempt-%lld\">%lld</a></td></tr>", a->id, a->id);
     }
@@ -133,7 +145,8 @@ void judge_report_html(const judge_attempt *att, size_t n, const char *title, st
     }
     strbuf_puts(o, "<h2>All attempts</h2><table class=\"attempts\"><thead><tr><th>attempt</th><th>submission</th>"
                    "<th>phase</th><th>budget</th><th>status</th><th>score</th><th>&plusmn; std</th><th>seeds</th>"
-                   "<th>leader test</th><th>reason</th><th>hash</th><th>tempo</th><th>started</th><th>ended</th>"
+                   "<th>leader test</th><th>reason</th><th>hash</th><th>tempo</th><th>sandbox</th><th>started</th>"
+                   "<th>ended</th>"
                    "</tr></thead><tbody>");
     for (size_t i = n; i-- > 0;) {
         const judge_attempt *a = &att[i];
@@ -163,6 +176,7 @@ void judge_report_html(const judge_attempt *att, size_t n, const char *title, st
         esc(o, hash);
         strbuf_puts(o, "</code></td>");
         cell_text(o, ver);
+        sandbox_cell(o, a);
         cell_text(o, a->started_at);
         cell_text(o, a->ended_at);
         strbuf_puts(o, "</tr>");

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,12 +15,18 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/timer.h"
+#include "judge/disk_usage.h"
+#include "judge/proctree.h"
 
 #define READ_CHUNK 65536
 #define TICK_MS 20
+#define TREE_POLL_S 0.1   /* tasks and memory */
+#define DISK_POLL_S 0.5   /* at least; a slow walk waits 20 times its length */
+#define FREEZE_TIMEOUT_S 2.0
 
 extern char **environ;
 
@@ -38,9 +45,17 @@ static void child_setlimit(int resource, uint64_t bytes)
     setrlimit(resource, &rl);
 }
 
-static void child_run(const judge_proc_spec *s, pid_t judge_pid, int out_w, int err_w, int status_fd)
+static void child_run(const judge_proc_spec *s, pid_t judge_pid, int out_w, int err_w, int status_fd, int mark_w)
 {
     setpgid(0, 0);
+    if (s->max_tasks > 0)
+        child_setlimit(RLIMIT_NPROC, (uint64_t)s->max_tasks + JUDGE_NPROC_SLACK);
+    /* a change of credentials clears the parent-death signal: drop first */
+    if (s->drop_uid && (setgroups(0, NULL) != 0 || setresgid(s->run_gid, s->run_gid, s->run_gid) != 0 ||
+                        setresuid(s->run_uid, s->run_uid, s->run_uid) != 0))
+        child_fail(status_fd);
+    if (s->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        child_fail(status_fd);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != judge_pid)
         _exit(127);
@@ -53,6 +68,13 @@ static void child_run(const judge_proc_spec *s, pid_t judge_pid, int out_w, int 
     int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
         child_fail(status_fd);
+    /* fd 3: the start mark's pipe, kept open across exec (the status pipe moved off it first) */
+    if (s->start_mark_fd3) {
+        if (status_fd == 3 && (status_fd = fcntl(3, F_DUPFD_CLOEXEC, 4)) < 0)
+            _exit(127);
+        if ((mark_w != 3 && dup2(mark_w, 3) < 0) || fcntl(3, F_SETFD, 0) != 0)
+            child_fail(status_fd);
+    }
     if (s->memory_bytes)
         child_setlimit(RLIMIT_AS, s->memory_bytes);
     if (s->file_bytes)
@@ -60,15 +82,16 @@ static void child_run(const judge_proc_spec *s, pid_t judge_pid, int out_w, int 
     child_setlimit(RLIMIT_CORE, 0);
     if (s->cwd && chdir(s->cwd) != 0)
         child_fail(status_fd);
-    /* nothing but 0, 1, 2 survives exec (the status pipe is close-on-exec) */
+    /* nothing but 0, 1, 2 (and 3) survives exec (the status pipe is close-on-exec) */
+    unsigned first = s->start_mark_fd3 ? 4u : 3u;
 #ifdef SYS_close_range
-    if (syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) != 0)
+    if (syscall(SYS_close_range, first, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) != 0)
 #endif
     {
         long max = sysconf(_SC_OPEN_MAX);
         if (max < 0 || max > 65536)
             max = 65536;
-        for (int fd = 3; fd < max; fd++)
+        for (int fd = (int)first; fd < max; fd++)
             fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
     execvpe(s->argv[0], s->argv, s->envp ? s->envp : environ);
@@ -109,9 +132,13 @@ static long drain(int fd, judge_caplog *log)
     return got;
 }
 
-static void record_status(judge_proc_result *r, int status)
+static void record_status(const judge_proc_spec *s, judge_proc_result *r, int status)
 {
-    if (WIFEXITED(status)) {
+    if (WIFEXITED(status) && s->exit_128_is_signal && WEXITSTATUS(status) > 128 &&
+        WEXITSTATUS(status) < 128 + NSIG) {
+        r->exited = 0;
+        r->term_signal = WEXITSTATUS(status) - 128;
+    } else if (WIFEXITED(status)) {
         r->exited = 1;
         r->exit_code = WEXITSTATUS(status);
     } else if (WIFSIGNALED(status)) {
@@ -149,11 +176,25 @@ typedef struct {
     double t0;                /* fork time */
     double deadline, term_at; /* 0: no deadline / SIGTERM not sent yet */
     int status, ended_called;
+    int tree;                 /* signals go to the leader's tree, not its group */
+    double next_tree_poll, next_disk_poll;
+    uint64_t inner_ns;        /* tree mode: the sandbox's PID namespace, once seen */
+    int mark_fd;              /* read end of the start mark's pipe; -1 once read or closed */
+    int ended;                /* the run is over: limits are checked once more, nothing is killed */
 } watch;
 
-/* The two capped logs and three close-on-exec pipes: stdout, stderr and the
- * exec status (p[4..5]). On failure everything opened is closed again. */
-static int open_logs_and_pipes(const judge_proc_spec *s, judge_proc_result *r, int p[6], tempo_error *err)
+/* Send sig to the run: its process group, or in tree mode its whole tree. */
+static void signal_run(const watch *w, int sig)
+{
+    if (w->tree)
+        judge_tree_signal(w->pid, sig);
+    else
+        kill(-w->pid, sig);
+}
+
+/* The two capped logs and four close-on-exec pipes: stdout, stderr, the
+ * exec status (p[4..5]) and the start mark (p[6..7], fd 3 of the child). On failure everything opened is closed again. */
+static int open_logs_and_pipes(const judge_proc_spec *s, judge_proc_result *r, int p[8], tempo_error *err)
 {
     size_t tail = s->log_tail_bytes ? s->log_tail_bytes : 4096;
     if (judge_caplog_open(&r->out, s->stdout_log, s->log_head_bytes, tail, err))
@@ -162,7 +203,7 @@ static int open_logs_and_pipes(const judge_proc_spec *s, judge_proc_result *r, i
         judge_caplog_free(&r->out);
         return -1;
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (pipe2(p + 2 * i, O_CLOEXEC) != 0) {
             int e = errno;
             for (int k = 0; k < 2 * i; k++)
@@ -177,7 +218,7 @@ static int open_logs_and_pipes(const judge_proc_spec *s, judge_proc_result *r, i
 /* Fork the child into its own group and learn whether exec worked (the
  * status pipe closes on exec, or carries errno). Fills w's pid, pipes,
  * t0 and exec_errno. */
-static int start_child(const judge_proc_spec *s, judge_proc_result *r, int p[6], watch *w, tempo_error *err)
+static int start_child(const judge_proc_spec *s, judge_proc_result *r, int p[8], watch *w, tempo_error *err)
 {
     /* leftovers of the group are re-parented to the judge, which reaps them */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -187,17 +228,17 @@ static int start_child(const judge_proc_spec *s, judge_proc_result *r, int p[6],
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
-        for (int k = 0; k < 6; k++)
+        for (int k = 0; k < 8; k++)
             close(p[k]);
         judge_proc_free(r);
         return tempo_fail(err, "%s: fork: %s", s->argv[0], strerror(e));
     }
     if (pid == 0) {
-        close(p[0]), close(p[2]), close(p[4]);
-        child_run(s, judge_pid, p[1], p[3], p[5]);
+        close(p[0]), close(p[2]), close(p[4]), close(p[6]);
+        child_run(s, judge_pid, p[1], p[3], p[5], p[7]);
     }
     setpgid(pid, pid); /* also from here, so the group exists before any kill */
-    close(p[1]), close(p[3]), close(p[5]);
+    close(p[1]), close(p[3]), close(p[5]), close(p[7]);
     int exec_errno = 0;
     ssize_t n;
     do
@@ -214,7 +255,84 @@ static int start_child(const judge_proc_spec *s, judge_proc_result *r, int p[6],
     w->logs[0] = &r->out;
     w->logs[1] = &r->err;
     w->deadline = s->budget_s > 0 ? w->t0 + s->budget_s : 0;
+    w->tree = s->tree;
+    fcntl(p[6], F_SETFL, O_NONBLOCK);
+    w->mark_fd = p[6];
     return 0;
+}
+
+/* Tree mode: SIGKILL the tree until nothing but the leader (a zombie, left
+ * for waitpid) is alive, for at most two seconds. */
+static void kill_tree_until_gone(const watch *w)
+{
+    double until = timer_now() + 2.0;
+    judge_tree_stats st;
+    do {
+        judge_tree_signal(w->pid, SIGKILL);
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    } while (judge_tree_stats_get(w->pid, &st) == 0 && st.processes > 0 && timer_now() < until);
+}
+
+/* Poll the limits (tasks and memory every TREE_POLL_S, the disk every
+ * DISK_POLL_S or more); the first one passed kills the run. */
+static void enforce_limits(const judge_proc_spec *s, judge_proc_result *r, watch *w, double now)
+{
+    if (r->limit || w->exec_errno)
+        return;
+    if (!w->ended && (s->max_tasks > 0 || s->tree_memory_bytes || w->tree) && now >= w->next_tree_poll) {
+        w->next_tree_poll = now + TREE_POLL_S;
+        if (w->tree && !w->inner_ns)
+            w->inner_ns = judge_tree_inner_pid_ns(w->pid);
+        judge_tree_stats st;
+        if (judge_tree_stats_get(w->pid, &st) == 0) {
+            if (st.tasks > r->peak_tasks)
+                r->peak_tasks = st.tasks;
+            if (st.rss_bytes > r->peak_rss_bytes)
+                r->peak_rss_bytes = st.rss_bytes;
+            if (st.max_vm_bytes > r->peak_vm_bytes)
+                r->peak_vm_bytes = st.max_vm_bytes;
+            if (s->max_tasks > 0 && st.tasks >= s->max_tasks) {
+                r->limit = JUDGE_LIMIT_PROCS;
+                judge_fmt(r->limit_detail, sizeof r->limit_detail, "%ld processes and threads (--max-procs %ld)",
+                          st.tasks, s->max_tasks);
+            } else if (s->tree_memory_bytes && st.rss_bytes > s->tree_memory_bytes) {
+                char used[32], cap[32];
+                judge_format_bytes(st.rss_bytes, used, sizeof used);
+                judge_format_bytes(s->tree_memory_bytes, cap, sizeof cap);
+                r->limit = JUDGE_LIMIT_MEMORY;
+                judge_fmt(r->limit_detail, sizeof r->limit_detail, "%s resident over %d processes (--memory %s)", used,
+                          st.processes, cap);
+            }
+        }
+    }
+    if (!r->limit && s->disk_bytes && s->n_disk_dirs && now >= w->next_disk_poll) {
+        judge_disk_usage u;
+        judge_disk_usage_get(s->disk_dirs, s->n_disk_dirs, &u);
+        double took = timer_now() - now;
+        w->next_disk_poll = now + (20 * took > DISK_POLL_S ? 20 * took : DISK_POLL_S);
+        if (u.bytes > r->peak_disk_bytes)
+            r->peak_disk_bytes = u.bytes;
+        if (u.bytes > s->disk_bytes || u.too_deep) {
+            r->limit = JUDGE_LIMIT_DISK;
+            if (u.too_deep)
+                judge_fmt(r->limit_detail, sizeof r->limit_detail, "folders nested deeper than %d levels",
+                          JUDGE_DISK_MAX_DEPTH);
+            else {
+                char used[32], cap[32];
+                judge_format_bytes(u.bytes, used, sizeof used);
+                judge_format_bytes(s->disk_bytes, cap, sizeof cap);
+                judge_fmt(r->limit_detail, sizeof r->limit_detail, "%s in the run's folders (--disk %s)", used, cap);
+            }
+        }
+    }
+    if (r->limit && !w->ended) {
+        r->killed = 1;
+        if (w->tree)
+            kill_tree_until_gone(w);
+        else
+            kill(-w->pid, SIGKILL);
+    }
 }
 
 /* At the deadline: stop the group, let the caller take its files (at_end),
@@ -224,16 +342,25 @@ static double enforce_deadline(const judge_proc_spec *s, judge_proc_result *r, w
 {
     if (w->deadline && !r->deadline_hit && now >= w->deadline && !w->exec_errno) {
         r->deadline_hit = 1;
-        kill(-w->pid, SIGSTOP);
+        if (!w->tree) {
+            kill(-w->pid, SIGSTOP);
+        } else if (judge_tree_freeze(w->pid, FREEZE_TIMEOUT_S) != 0) {
+            /* it forks faster than it can be stopped: end it, so that the files are still */
+            r->freeze_failed = 1;
+            kill_tree_until_gone(w);
+        }
         if (s->at_end)
             s->at_end(s->ctx, 1);
         w->ended_called = 1;
-        kill(-w->pid, SIGTERM);
-        kill(-w->pid, SIGCONT);
+        if (w->tree) /* the command's processes, not the sandbox's own (bwrap would end them all) */
+            judge_tree_signal_below(w->pid, JUDGE_SANDBOX_DEPTH, SIGTERM);
+        else
+            kill(-w->pid, SIGTERM);
+        signal_run(w, SIGCONT);
         w->term_at = timer_now();
     }
     if (w->term_at && !r->killed && now >= w->term_at + s->grace_s) {
-        kill(-w->pid, SIGKILL);
+        signal_run(w, SIGKILL);
         r->killed = 1;
     }
     double next = 0.001 * TICK_MS;
@@ -244,6 +371,22 @@ static double enforce_deadline(const judge_proc_spec *s, judge_proc_result *r, w
     return next;
 }
 
+/* Whether the start mark has come through fd 3 (its pipe is closed once it
+ * has, or at EOF). */
+static void read_mark(judge_proc_result *r, watch *w)
+{
+    if (w->mark_fd < 0)
+        return;
+    char c;
+    ssize_t n = read(w->mark_fd, &c, 1);
+    if (n > 0)
+        r->started = 1;
+    if (n > 0 || n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        close(w->mark_fd);
+        w->mark_fd = -1;
+    }
+}
+
 /* Until the leader exits: keep the deadline, read both pipes into their
  * logs, and kill the group at once when the output floods. */
 static void watch_until_exit(const judge_proc_spec *s, judge_proc_result *r, watch *w)
@@ -251,6 +394,7 @@ static void watch_until_exit(const judge_proc_spec *s, judge_proc_result *r, wat
     int leader_done = 0;
     while (!leader_done) {
         double next = enforce_deadline(s, r, w, timer_now());
+        enforce_limits(s, r, w, timer_now());
         int timeout_ms = next > 0 ? (int)(next * 1000) + 1 : 0;
         struct pollfd pf[3];
         int np = 0;
@@ -269,8 +413,12 @@ static void watch_until_exit(const judge_proc_spec *s, judge_proc_result *r, wat
         if (s->flood_bytes && !r->flooded && r->out.total + r->err.total > s->flood_bytes) {
             r->flooded = 1;
             r->killed = 1;
-            kill(-w->pid, SIGKILL);
+            if (w->tree)
+                kill_tree_until_gone(w);
+            else
+                kill(-w->pid, SIGKILL);
         }
+        read_mark(r, w);
         pid_t got = waitpid(w->pid, &w->status, WNOHANG);
         /* got < 0 cannot happen for our own child; leave rather than spin */
         if (got == w->pid || (got < 0 && errno != EINTR)) {
@@ -312,15 +460,27 @@ int judge_proc_run(const judge_proc_spec *s, judge_proc_result *r, tempo_error *
 {
     memset(r, 0, sizeof *r);
     r->out.fd = r->err.fd = -1;
-    int p[6];
+    int p[8];
     watch w = {0};
     if (open_logs_and_pipes(s, r, p, err) || start_child(s, r, p, &w, err))
         return -1;
     watch_until_exit(s, r, &w);
+    read_mark(r, &w);
+    if (w.mark_fd >= 0)
+        close(w.mark_fd);
     if (w.pidfd >= 0)
         close(w.pidfd);
-    record_status(r, w.status);
+    record_status(s, r, w.status);
+    /* what the run leaves counts too: one last look at the disk */
+    w.ended = 1;
+    w.next_disk_poll = 0;
+    enforce_limits(s, r, &w, timer_now());
     kill_strays(w.pid, r);
+    /* the namespace dies with its first process; this only makes sure of it */
+    if (w.tree && judge_pid_ns_kill(w.inner_ns, 2.0) > 0)
+        r->strays = 1;
+    if (w.tree) /* bwrap's first process in the namespace may have come to the judge as an orphan */
+        judge_reap_zombie_children();
     drain_after_exit(s, r, &w);
     r->exec_errno = w.exec_errno;
     if (!w.ended_called && !w.exec_errno && s->at_end)

@@ -12,3 +12,13 @@ int judge_fmt(char *dst, size_t n, const char *fmt, ...)
     va_end(ap);
     return k;
 }
+
+void judge_format_bytes(uint64_t bytes, char *dst, size_t n)
+{
+    if (bytes >= (1ull << 30))
+        judge_fmt(dst, n, "%.2f GiB", (double)bytes / (1ull << 30));
+    else if (bytes >= (1ull << 20))
+        judge_fmt(dst, n, "%.1f MiB", (double)bytes / (1ull << 20));
+    else
+        judge_fmt(dst, n, "%llu KiB", (unsigned long long)(bytes >> 10));
+}

@@ -15,7 +15,7 @@ fake_tempo "$J_TMP/faketempo"
 write_model_py "$J_TMP/write_model.py"
 J_ARGS=(--budget 3s --grace 0.5s --data-dir "$J_TMP/data" --val "$DATA/tiny/val.txt" --tempo "$J_TMP/faketempo"
         --db "$J_TMP/lb.sqlite" --work "$J_TMP/work" --memory 4G --threads 1)
-WM="python3 $J_TMP/write_model.py \$TEMPO_OUT_DIR/model.safetensors"
+WM=$WM_IN
 
 mkdir -p "$S/no-manifest" && echo "print(1)" > "$S/no-manifest/train.py"
 judge_expect "$S/no-manifest" failed '^manifest.json: missing'
@@ -32,7 +32,7 @@ ln -s "$(cd "$DATA/tiny" && pwd)/val.txt" "$S/symlink/val.txt"
 judge_expect "$S/symlink" failed 'val.txt: symlinks are not allowed'
 
 new_submission "$S/no-command" no-command '["./does-not-exist", "--fast"]'
-judge_expect "$S/no-command" failed 'command could not start: ./does-not-exist: No such file or directory'
+judge_expect "$S/no-command" failed 'command could not start: ./does-not-exist: (No such file or directory|not found)'
 
 new_submission "$S/segfault" segfault '["sh", "-c", "echo training; kill -SEGV $$"]'
 judge_expect "$S/segfault" failed 'killed by signal 11'

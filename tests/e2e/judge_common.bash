@@ -5,6 +5,7 @@ set -u
 TEMPO=${TEMPO:-build/tempo}
 DATA=${TEMPO_DATA:-../shared/data}
 J_TMP=$(mktemp -d "${TMPDIR:-/tmp}/tempo-judge-e2e.XXXXXX")
+chmod 755 "$J_TMP" # a root judge runs submissions as nobody, who must be able to enter the run folders
 trap '[ -n "${J_KEEP:-}" ] || rm -rf "$J_TMP"' EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -87,9 +88,13 @@ SH
     chmod +x "$1"
 }
 
-# new_submission DIR NAME COMMAND_JSON [extra manifest keys]
+# new_submission DIR NAME COMMAND_JSON [extra manifest keys]; a submission
+# sees nothing outside its own folder, so $J_TMP/write_model.py (when there
+# is one) is copied in ($WM_IN runs it from there).
+WM_IN="python3 \$TEMPO_SUBMISSION_DIR/write_model.py \$TEMPO_OUT_DIR/model.safetensors"
 new_submission() {
     mkdir -p "$1"
+    [ ! -f "$J_TMP/write_model.py" ] || cp "$J_TMP/write_model.py" "$1/write_model.py"
     printf '{"name": "%s", "authors": ["e2e"], "description": "test submission", "phase": 1, "command": %s%s}\n' \
         "$2" "$3" "${4:+, $4}" > "$1/manifest.json"
 }

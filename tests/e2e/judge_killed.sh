@@ -11,7 +11,7 @@ write_model_py "$J_TMP/write_model.py"
 DB=$J_TMP/lb.sqlite
 J_ARGS=(--budget 5s --grace 0.5s --data-dir "$J_TMP/data" --val "$DATA/tiny/val.txt" --tempo "$J_TMP/faketempo"
         --db "$DB" --work "$J_TMP/work" --memory 4G --threads 1)
-new_submission "$J_TMP/sub" short "[\"sh\", \"-c\", \"sleep 0.1; python3 $J_TMP/write_model.py \$TEMPO_OUT_DIR/model.safetensors ok 2.0\"]"
+new_submission "$J_TMP/sub" short "[\"sh\", \"-c\", \"sleep 0.1; $WM_IN ok 2.0\"]"
 
 count() {
     "$TEMPO" leaderboard --db "$DB" --check > "$J_TMP/check.json" || { cat "$J_TMP/check.json"; fail "integrity check failed"; }

@@ -62,6 +62,7 @@ hb = json.dumps(h).encode()
 hb += b" " * ((8 - len(hb) % 8) % 8)
 open(sys.argv[3], "wb").write(struct.pack("<Q", len(hb)) + hb + b[8 + n:])
 PY
+python3 tests/e2e/py/safetensors_seal.py "$S/mismatch/bad.safetensors"  # an edit on purpose, not damage
 new_submission "$S/mismatch" mismatch '["sh", "-c", "cp bad.safetensors \"$TEMPO_OUT_DIR/model.safetensors\""]'
 judge_expect "$S/mismatch" invalid_model '^model.safetensors: tokenizer has 301 ids but the model vocabulary is 257'
 

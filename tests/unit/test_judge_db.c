@@ -209,6 +209,52 @@ static void test_wal_and_schema_version(void)
     CHECK(judge_db_open(&db, junk, 0, &err) == -1 && strstr(err.msg, "junk.sqlite") != NULL);
 }
 
+/* A schema-1 database (no sandbox column) is migrated in place: its old
+ * attempts read as unsandboxed ("none"), new ones keep their sandbox. */
+static void test_migration_from_schema_1(void)
+{
+    char path[200];
+    snprintf(path, sizeof path, "%s/v1.sqlite", dir);
+    judge_db *db;
+    tempo_error err;
+    CHECK(judge_db_open(&db, path, 1, &err) == 0);
+    double s1[] = {2.5};
+    judge_attempt old;
+    make_attempt(&old, "old", JUDGE_OK, 1, 60, s1, 1);
+    snprintf(old.sandbox, sizeof old.sandbox, "bwrap");
+    CHECK(judge_db_insert_attempt(db, &old, 0, &err) == 0);
+    judge_attempt_free(&old);
+    judge_db_close(db);
+    sqlite3 *h;
+    CHECK(sqlite3_open(path, &h) == SQLITE_OK);
+    CHECK(sqlite3_exec(h, "ALTER TABLE attempts DROP COLUMN sandbox; PRAGMA user_version=1", NULL, NULL, NULL) ==
+          SQLITE_OK);
+    sqlite3_close(h);
+    CHECK(judge_db_open(&db, path, 0, &err) == 0);
+    judge_attempt neu;
+    make_attempt(&neu, "new", JUDGE_OK, 1, 60, s1, 1);
+    snprintf(neu.sandbox, sizeof neu.sandbox, "bwrap");
+    CHECK(judge_db_insert_attempt(db, &neu, 0, &err) == 0);
+    judge_attempt_free(&neu);
+    judge_attempt *all = NULL;
+    size_t n = 0;
+    CHECK(judge_db_load_attempts(db, 0, 0, &all, &n, &err) == 0 && n == 2);
+    if (n == 2) {
+        CHECK(!strcmp(all[0].sandbox, "none"));
+        CHECK(!strcmp(all[1].sandbox, "bwrap"));
+    }
+    for (size_t i = 0; i < n; i++)
+        judge_attempt_free(&all[i]);
+    free(all);
+    judge_db_close(db);
+    CHECK(sqlite3_open(path, &h) == SQLITE_OK);
+    sqlite3_stmt *st;
+    CHECK(sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK);
+    CHECK(sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == JUDGE_DB_SCHEMA_VERSION);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+}
+
 static void test_durations(void)
 {
     char b[32];
@@ -229,6 +275,7 @@ int main(void)
     snprintf(db_path, sizeof db_path, "%s/lb.sqlite", dir);
     RUN(test_roundtrip_and_leader);
     RUN(test_wal_and_schema_version);
+    RUN(test_migration_from_schema_1);
     RUN(test_durations);
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
