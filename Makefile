@@ -10,7 +10,7 @@ CFLAGS  ?= -O3 -march=x86-64-v2 -mtune=native
 SANFLAGS := -O1 -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDLIBS  := -llzma -lsqlite3 -lm -ldl -lpthread
 
-# Open MPI (multi-process training, src/dist/): used when mpicc is there,
+# Open MPI (multi-process training, src/parallel/): used when mpicc is there,
 # unless MPI=0. Its headers come in as system headers (no -Werror on them).
 MPI ?= $(if $(shell command -v mpicc 2>/dev/null),1,0)
 ifeq ($(MPI),1)

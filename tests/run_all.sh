@@ -35,5 +35,5 @@ done
 rm -f "build/log.$$"
 [ ${#skipped[@]} -eq 0 ] || printf 'skipped: %s\n' "${skipped[@]}"
 [ ${#failures[@]} -eq 0 ] || printf 'failed: %s\n' "${failures[@]}"
-echo "$passed passed, $failed failed, ${#skipped[@]} skipped"
+echo "$passed passed, $failed failed, ${#skipped[@]} skipped in $((SECONDS / 60))m$((SECONDS % 60))s"
 [ "$failed" -eq 0 ]

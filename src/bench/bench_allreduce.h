@@ -1,5 +1,5 @@
 /* bench_allreduce.h - `tempo bench allreduce`: the all-reduce the trainer
- * averages gradients with (dist/dist.h), timed by message size on the ranks
+ * averages gradients with (parallel/dist.h), timed by message size on the ranks
  * of an mpirun job, beside a memcpy of the same size on one rank (the
  * memory-copy bandwidth the target compares with). Figures as in
  * nccl-tests: algorithm bandwidth = bytes / time, bus bandwidth = algbw x
@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 #include "core/json_write.h"
-#include "dist/dist.h"
+#include "parallel/dist.h"
 
 typedef struct {
     size_t bytes;

@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/json_write.h"
 #include "kernels/cpu/gemm.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 typedef struct {
     int M, N, K, trans_a, trans_b;

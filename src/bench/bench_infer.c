@@ -448,3 +448,14 @@ double bench_infer_measure_bandwidth(int threads, double seconds)
     peak_triad_free(&t);
     return g;
 }
+
+void bench_infer_scorecard(const bench_infer_result *r, const char *inference_json, eval_scorecard *s)
+{
+    const bench_infer_at *bp = &r->at[r->best_prefill], *bd = &r->at[r->best_decode1], *bg = &r->at[r->best_batch_at];
+    s->decode_tokens_per_s = bd->n_decode ? bd->decode[0].tokens_per_s : NAN;
+    s->prefill_tokens_per_s = bp->prefill_tokens_per_s;
+    s->time_to_first_token_s = bp->ttft_p50_s;
+    s->best_batch = bg->best_batch;
+    s->best_decode_tokens_per_s = bg->best_tokens_per_s;
+    s->inference_json = inference_json;
+}

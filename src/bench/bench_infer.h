@@ -34,6 +34,7 @@
 #include "bench/sysload.h"
 #include "core/error.h"
 #include "core/json_write.h"
+#include "eval/eval_result.h"
 #include "model/model.h"
 
 typedef struct {
@@ -136,5 +137,10 @@ int bench_infer_summary_json(strbuf *out, const bench_infer_result *r, tempo_err
 /* Quick triad bandwidth in GB/s at `threads` threads (3 x 64 MiB arrays,
  * about `seconds`), for when the hardware profile has none. 0 on failure. */
 double bench_infer_measure_bandwidth(int threads, double seconds);
+
+/* The scorecard's inference figures (eval_result.h) from r: decode at batch
+ * 1, prefill and time to first token at the best prefill length, the best
+ * batch and its decode rate; inference_json (r's summary, borrowed) too. */
+void bench_infer_scorecard(const bench_infer_result *r, const char *inference_json, eval_scorecard *s);
 
 #endif

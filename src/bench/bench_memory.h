@@ -1,5 +1,5 @@
 /* bench_memory.h - what the hybrid model's count memory and cache cost per
- * token at inference (DESIGN.md section 6), beside the transformer's figures
+ * token at inference (docs/hybrid_model.md), beside the transformer's figures
  * of `tempo bench infer`: scoring one known token (as eval and ICL do: the
  * memory's and the cache's probability of it, the mixer, the cache's
  * update) and the whole distribution over the vocabulary (as generation

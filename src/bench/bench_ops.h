@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 #include "core/json_write.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 typedef struct {
     const char *kernel;      /* "attention_fwd", ... */

@@ -15,8 +15,8 @@
 #include "core/error.h"
 #include "core/op_profile.h"
 #include "core/json_write.h"
-#include "dist/dist.h"
-#include "train/run_config.h"
+#include "parallel/dist.h"
+#include "run/run_config.h"
 
 typedef struct {
     const run_config *cfg;  /* finished (vocab filled in) */

@@ -14,7 +14,7 @@
 #include "core/json_write.h"
 #include "kernels/cuda/gpu.h"
 #include "model/model_cuda.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 typedef struct {
     const run_config *cfg;        /* finished (vocab filled in) */

@@ -1,5 +1,5 @@
 /* cli.h - what the thin subcommand files share: reporting an error the
- * DESIGN.md way ("tempo: <thing>: <problem>", exit 1 or 2) and printing the
+ * project's way ("tempo: <thing>: <problem>", exit 1 or 2) and printing the
  * final JSON result line. No training, data or model logic lives in src/cli/. */
 #ifndef TEMPO_CLI_H
 #define TEMPO_CLI_H
@@ -12,7 +12,7 @@
 #include "core/strbuf.h"
 #include "eval/icl.h"
 #include "memory/hybrid.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 /* Print "tempo: <msg>" to stderr and return the exit code to use (1 or 2). */
 int cli_report(const tempo_error *err);

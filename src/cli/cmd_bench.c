@@ -17,7 +17,7 @@
 #include "bench/openblas.h"
 #include "bench/peak.h"
 #include "cli/cli.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 static void bench_usage(FILE *f)
 {

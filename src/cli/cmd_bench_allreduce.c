@@ -6,7 +6,7 @@
 
 #include "bench/bench_allreduce.h"
 #include "cli/cli.h"
-#include "dist/dist.h"
+#include "parallel/dist.h"
 
 #define MAX_SIZES 32
 

@@ -16,7 +16,7 @@
 #include "train/run_result.h"
 #include "core/fileio.h"
 #include "core/number.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
 static void usage(FILE *f)
 {

@@ -12,10 +12,10 @@
 #include "bench/hw_profile.h"
 #include "cli/cli.h"
 #include "cli/torch_reference.h"
-#include "dist/dist.h"
+#include "parallel/dist.h"
 #include "core/fileio.h"
 #include "core/json.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 static void usage(FILE *f)
 {

@@ -23,7 +23,7 @@
 #include "kernels/cuda/gpu.h"
 #include "memory/hybrid.h"
 #include "model/model_cuda.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
 static int takes_value(const char *flag)
 {
@@ -64,7 +64,7 @@ static void usage(FILE *f)
         "                    (0 = frozen): after every context of scored tokens it takes one plain SGD step\n"
         "                    on them (dynamic evaluation); the windows then run one at a time, in order\n"
         "A run trained with memory_order/cache_order > 0 is a mixture of the transformer, the count memory and\n"
-        "the cache (DESIGN.md section 6); the text is read in order, each token scored before the cache, the\n"
+        "the cache (docs/hybrid_model.md); the text is read in order, each token scored before the cache, the\n"
         "mixer and (with adapt_lr > 0) the transformer learn from it. The transformer enters the mixture\n"
         "sharpened, p^beta / sum p^beta (beta: mixer.json's model_beta, else the run's mixer_beta). The JSON\n"
         "gives the mixture's bpb, bpb_linear (the same before the calibration stages: docs/hybrid_model.md),\n"
@@ -172,7 +172,8 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
         return cli_report(&err);
     }
     eval_scorecard sc;
-    eval_scorecard_fill(&sc, bpb.data, bpb_value, &s, icl.data, limit, &b, inf.data, model_path, timer_now() - t0);
+    eval_scorecard_fill(&sc, bpb.data, bpb_value, &s, icl.data, limit, model_path, timer_now() - t0);
+    bench_infer_scorecard(&b, inf.data, &sc);
     strbuf js = {0};
     rc = eval_scorecard_json(&sc, &js, &err);
     strbuf_free(&bpb);

@@ -1,12 +1,12 @@
 /* cmd_export.c - `tempo export`: flag parsing and the result line; the work
- * is src/export/export.c. */
+ * is src/run/run_export.c. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "core/json_write.h"
-#include "export/export.h"
-#include "judge/provenance.h"
+#include "run/run_export.h"
+#include "proc/self.h"
 
 static void usage(FILE *f)
 {
@@ -61,8 +61,8 @@ int cmd_export(int argc, char **argv)
         return cli_usage_error("export: --model, --format and --out are required (see tempo export --help)");
     char exe[1024], commit[128];
     tempo_error err;
-    if (judge_self_exe(exe, sizeof exe, &err) == 0) {
-        judge_git_commit(exe, commit, sizeof commit);
+    if (proc_self_exe(exe, sizeof exe, &err) == 0) {
+        proc_git_commit(exe, commit, sizeof commit);
         o.commit = commit;
     }
     export_summary s;

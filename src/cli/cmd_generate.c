@@ -11,7 +11,7 @@
 #include "core/number.h"
 #include "memory/mixture.h"
 #include "infer/generate.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
 static void usage(FILE *f)
 {

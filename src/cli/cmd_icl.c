@@ -14,7 +14,7 @@
 #include "core/number.h"
 #include "core/timer.h"
 #include "eval/icl_engine.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
 #define MAX_TASK_NAMES 64
 
@@ -35,7 +35,7 @@ static void usage(FILE *f)
         "  --no-memory      leave the run's count memory out of the mixture; --no-cache: the cache\n"
         "A run with a count memory or a cache (memory_order, cache_order) scores each continuation token by\n"
         "the mixture of the transformer, the memory and a cache of the item's own text before the token, at\n"
-        "the run's fitted mixer weights (DESIGN.md section 6).\n"
+        "the run's fitted mixer weights (docs/hybrid_model.md).\n"
         "Per task: accuracy, its random baseline, centered accuracy (acc-base)/(1-base); CORE = the\n"
         "mean centered accuracy over the table entries present (\"CORE-18\" when 18 of 22 are).\n"
         "Progress and a table go to stderr; the last stdout line is the result JSON.\n");

@@ -10,7 +10,7 @@
 #include "plan/calibrate_gpu.h"
 #include "plan/chip.h"
 #include "data/token_store.h"
-#include "judge/provenance.h"
+#include "proc/self.h"
 #include "plan/plan.h"
 #include "plan/plan_validate.h"
 #include "plan/plan_plot.h"
@@ -300,7 +300,7 @@ static int validate(const run_config *base, const chip_profile *chip, const qual
 {
     tempo_error err;
     char exe[1200], work[1200], path[1400];
-    if (judge_self_exe(exe, sizeof exe, &err))
+    if (proc_self_exe(exe, sizeof exe, &err))
         return cli_report(&err);
     if (!vo->work_dir) {
         snprintf(work, sizeof work, "runs/plan-validate-%.0fs", o->budget_s);

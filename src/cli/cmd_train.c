@@ -15,7 +15,7 @@
 #include "core/number.h"
 #include "core/thread_pin.h"
 #include "core/timer.h"
-#include "judge/provenance.h"
+#include "proc/self.h"
 #include "kernels/cuda/gpu.h"
 #include "train/run_result.h"
 #include "train/trainer.h"
@@ -138,8 +138,8 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
     if (o.budget_s <= 0 && o.max_steps <= 0 && !o.resume)
         return cli_usage_error("train: --budget DURATION or --steps N is required");
     char exe[1024], commit[128];
-    if (judge_self_exe(exe, sizeof exe, &err) == 0) { /* recorded in model.safetensors for exports */
-        judge_git_commit(exe, commit, sizeof commit);
+    if (proc_self_exe(exe, sizeof exe, &err) == 0) { /* recorded in model.safetensors for exports */
+        proc_git_commit(exe, commit, sizeof commit);
         o.commit = commit;
     }
     run_config_defaults(&o.cfg);

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "dist/dist.h"
+#include "parallel/dist.h"
 #include "kernels/cuda/gpu.h"
 
 static void usage(FILE *f)

@@ -1,4 +1,4 @@
-/* bpb.h - bits per byte of a token stream under a model (DESIGN.md section 4).
+/* bpb.h - bits per byte of a token stream under a model (docs/architecture.md, "An evaluation").
  *
  * The stream is the token-store layout: SEP d1 SEP d2 ... dn SEP, standing for
  * n_bytes bytes of document text. Every token after the first is scored
@@ -63,7 +63,7 @@ int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t
                       int part, int parts, const bpb_token_out *out, bpb_result *res, tempo_error *err);
 
 /* bpb_evaluate_tokens with a model that learns as it reads (dynamic
- * evaluation; DESIGN.md section 6's rule: score first, then learn): the
+ * evaluation; the hybrid model's rule (docs/hybrid_model.md): score first, then learn): the
  * windows run one at a time, in order, and whenever the scored targets
  * reach T (the window length) past the last step's, the model takes one
  * plain SGD step of rate lr on the mean cross-entropy of the T targets

@@ -94,8 +94,7 @@ int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_
 }
 
 void eval_scorecard_fill(eval_scorecard *s, const char *bpb_json, double bpb, const icl_summary *icl,
-                         const char *icl_json, int icl_limit, const bench_infer_result *b, const char *inference_json,
-                         const char *model_name, double seconds)
+                         const char *icl_json, int icl_limit, const char *model_name, double seconds)
 {
     memset(s, 0, sizeof *s);
     s->bpb = bpb_json ? bpb : NAN;
@@ -104,14 +103,9 @@ void eval_scorecard_fill(eval_scorecard *s, const char *bpb_json, double bpb, co
     s->core_entries = icl->n_core;
     s->core_of = icl->n_table;
     s->icl_limit = icl_limit;
-    const bench_infer_at *bp = &b->at[b->best_prefill], *bd = &b->at[b->best_decode1], *bg = &b->at[b->best_batch_at];
-    s->decode_tokens_per_s = bd->n_decode ? bd->decode[0].tokens_per_s : NAN;
-    s->prefill_tokens_per_s = bp->prefill_tokens_per_s;
-    s->time_to_first_token_s = bp->ttft_p50_s;
-    s->best_batch = bg->best_batch;
-    s->best_decode_tokens_per_s = bg->best_tokens_per_s;
+    s->decode_tokens_per_s = s->prefill_tokens_per_s = s->time_to_first_token_s = NAN;
+    s->best_decode_tokens_per_s = NAN;
     s->icl_json = icl_json;
-    s->inference_json = inference_json;
     s->model = model_name;
     s->seconds = seconds;
 }

@@ -7,13 +7,12 @@
 #ifndef TEMPO_EVAL_RUN_H
 #define TEMPO_EVAL_RUN_H
 
-#include "bench/bench_infer.h"
 #include "core/error.h"
 #include "data/tokenizer.h"
 #include "eval/eval_result.h"
 #include "eval/icl.h"
 #include "model/model.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 /* Which of the hybrid model's components to use (all by default: eval_parts_all). */
 typedef struct {
@@ -31,10 +30,10 @@ int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_
                  const char *text, int stride, int batch, eval_parts use, eval_bpb_report *r, tempo_error *err);
 
 /* The scorecard's figures from its parts: bpb_json (eval_bpb_report_json's
- * text, or NULL when no text was scored), the ICL summary and its JSON, the
- * inference benchmark and its summary JSON. The strings are borrowed. */
+ * text, or NULL when no text was scored), the ICL summary and its JSON. The
+ * inference figures are left NaN for bench_infer_scorecard (bench/bench_infer.h)
+ * to fill. The strings are borrowed. */
 void eval_scorecard_fill(eval_scorecard *s, const char *bpb_json, double bpb, const icl_summary *icl,
-                         const char *icl_json, int icl_limit, const bench_infer_result *b, const char *inference_json,
-                         const char *model_name, double seconds);
+                         const char *icl_json, int icl_limit, const char *model_name, double seconds);
 
 #endif

@@ -1,4 +1,4 @@
-/* hybrid_bpb.h - bits per byte of the hybrid model (DESIGN.md section 6):
+/* hybrid_bpb.h - bits per byte of the hybrid model (docs/hybrid_model.md):
  * the transformer's sliding-window probabilities (bpb.h), then the stream
  * read in order through the count memory, the cache and the mixer, score
  * first, then learn (memory/mixture.h). Same accounting as bpb.h: every
@@ -7,7 +7,7 @@
 #ifndef TEMPO_HYBRID_BPB_H
 #define TEMPO_HYBRID_BPB_H
 
-#include "dist/dist.h"
+#include "parallel/dist.h"
 #include "eval/bpb.h"
 #include "memory/hybrid.h"
 

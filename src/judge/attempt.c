@@ -1,6 +1,6 @@
 /* attempt.c - attempt/run records: initialisation, freeing, JSON (see attempt.h). */
 #include "judge/attempt.h"
-#include "judge/text.h"
+#include "core/text.h"
 #include "core/json_write.h"
 
 #include <math.h>
@@ -12,7 +12,7 @@
 void judge_run_record_init(judge_run_record *r)
 {
     memset(r, 0, sizeof *r);
-    judge_fmt(r->status, sizeof r->status, JUDGE_FAILED);
+    text_fmt(r->status, sizeof r->status, JUDGE_FAILED);
     r->score = r->bpb = r->val_bytes = r->val_tokens = NAN;
     r->core = r->decode_tokens_per_s = r->decode_bytes_per_s = r->icl_term = r->speed_term = NAN;
     r->wall_seconds = r->overrun_seconds = r->train_seconds = r->eval_seconds = NAN;
@@ -24,7 +24,7 @@ void judge_run_record_init(judge_run_record *r)
 void judge_attempt_init(judge_attempt *a)
 {
     memset(a, 0, sizeof *a);
-    judge_fmt(a->status, sizeof a->status, JUDGE_FAILED);
+    text_fmt(a->status, sizeof a->status, JUDGE_FAILED);
     a->score_mean = a->score_std = a->bpb_mean = a->bpb_std = NAN;
     a->leader_mean = a->p_value = a->t_stat = a->df = NAN;
     a->beats_leader = -1;

@@ -2,7 +2,7 @@
  * judge.h). Process control is judge/runner.h, data judge/train_data.h,
  * scoring judge/score.h and judge/stats.h, storage judge/leaderboard_db.h. */
 #include "judge/judge.h"
-#include "judge/text.h"
+#include "core/text.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -26,7 +26,8 @@
 #include "judge/manifest.h"
 #include "judge/model_check.h"
 #include "judge/provenance.h"
-#include "judge/runner.h"
+#include "proc/self.h"
+#include "proc/runner.h"
 #include "judge/sandbox.h"
 #include "judge/score.h"
 #include "judge/stats.h"
@@ -74,28 +75,28 @@ static void take_snapshot(void *ctx, int at_deadline)
     s->at_deadline = at_deadline;
     struct stat st;
     if (lstat(s->src, &st) != 0) {
-        judge_fmt(s->problem, sizeof s->problem, "no model.safetensors in the output folder");
+        text_fmt(s->problem, sizeof s->problem, "no model.safetensors in the output folder");
         return;
     }
     if (!S_ISREG(st.st_mode)) {
-        judge_fmt(s->problem, sizeof s->problem, "model.safetensors is not a regular file (a symlink?)");
+        text_fmt(s->problem, sizeof s->problem, "model.safetensors is not a regular file (a symlink?)");
         return;
     }
     tempo_error e;
     if (judge_copy_file(s->src, s->dst, &e)) {
-        judge_fmt(s->problem, sizeof s->problem, "cannot take the model: %s", e.msg);
+        text_fmt(s->problem, sizeof s->problem, "cannot take the model: %s", e.msg);
         return;
     }
     /* a hybrid model's other parts live beside its weights (docs/hybrid_model.md) */
     static const char *const parts[] = {"memory.bin", "mixer.json"};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char from[PATH_MAX + 32], to[PATH_MAX + 32];
-        judge_fmt(from, sizeof from, "%.*s/%s", (int)(strrchr(s->src, '/') - s->src), s->src, parts[i]);
-        judge_fmt(to, sizeof to, "%.*s/%s", (int)(strrchr(s->dst, '/') - s->dst), s->dst, parts[i]);
+        text_fmt(from, sizeof from, "%.*s/%s", (int)(strrchr(s->src, '/') - s->src), s->src, parts[i]);
+        text_fmt(to, sizeof to, "%.*s/%s", (int)(strrchr(s->dst, '/') - s->dst), s->dst, parts[i]);
         if (lstat(from, &st) != 0)
             continue;
         if (!S_ISREG(st.st_mode) || judge_copy_file(from, to, &e)) {
-            judge_fmt(s->problem, sizeof s->problem, "cannot take the model's %s%s%s", parts[i],
+            text_fmt(s->problem, sizeof s->problem, "cannot take the model's %s%s%s", parts[i],
                       S_ISREG(st.st_mode) ? ": " : " (not a regular file)", S_ISREG(st.st_mode) ? e.msg : "");
             return;
         }
@@ -155,7 +156,7 @@ static void env_add(env_list *e, const char *name, const char *value)
 {
     if (e->n >= MAX_ENV || !value)
         return;
-    judge_fmt(e->store[e->n], sizeof e->store[e->n], "%s=%s", name, value);
+    text_fmt(e->store[e->n], sizeof e->store[e->n], "%s=%s", name, value);
     e->items[e->n] = e->store[e->n];
     e->n++;
     e->items[e->n] = NULL;
@@ -258,7 +259,7 @@ static char **eval_env(int threads, char *omp, size_t omp_n)
     for (size_t i = 0; i < n; i++)
         if (strncmp(environ[i], "OMP_NUM_THREADS=", 16) != 0)
             env[k++] = environ[i];
-    judge_fmt(omp, omp_n, "OMP_NUM_THREADS=%d", threads);
+    text_fmt(omp, omp_n, "OMP_NUM_THREADS=%d", threads);
     env[k++] = omp;
     env[k] = NULL;
     return env;
@@ -283,7 +284,7 @@ static void set_status(judge_run_record *r, const char *status, const char *fmt,
     __attribute__((format(printf, 3, 4)));
 static void set_status(judge_run_record *r, const char *status, const char *fmt, ...)
 {
-    judge_fmt(r->status, sizeof r->status, "%s", status);
+    text_fmt(r->status, sizeof r->status, "%s", status);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(r->reason, sizeof r->reason, fmt, ap);
@@ -304,8 +305,8 @@ static void tidy_message(char *line, size_t n, const char *model_path)
     char *hit = lp ? strstr(line, model_path) : NULL;
     if (base && hit) {
         char rest[512];
-        judge_fmt(rest, sizeof rest, "%s", hit + lp);
-        judge_fmt(hit, n - (size_t)(hit - line), "%s%s", base + 1, rest);
+        text_fmt(rest, sizeof rest, "%s", hit + lp);
+        text_fmt(hit, n - (size_t)(hit - line), "%s%s", base + 1, rest);
     }
 }
 
@@ -323,10 +324,10 @@ static int run_eval(const attempt_ctx *c, char **argv, const char *log_prefix, c
                     size_t why_n, int *exit_code, double *seconds)
 {
     char out_log[PATH_MAX + 32], err_log[PATH_MAX + 32], omp[64];
-    judge_fmt(out_log, sizeof out_log, "%s.stdout.log", log_prefix);
-    judge_fmt(err_log, sizeof err_log, "%s.stderr.log", log_prefix);
+    text_fmt(out_log, sizeof out_log, "%s.stdout.log", log_prefix);
+    text_fmt(err_log, sizeof err_log, "%s.stderr.log", log_prefix);
     char **env = eval_env(c->threads, omp, sizeof omp);
-    judge_proc_spec s = {0};
+    proc_spec s = {0};
     s.argv = argv;
     s.envp = env;
     s.stdout_log = out_log;
@@ -337,37 +338,37 @@ static int run_eval(const attempt_ctx *c, char **argv, const char *log_prefix, c
     s.budget_s = judge_eval_cap(c->o);
     s.grace_s = c->o->grace_s;
     s.memory_bytes = c->o->memory_bytes ? c->o->memory_bytes : default_memory();
-    judge_proc_result r;
+    proc_result r;
     tempo_error e;
     line[0] = '\0';
     *exit_code = -1;
-    if (!env || judge_proc_run(&s, &r, &e)) {
+    if (!env || proc_run(&s, &r, &e)) {
         free(env);
-        judge_fmt(why, why_n, "judge could not run tempo %s", argv[1]);
+        text_fmt(why, why_n, "judge could not run tempo %s", argv[1]);
         return 1;
     }
     free(env);
     *seconds = r.wall_s;
     int rc = 0;
     char errline[400];
-    judge_caplog_last_line(&r.err, errline, sizeof errline);
+    proc_caplog_last_line(&r.err, errline, sizeof errline);
     tidy_message(errline, sizeof errline, argv[3]);
     if (r.deadline_hit) {
-        judge_fmt(why, why_n, "evaluation did not finish within %.0f s (the evaluation cap)", judge_eval_cap(c->o));
+        text_fmt(why, why_n, "evaluation did not finish within %.0f s (the evaluation cap)", judge_eval_cap(c->o));
         rc = 1;
     } else if (r.exec_errno || !r.exited || r.exit_code != 0) {
         char how[160];
-        judge_proc_describe(&r, how, sizeof how);
-        judge_fmt(why, why_n, "%s%s%s", errline[0] ? errline : "", errline[0] ? " (tempo eval " : "tempo eval ", how);
+        proc_describe(&r, how, sizeof how);
+        text_fmt(why, why_n, "%s%s%s", errline[0] ? errline : "", errline[0] ? " (tempo eval " : "tempo eval ", how);
         if (errline[0])
             strncat(why, ")", why_n - strlen(why) - 1);
         *exit_code = r.exited ? r.exit_code : -1;
         rc = 1;
     } else {
-        judge_caplog_last_line(&r.out, line, line_n);
+        proc_caplog_last_line(&r.out, line, line_n);
         *exit_code = 0;
     }
-    judge_proc_free(&r);
+    proc_free(&r);
     return rc;
 }
 
@@ -388,7 +389,7 @@ static void read_result_json(const char *out_dir, judge_run_record *r)
     char path[PATH_MAX + 32], *text;
     size_t len;
     tempo_error e;
-    judge_fmt(path, sizeof path, "%s/" RUN_RESULT_FILE, out_dir);
+    text_fmt(path, sizeof path, "%s/" RUN_RESULT_FILE, out_dir);
     if (!regular_file(path) || file_read_all(path, &text, &len, 1 << 20, &e))
         return;
     judge_parse_run_result(text, len, r);
@@ -411,9 +412,9 @@ static void score_model(const attempt_ctx *c, const char *run_dir, const char *m
         set_status(r, JUDGE_FAILED, "judge: out of memory");
         return;
     }
-    judge_fmt(prefix, sizeof prefix, "%s/eval", run_dir);
+    text_fmt(prefix, sizeof prefix, "%s/eval", run_dir);
     char threads[16];
-    judge_fmt(threads, sizeof threads, "%d", c->threads);
+    text_fmt(threads, sizeof threads, "%d", c->threads);
     char *argv[] = {(char *)c->tempo_bin, "eval", "--model", (char *)model, "--text", (char *)c->val_path,
                     "--threads", threads, NULL};
     if (run_eval(c, argv, prefix, line, EVAL_LINE_MAX, why, sizeof why, &code, &r->eval_seconds)) {
@@ -440,9 +441,9 @@ static void score_model(const attempt_ctx *c, const char *run_dir, const char *m
         goto done;
     judge_phase2 p2;
     judge_phase2_init(&p2, &ev);
-    judge_fmt(prefix, sizeof prefix, "%s/phase2", run_dir);
+    text_fmt(prefix, sizeof prefix, "%s/phase2", run_dir);
     char limit[32];
-    judge_fmt(limit, sizeof limit, "%d", c->o->icl_limit);
+    text_fmt(limit, sizeof limit, "%d", c->o->icl_limit);
     char *argv2[] = {(char *)c->tempo_bin, "eval", "--model", (char *)model, "--phase", "2", "--threads", threads,
                      "--tasks", (char *)(c->o->icl_dir ? c->o->icl_dir : ""), c->o->icl_limit > 0 ? "--limit" : NULL,
                      limit, NULL};
@@ -457,7 +458,7 @@ static void score_model(const attempt_ctx *c, const char *run_dir, const char *m
     r->icl_term = p2.icl_term;
     r->speed_term = p2.speed_term;
     r->score = p2.available ? p2.combined : NAN;
-    judge_fmt(r->phase2_reason, sizeof r->phase2_reason, "%s", p2.available ? "" : p2.reason);
+    text_fmt(r->phase2_reason, sizeof r->phase2_reason, "%s", p2.available ? "" : p2.reason);
     strbuf d = {0};
     judge_phase2_describe(&p2, &d);
     say(c->o, "seed %d: %s", r->seed, d.data ? d.data : "");
@@ -487,12 +488,12 @@ static int build_command(const attempt_ctx *c, const char *out_dir, uint64_t see
     double inner = c->o->budget_s - (2 + 0.01 * c->o->budget_s);
     if (inner < 0.5 * c->o->budget_s)
         inner = 0.5 * c->o->budget_s;
-    judge_fmt(store[0], 64, "%.3fs", inner);
-    judge_fmt(store[1], 64, "%llu", (unsigned long long)seed);
-    judge_fmt(store[2], 64, "%d", c->ranks > 1 && c->threads / c->ranks > 0 ? c->threads / c->ranks : c->threads);
-    judge_fmt(store[3], 64, "%lld", c->steps);
+    text_fmt(store[0], 64, "%.3fs", inner);
+    text_fmt(store[1], 64, "%llu", (unsigned long long)seed);
+    text_fmt(store[2], 64, "%d", c->ranks > 1 && c->threads / c->ranks > 0 ? c->threads / c->ranks : c->threads);
+    text_fmt(store[3], 64, "%lld", c->steps);
     if (c->ranks > 1) {   /* every rank in the runner's process group: the budget's kill ends them all */
-        judge_fmt(store[4], 64, "%d", c->ranks);
+        text_fmt(store[4], 64, "%d", c->ranks);
         argv[k++] = "mpirun";
         if (geteuid() == 0)
             argv[k++] = "--allow-run-as-root";
@@ -537,11 +538,11 @@ typedef struct {
 
 static int make_run_dirs(const attempt_ctx *c, uint64_t seed, run_dirs *d, tempo_error *err)
 {
-    judge_fmt(d->run, sizeof d->run, "%s/seed-%llu", c->attempt_dir, (unsigned long long)seed);
-    judge_fmt(d->copy, sizeof d->copy, "%s/submission", d->run);
-    judge_fmt(d->out, sizeof d->out, "%s/out", d->run);
-    judge_fmt(d->tmp, sizeof d->tmp, "%s/tmp", d->run);
-    judge_fmt(d->scored, sizeof d->scored, "%s/scored", d->run);
+    text_fmt(d->run, sizeof d->run, "%s/seed-%llu", c->attempt_dir, (unsigned long long)seed);
+    text_fmt(d->copy, sizeof d->copy, "%s/submission", d->run);
+    text_fmt(d->out, sizeof d->out, "%s/out", d->run);
+    text_fmt(d->tmp, sizeof d->tmp, "%s/tmp", d->run);
+    text_fmt(d->scored, sizeof d->scored, "%s/scored", d->run);
     return dir_create(d->run, err) || dir_create(d->out, err) || dir_create(d->tmp, err) ||
                    dir_create(d->scored, err) ? -1 : 0;
 }
@@ -568,7 +569,7 @@ static int ensure_training_data(attempt_ctx *c, tempo_error *err)
 /* Run the submission's command under the budget; the model of the moment it
  * ends is snapshotted into scored/ (snap). */
 static int launch(const attempt_ctx *c, const run_dirs *d, uint64_t seed, char **argv, snapshot *snap,
-                  judge_proc_result *pr, tempo_error *err)
+                  proc_result *pr, tempo_error *err)
 {
     const judge_options *o = c->o;
     uint64_t memory = launch_memory(c);
@@ -581,11 +582,11 @@ static int launch(const attempt_ctx *c, const run_dirs *d, uint64_t seed, char *
         return -1;
     }
     char out_log[PATH_MAX + 32], err_log[PATH_MAX + 32];
-    judge_fmt(snap->src, sizeof snap->src, "%s/model.safetensors", d->out);
-    judge_fmt(snap->dst, sizeof snap->dst, "%s/model.safetensors", d->scored);
-    judge_fmt(out_log, sizeof out_log, "%s/stdout.log", d->run);
-    judge_fmt(err_log, sizeof err_log, "%s/stderr.log", d->run);
-    judge_proc_spec s = {0};
+    text_fmt(snap->src, sizeof snap->src, "%s/model.safetensors", d->out);
+    text_fmt(snap->dst, sizeof snap->dst, "%s/model.safetensors", d->scored);
+    text_fmt(out_log, sizeof out_log, "%s/stdout.log", d->run);
+    text_fmt(err_log, sizeof err_log, "%s/stderr.log", d->run);
+    proc_spec s = {0};
     s.argv = argv;
     char **boxed = NULL;
     if (c->sandboxed) {
@@ -637,20 +638,20 @@ static int launch(const attempt_ctx *c, const run_dirs *d, uint64_t seed, char *
     say(o, "seed %llu: running %s (budget %.1f s, %d threads, %s)", (unsigned long long)seed,
         c->m.n_command ? "the submission's command" : "tempo train", o->budget_s, c->threads,
         c->sandboxed ? "sandboxed" : "NOT sandboxed (--no-sandbox)");
-    int rc = judge_proc_run(&s, pr, err);
+    int rc = proc_run(&s, pr, err);
     free(env);
     free(boxed);
     if (rc == 0 && c->sandboxed && !pr->started) {
         char last[300];
-        judge_caplog_last_line(&pr->err, last, sizeof last);
-        judge_proc_free(pr);
+        proc_caplog_last_line(&pr->err, last, sizeof last);
+        proc_free(pr);
         return tempo_fail(err, "judge: the sandbox did not start (%s); nothing is recorded", last[0] ? last : "no message");
     }
     return rc;
 }
 
 /* What the run left: the process's figures, its own result.json and curves. */
-static void record_outputs(const attempt_ctx *c, const run_dirs *d, const judge_proc_result *pr,
+static void record_outputs(const attempt_ctx *c, const run_dirs *d, const proc_result *pr,
                            judge_run_record *r)
 {
     r->wall_seconds = pr->wall_s;
@@ -661,7 +662,7 @@ static void record_outputs(const attempt_ctx *c, const run_dirs *d, const judge_
     r->stderr_bytes = pr->err.total;
     read_result_json(d->out, r);
     char path[PATH_MAX + 32];
-    judge_fmt(path, sizeof path, "%s/" METRICS_LOG_FILE, d->out);
+    text_fmt(path, sizeof path, "%s/" METRICS_LOG_FILE, d->out);
     judge_curves curves;
     tempo_error e;
     if (regular_file(path) && judge_curves_read(path, &curves, &e) == 0) {
@@ -675,7 +676,7 @@ static void record_outputs(const attempt_ctx *c, const run_dirs *d, const judge_
 }
 
 /* Over the deadline: the status, and the model of the deadline scored for information. */
-static void verdict_over_budget(attempt_ctx *c, const run_dirs *d, const judge_proc_result *pr, const snapshot *snap,
+static void verdict_over_budget(attempt_ctx *c, const run_dirs *d, const proc_result *pr, const snapshot *snap,
                                 judge_run_record *r)
 {
     set_status(r, JUDGE_OVER_BUDGET, "still running at the %.1f s deadline; %s%s", c->o->budget_s,
@@ -692,13 +693,13 @@ static void verdict_over_budget(attempt_ctx *c, const run_dirs *d, const judge_p
     r->val_tokens = tmp.val_tokens;
     if (strcmp(tmp.status, JUDGE_OK) != 0) {
         size_t l = strlen(r->reason);
-        judge_fmt(r->reason + l, sizeof r->reason - l, "; that model is %s: %s", tmp.status, tmp.reason);
+        text_fmt(r->reason + l, sizeof r->reason - l, "; that model is %s: %s", tmp.status, tmp.reason);
     }
 }
 
 /* Whether a failed run ran out of its address space (RLIMIT_AS): a process
  * came near the cap, or the last words are an allocation failure's. */
-static int out_of_memory(const attempt_ctx *c, const judge_proc_result *pr, const char *last)
+static int out_of_memory(const attempt_ctx *c, const proc_result *pr, const char *last)
 {
     static const char *const says[] = {"MemoryError", "Cannot allocate memory", "out of memory", "bad_alloc",
                                        "std::bad_alloc", "memory exhausted", "ENOMEM"};
@@ -713,7 +714,7 @@ static int out_of_memory(const attempt_ctx *c, const judge_proc_result *pr, cons
 /* In the sandbox the command is exec'ed by its /bin/sh wrapper (judge/sandbox.h),
  * which says "tempo-sandbox: 1: exec: ./train.sh: not found" and exits 127
  * when it cannot: that message's end, or NULL. */
-static const char *sandbox_exec_failure(const judge_proc_result *pr, const char *last)
+static const char *sandbox_exec_failure(const proc_result *pr, const char *last)
 {
     if (!pr->exited || pr->exit_code != 127 || strncmp(last, "tempo-sandbox: ", 15) != 0)
         return NULL;
@@ -722,28 +723,28 @@ static const char *sandbox_exec_failure(const judge_proc_result *pr, const char 
 }
 
 /* The run's status from how the process ended, and its score when it is ok. */
-static void verdict(attempt_ctx *c, const run_dirs *d, const char *cmd, const judge_proc_result *pr,
+static void verdict(attempt_ctx *c, const run_dirs *d, const char *cmd, const proc_result *pr,
                     const snapshot *snap, judge_run_record *r)
 {
     char how[200], last[300];
-    judge_proc_describe(pr, how, sizeof how);
-    judge_caplog_last_line(&pr->err, last, sizeof last);
+    proc_describe(pr, how, sizeof how);
+    proc_caplog_last_line(&pr->err, last, sizeof last);
     if (!last[0])
-        judge_caplog_last_line(&pr->out, last, sizeof last);
+        proc_caplog_last_line(&pr->out, last, sizeof last);
     const char *sandbox_exec = c->sandboxed ? sandbox_exec_failure(pr, last) : NULL;
     if (pr->exec_errno) {
         set_status(r, JUDGE_FAILED, "command could not start: %s: %s", cmd, strerror(pr->exec_errno));
     } else if (sandbox_exec) {
         set_status(r, JUDGE_FAILED, "command could not start: %s", sandbox_exec);
-    } else if (pr->limit == JUDGE_LIMIT_PROCS) {
+    } else if (pr->limit == PROC_LIMIT_PROCS) {
         set_status(r, JUDGE_FAILED, "process limit: %s", pr->limit_detail);
-    } else if (pr->limit == JUDGE_LIMIT_DISK) {
+    } else if (pr->limit == PROC_LIMIT_DISK) {
         set_status(r, JUDGE_FAILED, "disk limit: %s", pr->limit_detail);
-    } else if (pr->limit == JUDGE_LIMIT_MEMORY) {
+    } else if (pr->limit == PROC_LIMIT_MEMORY) {
         set_status(r, JUDGE_FAILED, "memory limit: %s", pr->limit_detail);
     } else if (!pr->exited && pr->term_signal == SIGXFSZ) {
         char cap[32];
-        judge_format_bytes(file_limit(c), cap, sizeof cap);
+        text_bytes(file_limit(c), cap, sizeof cap);
         set_status(r, JUDGE_FAILED, "disk limit: a file reached %s, the most one file may hold (%s)", cap, how);
     } else if (pr->flooded) {
         set_status(r, JUDGE_FAILED, "output flooding: more than %llu MiB on stdout/stderr (logs keep the start and end)",
@@ -752,7 +753,7 @@ static void verdict(attempt_ctx *c, const run_dirs *d, const char *cmd, const ju
         verdict_over_budget(c, d, pr, snap, r);
     } else if ((!pr->exited || pr->exit_code != 0) && out_of_memory(c, pr, last)) {
         char cap[32];
-        judge_format_bytes(launch_memory(c), cap, sizeof cap);
+        text_bytes(launch_memory(c), cap, sizeof cap);
         set_status(r, JUDGE_FAILED, "memory limit: a process's address space is capped at %s (--memory); %s%s%s", cap,
                    how, last[0] ? ": " : "", last);
     } else if (!pr->exited || pr->exit_code != 0) {
@@ -775,7 +776,7 @@ static int run_one(attempt_ctx *c, uint64_t seed, judge_run_record *r, tempo_err
     judge_utc_now(r->started_at);
     if (make_run_dirs(c, seed, &d, err))
         return -1;
-    judge_fmt(r->run_dir, sizeof r->run_dir, "%s", d.run);
+    text_fmt(r->run_dir, sizeof r->run_dir, "%s", d.run);
     tempo_error e;
     if (judge_submission_copy(o->submission, d.copy, &e)) {
         set_status(r, JUDGE_FAILED, "submission: %s", e.msg);
@@ -791,12 +792,12 @@ static int run_one(attempt_ctx *c, uint64_t seed, judge_run_record *r, tempo_err
     char store[5][64];
     build_command(c, d.out, seed, argv, (int)(sizeof argv / sizeof *argv), store);
     snapshot snap = {0};
-    judge_proc_result pr;
+    proc_result pr;
     if (launch(c, &d, seed, argv, &snap, &pr, err))
         return -1;
     record_outputs(c, &d, &pr, r);
     verdict(c, &d, argv[0], &pr, &snap, r);
-    judge_proc_free(&pr);
+    proc_free(&pr);
     judge_utc_now(r->ended_at);
     if (!strcmp(r->status, JUDGE_OK))
         say(o, "seed %llu: ok, val bpb %.6f (wall %.1f s, evaluation %.1f s)", (unsigned long long)seed, r->bpb,
@@ -811,18 +812,18 @@ static int run_one(attempt_ctx *c, uint64_t seed, judge_run_record *r, tempo_err
 static int probe_train_no_eval(const char *tempo_bin)
 {
     char *argv[] = {(char *)tempo_bin, "train", "--help", NULL};
-    judge_proc_spec s = {0};
+    proc_spec s = {0};
     s.argv = argv;
     s.log_tail_bytes = 1 << 16;
     s.budget_s = 20;
     s.grace_s = 1;
-    judge_proc_result r;
+    proc_result r;
     tempo_error e;
-    if (judge_proc_run(&s, &r, &e))
+    if (proc_run(&s, &r, &e))
         return 0;
     /* look for the flag in the kept output (small: all of it is in the tail) */
     int found = 0;
-    for (judge_caplog *l = &r.out; !found && l; l = l == &r.out ? &r.err : NULL) {
+    for (proc_caplog *l = &r.out; !found && l; l = l == &r.out ? &r.err : NULL) {
         char *text = malloc(l->ring_len + 1);
         if (!text)
             break;
@@ -832,7 +833,7 @@ static int probe_train_no_eval(const char *tempo_bin)
         found = strstr(text, "--no-eval") != NULL;
         free(text);
     }
-    judge_proc_free(&r);
+    proc_free(&r);
     return found;
 }
 
@@ -864,19 +865,19 @@ static void aggregate(judge_attempt *a)
     a->bpb_mean = nb ? judge_stats_mean(bp, nb) : NAN;
     a->bpb_std = nb > 1 ? judge_stats_std(bp, nb) : NAN;
     if (all_ok) {
-        judge_fmt(a->status, sizeof a->status, JUDGE_OK);
+        text_fmt(a->status, sizeof a->status, JUDGE_OK);
         if (first_unscored) /* phase 2 with parts missing: ok runs, no combined score */
-            judge_fmt(a->reason, sizeof a->reason, "%s", first_unscored->phase2_reason);
+            text_fmt(a->reason, sizeof a->reason, "%s", first_unscored->phase2_reason);
         if (n < (size_t)a->n_runs) {
             a->score_mean = a->score_std = NAN; /* a partial score is not ranked */
             a->n_scored = (int)n;
         }
     } else if (first_bad) {
-        judge_fmt(a->status, sizeof a->status, "%s", first_bad->status);
+        text_fmt(a->status, sizeof a->status, "%s", first_bad->status);
         if (a->n_runs > 1)
-            judge_fmt(a->reason, sizeof a->reason, "seed %d: %s", first_bad->seed, first_bad->reason);
+            text_fmt(a->reason, sizeof a->reason, "seed %d: %s", first_bad->seed, first_bad->reason);
         else
-            judge_fmt(a->reason, sizeof a->reason, "%s", first_bad->reason);
+            text_fmt(a->reason, sizeof a->reason, "%s", first_bad->reason);
     }
     free(sc);
     free(bp);
@@ -884,7 +885,7 @@ static void aggregate(judge_attempt *a)
 
 static void compare_with_leader(judge_db *db, judge_attempt *a, judge_options const *o)
 {
-    judge_fmt(a->test_note, sizeof a->test_note, "one-sided Welch t-test over seeds, H1: mean score below the leader's, "
+    text_fmt(a->test_note, sizeof a->test_note, "one-sided Welch t-test over seeds, H1: mean score below the leader's, "
                                                 "beats at p < 0.05");
     if (strcmp(a->status, JUDGE_OK) != 0 || !isfinite(a->score_mean))
         return;
@@ -898,7 +899,7 @@ static void compare_with_leader(judge_db *db, judge_attempt *a, judge_options co
         return;
     }
     a->leader_id = leader.id;
-    judge_fmt(a->leader_submission, sizeof a->leader_submission, "%s", leader.submission);
+    text_fmt(a->leader_submission, sizeof a->leader_submission, "%s", leader.submission);
     a->leader_mean = leader.score_mean;
     double *ls = malloc((size_t)(leader.n_runs ? leader.n_runs : 1) * sizeof *ls);
     double *ns = malloc((size_t)(a->n_runs ? a->n_runs : 1) * sizeof *ns);
@@ -917,7 +918,7 @@ static void compare_with_leader(judge_db *db, judge_attempt *a, judge_options co
         a->beats_leader = w.p < 0.05;
     } else {
         char more[96];
-        judge_fmt(more, sizeof more, "; not tested: needs >= 2 scored seeds on both sides (this %zu, leader %zu)", nn,
+        text_fmt(more, sizeof more, "; not tested: needs >= 2 scored seeds on both sides (this %zu, leader %zu)", nn,
                  nl);
         strncat(a->test_note, more, sizeof a->test_note - strlen(a->test_note) - 1);
     }
@@ -929,7 +930,7 @@ static void compare_with_leader(judge_db *db, judge_attempt *a, judge_options co
 static void folder_name(const char *path, char *out, size_t n)
 {
     char copy[PATH_MAX];
-    judge_fmt(copy, sizeof copy, "%s", path);
+    text_fmt(copy, sizeof copy, "%s", path);
     size_t l = strlen(copy);
     while (l > 1 && copy[l - 1] == '/')
         copy[--l] = '\0';
@@ -939,7 +940,7 @@ static void folder_name(const char *path, char *out, size_t n)
         out[k++] = (isalnum((unsigned char)*p) || *p == '.' || *p == '_' || *p == '-') ? *p : '_';
     out[k] = '\0';
     if (!k || out[0] == '.' || out[0] == '-')
-        judge_fmt(out, n, "submission");
+        text_fmt(out, n, "submission");
 }
 
 static void describe_method(const judge_manifest *m, char *out, size_t n)
@@ -956,7 +957,7 @@ static void describe_method(const judge_manifest *m, char *out, size_t n)
         for (int i = 0; i < m->n_overrides; i++)
             strbuf_printf(&sb, " %s", m->overrides[i]);
     }
-    judge_fmt(out, n, "%s", sb.data ? sb.data : "");
+    text_fmt(out, n, "%s", sb.data ? sb.data : "");
     strbuf_free(&sb);
 }
 
@@ -978,13 +979,13 @@ static int describe_attempt(attempt_ctx *c, judge_attempt *a, tempo_error *e)
 {
     const judge_options *o = c->o;
     char real_sub[PATH_MAX];
-    judge_fmt(a->submission_path, sizeof a->submission_path, "%s",
+    text_fmt(a->submission_path, sizeof a->submission_path, "%s",
              realpath(o->submission, real_sub) ? real_sub : o->submission);
     folder_name(o->submission, a->submission, sizeof a->submission);
-    judge_fmt(a->tempo_version, sizeof a->tempo_version, "%s", TEMPO_VERSION);
+    text_fmt(a->tempo_version, sizeof a->tempo_version, "%s", TEMPO_VERSION);
     char self[PATH_MAX];
     /* the commit of the judge itself (this binary), which also did the scoring unless --tempo says otherwise */
-    judge_git_commit(judge_self_exe(self, sizeof self, e) == 0 ? self : c->tempo_bin, a->git_commit,
+    proc_git_commit(proc_self_exe(self, sizeof self, e) == 0 ? self : c->tempo_bin, a->git_commit,
                      sizeof a->git_commit);
     tempo_error_clear(e);
     a->hardware_json = judge_hardware_json();
@@ -992,16 +993,16 @@ static int describe_attempt(attempt_ctx *c, judge_attempt *a, tempo_error *e)
     a->seeds = o->seeds;
     a->first_seed = o->seed;
     a->memory_bytes = o->memory_bytes ? o->memory_bytes : default_memory();
-    judge_fmt(a->val_path, sizeof a->val_path, "%s", c->val_path);
+    text_fmt(a->val_path, sizeof a->val_path, "%s", c->val_path);
 
     int manifest_ok = judge_manifest_load(&c->m, o->submission, e) == 0;
     c->phase = o->phase ? o->phase : manifest_ok ? c->m.phase : 1;
     a->phase = c->phase;
-    judge_fmt(a->formula, sizeof a->formula, "%s", judge_score_formula(c->phase));
+    text_fmt(a->formula, sizeof a->formula, "%s", judge_score_formula(c->phase));
     if (manifest_ok) {
-        judge_fmt(a->submission, sizeof a->submission, "%s", c->m.name);
-        judge_fmt(a->authors, sizeof a->authors, "%s", c->m.authors);
-        judge_fmt(a->description, sizeof a->description, "%s", c->m.description);
+        text_fmt(a->submission, sizeof a->submission, "%s", c->m.name);
+        text_fmt(a->authors, sizeof a->authors, "%s", c->m.authors);
+        text_fmt(a->description, sizeof a->description, "%s", c->m.description);
         describe_method(&c->m, a->method, sizeof a->method);
     }
     uint64_t nf = 0, nb = 0;
@@ -1012,8 +1013,8 @@ static int describe_attempt(attempt_ctx *c, judge_attempt *a, tempo_error *e)
         manifest_ok = 0;
         a->submission_hash[0] = '\0';
         char msg[sizeof e->msg];
-        judge_fmt(msg, sizeof msg, "submission: %s", e->msg);
-        judge_fmt(e->msg, sizeof e->msg, "%s", msg);
+        text_fmt(msg, sizeof msg, "submission: %s", e->msg);
+        text_fmt(e->msg, sizeof e->msg, "%s", msg);
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     c->threads = o->threads > 0 ? o->threads : c->m.threads > 0 ? c->m.threads : (int)(ncpu > 0 ? ncpu : 1);
@@ -1031,8 +1032,8 @@ static int on_path(const char *name)
     char dir[PATH_MAX], full[PATH_MAX + 64];
     while (*path) {
         size_t n = strcspn(path, ":");
-        judge_fmt(dir, sizeof dir, "%.*s", (int)(n < sizeof dir - 1 ? n : sizeof dir - 1), path);
-        judge_fmt(full, sizeof full, "%s/%s", n ? dir : ".", name);
+        text_fmt(dir, sizeof dir, "%.*s", (int)(n < sizeof dir - 1 ? n : sizeof dir - 1), path);
+        text_fmt(full, sizeof full, "%s/%s", n ? dir : ".", name);
         struct stat st;
         if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && access(full, X_OK) == 0)
             return 1;
@@ -1047,7 +1048,7 @@ static int on_path(const char *name)
 static int choose_sandbox(attempt_ctx *c, judge_attempt *a, tempo_error *err)
 {
     if (c->o->no_sandbox) {
-        judge_fmt(a->sandbox, sizeof a->sandbox, "none");
+        text_fmt(a->sandbox, sizeof a->sandbox, "none");
         say(c->o, "--no-sandbox: %s runs with the judge's view of the machine (recorded as sandbox: none)",
             a->submission);
         return 0;
@@ -1057,7 +1058,7 @@ static int choose_sandbox(attempt_ctx *c, judge_attempt *a, tempo_error *err)
         return tempo_fail(err, "judge: %s; refusing to run %s without one (--no-sandbox runs it anyway, "
                                "recorded as sandbox: none)", e.msg, a->submission);
     c->sandboxed = 1;
-    judge_fmt(a->sandbox, sizeof a->sandbox, "bwrap");
+    text_fmt(a->sandbox, sizeof a->sandbox, "bwrap");
     return 0;
 }
 
@@ -1065,18 +1066,18 @@ static int choose_sandbox(attempt_ctx *c, judge_attempt *a, tempo_error *err)
  * binary's own path inside) and its configs/ folder. */
 static int sandbox_files(attempt_ctx *c, tempo_error *err)
 {
-    judge_fmt(c->bin_copy, sizeof c->bin_copy, "%s/tempo-for-sandbox", c->attempt_dir);
+    text_fmt(c->bin_copy, sizeof c->bin_copy, "%s/tempo-for-sandbox", c->attempt_dir);
     if (judge_copy_file(c->tempo_bin, c->bin_copy, err) || chmod(c->bin_copy, 0555) != 0)
         return tempo_fail(err, "%s: cannot copy tempo for the sandbox: %s", c->bin_copy, strerror(errno));
     char rel[PATH_MAX + 16], real[PATH_MAX];
-    judge_fmt(rel, sizeof rel, "%s", c->tempo_bin);
+    text_fmt(rel, sizeof rel, "%s", c->tempo_bin);
     char *slash = strrchr(rel, '/');
     if (slash) {
-        judge_fmt(slash, sizeof rel - (size_t)(slash - rel), "/../configs");
+        text_fmt(slash, sizeof rel - (size_t)(slash - rel), "/../configs");
         struct stat st;
         if (realpath(rel, real) && stat(real, &st) == 0 && S_ISDIR(st.st_mode)) {
-            judge_fmt(c->configs_dir, sizeof c->configs_dir, "%s", real);
-            judge_fmt(c->configs_copy, sizeof c->configs_copy, "%s/configs-for-sandbox", c->attempt_dir);
+            text_fmt(c->configs_dir, sizeof c->configs_dir, "%s", real);
+            text_fmt(c->configs_copy, sizeof c->configs_copy, "%s/configs-for-sandbox", c->attempt_dir);
             if (judge_submission_copy(c->configs_dir, c->configs_copy, err))
                 return -1;
         }
@@ -1107,19 +1108,19 @@ static int prepare_attempt(attempt_ctx *c, judge_attempt *a, int manifest_ok, te
     const char *reach[] = {o->work_dir, c->data.dir};
     if (c->sandboxed && (dir_create(o->work_dir, err) || judge_sandbox_check_reach(&c->sb, reach, 2, err)))
         return -1;
-    judge_fmt(a->data_id, sizeof a->data_id, "%s", c->data.id);
-    judge_fmt(a->val_sha256, sizeof a->val_sha256, "%s", c->data.val_sha256);
+    text_fmt(a->data_id, sizeof a->data_id, "%s", c->data.id);
+    text_fmt(a->val_sha256, sizeof a->val_sha256, "%s", c->data.val_sha256);
     char stamp[32];
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-    judge_fmt(c->attempt_dir, sizeof c->attempt_dir, "%s/%s-%s-%d", o->work_dir, a->submission, stamp, (int)getpid());
+    text_fmt(c->attempt_dir, sizeof c->attempt_dir, "%s/%s-%s-%d", o->work_dir, a->submission, stamp, (int)getpid());
     if (dir_create(c->attempt_dir, err))
         return -1;
     char real_dir[PATH_MAX];
-    judge_fmt(a->work_dir, sizeof a->work_dir, "%s", realpath(c->attempt_dir, real_dir) ? real_dir : c->attempt_dir);
-    judge_fmt(c->attempt_dir, sizeof c->attempt_dir, "%s", a->work_dir);
+    text_fmt(a->work_dir, sizeof a->work_dir, "%s", realpath(c->attempt_dir, real_dir) ? real_dir : c->attempt_dir);
+    text_fmt(c->attempt_dir, sizeof c->attempt_dir, "%s", a->work_dir);
     if (c->sandboxed && sandbox_files(c, err)) {
         tempo_error ignored;
         dir_remove_tree(c->attempt_dir, &ignored); /* nothing ran: no folder is left for an attempt not recorded */
@@ -1167,7 +1168,7 @@ int judge_run(const judge_options *o, judge_attempt *a, tempo_error *err)
         if (!realpath(o->tempo_bin, c->tempo_bin))
             rc = tempo_fail(err, "%s: %s", o->tempo_bin, strerror(errno));
     } else {
-        rc = judge_self_exe(c->tempo_bin, sizeof c->tempo_bin, err);
+        rc = proc_self_exe(c->tempo_bin, sizeof c->tempo_bin, err);
     }
     if (rc == 0 && !realpath(o->val_path, c->val_path))
         rc = tempo_fail(err, "%s: %s", o->val_path, strerror(errno));
@@ -1183,8 +1184,8 @@ int judge_run(const judge_options *o, judge_attempt *a, tempo_error *err)
     if (choose_sandbox(c, a, err) || prepare_attempt(c, a, manifest_ok, err)) {
         rc = -1;
     } else if (!manifest_ok) {
-        judge_fmt(a->status, sizeof a->status, JUDGE_FAILED);
-        judge_fmt(a->reason, sizeof a->reason, "%s", e.msg);
+        text_fmt(a->status, sizeof a->status, JUDGE_FAILED);
+        text_fmt(a->reason, sizeof a->reason, "%s", e.msg);
         say(o, "%s: failed: %s", a->submission, a->reason);
         compare_with_leader(db, a, o);
         rc = record(db, a, o, err);

@@ -2,7 +2,7 @@
  * leaderboard_db.h). The column lists below are the single place that maps
  * judge/attempt.h fields to columns; insert and load walk them in order. */
 #include "judge/leaderboard_db.h"
-#include "judge/text.h"
+#include "core/text.h"
 
 #include <math.h>
 #include <sqlite3.h>
@@ -75,7 +75,7 @@ static int exec_sql(judge_db *db, const char *sql, tempo_error *err)
 static int has_column(judge_db *db, const char *table, const char *column)
 {
     char sql[160];
-    judge_fmt(sql, sizeof sql, "SELECT %s FROM %s LIMIT 0", column, table);
+    text_fmt(sql, sizeof sql, "SELECT %s FROM %s LIMIT 0", column, table);
     sqlite3_stmt *st = NULL;
     int ok = sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) == SQLITE_OK;
     sqlite3_finalize(st);
@@ -90,7 +90,7 @@ int judge_db_open(judge_db **out, const char *path, int create, tempo_error *err
     judge_db *db = calloc(1, sizeof *db);
     if (!db)
         return tempo_fail(err, "%s: out of memory", path);
-    judge_fmt(db->path, sizeof db->path, "%s", path);
+    text_fmt(db->path, sizeof db->path, "%s", path);
     int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(path, &db->h, flags, NULL) != SQLITE_OK) {
         tempo_fail(err, "%s: cannot open: %s", path, db->h ? sqlite3_errmsg(db->h) : "out of memory");
@@ -276,8 +276,8 @@ static const char *placeholders(int n)
 int judge_db_insert_attempt(judge_db *db, judge_attempt *a, double pause_in_tx_s, tempo_error *err)
 {
     char sql_a[1024], sql_r[1024];
-    judge_fmt(sql_a, sizeof sql_a, "INSERT INTO attempts (" ATTEMPT_COLS ") VALUES (%s)", placeholders(ATTEMPT_NCOLS));
-    judge_fmt(sql_r, sizeof sql_r, "INSERT INTO runs (" RUN_COLS ") VALUES (%s)", placeholders(RUN_NCOLS));
+    text_fmt(sql_a, sizeof sql_a, "INSERT INTO attempts (" ATTEMPT_COLS ") VALUES (%s)", placeholders(ATTEMPT_NCOLS));
+    text_fmt(sql_r, sizeof sql_r, "INSERT INTO runs (" RUN_COLS ") VALUES (%s)", placeholders(RUN_NCOLS));
     if (exec_sql(db, "BEGIN IMMEDIATE", err))
         return -1;
     sqlite3_stmt *st = NULL;
@@ -318,7 +318,7 @@ int judge_db_insert_attempt(judge_db *db, judge_attempt *a, double pause_in_tx_s
 static void c_text(sqlite3_stmt *st, int *k, char *dst, size_t n)
 {
     const unsigned char *s = sqlite3_column_text(st, (*k)++);
-    judge_fmt(dst, n, "%s", s ? (const char *)s : "");
+    text_fmt(dst, n, "%s", s ? (const char *)s : "");
 }
 
 static char *c_dup(sqlite3_stmt *st, int *k)
@@ -386,7 +386,7 @@ static void read_attempt(sqlite3_stmt *st, judge_attempt *a)
     c_text(st, &k, a->work_dir, sizeof a->work_dir);
     c_text(st, &k, a->sandbox, sizeof a->sandbox);
     if (!a->sandbox[0])
-        judge_fmt(a->sandbox, sizeof a->sandbox, "none");
+        text_fmt(a->sandbox, sizeof a->sandbox, "none");
 }
 
 static void read_run(sqlite3_stmt *st, judge_run_record *r, int with_curves)

@@ -1,6 +1,6 @@
 /* manifest.c - strict parsing of a submission's manifest.json (see manifest.h). */
 #include "judge/manifest.h"
-#include "judge/text.h"
+#include "core/text.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -98,7 +98,7 @@ static int parse_overrides(judge_manifest *m, const json_value *v, tempo_error *
         int bad = val.oom || val.len == 0 || strlen(val.data) != val.len;
         for (size_t j = 0; !bad && j < val.len; j++)
             bad = (unsigned char)val.data[j] < 0x20;
-        int n = bad ? -1 : judge_fmt(m->overrides[m->n_overrides], JUDGE_MAX_OVERRIDE_LEN, "%s=%s", k, val.data);
+        int n = bad ? -1 : text_fmt(m->overrides[m->n_overrides], JUDGE_MAX_OVERRIDE_LEN, "%s=%s", k, val.data);
         strbuf_free(&val);
         if (bad)
             return tempo_fail(err, MF ": \"overrides\": \"%s\" has an empty value or control characters", k);
@@ -143,7 +143,7 @@ int judge_manifest_parse(judge_manifest *m, const char *text, size_t len, tempo_
     json_value *root;
     if (json_parse(text, len, &root, err)) {
         char msg[sizeof err->msg];
-        judge_fmt(msg, sizeof msg, "%s", err->msg);
+        text_fmt(msg, sizeof msg, "%s", err->msg);
         return tempo_fail(err, MF ": malformed JSON: %s", msg);
     }
     int rc = -1;
@@ -256,7 +256,7 @@ int judge_manifest_load(judge_manifest *m, const char *dir, tempo_error *err)
         memset(m, 0, sizeof *m);
         char msg[sizeof err->msg];
         const char *p = strstr(err->msg, MF ":");
-        judge_fmt(msg, sizeof msg, "%s", p ? p : err->msg);
+        text_fmt(msg, sizeof msg, "%s", p ? p : err->msg);
         return tempo_fail(err, "%s", msg);
     }
     int rc = judge_manifest_parse(m, text, len, err);

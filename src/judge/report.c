@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/json_write.h"
-#include "judge/text.h"
+#include "core/text.h"
 
 static int same_group(const judge_board_group *g, const judge_attempt *a)
 {
@@ -160,24 +160,24 @@ int judge_report_summary_json(const judge_attempt *attempts, size_t n, const cha
 void judge_format_duration(double s, char *out, size_t n)
 {
     if (!isfinite(s)) {
-        judge_fmt(out, n, "?");
+        text_fmt(out, n, "?");
         return;
     }
     long long whole = (long long)s;
     if (fabs(s - (double)whole) > 1e-6 || whole < 60) {
-        judge_fmt(out, n, "%gs", s);
+        text_fmt(out, n, "%gs", s);
         return;
     }
     long long h = whole / 3600, m = whole % 3600 / 60, sec = whole % 60;
     char buf[64] = "";
     size_t k = 0;
     if (h)
-        k += (size_t)judge_fmt(buf + k, sizeof buf - k, "%lldh", h);
+        k += (size_t)text_fmt(buf + k, sizeof buf - k, "%lldh", h);
     if (m)
-        k += (size_t)judge_fmt(buf + k, sizeof buf - k, "%lldm", m);
+        k += (size_t)text_fmt(buf + k, sizeof buf - k, "%lldm", m);
     if (sec)
-        judge_fmt(buf + k, sizeof buf - k, "%llds", sec);
-    judge_fmt(out, n, "%s", buf);
+        text_fmt(buf + k, sizeof buf - k, "%llds", sec);
+    text_fmt(out, n, "%s", buf);
 }
 
 static void num(strbuf *o, double x, const char *fmt, int width)
@@ -214,10 +214,10 @@ static void cut(char *dst, size_t n, const char *src, size_t width)
 {
     size_t l = strlen(src);
     if (l <= width) {
-        judge_fmt(dst, n, "%s", src);
+        text_fmt(dst, n, "%s", src);
         return;
     }
-    judge_fmt(dst, n, "%.*s~", (int)(width - 1), src);
+    text_fmt(dst, n, "%.*s~", (int)(width - 1), src);
 }
 
 static void group_header(const judge_board_group *g, strbuf *o)

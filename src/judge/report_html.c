@@ -9,7 +9,7 @@
 #include "judge/plot_svg.h"
 #include "judge/report.h"
 #include "judge/score.h"
-#include "judge/text.h"
+#include "core/text.h"
 
 static void esc(strbuf *o, const char *s) { strbuf_markup(o, s, 0); }
 
@@ -92,7 +92,7 @@ static void ranking_table(strbuf *o, const judge_attempt *att, const judge_board
         cell_num(o, mean_field(a, offsetof(judge_run_record, train_seconds)), "%.1f");
         cell_text(o, a->method);
         char commit[16];
-        judge_fmt(commit, sizeof commit, "%.10s", a->git_commit);
+        text_fmt(commit, sizeof commit, "%.10s", a->git_commit);
         cell_text(o, commit);
         sandbox_cell(o, a);
         cell_text(o, a->started_at);
@@ -152,8 +152,8 @@ void judge_report_html(const judge_attempt *att, size_t n, const char *title, st
         const judge_attempt *a = &att[i];
         char budget[32], hash[16], ver[96];
         judge_format_duration(a->budget_s, budget, sizeof budget);
-        judge_fmt(hash, sizeof hash, "%.12s", a->submission_hash);
-        judge_fmt(ver, sizeof ver, "%s %.10s", a->tempo_version, a->git_commit);
+        text_fmt(hash, sizeof hash, "%.12s", a->submission_hash);
+        text_fmt(ver, sizeof ver, "%s %.10s", a->tempo_version, a->git_commit);
         strbuf_printf(o, "<tr id=\"attempt-%lld\"><td class=\"num\">%lld</td>", a->id, a->id);
         cell_text(o, a->submission);
         strbuf_printf(o, "<td class=\"num\">%d</td>", a->phase);
@@ -192,7 +192,7 @@ void judge_report_html(const judge_attempt *att, size_t n, const char *title, st
             if (!r->curves_json || judge_curves_from_json(r->curves_json, &c, &e))
                 continue;
             char id[64];
-            judge_fmt(id, sizeof id, "%lld-%d", a->id, r->seed);
+            text_fmt(id, sizeof id, "%lld-%d", a->id, r->seed);
             strbuf_printf(o, "<section class=\"run\" id=\"run-%s\"><h4>", id);
             esc(o, a->submission);
             strbuf_printf(o, " &middot; attempt %lld &middot; seed %d &middot; ", a->id, r->seed);

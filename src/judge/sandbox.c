@@ -16,8 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "judge/runner.h"
-#include "judge/text.h"
+#include "proc/runner.h"
+#include "core/text.h"
 
 #define MAX_ARGS 160
 
@@ -119,14 +119,14 @@ static int find_bwrap(char *out, size_t n)
 {
     const char *given = getenv("TEMPO_BWRAP");
     if (given && *given) {
-        judge_fmt(out, n, "%s", given);
+        text_fmt(out, n, "%s", given);
         return access(out, X_OK);
     }
     const char *path = getenv("PATH");
     char buf[8192];
-    judge_fmt(buf, sizeof buf, "%s:/usr/bin:/bin", path ? path : "");
+    text_fmt(buf, sizeof buf, "%s:/usr/bin:/bin", path ? path : "");
     for (char *save = NULL, *dir = strtok_r(buf, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-        judge_fmt(out, n, "%s/bwrap", dir);
+        text_fmt(out, n, "%s/bwrap", dir);
         if (dir[0] == '/' && access(out, X_OK) == 0)
             return 0;
     }
@@ -152,7 +152,7 @@ int judge_sandbox_probe(judge_sandbox *sb, tempo_error *err)
     char **argv = judge_sandbox_argv(sb, &view, cmd);
     if (!argv)
         return tempo_fail(err, "judge: out of memory");
-    judge_proc_spec s = {0};
+    proc_spec s = {0};
     s.argv = argv;
     s.log_tail_bytes = 4096;
     s.budget_s = 30;
@@ -163,19 +163,19 @@ int judge_sandbox_probe(judge_sandbox *sb, tempo_error *err)
     s.run_gid = sb->gid;
     s.no_new_privs = 1;
     s.start_mark_fd3 = 1;
-    judge_proc_result r;
-    int rc = judge_proc_run(&s, &r, err);
+    proc_result r;
+    int rc = proc_run(&s, &r, err);
     free(argv);
     if (rc)
         return -1;
     if (!r.exec_errno && r.started && r.exited && r.exit_code == 0) {
-        judge_proc_free(&r);
+        proc_free(&r);
         return 0;
     }
     char last[300], how[160];
-    judge_caplog_last_line(&r.err, last, sizeof last);
-    judge_proc_describe(&r, how, sizeof how);
-    judge_proc_free(&r);
+    proc_caplog_last_line(&r.err, last, sizeof last);
+    proc_describe(&r, how, sizeof how);
+    proc_free(&r);
     return tempo_fail(err, "a sandbox cannot start here (%s%s%s; user namespaces may be disabled)", how,
                       last[0] ? ": " : "", last);
 }
@@ -248,7 +248,7 @@ int judge_sandbox_check_reach(const judge_sandbox *sb, const char *const *paths,
             if (access(paths[i], R_OK | X_OK) == 0)
                 continue;
             char blocker[PATH_MAX];
-            judge_fmt(blocker, sizeof blocker, "%s", paths[i]);
+            text_fmt(blocker, sizeof blocker, "%s", paths[i]);
             for (char *slash; (slash = strrchr(blocker, '/')) && slash != blocker;) {
                 *slash = '\0';
                 if (access(blocker, X_OK) == 0) {

@@ -45,7 +45,7 @@ typedef struct {
 int judge_sandbox_probe(judge_sandbox *sb, tempo_error *err);
 
 /* The bwrap command running cmd inside view, through /bin/sh, which writes
- * the start mark to fd 3 (judge_proc_spec.start_mark_fd3) and execs cmd
+ * the start mark to fd 3 (proc_spec.start_mark_fd3) and execs cmd
  * with fd 3 closed: a NULL-terminated array
  * (free it with free(); its strings belong to view, cmd and sb, or are
  * literals). NULL when out of memory. */

@@ -1,6 +1,6 @@
 /* score.c - eval output parsing and the phase-2 combined score (see score.h). */
 #include "judge/score.h"
-#include "judge/text.h"
+#include "core/text.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -49,7 +49,7 @@ void judge_phase2_init(judge_phase2 *p, const judge_eval_result *e)
     p->core = p->decode_tokens_per_s = p->decode_bytes_per_s = NAN;
     p->icl_term = p->speed_term = p->combined = NAN;
     p->bytes_per_token = e->tokens > 0 && e->bytes > 0 ? e->bytes / e->tokens : NAN;
-    judge_fmt(p->reason, sizeof p->reason, "phase 2 not evaluated");
+    text_fmt(p->reason, sizeof p->reason, "phase 2 not evaluated");
 }
 
 void judge_phase2_unavailable(judge_phase2 *p, const char *fmt, ...)

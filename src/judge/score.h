@@ -2,7 +2,7 @@
  * phase-2 parts. Lower is better in both phases.
  *
  * Phase 1: score = val bpb of the model on the official validation text, as
- * `tempo eval --text VAL` prints it (DESIGN.md section 4).
+ * `tempo eval --text VAL` prints it (docs/architecture.md, "An evaluation").
  *
  * Phase 2: score = bpb - W_ICL * core - speed_term, where
  *   core        = the CORE score of the phase-2 scorecard (mean centered ICL

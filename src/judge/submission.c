@@ -1,7 +1,7 @@
 /* submission.c - walking, hashing and copying a submission folder (see
  * submission.h). */
 #include "judge/submission.h"
-#include "judge/text.h"
+#include "core/text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -59,7 +59,7 @@ static int entries_push(entry_list *l, const char *rel, int is_dir, mode_t mode,
 static int walk(const char *root, const char *rel, entry_list *l, int depth, tempo_error *err)
 {
     char path[PATH_MAX];
-    judge_fmt(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel);
+    text_fmt(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel);
     if (depth > 32)
         return tempo_fail(err, "%s: folders nested too deeply", *rel ? rel : root);
     DIR *d = opendir(path);
@@ -71,8 +71,8 @@ static int walk(const char *root, const char *rel, entry_list *l, int depth, tem
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
         char sub[PATH_MAX], full[PATH_MAX];
-        if (judge_fmt(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", de->d_name) >= (int)sizeof sub ||
-            judge_fmt(full, sizeof full, "%s/%s", root, sub) >= (int)sizeof full) {
+        if (text_fmt(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", de->d_name) >= (int)sizeof sub ||
+            text_fmt(full, sizeof full, "%s/%s", root, sub) >= (int)sizeof full) {
             rc = tempo_fail(err, "%s: path too long", sub);
             break;
         }
@@ -137,11 +137,11 @@ int judge_submission_hash(const char *dir, char hex[65], uint64_t *n_files, uint
         if (e->is_dir)
             continue;
         char head[64];
-        int hn = judge_fmt(head, sizeof head, "%llu", (unsigned long long)e->size);
+        int hn = text_fmt(head, sizeof head, "%llu", (unsigned long long)e->size);
         sha256_update(&c, e->rel, strlen(e->rel) + 1);
         sha256_update(&c, head, (size_t)hn + 1);
         char full[PATH_MAX];
-        judge_fmt(full, sizeof full, "%s/%s", dir, e->rel);
+        text_fmt(full, sizeof full, "%s/%s", dir, e->rel);
         int fd = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
             rc = tempo_fail(err, "%s: cannot open: %s", e->rel, strerror(errno));
@@ -231,12 +231,12 @@ int judge_submission_copy(const char *dir, const char *dest, tempo_error *err)
     if (path_exists(dest))
         return tempo_fail(err, "%s: already exists", dest);
     /* dest's parent must exist; refuse to copy a folder into itself */
-    judge_fmt(parent, sizeof parent, "%s", dest);
+    text_fmt(parent, sizeof parent, "%s", dest);
     char *slash = strrchr(parent, '/');
     if (slash)
         *slash = '\0';
     else
-        judge_fmt(parent, sizeof parent, ".");
+        text_fmt(parent, sizeof parent, ".");
     if (!realpath(*parent ? parent : "/", real_parent))
         return tempo_fail(err, "%s: %s", parent, strerror(errno));
     size_t ls = strlen(real_src);
@@ -251,8 +251,8 @@ int judge_submission_copy(const char *dir, const char *dest, tempo_error *err)
     for (size_t i = 0; rc == 0 && i < l.n; i++) {
         const entry *e = &l.items[i];
         char from[PATH_MAX], to[PATH_MAX];
-        judge_fmt(from, sizeof from, "%s/%s", dir, e->rel);
-        if (judge_fmt(to, sizeof to, "%s/%s", dest, e->rel) >= (int)sizeof to) {
+        text_fmt(from, sizeof from, "%s/%s", dir, e->rel);
+        if (text_fmt(to, sizeof to, "%s/%s", dest, e->rel) >= (int)sizeof to) {
             rc = tempo_fail(err, "%s: path too long", to);
             break;
         }

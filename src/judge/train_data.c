@@ -1,7 +1,7 @@
 /* train_data.c - building, caching and verifying the training-only folder
  * handed to submissions (see train_data.h). */
 #include "judge/train_data.h"
-#include "judge/text.h"
+#include "core/text.h"
 #include "core/json_write.h"
 
 #include <dirent.h>
@@ -18,7 +18,7 @@
 #include "core/sha256.h"
 #include "core/strbuf.h"
 #include "data/corpus.h"
-#include "judge/runner.h"
+#include "proc/runner.h"
 #include "judge/submission.h"
 
 #define DATA_FORMAT "tempo-judge-data 1"
@@ -220,7 +220,7 @@ static int list_train_files(const char *dir, char ***names, size_t *n, tempo_err
             continue;
         char path[PATH_MAX];
         struct stat st;
-        judge_fmt(path, sizeof path, "%s/%s", dir, de->d_name);
+        text_fmt(path, sizeof path, "%s/%s", dir, de->d_name);
         if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
             continue;
         char **p = realloc(list, (count + 1) * sizeof *p);
@@ -256,7 +256,7 @@ static int write_sums(const char *dir, const char *sums_path, tempo_error *err)
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         char path[PATH_MAX], hex[65];
-        judge_fmt(path, sizeof path, "%s/%s", dir, rel[i]);
+        text_fmt(path, sizeof path, "%s/%s", dir, rel[i]);
         rc = judge_sha256_file(path, hex, err);
         if (rc == 0)
             strbuf_printf(&sb, "%s  %s\n", hex, rel[i]);
@@ -281,7 +281,7 @@ static int verify_line(const judge_data *d, char *line, char **rel, size_t n, un
     const char *name = line + 66;
     char *const *hit = bsearch(&name, rel, n, sizeof *rel, cmp_str);
     char path[PATH_MAX], hex[65];
-    judge_fmt(path, sizeof path, "%s/%s", d->dir, name);
+    text_fmt(path, sizeof path, "%s/%s", d->dir, name);
     if (!hit)
         return tempo_fail(err, "%s: missing (the judge prepared it)", path);
     if (seen[hit - rel]++)
@@ -336,7 +336,7 @@ static void make_read_only(const char *dir)
         return;
     for (size_t i = 0; i < n; i++) {
         char path[PATH_MAX];
-        judge_fmt(path, sizeof path, "%s/%s", dir, rel[i]);
+        text_fmt(path, sizeof path, "%s/%s", dir, rel[i]);
         chmod(path, 0444);
     }
     judge_tree_free(rel, n);
@@ -354,28 +354,28 @@ static int build_folder(const judge_data_options *o, char **names, size_t n_name
                         const char *sums_path, tempo_error *err)
 {
     char build[PATH_MAX], text[PATH_MAX + 16], train_dir[PATH_MAX + 32], dev[PATH_MAX + 32];
-    judge_fmt(build, sizeof build, "%s.build-%d", final_dir, (int)getpid());
+    text_fmt(build, sizeof build, "%s.build-%d", final_dir, (int)getpid());
     remove_tree(build);
-    judge_fmt(text, sizeof text, "%s/text", build);
-    judge_fmt(train_dir, sizeof train_dir, "%s/train", text);
+    text_fmt(text, sizeof text, "%s/text", build);
+    text_fmt(train_dir, sizeof train_dir, "%s/train", text);
     if (dir_create(train_dir, err))
         return -1;
     int rc = 0;
     for (size_t i = 0; rc == 0 && i + 1 < n_names; i++) {
         char from[PATH_MAX], to[PATH_MAX + 64];
-        judge_fmt(from, sizeof from, "%s/%s", o->corpus_dir, names[i]);
-        judge_fmt(to, sizeof to, "%s/%s", train_dir, names[i]);
+        text_fmt(from, sizeof from, "%s/%s", o->corpus_dir, names[i]);
+        text_fmt(to, sizeof to, "%s/%s", train_dir, names[i]);
         rc = judge_copy_file(from, to, err);
     }
     /* the last file: split off the dev documents (decompressed) */
     const char *last = names[n_names - 1];
     int jsonl = strstr(last, ".jsonl") != NULL;
     char from[PATH_MAX], to[PATH_MAX + 64];
-    judge_fmt(from, sizeof from, "%s/%s", o->corpus_dir, last);
-    judge_fmt(to, sizeof to, "%s/%s", train_dir, last);
+    text_fmt(from, sizeof from, "%s/%s", o->corpus_dir, last);
+    text_fmt(to, sizeof to, "%s/%s", train_dir, last);
     if (ends_with(to, ".xz"))
         to[strlen(to) - 3] = '\0';
-    judge_fmt(dev, sizeof dev, "%s/dev.%s", text, jsonl ? "jsonl" : "txt");
+    text_fmt(dev, sizeof dev, "%s/dev.%s", text, jsonl ? "jsonl" : "txt");
     judge_docs docs = {0};
     if (rc == 0)
         rc = judge_docs_read(from, &docs, err);
@@ -403,25 +403,25 @@ static int build_folder(const judge_data_options *o, char **names, size_t n_name
             fprintf(o->progress, "judge: tempo prepare --vocab %d on the training files (once; cached in %s)\n",
                     o->vocab, final_dir);
         char vocab[32], log_path[PATH_MAX + 32];
-        judge_fmt(vocab, sizeof vocab, "%d", o->vocab);
-        judge_fmt(log_path, sizeof log_path, "%s.prepare.log", final_dir);
+        text_fmt(vocab, sizeof vocab, "%d", o->vocab);
+        text_fmt(log_path, sizeof log_path, "%s.prepare.log", final_dir);
         char *argv[] = {(char *)o->tempo_bin, "prepare", "--out", build, "--vocab", vocab, train_dir, "--val", dev, NULL};
-        judge_proc_spec s = {0};
+        proc_spec s = {0};
         s.argv = argv;
         s.stderr_log = log_path;
         s.log_head_bytes = 1 << 20;
         s.log_tail_bytes = 1 << 16;
-        judge_proc_result r;
-        if (judge_proc_run(&s, &r, err)) {
+        proc_result r;
+        if (proc_run(&s, &r, err)) {
             rc = -1;
         } else {
             if (r.exec_errno || !r.exited || r.exit_code != 0) {
                 char how[128], line[300];
-                judge_proc_describe(&r, how, sizeof how);
-                judge_caplog_last_line(&r.err, line, sizeof line);
+                proc_describe(&r, how, sizeof how);
+                proc_caplog_last_line(&r.err, line, sizeof line);
                 rc = tempo_fail(err, "tempo prepare %s (%s); log: %s", how, line[0] ? line : "no message", log_path);
             }
-            judge_proc_free(&r);
+            proc_free(&r);
         }
     }
     if (rc == 0)
@@ -455,7 +455,7 @@ static int check_data_dir(const judge_data_options *o, judge_data *d, tempo_erro
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         char path[PATH_MAX + 256], hex[65];
-        judge_fmt(path, sizeof path, "%s/%s", real, rel[i]);
+        text_fmt(path, sizeof path, "%s/%s", real, rel[i]);
         if (judge_sha256_file(path, hex, err))
             rc = -1;
         else if (!strcmp(hex, d->val_sha256) || !strcmp(hex, d->val_text_sha256))
@@ -475,12 +475,12 @@ static int check_data_dir(const judge_data_options *o, judge_data *d, tempo_erro
     judge_tree_free(rel, n);
     if (rc)
         return -1;
-    judge_fmt(d->dir, sizeof d->dir, "%s", real);
-    judge_fmt(d->text_dir, sizeof d->text_dir, "%s/text", real);
+    text_fmt(d->dir, sizeof d->dir, "%s", real);
+    text_fmt(d->text_dir, sizeof d->text_dir, "%s/text", real);
     if (!path_exists(d->text_dir))
         d->text_dir[0] = '\0';
     d->sums_path[0] = '\0';
-    judge_fmt(d->id, sizeof d->id, "dir %.150s", real);
+    text_fmt(d->id, sizeof d->id, "dir %.150s", real);
     return 0;
 }
 
@@ -529,14 +529,14 @@ int judge_data_prepare(const judge_data_options *o, judge_data *d, tempo_error *
     sha256_ctx c;
     sha256_init(&c);
     char line[PATH_MAX + 128];
-    int k = judge_fmt(line, sizeof line, "%s\nvocab %d\n", DATA_FORMAT, o->vocab);
+    int k = text_fmt(line, sizeof line, "%s\nvocab %d\n", DATA_FORMAT, o->vocab);
     sha256_update(&c, line, (size_t)k);
     for (size_t i = 0; i < n; i++) {
         char path[PATH_MAX];
         struct stat st;
-        judge_fmt(path, sizeof path, "%s/%s", o->corpus_dir, names[i]);
+        text_fmt(path, sizeof path, "%s/%s", o->corpus_dir, names[i]);
         stat(path, &st);
-        k = judge_fmt(line, sizeof line, "%s %lld %lld.%09ld\n", names[i], (long long)st.st_size,
+        k = text_fmt(line, sizeof line, "%s %lld %lld.%09ld\n", names[i], (long long)st.st_size,
                      (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
         sha256_update(&c, line, (size_t)k);
     }
@@ -545,16 +545,16 @@ int judge_data_prepare(const judge_data_options *o, judge_data *d, tempo_error *
     sha256_hex(dg, key);
     key[16] = '\0';
     char rel_base[PATH_MAX], base[PATH_MAX];
-    judge_fmt(rel_base, sizeof rel_base, "%s/data", o->work_dir);
+    text_fmt(rel_base, sizeof rel_base, "%s/data", o->work_dir);
     int rc = dir_create(rel_base, err);
     /* absolute: the folder is handed to submissions, which run in folders of their own */
     if (rc == 0 && !realpath(rel_base, base))
         rc = tempo_fail(err, "%s: %s", rel_base, strerror(errno));
     if (rc == 0) {
-        judge_fmt(d->dir, sizeof d->dir, "%s/v%d-%s", base, o->vocab, key);
-        judge_fmt(d->sums_path, sizeof d->sums_path, "%s.sha256", d->dir);
-        judge_fmt(d->text_dir, sizeof d->text_dir, "%s/text", d->dir);
-        judge_fmt(d->id, sizeof d->id, "corpus v%d %s", o->vocab, key);
+        text_fmt(d->dir, sizeof d->dir, "%s/v%d-%s", base, o->vocab, key);
+        text_fmt(d->sums_path, sizeof d->sums_path, "%s.sha256", d->dir);
+        text_fmt(d->text_dir, sizeof d->text_dir, "%s/text", d->dir);
+        text_fmt(d->id, sizeof d->id, "corpus v%d %s", o->vocab, key);
         rc = reuse_or_build(o, d, names, n, err);
     }
     judge_tree_free(names, n);

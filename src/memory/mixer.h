@@ -1,6 +1,6 @@
 /* mixer.h - the weights that mix the model's components into one
  * next-token distribution: p = sum_i w_i(context) p_i over the transformer,
- * the corpus memory, the cache and the match model (DESIGN.md section 6).
+ * the corpus memory, the cache and the match model (docs/hybrid_model.md).
  *
  * Two layers, as in the PAQ family of compressors but over probabilities:
  * three weight sets each hold a softmax over the components per bucket, the

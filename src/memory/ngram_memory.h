@@ -1,6 +1,6 @@
 /* ngram_memory.h - a count memory: token n-gram statistics of orders 1..K
  * and the interpolated modified Kneser-Ney distribution they give
- * (DESIGN.md section 6). The same structure serves as the memory of the
+ * (docs/hybrid_model.md). The same structure serves as the memory of the
  * training corpus (built in one parallel pass, then frozen, saved and
  * mapped back) and as the cache of the text being read (grown one token at a
  * time, after that token has been scored).

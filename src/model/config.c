@@ -62,7 +62,7 @@ model_layer_params model_config_layer_params(const model_config *c)
     return p;
 }
 
-/* Training FLOPs per token (DESIGN.md section 4), forward + backward = 3 x forward:
+/* Training FLOPs per token (the count every MFU of tempo uses), forward + backward = 3 x forward:
  *   6 x (non-embedding matmul params + lm head params)
  *   + 6 x n_layers x T x (n_heads x head_dim)
  * The attention term counts the causal half only: our kernel skips masked key

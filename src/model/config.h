@@ -1,7 +1,7 @@
 /* config.h - the shape of a tempo model (a decoder-only transformer) and its
  * validation. Nothing here allocates; the model itself is model.h. No
  * defaults either: the one default configuration is run_config_defaults
- * (src/train/run_config.h, the cpu-default preset). */
+ * (src/run/run_config.h, the cpu-default preset). */
 #ifndef TEMPO_MODEL_CONFIG_H
 #define TEMPO_MODEL_CONFIG_H
 

@@ -91,7 +91,7 @@ void model_init(model *m, uint64_t seed);
  * forward recomputes the head pass, so results are the same either way. */
 void model_set_training(model *m, int training);
 
-/* Train inside a mixture (the hybrid model, DESIGN.md section 6): until set
+/* Train inside a mixture (the hybrid model, docs/hybrid_model.md): until set
  * again (b = NULL: plain cross-entropy), token n of each forward's targets
  * has the objective -ln(a p_n + b[n]) in its gradient (b[n]: the other
  * components' weighted probability of the target; b holds B*T floats and
@@ -179,7 +179,7 @@ double model_sgd_step(model *m, double lr, double clip);
 int model_params_save(model *m, tempo_error *err);
 int model_params_restore(model *m, tempo_error *err);
 
-/* Training FLOPs per token (DESIGN.md section 4; see config.c for exactly
+/* Training FLOPs per token (see config.c for exactly
  * what is counted: the causal half of attention, the lm head even when tied). */
 double model_flops_per_token(const model_config *c, int T);
 

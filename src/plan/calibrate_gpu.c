@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/json.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 /* the op each kernel (by name prefix) or product label belongs to */
 static const struct {

@@ -15,7 +15,7 @@
 #include "plan/chip.h"
 #include "plan/quality.h"
 #include "plan/throughput.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 typedef struct {
     double budget_s;

@@ -14,7 +14,7 @@
 #include "plan/chip.h"
 #include "plan/plan.h"
 #include "plan/quality.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 #define PLAN_PLOT_MAX_CHIPS 16
 #define PLAN_PLOT_MAX_BUDGETS 32

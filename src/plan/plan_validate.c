@@ -1,6 +1,6 @@
 /* plan_validate.c - `tempo plan --validate` (see plan_validate.h): the rows
  * to train, running `tempo train` for each row and seed, and the report.
- * The prediction itself is plan.c's; process control is judge/runner.c's. */
+ * The prediction itself is plan.c's; process control is proc/runner.c's. */
 #include "plan/plan_validate.h"
 
 #include <errno.h>
@@ -11,7 +11,7 @@
 
 #include "core/fileio.h"
 #include "core/json_write.h"
-#include "judge/runner.h"
+#include "proc/runner.h"
 #include "train/run_result.h"
 
 #define TARGET_NEIGHBOUR_BPB 0.02
@@ -140,7 +140,7 @@ static int train_one(const plan_validate_options *vo, const chip_profile *chip, 
         char *argv[] = {(char *)vo->tempo, "train",          "--data",  (char *)vo->data_dir, "--preset",
                         preset_path,       "--budget",       budget,    "--seed",               seed_s,
                         "--threads",       threads,          "--out",   dir,                  NULL};
-        judge_proc_spec spec = {
+        proc_spec spec = {
             .argv = argv,
             .stdout_log = path_join(out_log, sizeof out_log, dir, "train.out"),
             .stderr_log = path_join(err_log, sizeof err_log, dir, "train.log"),
@@ -150,13 +150,13 @@ static int train_one(const plan_validate_options *vo, const chip_profile *chip, 
             .budget_s = 2 * vo->budget_s + 1800,
             .grace_s = 30,
         };
-        judge_proc_result pr;
-        if (judge_proc_run(&spec, &pr, err))
+        proc_result pr;
+        if (proc_run(&spec, &pr, err))
             goto fail_start;
         char how[256];
-        judge_proc_describe(&pr, how, sizeof how);
+        proc_describe(&pr, how, sizeof how);
         int ok = pr.exited && pr.exit_code == 0 && !pr.deadline_hit;
-        judge_proc_free(&pr);
+        proc_free(&pr);
         char *text = NULL;
         size_t len = 0;
         tempo_error e;

@@ -2,7 +2,7 @@
  *   bpb(N, D) = E + A / N^alpha + B / D^beta
  * for the transformer (N parameters, D training tokens seen), with bootstrap
  * replicates of the fit for an interval, and the hybrid model's relation to
- * it (DESIGN.md section 6): the mixture with a count memory of order K is
+ * it (docs/hybrid_model.md): the mixture with a count memory of order K is
  *   hybrid = min(t, limit_K - slope * max(0, pivot - t) - calibration_gain)
  * (t: transformer bpb; the gain is the calibration stage's, memory/calibration.h)
  * plus the memory's build seconds and bytes per training token.

@@ -18,7 +18,7 @@
 #include "core/strbuf.h"
 #include "plan/chip.h"
 #include "plan/comm_model.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 typedef struct {
     double flops[OP_COUNT];     /* per optimizer step, on one rank */

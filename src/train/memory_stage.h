@@ -14,11 +14,11 @@
 
 #include "core/error.h"
 #include "data/token_store.h"
-#include "dist/dist.h"
+#include "parallel/dist.h"
 #include "memory/hybrid.h"
 #include "memory/ngram_memory.h"
 #include "model/model.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 typedef struct {
     ngram_memory memory;

@@ -16,7 +16,7 @@
 
 #include "core/error.h"
 #include "core/op_profile.h"
-#include "dist/dist.h"
+#include "parallel/dist.h"
 #include "model/model.h"
 #include "optim/optimizer.h"
 

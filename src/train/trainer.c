@@ -21,7 +21,7 @@
 #include "kernels/cpu/optim_kernels.h"
 #include "optim/optimizer.h"
 #include "train/batch.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "train/memory_stage.h"
 #include "train/metrics_log.h"
 #include "train/train_step.h"

@@ -22,8 +22,8 @@
 #include <stdio.h>
 
 #include "core/error.h"
-#include "dist/dist.h"
-#include "train/run_config.h"
+#include "parallel/dist.h"
+#include "run/run_config.h"
 
 typedef struct {
     const char *data_dir;
@@ -81,7 +81,7 @@ typedef struct {
     int interrupted;                  /* stopped by the stop flag or stop_at_step */
     double peak_gflops;
     double step_seconds_mean;
-    /* the hybrid model (DESIGN.md section 6); memory_order 0 = no count memory */
+    /* the hybrid model (docs/hybrid_model.md); memory_order 0 = no count memory */
     int memory_order, cache_order, match_length;
     double adapt_lr;                /* the transformer's learning rate while it read val (0: frozen) */
     double memory_seconds;            /* building the count memory, charged to the budget */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# train_mpi.sh - data-parallel training under mpirun (src/dist/), on 2 ranks of
+# train_mpi.sh - data-parallel training under mpirun (src/parallel/), on 2 ranks of
 # this machine: the same losses as one process on the same global batches
 # (AdamW and Muon; with the optimizer state sharded too), the gradient reduced
 # inside the backward pass equal to one collective after it, a budget that every rank stops at the same step, a batch
@@ -280,7 +280,9 @@ out=$("${MPIRUN[@]}" "$TEMPO" eval --model "$E2E_TMP/hyb" --data "$D" 2>&1 >/dev
     --set checkpoint_every=1 --set eval_every=0 --out "$E2E_TMP/kill" > /dev/null 2> "$E2E_TMP/kill.err" &
 job=$!
 for _ in $(seq 200); do [ -f "$E2E_TMP/kill/model.safetensors" ] && break; sleep 0.1; done   # the first periodic save
-sleep 1.5
+# then mid-run: three more steps logged after that save
+seen=$(grep -c '"train_loss"' "$E2E_TMP/kill/metrics.jsonl" 2>/dev/null)
+for _ in $(seq 600); do [ "$(grep -c '"train_loss"' "$E2E_TMP/kill/metrics.jsonl" 2>/dev/null)" -ge $((seen + 3)) ] && break; sleep 0.1; done
 victim=$(pgrep -f "train --data $D .*--out $E2E_TMP/kill" | sort -n | tail -n 1)
 [ -n "$victim" ] || fail "no rank to kill"
 kill -9 "$victim"

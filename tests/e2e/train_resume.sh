@@ -16,8 +16,9 @@ SLOW=(--data "$D" --preset tiny-test --steps 300 --threads 2 --seed 3 --no-eval 
 "$TEMPO" train "${SLOW[@]}" --out "$E2E_TMP/full2" > /dev/null 2>&1 || fail "full run 2 failed"
 "$TEMPO" train "${SLOW[@]}" --out "$E2E_TMP/sig" > /dev/null 2>"$E2E_TMP/sig.log" &
 pid=$!
-for _ in $(seq 100); do grep -q 'step' "$E2E_TMP/sig.log" 2>/dev/null && break; sleep 0.1; done
-sleep 0.2
+# the signal goes as soon as the first step is logged: 299 steps are left to interrupt, whatever one costs
+for _ in $(seq 3000); do grep -q '"train_loss"' "$E2E_TMP/sig/metrics.jsonl" 2>/dev/null && break; sleep 0.01; done
+grep -q '"train_loss"' "$E2E_TMP/sig/metrics.jsonl" || { kill -9 "$pid"; fail "no step logged within 30 s"; }
 kill -TERM "$pid"
 wait "$pid"; rc=$?
 # 130 only: a run that ended before the signal (exit 0) would resume nothing

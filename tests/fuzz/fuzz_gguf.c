@@ -6,7 +6,7 @@
  * weights import too. Seeds (corpus/gguf/): tiny exports of tempo models. */
 #include <stdint.h>
 
-#include "export/gguf_import.h"
+#include "run/gguf_import.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

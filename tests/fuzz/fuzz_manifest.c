@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "judge/manifest.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

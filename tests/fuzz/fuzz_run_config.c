@@ -1,5 +1,5 @@
 /* fuzz_run_config.c - libFuzzer harness for the run-config readers
- * (src/train/run_config.c): preset files (`key = value` lines) and the JSON
+ * (src/run/run_config.c): preset files (`key = value` lines) and the JSON
  * form kept in checkpoints and model metadata. The first input byte picks
  * the reader (even: a .conf file, odd: JSON); the rest is the input. Any
  * input must load or be refused with one error, never crash or leak; a
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "core/strbuf.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 /* The config as JSON, without its preset name (a name cut to fit may end
  * inside a UTF-8 sequence, which the writer escapes byte by byte). */

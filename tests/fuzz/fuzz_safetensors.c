@@ -4,7 +4,7 @@
  * in full (as the checkpoint loader copies them) and every metadata key looked
  * up, so an offset that points outside the file is caught by ASan. A file
  * that opened checked holds its checksum key. The checkpoint layer then reads
- * the same file's config (train/checkpoint.c: the format's checksum seal, the
+ * the same file's config (run/checkpoint.c: the format's checksum seal, the
  * config JSON). Seeds: a checksummed file (written by the spec in
  * safetensors.h, independently of the C writer), the same with a flipped
  * byte, and a "tempo-model-2" file with no checksum. */
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "core/safetensors.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 #include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
 int main(int argc, char **argv)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "plan/chip.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 static const char *good_chip =
     "# a test chip\n"

@@ -14,7 +14,7 @@
 #include "export/bpe_text.h"
 #include "export/export_map.h"
 #include "export/gguf_format.h"
-#include "export/gguf_import.h"
+#include "run/gguf_import.h"
 #include "export/gguf_write.h"
 #include "export/tensor_encode.h"
 

@@ -24,7 +24,7 @@
 
 #include "bench/bench_gemm.h"
 #include "model/model.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 #include "core/json.h"
 #include "core/rng.h"
 #include "kernels/cpu/gemm.h"

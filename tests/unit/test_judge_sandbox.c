@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "judge/disk_usage.h"
-#include "judge/proctree.h"
+#include "proc/disk_usage.h"
+#include "proc/proctree.h"
 #include "judge/sandbox.h"
 #include "test.h"
 
@@ -49,17 +49,17 @@ static void test_disk_usage(void)
     snprintf(link, sizeof link, "%s/a/link", dir);
     CHECK(symlink(outside, link) == 0);
     const char *dirs[] = {a, "/nonexistent-folder-of-the-test"};
-    judge_disk_usage u;
-    judge_disk_usage_get(dirs, 2, &u);
+    proc_disk_usage u;
+    proc_disk_usage_get(dirs, 2, &u);
     CHECK_MSG(u.bytes >= (3u << 20) && u.bytes < (4u << 20), "%llu bytes", (unsigned long long)u.bytes);
     CHECK(u.entries == 4); /* b, big, sparse, link */
     CHECK(!u.too_deep);
-    /* deeper than JUDGE_DISK_MAX_DEPTH: reported, not walked */
+    /* deeper than PROC_DISK_MAX_DEPTH: reported, not walked */
     char deep[256];
     snprintf(deep, sizeof deep, "%s/deep", dir);
     CHECK(mkdir(deep, 0755) == 0);
     int dfd = open(deep, O_RDONLY | O_DIRECTORY);
-    for (int i = 0; i < JUDGE_DISK_MAX_DEPTH + 5 && dfd >= 0; i++) {
+    for (int i = 0; i < PROC_DISK_MAX_DEPTH + 5 && dfd >= 0; i++) {
         CHECK(mkdirat(dfd, "d", 0755) == 0);
         int next = openat(dfd, "d", O_RDONLY | O_DIRECTORY);
         close(dfd);
@@ -68,9 +68,9 @@ static void test_disk_usage(void)
     if (dfd >= 0)
         close(dfd);
     const char *deep_dirs[] = {deep};
-    judge_disk_usage_get(deep_dirs, 1, &u);
+    proc_disk_usage_get(deep_dirs, 1, &u);
     CHECK(u.too_deep);
-    CHECK(u.entries >= JUDGE_DISK_MAX_DEPTH - 1);
+    CHECK(u.entries >= PROC_DISK_MAX_DEPTH - 1);
 }
 
 /* In the child (the root): a child with a grandchild, plus a
@@ -113,9 +113,9 @@ static void test_proctree(void)
     pid_t root = fork();
     if (root == 0)
         spawn_tree();
-    judge_tree_stats st = {0};
+    proc_tree_stats st = {0};
     for (int i = 0; i < 200; i++) { /* until all four are there */
-        CHECK(judge_tree_stats_get(root, &st) == 0);
+        CHECK(proc_tree_stats_get(root, &st) == 0);
         if (st.processes == 4)
             break;
         struct timespec ts = {0, 10000000};
@@ -123,22 +123,22 @@ static void test_proctree(void)
     }
     CHECK_MSG(st.processes == 4, "%d processes", st.processes);
     CHECK(st.tasks >= 4 && st.rss_bytes > 0 && st.max_vm_bytes > 0);
-    CHECK(judge_tree_inner_pid_ns(root) == 0); /* one namespace: no sandbox inside */
+    CHECK(proc_tree_inner_pid_ns(root) == 0); /* one namespace: no sandbox inside */
     /* frozen: every one of them, the setsid one included */
-    CHECK(judge_tree_freeze(root, 5.0) == 0);
+    CHECK(proc_tree_freeze(root, 5.0) == 0);
     CHECK(state_of(root) == 'T');
-    CHECK(judge_tree_signal(root, SIGCONT) == 4);
+    CHECK(proc_tree_signal(root, SIGCONT) == 4);
     /* below depth 1: the three descendants, not the root */
-    CHECK(judge_tree_signal_below(root, 1, SIGKILL) == 3);
+    CHECK(proc_tree_signal_below(root, 1, SIGKILL) == 3);
     struct timespec ts = {0, 50000000};
     nanosleep(&ts, NULL);
     CHECK(kill(root, 0) == 0);
-    CHECK(judge_tree_stats_get(root, &st) == 0 && st.processes == 1);
-    CHECK(judge_tree_signal(root, SIGKILL) == 1);
+    CHECK(proc_tree_stats_get(root, &st) == 0 && st.processes == 1);
+    CHECK(proc_tree_signal(root, SIGKILL) == 1);
     int status;
     CHECK(waitpid(root, &status, 0) == root && WIFSIGNALED(status));
-    CHECK(judge_tree_signal(root, SIGKILL) == 0); /* gone */
-    judge_reap_zombie_children();
+    CHECK(proc_tree_signal(root, SIGKILL) == 0); /* gone */
+    proc_reap_zombie_children();
 }
 
 /* index of arg in argv, or -1 */

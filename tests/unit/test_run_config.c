@@ -9,8 +9,8 @@
 
 #include "core/fileio.h"
 #include "core/safetensors.h"
-#include "train/checkpoint.h"
-#include "train/run_config.h"
+#include "run/checkpoint.h"
+#include "run/run_config.h"
 #include "train/train_step.h"
 
 static void test_set_and_errors(void)

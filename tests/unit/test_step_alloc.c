@@ -23,7 +23,7 @@
 #include "core/rng.h"
 #include "model/model.h"
 #include "optim/optimizer.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 #include "train/train_step.h"
 
 static volatile long g_allocs; /* allocations seen while counting (volatile: GCC assumes

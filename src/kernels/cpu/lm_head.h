@@ -45,7 +45,7 @@ typedef struct {
     float *thread_scratch;      /* [n_threads - 1] x scratch_floats (thread 0: the caller's) */
     float *dw_partial;          /* [n_threads - 1] x partial_floats */
     size_t scratch_floats, partial_floats;
-    /* Training inside a mixture (DESIGN.md section 6): when mix_b is set,
+    /* Training inside a mixture (docs/hybrid_model.md): when mix_b is set,
      * row n's objective is -ln(mix_a p_n + mix_b[n]) (p_n the target's
      * probability, mix_b[n] the other components' weighted probability of
      * it), so its gradient is the cross-entropy's scaled by

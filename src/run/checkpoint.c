@@ -1,5 +1,5 @@
 /* checkpoint.c - model and full training checkpoints (see checkpoint.h). */
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -13,7 +13,7 @@
 #include "core/fileio.h"
 #include "core/safetensors.h"
 #include "core/strbuf.h"
-#include "export/gguf_import.h"
+#include "run/gguf_import.h"
 
 #define MAX_META 16
 /* The formats' version 2 carries a checksum (core/safetensors.h); version 1

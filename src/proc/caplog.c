@@ -1,6 +1,6 @@
 /* caplog.c - head-to-file, tail-in-memory capped logs (see caplog.h). */
-#include "judge/caplog.h"
-#include "judge/text.h"
+#include "proc/caplog.h"
+#include "core/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int judge_caplog_open(judge_caplog *l, const char *path, size_t head_max, size_t tail_max, tempo_error *err)
+int proc_caplog_open(proc_caplog *l, const char *path, size_t head_max, size_t tail_max, tempo_error *err)
 {
     memset(l, 0, sizeof *l);
     l->fd = -1;
@@ -32,7 +32,7 @@ int judge_caplog_open(judge_caplog *l, const char *path, size_t head_max, size_t
     return 0;
 }
 
-static void write_all(judge_caplog *l, const char *p, size_t n)
+static void write_all(proc_caplog *l, const char *p, size_t n)
 {
     while (l->fd >= 0 && !l->write_failed && n > 0) {
         ssize_t w = write(l->fd, p, n);
@@ -47,7 +47,7 @@ static void write_all(judge_caplog *l, const char *p, size_t n)
     }
 }
 
-void judge_caplog_add(judge_caplog *l, const char *data, size_t n)
+void proc_caplog_add(proc_caplog *l, const char *data, size_t n)
 {
     l->total += n;
     if (l->head_written < l->head_max) {
@@ -76,12 +76,12 @@ void judge_caplog_add(judge_caplog *l, const char *data, size_t n)
 }
 
 /* Byte i (0 = oldest) of the ring. */
-static char ring_at(const judge_caplog *l, size_t i)
+static char ring_at(const proc_caplog *l, size_t i)
 {
     return l->ring[(l->ring_start + i) % l->tail_max];
 }
 
-void judge_caplog_close(judge_caplog *l)
+void proc_caplog_close(proc_caplog *l)
 {
     if (l->fd < 0)
         return;
@@ -91,7 +91,7 @@ void judge_caplog_close(judge_caplog *l)
         uint64_t dropped = after_head - keep;
         if (dropped > 0) {
             char marker[96];
-            int m = judge_fmt(marker, sizeof marker, "\n[tempo judge: %llu bytes dropped]\n",
+            int m = text_fmt(marker, sizeof marker, "\n[tempo judge: %llu bytes dropped]\n",
                              (unsigned long long)dropped);
             write_all(l, marker, (size_t)m);
         }
@@ -104,7 +104,7 @@ void judge_caplog_close(judge_caplog *l)
     l->fd = -1;
 }
 
-void judge_caplog_free(judge_caplog *l)
+void proc_caplog_free(proc_caplog *l)
 {
     if (l->fd >= 0)
         close(l->fd);
@@ -114,7 +114,7 @@ void judge_caplog_free(judge_caplog *l)
     l->ring_len = 0;
 }
 
-size_t judge_caplog_last_line(const judge_caplog *l, char *out, size_t n)
+size_t proc_caplog_last_line(const proc_caplog *l, char *out, size_t n)
 {
     if (n == 0)
         return 0;

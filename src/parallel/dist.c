@@ -1,6 +1,6 @@
 /* dist.c - the MPI session and collectives of dist.h; without TEMPO_MPI a
  * world of one whose collectives do nothing. */
-#include "dist/dist.h"
+#include "parallel/dist.h"
 
 #include "core/number.h"
 

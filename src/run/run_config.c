@@ -3,7 +3,7 @@
  * are the one default configuration of tempo: the cpu-default preset, which
  * configs/cpu-default.conf spells out key by key (test_run_config checks the
  * two agree). The model layer (src/model/) has no defaults of its own. */
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
-/* export.c - `tempo export` as a library call (see export.h). */
-#include "export/export.h"
+/* run_export.c - `tempo export` as a library call (see run_export.h). */
+#include "run/run_export.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +10,7 @@
 #include "core/strbuf.h"
 #include "export/export_map.h"
 #include "export/hf_write.h"
-#include "train/checkpoint.h"
+#include "run/checkpoint.h"
 
 /* The provenance strings stored in the model file's metadata ("config",
  * "data_id", "commit"), copied into bufs. */

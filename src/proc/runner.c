@@ -1,8 +1,8 @@
 /* runner.c - fork/exec in a process group, deadline, limits, capped output
  * (see runner.h). Between fork and exec the child calls only
  * async-signal-safe functions; everything it needs is prepared before. */
-#include "judge/runner.h"
-#include "judge/text.h"
+#include "proc/runner.h"
+#include "core/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "core/timer.h"
-#include "judge/disk_usage.h"
-#include "judge/proctree.h"
+#include "proc/disk_usage.h"
+#include "proc/proctree.h"
 
 #define READ_CHUNK 65536
 #define TICK_MS 20
@@ -45,11 +45,11 @@ static void child_setlimit(int resource, uint64_t bytes)
     setrlimit(resource, &rl);
 }
 
-static void child_run(const judge_proc_spec *s, pid_t judge_pid, int out_w, int err_w, int status_fd, int mark_w)
+static void child_run(const proc_spec *s, pid_t judge_pid, int out_w, int err_w, int status_fd, int mark_w)
 {
     setpgid(0, 0);
     if (s->max_tasks > 0)
-        child_setlimit(RLIMIT_NPROC, (uint64_t)s->max_tasks + JUDGE_NPROC_SLACK);
+        child_setlimit(RLIMIT_NPROC, (uint64_t)s->max_tasks + PROC_NPROC_SLACK);
     /* a change of credentials clears the parent-death signal: drop first */
     if (s->drop_uid && (setgroups(0, NULL) != 0 || setresgid(s->run_gid, s->run_gid, s->run_gid) != 0 ||
                         setresuid(s->run_uid, s->run_uid, s->run_uid) != 0))
@@ -112,14 +112,14 @@ static int pidfd_for(pid_t pid)
 }
 
 /* Read what is available on fd into log; returns bytes read, -1 at EOF. */
-static long drain(int fd, judge_caplog *log)
+static long drain(int fd, proc_caplog *log)
 {
     char buf[READ_CHUNK];
     long got = 0;
     for (int i = 0; i < 16; i++) {
         ssize_t n = read(fd, buf, sizeof buf);
         if (n > 0) {
-            judge_caplog_add(log, buf, (size_t)n);
+            proc_caplog_add(log, buf, (size_t)n);
             got += n;
             continue;
         }
@@ -132,7 +132,7 @@ static long drain(int fd, judge_caplog *log)
     return got;
 }
 
-static void record_status(const judge_proc_spec *s, judge_proc_result *r, int status)
+static void record_status(const proc_spec *s, proc_result *r, int status)
 {
     if (WIFEXITED(status) && s->exit_128_is_signal && WEXITSTATUS(status) > 128 &&
         WEXITSTATUS(status) < 128 + NSIG) {
@@ -148,7 +148,7 @@ static void record_status(const judge_proc_spec *s, judge_proc_result *r, int st
 }
 
 /* After the leader is gone: kill and reap what is left of its group. */
-static void kill_strays(pid_t pgid, judge_proc_result *r)
+static void kill_strays(pid_t pgid, proc_result *r)
 {
     if (kill(-pgid, 0) != 0)
         return;
@@ -171,7 +171,7 @@ typedef struct {
     pid_t pid;                /* the leader; its process group has the same id */
     int pidfd;                /* readable when the leader exits; -1 where unsupported */
     int fds[2];               /* read ends of stdout and stderr; -1 once closed */
-    judge_caplog *logs[2];    /* where each goes */
+    proc_caplog *logs[2];    /* where each goes */
     int exec_errno;           /* != 0: the command did not start */
     double t0;                /* fork time */
     double deadline, term_at; /* 0: no deadline / SIGTERM not sent yet */
@@ -187,20 +187,20 @@ typedef struct {
 static void signal_run(const watch *w, int sig)
 {
     if (w->tree)
-        judge_tree_signal(w->pid, sig);
+        proc_tree_signal(w->pid, sig);
     else
         kill(-w->pid, sig);
 }
 
 /* The two capped logs and four close-on-exec pipes: stdout, stderr, the
  * exec status (p[4..5]) and the start mark (p[6..7], fd 3 of the child). On failure everything opened is closed again. */
-static int open_logs_and_pipes(const judge_proc_spec *s, judge_proc_result *r, int p[8], tempo_error *err)
+static int open_logs_and_pipes(const proc_spec *s, proc_result *r, int p[8], tempo_error *err)
 {
     size_t tail = s->log_tail_bytes ? s->log_tail_bytes : 4096;
-    if (judge_caplog_open(&r->out, s->stdout_log, s->log_head_bytes, tail, err))
+    if (proc_caplog_open(&r->out, s->stdout_log, s->log_head_bytes, tail, err))
         return -1;
-    if (judge_caplog_open(&r->err, s->stderr_log, s->log_head_bytes, tail, err)) {
-        judge_caplog_free(&r->out);
+    if (proc_caplog_open(&r->err, s->stderr_log, s->log_head_bytes, tail, err)) {
+        proc_caplog_free(&r->out);
         return -1;
     }
     for (int i = 0; i < 4; i++) {
@@ -208,7 +208,7 @@ static int open_logs_and_pipes(const judge_proc_spec *s, judge_proc_result *r, i
             int e = errno;
             for (int k = 0; k < 2 * i; k++)
                 close(p[k]);
-            judge_proc_free(r);
+            proc_free(r);
             return tempo_fail(err, "%s: pipe: %s", s->argv[0], strerror(e));
         }
     }
@@ -218,7 +218,7 @@ static int open_logs_and_pipes(const judge_proc_spec *s, judge_proc_result *r, i
 /* Fork the child into its own group and learn whether exec worked (the
  * status pipe closes on exec, or carries errno). Fills w's pid, pipes,
  * t0 and exec_errno. */
-static int start_child(const judge_proc_spec *s, judge_proc_result *r, int p[8], watch *w, tempo_error *err)
+static int start_child(const proc_spec *s, proc_result *r, int p[8], watch *w, tempo_error *err)
 {
     /* leftovers of the group are re-parented to the judge, which reaps them */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -230,7 +230,7 @@ static int start_child(const judge_proc_spec *s, judge_proc_result *r, int p[8],
         int e = errno;
         for (int k = 0; k < 8; k++)
             close(p[k]);
-        judge_proc_free(r);
+        proc_free(r);
         return tempo_fail(err, "%s: fork: %s", s->argv[0], strerror(e));
     }
     if (pid == 0) {
@@ -266,26 +266,26 @@ static int start_child(const judge_proc_spec *s, judge_proc_result *r, int p[8],
 static void kill_tree_until_gone(const watch *w)
 {
     double until = timer_now() + 2.0;
-    judge_tree_stats st;
+    proc_tree_stats st;
     do {
-        judge_tree_signal(w->pid, SIGKILL);
+        proc_tree_signal(w->pid, SIGKILL);
         struct timespec ts = {0, 2000000};
         nanosleep(&ts, NULL);
-    } while (judge_tree_stats_get(w->pid, &st) == 0 && st.processes > 0 && timer_now() < until);
+    } while (proc_tree_stats_get(w->pid, &st) == 0 && st.processes > 0 && timer_now() < until);
 }
 
 /* Poll the limits (tasks and memory every TREE_POLL_S, the disk every
  * DISK_POLL_S or more); the first one passed kills the run. */
-static void enforce_limits(const judge_proc_spec *s, judge_proc_result *r, watch *w, double now)
+static void enforce_limits(const proc_spec *s, proc_result *r, watch *w, double now)
 {
     if (r->limit || w->exec_errno)
         return;
     if (!w->ended && (s->max_tasks > 0 || s->tree_memory_bytes || w->tree) && now >= w->next_tree_poll) {
         w->next_tree_poll = now + TREE_POLL_S;
         if (w->tree && !w->inner_ns)
-            w->inner_ns = judge_tree_inner_pid_ns(w->pid);
-        judge_tree_stats st;
-        if (judge_tree_stats_get(w->pid, &st) == 0) {
+            w->inner_ns = proc_tree_inner_pid_ns(w->pid);
+        proc_tree_stats st;
+        if (proc_tree_stats_get(w->pid, &st) == 0) {
             if (st.tasks > r->peak_tasks)
                 r->peak_tasks = st.tasks;
             if (st.rss_bytes > r->peak_rss_bytes)
@@ -293,36 +293,36 @@ static void enforce_limits(const judge_proc_spec *s, judge_proc_result *r, watch
             if (st.max_vm_bytes > r->peak_vm_bytes)
                 r->peak_vm_bytes = st.max_vm_bytes;
             if (s->max_tasks > 0 && st.tasks >= s->max_tasks) {
-                r->limit = JUDGE_LIMIT_PROCS;
-                judge_fmt(r->limit_detail, sizeof r->limit_detail, "%ld processes and threads (--max-procs %ld)",
+                r->limit = PROC_LIMIT_PROCS;
+                text_fmt(r->limit_detail, sizeof r->limit_detail, "%ld processes and threads (--max-procs %ld)",
                           st.tasks, s->max_tasks);
             } else if (s->tree_memory_bytes && st.rss_bytes > s->tree_memory_bytes) {
                 char used[32], cap[32];
-                judge_format_bytes(st.rss_bytes, used, sizeof used);
-                judge_format_bytes(s->tree_memory_bytes, cap, sizeof cap);
-                r->limit = JUDGE_LIMIT_MEMORY;
-                judge_fmt(r->limit_detail, sizeof r->limit_detail, "%s resident over %d processes (--memory %s)", used,
+                text_bytes(st.rss_bytes, used, sizeof used);
+                text_bytes(s->tree_memory_bytes, cap, sizeof cap);
+                r->limit = PROC_LIMIT_MEMORY;
+                text_fmt(r->limit_detail, sizeof r->limit_detail, "%s resident over %d processes (--memory %s)", used,
                           st.processes, cap);
             }
         }
     }
     if (!r->limit && s->disk_bytes && s->n_disk_dirs && now >= w->next_disk_poll) {
-        judge_disk_usage u;
-        judge_disk_usage_get(s->disk_dirs, s->n_disk_dirs, &u);
+        proc_disk_usage u;
+        proc_disk_usage_get(s->disk_dirs, s->n_disk_dirs, &u);
         double took = timer_now() - now;
         w->next_disk_poll = now + (20 * took > DISK_POLL_S ? 20 * took : DISK_POLL_S);
         if (u.bytes > r->peak_disk_bytes)
             r->peak_disk_bytes = u.bytes;
         if (u.bytes > s->disk_bytes || u.too_deep) {
-            r->limit = JUDGE_LIMIT_DISK;
+            r->limit = PROC_LIMIT_DISK;
             if (u.too_deep)
-                judge_fmt(r->limit_detail, sizeof r->limit_detail, "folders nested deeper than %d levels",
-                          JUDGE_DISK_MAX_DEPTH);
+                text_fmt(r->limit_detail, sizeof r->limit_detail, "folders nested deeper than %d levels",
+                          PROC_DISK_MAX_DEPTH);
             else {
                 char used[32], cap[32];
-                judge_format_bytes(u.bytes, used, sizeof used);
-                judge_format_bytes(s->disk_bytes, cap, sizeof cap);
-                judge_fmt(r->limit_detail, sizeof r->limit_detail, "%s in the run's folders (--disk %s)", used, cap);
+                text_bytes(u.bytes, used, sizeof used);
+                text_bytes(s->disk_bytes, cap, sizeof cap);
+                text_fmt(r->limit_detail, sizeof r->limit_detail, "%s in the run's folders (--disk %s)", used, cap);
             }
         }
     }
@@ -338,13 +338,13 @@ static void enforce_limits(const judge_proc_spec *s, judge_proc_result *r, watch
 /* At the deadline: stop the group, let the caller take its files (at_end),
  * then SIGTERM; after the grace, SIGKILL. Returns the seconds until the next
  * of these is due (at most one tick). */
-static double enforce_deadline(const judge_proc_spec *s, judge_proc_result *r, watch *w, double now)
+static double enforce_deadline(const proc_spec *s, proc_result *r, watch *w, double now)
 {
     if (w->deadline && !r->deadline_hit && now >= w->deadline && !w->exec_errno) {
         r->deadline_hit = 1;
         if (!w->tree) {
             kill(-w->pid, SIGSTOP);
-        } else if (judge_tree_freeze(w->pid, FREEZE_TIMEOUT_S) != 0) {
+        } else if (proc_tree_freeze(w->pid, FREEZE_TIMEOUT_S) != 0) {
             /* it forks faster than it can be stopped: end it, so that the files are still */
             r->freeze_failed = 1;
             kill_tree_until_gone(w);
@@ -353,7 +353,7 @@ static double enforce_deadline(const judge_proc_spec *s, judge_proc_result *r, w
             s->at_end(s->ctx, 1);
         w->ended_called = 1;
         if (w->tree) /* the command's processes, not the sandbox's own (bwrap would end them all) */
-            judge_tree_signal_below(w->pid, JUDGE_SANDBOX_DEPTH, SIGTERM);
+            proc_tree_signal_below(w->pid, PROC_SANDBOX_DEPTH, SIGTERM);
         else
             kill(-w->pid, SIGTERM);
         signal_run(w, SIGCONT);
@@ -373,7 +373,7 @@ static double enforce_deadline(const judge_proc_spec *s, judge_proc_result *r, w
 
 /* Whether the start mark has come through fd 3 (its pipe is closed once it
  * has, or at EOF). */
-static void read_mark(judge_proc_result *r, watch *w)
+static void read_mark(proc_result *r, watch *w)
 {
     if (w->mark_fd < 0)
         return;
@@ -389,7 +389,7 @@ static void read_mark(judge_proc_result *r, watch *w)
 
 /* Until the leader exits: keep the deadline, read both pipes into their
  * logs, and kill the group at once when the output floods. */
-static void watch_until_exit(const judge_proc_spec *s, judge_proc_result *r, watch *w)
+static void watch_until_exit(const proc_spec *s, proc_result *r, watch *w)
 {
     int leader_done = 0;
     while (!leader_done) {
@@ -430,7 +430,7 @@ static void watch_until_exit(const judge_proc_spec *s, judge_proc_result *r, wat
 
 /* The group is gone: read what is left in the pipes (bounded, in case an
  * escaped process still holds them open), then close them. */
-static void drain_after_exit(const judge_proc_spec *s, judge_proc_result *r, watch *w)
+static void drain_after_exit(const proc_spec *s, proc_result *r, watch *w)
 {
     double until = timer_now() + 1.0;
     while ((w->fds[0] >= 0 || w->fds[1] >= 0) && timer_now() < until) {
@@ -456,7 +456,7 @@ static void drain_after_exit(const judge_proc_spec *s, judge_proc_result *r, wat
             close(w->fds[i]);
 }
 
-int judge_proc_run(const judge_proc_spec *s, judge_proc_result *r, tempo_error *err)
+int proc_run(const proc_spec *s, proc_result *r, tempo_error *err)
 {
     memset(r, 0, sizeof *r);
     r->out.fd = r->err.fd = -1;
@@ -477,31 +477,31 @@ int judge_proc_run(const judge_proc_spec *s, judge_proc_result *r, tempo_error *
     enforce_limits(s, r, &w, timer_now());
     kill_strays(w.pid, r);
     /* the namespace dies with its first process; this only makes sure of it */
-    if (w.tree && judge_pid_ns_kill(w.inner_ns, 2.0) > 0)
+    if (w.tree && proc_pid_ns_kill(w.inner_ns, 2.0) > 0)
         r->strays = 1;
     if (w.tree) /* bwrap's first process in the namespace may have come to the judge as an orphan */
-        judge_reap_zombie_children();
+        proc_reap_zombie_children();
     drain_after_exit(s, r, &w);
     r->exec_errno = w.exec_errno;
     if (!w.ended_called && !w.exec_errno && s->at_end)
         s->at_end(s->ctx, 0);
-    judge_caplog_close(&r->out);
-    judge_caplog_close(&r->err);
+    proc_caplog_close(&r->out);
+    proc_caplog_close(&r->err);
     return 0;
 }
 
-void judge_proc_free(judge_proc_result *r)
+void proc_free(proc_result *r)
 {
-    judge_caplog_free(&r->out);
-    judge_caplog_free(&r->err);
+    proc_caplog_free(&r->out);
+    proc_caplog_free(&r->err);
 }
 
-void judge_proc_describe(const judge_proc_result *r, char *out, size_t n)
+void proc_describe(const proc_result *r, char *out, size_t n)
 {
     if (r->exec_errno)
-        judge_fmt(out, n, "could not start: %s", strerror(r->exec_errno));
+        text_fmt(out, n, "could not start: %s", strerror(r->exec_errno));
     else if (r->exited)
-        judge_fmt(out, n, "exited with status %d", r->exit_code);
+        text_fmt(out, n, "exited with status %d", r->exit_code);
     else
-        judge_fmt(out, n, "killed by signal %d (%s)", r->term_signal, strsignal(r->term_signal));
+        text_fmt(out, n, "killed by signal %d (%s)", r->term_signal, strsignal(r->term_signal));
 }

@@ -18,8 +18,8 @@
  * polls are what overlaps it with compute). What does
  * not: which rank reads which rows of a batch, who writes files (the
  * trainer), how a job is launched (mpirun). */
-#ifndef TEMPO_DIST_H
-#define TEMPO_DIST_H
+#ifndef TEMPO_PARALLEL_DIST_H
+#define TEMPO_PARALLEL_DIST_H
 
 #include <stddef.h>
 #include <stdint.h>

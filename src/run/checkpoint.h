@@ -25,7 +25,7 @@
 #include "data/tokenizer.h"
 #include "model/model.h"
 #include "optim/optimizer.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 typedef struct {
     int64_t step;
@@ -54,7 +54,7 @@ int checkpoint_save_full(const char *path, model *m, const run_config *cfg, cons
                          const train_state *st, tempo_error *err);
 
 /* Load a model for evaluation from RUN_DIR (its model.safetensors), from a
- * .safetensors path, or from a GGUF file (export/gguf_import.h: llama or
+ * .safetensors path, or from a GGUF file (run/gguf_import.h: llama or
  * qwen3, the transformer alone): builds the config, the model (for up to
  * max_batch sequences) and the tokenizer. */
 int checkpoint_load_model(const char *run_dir_or_file, int max_batch, run_config *cfg, model **m,

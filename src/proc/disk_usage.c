@@ -2,7 +2,7 @@
  * of open directory streams (openat with O_NOFOLLOW, so no path grows past
  * PATH_MAX and no link is followed); entries on another device are counted
  * but not entered. */
-#include "judge/disk_usage.h"
+#include "proc/disk_usage.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void walk(int dir_fd, dev_t dev, judge_disk_usage *u)
+static void walk(int dir_fd, dev_t dev, proc_disk_usage *u)
 {
-    DIR *stack[JUDGE_DISK_MAX_DEPTH];
+    DIR *stack[PROC_DISK_MAX_DEPTH];
     int depth = 0;
     stack[depth] = fdopendir(dir_fd);
     if (!stack[depth]) {
@@ -37,7 +37,7 @@ static void walk(int dir_fd, dev_t dev, judge_disk_usage *u)
         u->bytes += (uint64_t)st.st_blocks * 512u;
         if (!S_ISDIR(st.st_mode) || st.st_dev != dev)
             continue;
-        if (depth == JUDGE_DISK_MAX_DEPTH) {
+        if (depth == PROC_DISK_MAX_DEPTH) {
             u->too_deep = 1;
             continue;
         }
@@ -53,7 +53,7 @@ static void walk(int dir_fd, dev_t dev, judge_disk_usage *u)
     }
 }
 
-void judge_disk_usage_get(const char *const *dirs, int n, judge_disk_usage *u)
+void proc_disk_usage_get(const char *const *dirs, int n, proc_disk_usage *u)
 {
     memset(u, 0, sizeof *u);
     for (int i = 0; i < n; i++) {

@@ -1,4 +1,4 @@
-/* runner.h - process control for the judge: run one command in its own
+/* runner.h - process control (the judge, plan --validate, git): run one command in its own
  * process group under a wall-clock deadline, resource limits and capped
  * output logs, and say precisely how it ended.
  *
@@ -25,9 +25,9 @@
  * mode the watch polls the limits: the tree's tasks (max_tasks), its summed
  * resident memory (tree_memory_bytes) and the bytes under the run's writable
  * folders (disk_bytes); passing one kills the run and names it in
- * judge_proc_result.limit. Nothing here knows about submissions or models. */
-#ifndef TEMPO_JUDGE_RUNNER_H
-#define TEMPO_JUDGE_RUNNER_H
+ * proc_result.limit. Nothing here knows about submissions or models. */
+#ifndef TEMPO_PROC_RUNNER_H
+#define TEMPO_PROC_RUNNER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -35,7 +35,7 @@
 #include <sys/types.h>
 
 #include "core/error.h"
-#include "judge/caplog.h"
+#include "proc/caplog.h"
 
 typedef struct {
     char *const *argv;          /* argv[0]: a path, or a name looked up in PATH */
@@ -58,7 +58,7 @@ typedef struct {
     int no_new_privs;           /* 1: PR_SET_NO_NEW_PRIVS in the child */
     int start_mark_fd3;         /* 1: fd 3 of the child is a pipe; a byte written there sets result.started
                                  * (how a sandbox says that it was set up and the command is starting) */
-    long max_tasks;             /* > 0: RLIMIT_NPROC (with JUDGE_NPROC_SLACK) and killed at this many tasks */
+    long max_tasks;             /* > 0: RLIMIT_NPROC (with PROC_NPROC_SLACK) and killed at this many tasks */
     uint64_t tree_memory_bytes; /* > 0: killed when the tree's resident memory passes it */
     const char *const *disk_dirs; /* the folders whose size disk_bytes caps */
     int n_disk_dirs;
@@ -68,18 +68,18 @@ typedef struct {
      * it. Not called when the command could not be started. */
     void (*at_end)(void *ctx, int at_deadline);
     void *ctx;
-} judge_proc_spec;
+} proc_spec;
 
 /* Tree mode: the run's own processes start this many levels below the
  * started one (bwrap, then the PID namespace's first process, then the
  * command); the deadline's SIGTERM goes to them only. */
-#define JUDGE_SANDBOX_DEPTH 2
+#define PROC_SANDBOX_DEPTH 2
 
 /* RLIMIT_NPROC is max_tasks plus this: the kernel's cap counts every process
  * of the user, the watch's only the run's, which it kills at max_tasks. */
-#define JUDGE_NPROC_SLACK 64
+#define PROC_NPROC_SLACK 64
 
-typedef enum { JUDGE_LIMIT_NONE, JUDGE_LIMIT_PROCS, JUDGE_LIMIT_MEMORY, JUDGE_LIMIT_DISK } judge_limit;
+typedef enum { PROC_LIMIT_NONE, PROC_LIMIT_PROCS, PROC_LIMIT_MEMORY, PROC_LIMIT_DISK } judge_limit;
 
 typedef struct {
     int exec_errno;        /* != 0: the command could not be started (errno of execvp) */
@@ -97,17 +97,17 @@ typedef struct {
     uint64_t peak_rss_bytes, peak_vm_bytes, peak_disk_bytes;
     int started;           /* start_mark_fd3: the mark came */
     int freeze_failed;     /* tree mode: not every process stopped at the deadline; the tree was killed first */
-    judge_caplog out, err; /* closed logs with their in-memory tails */
-} judge_proc_result;
+    proc_caplog out, err; /* closed logs with their in-memory tails */
+} proc_result;
 
 /* Run the command to its end as described above. Returns 0 whatever the
  * command did (see *r); -1 only when the judge itself could not run it
- * (pipe, fork, log file), with err set. Free r with judge_proc_free. */
-int judge_proc_run(const judge_proc_spec *s, judge_proc_result *r, tempo_error *err);
-void judge_proc_free(judge_proc_result *r);
+ * (pipe, fork, log file), with err set. Free r with proc_free. */
+int proc_run(const proc_spec *s, proc_result *r, tempo_error *err);
+void proc_free(proc_result *r);
 
 /* How it ended, in words: "exited with status 1", "killed by signal 11
  * (Segmentation fault)", "could not start: No such file or directory". */
-void judge_proc_describe(const judge_proc_result *r, char *out, size_t n);
+void proc_describe(const proc_result *r, char *out, size_t n);
 
 #endif

@@ -27,7 +27,7 @@ typedef struct {
     double checkpoint_every_s;
     int max_retries;         /* divergence guard: restores before giving up */
     double retry_lr_factor;  /* learning-rate multiplier applied at each restore */
-    /* the hybrid model's other components (DESIGN.md section 6; src/memory/) */
+    /* the hybrid model's other components (docs/hybrid_model.md; src/memory/) */
     int memory_order;        /* count memory of the training stream, orders 1..K; 0 = none */
     int memory_prune;        /* top-order n-grams counted fewer times are dropped (1 = keep all) */
     int cache_order;         /* cache of the text being read, orders 1..K; 0 = none */

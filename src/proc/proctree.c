@@ -1,7 +1,7 @@
 /* proctree.c - see proctree.h. One pass reads /proc/<pid>/stat of every
  * process (pid, state, parent, threads, address space, resident pages),
  * then marks the descendants of the root by following parents. */
-#include "judge/proctree.h"
+#include "proc/proctree.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -146,7 +146,7 @@ static int gone(char state)
     return state == 'Z' || state == 'X' || state == 'x';
 }
 
-int judge_tree_stats_get(pid_t root, judge_tree_stats *st)
+int proc_tree_stats_get(pid_t root, proc_tree_stats *st)
 {
     memset(st, 0, sizeof *st);
     proc_table t = {0};
@@ -183,7 +183,7 @@ static int depth_of(const proc_table *t, size_t i, pid_t root)
     return depth;
 }
 
-int judge_tree_signal_below(pid_t root, int min_depth, int sig)
+int proc_tree_signal_below(pid_t root, int min_depth, int sig)
 {
     proc_table t = {0};
     int n = 0;
@@ -196,12 +196,12 @@ int judge_tree_signal_below(pid_t root, int min_depth, int sig)
     return n;
 }
 
-int judge_tree_signal(pid_t root, int sig)
+int proc_tree_signal(pid_t root, int sig)
 {
-    return judge_tree_signal_below(root, 0, sig);
+    return proc_tree_signal_below(root, 0, sig);
 }
 
-int judge_tree_freeze(pid_t root, double timeout_s)
+int proc_tree_freeze(pid_t root, double timeout_s)
 {
     proc_table t = {0};
     double until = timer_now() + timeout_s;
@@ -239,7 +239,7 @@ static uint64_t pid_ns_of(pid_t pid)
     return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-uint64_t judge_tree_inner_pid_ns(pid_t root)
+uint64_t proc_tree_inner_pid_ns(pid_t root)
 {
     uint64_t outer = pid_ns_of(root), inner = 0;
     proc_table t = {0};
@@ -254,7 +254,7 @@ uint64_t judge_tree_inner_pid_ns(pid_t root)
     return inner;
 }
 
-int judge_pid_ns_kill(uint64_t ns, double timeout_s)
+int proc_pid_ns_kill(uint64_t ns, double timeout_s)
 {
     if (!ns)
         return 0;
@@ -288,7 +288,7 @@ int judge_pid_ns_kill(uint64_t ns, double timeout_s)
     return first < 0 ? 0 : first;
 }
 
-int judge_reap_zombie_children(void)
+int proc_reap_zombie_children(void)
 {
     proc_table t = {0};
     pid_t self = getpid();

@@ -1,5 +1,5 @@
 /* gguf_import.c - GGUF -> tempo model (see gguf_import.h). */
-#include "export/gguf_import.h"
+#include "run/gguf_import.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -10,15 +10,15 @@
  * separator); a context longer than GGUF_IMPORT_MAX_CONTEXT is cut to it. The
  * imported run config has no count memory or cache: the model is the
  * transformer alone. Parsing is gguf_read.h. */
-#ifndef TEMPO_EXPORT_GGUF_IMPORT_H
-#define TEMPO_EXPORT_GGUF_IMPORT_H
+#ifndef TEMPO_RUN_GGUF_IMPORT_H
+#define TEMPO_RUN_GGUF_IMPORT_H
 
 #include "core/error.h"
 #include "data/tokenizer.h"
 #include "export/export_map.h"
 #include "export/gguf_read.h"
 #include "model/model.h"
-#include "train/run_config.h"
+#include "run/run_config.h"
 
 #define GGUF_IMPORT_MAX_CONTEXT 8192
 

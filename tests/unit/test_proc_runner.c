@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "core/fileio.h"
-#include "judge/caplog.h"
-#include "judge/runner.h"
+#include "proc/caplog.h"
+#include "proc/runner.h"
 #include "test.h"
 
 static char tmp_dir[256];
@@ -34,15 +34,15 @@ static long file_size(const char *path)
 static void test_caplog(void)
 {
     tempo_error err;
-    judge_caplog l;
+    proc_caplog l;
     const char *p = tmp_path("cap.log");
-    CHECK(judge_caplog_open(&l, p, 10, 8, &err) == 0);
-    judge_caplog_add(&l, "0123456789abcdef", 16);
-    judge_caplog_add(&l, "ghijk\nlast line \n\n", 18);
+    CHECK(proc_caplog_open(&l, p, 10, 8, &err) == 0);
+    proc_caplog_add(&l, "0123456789abcdef", 16);
+    proc_caplog_add(&l, "ghijk\nlast line \n\n", 18);
     char line[64];
     /* the 8-byte tail is " line \n\n": its last line is cut at the ring's start */
-    CHECK(judge_caplog_last_line(&l, line, sizeof line) == 4 && strcmp(line, "line") == 0);
-    judge_caplog_close(&l);
+    CHECK(proc_caplog_last_line(&l, line, sizeof line) == 4 && strcmp(line, "line") == 0);
+    proc_caplog_close(&l);
     char *data;
     size_t n;
     CHECK(file_read_all(p, &data, &n, 0, &err) == 0);
@@ -51,27 +51,27 @@ static void test_caplog(void)
     CHECK(strstr(data, "[tempo judge: 16 bytes dropped]") != NULL);
     CHECK(n >= 8 && memcmp(data + n - 8, " line \n\n", 8) == 0);
     free(data);
-    judge_caplog_free(&l);
+    proc_caplog_free(&l);
 
     /* small output: the file is the output, nothing dropped */
-    CHECK(judge_caplog_open(&l, p, 100, 64, &err) == 0);
-    judge_caplog_add(&l, "a\nb\n", 4);
-    judge_caplog_add(&l, "  tempo: x: \001bad  \n  \n", 22);
-    CHECK(judge_caplog_last_line(&l, line, sizeof line) > 0);
+    CHECK(proc_caplog_open(&l, p, 100, 64, &err) == 0);
+    proc_caplog_add(&l, "a\nb\n", 4);
+    proc_caplog_add(&l, "  tempo: x: \001bad  \n  \n", 22);
+    CHECK(proc_caplog_last_line(&l, line, sizeof line) > 0);
     CHECK(strcmp(line, "tempo: x:  bad") == 0);
-    CHECK(judge_caplog_last_line(&l, line, 6) == 5 && strcmp(line, "tempo") == 0);
-    judge_caplog_close(&l);
+    CHECK(proc_caplog_last_line(&l, line, 6) == 5 && strcmp(line, "tempo") == 0);
+    proc_caplog_close(&l);
     CHECK(file_size(p) == 26);
-    judge_caplog_free(&l);
+    proc_caplog_free(&l);
 
     /* tail exactly reaching back into the head: no marker, no duplicate */
-    CHECK(judge_caplog_open(&l, p, 4, 6, &err) == 0);
-    judge_caplog_add(&l, "abcdefgh", 8);
-    judge_caplog_close(&l);
+    CHECK(proc_caplog_open(&l, p, 4, 6, &err) == 0);
+    proc_caplog_add(&l, "abcdefgh", 8);
+    proc_caplog_close(&l);
     CHECK(file_read_all(p, &data, &n, 0, &err) == 0);
     CHECK(n == 8 && memcmp(data, "abcdefgh", 8) == 0);
     free(data);
-    judge_caplog_free(&l);
+    proc_caplog_free(&l);
 }
 
 typedef struct {
@@ -88,10 +88,10 @@ static void on_end(void *ctx, int at_deadline)
     p->late_file_seen = p->late_file && path_exists(p->late_file);
 }
 
-static int run_sh(const char *script, double budget, double grace, judge_proc_result *r, end_probe *probe)
+static int run_sh(const char *script, double budget, double grace, proc_result *r, end_probe *probe)
 {
     char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
-    judge_proc_spec s = {0};
+    proc_spec s = {0};
     s.argv = argv;
     s.cwd = tmp_dir;
     s.stdout_log = tmp_path("out.log");
@@ -104,43 +104,43 @@ static int run_sh(const char *script, double budget, double grace, judge_proc_re
     s.ctx = probe;
     tempo_error err;
     tempo_error_clear(&err);
-    int rc = judge_proc_run(&s, r, &err);
+    int rc = proc_run(&s, r, &err);
     if (rc)
-        fprintf(stderr, "judge_proc_run: %s\n", err.msg);
+        fprintf(stderr, "proc_run: %s\n", err.msg);
     return rc;
 }
 
 static void test_exit_and_output(void)
 {
-    judge_proc_result r;
+    proc_result r;
     end_probe p = {0};
     CHECK(run_sh("echo hello; echo 'tempo: x: broken' >&2; exit 3", 0, 1, &r, &p) == 0);
     CHECK(r.exited && r.exit_code == 3 && !r.deadline_hit && !r.killed && !r.flooded);
     char line[128], what[128];
-    judge_caplog_last_line(&r.out, line, sizeof line);
+    proc_caplog_last_line(&r.out, line, sizeof line);
     CHECK(strcmp(line, "hello") == 0);
-    judge_caplog_last_line(&r.err, line, sizeof line);
+    proc_caplog_last_line(&r.err, line, sizeof line);
     CHECK(strcmp(line, "tempo: x: broken") == 0);
     CHECK(p.calls == 1 && p.at_deadline == 0);
-    judge_proc_describe(&r, what, sizeof what);
+    proc_describe(&r, what, sizeof what);
     CHECK(strcmp(what, "exited with status 3") == 0);
     CHECK(file_size(tmp_path("out.log")) == 6);
-    judge_proc_free(&r);
+    proc_free(&r);
 }
 
 static void test_signal_and_exec_failure(void)
 {
-    judge_proc_result r;
+    proc_result r;
     end_probe p = {0};
     CHECK(run_sh("kill -SEGV $$", 0, 1, &r, &p) == 0);
     CHECK(!r.exited && r.term_signal == SIGSEGV);
     char what[128];
-    judge_proc_describe(&r, what, sizeof what);
+    proc_describe(&r, what, sizeof what);
     CHECK(strstr(what, "signal 11") != NULL);
-    judge_proc_free(&r);
+    proc_free(&r);
 
     char *argv[] = {"./no-such-trainer", NULL};
-    judge_proc_spec s = {0};
+    proc_spec s = {0};
     s.argv = argv;
     s.cwd = tmp_dir;
     s.log_tail_bytes = 256;
@@ -148,40 +148,40 @@ static void test_signal_and_exec_failure(void)
     end_probe q = {0};
     s.ctx = &q;
     tempo_error err;
-    CHECK(judge_proc_run(&s, &r, &err) == 0);
+    CHECK(proc_run(&s, &r, &err) == 0);
     CHECK(r.exec_errno == ENOENT);
     CHECK(q.calls == 0);
-    judge_proc_describe(&r, what, sizeof what);
+    proc_describe(&r, what, sizeof what);
     CHECK(strstr(what, "could not start") != NULL);
-    judge_proc_free(&r);
+    proc_free(&r);
 
     /* a folder that does not exist is an exec-side failure too */
     char *argv2[] = {"/bin/true", NULL};
     s.argv = argv2;
     s.cwd = tmp_path("missing-folder");
-    CHECK(judge_proc_run(&s, &r, &err) == 0);
+    CHECK(proc_run(&s, &r, &err) == 0);
     CHECK(r.exec_errno == ENOENT);
-    judge_proc_free(&r);
+    proc_free(&r);
 }
 
 static void test_deadline_term(void)
 {
     /* the shell and its sleep both get SIGTERM (whole group) */
-    judge_proc_result r;
+    proc_result r;
     end_probe p = {0};
     CHECK(run_sh("sleep 30", 0.3, 5, &r, &p) == 0);
     CHECK(r.deadline_hit && !r.killed);
     CHECK(!r.exited && r.term_signal == SIGTERM);
     CHECK(p.calls == 1 && p.at_deadline == 1);
     CHECK(r.wall_s >= 0.3);
-    judge_proc_free(&r);
+    proc_free(&r);
 }
 
 static void test_deadline_kill_and_late_file(void)
 {
     /* ignores SIGTERM (and so does its sleep): SIGKILL after the grace;
      * the file it writes on SIGTERM is not there when at_end runs */
-    judge_proc_result r;
+    proc_result r;
     end_probe p = {0};
     p.late_file = tmp_path("late.txt");
     unlink(p.late_file);
@@ -189,18 +189,18 @@ static void test_deadline_kill_and_late_file(void)
     CHECK(r.deadline_hit);
     CHECK(p.calls == 1 && p.at_deadline == 1 && !p.late_file_seen);
     CHECK(path_exists(p.late_file)); /* written in the grace period */
-    judge_proc_free(&r);
+    proc_free(&r);
 
     end_probe q = {0};
     CHECK(run_sh("trap '' TERM; sleep 30", 0.2, 0.3, &r, &q) == 0);
     CHECK(r.deadline_hit && r.killed && !r.exited && r.term_signal == SIGKILL);
-    judge_proc_free(&r);
+    proc_free(&r);
 }
 
 static void test_flood(void)
 {
     char *argv[] = {"yes", "flood", NULL};
-    judge_proc_spec s = {0};
+    proc_spec s = {0};
     s.argv = argv;
     s.stdout_log = tmp_path("flood.log");
     s.log_head_bytes = 1000;
@@ -208,19 +208,19 @@ static void test_flood(void)
     s.flood_bytes = 4 << 20;
     s.budget_s = 60;
     s.grace_s = 1;
-    judge_proc_result r;
+    proc_result r;
     tempo_error err;
-    CHECK(judge_proc_run(&s, &r, &err) == 0);
+    CHECK(proc_run(&s, &r, &err) == 0);
     CHECK(r.flooded && r.killed && !r.deadline_hit);
     CHECK(r.out.total > (4u << 20));
     long size = file_size(s.stdout_log);
     CHECK(size > 2000 && size < 2100);
-    judge_proc_free(&r);
+    proc_free(&r);
 }
 
 static void test_strays_are_killed(void)
 {
-    judge_proc_result r;
+    proc_result r;
     end_probe p = {0};
     unlink(tmp_path("stray.pid"));
     CHECK(run_sh("sleep 30 & echo $! > stray.pid; exit 0", 0, 1, &r, &p) == 0);
@@ -232,24 +232,24 @@ static void test_strays_are_killed(void)
     pid_t stray = (pid_t)atoi(data);
     free(data);
     CHECK(stray > 0 && kill(stray, 0) != 0 && errno == ESRCH);
-    judge_proc_free(&r);
+    proc_free(&r);
 }
 
 static void test_memory_limit_env_cwd_fds(void)
 {
     /* a 40 MB string in a shell under a 24 MB address-space limit fails */
     char *argv[] = {"/bin/sh", "-c", "x=$(head -c 40000000 /dev/zero | tr '\\0' a); echo ${#x}", NULL};
-    judge_proc_spec s = {0};
+    proc_spec s = {0};
     s.argv = argv;
     s.log_tail_bytes = 1024;
     s.memory_bytes = 24u << 20;
-    judge_proc_result r;
+    proc_result r;
     tempo_error err;
-    CHECK(judge_proc_run(&s, &r, &err) == 0);
+    CHECK(proc_run(&s, &r, &err) == 0);
     char line[256];
-    judge_caplog_last_line(&r.out, line, sizeof line);
+    proc_caplog_last_line(&r.out, line, sizeof line);
     CHECK(strcmp(line, "40000000") != 0);
-    judge_proc_free(&r);
+    proc_free(&r);
 
     /* environment and folder as given; no descriptor of the judge leaks */
     int leak = open("/dev/null", O_RDONLY); /* not close-on-exec */
@@ -260,16 +260,16 @@ static void test_memory_limit_env_cwd_fds(void)
     s.envp = envp;
     s.cwd = tmp_dir;
     s.memory_bytes = 0;
-    CHECK(judge_proc_run(&s, &r, &err) == 0);
-    judge_caplog_last_line(&r.out, line, sizeof line);
+    CHECK(proc_run(&s, &r, &err) == 0);
+    proc_caplog_last_line(&r.out, line, sizeof line);
     char want[512];
     snprintf(want, sizeof want, "bar::%s", tmp_dir);
     CHECK_MSG(strcmp(line, want) == 0, "%s", line);
-    judge_caplog_last_line(&r.err, line, sizeof line);
+    proc_caplog_last_line(&r.err, line, sizeof line);
     CHECK_MSG(strstr(line, "57") == NULL, "fds: %s", line);
     close(57);
     close(leak);
-    judge_proc_free(&r);
+    proc_free(&r);
 }
 
 int main(void)

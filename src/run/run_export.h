@@ -1,12 +1,12 @@
-/* export.h - `tempo export`: a run folder (or model.safetensors) -> a GGUF
+/* run_export.h - `tempo export`: a run folder (or model.safetensors) -> a GGUF
  * file (gguf_write.h) or a Hugging Face folder (hf_write.h). Loads and checks
  * the model (truncated files and non-finite weights are errors), finds its
  * architecture (export_map.h), and writes atomically. Only the transformer
  * leaves: a run's count memory and mixer (memory.bin, mixer.json) have no
  * counterpart in llama.cpp or transformers, and the summary says whether the
  * run had them. */
-#ifndef TEMPO_EXPORT_H
-#define TEMPO_EXPORT_H
+#ifndef TEMPO_RUN_EXPORT_H
+#define TEMPO_RUN_EXPORT_H
 
 #include "core/error.h"
 #include "export/gguf_write.h"
