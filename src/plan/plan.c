@@ -182,6 +182,11 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
         c->memory_build_s =
             throughput_memory_build_s(c->corpus_tokens, hybrid->build_s_per_mtok[s->memory_order]);
     }
+    /* the trainer would count only the prefix whose build fits memory_budget_share of the
+     * budget (memory_budget.h); the hybrid relation knows whole-corpus memories only, so a plan
+     * with a memory counts every token, and says so in its preset */
+    if (s->memory_order && c->memory_build_s > c->cfg.memory_budget_share * o->budget_s)
+        c->cfg.memory_budget_share = 0;
     /* memory.bin is written beside the first steps and slows them: the steps'
      * time lost is the write's seconds x the share of speed it takes */
     c->memory_save_lost_s = s->memory_order ? hybrid->save_s_per_gb * c->corpus_tokens *

@@ -30,6 +30,8 @@ typedef struct {
     /* the hybrid model's other components (docs/hybrid_model.md; src/memory/) */
     int memory_order;        /* count memory of the training stream, orders 1..K; 0 = none */
     int memory_prune;        /* top-order n-grams counted fewer times are dropped (1 = keep all) */
+    double memory_budget_share;   /* the most of --budget the memory's build may take (estimated); 0 = no cap */
+    double memory_build_s_per_mtok; /* that estimate's cost at 2 threads; 0 = memory_budget.h's for the order */
     int cache_order;         /* cache of the text being read, orders 1..K; 0 = none */
     int match_length;        /* match model of the text being read: tokens a match starts from; 0 = none */
     double mixer_lr;         /* online learning rate of the mixing weights */

@@ -10,6 +10,7 @@
 #include "core/procfs.h"
 #include "core/timer.h"
 #include "eval/hybrid_bpb.h"
+#include "memory/memory_budget.h"
 #include "memory/memory_file.h"
 
 /* MemAvailable from /proc/meminfo in bytes, or 0 when unknown. */
@@ -110,9 +111,9 @@ static int try_reuse(memory_stage *ms, const run_config *cfg, const token_file *
         snprintf(why, sizeof why, "of order %d, this run's is %d", m->order, cfg->memory_order);
     else if (m->prune_min != cfg->memory_prune)
         snprintf(why, sizeof why, "pruned at %d, this run at %d", m->prune_min, cfg->memory_prune);
-    else if (m->tokens != ms->holdout_start)
+    else if (m->tokens != ms->count_tokens)
         snprintf(why, sizeof why, "counted over %llu tokens, this run over %llu", (unsigned long long)m->tokens,
-                 (unsigned long long)ms->holdout_start);
+                 (unsigned long long)ms->count_tokens);
     if (why[0]) {
         if (progress)
             fprintf(progress, "count memory: %s was %s: building it again\n", ms->path, why);
@@ -128,8 +129,8 @@ static int try_reuse(memory_stage *ms, const run_config *cfg, const token_file *
 }
 
 int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
-                         const uint8_t *data_id, const char *out_dir, int threads, int resume, FILE *progress,
-                         dist_context *dist, tempo_error *err)
+                         const uint8_t *data_id, const char *out_dir, int threads, int resume, double budget_s,
+                         FILE *progress, dist_context *dist, tempo_error *err)
 {
     if (dist && dist->world <= 1)
         dist = NULL;
@@ -143,8 +144,23 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
         return -1;
     if (uses_holdout(cfg))
         ms->holdout_start = train->n_tokens - (uint64_t)cfg->mixer_holdout;
+    ms->count_tokens = ms->holdout_start;
     if (cfg->memory_order <= 0)
         return 0;
+    if (threads < 1) threads = 1;
+    const int world = dist ? dist->world : 1;
+    int shards = threads * world;   /* every rank counts `threads` shards */
+    if (shards > NGRAM_MAX_SHARDS) shards = NGRAM_MAX_SHARDS;
+    /* a budget too short for the whole memory counts the prefix that fits its share */
+    memory_budget_count bc = memory_budget_tokens(ms->holdout_start, cfg->memory_order, shards, budget_s,
+                                                  cfg->memory_budget_share, cfg->memory_build_s_per_mtok);
+    ms->count_tokens = bc.tokens;
+    ms->budget_capped = bc.capped;
+    if (bc.capped && progress)
+        fprintf(progress, "count memory: counting %llu of %llu training tokens: the whole memory would take about "
+                "%.0f s, and memory_budget_share %.2f of the %.0f s budget allows %.1f s\n",
+                (unsigned long long)bc.tokens, (unsigned long long)ms->holdout_start, bc.predicted_s,
+                cfg->memory_budget_share, budget_s, bc.allowed_s);
     path_join(ms->path, sizeof ms->path, out_dir, "memory.bin");
     /* rank 0's folder decides for every rank */
     double t0 = timer_now();
@@ -163,22 +179,18 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
         ms->reused = 1;
         return 0;
     }
-    if (threads < 1) threads = 1;
-    const int world = dist ? dist->world : 1;
-    int shards = threads * world;   /* every rank counts `threads` shards */
-    if (shards > NGRAM_MAX_SHARDS) shards = NGRAM_MAX_SHARDS;
-    double need = ngram_memory_estimate_bytes(cfg->memory_order, ms->holdout_start), have = available_bytes();
+    double need = ngram_memory_estimate_bytes(cfg->memory_order, ms->count_tokens), have = available_bytes();
     if (have > 0 && need > have)
         return tempo_fail(err, "count memory: order %d over %llu tokens needs about %.1f GB, and %.1f GB of memory is "
                           "available (lower memory_order)", cfg->memory_order,
-                          (unsigned long long)ms->holdout_start, need / 1e9, have / 1e9);
+                          (unsigned long long)ms->count_tokens, need / 1e9, have / 1e9);
     if (ngram_memory_init(&ms->memory, (int)train->vocab_size, cfg->memory_order, shards, err))
         return -1;
     if (progress)
         fprintf(progress, "count memory: order %d over %llu training tokens (%d threads%s)...\n", cfg->memory_order,
-                (unsigned long long)ms->holdout_start, threads, world > 1 ? " on each rank" : "");
+                (unsigned long long)ms->count_tokens, threads, world > 1 ? " on each rank" : "");
     t0 = timer_now();
-    ngram_stream s = {train->tokens, (int)train->dtype_bytes, ms->holdout_start};
+    ngram_stream s = {train->tokens, (int)train->dtype_bytes, ms->count_tokens};
     split_ctx sx = {dist, err};
     ngram_build_split split = {dist ? dist->rank : 0, world, split_share, split_sum, &sx};
     tempo_error build_err;

@@ -27,6 +27,8 @@ typedef struct {
     int reused;               /* 1: memory.bin was reused (memory.build_seconds: its build's time then) */
     double build_s, load_s, save_s;
     uint64_t holdout_start;   /* training tokens [holdout_start, n) are held out of the memory */
+    uint64_t count_tokens;    /* the memory counts tokens [0, count_tokens): <= holdout_start */
+    int budget_capped;        /* 1: count_tokens < holdout_start, for the budget (memory_budget.h) */
     char path[1100];
     pthread_t saver;
     int saver_running, save_rc;
@@ -46,7 +48,9 @@ int memory_stage_check(const run_config *cfg, const token_file *train, tempo_err
  * DATA_DIR/meta.json, recorded in the file; when either side does not know
  * it, the tokenizer and the token count stand for it), with this order and
  * pruning, over the same tokens; else (no file, another data's or settings',
- * a damaged one) build over the training tokens before the held-out tail and
+ * a damaged one) build over the training tokens before the held-out tail (with
+ * budget_s > 0: only the prefix whose estimated build fits
+ * cfg->memory_budget_share of it, memory_budget.h) and
  * start saving it (with data_id and the build's seconds), saying on progress
  * why a file there was not reused. With mixer_holdout > 0 (and a memory or a
  * cache) the tail of cfg->mixer_holdout tokens is held out. Nothing to do
@@ -61,8 +65,8 @@ int memory_stage_check(const run_config *cfg, const token_file *train, tempo_err
  * several machines each needs the file in its run folder). Only rank 0
  * writes it. */
 int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
-                         const uint8_t *data_id, const char *out_dir, int threads, int resume, FILE *progress,
-                         dist_context *dist, tempo_error *err);
+                         const uint8_t *data_id, const char *out_dir, int threads, int resume, double budget_s,
+                         FILE *progress, dist_context *dist, tempo_error *err);
 
 /* Wait for the background save; its error, if any. */
 int memory_stage_wait_saved(memory_stage *ms, tempo_error *err);

@@ -576,10 +576,14 @@ static int start_run(run_ctx *c, const train_options *o, run_config *cfg, train_
     int known = 0;
     for (int i = 0; i < 32; i++) known |= c->data_digest[i];
     if (memory_stage_prepare(&c->mem, cfg, &c->train, ngram_tokenizer_id(c->tok), known ? c->data_digest : NULL,
-                             o->out_dir, o->threads, o->resume, c->rank == 0 ? o->progress : NULL, c->dist, err))
+                             o->out_dir, o->threads, o->resume, st->budget_s, c->rank == 0 ? o->progress : NULL,
+                             c->dist, err))
         return -1;
     c->train_batches = c->train;
     c->train_batches.n_tokens = c->mem.holdout_start;
+    /* training inside the mixture asks the memory leave-one-out: only of tokens it counted */
+    if (cfg->memory_train_weight > 0 && c->mem.has_memory)
+        c->train_batches.n_tokens = c->mem.count_tokens;
     if (cfg->memory_train_weight > 0 && c->mem.has_memory) {
         size_t bt = (size_t)cfg->micro_batch * cfg->model.context;
         c->mix_b = malloc(sizeof(float) * bt);
@@ -834,6 +838,7 @@ static void fill_result(const run_ctx *c, const train_options *o, const run_conf
         res->memory_bytes = ngram_memory_bytes(&c->mem.memory);
         res->memory_entries = ngram_memory_entries(&c->mem.memory);
         res->memory_tokens = c->mem.memory.tokens;
+        res->memory_budget_capped = c->mem.budget_capped;
     }
     for (int k = 0; k < MIX_N; k++)
         res->val_bpb_component[k] = res->val_mean_weight[k] = NAN;

@@ -272,6 +272,27 @@ static void test_predict_and_neighbours(void)
         plan_shape_of(&r.best[i], o.ranks, &s);
         CHECK(plan_predict(&base, &chip, &q, &h, &o, &s, &c, &v, &err) == 1 && v == PLAN_OK);
         CHECK(c.bpb == r.best[i].bpb && c.steps == r.best[i].steps && c.cfg.batch_size == r.best[i].cfg.batch_size);
+        /* a memory whose whole build is over the trainer's share is planned whole: its preset says share 0 */
+        int over = c.cfg.memory_order > 0 && c.memory_build_s > base.memory_budget_share * o.budget_s;
+        CHECK_MSG(c.cfg.memory_budget_share == (over ? 0 : base.memory_budget_share), "build %.1f s, share %.2f",
+                  c.memory_build_s, c.cfg.memory_budget_share);
+    }
+    /* one that is over it: a 60 s budget, half of it 30 s, an order-5 build of 1e8 tokens */
+    {
+        plan_shape s;
+        plan_candidate c;
+        plan_verdict v;
+        plan_options big = o;
+        big.ranks = 1;
+        plan_shape_of(&r.best[0], 1, &s);
+        s.memory_order = 5;
+        h.build_s_per_mtok[5] = 0.31;  /* 31 s: over */
+        h.limit[5] = h.limit[5] > 0 ? h.limit[5] : 1.6;
+        if (plan_predict(&base, &chip, &q, &h, &big, &s, &c, &v, &err) == 1) {
+            CHECK_MSG(c.memory_build_s > 0.5 * big.budget_s && c.cfg.memory_budget_share == 0, "build %.2f s, share %.2f, order %d", c.memory_build_s, c.cfg.memory_budget_share, c.cfg.memory_order);
+        } else {
+            CHECK_MSG(0, "an order-5 candidate was refused: verdict %d", (int)v);
+        }
     }
     plan_shape bad = {.d_model = 100, .n_layers = 1, .head_dim = 32, .context = 128, .batch_tokens = 4096};
     plan_candidate c;
