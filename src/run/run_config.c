@@ -71,7 +71,7 @@ static const key_def KEYS[] = {
     {"retry_lr_factor", K_DOUBLE, F(retry_lr_factor), 0, 1, 0.5, "lr multiplier applied at each restore"},
     {"memory_order", K_INT, F(memory_order), 0, 8, 5, "count memory of the training tokens, n-gram orders 1..K; 0 = none"},
     {"memory_prune", K_INT, F(memory_prune), 1, 1 << 20, 1, "drop top-order n-grams counted fewer times (1 = keep all)"},
-    {"memory_budget_share", K_DOUBLE, F(memory_budget_share), 0, 1, 0.5,
+    {"memory_budget_share", K_DOUBLE, F(memory_budget_share), 0, 1, 0.25,
      "the most of the --budget the memory's build may take, estimated: a shorter budget counts a prefix; 0 = all tokens"},
     {"memory_build_s_per_mtok", K_DOUBLE, F(memory_build_s_per_mtok), 0, 1e6, 0,
      "that estimate: build seconds per million tokens at 2 threads; 0 = the measured figure for the order"},

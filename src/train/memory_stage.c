@@ -2,6 +2,7 @@
  * during training (see memory_stage.h). */
 #include "train/memory_stage.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,14 +284,43 @@ double memory_stage_fit_estimate(const run_config *cfg, double step_s, uint64_t 
     return 1.25 * (model_s + lookups_s) + 0.2;
 }
 
+void memory_stage_fit_budget(const run_config *cfg, double step_s, uint64_t tokens_per_step, double budget_s,
+                             double *reserve, double *fraction)
+{
+    double full = memory_stage_fit_estimate(cfg, step_s, tokens_per_step);
+    *reserve = full;
+    *fraction = 1;
+    if (budget_s > 0 && full > MEMORY_STAGE_FIT_SHARE * budget_s) {
+        *reserve = MEMORY_STAGE_FIT_SHARE * budget_s;
+        *fraction = *reserve / full;
+    }
+}
+
 int memory_stage_fit_mixer(memory_stage *ms, model *m, const run_config *cfg, const token_file *train,
-                           const char *out_dir, int batch, double *seconds, tempo_error *err)
+                           const char *out_dir, int batch, double fraction, FILE *progress, double *seconds,
+                           uint64_t *tokens, tempo_error *err)
 {
     *seconds = 0;
+    *tokens = 0;
     if (!uses_holdout(cfg))
         return 0;
     double t0 = timer_now();
-    size_t n = (size_t)(train->n_tokens - ms->holdout_start);
+    size_t held = (size_t)(train->n_tokens - ms->holdout_start), n = held;
+    if (fraction > 0 && fraction < 1) {
+        n = (size_t)ceil(fraction * (double)held);
+        if (n < MEMORY_STAGE_FIT_MIN_TOKENS)
+            n = MEMORY_STAGE_FIT_MIN_TOKENS;
+        if (n > held)
+            n = held;
+    }
+    if (progress) {
+        if (n < held)
+            fprintf(progress, "fitting the mixer on %zu of the %zu held-out training tokens (what %.0f%% of the "
+                    "budget allows)...\n", n, held, 100 * MEMORY_STAGE_FIT_SHARE);
+        else
+            fprintf(progress, "fitting the mixer on %zu held-out training tokens...\n", n);
+    }
+    *tokens = n;
     int32_t *ids = malloc(sizeof(int32_t) * n);
     if (!ids)
         return tempo_fail(err, "mixer: out of memory");

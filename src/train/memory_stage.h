@@ -82,14 +82,25 @@ int memory_stage_save_status(memory_stage *ms, tempo_error *err);
  * Free only h->mx (mixer_free). */
 int memory_stage_parts(memory_stage *ms, const run_config *cfg, int vocab, hybrid_parts *h, tempo_error *err);
 
-/* Fit the mixer on the held-out tokens (the mixture read with learning on)
- * and write RUN_DIR/mixer.json; *seconds gets the time it took. */
+/* Fit the mixer on the first `fraction` (0, 1] of the held-out tokens (at
+ * least MEMORY_STAGE_FIT_MIN_TOKENS of them; the mixture read with learning
+ * on) and write RUN_DIR/mixer.json, saying on progress how many; *seconds
+ * and *tokens get the time it took and the tokens it read. */
 int memory_stage_fit_mixer(memory_stage *ms, model *m, const run_config *cfg, const token_file *train,
-                           const char *out_dir, int batch, double *seconds, tempo_error *err);
+                           const char *out_dir, int batch, double fraction, FILE *progress, double *seconds,
+                           uint64_t *tokens, tempo_error *err);
 
-/* Predicted seconds of memory_stage_fit_mixer from a training step's time
- * (forward + backward over tokens_per_step tokens), so the loop can leave room. */
+/* Predicted seconds of memory_stage_fit_mixer over all held-out tokens from
+ * a training step's time (forward + backward over tokens_per_step tokens). */
 double memory_stage_fit_estimate(const run_config *cfg, double step_s, uint64_t tokens_per_step);
+
+/* The fit inside a budget: *reserve the seconds the loop leaves for it, at
+ * most MEMORY_STAGE_FIT_SHARE of budget_s (> 0), and *fraction the share of
+ * the held-out tokens that fits in them (1 when all do, or without a budget). */
+#define MEMORY_STAGE_FIT_SHARE 0.1
+#define MEMORY_STAGE_FIT_MIN_TOKENS 4096
+void memory_stage_fit_budget(const run_config *cfg, double step_s, uint64_t tokens_per_step, double budget_s,
+                             double *reserve, double *fraction);
 
 void memory_stage_free(memory_stage *ms);
 

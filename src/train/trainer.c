@@ -543,6 +543,7 @@ typedef struct {
     double loop_t0;                /* st.elapsed_s = now - loop_t0 */
     double step_pred;              /* the next step's predicted seconds */
     double fit_reserve;            /* room left at the end of the budget to fit the mixer */
+    double fit_fraction;           /* the share of the held-out tokens the fit reads (1: all) */
     double last_eval, last_ckpt, last_snap, last_progress;
     double eval_cost, ckpt_cost, last_bpb;
     double loss, gnorm, lr_now;
@@ -766,7 +767,8 @@ static int train_loop(run_ctx *c, const train_options *o, const run_config *cfg,
         res->phase_seconds.steps += dt;
         /* Predict the next step from the recent ones, leaning to the slower side. */
         ls->step_pred = ls->step_pred == 0 ? dt : fmax(dt, 0.7 * ls->step_pred + 0.3 * dt);
-        ls->fit_reserve = memory_stage_fit_estimate(cfg, ls->step_pred, ls->tokens_per_step);
+        memory_stage_fit_budget(cfg, ls->step_pred, ls->tokens_per_step, ls->budget, &ls->fit_reserve,
+                                &ls->fit_fraction);
         if (after_step(c, o, cfg, st, res, ls, cfg->optim.lr * mult, dt, err))
             return -1;
         if (o->stop_at_step > 0 && st->step >= o->stop_at_step) {
@@ -805,10 +807,9 @@ static int end_training(run_ctx *c, const train_options *o, const run_config *cf
     if (c->rank != 0)
         return 0;
     if (!res->interrupted) {
-        if (o->progress && cfg->mixer_holdout > 0 && (cfg->memory_order > 0 || cfg->cache_order > 0 || cfg->match_length > 0))
-            fprintf(o->progress, "fitting the mixer on %d held-out training tokens...\n", cfg->mixer_holdout);
-        if (memory_stage_fit_mixer(&c->mem, c->m, cfg, &c->train, o->out_dir, cfg->micro_batch, &res->mixer_seconds,
-                                   err)) {
+        if (memory_stage_fit_mixer(&c->mem, c->m, cfg, &c->train, o->out_dir, cfg->micro_batch,
+                                   ls->fit_fraction > 0 ? ls->fit_fraction : 1, o->progress, &res->mixer_seconds,
+                                   &res->mixer_tokens, err)) {
             free(full);
             return -1;
         }

@@ -88,6 +88,7 @@ typedef struct {
     double memory_save_seconds;       /* writing memory.bin, in the background while training */
     uint64_t memory_bytes, memory_entries, memory_tokens;
     int memory_budget_capped;         /* 1: the memory counted a prefix, for the budget (memory_budget.h) */
+    uint64_t mixer_tokens;            /* held-out tokens the mixer was fitted on */
     double mixer_seconds;             /* fitting the mixer on held-out training tokens, charged to the budget */
     double val_bpb_component[4];      /* transformer, memory, cache, match model alone on val (NaN when absent) */
     double val_bpb_linear;            /* the mixture before its calibration stage */
