@@ -4,7 +4,7 @@
  * lpaq-style match (a hash of the last L tokens points at the position after
  * their last occurrence in train; the match extends while it predicts right)
  * over the val stream and prints how many val positions get a prediction at
- * each match length and how often it is right. configs/README.md ("What is
+ * each match length and how often it is right. docs/lab-notebook.md ("What is
  * left to 1.55") quotes its output.
  *
  *   make && gcc -O2 -Isrc -o /tmp/corpus_match scripts/corpus_match_coverage.c build/libtempo.a -lm

@@ -3,7 +3,7 @@
 # (cpu-default plus its --set overrides) under LIMIT (a budget like 2m, or steps:N),
 # then append one row per run: name, limit, val bpb, steps, tokens, tokens/s, mfu,
 # train seconds, and the machine load seen (1-minute load average before/after).
-# Used to choose configs/cpu-default.conf; the figures go to configs/README.md.
+# Used to choose configs/cpu-default.conf; the figures go to docs/lab-notebook.md.
 set -euo pipefail
 out=$1 data=$2 limit=$3; shift 3
 [ -s "$out" ] || printf 'name\tlimit\tval_bpb\tsteps\ttokens\ttokens_per_s\tmfu\ttrain_s\tload_before\tload_after\tsets\n' > "$out"

@@ -12,7 +12,7 @@
 # the final evaluation); the full list with two seeds about 6 hours. The vocabulary
 # points need their own prepared data (DATA_2048, DATA_8192; `tempo prepare --vocab
 # N`, as the README's first command prepares data/corpus). Run on a quiet machine
-# and record the table in configs/README.md. Nothing here is a test.
+# and record the table in docs/lab-notebook.md. Nothing here is a test.
 #
 # Resumable, so the sweep can be run in slices (a session at a time): a point whose
 # run folder holds a result.json is not trained again (its row is appended if OUT lacks
