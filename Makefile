@@ -50,7 +50,7 @@ SAN_TESTS := $(TEST_SRC:tests/unit/%.c=build/asan/tests/%)
 # allocations through --wrap (tests/unit/test_step_alloc.c).
 TEST_LDFLAGS_test_step_alloc := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign
 
-.PHONY: all test test-suite unit asan run run-job clean fuzz
+.PHONY: all test test-suite unit asan run run-job clean fuzz install uninstall
 all: build/tempo
 
 build/obj/%.o: %.c $(HEADERS)
@@ -179,6 +179,23 @@ run:
 	@$(MAKE) --no-print-directory run-job
 run-job: build/tempo
 	bash scripts/main_job.sh $(BUDGET)
+
+# make install [PREFIX=/usr/local] [DESTDIR=staging]: the binary in PREFIX/bin, what it finds beside
+# itself (core/data_path.h: presets, chip profiles and the planner's fits, the PyTorch reference
+# scripts) in PREFIX/share/tempo, the manual in PREFIX/share/doc/tempo. llama.cpp's comparison
+# (bench infer --vs-llama-cpp) builds from a source tree and is not installed.
+PREFIX ?= /usr/local
+SHARE  := $(DESTDIR)$(PREFIX)/share/tempo
+install: build/tempo
+	install -d $(DESTDIR)$(PREFIX)/bin $(SHARE)/scripts $(DESTDIR)$(PREFIX)/share/doc/tempo
+	install -m 755 build/tempo $(DESTDIR)$(PREFIX)/bin/tempo
+	cd configs && find . -type d -exec install -d $(abspath $(SHARE))/configs/{} \; \
+	    && find . -type f -exec install -m 644 {} $(abspath $(SHARE))/configs/{} \;
+	install -m 644 scripts/torch_reference.py scripts/torch_reference_cuda.py $(SHARE)/scripts/
+	install -m 644 README.md docs/*.md docs/*.svg $(DESTDIR)$(PREFIX)/share/doc/tempo/
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/tempo
+	rm -rf $(SHARE) $(DESTDIR)$(PREFIX)/share/doc/tempo
 
 clean:
 	rm -rf build

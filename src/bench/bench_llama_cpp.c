@@ -2,6 +2,8 @@
  * bench_llama_cpp.h). */
 #include "bench/bench_llama_cpp.h"
 
+#include "core/data_path.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +54,9 @@ int bench_llama_cpp_helper(char *out, size_t n, tempo_error *err)
         return 0;
     }
     char script[1100];
-    if (!path_beside_exe(script, sizeof script, "../tools/llama_cpp/setup.sh"))
+    char tools[1024];
+    if (!data_dir_beside(NULL, "tools", tools, sizeof tools) ||
+        snprintf(script, sizeof script, "%s/llama_cpp/setup.sh", tools) >= (int)sizeof script || !path_exists(script))
         return tempo_fail(err, "bench infer: --vs-llama-cpp: no tools/llama_cpp/setup.sh beside the tempo binary "
                                "(set TEMPO_LLAMA_HELPER to a built tempo_llama)");
     strbuf cmd = {0};

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/data_path.h"
 #include "core/fileio.h"
 #include "core/number.h"
 #include "plan/calibrate_gpu.h"
@@ -25,7 +26,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: tempo plan --budget D [--chip FILE] [--ranks N] [--memory GB] [--out FILE] [--explain]\n"
+        "usage: tempo plan --budget D [--chip FILE] [--ranks N] [--memory GB] [--out FILE] [--explain] [--preset-only]\n"
         "       tempo plan --validate --budget D [--data DIR] [--seeds N] [--work DIR] [--keep-runs]\n"
         "       tempo plan --check PRESETS [--chip FILE] [--threads N] [--steps N]\n"
         "       tempo plan --calibrate PRESETS [--chip FILE] [--threads N] [--steps N] [--out FILE]\n"
@@ -45,6 +46,9 @@ static void usage(FILE *f)
         "  --memory GB     memory per chip to plan within (default: the chip's memory_gb)\n"
         "  --no-memory     the transformer alone (no count memory, cache or match model)\n"
         "  --explain       what limits the plan (compute, bandwidth, memory, data) and why\n"
+        "  --preset-only   print the preset alone (no runners-up, no JSON line): `tempo plan --budget 10m\n"
+        "                  --preset-only > my.conf` then `tempo train --preset my.conf`; without it the\n"
+        "                  last stdout line is the plan as a JSON object, as every command's is\n"
         "  --law FILE, --hybrid FILE   other coefficients (default configs/" DEFAULT_LAW ", " DEFAULT_HYBRID ")\n"
         "  --corpus-tokens N  training tokens available, in --vocab's tokens (default: the bundled\n"
         "                  corpus, 89.9 M at 4097; other vocabularies hold the same text)\n"
@@ -80,20 +84,10 @@ static void usage(FILE *f)
         "docs/optimal_model.md; how far they held on this machine: docs/planner.md section 6.\n");
 }
 
-/* configs/<rel> in $TEMPO_CONFIGS, beside the binary, or ./configs. */
+/* configs/<rel> in $TEMPO_CONFIGS, beside the binary, or ./configs (core/data_path.h). */
 void plan_find_config(const char *rel, char *out, size_t n)
 {
-    const char *env = getenv("TEMPO_CONFIGS");
-    if (env && *env) {
-        snprintf(out, n, "%s/%s", env, rel);
-        if (path_exists(out))
-            return;
-    }
-    char beside[1200];
-    snprintf(beside, sizeof beside, "../configs/%s", rel);
-    if (path_beside_exe(out, n, beside))
-        return;
-    snprintf(out, n, "configs/%s", rel);
+    data_path_find("configs", rel, out, n);
 }
 
 /* The law and the hybrid relation: the files given, else the committed ones. */
@@ -266,6 +260,43 @@ static int measure_presets(const char *list, const chip_profile *chip, int vocab
     return 0;
 }
 
+/* The last stdout line: the plan as a JSON object (the preset text above it, or in --out). */
+static void plan_json(const plan_candidate *c, const chip_profile *chip, const plan_options *o, const char *out,
+                      strbuf *js)
+{
+    const model_config *m = &c->cfg.model;
+    jsonw w;
+    jsonw_init(&w, js);
+    jsonw_object_begin(&w);
+    jsonw_field_string(&w, "plan", "tempo");
+    jsonw_field_string(&w, "chip", chip->name);
+    jsonw_field_number(&w, "budget_seconds", o->budget_s);
+    jsonw_field_int(&w, "ranks", o->ranks);
+    jsonw_field_int(&w, "d_model", m->d_model);
+    jsonw_field_int(&w, "n_layers", m->n_layers);
+    jsonw_field_int(&w, "n_heads", m->n_heads);
+    jsonw_field_int(&w, "context", m->context);
+    jsonw_field_int(&w, "batch_size", c->cfg.batch_size);
+    jsonw_field_int(&w, "vocab", m->vocab_size);
+    jsonw_field_int(&w, "memory_order", c->cfg.memory_order);
+    jsonw_field_number(&w, "lr_mult", c->lr_mult);
+    jsonw_field_number(&w, "params", c->step.params);
+    jsonw_field_number(&w, "tokens_per_second", c->step.tokens_per_s);
+    jsonw_field_number(&w, "steps", c->steps);
+    jsonw_field_number(&w, "tokens_seen", c->tokens_seen);
+    jsonw_field_number(&w, "memory_build_seconds", c->memory_build_s);
+    jsonw_field_number(&w, "val_bpb", c->bpb);
+    jsonw_field_number(&w, "val_bpb_lo", c->bpb_lo);
+    jsonw_field_number(&w, "val_bpb_hi", c->bpb_hi);
+    jsonw_field_number(&w, "val_bpb_transformer", c->transformer_bpb);
+    jsonw_field_bool(&w, "extrapolated", c->outside_law);
+    if (out)
+        jsonw_field_string(&w, "preset_file", out);
+    else
+        jsonw_field_null(&w, "preset_file");
+    jsonw_object_end(&w);
+}
+
 static void print_runners_up(const plan_result *r)
 {
     printf("\n# rank  d_model layers heads ctx batch mem vocab  lr x  params     tokens/s   tokens     bpb    interval\n");
@@ -376,7 +407,7 @@ int cmd_plan(int argc, char **argv)
     const char *chip_arg = NULL, *out = NULL, *law_arg = NULL, *hybrid_arg = NULL, *check = NULL, *calib = NULL;
     const char *calib_gpu = NULL;
     const char *plot = NULL;
-    int explain = 0, threads = 2, steps = 5, do_validate = 0;
+    int explain = 0, threads = 2, steps = 5, do_validate = 0, preset_only = 0;
     plan_validate_options vo = {.data_dir = "data/corpus", .seeds = 2, .ranks = 1};
     long long ll;
     for (int i = 1; i < argc; i++) {
@@ -386,6 +417,7 @@ int cmd_plan(int argc, char **argv)
             return 0;
         }
         if (!strcmp(a, "--explain")) { explain = 1; continue; }
+        if (!strcmp(a, "--preset-only")) { preset_only = 1; continue; }
         if (!strcmp(a, "--no-memory")) { o.allow_memory = 0; continue; }
         if (!strcmp(a, "--validate")) { do_validate = 1; continue; }
         if (!strcmp(a, "--keep-runs")) { vo.keep_files = 1; continue; }
@@ -484,12 +516,18 @@ int cmd_plan(int argc, char **argv)
         rc = cli_report(&err);
     if (!rc) {
         fwrite(text.data, 1, text.len, stdout);
-        print_runners_up(&r);
-        if (explain) {
-            strbuf why = {0};
-            plan_explain(&r, &chip, &law, &o, &why);
-            printf("\n%s", why.data);
-            strbuf_free(&why);
+        if (!preset_only) {
+            print_runners_up(&r);
+            if (explain) {
+                strbuf why = {0};
+                plan_explain(&r, &chip, &law, &o, &why);
+                printf("\n%s", why.data);
+                strbuf_free(&why);
+            }
+            strbuf js = {0};
+            plan_json(&r.best[0], &chip, &o, out, &js);
+            rc = cli_emit_result(&js, NULL);
+            strbuf_free(&js);
         }
     }
     strbuf_free(&text);

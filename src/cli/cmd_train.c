@@ -224,6 +224,9 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
         strbuf_free(&js);
         return cli_report(&err);
     }
+    char card[400];
+    run_result_scorecard(&r, card, sizeof card);
+    fprintf(stderr, "%s\n", card);
     rc = cli_emit_result(&js, o.out_dir);
     strbuf_free(&js);
     if (rc) return rc;

@@ -1,6 +1,8 @@
 /* torch_reference.c - see torch_reference.h. */
 #include "cli/torch_reference.h"
 
+#include "core/data_path.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -10,12 +12,7 @@
 
 int torch_reference_find(const char *name, char *path, size_t n)
 {
-    char rel[256];
-    snprintf(rel, sizeof rel, "../scripts/%s", name);
-    if (path_beside_exe(path, n, rel))
-        return 1;
-    snprintf(path, n, "scripts/%s", name);
-    if (path_exists(path))
+    if (data_path_find("scripts", name, path, n))
         return 1;
     fprintf(stderr, "bench train: --vs-torch: scripts/%s not found\n", name);
     return 0;

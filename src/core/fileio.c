@@ -377,17 +377,3 @@ char *path_join(char *out, size_t n, const char *dir, const char *name)
         snprintf(out, n, "%s/%s", dir, name);
     return out;
 }
-
-int path_beside_exe(char *out, size_t n, const char *rel)
-{
-    char exe[1024];
-    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (l <= 0)
-        return 0;
-    exe[l] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return 0;
-    *slash = '\0';
-    return path_exists(path_join(out, n, exe, rel));
-}

@@ -73,9 +73,4 @@ int path_exists(const char *path);
 /* Join folder and name into out (size n); returns out. */
 char *path_join(char *out, size_t n, const char *dir, const char *name);
 
-/* out = "<folder of the running executable>/<rel>" (e.g. "../configs/x.conf":
- * files that ship beside the build). Returns 1 when that path exists, 0 when
- * it does not or the executable's path is unknown. */
-int path_beside_exe(char *out, size_t n, const char *rel);
-
 #endif

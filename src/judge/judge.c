@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/data_path.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/strbuf.h"
@@ -1069,18 +1070,12 @@ static int sandbox_files(attempt_ctx *c, tempo_error *err)
     text_fmt(c->bin_copy, sizeof c->bin_copy, "%s/tempo-for-sandbox", c->attempt_dir);
     if (judge_copy_file(c->tempo_bin, c->bin_copy, err) || chmod(c->bin_copy, 0555) != 0)
         return tempo_fail(err, "%s: cannot copy tempo for the sandbox: %s", c->bin_copy, strerror(errno));
-    char rel[PATH_MAX + 16], real[PATH_MAX];
-    text_fmt(rel, sizeof rel, "%s", c->tempo_bin);
-    char *slash = strrchr(rel, '/');
-    if (slash) {
-        text_fmt(slash, sizeof rel - (size_t)(slash - rel), "/../configs");
-        struct stat st;
-        if (realpath(rel, real) && stat(real, &st) == 0 && S_ISDIR(st.st_mode)) {
-            text_fmt(c->configs_dir, sizeof c->configs_dir, "%s", real);
-            text_fmt(c->configs_copy, sizeof c->configs_copy, "%s/configs-for-sandbox", c->attempt_dir);
-            if (judge_submission_copy(c->configs_dir, c->configs_copy, err))
-                return -1;
-        }
+    char dir[PATH_MAX + 32], real[PATH_MAX];
+    if (data_dir_beside(c->tempo_bin, "configs", dir, sizeof dir) && realpath(dir, real)) {
+        text_fmt(c->configs_dir, sizeof c->configs_dir, "%s", real);
+        text_fmt(c->configs_copy, sizeof c->configs_copy, "%s/configs-for-sandbox", c->attempt_dir);
+        if (judge_submission_copy(c->configs_dir, c->configs_copy, err))
+            return -1;
     }
     const char *reach[] = {c->attempt_dir};
     return judge_sandbox_check_reach(&c->sb, reach, 1, err);

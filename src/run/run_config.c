@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/data_path.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/json_write.h"
@@ -191,14 +192,7 @@ static int find_preset(const char *name, char *path, size_t n)
     }
     char file[128];
     snprintf(file, sizeof file, "%s.conf", name);
-    const char *env = getenv("TEMPO_CONFIGS");
-    if (env && *env && path_exists(path_join(path, n, env, file)))
-        return 1;
-    char rel[160];
-    snprintf(rel, sizeof rel, "../configs/%s", file);
-    if (path_beside_exe(path, n, rel))
-        return 1;
-    return path_exists(path_join(path, n, "configs", file));
+    return data_path_find("configs", file, path, n);
 }
 
 int run_config_load_preset(run_config *c, const char *name, tempo_error *err)
@@ -207,7 +201,8 @@ int run_config_load_preset(run_config *c, const char *name, tempo_error *err)
     if (!find_preset(name, path, sizeof path)) {
         if (preset_is_path(name))
             return tempo_usage(err, "preset %s: no such file", name);
-        return tempo_usage(err, "preset %s: not found (looked for %s.conf in $TEMPO_CONFIGS, <tempo>/../configs, ./configs)",
+        return tempo_usage(err, "preset %s: not found (looked for %s.conf in $TEMPO_CONFIGS, <tempo>/../configs, "
+                           "<tempo>/../share/tempo/configs, ./configs)",
                            name, name);
     }
     char *text;

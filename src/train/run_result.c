@@ -144,3 +144,18 @@ int run_result_read(const char *text, size_t len, run_result_summary *s, tempo_e
     json_free(v);
     return 0;
 }
+
+void run_result_scorecard(const train_result *r, char *out, size_t n)
+{
+    char bpb[32] = "n/a", alone[48] = "", budget[32] = "", mfu[32] = "n/a";
+    if (isfinite(r->val_bpb))
+        snprintf(bpb, sizeof bpb, "%.4f", r->val_bpb);
+    if (r->memory_order + r->cache_order + r->match_length > 0 && isfinite(r->val_bpb_component[0]))
+        snprintf(alone, sizeof alone, " (transformer alone %.4f)", r->val_bpb_component[0]);
+    if (r->budget_s > 0)
+        snprintf(budget, sizeof budget, " of %.0f s budget", r->budget_s);
+    if (isfinite(r->mfu) && r->mfu > 0)
+        snprintf(mfu, sizeof mfu, "%.1f%%", 100 * r->mfu);
+    snprintf(out, n, "scorecard: val_bpb %s%s | train %.1f s%s (overrun %.2f s) | %lld steps | %.0f tokens/s | MFU %s",
+             bpb, alone, r->train_seconds, budget, r->overrun_seconds, (long long)r->steps, r->tokens_per_second, mfu);
+}

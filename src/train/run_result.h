@@ -29,6 +29,11 @@ int run_result_json(const train_result *r, const train_options *o, int threads_p
  * it is no figure at all. Sets r->mfu to NaN and returns 1 then, else 0. */
 int run_result_drop_impossible_mfu(train_result *r);
 
+/* The run's scorecard for people, one line: val bpb (and the transformer's
+ * alone), train seconds of the budget and the overrun, steps, tokens/s, MFU.
+ * NaN figures read "n/a". */
+void run_result_scorecard(const train_result *r, char *out, size_t n);
+
 /* The figures other programs read back. */
 typedef struct {
     double val_bpb, train_seconds, tokens_per_second, mfu;  /* NaN when unknown */

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/data_path.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/number.h"
@@ -293,6 +294,44 @@ static void test_atomic_direct(void)
     CHECK(dir_remove_tree(base, &err) == 0 && !path_exists(base));
 }
 
+/* data_dir_beside: <exe>/../TOP (a build tree), else <exe>/../share/tempo/TOP
+ * (an install), else nothing; a file named TOP is not a folder. */
+static void test_data_dir_beside(void)
+{
+    char root[] = "/tmp/tempo-datapath-XXXXXX";
+    CHECK(mkdtemp(root) != NULL);
+    char p[512], exe[512], out[600];
+    snprintf(exe, sizeof exe, "%s/bin/tempo", root);
+    snprintf(p, sizeof p, "%s/bin", root);
+    CHECK(mkdir(p, 0755) == 0);
+    CHECK(data_dir_beside(exe, "configs", out, sizeof out) == 0);   /* neither layout */
+    snprintf(p, sizeof p, "%s/share", root);
+    CHECK(mkdir(p, 0755) == 0);
+    snprintf(p, sizeof p, "%s/share/tempo", root);
+    CHECK(mkdir(p, 0755) == 0);
+    snprintf(p, sizeof p, "%s/share/tempo/configs", root);
+    CHECK(mkdir(p, 0755) == 0);
+    CHECK(data_dir_beside(exe, "configs", out, sizeof out) == 1);
+    snprintf(p, sizeof p, "%s/bin/../share/tempo/configs", root);
+    CHECK_MSG(!strcmp(out, p), "install layout: %s", out);
+    CHECK(data_dir_beside(exe, "scripts", out, sizeof out) == 0);
+    snprintf(p, sizeof p, "%s/configs", root);                       /* a build tree's wins */
+    CHECK(mkdir(p, 0755) == 0);
+    CHECK(data_dir_beside(exe, "configs", out, sizeof out) == 1);
+    snprintf(p, sizeof p, "%s/bin/../configs", root);
+    CHECK_MSG(!strcmp(out, p), "build layout: %s", out);
+    snprintf(p, sizeof p, "%s/scripts", root);                       /* a file, not a folder */
+    FILE *f = fopen(p, "w");
+    CHECK(f != NULL);
+    if (f) fclose(f);
+    CHECK(data_dir_beside(exe, "scripts", out, sizeof out) == 0);
+    CHECK(data_dir_beside("tempo", "configs", out, sizeof out) == 0); /* no folder in the path */
+    CHECK(data_dir_beside(exe, "configs", out, 8) == 0);              /* too long for out */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
     RUN(test_durations);
@@ -304,5 +343,6 @@ int main(void)
     RUN(test_rng);
     RUN(test_remove_tree);
     RUN(test_atomic_direct);
+    RUN(test_data_dir_beside);
     return test_summary("test_core");
 }
