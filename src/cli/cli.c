@@ -69,6 +69,24 @@ int cli_load_preset(const char *name, const char *const *sets, int n_sets, int v
     return run_config_finish(c, err);
 }
 
+int cli_parse_int32(const char *flag, const char *v, int lo, int hi, int *out)
+{
+    long long x;
+    if (cli_parse_int(flag, v, lo, hi, &x))
+        return 2;
+    *out = (int)x;
+    return 0;
+}
+
+int cli_emit_jsonw(jsonw *w, tempo_error *err)
+{
+    int rc = jsonw_finish(w, err);
+    if (!rc)
+        cli_emit_result(w->out, NULL);
+    strbuf_free(w->out);
+    return rc;
+}
+
 int cli_emit_result(const strbuf *json, const char *out_dir)
 {
     if (out_dir) {

@@ -9,6 +9,7 @@
 
 #include "bench/bench_infer.h"
 #include "core/error.h"
+#include "core/json_write.h"
 #include "core/strbuf.h"
 #include "eval/icl.h"
 #include "memory/hybrid.h"
@@ -24,6 +25,8 @@ int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * printing the one-line error, the exit code (2). Durations are at most
  * NUMBER_MAX_DURATION_S. */
 int cli_parse_int(const char *flag, const char *v, long long lo, long long hi, long long *out);
+/* cli_parse_int into an int (lo and hi within int's range). */
+int cli_parse_int32(const char *flag, const char *v, int lo, int hi, int *out);
 int cli_parse_real(const char *flag, const char *v, double lo, double hi, int lo_open, double *out);
 int cli_parse_duration(const char *flag, const char *v, double *out);
 int cli_parse_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
@@ -31,6 +34,10 @@ int cli_parse_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, ui
 /* Print the JSON object as the last stdout line; if out_dir is not NULL,
  * also write it atomically to out_dir/result.json. Returns 0 or an exit code. */
 int cli_emit_result(const strbuf *json, const char *out_dir);
+
+/* Finish w's object (jsonw_finish), print it as the last stdout line, free
+ * its buffer: 0, or -1 with err (an unfinished object, out of memory). */
+int cli_emit_jsonw(jsonw *w, tempo_error *err);
 
 /* Subcommands: each parses argv (argv[0] is the subcommand name), calls the
  * library and returns the process exit code. */

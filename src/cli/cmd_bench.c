@@ -58,15 +58,6 @@ static void bench_usage(FILE *f)
 
 /* Finish the JSON value in w and print it as a line on stdout; frees its
  * buffer either way. */
-static int print_json(jsonw *w, tempo_error *err)
-{
-    int rc = jsonw_finish(w, err);
-    if (!rc)
-        cli_emit_result(w->out, NULL);
-    strbuf_free(w->out);
-    return rc;
-}
-
 static int parse_positive(const char *flag, const char *text, double *v)
 {
     return cli_parse_real(flag, text, 0, 1e6, 1, v);
@@ -115,7 +106,7 @@ static int bench_peak(int argc, char **argv)
     jsonw w;
     jsonw_init(&w, &json);
     hw_profile_write(&w, &p);
-    return print_json(&w, &err) ? cli_report(&err) : 0;
+    return cli_emit_jsonw(&w, &err) ? cli_report(&err) : 0;
 }
 
 typedef struct {
@@ -133,7 +124,7 @@ static void emit_op(void *ctx, const bench_op_result *r)
     jsonw w;
     jsonw_init(&w, &line);
     bench_op_json(&w, e->preset, e->threads, r, e->peak, e->bandwidth);
-    if (!e->failed && print_json(&w, &e->err))
+    if (!e->failed && cli_emit_jsonw(&w, &e->err))
         e->failed = 1;
     strbuf_free(&line);
 }
@@ -298,7 +289,7 @@ static int kernels_gemm(const kernels_args *k, const kernels_job *job, const hw_
             jsonw_init(&w, &line);
             bench_gemm_json(&w, &job->shapes[s], k->threads[t], &r, sum.peak_gflops[t], sum.peak_now_gflops[t],
                             path, have_ob ? &rb : NULL);
-            rc = print_json(&w, &err);
+            rc = cli_emit_jsonw(&w, &err);
             bench_gemm_summary_add(&sum, t, &job->shapes[s], &r, have_ob ? &rb : NULL);
         }
     if (have_ob)
@@ -309,7 +300,7 @@ static int kernels_gemm(const kernels_args *k, const kernels_job *job, const hw_
         jsonw w;
         jsonw_init(&w, &json);
         bench_gemm_summary_json(&w, &sum, path);
-        rc = print_json(&w, &err);
+        rc = cli_emit_jsonw(&w, &err);
     }
     return rc ? cli_report(&err) : 0;
 }

@@ -43,15 +43,6 @@ static void usage(FILE *f)
 
 static int open_gpu(gpu **g, tempo_error *err) { return gpu_open(g, gpu_backend_from_env(), err); }
 
-static int print_json(jsonw *w, tempo_error *err)
-{
-    int rc = jsonw_finish(w, err);
-    if (!rc)
-        cli_emit_result(w->out, NULL);
-    strbuf_free(w->out);
-    return rc;
-}
-
 int bench_peak_cuda_main(int argc, char **argv)
 {
     long long n = 8192, copy_mb = 2048, reps = 10;
@@ -94,7 +85,7 @@ int bench_peak_cuda_main(int argc, char **argv)
     jsonw w;
     jsonw_init(&w, &json);
     peak_cuda_write(&w, &p);
-    return print_json(&w, &err) ? cli_report(&err) : 0;
+    return cli_emit_jsonw(&w, &err) ? cli_report(&err) : 0;
 }
 
 /* scripts/torch_reference_cuda.py's tokens/s on the same shape, or -1 */
@@ -192,7 +183,7 @@ int bench_train_cuda_main(int argc, char **argv)
     jsonw w;
     jsonw_init(&w, &json);
     bench_train_cuda_write(&w, &cfg, &r);
-    if (print_json(&w, &err))
+    if (cli_emit_jsonw(&w, &err))
         return cli_report(&err);
     if (!vs_torch)
         return 0;
@@ -213,5 +204,5 @@ int bench_train_cuda_main(int argc, char **argv)
     }
     jsonw_field_digits(&w, "mfu", r.mfu, 4);
     jsonw_object_end(&w);
-    return print_json(&w, &err) ? cli_report(&err) : 0;
+    return cli_emit_jsonw(&w, &err) ? cli_report(&err) : 0;
 }

@@ -58,15 +58,6 @@ static void print_line(void *user, const char *json)
 
 /* Finish the JSON value in w and print it as a line on stdout; frees its
  * buffer either way. */
-static int print_json(jsonw *w, tempo_error *err)
-{
-    int rc = jsonw_finish(w, err);
-    if (!rc)
-        cli_emit_result(w->out, NULL);
-    strbuf_free(w->out);
-    return rc;
-}
-
 /* The training speed recorded in RUN_DIR/result.json, or 0. */
 static double train_speed(const char *model_path)
 {
@@ -181,7 +172,7 @@ static int infer_memory(const infer_args *p, const run_config *cfg, const tokeni
             jsonw w;
             jsonw_init(&w, &ml);
             bench_memory_json(&w, mr);
-            rc = print_json(&w, err);
+            rc = cli_emit_jsonw(&w, err);
         }
     }
     hybrid_parts_free(&h);
@@ -201,7 +192,7 @@ static int infer_vs_llama(model *m, const tokenizer *tok, const bench_infer_resu
         jsonw w;
         jsonw_init(&w, &l);
         bench_llama_cpp_json(&w, r, &vs[k]);
-        if (print_json(&w, err))
+        if (cli_emit_jsonw(&w, err))
             return -1;
         fprintf(stderr, "bench infer: %d thread(s): prefill tempo %.0f vs llama.cpp %.0f tokens/s (x%.2f); "
                         "decode tempo %.0f vs llama.cpp %.0f tokens/s (x%.2f)\n", vs[k].threads,
@@ -233,7 +224,7 @@ static int infer_summary(const bench_infer_result *r, const bench_memory_result 
         bench_llama_cpp_json(&w, r, vs);
     }
     jsonw_object_end(&w);
-    return print_json(&w, err);
+    return cli_emit_jsonw(&w, err);
 }
 
 int bench_infer_main(int argc, char **argv)

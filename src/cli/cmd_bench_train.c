@@ -68,24 +68,6 @@ static double run_torch(const run_config *cfg, int threads, int steps, int warmu
 
 /* Finish the JSON value in w and print it as a line on stdout; frees its
  * buffer either way. */
-static int print_json(jsonw *w, tempo_error *err)
-{
-    int rc = jsonw_finish(w, err);
-    if (!rc)
-        cli_emit_result(w->out, NULL);
-    strbuf_free(w->out);
-    return rc;
-}
-
-static int parse_int(const char *flag, const char *text, int lo, int hi, int *out)
-{
-    long long x;
-    if (cli_parse_int(flag, text, lo, hi, &x))
-        return 2;
-    *out = (int)x;
-    return 0;
-}
-
 /* `bench train` options. */
 typedef struct {
     const char *preset;
@@ -126,13 +108,13 @@ static int train_parse(int argc, char **argv, train_args *t)
                 return cli_usage_error("bench train: too many --set");
             t->sets[t->n_sets++] = v;
         } else if (!strcmp(a, "--vocab")) {
-            if (parse_int(a, v, 2, 1 << 20, &t->vocab)) return 2;
+            if (cli_parse_int32(a, v, 2, 1 << 20, &t->vocab)) return 2;
         } else if (!strcmp(a, "--steps")) {
-            if (parse_int(a, v, 1, 100000, &t->steps)) return 2;
+            if (cli_parse_int32(a, v, 1, 100000, &t->steps)) return 2;
         } else if (!strcmp(a, "--warmup")) {
-            if (parse_int(a, v, 1, 100000, &t->warmup)) return 2;
+            if (cli_parse_int32(a, v, 1, 100000, &t->warmup)) return 2;
         } else if (!strcmp(a, "--seed")) {
-            if (parse_int(a, v, 0, 1 << 30, &t->seed)) return 2;
+            if (cli_parse_int32(a, v, 0, 1 << 30, &t->seed)) return 2;
         } else if (!strcmp(a, "--threads")) {
             t->threads_given = 1;
             t->n_threads = cli_parse_thread_list(v, t->threads, BENCH_TRAIN_MAX_THREADS);
@@ -172,7 +154,7 @@ static int train_at(const train_args *t, int k, const run_config *cfg, double pe
     jsonw w;
     jsonw_init(&w, &line);
     bench_train_json(&w, cfg, &r);
-    return print_json(&w, err);
+    return cli_emit_jsonw(&w, err);
 }
 
 /* Under mpirun: the step on every rank (each its share of the batch, the
@@ -205,7 +187,7 @@ static int train_ranks(const train_args *t, run_config *cfg, dist_context *d, te
     if (d->rank == 0) {
         jsonw_init(&w, &line);
         bench_train_json(&w, cfg, &ranks);
-        if (print_json(&w, err))
+        if (cli_emit_jsonw(&w, err))
             return -1;
     }
     if (dist_barrier(d, err))
@@ -229,12 +211,12 @@ static int train_ranks(const train_args *t, run_config *cfg, dist_context *d, te
         if (!rc) {
             jsonw_init(&w, &line);
             bench_train_json(&w, cfg, &one);
-            rc = print_json(&w, err);
+            rc = cli_emit_jsonw(&w, err);
         }
         if (!rc) {
             jsonw_init(&w, &line);
             bench_train_ranks_summary_json(&w, cfg->preset, &ranks, &one);
-            rc = print_json(&w, err);
+            rc = cli_emit_jsonw(&w, err);
         }
         if (rebound)
             sched_setaffinity(0, sizeof bound, &bound);
@@ -282,5 +264,5 @@ int bench_train_main(int argc, char **argv)
     jsonw w;
     jsonw_init(&w, &json);
     bench_train_summary_json(&w, cfg.preset, &sum);
-    return print_json(&w, &err) ? cli_report(&err) : 0;
+    return cli_emit_jsonw(&w, &err) ? cli_report(&err) : 0;
 }

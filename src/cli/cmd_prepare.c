@@ -36,15 +36,6 @@ static void progress(void *ctx, const char *line)
     fprintf(stderr, "tempo prepare: %s\n", line);
 }
 
-static int parse_int(const char *flag, const char *text, long lo, long hi, int *out)
-{
-    long long x;
-    if (cli_parse_int(flag, text, lo, hi, &x))
-        return 2;
-    *out = (int)x;
-    return 0;
-}
-
 int cmd_prepare(int argc, char **argv)
 {
     prepare_options o;
@@ -96,11 +87,11 @@ int cmd_prepare(int argc, char **argv)
         }
         switch (k) {
         case 0: o.out_dir = value; break;
-        case 1: rc = parse_int("--vocab", value, TOK_MIN_VOCAB, TOK_MAX_VOCAB, &o.vocab); break;
+        case 1: rc = cli_parse_int32("--vocab", value, TOK_MIN_VOCAB, TOK_MAX_VOCAB, &o.vocab); break;
         case 2: o.val_path = value; break;
         case 3: rc = cli_parse_real("--val-share", value, 0, PREPARE_MAX_VAL_SHARE, 0, &o.val_share); break;
         case 4: rc = cli_parse_real("--tok-sample-mb", value, 0, 1e6, 1, &o.tok_sample_mb); break;
-        default: rc = parse_int("--threads", value, 1, NUMBER_MAX_THREADS, &o.threads); break;
+        default: rc = cli_parse_int32("--threads", value, 1, NUMBER_MAX_THREADS, &o.threads); break;
         }
     }
     if (rc == 0 && !o.out_dir)
