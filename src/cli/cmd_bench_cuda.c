@@ -11,7 +11,7 @@
 #include "bench/bench_train_cuda.h"
 #include "bench/peak_cuda.h"
 #include "cli/cli.h"
-#include "cli/torch_reference.h"
+#include "bench/torch_reference.h"
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/json_write.h"
@@ -86,27 +86,6 @@ int bench_peak_cuda_main(int argc, char **argv)
     jsonw_init(&w, &json);
     peak_cuda_write(&w, &p);
     return cli_emit_jsonw(&w, &err) ? cli_report(&err) : 0;
-}
-
-/* scripts/torch_reference_cuda.py's tokens/s on the same shape, or -1 */
-static double run_torch(const run_config *cfg, int steps, int warmup, const char *precision)
-{
-    char script[1100];
-    if (!torch_reference_find("torch_reference_cuda.py", script, sizeof script))
-        return -1;
-    const model_config *m = &cfg->model;
-    if (m->n_kv_heads != m->n_heads || m->logit_softcap > 0)
-        fprintf(stderr, "bench train: note: the PyTorch reference has no GQA or soft-cap; it runs the plain shape\n");
-    const char *py = getenv("TEMPO_PYTHON");
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "'%s' '%s' --d-model %d --n-layers %d --n-heads %d --d-ff %d --context %d --batch %d --vocab %d "
-             "--mlp %s%s%s --steps %d --warmup %d --dtype %s",
-             py && *py ? py : "python3", script, m->d_model, m->n_layers, m->n_heads, m->d_ff, m->context,
-             cfg->batch_size, m->vocab_size, m->mlp == MLP_SWIGLU ? "swiglu" : "relu2", m->tied_head ? "" : " --untied",
-             m->qk_norm ? " --qk-norm" : "", steps, warmup, precision);
-    fprintf(stderr, "bench train: running the PyTorch reference\n");
-    return torch_reference_run(cmd);
 }
 
 int bench_train_cuda_main(int argc, char **argv)
@@ -187,7 +166,7 @@ int bench_train_cuda_main(int argc, char **argv)
         return cli_report(&err);
     if (!vs_torch)
         return 0;
-    double tps = run_torch(&cfg, (int)steps, (int)warmup, precision);
+    double tps = torch_reference_gpu(&cfg, (int)steps, (int)warmup, precision);
     strbuf js = {0};
     jsonw_init(&w, &js);
     jsonw_object_begin(&w);

@@ -11,7 +11,7 @@
 #include "bench/bench_train.h"
 #include "bench/hw_profile.h"
 #include "cli/cli.h"
-#include "cli/torch_reference.h"
+#include "bench/torch_reference.h"
 #include "parallel/dist.h"
 #include "core/fileio.h"
 #include "core/json.h"
@@ -44,30 +44,6 @@ static void usage(FILE *f)
             "  scaling efficiency (ranks' tokens/s / one process's). T defaults to the cores / N.\n");
 }
 
-/* Run the reference; returns its tokens/s, or -1 (message on stderr). */
-static double run_torch(const run_config *cfg, int threads, int steps, int warmup)
-{
-    char script[1100];
-    if (!torch_reference_find("torch_reference.py", script, sizeof script))
-        return -1;
-    const model_config *m = &cfg->model;
-    if (m->n_kv_heads != m->n_heads || m->qk_norm || m->logit_softcap > 0)
-        fprintf(stderr, "bench train: note: the PyTorch reference has no GQA, QK-norm or "
-                        "soft-cap; it runs the plain shape\n");
-    const char *py = path_exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "'%s' '%s' --d-model %d --n-layers %d --n-heads %d --d-ff %d --context %d "
-             "--batch %d --vocab %d --mlp %s%s --threads %d --steps %d --warmup %d",
-             py, script, m->d_model, m->n_layers, m->n_heads, m->d_ff, m->context,
-             cfg->batch_size, m->vocab_size, m->mlp == MLP_SWIGLU ? "swiglu" : "relu2",
-             m->tied_head ? "" : " --untied", threads, steps, warmup);
-    fprintf(stderr, "bench train: running the PyTorch reference (%d threads)\n", threads);
-    return torch_reference_run(cmd);
-}
-
-/* Finish the JSON value in w and print it as a line on stdout; frees its
- * buffer either way. */
 /* `bench train` options. */
 typedef struct {
     const char *preset;
@@ -258,7 +234,7 @@ int bench_train_main(int argc, char **argv)
             return cli_report(&err);
     if (t.vs_torch) {
         sum.torch_threads = t.threads[t.n_threads - 1];
-        sum.torch_tokens_per_s = run_torch(&cfg, sum.torch_threads, t.steps, t.warmup);
+        sum.torch_tokens_per_s = torch_reference_cpu(&cfg, sum.torch_threads, t.steps, t.warmup);
     }
     strbuf json = {0};
     jsonw w;

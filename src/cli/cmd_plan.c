@@ -107,38 +107,6 @@ static int load_scaling(const char *law_arg, const char *hybrid_arg, quality_law
 }
 
 
-/* The chip file with its `efficiencies =` line replaced by the calibration
- * of the measurements m[] other than m[skip]: a leave-one-out prediction
- * from the same minute's measurements, so a change of others' load between
- * a calibration and a check does not count as model error. */
-static int chip_without(const char *chip_path, const throughput_measurement *m, int n, int skip, chip_profile *out,
-                        tempo_error *err)
-{
-    char *text;
-    size_t len;
-    if (file_read_all(chip_path, &text, &len, 1 << 20, err))
-        return -1;
-    strbuf s = {0};
-    for (char *line = text, *nl; line < text + len; line = nl + 1) {
-        nl = memchr(line, '\n', (size_t)(text + len - line));
-        if (!nl)
-            nl = text + len;
-        if (strncmp(line, "efficiencies", 12))
-            strbuf_append(&s, line, (size_t)(nl - line) + (nl < text + len));
-    }
-    strbuf_puts(&s, "\n");
-    throughput_measurement rest[16];
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        if (i != skip)
-            rest[k++] = m[i];
-    throughput_calibration_write(rest, k, "", &s);
-    int rc = chip_parse(out, s.data, s.len, chip_path, err);
-    strbuf_free(&s);
-    free(text);
-    return rc;
-}
-
 /* The fitted efficiencies under header, into out_path (atomically) or on stdout. */
 static int write_calibration(const throughput_measurement *m, int n, const char *header, const char *out_path)
 {
@@ -170,25 +138,7 @@ static int calibrate_gpu(const char *list, const chip_profile *chip, const char 
     for (char *f = strtok_r(buf, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
         if (n == 16)
             return cli_usage_error("plan: at most 16 bench files");
-        char *text;
-        size_t len;
-        if (file_read_all(f, &text, &len, 64u << 20, &err))
-            return cli_report(&err);
-        const char *line = NULL; /* the last line holding a GPU training benchmark */
-        size_t line_len = 0;
-        for (char *l = text; l < text + len;) {
-            char *e = memchr(l, '\n', (size_t)(text + len - l));
-            size_t ll = e ? (size_t)(e - l) : (size_t)(text + len - l);
-            if (memmem(l, ll, "\"kernels_ms\"", 12)) {
-                line = l;
-                line_len = ll;
-            }
-            l += ll + 1;
-        }
-        int rc = line ? calibrate_gpu_measurement(line, line_len, f, chip, &m[n], &err)
-                      : tempo_fail(&err, "%s: no `tempo bench train --device cuda` line", f);
-        free(text);
-        if (rc)
+        if (calibrate_gpu_file(f, chip, &m[n], &err))
             return cli_report(&err);
         fprintf(stderr, "plan: %s (%s): %.0f tokens/s measured, %.0f predicted with %s's efficiencies\n", f,
                 m[n].preset, m[n].measured_tokens_per_s, m[n].predicted_tokens_per_s, chip_path);
@@ -250,7 +200,7 @@ static int measure_presets(const char *list, const chip_profile *chip, int vocab
         double loo = 0;
         chip_profile other;
         step_prediction p;
-        if (n > 1 && !chip_without(chip_path, m, n, i, &other, &err) &&
+        if (n > 1 && !throughput_chip_refit(chip_path, m, n, i, &other, &err) &&
             !throughput_predict(&cfgs[i], &other, 1, &p, &err))
             loo = p.tokens_per_s;
         printf("%-18s %12.0f %12.0f %+7.1f%% %12.0f %+7.1f%% %10.2f\n", m[i].preset, m[i].measured_tokens_per_s,

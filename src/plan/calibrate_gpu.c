@@ -4,8 +4,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/fileio.h"
 #include "core/json.h"
 #include "run/run_config.h"
 
@@ -143,5 +145,28 @@ int calibrate_gpu_measurement(const char *json_line, size_t len, const char *wha
     rc = 0;
 done:
     json_free(v);
+    return rc;
+}
+
+int calibrate_gpu_file(const char *path, const chip_profile *chip, throughput_measurement *m, tempo_error *err)
+{
+    char *text;
+    size_t len;
+    if (file_read_all(path, &text, &len, 64u << 20, err))
+        return -1;
+    const char *line = NULL; /* the last line holding a GPU training benchmark */
+    size_t line_len = 0;
+    for (char *l = text; l < text + len;) {
+        char *e = memchr(l, '\n', (size_t)(text + len - l));
+        size_t ll = e ? (size_t)(e - l) : (size_t)(text + len - l);
+        if (memmem(l, ll, "\"kernels_ms\"", 12)) {
+            line = l;
+            line_len = ll;
+        }
+        l += ll + 1;
+    }
+    int rc = line ? calibrate_gpu_measurement(line, line_len, path, chip, m, err)
+                  : tempo_fail(err, "%s: no `tempo bench train --device cuda` line", path);
+    free(text);
     return rc;
 }

@@ -26,4 +26,9 @@
 int calibrate_gpu_measurement(const char *json_line, size_t len, const char *what, const chip_profile *chip,
                               throughput_measurement *m, tempo_error *err);
 
+/* calibrate_gpu_measurement of the last line of the file at path that holds a
+ * `tempo bench train --device cuda` result (its "kernels_ms"); an error
+ * naming the file when it has none. */
+int calibrate_gpu_file(const char *path, const chip_profile *chip, throughput_measurement *m, tempo_error *err);
+
 #endif

@@ -11,9 +11,11 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench_train.h"
+#include "core/fileio.h"
 
 /* Newton-Schulz FLOPs of one m x n matrix per step (quintic iteration on the
  * smaller side s = min(m, n), large l: A = X X^T (2 s^2 l), B = b A + c A A
@@ -245,4 +247,32 @@ void throughput_calibration_write(const throughput_measurement *m, int n, const 
         strbuf_printf(out, "eff.%s = %.6g    # roofline %.5f s, measured %.5f s, %.0f calls, summed over the presets\n",
                       op_kind_name((op_kind)k), 1 / inv_eff[k], roof, meas, calls);
     }
+}
+
+int throughput_chip_refit(const char *chip_path, const throughput_measurement *m, int n, int skip, chip_profile *out,
+                          tempo_error *err)
+{
+    char *text;
+    size_t len;
+    if (file_read_all(chip_path, &text, &len, 1 << 20, err))
+        return -1;
+    strbuf s = {0};
+    for (char *line = text, *nl; line < text + len; line = nl + 1) {
+        nl = memchr(line, '\n', (size_t)(text + len - line));
+        if (!nl)
+            nl = text + len;
+        if (strncmp(line, "efficiencies", 12))
+            strbuf_append(&s, line, (size_t)(nl - line) + (nl < text + len));
+    }
+    strbuf_puts(&s, "\n");
+    throughput_measurement rest[16];
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (i != skip)
+            rest[k++] = m[i];
+    throughput_calibration_write(rest, k, "", &s);
+    int rc = chip_parse(out, s.data, s.len, chip_path, err);
+    strbuf_free(&s);
+    free(text);
+    return rc;
 }

@@ -80,4 +80,12 @@ int throughput_measure(const run_config *cfg, const chip_profile *chip, int thre
  * command, the load) on top. At most 16 presets. */
 void throughput_calibration_write(const throughput_measurement *m, int n, const char *header, strbuf *out);
 
+/* The chip file at chip_path with its `efficiencies =` line replaced by the
+ * calibration of the measurements m[] other than m[skip] (at most 16): a
+ * leave-one-out prediction from the same minute's measurements, so a change
+ * of others' load between a calibration and a check does not count as model
+ * error (plan --check). */
+int throughput_chip_refit(const char *chip_path, const throughput_measurement *m, int n, int skip, chip_profile *out,
+                          tempo_error *err);
+
 #endif
