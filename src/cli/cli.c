@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/fileio.h"
 #include "core/number.h"
@@ -67,6 +68,85 @@ int cli_load_preset(const char *name, const char *const *sets, int n_sets, int v
             return -1;
     c->model.vocab_size = vocab;
     return run_config_finish(c, err);
+}
+
+static int choice_ok(const char *choices, const char *v)
+{
+    size_t n = strlen(v);
+    for (const char *p = choices; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && !strncmp(p, v, n))
+            return 1;
+        p += len + (bar != NULL);
+    }
+    return 0;
+}
+
+int cli_parse_flags(const char *cmd, int argc, char **argv, const cli_flag *flags, int n_flags, int *help)
+{
+    *help = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            *help = 1;
+            return 0;
+        }
+        const cli_flag *f = NULL;
+        for (int k = 0; k < n_flags && !f; k++)
+            if (!strcmp(a, flags[k].name))
+                f = &flags[k];
+        if (!f)
+            return cli_usage_error("%s: unknown option (see tempo %s --help)", a, cmd);
+        if (f->kind == CLI_SWITCH) {
+            *(int *)f->dst = 1;
+            continue;
+        }
+        if (i + 1 >= argc)
+            return cli_usage_error("%s: missing value (see tempo %s --help)", a, cmd);
+        const char *v = argv[++i];
+        long long x;
+        switch (f->kind) {
+        case CLI_SWITCH: break;
+        case CLI_STRING: *(const char **)f->dst = v; break;
+        case CLI_CHOICE:
+            if (!choice_ok(f->choices, v)) {   /* "a|b|c" said as "a, b or c" */
+                char said[256] = "";
+                const char *last = strrchr(f->choices, '|');
+                size_t k = 0;
+                for (const char *p = f->choices; *p && k + 8 < sizeof said; p++) {
+                    if (*p != '|')
+                        said[k++] = *p;
+                    else
+                        k += (size_t)snprintf(said + k, sizeof said - k, p == last ? " or " : ", ");
+                }
+                said[k] = '\0';
+                return cli_usage_error("%s %s: expected %s", a, v, said);
+            }
+            *(const char **)f->dst = v;
+            break;
+        case CLI_LIST:
+            if (*f->count >= f->max)
+                return cli_usage_error("%s: at most %d of them", a, f->max);
+            ((const char **)f->dst)[(*f->count)++] = v;
+            break;
+        case CLI_INT:
+            if (cli_parse_int(a, v, f->lo, f->hi, &x)) return 2;
+            *(int *)f->dst = (int)x;
+            break;
+        case CLI_INT64:
+            if (cli_parse_int(a, v, f->lo, f->hi, &x)) return 2;
+            *(long long *)f->dst = x;
+            break;
+        case CLI_REAL:
+            if (cli_parse_real(a, v, f->real_lo, f->real_hi, f->real_lo_open, (double *)f->dst)) return 2;
+            break;
+        case CLI_DURATION:
+            if (cli_parse_duration(a, v, (double *)f->dst)) return 2;
+            break;
+        }
+    }
+    return 0;
 }
 
 int cli_parse_int32(const char *flag, const char *v, int lo, int hi, int *out)

@@ -31,6 +31,46 @@ int cli_parse_real(const char *flag, const char *v, double lo, double hi, int lo
 int cli_parse_duration(const char *flag, const char *v, double *out);
 int cli_parse_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
 
+/* A command's flags as a table: cli_parse_flags walks argv[1..] once. A
+ * flag given twice keeps its last value (a CLI_LIST appends). Errors (an
+ * unknown flag, a missing or bad value, too many list items) are one line
+ * on stderr naming the flag and "tempo CMD --help"; the return is then 2.
+ * --help and -h set *help and stop (return 0). */
+typedef enum {
+    CLI_SWITCH,     /* no value: *(int *)dst = 1 */
+    CLI_STRING,     /* *(const char **)dst = the value */
+    CLI_CHOICE,     /* CLI_STRING whose value must be one of choices ("cpu|cuda") */
+    CLI_LIST,       /* ((const char **)dst)[(*count)++] = the value, at most max */
+    CLI_INT,        /* *(int *)dst, in [lo, hi] */
+    CLI_INT64,      /* *(long long *)dst, in [lo, hi] */
+    CLI_REAL,       /* *(double *)dst, in (lo, hi] (real_lo_open) or [lo, hi] */
+    CLI_DURATION,   /* *(double *)dst, seconds (cli_parse_duration) */
+} cli_flag_kind;
+
+typedef struct {
+    const char *name;      /* "--steps" */
+    cli_flag_kind kind;
+    void *dst;
+    long long lo, hi;      /* CLI_INT, CLI_INT64 */
+    double real_lo, real_hi;
+    int real_lo_open;
+    const char *choices;   /* CLI_CHOICE */
+    int *count, max;       /* CLI_LIST */
+} cli_flag;
+
+/* Table rows (designated, so unused fields stay zero). */
+#define CLI_F_SWITCH(n, d) {.name = (n), .kind = CLI_SWITCH, .dst = (d)}
+#define CLI_F_STRING(n, d) {.name = (n), .kind = CLI_STRING, .dst = (d)}
+#define CLI_F_CHOICE(n, d, c) {.name = (n), .kind = CLI_CHOICE, .dst = (d), .choices = (c)}
+#define CLI_F_LIST(n, d, cnt, m) {.name = (n), .kind = CLI_LIST, .dst = (d), .count = (cnt), .max = (m)}
+#define CLI_F_INT(n, d, l, h) {.name = (n), .kind = CLI_INT, .dst = (d), .lo = (l), .hi = (h)}
+#define CLI_F_INT64(n, d, l, h) {.name = (n), .kind = CLI_INT64, .dst = (d), .lo = (l), .hi = (h)}
+#define CLI_F_REAL(n, d, l, h, open) \
+    {.name = (n), .kind = CLI_REAL, .dst = (d), .real_lo = (l), .real_hi = (h), .real_lo_open = (open)}
+#define CLI_F_DURATION(n, d) {.name = (n), .kind = CLI_DURATION, .dst = (d)}
+
+int cli_parse_flags(const char *cmd, int argc, char **argv, const cli_flag *flags, int n_flags, int *help);
+
 /* Print the JSON object as the last stdout line; if out_dir is not NULL,
  * also write it atomically to out_dir/result.json. Returns 0 or an exit code. */
 int cli_emit_result(const strbuf *json, const char *out_dir);

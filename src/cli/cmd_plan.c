@@ -357,68 +357,46 @@ int cmd_plan(int argc, char **argv)
     const char *chip_arg = NULL, *out = NULL, *law_arg = NULL, *hybrid_arg = NULL, *check = NULL, *calib = NULL;
     const char *calib_gpu = NULL;
     const char *plot = NULL;
-    int explain = 0, threads = 2, steps = 5, do_validate = 0, preset_only = 0;
+    int explain = 0, threads = 2, steps = 5, do_validate = 0, preset_only = 0, no_memory = 0;
     plan_validate_options vo = {.data_dir = "data/corpus", .seeds = 2, .ranks = 1};
-    long long ll;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--explain")) { explain = 1; continue; }
-        if (!strcmp(a, "--preset-only")) { preset_only = 1; continue; }
-        if (!strcmp(a, "--no-memory")) { o.allow_memory = 0; continue; }
-        if (!strcmp(a, "--validate")) { do_validate = 1; continue; }
-        if (!strcmp(a, "--keep-runs")) { vo.keep_files = 1; continue; }
-        if (!v)
-            return cli_usage_error("plan: %s needs a value (tempo plan --help)", a);
-        i++;
-        if (!strcmp(a, "--budget")) {
-            if (cli_parse_duration(a, v, &o.budget_s)) return 2;
-        } else if (!strcmp(a, "--chip")) {
-            chip_arg = v;
-        } else if (!strcmp(a, "--ranks")) {
-            if (cli_parse_int(a, v, 1, 1 << 20, &ll)) return 2;
-            o.ranks = (int)ll;
-        } else if (!strcmp(a, "--memory")) {
-            if (cli_parse_real(a, v, 0, 1e7, 1, &o.memory_gb)) return 2;
-        } else if (!strcmp(a, "--out")) {
-            out = v;
-        } else if (!strcmp(a, "--law")) {
-            law_arg = v;
-        } else if (!strcmp(a, "--hybrid")) {
-            hybrid_arg = v;
-        } else if (!strcmp(a, "--corpus-tokens")) {
-            if (cli_parse_real(a, v, 0, 1e15, 1, &o.corpus_tokens)) return 2;
-        } else if (!strcmp(a, "--vocab")) {
-            if (cli_parse_int(a, v, 2, 1 << 24, &ll)) return 2;
-            o.vocab_size = (int)ll;
-            o.search_vocab = 0;
-        } else if (!strcmp(a, "--threads")) {
-            if (cli_parse_int(a, v, 1, NUMBER_MAX_THREADS, &ll)) return 2;
-            threads = (int)ll;
-        } else if (!strcmp(a, "--steps")) {
-            if (cli_parse_int(a, v, 1, 1000, &ll)) return 2;
-            steps = (int)ll;
-        } else if (!strcmp(a, "--data")) {
-            vo.data_dir = v;
-        } else if (!strcmp(a, "--work")) {
-            vo.work_dir = v;
-        } else if (!strcmp(a, "--seeds")) {
-            if (cli_parse_int(a, v, 1, PLAN_VALIDATE_MAX_SEEDS, &ll)) return 2;
-            vo.seeds = (int)ll;
-        } else if (!strcmp(a, "--check")) {
-            check = v;
-        } else if (!strcmp(a, "--calibrate")) {
-            calib = v;
-        } else if (!strcmp(a, "--calibrate-gpu")) {
-            calib_gpu = v;
-        } else if (!strcmp(a, "--plot")) {
-            plot = v;
-        } else {
-            return cli_usage_error("plan: unknown flag %s (tempo plan --help)", a);
-        }
+    int vocab = 0;
+    const cli_flag flags[] = {
+        CLI_F_DURATION("--budget", &o.budget_s),
+        CLI_F_STRING("--chip", &chip_arg),
+        CLI_F_INT("--ranks", &o.ranks, 1, 1 << 20),
+        CLI_F_REAL("--memory", &o.memory_gb, 0, 1e7, 1),
+        CLI_F_STRING("--out", &out),
+        CLI_F_STRING("--law", &law_arg),
+        CLI_F_STRING("--hybrid", &hybrid_arg),
+        CLI_F_REAL("--corpus-tokens", &o.corpus_tokens, 0, 1e15, 1),
+        CLI_F_INT("--vocab", &vocab, 2, 1 << 24),
+        CLI_F_INT("--threads", &threads, 1, NUMBER_MAX_THREADS),
+        CLI_F_INT("--steps", &steps, 1, 1000),
+        CLI_F_STRING("--data", &vo.data_dir),
+        CLI_F_STRING("--work", &vo.work_dir),
+        CLI_F_INT("--seeds", &vo.seeds, 1, PLAN_VALIDATE_MAX_SEEDS),
+        CLI_F_STRING("--check", &check),
+        CLI_F_STRING("--calibrate", &calib),
+        CLI_F_STRING("--calibrate-gpu", &calib_gpu),
+        CLI_F_STRING("--plot", &plot),
+        CLI_F_SWITCH("--explain", &explain),
+        CLI_F_SWITCH("--preset-only", &preset_only),
+        CLI_F_SWITCH("--validate", &do_validate),
+        CLI_F_SWITCH("--keep-runs", &vo.keep_files),
+        CLI_F_SWITCH("--no-memory", &no_memory),
+    };
+    int help, bad = cli_parse_flags("plan", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad)
+        return bad;
+    if (help) {
+        usage(stdout);
+        return 0;
+    }
+    if (no_memory)
+        o.allow_memory = 0;
+    if (vocab) {
+        o.vocab_size = vocab;
+        o.search_vocab = 0;
     }
     if (plot)
         return write_plot(plot, chip_arg, law_arg, hybrid_arg, &o, out || check || calib || explain || do_validate);

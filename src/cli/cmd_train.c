@@ -28,15 +28,6 @@ static void on_signal(int sig)
     stop_requested = 1;
 }
 
-static int takes_value(const char *flag)
-{
-    static const char *const flags[] = {"--data", "--out", "--preset", "--set", "--budget", "--steps", "--seed", "--threads", "--eval-stride", "--stop-at-step", "--inject-nan-at-step", "--val-limit", "--device", "--precision"};
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        if (!strcmp(flag, flags[i]))
-            return 1;
-    return 0;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -94,45 +85,40 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
     const char *preset = NULL; /* the built-in defaults are cpu-default */
     const char *sets[256];
     const char *device = "cpu", *precision = "bf16";
-    int n_sets = 0, pin = 0;
+    int n_sets = 0, pin = 0, other_world = 0, no_eval = 0;
+    long long steps = 0, seed = 1, val_limit = 0, stop_at = 0, nan_at = 0;
     tempo_error err;
     tempo_error_clear(&err);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long long x = 0;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "--resume")) o.resume = 1;
-        else if (!strcmp(a, "--resume-other-world")) { o.resume = 1; o.resume_other_world = 1; }
-        else if (!strcmp(a, "--no-eval")) o.final_eval = 0;
-        else if (!strcmp(a, "--pin-threads")) pin = 1; /* set up by main.c before libgomp loads */
-        else if (!takes_value(a)) return cli_usage_error("%s: unknown option (see tempo train --help)", a);
-        else if (!v) return cli_usage_error("%s: missing value (see tempo train --help)", a);
-        else if (!strcmp(a, "--data")) { o.data_dir = v; i++; }
-        else if (!strcmp(a, "--device")) {
-            if (strcmp(v, "cpu") && strcmp(v, "cuda")) return cli_usage_error("--device %s: expected cpu or cuda", v);
-            device = v; i++;
-        } else if (!strcmp(a, "--precision")) {
-            if (strcmp(v, "bf16") && strcmp(v, "fp32")) return cli_usage_error("--precision %s: expected bf16 or fp32", v);
-            precision = v; i++;
-        }
-        else if (!strcmp(a, "--out")) { o.out_dir = v; i++; }
-        else if (!strcmp(a, "--preset")) { preset = v; i++; }
-        else if (!strcmp(a, "--set")) {
-            if (n_sets == 256) return cli_usage_error("--set: too many");
-            sets[n_sets++] = v; i++;
-        } else if (!strcmp(a, "--budget")) {
-            if (cli_parse_duration(a, v, &o.budget_s)) return 2;
-            i++;
-        } else if (!strcmp(a, "--steps")) { if (cli_parse_int(a, v, 1, NUMBER_MAX_STEPS, &x)) return 2; o.max_steps = x; i++; }
-        else if (!strcmp(a, "--seed")) { if (cli_parse_int(a, v, 0, NUMBER_MAX_SEED, &x)) return 2; o.seed = (uint64_t)x; i++; }
-        else if (!strcmp(a, "--threads")) { if (cli_parse_int(a, v, 1, NUMBER_MAX_THREADS, &x)) return 2; o.threads = (int)x; i++; }
-        else if (!strcmp(a, "--eval-stride")) { if (cli_parse_int(a, v, 1, 1 << 20, &x)) return 2; o.eval_stride = (int)x; i++; }
-        else if (!strcmp(a, "--val-limit")) { if (cli_parse_int(a, v, 2, NUMBER_MAX_STEPS, &x)) return 2; o.val_limit = x; i++; }
-        else if (!strcmp(a, "--stop-at-step")) { if (cli_parse_int(a, v, 1, NUMBER_MAX_STEPS, &x)) return 2; o.stop_at_step = x; i++; }
-        else if (!strcmp(a, "--inject-nan-at-step")) { if (cli_parse_int(a, v, 0, NUMBER_MAX_STEPS, &x)) return 2; o.inject_nan_step = x; i++; }
-        else return cli_usage_error("%s: unknown option (see tempo train --help)", a);
-    }
+    const cli_flag flags[] = {
+        CLI_F_STRING("--data", &o.data_dir),
+        CLI_F_STRING("--out", &o.out_dir),
+        CLI_F_STRING("--preset", &preset),
+        CLI_F_LIST("--set", sets, &n_sets, 256),
+        CLI_F_DURATION("--budget", &o.budget_s),
+        CLI_F_INT64("--steps", &steps, 1, NUMBER_MAX_STEPS),
+        CLI_F_INT64("--seed", &seed, 0, NUMBER_MAX_SEED),
+        CLI_F_INT("--threads", &o.threads, 1, NUMBER_MAX_THREADS),
+        CLI_F_INT("--eval-stride", &o.eval_stride, 1, 1 << 20),
+        CLI_F_INT64("--val-limit", &val_limit, 2, NUMBER_MAX_STEPS),
+        CLI_F_INT64("--stop-at-step", &stop_at, 1, NUMBER_MAX_STEPS),
+        CLI_F_INT64("--inject-nan-at-step", &nan_at, 0, NUMBER_MAX_STEPS),
+        CLI_F_CHOICE("--device", &device, "cpu|cuda"),
+        CLI_F_CHOICE("--precision", &precision, "bf16|fp32"),
+        CLI_F_SWITCH("--resume", &o.resume),
+        CLI_F_SWITCH("--resume-other-world", &other_world),
+        CLI_F_SWITCH("--no-eval", &no_eval),
+        CLI_F_SWITCH("--pin-threads", &pin),   /* set up by main.c before libgomp loads */
+    };
+    int help, bad = cli_parse_flags("train", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad) return bad;
+    if (help) { usage(stdout); return 0; }
+    o.max_steps = steps;
+    o.seed = (uint64_t)seed;
+    o.val_limit = val_limit;
+    o.stop_at_step = stop_at;
+    o.inject_nan_step = nan_at;
+    if (other_world) o.resume = o.resume_other_world = 1;
+    if (no_eval) o.final_eval = 0;
     if (!o.data_dir) return cli_usage_error("train: --data DATA_DIR is required");
     if (!o.out_dir) return cli_usage_error("train: --out RUN_DIR is required");
     if (o.budget_s <= 0 && o.max_steps <= 0 && !o.resume)

@@ -75,6 +75,6 @@ expect_error 2 "no such file|nonexistent" "$TEMPO" plan --budget 10m --chip "$E2
 expect_error 2 "budget .* too small" "$TEMPO" plan --budget 0.5s
 expect_error 2 "no config fits in .* memory" "$TEMPO" plan --budget 10m --memory 0.000001
 expect_error 2 "--budget is required" "$TEMPO" plan
-expect_error 2 "unknown flag --frobnicate" "$TEMPO" plan --budget 10m --frobnicate 1
+expect_error 2 "--frobnicate: unknown option" "$TEMPO" plan --budget 10m --frobnicate 1
 expect_error 2 "--budget" "$TEMPO" plan --budget soon
 echo "plan_basic: ok"
