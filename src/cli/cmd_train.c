@@ -28,6 +28,16 @@ static void on_signal(int sig)
     stop_requested = 1;
 }
 
+/* SIGINT and SIGTERM ask the run to checkpoint and stop (on_signal). */
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -69,6 +79,113 @@ static void usage(FILE *f)
         "Ranges: budget up to 720h (30 days), steps up to 2^40, threads 1 to 1024, seed 0 to 2^53.\n"
         "config keys (name, default, meaning):\n");
     run_config_print_keys(f);
+}
+
+/* --threads' default (all cores, shared among the ranks on this machine), set
+ * for OpenMP; 1 when every thread is bound to a core of its own. */
+static int setup_threads(train_options *o, const dist_context *dist, int pin)
+{
+    if (o->threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        long ranks_here = dist->world > 1 && local ? strtol(local, NULL, 10) : 1;
+        if (ranks_here < 1) ranks_here = 1;
+        o->threads = n / ranks_here > 0 ? (int)(n / ranks_here) : 1;
+    }
+    omp_set_num_threads(o->threads);
+    int cpus[256];
+    int team = thread_pin_read(cpus, 256);
+    int pinned = team <= 256 && thread_pin_all_distinct(cpus, team);
+    if (pin && !pinned)
+        fprintf(stderr, "tempo: note: --pin-threads: the threads are not each bound to their own "
+                        "core (OMP_PROC_BIND=%s)\n", getenv("OMP_PROC_BIND") ? getenv("OMP_PROC_BIND") : "unset");
+    return pinned;
+}
+
+/* The device and the MFU's denominator: on cuda the GPU opened (*g) and its
+ * matrix rate measured now; on the CPU the hardware profile's peak. 0, or
+ * the exit code after saying why. */
+static int setup_device(train_options *o, const char *device, const char *precision, const dist_context *dist,
+                        gpu **g, tempo_error *err)
+{
+    *g = NULL;
+    if (!strcmp(device, "cuda")) {
+        if (dist->world > 1)
+            return cli_usage_error("train --device cuda under mpirun: one process per GPU is not built yet");
+        if (gpu_open(g, gpu_backend_from_env(), err))
+            return cli_report(err);
+        int emu = gpu_get_info(*g)->backend == GPU_EMULATOR;
+        peak_cuda pk;   /* the MFU denominator, measured here and now */
+        if (peak_cuda_measure(*g, emu ? 64 : 8192, emu ? 1 << 20 : (size_t)1 << 30, emu ? 1 : 5, &pk, err)) {
+            gpu_close(*g);
+            *g = NULL;
+            return cli_report(err);
+        }
+        o->gpu = *g;
+        o->gpu_bf16 = !strcmp(precision, "bf16");
+        o->peak_gflops = 1e3 * (o->gpu_bf16 ? pk.bf16_tflops : pk.fp32_tflops);
+        fprintf(stderr, "tempo: training on %s (%s; measured %.0f TFLOP/s)\n", gpu_get_info(*g)->name, precision,
+                o->peak_gflops / 1e3);
+        return 0;
+    }
+    hw_profile hw;
+    if (hw_profile_load_or_measure(&hw, err) == 0)
+        o->peak_gflops = hw_profile_peak_gflops(&hw, o->threads);
+    else
+        fprintf(stderr, "tempo: note: no hardware profile (%s); mfu will be null\n", err->msg);
+    return 0;
+}
+
+/* The run's config (the defaults, the preset, the --set pairs) and the
+ * commit of this tempo (recorded in model.safetensors for exports) into
+ * commit, o->commit pointing at it when known. */
+static int load_config(train_options *o, const char *preset, const char *const *sets, int n_sets, char *commit,
+                       size_t n, tempo_error *err)
+{
+    char exe[1024];
+    tempo_error e;
+    if (proc_self_exe(exe, sizeof exe, &e) == 0) {
+        proc_git_commit(exe, commit, n);
+        o->commit = commit;
+    }
+    run_config_defaults(&o->cfg);
+    if (preset && run_config_load_preset(&o->cfg, preset, err))
+        return -1;
+    for (int i = 0; i < n_sets; i++)
+        if (run_config_set_pair(&o->cfg, sets[i], err))
+            return -1;
+    if (o->resume && n_sets)
+        fprintf(stderr, "tempo: note: --resume uses the checkpoint's config; --set values are ignored\n");
+    return 0;
+}
+
+/* Rank 0's report of a finished run: the scorecard on stderr, the JSON line
+ * on stdout and in RUN_DIR/result.json; 130 for an interrupted run. */
+static int report(train_result *r, const train_options *o, int pinned)
+{
+    tempo_error err;
+    tempo_error_clear(&err);
+    double cached_peak = r->peak_gflops, mfu = r->mfu;
+    if (run_result_drop_impossible_mfu(r))
+        fprintf(stderr, "tempo: note: MFU came out at %.0f %% of the cached hardware profile's peak (%.1f GFLOP/s), "
+                        "which was measured under load; mfu is null (re-measure with tempo bench peak)\n",
+                100 * mfu, cached_peak);
+    strbuf js = {0};
+    if (run_result_json(r, o, pinned, &js, &err)) {
+        strbuf_free(&js);
+        return cli_report(&err);
+    }
+    char card[400];
+    run_result_scorecard(r, card, sizeof card);
+    fprintf(stderr, "%s\n", card);
+    int rc = cli_emit_result(&js, o->out_dir);
+    strbuf_free(&js);
+    if (rc) return rc;
+    if (r->interrupted && stop_requested) {
+        fprintf(stderr, "tempo: interrupted: checkpoint saved in %s; continue with --resume\n", o->out_dir);
+        return 130;
+    }
+    return 0;
 }
 
 /* Sets *same_everywhere when the exit code is one every rank reaches alike
@@ -123,68 +240,23 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
     if (!o.out_dir) return cli_usage_error("train: --out RUN_DIR is required");
     if (o.budget_s <= 0 && o.max_steps <= 0 && !o.resume)
         return cli_usage_error("train: --budget DURATION or --steps N is required");
-    char exe[1024], commit[128];
-    if (proc_self_exe(exe, sizeof exe, &err) == 0) { /* recorded in model.safetensors for exports */
-        proc_git_commit(exe, commit, sizeof commit);
-        o.commit = commit;
-    }
-    run_config_defaults(&o.cfg);
-    if (preset && run_config_load_preset(&o.cfg, preset, &err)) return cli_report(&err);
-    for (int i = 0; i < n_sets; i++)
-        if (run_config_set_pair(&o.cfg, sets[i], &err)) return cli_report(&err);
-    if (o.resume && n_sets)
-        fprintf(stderr, "tempo: note: --resume uses the checkpoint's config; --set values are ignored\n");
-    if (o.threads <= 0) {   /* all cores, shared among the ranks on this machine */
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-        long ranks_here = dist->world > 1 && local ? strtol(local, NULL, 10) : 1;
-        if (ranks_here < 1) ranks_here = 1;
-        o.threads = n / ranks_here > 0 ? (int)(n / ranks_here) : 1;
-    }
-    omp_set_num_threads(o.threads);
-    int cpus[256];
-    int team = thread_pin_read(cpus, 256);
-    int pinned = team <= 256 && thread_pin_all_distinct(cpus, team);
-    if (pin && !pinned)
-        fprintf(stderr, "tempo: note: --pin-threads: the threads are not each bound to their own "
-                        "core (OMP_PROC_BIND=%s)\n", getenv("OMP_PROC_BIND") ? getenv("OMP_PROC_BIND") : "unset");
+    char commit[128];
+    if (load_config(&o, preset, sets, n_sets, commit, sizeof commit, &err))
+        return cli_report(&err);
+    int pinned = setup_threads(&o, dist, pin);
     gpu *g = NULL;
-    if (!strcmp(device, "cuda")) {
-        if (dist->world > 1)
-            return cli_usage_error("train --device cuda under mpirun: one process per GPU is not built yet");
-        if (gpu_open(&g, gpu_backend_from_env(), &err))
-            return cli_report(&err);
-        int emu = gpu_get_info(g)->backend == GPU_EMULATOR;
-        peak_cuda pk;   /* the MFU denominator, measured here and now */
-        if (peak_cuda_measure(g, emu ? 64 : 8192, emu ? 1 << 20 : (size_t)1 << 30, emu ? 1 : 5, &pk, &err)) {
-            gpu_close(g);
-            return cli_report(&err);
-        }
-        o.gpu = g;
-        o.gpu_bf16 = !strcmp(precision, "bf16");
-        o.peak_gflops = 1e3 * (o.gpu_bf16 ? pk.bf16_tflops : pk.fp32_tflops);
-        fprintf(stderr, "tempo: training on %s (%s; measured %.0f TFLOP/s)\n", gpu_get_info(g)->name, precision,
-                o.peak_gflops / 1e3);
-    } else {
-        hw_profile hw;
-        if (hw_profile_load_or_measure(&hw, &err) == 0)
-            o.peak_gflops = hw_profile_peak_gflops(&hw, o.threads);
-        else
-            fprintf(stderr, "tempo: note: no hardware profile (%s); mfu will be null\n", err.msg);
-    }
+    int rc = setup_device(&o, device, precision, dist, &g, &err);
+    if (rc)
+        return rc;
     tempo_error_clear(&err);
     o.stop_flag = &stop_requested;
     o.progress = dist->rank == 0 ? stderr : NULL;   /* one voice: rank 0's */
     o.progress_tty = isatty(2);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    catch_signals();
 
     train_result r;
     *same_everywhere = 0;
-    int rc = train_run(&o, &r, &err);
+    rc = train_run(&o, &r, &err);
     gpu_close(g);
     if (rc && r.failed_in_setup)
         *same_everywhere = 1;
@@ -200,27 +272,7 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
     }
     if (dist->rank != 0)
         return 0;   /* rank 0 reports for the job */
-    double cached_peak = r.peak_gflops, mfu = r.mfu;
-    if (run_result_drop_impossible_mfu(&r))
-        fprintf(stderr, "tempo: note: MFU came out at %.0f %% of the cached hardware profile's peak (%.1f GFLOP/s), "
-                        "which was measured under load; mfu is null (re-measure with tempo bench peak)\n",
-                100 * mfu, cached_peak);
-    strbuf js = {0};
-    if (run_result_json(&r, &o, pinned, &js, &err)) {
-        strbuf_free(&js);
-        return cli_report(&err);
-    }
-    char card[400];
-    run_result_scorecard(&r, card, sizeof card);
-    fprintf(stderr, "%s\n", card);
-    rc = cli_emit_result(&js, o.out_dir);
-    strbuf_free(&js);
-    if (rc) return rc;
-    if (r.interrupted && stop_requested) {
-        fprintf(stderr, "tempo: interrupted: checkpoint saved in %s; continue with --resume\n", o.out_dir);
-        return 130;
-    }
-    return 0;
+    return report(&r, &o, pinned);
 }
 
 int cmd_train(int argc, char **argv)
