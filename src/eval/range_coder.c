@@ -117,7 +117,7 @@ void range_decode_consume(range_decoder *d, uint32_t cum, uint32_t freq)
 
 int range_decoder_exact(const range_decoder *d)
 {
-    return d->overrun == 0 && d->pos == d->n;
+    return d->overrun == 0 && d->pos == d->n && d->code == 0;
 }
 
 int range_quantize(const double *p, int V, uint32_t *freq)

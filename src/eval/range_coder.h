@@ -11,8 +11,9 @@
  * loses less than 2^-18 of the width, at most 5.5e-6 bits a symbol, and
  * giving every one of V symbols a frequency of at least 1 takes at most
  * V / 2^30 of the mass (4e-6 for V = 4097). The stream ends with the 7
- * bytes that pin the final interval down; the decoder reads exactly the
- * bytes the encoder wrote, so a truncated or lengthened stream is noticed.
+ * bytes of the final interval's low end; the decoder reads exactly the
+ * bytes the encoder wrote, so a truncated, lengthened or altered stream is
+ * noticed (range_decoder_exact).
  *
  * Carries: the encoder holds back the last byte it settled plus any run of
  * 0xFF bytes after it until a carry can no longer reach them (the LZMA
@@ -72,8 +73,11 @@ uint32_t range_decode_target(range_decoder *d);
  * range_decode_target, with the same frequencies as the encoder had). */
 void range_decode_consume(range_decoder *d, uint32_t cum, uint32_t freq);
 
-/* 1 when the decoder read exactly the encoder's bytes: none missing, none
- * left over. Meaningful after the last symbol. */
+/* 1 when the bytes were exactly the encoder's for the symbols decoded:
+ * none missing, none left over, and the code ending on the final
+ * interval's low end, which is what the encoder writes (so a changed byte
+ * anywhere is noticed, even one that leaves the symbols as they were).
+ * Meaningful after the last symbol. */
 int range_decoder_exact(const range_decoder *d);
 
 /* Integer frequencies freq[0..V) for the probabilities p[0..V): each at least

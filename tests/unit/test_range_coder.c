@@ -240,6 +240,17 @@ static void test_truncated(void)
     for (int i = 0; i < N; i++)
         ok &= range_decode_symbol(&d, q, V, &s) == 0 && s == sym[i];
     CHECK(ok && !range_decoder_exact(&d));
+    /* a changed byte anywhere, the last ones included (their bits no longer change the symbols), is noticed */
+    for (size_t at = 0; at < e.n; at++)
+        for (int bit = 0; bit < 8; bit += 3) {
+            memcpy(longer, e.out, e.n);
+            longer[at] ^= (uint8_t)(1 << bit);
+            range_decoder_init(&d, longer, e.n);
+            ok = 1;
+            for (int i = 0; i < N && ok; i++)
+                ok = range_decode_symbol(&d, q, V, &s) == 0 && s == sym[i];
+            CHECK_MSG(!ok || !range_decoder_exact(&d), "byte %zu bit %d changed unnoticed", at, bit);
+        }
     free(longer);
     range_encoder_free(&e);
     range_encoder_init(&e);
