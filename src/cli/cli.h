@@ -90,6 +90,8 @@ int cmd_icl(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_compress(int argc, char **argv);
+int cmd_decompress(int argc, char **argv);
 /* `tempo bench infer` (cmd_bench_infer.c) and `tempo bench train`
  * (cmd_bench_train.c), dispatched by cmd_bench. */
 int bench_infer_main(int argc, char **argv);

@@ -16,6 +16,7 @@ static void usage(FILE *f)
             "  prepare   text files -> tokenizer + token files\n"
             "  train     train a model under a wall-clock budget\n"
             "  eval      bits-per-byte of a model on a text file or data dir (--phase 2: scorecard)\n"
+            "  compress  a text coded by the model's whole distribution: eval's bits as a file (decompress: back)\n"
             "  icl       in-context-learning accuracy (CORE) over the ICL task files\n"
             "  generate  sample text from a trained model\n"
             "  export    a trained model as GGUF (llama.cpp) or a Hugging Face folder\n"
@@ -97,6 +98,10 @@ int main(int argc, char **argv)
         return cmd_train(argc - 1, argv + 1);
     if (!strcmp(c, "eval"))
         return cmd_eval(argc - 1, argv + 1);
+    if (!strcmp(c, "compress"))
+        return cmd_compress(argc - 1, argv + 1);
+    if (!strcmp(c, "decompress"))
+        return cmd_decompress(argc - 1, argv + 1);
     if (!strcmp(c, "icl"))
         return cmd_icl(argc - 1, argv + 1);
     if (!strcmp(c, "generate"))

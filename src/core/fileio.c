@@ -288,6 +288,36 @@ int file_read_all(const char *path, char **data, size_t *len, size_t max_len, te
     return 0;
 }
 
+int file_read_stream(FILE *f, const char *what, char **data, size_t *len, tempo_error *err)
+{
+    *data = NULL;
+    *len = 0;
+    size_t n = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf)
+            return tempo_fail(err, "%s: out of memory reading %zu bytes", what, n);
+        n += fread(buf + n, 1, cap - 1 - n, f);
+        if (ferror(f)) {
+            free(buf);
+            return tempo_fail(err, "%s: read failed: %s", what, strerror(errno));
+        }
+        if (feof(f))
+            break;
+        if (n == cap - 1) {
+            char *b = realloc(buf, cap * 2);
+            if (!b)
+                free(buf);
+            buf = b;
+            cap *= 2;
+        }
+    }
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
 /* Remove name (relative to the open folder at) and, when it is a folder
  * (never a link to one: O_NOFOLLOW), everything under it. 0, or -1 with errno. */
 static int remove_at(int at, const char *name, int depth)

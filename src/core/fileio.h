@@ -58,6 +58,10 @@ int file_write_atomic(const char *path, const void *data, size_t n, tempo_error 
  * *len). max_len > 0 refuses larger files. */
 int file_read_all(const char *path, char **data, size_t *len, size_t max_len, tempo_error *err);
 
+/* The same for an open stream read to its end (stdin, a pipe); `what` names
+ * it in errors. */
+int file_read_stream(FILE *f, const char *what, char **data, size_t *len, tempo_error *err);
+
 /* mkdir -p; error names the folder. */
 int dir_create(const char *path, tempo_error *err);
 

@@ -27,6 +27,7 @@ struct corpus_reader {
 
     /* the open file */
     FILE *f;
+    FILE *given;             /* corpus_open_stream's stream (the caller's: never closed here) */
     int xz_active;
     lzma_stream xz;
     uint8_t *xz_in;
@@ -194,7 +195,7 @@ fail:
 
 static void close_current(corpus_reader *r)
 {
-    if (r->f)
+    if (r->f && r->f != r->given)
         fclose(r->f);
     r->f = NULL;
     if (r->xz_active)
@@ -214,7 +215,7 @@ static int open_file(corpus_reader *r, int i, tempo_error *err)
     cf->sha256[0] = '\0';
     cf->done = 0;
     sha256_init(&r->sha);
-    r->f = fopen(cf->path, "rb");
+    r->f = r->given ? r->given : fopen(cf->path, "rb");
     if (!r->f)
         return tempo_fail(err, "%s: cannot open: %s", cf->path, strerror(errno));
     if (cf->xz) {
@@ -453,6 +454,31 @@ int corpus_open(corpus_reader **out, char *const *paths, int n_paths, tempo_erro
     if (!r->buf || !r->xz_in) {
         corpus_close(r);
         return tempo_fail(err, "corpus: out of memory");
+    }
+    *out = r;
+    return 0;
+}
+
+int corpus_open_stream(corpus_reader **out, FILE *f, const char *name, tempo_error *err)
+{
+    *out = NULL;
+    corpus_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return tempo_fail(err, "%s: out of memory", name);
+    r->cur = -1;
+    r->given = f;
+    r->files = calloc(1, sizeof *r->files);
+    if (r->files) {
+        r->n_files = 1;
+        r->files[0].path = strdup(name);
+        r->files[0].format = CORPUS_TXT;
+    }
+    r->cap = READ_CHUNK;
+    r->buf = malloc(r->cap);
+    r->xz_in = malloc(XZ_IN_CHUNK);
+    if (!r->files || !r->files[0].path || !r->buf || !r->xz_in) {
+        corpus_close(r);
+        return tempo_fail(err, "%s: out of memory", name);
     }
     *out = r;
     return 0;

@@ -25,6 +25,7 @@
 #define TEMPO_CORPUS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include "core/error.h"
 
@@ -61,6 +62,12 @@ typedef struct corpus_reader corpus_reader;
 
 /* Open a reader over paths (see corpus_list_files for the checks). */
 int corpus_open(corpus_reader **out, char *const *paths, int n_paths, tempo_error *err);
+
+/* A reader over an already open stream f, read as one .txt file named
+ * `name` (in errors and in the file list): documents exactly as
+ * corpus_open gives them for a file of the same bytes. f stays the
+ * caller's (corpus_close does not close it). */
+int corpus_open_stream(corpus_reader **out, FILE *f, const char *name, tempo_error *err);
 
 /* Next document: returns 1 and sets *doc and *len (valid until the next call or
  * corpus_close), 0 at the end of the last file, -1 on error with err set,

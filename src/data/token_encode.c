@@ -21,17 +21,14 @@ static int push_sep(const tokenizer *t, int32_t **ids, size_t *n, size_t *cap, t
     return 0;
 }
 
-int token_encode_file(const tokenizer *t, const char *path, int32_t **ids, size_t *n,
-                      uint64_t *n_bytes, uint64_t *n_docs, tempo_error *err)
+/* Every document of r, encoded in the stream layout; r is closed. */
+static int encode_reader(const tokenizer *t, corpus_reader *r, int32_t **ids, size_t *n, uint64_t *n_bytes,
+                         uint64_t *n_docs, tempo_error *err)
 {
     *ids = NULL;
     *n = 0;
     *n_bytes = *n_docs = 0;
     size_t cap = 0;
-    corpus_reader *r;
-    char *paths[] = {(char *)path};
-    if (corpus_open(&r, paths, 1, err))
-        return -1;
     tok_encoder *enc = NULL;
     int rc = tok_encoder_new(&enc, t, err);
     if (rc == 0)
@@ -58,6 +55,31 @@ int token_encode_file(const tokenizer *t, const char *path, int32_t **ids, size_
         *n = 0;
     }
     return rc;
+}
+
+int token_encode_file(const tokenizer *t, const char *path, int32_t **ids, size_t *n,
+                      uint64_t *n_bytes, uint64_t *n_docs, tempo_error *err)
+{
+    *ids = NULL;
+    *n = 0;
+    *n_bytes = *n_docs = 0;
+    corpus_reader *r;
+    char *paths[] = {(char *)path};
+    if (corpus_open(&r, paths, 1, err))
+        return -1;
+    return encode_reader(t, r, ids, n, n_bytes, n_docs, err);
+}
+
+int token_encode_stream(const tokenizer *t, FILE *f, const char *name, int32_t **ids, size_t *n, uint64_t *n_bytes,
+                        uint64_t *n_docs, tempo_error *err)
+{
+    *ids = NULL;
+    *n = 0;
+    *n_bytes = *n_docs = 0;
+    corpus_reader *r;
+    if (corpus_open_stream(&r, f, name, err))
+        return -1;
+    return encode_reader(t, r, ids, n, n_bytes, n_docs, err);
 }
 
 int token_encode_text(const tokenizer *t, const uint8_t *text, size_t len, int32_t **ids,

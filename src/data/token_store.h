@@ -29,6 +29,7 @@
 #define TEMPO_TOKEN_STORE_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include "core/error.h"
 #include "data/tokenizer.h"
@@ -91,6 +92,10 @@ void token_writer_abort(token_writer *w);
  * document counts. Single-threaded (prepare.h encodes big inputs in parallel). */
 int token_encode_file(const tokenizer *t, const char *path, int32_t **ids, size_t *n,
                       uint64_t *n_bytes, uint64_t *n_docs, tempo_error *err);
+
+/* The same from an open stream read as a .txt file named `name` (corpus_open_stream). */
+int token_encode_stream(const tokenizer *t, FILE *f, const char *name, int32_t **ids, size_t *n, uint64_t *n_bytes,
+                        uint64_t *n_docs, tempo_error *err);
 
 /* The same for text in memory, taken as one document: SEP text SEP (an empty
  * text gives just SEP). */

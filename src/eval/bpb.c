@@ -45,11 +45,39 @@ int bpb_evaluate_adaptive(model *m, const int32_t *tokens, size_t n_tokens, uint
     return rc;
 }
 
-/* One SGD step of rate lr on the mean cross-entropy of the window the
- * model's last forward scored (one row: inputs tokens[e-T..e), targets
- * (e-T..e]): the backward pass reuses that forward's activations (after an
+int bpb_windows_init(bpb_windows *w, int context, size_t n_tokens, int stride, tempo_error *err)
+{
+    memset(w, 0, sizeof *w);
+    if (n_tokens < 2)
+        return tempo_fail(err, "evaluation text: too short to score (%zu tokens)", n_tokens);
+    w->T = (size_t)context > n_tokens - 1 ? (int)(n_tokens - 1) : context;
+    w->stride = stride <= 0 || stride > w->T ? w->T : stride;
+    w->last = n_tokens - 1;
+    return 0;
+}
+
+int bpb_windows_next(bpb_windows *w, size_t *start, size_t *first, size_t *end)
+{
+    if (w->end >= w->last)
+        return 0;
+    size_t e = w->end == 0 ? (size_t)w->T : w->end + (size_t)w->stride;
+    if (e > w->last)
+        e = w->last;
+    *start = e - (size_t)w->T;   /* inputs start..e-1, targets start+1..e */
+    *first = w->end + 1;
+    *end = e;
+    w->end = e;
+    return 1;
+}
+
+int bpb_adapt_due(const bpb_windows *w, size_t learned_end)
+{
+    return w->end - learned_end >= (size_t)w->T || w->end == w->last;
+}
+
+/* The backward pass reuses the last forward's activations (after an
  * evaluation-mode forward it recomputes the head's pass, model.h). */
-static void adapt_step(model *m, double lr)
+void bpb_adapt_step(model *m, double lr)
 {
     model_zero_grad(m);
     model_backward(m);
@@ -68,15 +96,13 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
         out = &none;
     memset(res, 0, sizeof *res);
     double t0 = timer_now();
-    int T = model_get_config(m)->context;
-    if (n_tokens < 2)
-        return tempo_fail(err, "evaluation text: too short to score (%zu tokens)", n_tokens);
+    bpb_windows win;
+    if (bpb_windows_init(&win, model_get_config(m)->context, n_tokens, stride, err))
+        return -1;
     if (n_bytes == 0)
         return tempo_fail(err, "evaluation text: holds no bytes");
-    if ((size_t)T > n_tokens - 1)
-        T = (int)(n_tokens - 1);
-    if (stride <= 0 || stride > T)
-        stride = T;
+    const int T = win.T;
+    stride = win.stride;
     if (batch < 1 || lr > 0)
         batch = 1;
     int32_t *in = malloc(sizeof(int32_t) * (size_t)batch * T);
@@ -88,28 +114,21 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
         return tempo_fail(err, "evaluation: out of memory");
     }
     model_set_training(m, 0);     /* losses only: the head skips its gradient work */
-    size_t last = n_tokens - 1;   /* index of the last target */
-    size_t prev_end = 0;          /* targets 1..prev_end are scored */
     double nats = 0;
     uint64_t scored = 0, window = 0;
     size_t learned_end = 0;       /* lr > 0: targets 1..learned_end have been learned from */
     if (parts < 1 || part < 0 || part >= parts || lr > 0)
         parts = 1, part = 0;
-    while (prev_end < last) {
+    while (win.end < win.last) {
         int rows = 0;
-        while (rows < batch && prev_end < last) {
-            size_t end = prev_end == 0 ? (size_t)T : prev_end + (size_t)stride;
-            if (end > last) end = last;
-            if (window++ % (uint64_t)parts != (uint64_t)part) {   /* another part's window */
-                prev_end = end;
+        size_t start, from, end;
+        while (rows < batch && bpb_windows_next(&win, &start, &from, &end)) {
+            if (window++ % (uint64_t)parts != (uint64_t)part)   /* another part's window */
                 continue;
-            }
-            size_t start = end - (size_t)T;            /* inputs start..end-1, targets start+1..end */
             memcpy(in + (size_t)rows * T, tokens + start, sizeof(int32_t) * (size_t)T);
             memcpy(tg + (size_t)rows * T, tokens + start + 1, sizeof(int32_t) * (size_t)T);
-            first[rows] = prev_end - start;            /* row offset of target prev_end+1 */
+            first[rows] = from - 1 - start;            /* row offset of target `from` */
             row_start[rows] = start;
-            prev_end = end;
             rows++;
         }
         if (rows == 0)
@@ -133,10 +152,10 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
                 scored++;
             }
         /* score first, then learn: the step reads the window just scored (one row, targets up to
-         * prev_end), every target of which is scored now */
-        if (lr > 0 && (prev_end - learned_end >= (size_t)T || prev_end == last)) {
-            adapt_step(m, lr);
-            learned_end = prev_end;
+         * win.end), every target of which is scored now */
+        if (lr > 0 && bpb_adapt_due(&win, learned_end)) {
+            bpb_adapt_step(m, lr);
+            learned_end = win.end;
         }
     }
     model_set_training(m, 1);

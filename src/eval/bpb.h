@@ -83,6 +83,34 @@ int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t
 int bpb_evaluate_adaptive(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, double lr,
                           const bpb_token_out *out, bpb_result *res, tempo_error *err);
 
+/* The sliding windows above, one at a time in order, for a reader that
+ * walks them itself (eval/predictor.h reads the same windows token by
+ * token). */
+typedef struct {
+    int T, stride;   /* the window and its stride, fitted to the stream */
+    size_t last;     /* index of the last target (n_tokens - 1) */
+    size_t end;      /* targets 1..end are scored (0 before the first window) */
+} bpb_windows;
+
+/* The windows over a stream of n_tokens for a model of `context` tokens:
+ * T = min(context, n_tokens - 1), a stride outside 1..T is T. 0, or -1 when
+ * the stream is too short to score (fewer than 2 tokens). */
+int bpb_windows_init(bpb_windows *w, int context, size_t n_tokens, int stride, tempo_error *err);
+
+/* The next window: 1 with its inputs tokens[*start .. *start + T) and its
+ * scored targets *first .. *end (*end = *start + T); 0 after the last. */
+int bpb_windows_next(bpb_windows *w, size_t *start, size_t *first, size_t *end);
+
+/* The learning reader (bpb_evaluate_adaptive): 1 when it steps after the
+ * window that scored targets up to w->end, its last step having learned
+ * targets up to learned_end. */
+int bpb_adapt_due(const bpb_windows *w, size_t learned_end);
+
+/* Its step: one plain SGD step of rate lr on the mean cross-entropy of the
+ * window the model's last forward scored (one row), that forward's
+ * activations reused, the gradient's norm clipped to BPB_ADAPT_CLIP. */
+void bpb_adapt_step(model *m, double lr);
+
 /* Bytes of text that tokens[0..n) stand for under tok (separators: none);
  * exact, so a prefix of a stream can be scored honestly. */
 uint64_t bpb_count_bytes(const tokenizer *tok, const int32_t *tokens, size_t n);

@@ -18,6 +18,23 @@ eval_parts eval_parts_all(void)
     return p;
 }
 
+int eval_run_parts(const char *run_dir, const run_config *cfg, const tokenizer *tok, eval_parts use, hybrid_parts *h,
+                   tempo_error *err)
+{
+    int rc = hybrid_parts_load(h, run_dir, cfg->model.vocab_size, ngram_tokenizer_id(tok),
+                               use.memory ? cfg->memory_order : 0,
+                               !use.cache ? 0 : use.cache_order >= 0 ? use.cache_order : cfg->cache_order,
+                               !use.cache ? 0 : use.match_length >= 0 ? use.match_length : cfg->match_length,
+                               cfg->mixer_lr, cfg->mixer_beta, err);
+    h->model_lr = use.adapt_lr >= 0 ? use.adapt_lr : cfg->adapt_lr;
+    return rc;
+}
+
+int eval_run_stride(const run_config *cfg, int stride)
+{
+    return stride ? stride : cfg->model.context / 2;
+}
+
 /* The val split of data_dir as ids, with its byte and document counts. */
 static int read_val(const char *data_dir, int vocab, int32_t **ids, size_t *n, uint64_t *n_bytes, uint64_t *n_docs,
                     tempo_error *err)
@@ -54,15 +71,10 @@ int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_
     memset(&h, 0, sizeof h);
     hybrid_bpb_result hr;
     if (!rc)
-        rc = hybrid_parts_load(&h, run_dir, cfg->model.vocab_size, ngram_tokenizer_id(tok),
-                               use.memory ? cfg->memory_order : 0,
-                               !use.cache ? 0 : use.cache_order >= 0 ? use.cache_order : cfg->cache_order,
-                               !use.cache ? 0 : use.match_length >= 0 ? use.match_length : cfg->match_length,
-                               cfg->mixer_lr, cfg->mixer_beta, err);
-    h.model_lr = use.adapt_lr >= 0 ? use.adapt_lr : cfg->adapt_lr;
+        rc = eval_run_parts(run_dir, cfg, tok, use, &h, err);
     if (!rc)
-        rc = hybrid_bpb_evaluate(m, &h, use.adapt, ids, n, n_bytes, stride ? stride : cfg->model.context / 2, batch,
-                                 NULL, &hr, err);
+        rc = hybrid_bpb_evaluate(m, &h, use.adapt, ids, n, n_bytes, eval_run_stride(cfg, stride), batch, NULL, &hr,
+                                 err);
     free(ids);
     r->mixer_fitted = h.mixer_fitted;
     r->memory_order = h.has_memory ? h.memory.order : 0;

@@ -11,6 +11,7 @@
 #include "data/tokenizer.h"
 #include "eval/eval_result.h"
 #include "eval/icl.h"
+#include "memory/hybrid.h"
 #include "model/model.h"
 #include "run/run_config.h"
 
@@ -22,6 +23,17 @@ typedef struct {
 } eval_parts;
 
 eval_parts eval_parts_all(void);
+
+/* The hybrid parts the run at run_dir is read with (hybrid_parts_load from
+ * its config, the components `use` leaves out switched off, the orders it
+ * gives instead of the run's), and the transformer's rate while reading
+ * in h->model_lr: what eval_run_bpb scores with, and tempo compress codes
+ * with (eval/compress.h). */
+int eval_run_parts(const char *run_dir, const run_config *cfg, const tokenizer *tok, eval_parts use, hybrid_parts *h,
+                   tempo_error *err);
+
+/* The sliding windows' stride eval reads with: stride, or context / 2 when 0. */
+int eval_run_stride(const run_config *cfg, int stride);
 
 /* bpb of DATA_DIR/val.tok (data_dir) or of a text file (text; exactly one
  * is non-NULL), scored with the run's parts from run_dir. stride 0 =

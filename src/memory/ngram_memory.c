@@ -256,29 +256,75 @@ ngram_match ngram_memory_match(const ngram_memory *m, const int32_t *tokens, siz
     return mt;
 }
 
-void ngram_memory_dist(const ngram_memory *m, const int32_t *tokens, size_t i, double *p)
+/* One order's step of ngram_memory_dist over the tokens cand[0..nc) (all V
+ * when cand is NULL), ascending, every other token taking the step with a
+ * count of 0 unprobed: the tokens found in the table go to found[*nf] (when
+ * found is not NULL). Stops probing once the context's n1 + n2 + n3 n-grams
+ * (the ones in the table: the pruned ones left the table and the bins alike)
+ * are found. */
+static void dist_order(const ngram_memory *m, int n, uint64_t ctx, const uint32_t *s, const int32_t *cand, size_t nc,
+                       double *p, int32_t *found, size_t *nf)
 {
     enum { BLOCK = 32 };   /* probes in flight: hash and prefetch a block, then read it */
     const uint64_t V = (uint64_t)m->vocab, P = (uint64_t)m->shards;
+    const double *d = m->disc[n];
+    uint64_t left = (uint64_t)s[1] + s[2] + s[3], next = 0;   /* tokens below next have taken the step */
+    size_t total = cand ? nc : (size_t)V;
+    *nf = 0;
+    for (size_t k0 = 0; k0 < total && left > 0; k0 += BLOCK) {
+        size_t nb = total - k0 < BLOCK ? total - k0 : BLOCK;
+        uint64_t h[BLOCK], w[BLOCK];
+        for (size_t j = 0; j < nb; j++) {
+            w[j] = cand ? (uint64_t)cand[k0 + j] : k0 + j;
+            h[j] = count_hash(ctx * V + w[j]);
+            count_table_prefetch(&m->grams[n][h[j] % P], h[j]);
+        }
+        for (size_t j = 0; j < nb; j++) {
+            for (; next < w[j]; next++)
+                p[next] = kn_step(d, s, 0, p[next]);
+            const uint32_t *c = count_table_find_hashed(&m->grams[n][h[j] % P], ctx * V + w[j], h[j]);
+            p[w[j]] = kn_step(d, s, c ? *c : 0, p[w[j]]);
+            next = w[j] + 1;
+            if (c) {
+                left -= left > 0;
+                if (found)
+                    found[(*nf)++] = (int32_t)w[j];
+            }
+        }
+    }
+    for (; next < V; next++)
+        p[next] = kn_step(d, s, 0, p[next]);
+}
+
+/* Every token the context of order n <= exact_order was followed by also
+ * followed its suffix, the context of order n-1: an n-gram enters the table
+ * with its continuation below (ngram_memory_add's cascade, the build's
+ * distinct left extensions). So an exact order probes only the tokens the
+ * order below found; a hashed one (contexts may share a key) probes them all. */
+void ngram_memory_dist(const ngram_memory *m, const int32_t *tokens, size_t i, double *p)
+{
+    const uint64_t V = (uint64_t)m->vocab;
     for (uint64_t w = 0; w < V; w++)
         p[w] = 1.0 / (double)V;
+    int32_t *lists = malloc(sizeof(int32_t) * 2 * V);   /* the last order's followers and this one's; */
+    int32_t *prev = NULL, *cur = lists;                 /* without them every order probes all V */
+    size_t n_prev = 0, n_cur;
     uint64_t ctx = 0;
     for (int n = 1, top = usable_orders(m, i); n <= top; n++) {
         const uint32_t *s = next_context(m, tokens, i, n, &ctx);
         if (!s)
-            continue;
-        for (uint64_t w0 = 0; w0 < V; w0 += BLOCK) {
-            uint64_t nb = V - w0 < BLOCK ? V - w0 : BLOCK, h[BLOCK];
-            for (uint64_t j = 0; j < nb; j++) {
-                h[j] = count_hash(ctx * V + w0 + j);
-                count_table_prefetch(&m->grams[n][h[j] % P], h[j]);
-            }
-            for (uint64_t j = 0; j < nb; j++) {
-                const uint32_t *c = count_table_find_hashed(&m->grams[n][h[j] % P], ctx * V + w0 + j, h[j]);
-                p[w0 + j] = kn_step(m->disc[n], s, c ? *c : 0, p[w0 + j]);
-            }
+            continue;   /* (an exact order's longer contexts are unseen too) */
+        int exact = n <= m->exact_order;
+        dist_order(m, n, ctx, s, exact ? prev : NULL, n_prev, p, cur, &n_cur);
+        if (lists && exact) {
+            prev = cur;
+            n_prev = n_cur;
+            cur = cur == lists ? lists + V : lists;
+        } else {
+            prev = NULL;
         }
     }
+    free(lists);
 }
 
 /* ---- the parallel build ---- */

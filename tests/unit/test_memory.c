@@ -28,11 +28,18 @@ static void make_stream(int32_t *x, size_t n, int V, uint64_t seed)
     }
 }
 
+/* The whole distribution's sum; each entry must be the single query's, bit
+ * for bit (the whole one skips the probes it can: ngram_memory_dist). */
 static double dist_sum(const ngram_memory *m, const int32_t *x, size_t i, double *p)
 {
     ngram_memory_dist(m, x, i, p);
     double s = 0;
-    for (int w = 0; w < m->vocab; w++) s += p[w];
+    int same = 1;
+    for (int w = 0; w < m->vocab; w++) {
+        s += p[w];
+        same &= p[w] == ngram_memory_prob_of(m, x, i, w, NULL);
+    }
+    CHECK_MSG(same, "order %d, position %zu: the whole distribution is not the single queries'", m->order, i);
     return s;
 }
 

@@ -267,6 +267,16 @@ static void test_encode_file(void)
     CHECK(dec.len == n_bytes && want.len == n_bytes && !memcmp(dec.data, want.data, dec.len));
     strbuf_free(&dec);
     strbuf_free(&want);
+    /* the same bytes from an open stream (tempo compress reads them so): the same stream */
+    FILE *mem = fmemopen(text, len, "rb");
+    int32_t *ids2;
+    size_t n2;
+    uint64_t n_bytes2, n_docs2;
+    CHECK(mem && token_encode_stream(t, mem, "mem", &ids2, &n2, &n_bytes2, &n_docs2, &err) == 0);
+    CHECK(n2 == n && n_bytes2 == n_bytes && n_docs2 == n_docs && !memcmp(ids2, ids, sizeof(int32_t) * n));
+    if (mem)
+        fclose(mem);
+    free(ids2);
     free(ids);
     CHECK(token_encode_file(t, tmp_path("nope.txt"), &ids, &n, &n_bytes, &n_docs, &err) == -1);
     CHECK(strstr(err.msg, "nope.txt: cannot open") != NULL && ids == NULL);
