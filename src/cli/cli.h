@@ -128,11 +128,6 @@ void cli_icl_progress(void *user, const char *label, int done, int total);
 void cli_icl_print_table(FILE *f, const icl_task_result *r, int n, const icl_summary *s);
 int cli_icl_default_tasks(char *out, size_t n);
 
-/* The hybrid model's parts beside a loaded model (memory.bin, mixer.json),
- * each component switched off by use_memory/use_cache = 0 (cmd_icl.c). */
-int cli_load_hybrid(const char *model_path, const run_config *cfg, const tokenizer *tok, int use_memory,
-                    int use_cache, hybrid_parts *h, tempo_error *err);
-
 /* Shared by `tempo bench infer` and `tempo eval --phase 2` (cmd_bench_infer.c):
  * the thread counts to measure at (threads > 0: that one; 0: 1 and all
  * cores), the chip limits at each (peak and bandwidth from the hardware

@@ -142,7 +142,7 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
         o.progress = cli_icl_progress;
         o.user = &ps;
         hybrid_parts h;
-        rc = cli_load_hybrid(model_path, &cfg, tok, 1, 1, &h, &err);
+        rc = eval_run_parts(model_path, &cfg, tok, eval_parts_frozen(1, 1), &h, &err);
         if (!rc)
             rc = icl_engine_run(m, &h, tok, tasks, NULL, 0, &o, &r, &n, &s, &err);
         hybrid_parts_free(&h);

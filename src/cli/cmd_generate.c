@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "eval/eval_run.h"
 #include "core/json_write.h"
 #include "core/number.h"
 #include "memory/mixture.h"
@@ -137,7 +138,7 @@ static int generate(const generate_flags *f, const run_config *cfg, model *m, co
     if (!rc)
         rc = infer_cache_create(&kc, &cfg->model, 1, 0, err);
     if (!rc)
-        rc = cli_load_hybrid(f->model_path, cfg, tok, f->use_memory, f->use_cache, &h, err);
+        rc = eval_run_parts(f->model_path, cfg, tok, eval_parts_frozen(f->use_memory, f->use_cache), &h, err);
     int hybrid = !rc && hybrid_parts_any(&h);
     if (hybrid) {
         mixture_options mo = hybrid_parts_options(&h, 0);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "eval/eval_run.h"
 #include "memory/memory_file.h"
 #include "core/fileio.h"
 #include "core/number.h"
@@ -108,14 +109,6 @@ static int takes_value(const char *flag)
 }
 
 
-int cli_load_hybrid(const char *model_path, const run_config *cfg, const tokenizer *tok, int use_memory,
-                    int use_cache, hybrid_parts *h, tempo_error *err)
-{
-    return hybrid_parts_load(h, model_path, cfg->model.vocab_size, ngram_tokenizer_id(tok),
-                             use_memory ? cfg->memory_order : 0, use_cache ? cfg->cache_order : 0,
-                             use_cache ? cfg->match_length : 0, cfg->mixer_lr, cfg->mixer_beta, err);
-}
-
 int cli_icl_default_tasks(char *out, size_t n)
 {
     const char *d = getenv("TEMPO_DATA");
@@ -189,7 +182,7 @@ int cmd_icl(int argc, char **argv)
     int n = 0;
     icl_summary s;
     hybrid_parts h;
-    int rc = cli_load_hybrid(model_path, &cfg, tok, use_memory, use_cache, &h, &err);
+    int rc = eval_run_parts(model_path, &cfg, tok, eval_parts_frozen(use_memory, use_cache), &h, &err);
     if (!rc)
         rc = icl_engine_run(m, &h, tok, tasks, names, n_names, &o, &r, &n, &s, &err);
     int mem_k = h.has_memory ? h.memory.order : 0, cache_k = h.cache_order;

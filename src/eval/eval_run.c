@@ -18,6 +18,16 @@ eval_parts eval_parts_all(void)
     return p;
 }
 
+eval_parts eval_parts_frozen(int memory, int cache)
+{
+    eval_parts p = eval_parts_all();
+    p.memory = memory;
+    p.cache = cache;
+    p.adapt = 0;
+    p.adapt_lr = 0;
+    return p;
+}
+
 int eval_run_parts(const char *run_dir, const run_config *cfg, const tokenizer *tok, eval_parts use, hybrid_parts *h,
                    tempo_error *err)
 {

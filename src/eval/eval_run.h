@@ -24,6 +24,14 @@ typedef struct {
 
 eval_parts eval_parts_all(void);
 
+/* The run's parts as the readers of single prompts use them (tempo icl, eval
+ * --phase 2's ICL, generate, bench infer): the memory (memory = 0: off), the
+ * cache and match model (cache = 0: off) and the fitted mixer, with the
+ * transformer frozen (adapt_lr 0) on purpose: an ICL item, a generation or a
+ * benchmark reads one prompt, and a transformer that learned from it would
+ * carry its steps into the next item (docs/icl_and_inference.md). */
+eval_parts eval_parts_frozen(int memory, int cache);
+
 /* The hybrid parts the run at run_dir is read with (hybrid_parts_load from
  * its config, the components `use` leaves out switched off, the orders it
  * gives instead of the run's), and the transformer's rate while reading
