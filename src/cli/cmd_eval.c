@@ -25,17 +25,6 @@
 #include "model/model_cuda.h"
 #include "run/checkpoint.h"
 
-static int takes_value(const char *flag)
-{
-    static const char *const flags[] = {"--model", "--data", "--text", "--stride", "--batch", "--threads",
-                                        "--phase", "--tasks", "--limit", "--out", "--cache-order", "--match-length", "--device", "--precision",
-                                        "--adapt-lr"};
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        if (!strcmp(flag, flags[i]))
-            return 1;
-    return 0;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -193,48 +182,35 @@ int cmd_eval(int argc, char **argv)
     const char *model_path = NULL, *data_dir = NULL, *text = NULL, *tasks = NULL, *out_dir = NULL;
     const char *device = "cpu", *precision = "fp32";
     eval_parts use = eval_parts_all();
-    int stride = 0, batch = 8, threads = 0, phase = 1, limit = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-        if (!strcmp(a, "--no-memory")) { use.memory = 0; continue; }
-        if (!strcmp(a, "--no-cache")) { use.cache = 0; continue; }
-        if (!strcmp(a, "--no-adapt")) { use.adapt = 0; continue; }
-        if (!takes_value(a)) return cli_usage_error("%s: unknown option (see tempo eval --help)", a);
-        if (!v) return cli_usage_error("%s: missing value (see tempo eval --help)", a);
-        if (!strcmp(a, "--model")) model_path = v;
-        else if (!strcmp(a, "--data")) data_dir = v;
-        else if (!strcmp(a, "--text")) text = v;
-        else if (!strcmp(a, "--tasks")) tasks = v;
-        else if (!strcmp(a, "--out")) out_dir = v;
-        else if (!strcmp(a, "--device")) {
-            if (strcmp(v, "cpu") && strcmp(v, "cuda")) return cli_usage_error("--device %s: expected cpu or cuda", v);
-            device = v;
-        } else if (!strcmp(a, "--precision")) {
-            if (strcmp(v, "bf16") && strcmp(v, "fp32")) return cli_usage_error("--precision %s: expected bf16 or fp32", v);
-            precision = v;
-        } else if (!strcmp(a, "--phase")) {
-            if (strcmp(v, "1") && strcmp(v, "2")) return cli_usage_error("--phase %s: 1 or 2", v);
-            phase = v[0] - '0';
-        } else if (!strcmp(a, "--limit")) {
-            long long x;
-            if (cli_parse_int(a, v, 0, 1 << 30, &x)) return 2;
-            limit = (int)x;
-        } else if (!strcmp(a, "--stride") || !strcmp(a, "--batch") || !strcmp(a, "--threads")) {
-            long long x;
-            if (cli_parse_int(a, v, 1, a[2] == 't' ? NUMBER_MAX_THREADS : 1 << 20, &x)) return 2;
-            if (a[2] == 's') stride = (int)x;
-            else if (a[2] == 'b') batch = (int)x;
-            else threads = (int)x;
-        } else if (!strcmp(a, "--adapt-lr")) {
-            if (cli_parse_real(a, v, 0, 10, 0, &use.adapt_lr)) return 2;
-        } else if (!strcmp(a, "--cache-order") || !strcmp(a, "--match-length")) {
-            long long x;
-            if (cli_parse_int(a, v, 0, a[2] == 'c' ? NGRAM_MAX_ORDER : 64, &x)) return 2;
-            *(a[2] == 'c' ? &use.cache_order : &use.match_length) = (int)x;
-        } else return cli_usage_error("%s: unknown option (see tempo eval --help)", a);
-        i++;
-    }
+    int stride = 0, batch = 8, threads = 0, phase = 1, limit = 0, no_memory = 0, no_cache = 0, no_adapt = 0;
+    const char *phase_s = "1";
+    const cli_flag flags[] = {
+        CLI_F_STRING("--model", &model_path),
+        CLI_F_STRING("--data", &data_dir),
+        CLI_F_STRING("--text", &text),
+        CLI_F_STRING("--tasks", &tasks),
+        CLI_F_STRING("--out", &out_dir),
+        CLI_F_CHOICE("--device", &device, "cpu|cuda"),
+        CLI_F_CHOICE("--precision", &precision, "bf16|fp32"),
+        CLI_F_CHOICE("--phase", &phase_s, "1|2"),
+        CLI_F_INT("--limit", &limit, 0, 1 << 30),
+        CLI_F_INT("--stride", &stride, 1, 1 << 20),
+        CLI_F_INT("--batch", &batch, 1, 1 << 20),
+        CLI_F_INT("--threads", &threads, 1, NUMBER_MAX_THREADS),
+        CLI_F_REAL("--adapt-lr", &use.adapt_lr, 0, 10, 0),
+        CLI_F_INT("--cache-order", &use.cache_order, 0, NGRAM_MAX_ORDER),
+        CLI_F_INT("--match-length", &use.match_length, 0, 64),
+        CLI_F_SWITCH("--no-memory", &no_memory),
+        CLI_F_SWITCH("--no-cache", &no_cache),
+        CLI_F_SWITCH("--no-adapt", &no_adapt),
+    };
+    int help, bad = cli_parse_flags("eval", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad) return bad;
+    if (help) { usage(stdout); return 0; }
+    phase = phase_s[0] - '0';
+    if (no_memory) use.memory = 0;
+    if (no_cache) use.cache = 0;
+    if (no_adapt) use.adapt = 0;
     if (!model_path) return cli_usage_error("eval: --model RUN_DIR is required");
     if (data_dir && text) return cli_usage_error("eval: give exactly one of --data DATA_DIR or --text FILE");
     if (phase == 1 && !data_dir && !text) return cli_usage_error("eval: give exactly one of --data DATA_DIR or --text FILE");

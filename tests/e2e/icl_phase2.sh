@@ -50,7 +50,7 @@ expect_error 2 "model RUN_DIR is required" "$TEMPO" bench infer --runs 2
 expect_error 2 "^tempo: --runs: 0 is out of range" "$TEMPO" bench infer --model "$M/run" --runs 0
 expect_error 2 "^tempo: --threads: 4294967297 is out of range \(1 to 1024\)$" "$TEMPO" bench infer --model "$M/run" --threads 4294967297
 expect_error 2 "^tempo: --prompt: 99999999999999999999 is out of range" "$TEMPO" bench infer --model "$M/run" --prompt 99999999999999999999
-expect_error 2 "--phase 3: 1 or 2" "$TEMPO" eval --model "$M/run" --phase 3
+expect_error 2 "--phase 3: expected 1 or 2" "$TEMPO" eval --model "$M/run" --phase 3
 expect_error 2 "belong to --phase 2" "$TEMPO" eval --model "$M/run" --text "$M/val.txt" --limit 3
 expect_error 2 "exactly one of" "$TEMPO" eval --model "$M/run" --phase 2 --text a --data b
 exit 0
