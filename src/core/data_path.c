@@ -7,16 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fileio.h"
+
 static int is_dir(const char *p)
 {
     struct stat st;
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int exists(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0;
 }
 
 int data_dir_beside(const char *exe, const char *top, char *out, size_t n)
@@ -48,14 +44,14 @@ int data_path_find(const char *top, const char *rel, char *out, size_t n)
     const char *env = getenv("TEMPO_CONFIGS");
     if (!strcmp(top, "configs") && env && *env) {
         int k = snprintf(out, n, "%s/%s", env, rel);
-        if (k > 0 && (size_t)k < n && exists(out))
+        if (k > 0 && (size_t)k < n && path_exists(out))
             return 1;
     }
     if (data_dir_beside(NULL, top, dir, sizeof dir)) {
         int k = snprintf(out, n, "%s/%s", dir, rel);
-        if (k > 0 && (size_t)k < n && exists(out))
+        if (k > 0 && (size_t)k < n && path_exists(out))
             return 1;
     }
     int k = snprintf(out, n, "%s/%s", top, rel);
-    return k > 0 && (size_t)k < n && exists(out);
+    return k > 0 && (size_t)k < n && path_exists(out);
 }
