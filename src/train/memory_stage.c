@@ -271,7 +271,8 @@ int memory_stage_parts(memory_stage *ms, const run_config *cfg, int vocab, hybri
     return 0;
 }
 
-double memory_stage_fit_estimate(const run_config *cfg, double step_s, uint64_t tokens_per_step)
+/* Predicted seconds of memory_stage_fit_mixer over all held-out tokens. */
+static double fit_estimate(const run_config *cfg, double step_s, uint64_t tokens_per_step)
 {
     if (!uses_holdout(cfg) || tokens_per_step == 0)
         return 0;
@@ -287,7 +288,7 @@ double memory_stage_fit_estimate(const run_config *cfg, double step_s, uint64_t 
 void memory_stage_fit_budget(const run_config *cfg, double step_s, uint64_t tokens_per_step, double budget_s,
                              double *reserve, double *fraction)
 {
-    double full = memory_stage_fit_estimate(cfg, step_s, tokens_per_step);
+    double full = fit_estimate(cfg, step_s, tokens_per_step);
     *reserve = full;
     *fraction = 1;
     if (budget_s > 0 && full > MEMORY_STAGE_FIT_SHARE * budget_s) {

@@ -90,13 +90,11 @@ int memory_stage_fit_mixer(memory_stage *ms, model *m, const run_config *cfg, co
                            const char *out_dir, int batch, double fraction, FILE *progress, double *seconds,
                            uint64_t *tokens, tempo_error *err);
 
-/* Predicted seconds of memory_stage_fit_mixer over all held-out tokens from
- * a training step's time (forward + backward over tokens_per_step tokens). */
-double memory_stage_fit_estimate(const run_config *cfg, double step_s, uint64_t tokens_per_step);
-
-/* The fit inside a budget: *reserve the seconds the loop leaves for it, at
- * most MEMORY_STAGE_FIT_SHARE of budget_s (> 0), and *fraction the share of
- * the held-out tokens that fits in them (1 when all do, or without a budget). */
+/* The fit inside a budget, from a training step's time (forward + backward
+ * over tokens_per_step tokens): *reserve the seconds the loop leaves for it
+ * (the whole fit's estimate, at most MEMORY_STAGE_FIT_SHARE of budget_s > 0),
+ * and *fraction the share of the held-out tokens that fits in them (1 when
+ * all do, or without a budget). */
 #define MEMORY_STAGE_FIT_SHARE 0.1
 #define MEMORY_STAGE_FIT_MIN_TOKENS 4096
 void memory_stage_fit_budget(const run_config *cfg, double step_s, uint64_t tokens_per_step, double budget_s,

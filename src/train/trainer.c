@@ -562,6 +562,7 @@ static int start_run(run_ctx *c, const train_options *o, run_config *cfg, train_
     if (setup(c, o, cfg, st, err))
         return -1;
     memset(ls, 0, sizeof *ls);
+    ls->fit_fraction = 1;
     ls->budget = st->budget_s;
     ls->max_steps = st->max_steps;
     if (ls->budget <= 0 && ls->max_steps <= 0)
@@ -808,7 +809,7 @@ static int end_training(run_ctx *c, const train_options *o, const run_config *cf
         return 0;
     if (!res->interrupted) {
         if (memory_stage_fit_mixer(&c->mem, c->m, cfg, &c->train, o->out_dir, cfg->micro_batch,
-                                   ls->fit_fraction > 0 ? ls->fit_fraction : 1, o->progress, &res->mixer_seconds,
+                                   ls->fit_fraction, o->progress, &res->mixer_seconds,
                                    &res->mixer_tokens, err)) {
             free(full);
             return -1;
