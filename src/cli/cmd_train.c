@@ -54,6 +54,10 @@ static void usage(FILE *f)
         "  --resume          continue RUN_DIR's checkpoint (same seed/threads => identical weights); one whose\n"
         "                    sha256 does not match (a damaged file) is refused, never trained on\n"
         "  --resume-other-world  --resume a checkpoint written by another number of MPI ranks (not bit-identical)\n"
+        "  --memory-store DIR  where runs share one copy of each count memory they build (hard links;\n"
+        "                    default DATA_DIR/memory-store; none: the run keeps its own memory.bin). Every run\n"
+        "                    still builds its memory in its budget; the same bytes are then kept once. An entry\n"
+        "                    no run links any more is removed by the next run that shares.\n"
         "  --eval-stride N   stride of the final val bpb (default: context/2)\n"
         "  --no-eval         skip the final full validation\n"
         "  --val-limit N     score only the first N val tokens (quick experiments; not the official score)\n"
@@ -209,6 +213,7 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
     const cli_flag flags[] = {
         CLI_F_STRING("--data", &o.data_dir),
         CLI_F_STRING("--out", &o.out_dir),
+        CLI_F_STRING("--memory-store", &o.memory_store),
         CLI_F_STRING("--preset", &preset),
         CLI_F_LIST("--set", sets, &n_sets, 256),
         CLI_F_DURATION("--budget", &o.budget_s),
@@ -238,6 +243,8 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
     if (no_eval) o.final_eval = 0;
     if (!o.data_dir) return cli_usage_error("train: --data DATA_DIR is required");
     if (!o.out_dir) return cli_usage_error("train: --out RUN_DIR is required");
+    if (o.memory_store && (!strcmp(o.memory_store, "none") || !o.memory_store[0]))
+        o.memory_store = "";
     if (o.budget_s <= 0 && o.max_steps <= 0 && !o.resume)
         return cli_usage_error("train: --budget DURATION or --steps N is required");
     char commit[128];

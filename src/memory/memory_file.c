@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/fileio.h"
+#include "core/sha256.h"
 
 #define MAGIC "TEMPOMEM"
 #define VERSION_EXACT 1u    /* every order's keys exact */
@@ -304,4 +305,37 @@ uint64_t ngram_tokenizer_id(const tokenizer *tok)
             h = count_hash(h ^ b[i]);
     }
     return h ? h : 1;
+}
+
+int memory_file_identity(const char *path, uint8_t digest[32], tempo_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return tempo_fail(err, "%s: cannot open the count memory", path);
+    uint8_t fixed[FIXED_BYTES + ID_BYTES];
+    size_t got = fread(fixed, 1, sizeof fixed, f);
+    uint32_t version = got >= 12 ? get_u32(fixed + 8) : 0;
+    if (got < FIXED_BYTES || memcmp(fixed, MAGIC, 8) || version < VERSION_EXACT || version > VERSION_HASHED_ID ||
+        got < fixed_bytes(version)) {
+        fclose(f);
+        return tempo_fail(err, "%s: not a tempo count memory (or truncated)", path);
+    }
+    uint32_t order = get_u32(fixed + 16), shards = get_u32(fixed + 20);
+    if (order < 1 || order > NGRAM_MAX_ORDER || shards < 1 || shards > NGRAM_MAX_SHARDS) {
+        fclose(f);
+        return tempo_fail(err, "%s: corrupt header (order %u, shards %u)", path, order, shards);
+    }
+    uint64_t hb = header_bytes(fixed_bytes(version), (int)order, (int)shards);
+    uint8_t *h = malloc(hb);
+    int bad = !h || fseek(f, 0, SEEK_SET) || fread(h, 1, hb, f) != hb;
+    fclose(f);
+    if (bad) {
+        free(h);
+        return tempo_fail(err, "%s: truncated header", path);
+    }
+    if (version >= VERSION_EXACT_ID)
+        memset(h + FIXED_BYTES + 32, 0, 8);   /* the build's seconds: a timing, not the memory */
+    sha256(h, hb, digest);
+    free(h);
+    return 0;
 }

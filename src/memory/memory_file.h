@@ -50,6 +50,13 @@ int memory_file_save(const ngram_memory *m, const char *path, tempo_error *err);
 int memory_file_load(ngram_memory *m, const char *path, int expect_vocab, uint64_t expect_tokenizer,
                      tempo_error *err);
 
+/* The memory's identity: the sha256 of path's header with the build's
+ * seconds zeroed. The header holds the settings, the data's id, the count
+ * of every table and the checksum of their bytes, so two files of one
+ * identity hold the same memory (src/memory/memory_store.h keys its copies
+ * by it). Reads the header only: the tables are not checked here. */
+int memory_file_identity(const char *path, uint8_t digest[32], tempo_error *err);
+
 /* A fingerprint of a tokenizer's id -> bytes table (not of its file text). */
 uint64_t ngram_tokenizer_id(const tokenizer *tok);
 

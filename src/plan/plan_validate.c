@@ -139,7 +139,9 @@ static int train_one(const plan_validate_options *vo, const chip_profile *chip, 
         snprintf(threads, sizeof threads, "%d", vo->threads);
         char *argv[] = {(char *)vo->tempo, "train",          "--data",  (char *)vo->data_dir, "--preset",
                         preset_path,       "--budget",       budget,    "--seed",               seed_s,
-                        "--threads",       threads,          "--out",   dir,                  NULL};
+                        "--threads",       threads,          "--out",   dir,
+                        /* its runs' memories go with their folders' bulk (remove_bulk): none is shared */
+                        "--memory-store",  "none",           NULL};
         proc_spec spec = {
             .argv = argv,
             .stdout_log = path_join(out_log, sizeof out_log, dir, "train.out"),

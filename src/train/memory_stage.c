@@ -13,6 +13,7 @@
 #include "eval/hybrid_bpb.h"
 #include "memory/memory_budget.h"
 #include "memory/memory_file.h"
+#include "memory/memory_store.h"
 
 /* MemAvailable from /proc/meminfo in bytes, or 0 when unknown. */
 static double available_bytes(void)
@@ -26,6 +27,15 @@ static void *save_thread(void *arg)
     double t0 = timer_now();
     ms->save_rc = memory_file_save(&ms->memory, ms->path, &ms->save_err);
     ms->save_s = timer_now() - t0;
+    if (!ms->save_rc && ms->store_dir[0]) {   /* one copy on disk for the runs that built this memory */
+        double t1 = timer_now();
+        tempo_error e;
+        tempo_error_clear(&e);
+        ms->shared = memory_store_share(ms->store_dir, ms->path, &ms->store, &e) == 0;
+        if (!ms->shared)
+            snprintf(ms->store_why, sizeof ms->store_why, "%s", e.msg);
+        ms->share_s = timer_now() - t1;
+    }
     atomic_store_explicit(&ms->save_done, 1, memory_order_release);
     return NULL;
 }
@@ -130,8 +140,8 @@ static int try_reuse(memory_stage *ms, const run_config *cfg, const token_file *
 }
 
 int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
-                         const uint8_t *data_id, const char *out_dir, int threads, int resume, double budget_s,
-                         FILE *progress, dist_context *dist, tempo_error *err)
+                         const uint8_t *data_id, const char *out_dir, const char *store_dir, int threads,
+                         int resume, double budget_s, FILE *progress, dist_context *dist, tempo_error *err)
 {
     if (dist && dist->world <= 1)
         dist = NULL;
@@ -163,6 +173,9 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
                 (unsigned long long)bc.tokens, (unsigned long long)ms->holdout_start, bc.predicted_s,
                 cfg->memory_budget_share, budget_s, bc.allowed_s);
     path_join(ms->path, sizeof ms->path, out_dir, "memory.bin");
+    if (store_dir)
+        snprintf(ms->store_dir, sizeof ms->store_dir, "%s", store_dir);
+    ms->progress = progress;
     /* rank 0's folder decides for every rank */
     double t0 = timer_now();
     double load = root && resume && path_exists(ms->path) && try_reuse(ms, cfg, train, tokenizer_id, data_id, progress);
@@ -231,6 +244,24 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
     return 0;
 }
 
+/* Say once what the store did with the saved memory. */
+static void report_store(memory_stage *ms)
+{
+    if (!ms->progress || !ms->store_dir[0] || ms->save_rc || ms->store_reported)
+        return;
+    ms->store_reported = 1;
+    if (!ms->shared)
+        fprintf(ms->progress, "count memory: not shared, the run keeps its own copy: %s\n", ms->store_why);
+    else
+        fprintf(ms->progress, "count memory: %s %s (%.2f GB%s%s; %.1f s)\n",
+                ms->store.reused ? "the same as" : "added to the store as", ms->store.entry,
+                (double)ms->store.bytes / 1e9, ms->store.reused ? ", one copy kept, RUN_DIR/memory.bin links it" : "",
+                ms->store.replaced_bad ? ", a damaged copy there replaced" : "", ms->share_s);
+    if (ms->shared && ms->store.pruned)
+        fprintf(ms->progress, "count memory: %d store entr%s that no run links any more removed\n",
+                ms->store.pruned, ms->store.pruned == 1 ? "y" : "ies");
+}
+
 int memory_stage_wait_saved(memory_stage *ms, tempo_error *err)
 {
     if (ms->saver_running) {
@@ -241,6 +272,7 @@ int memory_stage_wait_saved(memory_stage *ms, tempo_error *err)
             return -1;
         }
     }
+    report_store(ms);
     return 0;
 }
 

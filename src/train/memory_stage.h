@@ -16,6 +16,7 @@
 #include "data/token_store.h"
 #include "parallel/dist.h"
 #include "memory/hybrid.h"
+#include "memory/memory_store.h"
 #include "memory/ngram_memory.h"
 #include "model/model.h"
 #include "run/run_config.h"
@@ -34,6 +35,13 @@ typedef struct {
     int saver_running, save_rc;
     atomic_int save_done;     /* the saver has finished (save_rc is set) */
     tempo_error save_err;
+    char store_dir[1100];     /* the shared store (memory_store.h), "" = none */
+    int shared;               /* 1: memory.bin is a link to the store's copy (store says which) */
+    memory_store_result store;
+    char store_why[600];      /* why not shared */
+    double share_s;
+    int store_reported;
+    FILE *progress;
     mixer fitted;             /* after memory_stage_fit_mixer */
     int has_fitted;
 } memory_stage;
@@ -52,7 +60,9 @@ int memory_stage_check(const run_config *cfg, const token_file *train, tempo_err
  * budget_s > 0: only the prefix whose estimated build fits
  * cfg->memory_budget_share of it, memory_budget.h) and
  * start saving it (with data_id and the build's seconds), saying on progress
- * why a file there was not reused. With mixer_holdout > 0 (and a memory or a
+ * why a file there was not reused. A saved memory is then shared through
+ * store_dir (not NULL or ""; memory_store.h): RUN_DIR/memory.bin becomes a
+ * link to the store's one copy, said on progress after the save. With mixer_holdout > 0 (and a memory or a
  * cache) the tail of cfg->mixer_holdout tokens is held out. Nothing to do
  * otherwise. data_id may be NULL (unknown).
  * With ranks (dist not NULL, world > 1) every rank calls it: rank 0 decides
@@ -65,8 +75,8 @@ int memory_stage_check(const run_config *cfg, const token_file *train, tempo_err
  * several machines each needs the file in its run folder). Only rank 0
  * writes it. */
 int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
-                         const uint8_t *data_id, const char *out_dir, int threads, int resume, double budget_s,
-                         FILE *progress, dist_context *dist, tempo_error *err);
+                         const uint8_t *data_id, const char *out_dir, const char *store_dir, int threads,
+                         int resume, double budget_s, FILE *progress, dist_context *dist, tempo_error *err);
 
 /* Wait for the background save; its error, if any. */
 int memory_stage_wait_saved(memory_stage *ms, tempo_error *err);

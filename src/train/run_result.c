@@ -44,6 +44,8 @@ static void hybrid_parts(jsonw *w, const train_result *r)
     jsonw_field_uint(w, "memory_entries", r->memory_entries);
     jsonw_field_uint(w, "memory_tokens", r->memory_tokens);
     jsonw_field_bool(w, "memory_budget_capped", r->memory_budget_capped);
+    jsonw_field_string(w, "memory_store", r->memory_store);
+    jsonw_field_bool(w, "memory_store_reused", r->memory_store_reused);
     jsonw_field_uint(w, "mixer_tokens", r->mixer_tokens);
     jsonw_field_number(w, "mixer_seconds", r->mixer_seconds);
     jsonw_field_number(w, "val_model_seconds", r->val_model_seconds);

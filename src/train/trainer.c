@@ -577,8 +577,13 @@ static int start_run(run_ctx *c, const train_options *o, run_config *cfg, train_
     /* every rank counts its shards of the count memory; rank 0 keeps it (every rank with memory_train_weight) */
     int known = 0;
     for (int i = 0; i < 32; i++) known |= c->data_digest[i];
+    char store[1100];
+    if (!o->memory_store)
+        path_join(store, sizeof store, o->data_dir, "memory-store");
+    else
+        snprintf(store, sizeof store, "%s", o->memory_store);
     if (memory_stage_prepare(&c->mem, cfg, &c->train, ngram_tokenizer_id(c->tok), known ? c->data_digest : NULL,
-                             o->out_dir, o->threads, o->resume, st->budget_s, c->rank == 0 ? o->progress : NULL,
+                             o->out_dir, store, o->threads, o->resume, st->budget_s, c->rank == 0 ? o->progress : NULL,
                              c->dist, err))
         return -1;
     c->train_batches = c->train;
@@ -841,6 +846,10 @@ static void fill_result(const run_ctx *c, const train_options *o, const run_conf
         res->memory_entries = ngram_memory_entries(&c->mem.memory);
         res->memory_tokens = c->mem.memory.tokens;
         res->memory_budget_capped = c->mem.budget_capped;
+        if (!c->mem.saver_running && c->mem.shared) {   /* the saver has been joined: its fields are final */
+            snprintf(res->memory_store, sizeof res->memory_store, "%s", c->mem.store.entry);
+            res->memory_store_reused = c->mem.store.reused;
+        }
     }
     for (int k = 0; k < MIX_N; k++)
         res->val_bpb_component[k] = res->val_mean_weight[k] = NAN;

@@ -28,6 +28,7 @@
 typedef struct {
     const char *data_dir;
     const char *out_dir;
+    const char *memory_store; /* the count memories' shared store (memory_store.h): NULL = DATA_DIR/memory-store, "" = none */
     double budget_s;          /* 0 = no wall-clock limit (then max_steps is required) */
     int64_t max_steps;        /* 0 = none */
     int64_t stop_at_step;     /* testing: checkpoint and stop after this step, as if interrupted (0 = off) */
@@ -88,6 +89,8 @@ typedef struct {
     double memory_save_seconds;       /* writing memory.bin, in the background while training */
     uint64_t memory_bytes, memory_entries, memory_tokens;
     int memory_budget_capped;         /* 1: the memory counted a prefix, for the budget (memory_budget.h) */
+    char memory_store[1200];          /* the store's copy that RUN_DIR/memory.bin links ("": not shared) */
+    int memory_store_reused;          /* 1: the store held this memory already; the run's copy was dropped */
     uint64_t mixer_tokens;            /* held-out tokens the mixer was fitted on */
     double mixer_seconds;             /* fitting the mixer on held-out training tokens, charged to the budget */
     double val_bpb_component[4];      /* transformer, memory, cache, match model alone on val (NaN when absent) */

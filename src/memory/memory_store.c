@@ -1,0 +1,153 @@
+/* memory_store.c - the content-addressed store of count memories (see
+ * memory_store.h). */
+#include "memory/memory_store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+#include "core/sha256.h"
+#include "memory/memory_file.h"
+
+/* An entry's name: 64 lower-case hex digits and ".bin". */
+static int entry_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n != 68 || strcmp(name + 64, ".bin"))
+        return 0;
+    for (int i = 0; i < 64; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+/* fsync a folder so a rename or unlink in it survives a crash (best effort). */
+static void sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+static void dir_of(const char *path, char *out, size_t n)
+{
+    snprintf(out, n, "%s", path);
+    char *slash = strrchr(out, '/');
+    if (!slash)
+        snprintf(out, n, ".");
+    else if (slash == out)
+        out[1] = 0;
+    else
+        *slash = 0;
+}
+
+/* Put a hard link to `from` at `to`, atomically (a link at to.tmp.<pid>,
+ * renamed over `to`): `to` is the old file or the new one, never missing
+ * or torn. 0, or -1 with errno set. */
+static int link_over(const char *from, const char *to)
+{
+    char tmp[1300];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", to, (long)getpid()) >= (int)sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    unlink(tmp);
+    if (link(from, tmp))
+        return -1;
+    if (rename(tmp, to)) {
+        int e = errno;
+        unlink(tmp);
+        errno = e;
+        return -1;
+    }
+    char dir[1300];
+    dir_of(to, dir, sizeof dir);
+    sync_dir(dir);
+    return 0;
+}
+
+/* 1 when path holds a whole count memory (it maps and checks) of this identity. */
+static int entry_valid(const char *path, const uint8_t id[32])
+{
+    tempo_error e;
+    uint8_t got[32];
+    if (memory_file_identity(path, got, &e) || memcmp(got, id, 32))
+        return 0;
+    ngram_memory m;
+    if (memory_file_load(&m, path, 0, 0, &e))
+        return 0;
+    ngram_memory_free(&m);
+    return 1;
+}
+
+int memory_store_prune(const char *store_dir)
+{
+    atomic_remove_stale(store_dir);   /* links of dead processes' unfinished shares */
+    DIR *d = opendir(store_dir);
+    if (!d)
+        return 0;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char path[4096];
+        struct stat st;
+        if (!entry_name(e->d_name) || !path_join(path, sizeof path, store_dir, e->d_name))
+            continue;
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 && unlink(path) == 0)
+            removed++;
+    }
+    closedir(d);
+    if (removed)
+        sync_dir(store_dir);
+    return removed;
+}
+
+int memory_store_share(const char *store_dir, const char *run_file, memory_store_result *r, tempo_error *err)
+{
+    memset(r, 0, sizeof *r);
+    uint8_t id[32];
+    char hex[65];
+    struct stat run_st, entry_st;
+    if (stat(run_file, &run_st))
+        return tempo_fail(err, "%s: %s", run_file, strerror(errno));
+    r->bytes = (uint64_t)run_st.st_size;
+    if (memory_file_identity(run_file, id, err))
+        return -1;
+    sha256_hex(id, hex);
+    if (dir_create(store_dir, err))
+        return -1;
+    char name[80];
+    snprintf(name, sizeof name, "%s.bin", hex);
+    if (!path_join(r->entry, sizeof r->entry, store_dir, name))
+        return tempo_fail(err, "%s: path too long", store_dir);
+    int have = stat(r->entry, &entry_st) == 0;
+    if (have && entry_st.st_dev == run_st.st_dev && entry_st.st_ino == run_st.st_ino) {
+        r->pruned = memory_store_prune(store_dir);   /* shared already */
+        return 0;
+    }
+    if (have && entry_valid(r->entry, id)) {
+        /* the store's copy replaces the run's; if another process pruned it meanwhile, add the run's below */
+        if (link_over(r->entry, run_file) == 0) {
+            r->reused = 1;
+            r->pruned = memory_store_prune(store_dir);
+            return 0;
+        }
+        if (errno != ENOENT)
+            return tempo_fail(err, "%s: cannot link it to %s: %s", run_file, r->entry, strerror(errno));
+    } else if (have) {
+        r->replaced_bad = 1;
+    }
+    if (link_over(run_file, r->entry))
+        return tempo_fail(err, "%s: cannot add it to the store (%s): %s", run_file, store_dir,
+                          errno == EXDEV ? "the store is on another file system" : strerror(errno));
+    chmod(r->entry, 0444);   /* the runs' links share these bytes: replaced by a rename, never written in place */
+    r->pruned = memory_store_prune(store_dir);
+    return 0;
+}

@@ -1,0 +1,45 @@
+/* memory_store.h - one copy on disk of each count memory that several runs
+ * built: a content-addressed folder (tempo train's default is
+ * DATA_DIR/memory-store) holds IDENTITY.bin, named by the hex sha256 that
+ * memory_file_identity gives, and each run's RUN_DIR/memory.bin becomes a
+ * hard link to it. A default run's memory is 5.45 GB, and runs of one data
+ * and one setting make the same memory, so ten such runs now hold one copy.
+ *
+ * Every run still builds and times its own memory inside its budget; the
+ * store only trades its bytes on disk for a link afterwards. A run's file is
+ * only ever replaced by an atomic rename of a link to a copy that loads and
+ * checks (memory_file_load: sizes, keys, checksum) with the same identity,
+ * so the run's memory.bin is whole at every instant. Deleting a run folder
+ * leaves the others' links intact (the bytes go when the last link does);
+ * a store entry no run links any more (link count 1) is removed by the next
+ * share. The shared file is made read-only: every link would see an edit
+ * in place (tempo itself only ever replaces files by a rename). Hard links need the store and the run folder on one file system:
+ * elsewhere the run keeps its own copy, with a reason. */
+#ifndef TEMPO_MEMORY_STORE_H
+#define TEMPO_MEMORY_STORE_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+
+typedef struct {
+    char entry[1200];      /* the store's file for this memory */
+    int reused;            /* 1: the store held this memory already; the run's own copy was dropped */
+    int replaced_bad;      /* 1: the store's copy failed its check and was replaced by the run's */
+    uint64_t bytes;        /* the memory file's size */
+    int pruned;            /* store entries no run linked, removed */
+} memory_store_result;
+
+/* Make run_file (a count memory just written, e.g. RUN_DIR/memory.bin) a
+ * hard link to the store's copy of it in store_dir (created if missing),
+ * adding the run's file as that copy when the store has none; then remove
+ * the entries no run links. 0, or -1 with err saying why the run keeps its
+ * own copy (the run's file is then untouched and still valid). */
+int memory_store_share(const char *store_dir, const char *run_file, memory_store_result *r, tempo_error *err);
+
+/* Remove the store's entries that no run links (link count 1) and the
+ * temporaries of dead processes; how many entries were removed (0 when the
+ * folder cannot be read). */
+int memory_store_prune(const char *store_dir);
+
+#endif
