@@ -3,8 +3,43 @@
 #include "memory/count_table.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #define MAX_LOAD 0.7
+#define HUGE_PAGE ((uint64_t)2 << 20)
+#define MAPPED_FROM (4 * HUGE_PAGE)   /* tables of this many bytes or more are mapped in huge pages */
+
+/* A table's slots, zeroed. Large tables get their own mapping, aligned to
+ * and advised for 2 MB pages: a build touches its gigabytes of slots at
+ * random, and with 4 KB pages nearly every probe also misses the TLB and
+ * walks the page tables (and a first touch faults once per 4 KB). */
+static uint8_t *slots_alloc(uint64_t bytes)
+{
+    if (bytes < MAPPED_FROM)
+        return calloc(1, bytes ? (size_t)bytes : 1);
+    uint64_t len = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    uint8_t *p = mmap(NULL, (size_t)(len + HUGE_PAGE), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    uint64_t head = (HUGE_PAGE - (uint64_t)(uintptr_t)p % HUGE_PAGE) % HUGE_PAGE;
+    if (head)
+        munmap(p, (size_t)head);
+    munmap(p + head + len, (size_t)(HUGE_PAGE - head));
+#ifdef MADV_HUGEPAGE
+    madvise(p + head, (size_t)len, MADV_HUGEPAGE);   /* advice: without it, ordinary pages */
+#endif
+    return p + head;
+}
+
+static void slots_free(uint8_t *slots, uint64_t bytes)
+{
+    if (!slots)
+        return;
+    if (bytes < MAPPED_FROM)
+        free(slots);
+    else
+        munmap(slots, (size_t)((bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE));
+}
 
 static uint64_t capacity_for(uint64_t n, double load)
 {
@@ -13,7 +48,7 @@ static uint64_t capacity_for(uint64_t n, double load)
 
 static int alloc_slots(count_table *t, uint64_t capacity, int words)
 {
-    uint8_t *slots = calloc(capacity, count_table_stride(words));
+    uint8_t *slots = slots_alloc(capacity * count_table_stride(words));
     if (!slots)
         return -1;
     t->slots = slots;
@@ -30,11 +65,17 @@ int count_table_init(count_table *t, int words, uint64_t expected)
     return alloc_slots(t, capacity_for(expected, MAX_LOAD), words);
 }
 
+int count_table_init_capacity(count_table *t, int words, uint64_t capacity)
+{
+    memset(t, 0, sizeof *t);
+    return alloc_slots(t, capacity, words);
+}
+
 void count_table_free(count_table *t)
 {
     int words = t->words;
     if (t->owned)
-        free(t->slots);
+        slots_free(t->slots, t->capacity * count_table_stride(words));
     memset(t, 0, sizeof *t);
     t->words = words;
 }

@@ -55,6 +55,9 @@ static inline uint32_t *count_table_values(const count_table *t, uint64_t i)
 /* An empty owned table with room for about `expected` keys. Returns 0, or -1
  * when out of memory. */
 int count_table_init(count_table *t, int words, uint64_t expected);
+/* An empty owned table of exactly `capacity` slots (a table received whole
+ * from another process is copied into it). 0, or -1 when out of memory. */
+int count_table_init_capacity(count_table *t, int words, uint64_t capacity);
 void count_table_free(count_table *t);  /* owned memory only; keeps words, zeroes the rest */
 
 static inline uint64_t count_table_start(const count_table *t, uint64_t h)

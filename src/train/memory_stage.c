@@ -54,14 +54,10 @@ static int split_share(void *ctx, count_table *t, int owner)
         return -1;
     if (x->dist->rank != owner) {
         count_table_free(t);
-        t->words = (int)head[2];
-        size_t bytes = (size_t)(head[0] * count_table_stride(t->words));
-        t->slots = malloc(bytes ? bytes : 1);
-        if (!t->slots)
-            return tempo_fail(x->err, "count memory: out of memory receiving a table of %zu bytes", bytes);
-        t->capacity = head[0];
+        if (count_table_init_capacity(t, (int)head[2], head[0]))
+            return tempo_fail(x->err, "count memory: out of memory receiving a table of %llu bytes",
+                              (unsigned long long)(head[0] * count_table_stride((int)head[2])));
         t->count = head[1];
-        t->owned = 1;
     }
     return dist_broadcast_bytes(x->dist, t->slots, (size_t)(t->capacity * count_table_stride(t->words)), owner,
                                 x->err);
@@ -229,7 +225,9 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
     if (!root)
         return 0;   /* rank 0 writes the file */
     if (progress)
-        fprintf(progress, "count memory: %.1f s, %llu entries, %.2f GB\n", ms->build_s,
+        fprintf(progress, "count memory: %.1f s (top-order counts %.1f, continuations %.1f, contexts %.1f, "
+                "compaction %.1f), %llu entries, %.2f GB\n", ms->build_s, ms->memory.build_s[0],
+                ms->memory.build_s[1], ms->memory.build_s[2], ms->memory.build_s[3],
                 (unsigned long long)ngram_memory_entries(&ms->memory), (double)ngram_memory_bytes(&ms->memory) / 1e9);
     /* the tables no longer change: write them while the transformer trains */
     if (pthread_create(&ms->saver, NULL, save_thread, ms) == 0) {

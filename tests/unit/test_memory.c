@@ -134,6 +134,54 @@ static double ref_prob(const ref_lm *r, size_t i, double disc[][4])
     return p;
 }
 
+static int keep_even(const uint32_t *v, void *ctx)
+{
+    (void)ctx;
+    return v[0] % 2 == 0;
+}
+
+/* The table across its allocations: small ones from the heap, large ones
+ * (8 MB and up) mapped in huge pages; growth from one kind to the other,
+ * compaction and an exact-capacity table keep every key's count. */
+static void test_count_table_sizes(void)
+{
+    enum { N = 1500000 };
+    count_table t;
+    CHECK(count_table_init(&t, 2, 1000) == 0);   /* 1,444 slots: heap; grows to mapped ones */
+    for (uint64_t i = 0; i < N; i++) {
+        int created;
+        uint32_t *v = count_table_upsert(&t, i * 7919 + 3, &created);
+        CHECK(v && created);
+        if (!v) break;
+        v[0] = (uint32_t)(i % 5 + 1);
+        v[1] = (uint32_t)i;
+    }
+    CHECK(t.count == N && t.capacity * count_table_stride(2) >= ((uint64_t)8 << 20));
+    long bad = 0;
+    for (uint64_t i = 0; i < N; i++) {
+        const uint32_t *v = count_table_find(&t, i * 7919 + 3);
+        bad += !v || v[0] != i % 5 + 1 || v[1] != (uint32_t)i;
+    }
+    bad += count_table_find(&t, 5) != NULL;
+    CHECK_MSG(bad == 0, "%ld keys wrong after growth", bad);
+    CHECK(count_table_compact_words(&t, 0.7, 1, keep_even, NULL) == 0);   /* drops odd counts and a word */
+    bad = 0;
+    for (uint64_t i = 0; i < N; i++) {
+        const uint32_t *v = count_table_find(&t, i * 7919 + 3);
+        bad += (i % 5 + 1) % 2 == 0 ? !v || v[0] != i % 5 + 1 : v != NULL;
+    }
+    CHECK_MSG(bad == 0 && t.words == 1, "%ld keys wrong after compaction", bad);
+    count_table_free(&t);
+    CHECK(t.slots == NULL && t.capacity == 0 && t.words == 1);
+    count_table e;
+    CHECK(count_table_init_capacity(&e, 5, 400000) == 0 && e.capacity == 400000 && e.count == 0);
+    uint64_t nonzero = 0;
+    for (uint64_t i = 0; i < e.capacity * count_table_stride(5); i++)
+        nonzero += e.slots[i] != 0;
+    CHECK(nonzero == 0);
+    count_table_free(&e);
+}
+
 static void test_discounts_formula(void)
 {
     uint64_t coc[5] = {0, 100, 40, 20, 10};
@@ -523,6 +571,7 @@ static void test_file_round_trip(void)
 
 int main(void)
 {
+    RUN(test_count_table_sizes);
     RUN(test_discounts_formula);
     RUN(test_max_order);
     RUN(test_against_reference);
