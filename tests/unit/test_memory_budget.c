@@ -15,12 +15,12 @@ static void test_no_cap(void)
     CHECK(c.tokens == 90000000 && !c.capped);
     c = memory_budget_tokens(90000000, 5, 2, 20, 0, 0);                        /* share 0: all tokens */
     CHECK(c.tokens == 90000000 && !c.capped);
-    CHECK_NEAR(c.predicted_s, 90 * 0.7264, 1e-9);                             /* 2 shards: the figure as measured */
+    CHECK_NEAR(c.predicted_s, 90 * 0.2585, 1e-9);                             /* 2 shards: the figure as measured */
 }
 
 static void test_fits(void)
 {
-    /* 89.5 M tokens at order 5, 2 threads: 65 s; a 10-minute budget's half holds it */
+    /* 89.5 M tokens at order 5, 2 threads: 23 s; a 10-minute budget's half holds it */
     memory_budget_count c = memory_budget_tokens(89500000, 5, 2, 600, 0.5, 0);
     CHECK(c.tokens == 89500000 && !c.capped);
     CHECK_NEAR(c.allowed_s, 300, 1e-9);
@@ -28,11 +28,11 @@ static void test_fits(void)
 
 static void test_prefix(void)
 {
-    /* 20 s budget, half of it: 10 s at 0.7264 s per million tokens = 13.77 M tokens */
+    /* 20 s budget, half of it: 10 s at 0.2585 s per million tokens = 38.68 M tokens */
     memory_budget_count c = memory_budget_tokens(89500000, 5, 2, 20, 0.5, 0);
     CHECK(c.capped);
-    CHECK(fabs((double)c.tokens - 10 / (0.7264 / 1e6)) <= 1);
-    CHECK_NEAR(c.tokens * 0.7264 / 1e6, 10, 1e-5);
+    CHECK(fabs((double)c.tokens - 10 / (0.2585 / 1e6)) <= 1);
+    CHECK_NEAR(c.tokens * 0.2585 / 1e6, 10, 1e-5);
     /* one thread counts half as fast: half the tokens; four threads twice as many */
     memory_budget_count one = memory_budget_tokens(89500000, 5, 1, 20, 0.5, 0);
     memory_budget_count four = memory_budget_tokens(89500000, 5, 4, 20, 0.5, 0);
@@ -60,10 +60,10 @@ static void test_minimum(void)
 
 static void test_costs(void)
 {
-    CHECK_NEAR(memory_budget_s_per_mtok(5), 0.7264, 1e-12);
-    CHECK_NEAR(memory_budget_s_per_mtok(4), 0.2541, 1e-12);
-    CHECK_NEAR(memory_budget_s_per_mtok(2), 0.2541, 1e-12);
-    CHECK_NEAR(memory_budget_s_per_mtok(7), 4 * 0.7264, 1e-12);
+    CHECK_NEAR(memory_budget_s_per_mtok(5), 0.2585, 1e-12);
+    CHECK_NEAR(memory_budget_s_per_mtok(4), 0.1134, 1e-12);
+    CHECK_NEAR(memory_budget_s_per_mtok(2), 0.1134, 1e-12);
+    CHECK_NEAR(memory_budget_s_per_mtok(7), 4 * 0.2585, 1e-12);
 }
 
 int main(void)
