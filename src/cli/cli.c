@@ -83,68 +83,117 @@ static int choice_ok(const char *choices, const char *v)
     return 0;
 }
 
+/* "a|b|c" said as "a, b or c". */
+static void say_choices(const char *choices, char *said, size_t n)
+{
+    const char *last = strrchr(choices, '|');
+    size_t k = 0;
+    for (const char *p = choices; *p && k + 8 < n; p++) {
+        if (*p != '|')
+            said[k++] = *p;
+        else
+            k += (size_t)snprintf(said + k, n - k, p == last ? " or " : ", ");
+    }
+    said[k] = '\0';
+}
+
+/* The row that takes argument a: its name, or for "--name=VALUE" a row
+ * with a value named name (*v = VALUE); NULL when none. */
+static const cli_flag *find_flag(const char *a, const cli_flag *flags, int n_flags, const char **v)
+{
+    *v = NULL;
+    for (int k = 0; k < n_flags; k++)
+        if (flags[k].kind != CLI_ARGS && !strcmp(a, flags[k].name))
+            return &flags[k];
+    const char *eq = strchr(a, '=');
+    if (!eq || strncmp(a, "--", 2))
+        return NULL;
+    for (int k = 0; k < n_flags; k++) {
+        size_t n = strlen(flags[k].name);
+        if (flags[k].kind != CLI_ARGS && flags[k].kind != CLI_SWITCH && n == (size_t)(eq - a) &&
+            !strncmp(a, flags[k].name, n)) {
+            *v = eq + 1;
+            return &flags[k];
+        }
+    }
+    return NULL;
+}
+
+/* Store v as row f says: 0, or 2 after the one-line error. */
+static int set_value(const cli_flag *f, const char *v)
+{
+    const char *a = f->name;
+    long long x;
+    uint64_t sz;
+    switch (f->kind) {
+    case CLI_SWITCH: *(int *)f->dst = 1; break;
+    case CLI_STRING: *(const char **)f->dst = v; break;
+    case CLI_CHOICE:
+        if (!choice_ok(f->choices, v)) {
+            char said[256];
+            say_choices(f->choices, said, sizeof said);
+            return cli_usage_error("%s %s: expected %s", a, v, said);
+        }
+        *(const char **)f->dst = v;
+        break;
+    case CLI_LIST:
+    case CLI_ARGS:
+        if (*f->count >= f->max)
+            return cli_usage_error("%s: at most %d of them", a, f->max);
+        ((const char **)f->dst)[(*f->count)++] = v;
+        break;
+    case CLI_INT:
+        if (cli_parse_int(a, v, f->lo, f->hi, &x)) return 2;
+        *(int *)f->dst = (int)x;
+        break;
+    case CLI_INT64:
+        if (cli_parse_int(a, v, f->lo, f->hi, &x)) return 2;
+        *(long long *)f->dst = x;
+        break;
+    case CLI_REAL:
+        return cli_parse_real(a, v, f->real_lo, f->real_hi, f->real_lo_open, (double *)f->dst) ? 2 : 0;
+    case CLI_DURATION:
+        return cli_parse_duration(a, v, (double *)f->dst) ? 2 : 0;
+    case CLI_SIZE:
+        if (cli_parse_size(a, v, (uint64_t)f->lo, (uint64_t)f->hi, &sz)) return 2;
+        *(uint64_t *)f->dst = sz;
+        break;
+    }
+    return 0;
+}
+
 int cli_parse_flags(const char *cmd, int argc, char **argv, const cli_flag *flags, int n_flags, int *help)
 {
     *help = 0;
+    const cli_flag *rest = NULL;   /* where arguments that are not options go */
+    for (int k = 0; k < n_flags; k++)
+        if (flags[k].kind == CLI_ARGS)
+            rest = &flags[k];
+    int only_args = 0;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *a = argv[i], *v;
+        if (rest && (only_args || a[0] != '-' || !a[1])) {
+            if (set_value(rest, a)) return 2;
+            continue;
+        }
+        if (rest && !strcmp(a, "--")) {
+            only_args = 1;
+            continue;
+        }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             *help = 1;
             return 0;
         }
-        const cli_flag *f = NULL;
-        for (int k = 0; k < n_flags && !f; k++)
-            if (!strcmp(a, flags[k].name))
-                f = &flags[k];
+        const cli_flag *f = find_flag(a, flags, n_flags, &v);
         if (!f)
             return cli_usage_error("%s: unknown option (see tempo %s --help)", a, cmd);
-        if (f->kind == CLI_SWITCH) {
-            *(int *)f->dst = 1;
-            continue;
+        if (!v && f->kind != CLI_SWITCH) {
+            if (i + 1 >= argc)
+                return cli_usage_error("%s: missing value (see tempo %s --help)", a, cmd);
+            v = argv[++i];
         }
-        if (i + 1 >= argc)
-            return cli_usage_error("%s: missing value (see tempo %s --help)", a, cmd);
-        const char *v = argv[++i];
-        long long x;
-        switch (f->kind) {
-        case CLI_SWITCH: break;
-        case CLI_STRING: *(const char **)f->dst = v; break;
-        case CLI_CHOICE:
-            if (!choice_ok(f->choices, v)) {   /* "a|b|c" said as "a, b or c" */
-                char said[256] = "";
-                const char *last = strrchr(f->choices, '|');
-                size_t k = 0;
-                for (const char *p = f->choices; *p && k + 8 < sizeof said; p++) {
-                    if (*p != '|')
-                        said[k++] = *p;
-                    else
-                        k += (size_t)snprintf(said + k, sizeof said - k, p == last ? " or " : ", ");
-                }
-                said[k] = '\0';
-                return cli_usage_error("%s %s: expected %s", a, v, said);
-            }
-            *(const char **)f->dst = v;
-            break;
-        case CLI_LIST:
-            if (*f->count >= f->max)
-                return cli_usage_error("%s: at most %d of them", a, f->max);
-            ((const char **)f->dst)[(*f->count)++] = v;
-            break;
-        case CLI_INT:
-            if (cli_parse_int(a, v, f->lo, f->hi, &x)) return 2;
-            *(int *)f->dst = (int)x;
-            break;
-        case CLI_INT64:
-            if (cli_parse_int(a, v, f->lo, f->hi, &x)) return 2;
-            *(long long *)f->dst = x;
-            break;
-        case CLI_REAL:
-            if (cli_parse_real(a, v, f->real_lo, f->real_hi, f->real_lo_open, (double *)f->dst)) return 2;
-            break;
-        case CLI_DURATION:
-            if (cli_parse_duration(a, v, (double *)f->dst)) return 2;
-            break;
-        }
+        if (set_value(f, v))
+            return 2;
     }
     return 0;
 }

@@ -32,7 +32,10 @@ int cli_parse_duration(const char *flag, const char *v, double *out);
 int cli_parse_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
 
 /* A command's flags as a table: cli_parse_flags walks argv[1..] once. A
- * flag given twice keeps its last value (a CLI_LIST appends). Errors (an
+ * flag given twice keeps its last value (a CLI_LIST appends). A flag that
+ * takes a value also reads as --flag=VALUE. Arguments that are not options
+ * (not starting with '-', a lone "-", every one after "--") go to the
+ * table's CLI_ARGS row; without one they are unknown options. Errors (an
  * unknown flag, a missing or bad value, too many list items) are one line
  * on stderr naming the flag and "tempo CMD --help"; the return is then 2.
  * --help and -h set *help and stop (return 0). */
@@ -45,17 +48,19 @@ typedef enum {
     CLI_INT64,      /* *(long long *)dst, in [lo, hi] */
     CLI_REAL,       /* *(double *)dst, in (lo, hi] (real_lo_open) or [lo, hi] */
     CLI_DURATION,   /* *(double *)dst, seconds (cli_parse_duration) */
+    CLI_SIZE,       /* *(uint64_t *)dst, bytes (cli_parse_size: 64K, 8G), in [lo, hi] */
+    CLI_ARGS,       /* the arguments that are not options, as a CLI_LIST; name says them ("INPUT") */
 } cli_flag_kind;
 
 typedef struct {
     const char *name;      /* "--steps" */
     cli_flag_kind kind;
     void *dst;
-    long long lo, hi;      /* CLI_INT, CLI_INT64 */
+    long long lo, hi;      /* CLI_INT, CLI_INT64, CLI_SIZE */
     double real_lo, real_hi;
     int real_lo_open;
     const char *choices;   /* CLI_CHOICE */
-    int *count, max;       /* CLI_LIST */
+    int *count, max;       /* CLI_LIST, CLI_ARGS */
 } cli_flag;
 
 /* Table rows (designated, so unused fields stay zero). */
@@ -68,6 +73,8 @@ typedef struct {
 #define CLI_F_REAL(n, d, l, h, open) \
     {.name = (n), .kind = CLI_REAL, .dst = (d), .real_lo = (l), .real_hi = (h), .real_lo_open = (open)}
 #define CLI_F_DURATION(n, d) {.name = (n), .kind = CLI_DURATION, .dst = (d)}
+#define CLI_F_SIZE(n, d, l, h) {.name = (n), .kind = CLI_SIZE, .dst = (d), .lo = (l), .hi = (h)}
+#define CLI_F_ARGS(n, d, cnt, m) {.name = (n), .kind = CLI_ARGS, .dst = (d), .count = (cnt), .max = (m)}
 
 int cli_parse_flags(const char *cmd, int argc, char **argv, const cli_flag *flags, int n_flags, int *help);
 

@@ -56,34 +56,17 @@ static void bench_usage(FILE *f)
             "           without the sharded optimizer and the overlap; see tempo bench scale --help.\n");
 }
 
-/* Finish the JSON value in w and print it as a line on stdout; frees its
- * buffer either way. */
-static int parse_positive(const char *flag, const char *text, double *v)
-{
-    return cli_parse_real(flag, text, 0, 1e6, 1, v);
-}
-
 static int bench_peak(int argc, char **argv)
 {
     const char *out = NULL;
     hw_measure_options o = {.seconds = 4, .bandwidth = 1, .triad_array_bytes = 256u << 20};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            bench_usage(stdout);
-            return 0;
-        }
-        if (i + 1 >= argc)
-            return cli_usage_error("bench peak: %s: unknown option or missing value", a);
-        if (!strcmp(a, "--out")) {
-            out = argv[++i];
-        } else if (!strcmp(a, "--seconds")) {
-            if (parse_positive("--seconds", argv[++i], &o.seconds))
-                return 2;
-        } else {
-            return cli_usage_error("bench peak: %s: unknown option", a);
-        }
-    }
+    const cli_flag flags[] = {
+        CLI_F_STRING("--out", &out),
+        CLI_F_REAL("--seconds", &o.seconds, 0, 1e6, 1),
+    };
+    int help, bad = cli_parse_flags("bench peak", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad) return bad;
+    if (help) { bench_usage(stdout); return 0; }
     tempo_error err;
     tempo_error_clear(&err);
     char path[1024];
@@ -133,7 +116,7 @@ static void emit_op(void *ctx, const bench_op_result *r)
 typedef struct {
     const char *presets;
     double seconds;
-    long vocab;
+    int vocab;
     int threads[BENCH_GEMM_MAX_THREADS], n_threads;
     int run_gemm, run_ops, use_openblas;
     int have_shape;
@@ -143,55 +126,34 @@ typedef struct {
 /* -1: go on; else the exit code (0 after --help). */
 static int kernels_parse(int argc, char **argv, kernels_args *k)
 {
-    const char *kernel = "all";
+    const char *kernel = "all", *shape = NULL, *threads = NULL;
+    int no_openblas = 0;
     memset(k, 0, sizeof *k);
     k->presets = "cpu-default,cpu-d256,cpu-d512";
     k->seconds = 0.3;
     k->vocab = 4097;
-    k->use_openblas = 1;
+    const cli_flag flags[] = {
+        CLI_F_CHOICE("--kernel", &kernel, "gemm|ops|all"),
+        CLI_F_STRING("--presets", &k->presets),
+        CLI_F_INT("--vocab", &k->vocab, 2, 1 << 20),
+        CLI_F_STRING("--shape", &shape),
+        CLI_F_STRING("--threads", &threads),
+        CLI_F_REAL("--seconds", &k->seconds, 0, 1e6, 1),
+        CLI_F_SWITCH("--no-openblas", &no_openblas),
+    };
+    int help, bad = cli_parse_flags("bench kernels", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad) return bad;
+    if (help) { bench_usage(stdout); return 0; }
+    k->use_openblas = !no_openblas;
     tempo_error err;
     tempo_error_clear(&err);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            bench_usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--no-openblas")) {
-            k->use_openblas = 0;
-            continue;
-        }
-        if (i + 1 >= argc)
-            return cli_usage_error("bench kernels: %s: unknown option or missing value", a);
-        const char *v = argv[++i];
-        long long x;
-        if (!strcmp(a, "--kernel")) {
-            kernel = v;
-        } else if (!strcmp(a, "--presets")) {
-            k->presets = v;
-        } else if (!strcmp(a, "--vocab")) {
-            if (cli_parse_int(a, v, 2, 1 << 20, &x))
-                return 2;
-            k->vocab = (long)x;
-        } else if (!strcmp(a, "--shape")) {
-            if (bench_gemm_parse_shape(v, &k->one, &err))
-                return cli_report(&err);
-            k->have_shape = 1;
-        } else if (!strcmp(a, "--threads")) {
-            k->n_threads = cli_parse_thread_list(v, k->threads, BENCH_GEMM_MAX_THREADS);
-            if (k->n_threads < 1)
-                return cli_usage_error("bench kernels: --threads '%s': expected e.g. 1,2", v);
-        } else if (!strcmp(a, "--seconds")) {
-            if (parse_positive("--seconds", v, &k->seconds))
-                return 2;
-        } else {
-            return cli_usage_error("bench kernels: %s: unknown option", a);
-        }
-    }
+    if (shape && bench_gemm_parse_shape(shape, &k->one, &err))
+        return cli_report(&err);
+    k->have_shape = shape != NULL;
+    if (threads && (k->n_threads = cli_parse_thread_list(threads, k->threads, BENCH_GEMM_MAX_THREADS)) < 1)
+        return cli_usage_error("bench kernels: --threads '%s': expected e.g. 1,2", threads);
     k->run_gemm = !strcmp(kernel, "gemm") || !strcmp(kernel, "all");
     k->run_ops = !strcmp(kernel, "ops") || !strcmp(kernel, "all");
-    if (!k->run_gemm && !k->run_ops)
-        return cli_usage_error("bench kernels: --kernel %s: unknown kernel (try: gemm, ops, all)", kernel);
     if (k->run_ops && k->have_shape)
         return cli_usage_error("bench kernels: --shape is a GEMM shape; use --kernel gemm");
     if (k->n_threads == 0)
@@ -224,7 +186,7 @@ static int kernels_load(const kernels_args *k, kernels_job *job)
         if (job->n_cfgs == MAX_PRESETS)
             return cli_usage_error("bench kernels: --presets: at most %d", MAX_PRESETS);
         run_config *rc = &job->cfgs[job->n_cfgs++];
-        if (cli_load_preset(name, NULL, 0, (int)k->vocab, rc, &err))
+        if (cli_load_preset(name, NULL, 0, k->vocab, rc, &err))
             return cli_report(&err);
         job->n_shapes += bench_gemm_preset_shapes(rc, job->shapes + job->n_shapes, MAX_SHAPES - job->n_shapes);
     }

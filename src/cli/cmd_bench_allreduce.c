@@ -22,33 +22,36 @@ static void usage(FILE *f)
             "  Under one process there is nothing to reduce: it says so and exits 2.\n");
 }
 
+/* "4K,1M" -> sizes[0..*n): 0, or the exit code (the error printed). */
+static int parse_sizes(const char *text, size_t *sizes, int *n)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", text);
+    *n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        uint64_t b;
+        if (*n == MAX_SIZES) return cli_usage_error("bench allreduce: --sizes: at most %d", MAX_SIZES);
+        if (cli_parse_size("--sizes", tok, 4, (uint64_t)1 << 32, &b)) return 2;
+        sizes[(*n)++] = (size_t)b;
+    }
+    return *n ? 0 : cli_usage_error("bench allreduce: --sizes '%s': no sizes", text);
+}
+
 int bench_allreduce_main(int argc, char **argv)
 {
     size_t sizes[MAX_SIZES] = {4u << 10, 64u << 10, 1u << 20, 10u << 20, 64u << 20};
-    int n_sizes = 5;
-    long long iters = 20;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-        if (!v) return cli_usage_error("bench allreduce: %s: unknown option or missing value", a);
-        if (!strcmp(a, "--iters")) {
-            if (cli_parse_int(a, v, 1, 100000, &iters)) return 2;
-        } else if (!strcmp(a, "--sizes")) {
-            char buf[512];
-            snprintf(buf, sizeof buf, "%s", v);
-            n_sizes = 0;
-            for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                uint64_t b;
-                if (n_sizes == MAX_SIZES) return cli_usage_error("bench allreduce: --sizes: at most %d", MAX_SIZES);
-                if (cli_parse_size(a, tok, 4, (uint64_t)1 << 32, &b)) return 2;
-                sizes[n_sizes++] = (size_t)b;
-            }
-            if (!n_sizes) return cli_usage_error("bench allreduce: --sizes '%s': no sizes", v);
-        } else {
-            return cli_usage_error("bench allreduce: %s: unknown option", a);
-        }
-        i++;
-    }
+    int n_sizes = 5, iters = 20;
+    const char *sizes_text = NULL;
+    const cli_flag flags[] = {
+        CLI_F_INT("--iters", &iters, 1, 100000),
+        CLI_F_STRING("--sizes", &sizes_text),
+    };
+    int help, bad = cli_parse_flags("bench allreduce", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]),
+                                    &help);
+    if (bad) return bad;
+    if (help) { usage(stdout); return 0; }
+    if (sizes_text && (bad = parse_sizes(sizes_text, sizes, &n_sizes)))
+        return bad;
     dist_context d;
     tempo_error err;
     if (dist_init(&d, &argc, &argv, &err))
@@ -60,7 +63,7 @@ int bench_allreduce_main(int argc, char **argv)
                                dist_built_with_mpi() ? "" : " (and build tempo with MPI)");
     }
     bench_allreduce_row rows[MAX_SIZES];
-    if (bench_allreduce_run(&d, sizes, n_sizes, (int)iters, rows, &err)) {
+    if (bench_allreduce_run(&d, sizes, n_sizes, iters, rows, &err)) {
         cli_report(&err);
         dist_abort(&d, 1);
     }

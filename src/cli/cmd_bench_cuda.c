@@ -45,39 +45,25 @@ static int open_gpu(gpu **g, tempo_error *err) { return gpu_open(g, gpu_backend_
 
 int bench_peak_cuda_main(int argc, char **argv)
 {
-    long long n = 8192, copy_mb = 2048, reps = 10;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--device")) {
-            i++;
-            continue;
-        }
-        if (i + 1 >= argc)
-            return cli_usage_error("bench peak: %s: unknown option or missing value", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--n")) {
-            if (cli_parse_int(a, v, 64, 32768, &n)) return 2;
-        } else if (!strcmp(a, "--copy-mb")) {
-            if (cli_parse_int(a, v, 1, 65536, &copy_mb)) return 2;
-        } else if (!strcmp(a, "--reps")) {
-            if (cli_parse_int(a, v, 1, 1000, &reps)) return 2;
-        } else {
-            return cli_usage_error("bench peak: %s: unknown option", a);
-        }
-    }
+    const char *device = "cuda";   /* cmd_bench chose this path by it */
+    int n = 8192, copy_mb = 2048, reps = 10;
+    const cli_flag flags[] = {
+        CLI_F_CHOICE("--device", &device, "cpu|cuda"),
+        CLI_F_INT("--n", &n, 64, 32768),
+        CLI_F_INT("--copy-mb", &copy_mb, 1, 65536),
+        CLI_F_INT("--reps", &reps, 1, 1000),
+    };
+    int help, bad = cli_parse_flags("bench peak", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad) return bad;
+    if (help) { usage(stdout); return 0; }
     tempo_error err;
     tempo_error_clear(&err);
     gpu *g;
     if (open_gpu(&g, &err))
         return cli_report(&err);
-    fprintf(stderr, "bench peak: %s: %lldx%lldx%lld products and a %lld MB copy\n", gpu_get_info(g)->name, n, n, n,
-            copy_mb);
+    fprintf(stderr, "bench peak: %s: %dx%dx%d products and a %d MB copy\n", gpu_get_info(g)->name, n, n, n, copy_mb);
     peak_cuda p;
-    int rc = peak_cuda_measure(g, (int)n, (size_t)copy_mb << 20, (int)reps, &p, &err);
+    int rc = peak_cuda_measure(g, n, (size_t)copy_mb << 20, reps, &p, &err);
     gpu_close(g);
     if (rc)
         return cli_report(&err);
@@ -88,53 +74,71 @@ int bench_peak_cuda_main(int argc, char **argv)
     return cli_emit_jsonw(&w, &err) ? cli_report(&err) : 0;
 }
 
+/* `bench train --device cuda` options. */
+typedef struct {
+    const char *preset, *precision, *sets[64];
+    int n_sets, vs_torch, vocab, steps, warmup, seed;
+} train_cuda_args;
+
+/* -1: go on; else the exit code (0 after --help). */
+static int train_cuda_parse(int argc, char **argv, train_cuda_args *t)
+{
+    const char *device = "cuda";   /* cmd_bench chose this path by it */
+    *t = (train_cuda_args){.preset = "gpu-gpt2s", .precision = "bf16", .vocab = 8192, .steps = 10, .warmup = 3,
+                           .seed = 1};
+    const cli_flag flags[] = {
+        CLI_F_CHOICE("--device", &device, "cpu|cuda"),
+        CLI_F_STRING("--preset", &t->preset),
+        CLI_F_LIST("--set", t->sets, &t->n_sets, 64),
+        CLI_F_CHOICE("--precision", &t->precision, "bf16|fp32"),
+        CLI_F_INT("--vocab", &t->vocab, 2, 1 << 20),
+        CLI_F_INT("--steps", &t->steps, 1, 100000),
+        CLI_F_INT("--warmup", &t->warmup, 1, 100000),
+        CLI_F_INT("--seed", &t->seed, 0, 1 << 30),
+        CLI_F_SWITCH("--vs-torch", &t->vs_torch),
+    };
+    int help, bad = cli_parse_flags("bench train", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad) return bad;
+    if (help) { usage(stdout); return 0; }
+    return -1;
+}
+
+/* --vs-torch: PyTorch's speed on the same step and the ratio, as a summary line. */
+static int train_cuda_vs_torch(const run_config *cfg, const train_cuda_args *t, const bench_train_cuda_result *r,
+                               tempo_error *err)
+{
+    double tps = torch_reference_gpu(cfg, t->steps, t->warmup, t->precision);
+    strbuf js = {0};
+    jsonw w;
+    jsonw_init(&w, &js);
+    jsonw_object_begin(&w);
+    jsonw_field_string(&w, "bench", "train_summary");
+    jsonw_field_string(&w, "device", "cuda");
+    jsonw_field_string(&w, "preset", cfg->preset);
+    jsonw_field_digits(&w, "tempo_tokens_per_s", r->tokens_per_second, 0);
+    if (tps > 0) {
+        jsonw_field_digits(&w, "torch_tokens_per_s", tps, 0);
+        jsonw_field_digits(&w, "tempo_vs_torch", r->tokens_per_second / tps, 3);
+    } else {
+        jsonw_field_null(&w, "torch_tokens_per_s");
+        jsonw_field_null(&w, "tempo_vs_torch");
+    }
+    jsonw_field_digits(&w, "mfu", r->mfu, 4);
+    jsonw_object_end(&w);
+    return cli_emit_jsonw(&w, err);
+}
+
 int bench_train_cuda_main(int argc, char **argv)
 {
-    const char *preset = "gpu-gpt2s", *precision = "bf16";
-    const char *sets[64];
-    int n_sets = 0, vs_torch = 0;
-    long long vocab = 8192, steps = 10, warmup = 3, seed = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--vs-torch")) {
-            vs_torch = 1;
-            continue;
-        }
-        if (i + 1 >= argc)
-            return cli_usage_error("bench train: %s: unknown option or missing value", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--device")) {
-            continue;
-        } else if (!strcmp(a, "--preset")) {
-            preset = v;
-        } else if (!strcmp(a, "--set")) {
-            if (n_sets == 64)
-                return cli_usage_error("bench train: too many --set");
-            sets[n_sets++] = v;
-        } else if (!strcmp(a, "--precision")) {
-            if (strcmp(v, "bf16") && strcmp(v, "fp32"))
-                return cli_usage_error("bench train: --precision %s: expected bf16 or fp32", v);
-            precision = v;
-        } else if (!strcmp(a, "--vocab")) {
-            if (cli_parse_int(a, v, 2, 1 << 20, &vocab)) return 2;
-        } else if (!strcmp(a, "--steps")) {
-            if (cli_parse_int(a, v, 1, 100000, &steps)) return 2;
-        } else if (!strcmp(a, "--warmup")) {
-            if (cli_parse_int(a, v, 1, 100000, &warmup)) return 2;
-        } else if (!strcmp(a, "--seed")) {
-            if (cli_parse_int(a, v, 0, 1 << 30, &seed)) return 2;
-        } else {
-            return cli_usage_error("bench train: %s: unknown option", a);
-        }
-    }
+    train_cuda_args t;
+    int rc = train_cuda_parse(argc, argv, &t);
+    if (rc >= 0)
+        return rc;
+    const char *precision = t.precision;
     tempo_error err;
     tempo_error_clear(&err);
     run_config cfg;
-    if (cli_load_preset(preset, sets, n_sets, (int)vocab, &cfg, &err))
+    if (cli_load_preset(t.preset, t.sets, t.n_sets, t.vocab, &cfg, &err))
         return cli_report(&err);
     gpu *g;
     if (open_gpu(&g, &err))
@@ -147,14 +151,14 @@ int bench_train_cuda_main(int argc, char **argv)
         gpu_close(g);
         return cli_report(&err);
     }
-    bench_train_cuda_options o = {.cfg = &cfg, .steps = (int)steps, .warmup_steps = (int)warmup,
+    bench_train_cuda_options o = {.cfg = &cfg, .steps = t.steps, .warmup_steps = t.warmup,
                                   .precision = bf16 ? MODEL_CUDA_BF16 : MODEL_CUDA_FP32,
-                                  .seed = (unsigned long long)seed,
+                                  .seed = (unsigned long long)t.seed,
                                   .peak_tflops = bf16 ? pk.bf16_tflops : pk.fp32_tflops};
-    fprintf(stderr, "bench train: %s on %s, %s, %lld+%lld steps of %d tokens\n", cfg.preset, gpu_get_info(g)->name,
-            precision, warmup, steps, cfg.batch_size * cfg.model.context);
+    fprintf(stderr, "bench train: %s on %s, %s, %d+%d steps of %d tokens\n", cfg.preset, gpu_get_info(g)->name,
+            precision, t.warmup, t.steps, cfg.batch_size * cfg.model.context);
     bench_train_cuda_result r;
-    int rc = bench_train_cuda_run(g, &o, &r, &err);
+    rc = bench_train_cuda_run(g, &o, &r, &err);
     gpu_close(g);
     if (rc)
         return cli_report(&err);
@@ -164,24 +168,5 @@ int bench_train_cuda_main(int argc, char **argv)
     bench_train_cuda_write(&w, &cfg, &r);
     if (cli_emit_jsonw(&w, &err))
         return cli_report(&err);
-    if (!vs_torch)
-        return 0;
-    double tps = torch_reference_gpu(&cfg, (int)steps, (int)warmup, precision);
-    strbuf js = {0};
-    jsonw_init(&w, &js);
-    jsonw_object_begin(&w);
-    jsonw_field_string(&w, "bench", "train_summary");
-    jsonw_field_string(&w, "device", "cuda");
-    jsonw_field_string(&w, "preset", cfg.preset);
-    jsonw_field_digits(&w, "tempo_tokens_per_s", r.tokens_per_second, 0);
-    if (tps > 0) {
-        jsonw_field_digits(&w, "torch_tokens_per_s", tps, 0);
-        jsonw_field_digits(&w, "tempo_vs_torch", r.tokens_per_second / tps, 3);
-    } else {
-        jsonw_field_null(&w, "torch_tokens_per_s");
-        jsonw_field_null(&w, "tempo_vs_torch");
-    }
-    jsonw_field_digits(&w, "mfu", r.mfu, 4);
-    jsonw_object_end(&w);
-    return cli_emit_jsonw(&w, &err) ? cli_report(&err) : 0;
+    return t.vs_torch && train_cuda_vs_torch(&cfg, &t, &r, &err) ? cli_report(&err) : 0;
 }

@@ -57,8 +57,6 @@ static void print_line(void *user, const char *json)
     fflush(stdout);
 }
 
-/* Finish the JSON value in w and print it as a line on stdout; frees its
- * buffer either way. */
 /* The training speed recorded in RUN_DIR/result.json, or 0. */
 static double train_speed(const char *model_path)
 {
@@ -121,36 +119,18 @@ static int infer_parse(int argc, char **argv, infer_args *p)
 {
     memset(p, 0, sizeof *p);
     bench_infer_options_default(&p->o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--vs-llama-cpp")) {
-            p->vs_llama = 1;
-            continue;
-        }
-        int known = !strcmp(a, "--model") || !strcmp(a, "--prompt") || !strcmp(a, "--runs") ||
-                    !strcmp(a, "--steps") || !strcmp(a, "--max-batch") || !strcmp(a, "--threads");
-        if (!known)
-            return cli_usage_error("bench infer: %s: unknown option (see tempo bench infer --help)", a);
-        if (!v)
-            return cli_usage_error("bench infer: %s: missing value", a);
-        i++;
-        if (!strcmp(a, "--model")) {
-            p->model_path = v;
-            continue;
-        }
-        long long x;
-        if (cli_parse_int(a, v, 1, !strcmp(a, "--threads") ? NUMBER_MAX_THREADS : 1 << 20, &x))
-            return 2;
-        if (!strcmp(a, "--prompt")) p->o.prompt = (int)x;
-        else if (!strcmp(a, "--runs")) p->o.runs = (int)x;
-        else if (!strcmp(a, "--steps")) p->o.decode_steps = (int)x;
-        else if (!strcmp(a, "--max-batch")) p->o.max_batch = (int)x;
-        else p->threads = (int)x;
-    }
+    const cli_flag flags[] = {
+        CLI_F_STRING("--model", &p->model_path),
+        CLI_F_INT("--prompt", &p->o.prompt, 1, 1 << 20),
+        CLI_F_INT("--runs", &p->o.runs, 1, 1 << 20),
+        CLI_F_INT("--steps", &p->o.decode_steps, 1, 1 << 20),
+        CLI_F_INT("--max-batch", &p->o.max_batch, 1, 1 << 20),
+        CLI_F_INT("--threads", &p->threads, 1, NUMBER_MAX_THREADS),
+        CLI_F_SWITCH("--vs-llama-cpp", &p->vs_llama),
+    };
+    int help, bad = cli_parse_flags("bench infer", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad) return bad;
+    if (help) { usage(stdout); return 0; }
     if (!p->model_path)
         return cli_usage_error("bench infer: --model RUN_DIR is required");
     return -1;

@@ -88,33 +88,20 @@ static void emit(int ranks, const char *scaling, int sharded, int overlap, const
 int bench_scale_main(int argc, char **argv)
 {
     const char *preset = "cpu-default", *chip_arg = NULL, *link_arg = NULL, *sets[MAX_SETS];
-    int n_sets = 0;
-    long long max_ranks = 1024, vocab = 4097;
+    int n_sets = 0, max_ranks = 1024, vocab = 4097;
     double step_ms = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-        if (!v) return cli_usage_error("bench scale: %s: unknown option or missing value (tempo bench scale --help)", a);
-        if (!strcmp(a, "--preset")) {
-            preset = v;
-        } else if (!strcmp(a, "--set")) {
-            if (n_sets == MAX_SETS) return cli_usage_error("bench scale: at most %d --set", MAX_SETS);
-            sets[n_sets++] = v;
-        } else if (!strcmp(a, "--chip")) {
-            chip_arg = v;
-        } else if (!strcmp(a, "--link")) {
-            link_arg = v;
-        } else if (!strcmp(a, "--step-ms")) {
-            if (cli_parse_real(a, v, 0, 1e9, 1, &step_ms)) return 2;
-        } else if (!strcmp(a, "--max-ranks")) {
-            if (cli_parse_int(a, v, 1, 1 << 20, &max_ranks)) return 2;
-        } else if (!strcmp(a, "--vocab")) {
-            if (cli_parse_int(a, v, 2, 1 << 24, &vocab)) return 2;
-        } else {
-            return cli_usage_error("bench scale: %s: unknown option (tempo bench scale --help)", a);
-        }
-        i++;
-    }
+    const cli_flag flags[] = {
+        CLI_F_STRING("--preset", &preset),
+        CLI_F_LIST("--set", sets, &n_sets, MAX_SETS),
+        CLI_F_STRING("--chip", &chip_arg),
+        CLI_F_STRING("--link", &link_arg),
+        CLI_F_REAL("--step-ms", &step_ms, 0, 1e9, 1),
+        CLI_F_INT("--max-ranks", &max_ranks, 1, 1 << 20),
+        CLI_F_INT("--vocab", &vocab, 2, 1 << 24),
+    };
+    int help, bad = cli_parse_flags("bench scale", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad) return bad;
+    if (help) { usage(stdout); return 0; }
     tempo_error err;
     char chip_path[1200];
     if (chip_arg)
@@ -125,7 +112,7 @@ int bench_scale_main(int argc, char **argv)
     run_config cfg;
     if (chip_load(&chip, chip_path, &err))
         return cli_report(&err);
-    if (cli_load_preset(preset, sets, n_sets, (int)vocab, &cfg, &err))
+    if (cli_load_preset(preset, sets, n_sets, vocab, &cfg, &err))
         return cli_report(&err);
     link_model link = {"", chip.link_gbs, chip.link_latency_us};
     snprintf(link.name, sizeof link.name, "%s link", chip.name);

@@ -56,50 +56,31 @@ typedef struct {
 /* -1: go on; else the exit code (0 after --help). */
 static int train_parse(int argc, char **argv, train_args *t)
 {
+    const char *threads = NULL;
+    int pin = 0;   /* --pin-threads: set up by main.c before libgomp loads */
     memset(t, 0, sizeof *t);
     t->preset = "cpu-default";
     t->vocab = 4097;
     t->steps = 5;
     t->warmup = 1;
     t->seed = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--vs-torch")) {
-            t->vs_torch = 1;
-            continue;
-        }
-        if (!strcmp(a, "--pin-threads"))
-            continue; /* set up by main.c before libgomp loads */
-        if (i + 1 >= argc)
-            return cli_usage_error("bench train: %s: unknown option or missing value", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--preset")) {
-            t->preset = v;
-        } else if (!strcmp(a, "--set")) {
-            if (t->n_sets == 64)
-                return cli_usage_error("bench train: too many --set");
-            t->sets[t->n_sets++] = v;
-        } else if (!strcmp(a, "--vocab")) {
-            if (cli_parse_int32(a, v, 2, 1 << 20, &t->vocab)) return 2;
-        } else if (!strcmp(a, "--steps")) {
-            if (cli_parse_int32(a, v, 1, 100000, &t->steps)) return 2;
-        } else if (!strcmp(a, "--warmup")) {
-            if (cli_parse_int32(a, v, 1, 100000, &t->warmup)) return 2;
-        } else if (!strcmp(a, "--seed")) {
-            if (cli_parse_int32(a, v, 0, 1 << 30, &t->seed)) return 2;
-        } else if (!strcmp(a, "--threads")) {
-            t->threads_given = 1;
-            t->n_threads = cli_parse_thread_list(v, t->threads, BENCH_TRAIN_MAX_THREADS);
-            if (t->n_threads < 1)
-                return cli_usage_error("bench train: --threads '%s': expected e.g. 1,2", v);
-        } else {
-            return cli_usage_error("bench train: %s: unknown option", a);
-        }
-    }
+    const cli_flag flags[] = {
+        CLI_F_STRING("--preset", &t->preset),
+        CLI_F_LIST("--set", t->sets, &t->n_sets, 64),
+        CLI_F_INT("--vocab", &t->vocab, 2, 1 << 20),
+        CLI_F_INT("--steps", &t->steps, 1, 100000),
+        CLI_F_INT("--warmup", &t->warmup, 1, 100000),
+        CLI_F_INT("--seed", &t->seed, 0, 1 << 30),
+        CLI_F_STRING("--threads", &threads),
+        CLI_F_SWITCH("--vs-torch", &t->vs_torch),
+        CLI_F_SWITCH("--pin-threads", &pin),
+    };
+    int help, bad = cli_parse_flags("bench train", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad) return bad;
+    if (help) { usage(stdout); return 0; }
+    t->threads_given = threads != NULL;
+    if (threads && (t->n_threads = cli_parse_thread_list(threads, t->threads, BENCH_TRAIN_MAX_THREADS)) < 1)
+        return cli_usage_error("bench train: --threads '%s': expected e.g. 1,2", threads);
     if (t->n_threads == 0)
         t->n_threads = cli_default_thread_list(t->threads);
     return -1;

@@ -82,31 +82,18 @@ typedef struct {
 static int parse(int argc, char **argv, int decompress, options *o, int *done)
 {
     memset(o, 0, sizeof *o);
-    *done = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout, decompress);
-            *done = 1;
-            return 0;
-        }
-        if (!strcmp(a, "--force")) {
-            o->force = 1;
-            continue;
-        }
-        if (strcmp(a, "--model") && strcmp(a, "--in") && strcmp(a, "--out") && strcmp(a, "--threads"))
-            return cli_usage_error("%s: unknown option (see tempo %s --help)", a, argv[0]);
-        if (!v)
-            return cli_usage_error("%s: missing value (see tempo %s --help)", a, argv[0]);
-        if (!strcmp(a, "--model")) o->model = v;
-        else if (!strcmp(a, "--in")) o->in = v;
-        else if (!strcmp(a, "--out")) o->out = v;
-        else {
-            long long x;
-            if (cli_parse_int(a, v, 1, NUMBER_MAX_THREADS, &x)) return 2;
-            o->threads = (int)x;
-        }
-        i++;
+    const cli_flag flags[] = {
+        CLI_F_STRING("--model", &o->model),
+        CLI_F_STRING("--in", &o->in),
+        CLI_F_STRING("--out", &o->out),
+        CLI_F_INT("--threads", &o->threads, 1, NUMBER_MAX_THREADS),
+        CLI_F_SWITCH("--force", &o->force),
+    };
+    int bad = cli_parse_flags(argv[0], argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), done);
+    if (bad) return bad;
+    if (*done) {
+        usage(stdout, decompress);
+        return 0;
     }
     if (!o->model)
         return cli_usage_error("%s: --model RUN_DIR is required", argv[0]);
@@ -178,6 +165,47 @@ static void id_hex(const compress_model *cm, char out[17])
         snprintf(out + 2 * i, 3, "%02x", id[i]);
 }
 
+/* The result line: the files, the sizes, the figures and the model's id. */
+static int emit_result(const char *what, const char *out, int decompress, const compress_result *r, const char *id)
+{
+    tempo_error err;
+    strbuf js = {0};
+    jsonw w;
+    jsonw_init(&w, &js);
+    jsonw_object_begin(&w);
+    jsonw_field_string(&w, "in", what);
+    jsonw_field_string(&w, "out", out);
+    jsonw_field_uint(&w, "bytes_in", r->bytes_in);
+    jsonw_field_uint(&w, "bytes_out", r->bytes_out);
+    jsonw_field_uint(&w, "tokens", r->tokens);
+    if (!decompress) {
+        double code_bits = 8.0 * (double)(r->bytes_out - COMPRESS_HEADER_BYTES);
+        jsonw_field_uint(&w, "header_bytes", COMPRESS_HEADER_BYTES);
+        jsonw_field_uint(&w, "documents", r->documents);
+        jsonw_field_bool(&w, "read_as_eval_text", r->as_documents);
+        jsonw_field_number(&w, "bits_per_byte", r->bytes_in ? 8.0 * (double)r->bytes_out / (double)r->bytes_in : NAN);
+        jsonw_field_number(&w, "code_bits", code_bits);
+        jsonw_field_number(&w, "ideal_bits", r->ideal_bits);
+        jsonw_field_number(&w, "eval_bits", r->eval_bits);
+        jsonw_field_number(&w, "eval_bpb", r->eval_bpb);
+        jsonw_field_number(&w, "overhead_pct", (code_bits - r->eval_bits) / r->eval_bits * 100);
+    } else {
+        jsonw_field_bool(&w, "verified", 1);   /* length and sha256 of the original, checked */
+    }
+    jsonw_field_number(&w, "seconds", r->seconds);
+    jsonw_field_number(&w, "ms_per_token", r->tokens > 1 ? r->seconds * 1e3 / (double)(r->tokens - 1) : NAN);
+    jsonw_field_int(&w, "threads", omp_get_max_threads());
+    jsonw_field_string(&w, "model_id", id);
+    jsonw_object_end(&w);
+    if (jsonw_finish(&w, &err)) {
+        strbuf_free(&js);
+        return cli_report(&err);
+    }
+    int rc = cli_emit_result(&js, NULL);
+    strbuf_free(&js);
+    return rc;
+}
+
 static int run(int argc, char **argv, int decompress)
 {
     options o;
@@ -233,41 +261,7 @@ static int run(int argc, char **argv, int decompress)
     free(result);
     if (rc)
         return cli_report(&err);
-    strbuf js = {0};
-    jsonw w;
-    jsonw_init(&w, &js);
-    jsonw_object_begin(&w);
-    jsonw_field_string(&w, "in", what);
-    jsonw_field_string(&w, "out", out);
-    jsonw_field_uint(&w, "bytes_in", r.bytes_in);
-    jsonw_field_uint(&w, "bytes_out", r.bytes_out);
-    jsonw_field_uint(&w, "tokens", r.tokens);
-    if (!decompress) {
-        double code_bits = 8.0 * (double)(r.bytes_out - COMPRESS_HEADER_BYTES);
-        jsonw_field_uint(&w, "header_bytes", COMPRESS_HEADER_BYTES);
-        jsonw_field_uint(&w, "documents", r.documents);
-        jsonw_field_bool(&w, "read_as_eval_text", r.as_documents);
-        jsonw_field_number(&w, "bits_per_byte", r.bytes_in ? 8.0 * (double)r.bytes_out / (double)r.bytes_in : NAN);
-        jsonw_field_number(&w, "code_bits", code_bits);
-        jsonw_field_number(&w, "ideal_bits", r.ideal_bits);
-        jsonw_field_number(&w, "eval_bits", r.eval_bits);
-        jsonw_field_number(&w, "eval_bpb", r.eval_bpb);
-        jsonw_field_number(&w, "overhead_pct", (code_bits - r.eval_bits) / r.eval_bits * 100);
-    } else {
-        jsonw_field_bool(&w, "verified", 1);   /* length and sha256 of the original, checked */
-    }
-    jsonw_field_number(&w, "seconds", r.seconds);
-    jsonw_field_number(&w, "ms_per_token", r.tokens > 1 ? r.seconds * 1e3 / (double)(r.tokens - 1) : NAN);
-    jsonw_field_int(&w, "threads", omp_get_max_threads());
-    jsonw_field_string(&w, "model_id", id);
-    jsonw_object_end(&w);
-    if (jsonw_finish(&w, &err)) {
-        strbuf_free(&js);
-        return cli_report(&err);
-    }
-    rc = cli_emit_result(&js, NULL);
-    strbuf_free(&js);
-    return rc;
+    return emit_result(what, out, decompress, &r, id);
 }
 
 int cmd_compress(int argc, char **argv) { return run(argc, argv, 0); }

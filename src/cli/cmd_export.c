@@ -32,31 +32,19 @@ static void usage(FILE *f)
 int cmd_export(int argc, char **argv)
 {
     export_options o = {.format = -1, .dtype = EXPORT_F32};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!v)
-            return cli_usage_error("export: %s needs a value (see tempo export --help)", a);
-        if (!strcmp(a, "--model"))
-            o.model_path = v;
-        else if (!strcmp(a, "--out"))
-            o.out = v;
-        else if (!strcmp(a, "--format")) {
-            if (strcmp(v, "gguf") && strcmp(v, "hf"))
-                return cli_usage_error("export: --format %s: expected gguf or hf", v);
-            o.format = strcmp(v, "gguf") == 0 ? EXPORT_GGUF : EXPORT_HF;
-        } else if (!strcmp(a, "--dtype")) {
-            int d = export_dtype_parse(v);
-            if (d < 0)
-                return cli_usage_error("export: --dtype %s: expected f32, f16 or q8_0", v);
-            o.dtype = (export_dtype)d;
-        } else
-            return cli_usage_error("export: %s: unknown option (see tempo export --help)", a);
-        i++;
-    }
+    const char *format = NULL, *dtype = "f32";
+    const cli_flag flags[] = {
+        CLI_F_STRING("--model", &o.model_path),
+        CLI_F_STRING("--out", &o.out),
+        CLI_F_CHOICE("--format", &format, "gguf|hf"),
+        CLI_F_CHOICE("--dtype", &dtype, "f32|f16|q8_0"),
+    };
+    int help, bad = cli_parse_flags("export", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad) return bad;
+    if (help) { usage(stdout); return 0; }
+    if (format)
+        o.format = strcmp(format, "gguf") == 0 ? EXPORT_GGUF : EXPORT_HF;
+    o.dtype = (export_dtype)export_dtype_parse(dtype);   /* one of the choices: never -1 */
     if (!o.model_path || !o.out || (int)o.format < 0)
         return cli_usage_error("export: --model, --format and --out are required (see tempo export --help)");
     char exe[1024], commit[128];

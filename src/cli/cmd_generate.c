@@ -55,61 +55,33 @@ static int on_token(void *user, int32_t t)
     return 0;
 }
 
-/* An integer flag into a double (the options below keep every value as one). */
-static int parse_whole(const char *flag, const char *v, long long lo, long long hi, double *out)
-{
-    long long x;
-    if (cli_parse_int(flag, v, lo, hi, &x))
-        return 2;
-    *out = (double)x;
-    return 0;
-}
-
 typedef struct {
     const char *model_path, *prompt;
-    double tokens, temperature, top_k, top_p, seed, threads;
-    int stop, use_memory, use_cache;
+    double temperature, top_p;
+    long long seed;
+    int tokens, top_k, threads, no_stop, no_memory, no_cache;
 } generate_flags;
 
 /* 0, or the exit code of a usage error (already printed); -1: --help was printed. */
 static int parse_flags(int argc, char **argv, generate_flags *f)
 {
-    *f = (generate_flags){.prompt = "", .tokens = 200, .temperature = 0.8, .top_p = 1, .seed = 1,
-                          .stop = 1, .use_memory = 1, .use_cache = 1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return -1;
-        }
-        if (!strcmp(a, "--no-stop")) {
-            f->stop = 0;
-            continue;
-        }
-        if (!strcmp(a, "--no-memory") || !strcmp(a, "--no-cache")) {
-            *(a[5] == 'm' ? &f->use_memory : &f->use_cache) = 0;
-            continue;
-        }
-        int known = !strcmp(a, "--model") || !strcmp(a, "--prompt") || !strcmp(a, "--tokens") ||
-                    !strcmp(a, "--temperature") || !strcmp(a, "--top-k") || !strcmp(a, "--top-p") ||
-                    !strcmp(a, "--seed") || !strcmp(a, "--threads");
-        if (!known)
-            return cli_usage_error("%s: unknown option (see tempo generate --help)", a);
-        if (!v)
-            return cli_usage_error("%s: missing value (see tempo generate --help)", a);
-        int rc = 0;
-        if (!strcmp(a, "--model")) f->model_path = v;
-        else if (!strcmp(a, "--prompt")) f->prompt = v;
-        else if (!strcmp(a, "--tokens")) rc = parse_whole(a, v, 1, 1 << 20, &f->tokens);
-        else if (!strcmp(a, "--temperature")) rc = cli_parse_real(a, v, 0, 1e6, 0, &f->temperature);
-        else if (!strcmp(a, "--top-k")) rc = parse_whole(a, v, 0, 1 << 20, &f->top_k);
-        else if (!strcmp(a, "--top-p")) rc = cli_parse_real(a, v, 0, 1, 1, &f->top_p);
-        else if (!strcmp(a, "--seed")) rc = parse_whole(a, v, 0, NUMBER_MAX_SEED, &f->seed);
-        else rc = parse_whole(a, v, 1, NUMBER_MAX_THREADS, &f->threads);
-        if (rc)
-            return rc;
-        i++;
-    }
+    *f = (generate_flags){.prompt = "", .tokens = 200, .temperature = 0.8, .top_p = 1, .seed = 1};
+    const cli_flag flags[] = {
+        CLI_F_STRING("--model", &f->model_path),
+        CLI_F_STRING("--prompt", &f->prompt),
+        CLI_F_INT("--tokens", &f->tokens, 1, 1 << 20),
+        CLI_F_REAL("--temperature", &f->temperature, 0, 1e6, 0),
+        CLI_F_INT("--top-k", &f->top_k, 0, 1 << 20),
+        CLI_F_REAL("--top-p", &f->top_p, 0, 1, 1),
+        CLI_F_INT64("--seed", &f->seed, 0, NUMBER_MAX_SEED),
+        CLI_F_INT("--threads", &f->threads, 1, NUMBER_MAX_THREADS),
+        CLI_F_SWITCH("--no-stop", &f->no_stop),
+        CLI_F_SWITCH("--no-memory", &f->no_memory),
+        CLI_F_SWITCH("--no-cache", &f->no_cache),
+    };
+    int help, bad = cli_parse_flags("generate", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad) return bad;
+    if (help) { usage(stdout); return -1; }
     if (!f->model_path)
         return cli_usage_error("generate: --model RUN_DIR is required");
     return 0;
@@ -138,15 +110,15 @@ static int generate(const generate_flags *f, const run_config *cfg, model *m, co
     if (!rc)
         rc = infer_cache_create(&kc, &cfg->model, 1, 0, err);
     if (!rc)
-        rc = eval_run_parts(f->model_path, cfg, tok, eval_parts_frozen(f->use_memory, f->use_cache), &h, err);
+        rc = eval_run_parts(f->model_path, cfg, tok, eval_parts_frozen(!f->no_memory, !f->no_cache), &h, err);
     int hybrid = !rc && hybrid_parts_any(&h);
     if (hybrid) {
         mixture_options mo = hybrid_parts_options(&h, 0);
         rc = mixture_sampler_init(&mixs, &mo, &h.mx, err);
     }
     if (!rc) {
-        gen_options o = {.max_tokens = (int)f->tokens, .stop_at_sep = f->stop, .sep_id = tok_sep_id(tok),
-                         .sample = {(float)f->temperature, (int)f->top_k, (float)f->top_p, (uint64_t)f->seed}};
+        gen_options o = {.max_tokens = f->tokens, .stop_at_sep = !f->no_stop, .sep_id = tok_sep_id(tok),
+                         .sample = {(float)f->temperature, f->top_k, (float)f->top_p, (uint64_t)f->seed}};
         if (hybrid) {
             o.adjust = mixture_sampler_adjust;
             o.adjust_ctx = &mixs;
@@ -177,7 +149,7 @@ static int emit_result(const generate_flags *f, const generate_outcome *g, const
     jsonw_field_number(&w, "time_to_first_token_s", g->res.prefill_s);
     jsonw_field_number(&w, "decode_tokens_per_s", gen_decode_tokens_per_s(&g->res));
     jsonw_field_number(&w, "temperature", f->temperature);
-    jsonw_field_int(&w, "top_k", (int)f->top_k);
+    jsonw_field_int(&w, "top_k", f->top_k);
     jsonw_field_number(&w, "top_p", f->top_p);
     jsonw_field_uint(&w, "seed", (unsigned long long)f->seed);
     jsonw_field_int(&w, "memory_order", g->memory_order);
@@ -198,7 +170,7 @@ int cmd_generate(int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     if (f.threads > 0)
-        omp_set_num_threads((int)f.threads);
+        omp_set_num_threads(f.threads);
     tempo_error err;
     tempo_error_clear(&err);
     run_config cfg;
@@ -213,7 +185,7 @@ int cmd_generate(int argc, char **argv)
     stream_state st = {tok, {0}};
     rc = tok_encode(tok, (const uint8_t *)f.prompt, strlen(f.prompt), &ids, &n, &cap, &err);
     if (!rc)
-        rc = gen_prompt_window(ids, (int)n, tok_sep_id(tok), ctx, (int)f.tokens, &seq, &n_seq, &g.cut, &err);
+        rc = gen_prompt_window(ids, (int)n, tok_sep_id(tok), ctx, f.tokens, &seq, &n_seq, &g.cut, &err);
     if (!rc && g.cut)
         fprintf(stderr, "generate: prompt cut to its last %d tokens (context %d)\n", n_seq - 1, ctx);
     if (!rc)

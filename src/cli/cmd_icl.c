@@ -98,17 +98,6 @@ void cli_icl_print_table(FILE *f, const icl_task_result *r, int n, const icl_sum
 
 /* ---- tempo icl ---- */
 
-static int takes_value(const char *flag)
-{
-    static const char *const flags[] = {"--model", "--tasks", "--task", "--shots", "--limit",
-                                        "--seed",  "--threads", "--out"};
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        if (!strcmp(flag, flags[i]))
-            return 1;
-    return 0;
-}
-
-
 int cli_icl_default_tasks(char *out, size_t n)
 {
     const char *d = getenv("TEMPO_DATA");
@@ -118,45 +107,46 @@ int cli_icl_default_tasks(char *out, size_t n)
     return 0;
 }
 
+typedef struct {
+    const char *model_path, *tasks, *out_dir;
+    const char *names[MAX_TASK_NAMES];
+    int n_names, threads, no_memory, no_cache;
+    icl_options o;
+} icl_args;
+
+/* 0, the exit code of a usage error (printed), or -1 after --help. */
+static int icl_flags(int argc, char **argv, icl_args *p)
+{
+    memset(p, 0, sizeof *p);
+    icl_options_default(&p->o);
+    long long seed = (long long)p->o.seed;
+    const cli_flag flags[] = {
+        CLI_F_STRING("--model", &p->model_path),
+        CLI_F_STRING("--tasks", &p->tasks),
+        CLI_F_STRING("--out", &p->out_dir),
+        CLI_F_LIST("--task", p->names, &p->n_names, MAX_TASK_NAMES),
+        CLI_F_INT("--shots", &p->o.shots, 0, 1000000000),
+        CLI_F_INT("--limit", &p->o.limit, 0, 1000000000),
+        CLI_F_INT64("--seed", &seed, 0, NUMBER_MAX_SEED),
+        CLI_F_INT("--threads", &p->threads, 1, NUMBER_MAX_THREADS),
+        CLI_F_SWITCH("--no-memory", &p->no_memory),
+        CLI_F_SWITCH("--no-cache", &p->no_cache),
+    };
+    int help, bad = cli_parse_flags("icl", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad) return bad;
+    if (help) { usage(stdout); return -1; }
+    p->o.seed = (uint64_t)seed;
+    return 0;
+}
+
 int cmd_icl(int argc, char **argv)
 {
-    const char *model_path = NULL, *tasks = NULL, *out_dir = NULL;
-    const char *names[MAX_TASK_NAMES];
-    int n_names = 0, threads = 0, use_memory = 1, use_cache = 1;
-    icl_options o;
-    icl_options_default(&o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--no-memory")) { use_memory = 0; continue; }
-        if (!strcmp(a, "--no-cache")) { use_cache = 0; continue; }
-        if (!takes_value(a))
-            return cli_usage_error("%s: unknown option (see tempo icl --help)", a);
-        if (!v)
-            return cli_usage_error("%s: missing value (see tempo icl --help)", a);
-        long long x = 0;
-        if (!strcmp(a, "--model")) model_path = v;
-        else if (!strcmp(a, "--tasks")) tasks = v;
-        else if (!strcmp(a, "--out")) out_dir = v;
-        else if (!strcmp(a, "--task")) {
-            if (n_names == MAX_TASK_NAMES)
-                return cli_usage_error("--task: at most %d names", MAX_TASK_NAMES);
-            names[n_names++] = v;
-        } else {
-            int is_threads = !strcmp(a, "--threads");
-            long long max = !strcmp(a, "--seed") ? NUMBER_MAX_SEED : is_threads ? NUMBER_MAX_THREADS : 1000000000;
-            if (cli_parse_int(a, v, is_threads ? 1 : 0, max, &x))
-                return 2;
-            if (!strcmp(a, "--shots")) o.shots = (int)x;
-            else if (!strcmp(a, "--limit")) o.limit = (int)x;
-            else if (!strcmp(a, "--seed")) o.seed = (uint64_t)x;
-            else threads = (int)x;
-        }
-        i++;
-    }
+    icl_args p;
+    int bad = icl_flags(argc, argv, &p);
+    if (bad)
+        return bad < 0 ? 0 : bad;
+    const char *model_path = p.model_path, *tasks = p.tasks, *out_dir = p.out_dir;
+    icl_options o = p.o;
     if (!model_path)
         return cli_usage_error("icl: --model RUN_DIR is required");
     char def[1024];
@@ -165,8 +155,8 @@ int cmd_icl(int argc, char **argv)
             return cli_usage_error("icl: give --tasks DIR (or set TEMPO_DATA)");
         tasks = def;
     }
-    if (threads > 0)
-        omp_set_num_threads(threads);
+    if (p.threads > 0)
+        omp_set_num_threads(p.threads);
     tempo_error err;
     tempo_error_clear(&err);
     run_config cfg;
@@ -182,9 +172,9 @@ int cmd_icl(int argc, char **argv)
     int n = 0;
     icl_summary s;
     hybrid_parts h;
-    int rc = eval_run_parts(model_path, &cfg, tok, eval_parts_frozen(use_memory, use_cache), &h, &err);
+    int rc = eval_run_parts(model_path, &cfg, tok, eval_parts_frozen(!p.no_memory, !p.no_cache), &h, &err);
     if (!rc)
-        rc = icl_engine_run(m, &h, tok, tasks, names, n_names, &o, &r, &n, &s, &err);
+        rc = icl_engine_run(m, &h, tok, tasks, p.names, p.n_names, &o, &r, &n, &s, &err);
     int mem_k = h.has_memory ? h.memory.order : 0, cache_k = h.cache_order;
     hybrid_parts_free(&h);
     model_free(m);

@@ -52,6 +52,50 @@ static void usage(FILE *f)
 #define JUDGE_MAX_MEMORY (1ULL << 50)          /* 1 PiB of address space */
 #define JUDGE_MAX_LOG_BYTES (1ULL << 30)       /* kept in memory while the command runs */
 
+/* The flags into o (its defaults already there): 0, the exit code of a
+ * usage error (printed), or -1 after --help. */
+static int judge_flags(int argc, char **argv, judge_options *o)
+{
+    long long seed = (long long)o->seed;
+    uint64_t log_bytes = o->log_bytes;
+    int max_procs = (int)o->max_procs;
+    const cli_flag flags[] = {
+        CLI_F_STRING("--submission", &o->submission),
+        CLI_F_INT("--phase", &o->phase, 1, 2),
+        CLI_F_DURATION("--budget", &o->budget_s),
+        CLI_F_INT("--seeds", &o->seeds, 1, JUDGE_MAX_SEEDS),
+        /* run i uses seed + i: all of them stay within the shared range */
+        CLI_F_INT64("--seed", &seed, 0, NUMBER_MAX_SEED - JUDGE_MAX_SEEDS),
+        CLI_F_INT("--threads", &o->threads, 1, NUMBER_MAX_THREADS),
+        CLI_F_INT64("--steps", &o->steps, 1, NUMBER_MAX_STEPS),
+        CLI_F_INT("--vocab", &o->vocab, TOK_MIN_VOCAB, TOK_MAX_VOCAB),
+        CLI_F_INT("--icl-limit", &o->icl_limit, 1, 1000000000),
+        CLI_F_SIZE("--memory", &o->memory_bytes, 1 << 20, JUDGE_MAX_MEMORY),
+        CLI_F_INT("--max-procs", &max_procs, 8, 1000000),
+        CLI_F_SIZE("--disk", &o->disk_bytes, 1 << 20, JUDGE_MAX_MEMORY),
+        CLI_F_SIZE("--log-bytes", &log_bytes, 1, JUDGE_MAX_LOG_BYTES),
+        CLI_F_SIZE("--flood-bytes", &o->flood_bytes, 1, JUDGE_MAX_MEMORY),
+        CLI_F_DURATION("--grace", &o->grace_s),
+        CLI_F_DURATION("--eval-timeout", &o->eval_timeout_s),
+        CLI_F_STRING("--db", &o->db_path),
+        CLI_F_STRING("--work", &o->work_dir),
+        CLI_F_STRING("--corpus", &o->corpus_dir),
+        CLI_F_STRING("--val", &o->val_path),
+        CLI_F_STRING("--data-dir", &o->data_dir),
+        CLI_F_STRING("--icl", &o->icl_dir),
+        CLI_F_STRING("--tempo", &o->tempo_bin),
+        CLI_F_SWITCH("--no-sandbox", &o->no_sandbox),
+        CLI_F_DURATION("--test-pause-in-transaction", &o->test_pause_in_tx_s),
+    };
+    int help, bad = cli_parse_flags("judge", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad) return bad;
+    if (help) { usage(stdout); return -1; }
+    o->seed = (uint64_t)seed;
+    o->log_bytes = (size_t)log_bytes;
+    o->max_procs = max_procs;
+    return 0;
+}
+
 int cmd_judge(int argc, char **argv)
 {
     judge_options o;
@@ -64,52 +108,9 @@ int cmd_judge(int argc, char **argv)
     path_join(icl, sizeof icl, data_root, "icl");
     o.corpus_dir = corpus;
     o.icl_dir = icl;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long long x = 0;
-        uint64_t sz = 0;
-        int rc = 0;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--no-sandbox")) {
-            o.no_sandbox = 1;
-            continue;
-        }
-        if (!v)
-            return cli_usage_error("%s: missing value (see tempo judge --help)", a);
-        if (!strcmp(a, "--submission")) o.submission = v;
-        else if (!strcmp(a, "--phase")) { if ((rc = cli_parse_int(a, v, 1, 2, &x)) == 0) o.phase = (int)x; }
-        else if (!strcmp(a, "--budget")) rc = cli_parse_duration(a, v, &o.budget_s);
-        else if (!strcmp(a, "--seeds")) { if ((rc = cli_parse_int(a, v, 1, JUDGE_MAX_SEEDS, &x)) == 0) o.seeds = (int)x; }
-        else if (!strcmp(a, "--seed")) {
-            /* run i uses seed + i: all of them stay within the shared range */
-            if ((rc = cli_parse_int(a, v, 0, NUMBER_MAX_SEED - JUDGE_MAX_SEEDS, &x)) == 0) o.seed = (uint64_t)x;
-        } else if (!strcmp(a, "--threads")) { if ((rc = cli_parse_int(a, v, 1, NUMBER_MAX_THREADS, &x)) == 0) o.threads = (int)x; }
-        else if (!strcmp(a, "--steps")) { if ((rc = cli_parse_int(a, v, 1, NUMBER_MAX_STEPS, &x)) == 0) o.steps = x; }
-        else if (!strcmp(a, "--vocab")) { if ((rc = cli_parse_int(a, v, TOK_MIN_VOCAB, TOK_MAX_VOCAB, &x)) == 0) o.vocab = (int)x; }
-        else if (!strcmp(a, "--icl-limit")) { if ((rc = cli_parse_int(a, v, 1, 1000000000, &x)) == 0) o.icl_limit = (int)x; }
-        else if (!strcmp(a, "--memory")) { if ((rc = cli_parse_size(a, v, 1 << 20, JUDGE_MAX_MEMORY, &sz)) == 0) o.memory_bytes = sz; }
-        else if (!strcmp(a, "--max-procs")) { if ((rc = cli_parse_int(a, v, 8, 1000000, &x)) == 0) o.max_procs = (long)x; }
-        else if (!strcmp(a, "--disk")) { if ((rc = cli_parse_size(a, v, 1 << 20, JUDGE_MAX_MEMORY, &sz)) == 0) o.disk_bytes = sz; }
-        else if (!strcmp(a, "--log-bytes")) { if ((rc = cli_parse_size(a, v, 1, JUDGE_MAX_LOG_BYTES, &sz)) == 0) o.log_bytes = (size_t)sz; }
-        else if (!strcmp(a, "--flood-bytes")) { if ((rc = cli_parse_size(a, v, 1, JUDGE_MAX_MEMORY, &sz)) == 0) o.flood_bytes = sz; }
-        else if (!strcmp(a, "--grace")) rc = cli_parse_duration(a, v, &o.grace_s);
-        else if (!strcmp(a, "--eval-timeout")) rc = cli_parse_duration(a, v, &o.eval_timeout_s);
-        else if (!strcmp(a, "--db")) o.db_path = v;
-        else if (!strcmp(a, "--work")) o.work_dir = v;
-        else if (!strcmp(a, "--corpus")) o.corpus_dir = v;
-        else if (!strcmp(a, "--val")) o.val_path = v;
-        else if (!strcmp(a, "--data-dir")) o.data_dir = v;
-        else if (!strcmp(a, "--icl")) o.icl_dir = v;
-        else if (!strcmp(a, "--tempo")) o.tempo_bin = v;
-        else if (!strcmp(a, "--test-pause-in-transaction")) rc = cli_parse_duration(a, v, &o.test_pause_in_tx_s);
-        else return cli_usage_error("%s: unknown option (see tempo judge --help)", a);
-        if (rc)
-            return rc;
-        i++;
-    }
+    int bad = judge_flags(argc, argv, &o);
+    if (bad)
+        return bad < 0 ? 0 : bad;
     if (!o.submission)
         return cli_usage_error("judge: --submission DIR is required (see tempo judge --help)");
     if (!o.val_path) {

@@ -34,28 +34,20 @@ typedef struct {
 /* 0, or the exit code of a usage error (already printed); -1: --help was printed. */
 static int parse_flags(int argc, char **argv, leaderboard_options *o)
 {
+    const char *phase = NULL;
     *o = (leaderboard_options){.db_path = "leaderboard.sqlite"};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return -1;
-        }
-        if (!strcmp(a, "--all")) { o->all = 1; continue; }
-        if (!strcmp(a, "--json")) { o->json = 1; continue; }
-        if (!strcmp(a, "--check")) { o->check = 1; continue; }
-        if (!v)
-            return cli_usage_error("%s: missing value (see tempo leaderboard --help)", a);
-        if (!strcmp(a, "--db")) o->db_path = v;
-        else if (!strcmp(a, "--html")) o->html = v;
-        else if (!strcmp(a, "--phase")) {
-            if (strcmp(v, "1") && strcmp(v, "2"))
-                return cli_usage_error("--phase %s: 1 or 2", v);
-            o->phase = v[0] - '0';
-        } else
-            return cli_usage_error("%s: unknown option (see tempo leaderboard --help)", a);
-        i++;
-    }
+    const cli_flag flags[] = {
+        CLI_F_STRING("--db", &o->db_path),
+        CLI_F_STRING("--html", &o->html),
+        CLI_F_CHOICE("--phase", &phase, "1|2"),
+        CLI_F_SWITCH("--all", &o->all),
+        CLI_F_SWITCH("--json", &o->json),
+        CLI_F_SWITCH("--check", &o->check),
+    };
+    int help, bad = cli_parse_flags("leaderboard", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad) return bad;
+    if (help) { usage(stdout); return -1; }
+    o->phase = phase ? phase[0] - '0' : 0;
     return 0;
 }
 

@@ -36,73 +36,43 @@ static void progress(void *ctx, const char *line)
     fprintf(stderr, "tempo prepare: %s\n", line);
 }
 
+/* The flags into o and the INPUTs into inputs[0..*n): 0, the exit code of a
+ * usage error (printed), or -1 after --help. */
+static int prepare_flags(int argc, char **argv, prepare_options *o, const char **inputs, int *n)
+{
+    const cli_flag flags[] = {
+        CLI_F_STRING("--out", &o->out_dir),
+        CLI_F_INT("--vocab", &o->vocab, TOK_MIN_VOCAB, TOK_MAX_VOCAB),
+        CLI_F_STRING("--val", &o->val_path),
+        CLI_F_REAL("--val-share", &o->val_share, 0, PREPARE_MAX_VAL_SHARE, 0),
+        CLI_F_REAL("--tok-sample-mb", &o->tok_sample_mb, 0, 1e6, 1),
+        CLI_F_INT("--threads", &o->threads, 1, NUMBER_MAX_THREADS),
+        CLI_F_SWITCH("--force", &o->force),
+        CLI_F_ARGS("INPUT", inputs, n, argc),
+    };
+    int help, bad = cli_parse_flags("prepare", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
+    if (bad) return bad;
+    if (help) { usage(stdout); return -1; }
+    if (!o->out_dir)
+        return cli_usage_error("prepare: --out DATA_DIR is required (see tempo prepare --help)");
+    if (*n == 0)
+        return cli_usage_error("prepare: no INPUT given (files or folders of .txt, .jsonl, .txt.xz, .jsonl.xz)");
+    return 0;
+}
+
 int cmd_prepare(int argc, char **argv)
 {
     prepare_options o;
     prepare_defaults(&o);
-    char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     if (!inputs)
         return cli_usage_error("prepare: out of memory");
-    int n_inputs = 0, rc = 0, only_inputs = 0;
-    for (int i = 1; i < argc && rc == 0; i++) {
-        const char *a = argv[i];
-        if (only_inputs || a[0] != '-' || !a[1]) {
-            inputs[n_inputs++] = argv[i];
-            continue;
-        }
-        if (!strcmp(a, "--")) {
-            only_inputs = 1;
-            continue;
-        }
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            free(inputs);
-            return 0;
-        }
-        if (!strcmp(a, "--force")) {
-            o.force = 1;
-            continue;
-        }
-        /* flags with a value: "--flag VALUE" or "--flag=VALUE" */
-        char name[64];
-        const char *value = NULL, *eq = strchr(a, '=');
-        size_t nl = eq ? (size_t)(eq - a) : strlen(a);
-        snprintf(name, sizeof name, "%.*s", (int)(nl < sizeof name - 1 ? nl : sizeof name - 1), a);
-        const char *known[] = {"--out", "--vocab", "--val", "--val-share", "--tok-sample-mb", "--threads"};
-        int k = -1;
-        for (int j = 0; j < 6; j++)
-            if (!strcmp(name, known[j]))
-                k = j;
-        if (k < 0) {
-            rc = cli_usage_error("prepare: unknown option '%s' (see tempo prepare --help)", a);
-            break;
-        }
-        if (eq)
-            value = eq + 1;
-        else if (i + 1 < argc)
-            value = argv[++i];
-        else {
-            rc = cli_usage_error("%s: needs a value", name);
-            break;
-        }
-        switch (k) {
-        case 0: o.out_dir = value; break;
-        case 1: rc = cli_parse_int32("--vocab", value, TOK_MIN_VOCAB, TOK_MAX_VOCAB, &o.vocab); break;
-        case 2: o.val_path = value; break;
-        case 3: rc = cli_parse_real("--val-share", value, 0, PREPARE_MAX_VAL_SHARE, 0, &o.val_share); break;
-        case 4: rc = cli_parse_real("--tok-sample-mb", value, 0, 1e6, 1, &o.tok_sample_mb); break;
-        default: rc = cli_parse_int32("--threads", value, 1, NUMBER_MAX_THREADS, &o.threads); break;
-        }
-    }
-    if (rc == 0 && !o.out_dir)
-        rc = cli_usage_error("prepare: --out DATA_DIR is required (see tempo prepare --help)");
-    if (rc == 0 && n_inputs == 0)
-        rc = cli_usage_error("prepare: no INPUT given (files or folders of .txt, .jsonl, .txt.xz, .jsonl.xz)");
+    int n_inputs = 0, rc = prepare_flags(argc, argv, &o, inputs, &n_inputs);
     if (rc) {
         free(inputs);
-        return rc;
+        return rc < 0 ? 0 : rc;
     }
-    o.inputs = inputs;
+    o.inputs = (char *const *)inputs;   /* argv's own strings */
     o.n_inputs = n_inputs;
     o.progress = progress;
     strbuf meta = {0};

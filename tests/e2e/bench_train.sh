@@ -58,7 +58,7 @@ assert {"attention_fwd", "attention_bwd", "rmsnorm_fwd", "head_xent_train", "ada
 assert len(lines) == 2 * len(kernels) and all(l["gflops"] > 0 and l["gbps"] > 0 for l in lines)
 PY
 expect_error 2 "GEMM shape" "$TEMPO" bench kernels --kernel ops --shape 8x8x8
-expect_error 2 "unknown kernel" "$TEMPO" bench kernels --kernel nope
+expect_error 2 "^tempo: --kernel nope: expected gemm, ops or all$" "$TEMPO" bench kernels --kernel nope
 # --pin-threads binds each thread to its own core (read back from the OS)
 "$TEMPO" bench train --preset tiny-test --threads 1 --steps 1 --pin-threads >"$OUT" 2>/dev/null \
     || fail "bench train --pin-threads failed"

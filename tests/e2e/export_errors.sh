@@ -45,8 +45,8 @@ mkdir -p "$O.exists"
 expect_error 1 "out.exists: already exists" ex --model "$E2E_TMP/good" --format hf --out "$O.exists"
 expect_error 2 "q8_0 is for GGUF only" ex --model "$E2E_TMP/good" --format hf --dtype q8_0 --out "$O.hf"
 # bad usage
-expect_error 2 "^tempo: export: --format onnx: expected gguf or hf$" ex --model "$E2E_TMP/good" --format onnx --out "$O"
-expect_error 2 "^tempo: export: --dtype bf16: expected f32, f16 or q8_0$" ex --model "$E2E_TMP/good" --format gguf --dtype bf16 --out "$O"
+expect_error 2 "^tempo: --format onnx: expected gguf or hf$" ex --model "$E2E_TMP/good" --format onnx --out "$O"
+expect_error 2 "^tempo: --dtype bf16: expected f32, f16 or q8_0$" ex --model "$E2E_TMP/good" --format gguf --dtype bf16 --out "$O"
 expect_error 2 "are required" ex --model "$E2E_TMP/good" --format gguf
 [ ! -e "$O.gguf" ] && [ ! -e "$O.hf" ] && [ ! -e "$E2E_TMP/no" ] || fail "a refused export left output behind"
 ls "$E2E_TMP" | grep -q '\.tmp\.' && fail "a temporary was left: $(ls "$E2E_TMP")"

@@ -38,11 +38,11 @@ printf 'doc one\n\x1e\ndoc two\n\x1e\n' >"$tmp/two.txt"
 expect 2 "^tempo: prepare: --out DATA_DIR is required"
 expect 2 "^tempo: prepare: no INPUT given" --out "$tmp/out"
 expect 2 "^tempo: prepare: --out DATA_DIR is required" "$tmp/two.txt"
-expect 2 "^tempo: prepare: unknown option '--bogus'" --out "$tmp/out" --bogus "$tmp/two.txt"
+expect 2 "^tempo: --bogus: unknown option (see tempo prepare --help)$" --out "$tmp/out" --bogus "$tmp/two.txt"
 expect 2 "^tempo: --vocab: 'abc' is not a number (use 256 to 65536)" --out "$tmp/out" --vocab abc "$tmp/two.txt"
 expect 2 "^tempo: --vocab: 100 is out of range (256 to 65536)" --out "$tmp/out" --vocab 100 "$tmp/two.txt"
 expect 2 "^tempo: --vocab: 70000 is out of range" --out "$tmp/out" --vocab 70000 "$tmp/two.txt"
-expect 2 "^tempo: --vocab: needs a value" --out "$tmp/out" "$tmp/two.txt" --vocab
+expect 2 "^tempo: --vocab: missing value (see tempo prepare --help)$" --out "$tmp/out" "$tmp/two.txt" --vocab
 expect 2 "^tempo: --val-share: 0.9 is out of range" --out "$tmp/out" --val-share 0.9 "$tmp/two.txt"
 expect 2 "^tempo: --threads: 'x' is not a number" --out "$tmp/out" --threads x "$tmp/two.txt"
 expect 2 "^tempo: --tok-sample-mb: 0 is out of range" --out "$tmp/out" --tok-sample-mb 0 "$tmp/two.txt"
