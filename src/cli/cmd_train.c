@@ -85,6 +85,15 @@ static void usage(FILE *f)
     run_config_print_keys(f);
 }
 
+/* The stop flag (SIGINT, SIGTERM) and the progress stream: rank 0's alone. */
+static void attach_run(train_options *o, const dist_context *dist)
+{
+    o->stop_flag = &stop_requested;
+    o->progress = dist->rank == 0 ? stderr : NULL;   /* one voice: rank 0's */
+    o->progress_tty = isatty(2);
+    catch_signals();
+}
+
 /* --threads' default (all cores, shared among the ranks on this machine), set
  * for OpenMP; 1 when every thread is bound to a core of its own. */
 static int setup_threads(train_options *o, const dist_context *dist, int pin)
@@ -243,8 +252,6 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
     if (no_eval) o.final_eval = 0;
     if (!o.data_dir) return cli_usage_error("train: --data DATA_DIR is required");
     if (!o.out_dir) return cli_usage_error("train: --out RUN_DIR is required");
-    if (o.memory_store && (!strcmp(o.memory_store, "none") || !o.memory_store[0]))
-        o.memory_store = "";
     if (o.budget_s <= 0 && o.max_steps <= 0 && !o.resume)
         return cli_usage_error("train: --budget DURATION or --steps N is required");
     char commit[128];
@@ -256,10 +263,7 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
     if (rc)
         return rc;
     tempo_error_clear(&err);
-    o.stop_flag = &stop_requested;
-    o.progress = dist->rank == 0 ? stderr : NULL;   /* one voice: rank 0's */
-    o.progress_tty = isatty(2);
-    catch_signals();
+    attach_run(&o, dist);
 
     train_result r;
     *same_everywhere = 0;

@@ -11,33 +11,22 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
                             int batch, int part, int parts, double lr, const bpb_token_out *out, bpb_result *res,
                             tempo_error *err);
 
-int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
+int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, const bpb_options *o,
                  bpb_result *res, tempo_error *err)
 {
-    return bpb_evaluate_tokens(m, tokens, n_tokens, n_bytes, stride, batch, NULL, res, err);
-}
-
-int bpb_evaluate_tokens(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
-                        const bpb_token_out *out, bpb_result *res, tempo_error *err)
-{
-    return bpb_evaluate_part(m, tokens, n_tokens, n_bytes, stride, batch, 0, 1, out, res, err);
-}
-
-int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
-                      int part, int parts, const bpb_token_out *out, bpb_result *res, tempo_error *err)
-{
-    return evaluate_windows(m, tokens, n_tokens, n_bytes, stride, batch, part, parts, 0, out, res, err);
-}
-
-int bpb_evaluate_adaptive(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, double lr,
-                          const bpb_token_out *out, bpb_result *res, tempo_error *err)
-{
-    if (!(lr >= 0) || !isfinite(lr))
-        return tempo_fail(err, "evaluation: the reading learning rate must be a finite number >= 0, not %g", lr);
+    static const bpb_options plain = {0};
+    if (!o)
+        o = &plain;
+    const int parts = o->parts > 1 ? o->parts : 1;
+    if (o->lr == 0)
+        return evaluate_windows(m, tokens, n_tokens, n_bytes, o->stride, o->batch, parts > 1 ? o->part : 0, parts,
+                                0, o->out, res, err);
+    if (!(o->lr > 0) || !isfinite(o->lr))
+        return tempo_fail(err, "evaluation: the reading learning rate must be a finite number >= 0, not %g", o->lr);
     if (model_params_save(m, err))
         return -1;
     model_set_mixture(m, NULL, 1);   /* the steps learn the plain cross-entropy, whatever training set */
-    int rc = evaluate_windows(m, tokens, n_tokens, n_bytes, stride, 1, 0, 1, lr, out, res, err);
+    int rc = evaluate_windows(m, tokens, n_tokens, n_bytes, o->stride, 1, 0, 1, o->lr, o->out, res, err);
     tempo_error e2;
     if (model_params_restore(m, rc ? &e2 : err))   /* the model as it was trained */
         rc = -1;
@@ -86,12 +75,12 @@ void bpb_adapt_step(model *m, double lr)
 }
 
 /* The windows of part `part` of `parts`; with lr > 0 (one part, one window
- * per forward) the model learns as it reads (bpb_evaluate_adaptive). */
+ * per forward) the model learns as it reads (bpb_evaluate with lr > 0). */
 static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride,
                             int batch, int part, int parts, double lr, const bpb_token_out *out, bpb_result *res,
                             tempo_error *err)
 {
-    static const bpb_token_out none = {NULL, NULL, NULL, NULL};
+    static const bpb_token_out none = {NULL, NULL, NULL, NULL, 0};
     if (!out)
         out = &none;
     memset(res, 0, sizeof *res);
@@ -133,7 +122,7 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
         }
         if (rows == 0)
             break;   /* the remaining windows were all another part's */
-        model_forward(m, in, tg, rows, T);
+        model_forward_eval(m, in, tg, rows, T, out->beta);
         const float *losses = model_token_losses(m), *top = model_token_top_logprob(m);
         const float *log_norm = model_token_log_norm(m);
         const int32_t *top_id = model_token_top_id(m);

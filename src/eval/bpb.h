@@ -32,12 +32,6 @@ typedef struct {
     double seconds;
 } bpb_result;
 
-/* Evaluate with windows of the model's context (or less, for short streams),
- * `batch` windows per forward (<= the model's max batch). The model is put in
- * evaluation mode for the duration and left in training mode afterwards. */
-int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
-                 bpb_result *res, tempo_error *err);
-
 /* Per-token outputs of an evaluation, each indexed by the stream position
  * of the scored token (i = 1..n_tokens-1; entry 0 is set to 0); any may be
  * NULL. */
@@ -45,43 +39,45 @@ typedef struct {
     double *nats;       /* -ln p of the token */
     float *top;         /* the log of the largest probability the model gave there (model_token_top_logprob) */
     int32_t *top_id;    /* that probability's id (model_token_top_id) */
-    float *log_norm;    /* -ln sum_v p_v^beta there (model_token_log_norm; model_set_eval_beta) */
+    float *log_norm;    /* -ln sum_v p_v^beta there, for beta below (model_token_log_norm) */
+    float beta;         /* the sharpening log_norm is of (0 or 1: none; the hybrid model's mixer beta) */
 } bpb_token_out;
 
-/* The same, also writing the per-token outputs `out` asks for (out may be
- * NULL). */
-int bpb_evaluate_tokens(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
-                        const bpb_token_out *out, bpb_result *res, tempo_error *err);
+/* How to read: zero fields are the defaults. */
+typedef struct {
+    int stride;                 /* a window's new targets (outside 1..T: T, the window) */
+    int batch;                  /* windows per forward (<= the model's max batch; 0: 1) */
+    int part, parts;            /* data-parallel evaluation (parts >= 2): only windows k (in order) with
+                                 * k % parts == part are run; out's arrays get those windows' tokens and
+                                 * are left untouched elsewhere, and res holds this part's bits and tokens.
+                                 * The parts' token arrays, summed from zeros, are the whole reading's. */
+    double lr;                  /* > 0: the model learns as it reads (below); 0: frozen */
+    const bpb_token_out *out;   /* the per-token outputs wanted, or NULL */
+} bpb_options;
 
-/* One part of bpb_evaluate_tokens for data-parallel evaluation: only the
- * windows k (in the order above) with k % parts == part are run; out's
- * arrays get those windows' tokens and are left untouched elsewhere, and
- * res holds this part's bits and tokens. The parts' token arrays, summed
- * from zeros, are exactly the whole evaluation's. parts = 1 is
- * bpb_evaluate_tokens. */
-int bpb_evaluate_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
-                      int part, int parts, const bpb_token_out *out, bpb_result *res, tempo_error *err);
-
-/* bpb_evaluate_tokens with a model that learns as it reads (dynamic
- * evaluation; the hybrid model's rule (docs/hybrid_model.md): score first, then learn): the
- * windows run one at a time, in order, and whenever the scored targets
- * reach T (the window length) past the last step's, the model takes one
- * plain SGD step of rate lr on the mean cross-entropy of the T targets
- * ending there, every one of them already scored. So a token's figures
- * depend only on the tokens before it, and each target is learned from
- * once (the first window's T, then every T/stride-th window's). lr = 0
- * reads frozen, one window per forward. A step is the backward pass of
- * the window just scored (its forward is not run again), its gradient's
- * norm clipped to BPB_ADAPT_CLIP (so an untrained model's large gradients
- * cannot make it diverge; a trained cpu-default model's norms are 1.2-3.1
- * on val, 0.5-8.3 on C headers, where a few early steps are clipped); a
- * gradient that is not finite is no step. Training inside the mixture
- * (model_set_mixture) is switched off: the steps learn the plain
- * cross-entropy. The parameters are restored bit for bit on return (the
- * gradients are left zero). A negative or non-finite lr: -1. */
+/* The bits per byte of tokens[0..n_tokens) (n_bytes of text) under m, read
+ * in sliding windows of the model's context (or less, for short streams).
+ * The model is put in evaluation mode for the duration and left in training
+ * mode afterwards.
+ * With o->lr > 0 the model learns as it reads (dynamic evaluation; the hybrid
+ * model's rule, docs/hybrid_model.md: score first, then learn): the windows
+ * run one at a time, in order (batch and parts are ignored), and whenever
+ * the scored targets reach T (the window length) past the last step's, the
+ * model takes one plain SGD step of rate lr on the mean cross-entropy of the
+ * T targets ending there, every one of them already scored. So a token's
+ * figures depend only on the tokens before it, and each target is learned
+ * from once (the first window's T, then every T/stride-th window's). A step
+ * is the backward pass of the window just scored (its forward is not run
+ * again), its gradient's norm clipped to BPB_ADAPT_CLIP (so an untrained
+ * model's large gradients cannot make it diverge; a trained cpu-default
+ * model's norms are 1.2-3.1 on val, 0.5-8.3 on C headers, where a few early
+ * steps are clipped); a gradient that is not finite is no step. Training
+ * inside the mixture (model_set_mixture) is switched off: the steps learn
+ * the plain cross-entropy. The parameters are restored bit for bit on
+ * return (the gradients are left zero). A negative or non-finite lr: -1. */
 #define BPB_ADAPT_CLIP 5.0
-int bpb_evaluate_adaptive(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, double lr,
-                          const bpb_token_out *out, bpb_result *res, tempo_error *err);
+int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, const bpb_options *o,
+                 bpb_result *res, tempo_error *err);
 
 /* The sliding windows above, one at a time in order, for a reader that
  * walks them itself (eval/predictor.h reads the same windows token by
@@ -101,7 +97,7 @@ int bpb_windows_init(bpb_windows *w, int context, size_t n_tokens, int stride, t
  * scored targets *first .. *end (*end = *start + T); 0 after the last. */
 int bpb_windows_next(bpb_windows *w, size_t *start, size_t *first, size_t *end);
 
-/* The learning reader (bpb_evaluate_adaptive): 1 when it steps after the
+/* The learning reader (bpb_evaluate with lr > 0): 1 when it steps after the
  * window that scored targets up to w->end, its last step having learned
  * targets up to learned_end. */
 int bpb_adapt_due(const bpb_windows *w, size_t learned_end);

@@ -20,9 +20,10 @@ int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_
 static int model_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
                       int part, int parts, double lr, const bpb_token_out *out, bpb_result *r, tempo_error *err)
 {
-    if (lr > 0)
-        return part == 0 ? bpb_evaluate_adaptive(m, tokens, n_tokens, n_bytes, stride, lr, out, r, err) : 0;
-    return bpb_evaluate_part(m, tokens, n_tokens, n_bytes, stride, batch, part, parts, out, r, err);
+    if (lr > 0 && part != 0)
+        return 0;   /* the learning reader is one sequence: all of it on part 0 */
+    bpb_options o = {.stride = stride, .batch = batch, .part = part, .parts = parts, .lr = lr, .out = out};
+    return bpb_evaluate(m, tokens, n_tokens, n_bytes, &o, r, err);
 }
 
 /* The transformer's part over the ranks: each runs its windows into zeroed
@@ -77,7 +78,7 @@ int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *
     double t0 = timer_now();
     size_t na = n_tokens ? n_tokens : 1;
     bpb_token_out out = {malloc(sizeof(double) * na), malloc(sizeof(float) * na), malloc(sizeof(int32_t) * na),
-                         malloc(sizeof(float) * na)};
+                         malloc(sizeof(float) * na), 0};
     double *confidence = malloc(sizeof(double) * na);
 #define FREE_ALL() (free(out.nats), free(out.top), free(out.top_id), free(out.log_norm), free(confidence))
     if (!out.nats || !out.top || !out.top_id || !out.log_norm || !confidence) {
@@ -85,12 +86,11 @@ int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *
         return tempo_fail(err, "evaluation: out of memory for %zu tokens", n_tokens);
     }
     /* the transformer as the mixture takes it: sharpened by the mixer's beta */
-    double beta = (float)(hybrid_parts_any(h) || fitted ? h->mx.beta : 1);   /* as the head has it */
-    model_set_eval_beta(m, (float)beta);
+    out.beta = (float)(hybrid_parts_any(h) || fitted ? h->mx.beta : 1);
+    double beta = out.beta;   /* as the head has it */
     double lr = adapt ? h->model_lr : 0;   /* the transformer learning as it reads */
     int rc_model = dist ? model_part_ranks(dist, m, tokens, n_tokens, n_bytes, stride, batch, lr, &out, &res->model, err)
                         : model_part(m, tokens, n_tokens, n_bytes, stride, batch, 0, 1, lr, &out, &res->model, err);
-    model_set_eval_beta(m, 1);
     if (rc_model) {
         FREE_ALL();
         return -1;

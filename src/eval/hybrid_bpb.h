@@ -25,7 +25,7 @@ typedef struct {
 
 /* adapt = 0 freezes the cache (empty), the mixer and the transformer (eval
  * --no-adapt); with adapt and h->model_lr > 0 the transformer learns as it
- * reads (bpb_evaluate_adaptive: one window per forward, in order, `batch`
+ * reads (bpb_evaluate with lr > 0: one window per forward, in order, `batch`
  * unused), and its figures in res are the learning reader's.
  * fitted (may be NULL) receives the mixer as it ended: the trainer fits the
  * initial weights this way on held-out training tokens. */
@@ -35,7 +35,7 @@ int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_
 
 /* The same on the ranks of a data-parallel job (dist NULL or a world of 1:
  * hybrid_bpb_evaluate): every rank runs the transformer on its share of the
- * windows (bpb_evaluate_part), the per-token figures are summed over the
+ * windows (bpb_options.part and parts), the per-token figures are summed over the
  * ranks, and rank 0 alone reads the stream through the mixture (the count
  * memory is rank 0's). Rank 0's result is bit for bit the single process's;
  * the other ranks get only res->model. A transformer that learns as it

@@ -15,6 +15,7 @@ struct predictor {
     int V;
     int mix;                /* the hybrid parts are read (else the transformer alone) */
     double lr;              /* the learning reader's rate; 0: the transformer reads frozen */
+    float beta;             /* the head's sharpening in the step's forward, as hybrid_bpb_evaluate gives it */
     int saved;              /* the parameters were set aside (lr > 0) */
     bpb_windows win;
     size_t start, first, end;  /* the current window: inputs from start, targets first..end */
@@ -45,7 +46,6 @@ void predictor_free(predictor *p)
         model_zero_grad(p->m);
     }
     model_set_training(p->m, 1);
-    model_set_eval_beta(p->m, 1);
     free(p->in);
     free(p->tg);
     free(p->z);
@@ -100,10 +100,10 @@ int predictor_create(predictor **out, model *m, const hybrid_parts *h, int adapt
         }
         p->have_stream = 1;
     }
-    /* the learning reader's steps, as bpb_evaluate_adaptive takes them: the plain cross-entropy of an
+    /* the learning reader's steps, as bpb_evaluate takes them with lr > 0: the plain cross-entropy of an
      * evaluation-mode forward, the head's beta as hybrid_bpb_evaluate sets it */
     model_set_training(m, 0);
-    model_set_eval_beta(m, (float)(p->mix ? h->mx.beta : 1));
+    p->beta = (float)(p->mix ? h->mx.beta : 1);
     if (p->lr > 0) {
         if (model_params_save(m, err)) {
             predictor_free(p);
@@ -182,7 +182,7 @@ int predictor_learn(predictor *p, const int32_t *tokens, size_t i, tempo_error *
         const int T = p->win.T;
         memcpy(p->in, tokens + p->start, sizeof(int32_t) * (size_t)T);
         memcpy(p->tg, tokens + p->start + 1, sizeof(int32_t) * (size_t)T);
-        if (!isfinite(model_forward(p->m, p->in, p->tg, 1, T)))
+        if (!isfinite(model_forward_eval(p->m, p->in, p->tg, 1, T, p->beta)))
             return tempo_fail(err, "predictor: the transformer's loss is not finite at token %zu", i);
         bpb_adapt_step(p->m, p->lr);
         p->learned_end = p->end;

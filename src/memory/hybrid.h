@@ -22,7 +22,7 @@ typedef struct {
     int mixer_fitted;       /* 1: mx came from mixer.json */
     int vocab;
     double model_lr;        /* the transformer's learning rate while it reads (run_config's adapt_lr;
-                               eval/bpb.h, bpb_evaluate_adaptive); 0: it reads frozen. Set by the
+                               eval/bpb.h, bpb_evaluate with lr > 0); 0: it reads frozen. Set by the
                                caller: hybrid_parts_load leaves it 0 */
 } hybrid_parts;
 

@@ -84,7 +84,7 @@ typedef struct {
  * selects mixing weights) and top, the token it gives that probability to
  * (-1: not known; then the top-token stage is skipped), p_model and
  * confidence already sharpened by the mixer's beta (mixture_sharpen: the
- * model's head computes them so, model_set_eval_beta); then, if adapting,
+ * model's head computes them so, model_forward_eval); then, if adapting,
  * learn from it. mem is the
  * corpus memory's answer when already computed, else NULL and it is asked
  * here (an answer whose predicted token is not the stream's own prediction

@@ -317,7 +317,6 @@ const float *model_token_losses(const model *m) { return m->losses; }
 const float *model_token_top_logprob(const model *m) { return m->top_logprob; }
 const int32_t *model_token_top_id(const model *m) { return m->top_id; }
 const float *model_token_log_norm(const model *m) { return m->log_norm; }
-void model_set_eval_beta(model *m, float beta) { m->head_ws.beta = beta > 0 ? beta : 1; }
 void model_set_training(model *m, int training) { m->training = training != 0; }
 
 void model_set_profile(model *m, op_profile *prof)

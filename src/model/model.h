@@ -119,14 +119,18 @@ const float *model_token_top_logprob(const model *m);
  * (model_set_training(m, 0)): the id of that largest probability (the first
  * of equal ones). Stale after a training forward. */
 const int32_t *model_token_top_id(const model *m);
-/* [B*T] of the last forward with targets in evaluation mode: -ln sum_v
- * p_v^beta at each position, beta set by model_set_eval_beta (default 1:
- * all 0), so the sharpened distribution p^beta / sum p^beta that the hybrid
- * model mixes (memory/mixer.h) gives the target exp(-beta loss + log_norm)
- * and the top token exp(beta top_logprob + log_norm). Stale after a
- * training forward. */
+/* [B*T] of the last model_forward_eval with targets: -ln sum_v p_v^beta at
+ * each position for the beta it was given (all 0 for beta 1), so the
+ * sharpened distribution p^beta / sum p^beta that the hybrid model mixes
+ * (memory/mixer.h) gives the target exp(-beta loss + log_norm) and the top
+ * token exp(beta top_logprob + log_norm). Stale after any other forward. */
 const float *model_token_log_norm(const model *m);
-void model_set_eval_beta(model *m, float beta);   /* <= 0: 1 */
+
+/* model_forward in evaluation mode (model_set_training(m, 0)) whose head
+ * also gives model_token_log_norm for the sharpening beta (<= 0: 1). The
+ * losses, top probabilities and ids are model_forward's; beta reaches the
+ * head for this call only. */
+double model_forward_eval(model *m, const int32_t *tokens, const int32_t *targets, int B, int T, float beta);
 
 /* Sets all gradients to 0. */
 void model_zero_grad(model *m);

@@ -58,7 +58,7 @@ int model_cuda_get_grads(model_cuda *m, float *host, tempo_error *err);
 void model_cuda_weights_changed(model_cuda *m);
 
 void model_cuda_set_training(model_cuda *m, int training); /* as model_set_training */
-void model_cuda_set_eval_beta(model_cuda *m, float beta);  /* as model_set_eval_beta */
+void model_cuda_set_eval_beta(model_cuda *m, float beta);  /* the next forwards' beta (model_forward_eval) */
 
 /* The next forward's batch: tokens, targets [B*T] (targets may be NULL),
  * and, to train inside a mixture (model_set_mixture), mix_b [B*T] with

@@ -108,6 +108,14 @@ double model_forward(model *m, const int32_t *tokens, const int32_t *targets, in
     return sum / N;
 }
 
+double model_forward_eval(model *m, const int32_t *tokens, const int32_t *targets, int B, int T, float beta)
+{
+    m->head_ws.beta = beta > 0 ? beta : 1;   /* the head's (and the device's) for this forward */
+    double loss = model_forward(m, tokens, targets, B, T);
+    m->head_ws.beta = 1;
+    return loss;
+}
+
 void model_set_grad_ready(model *m, model_grad_ready_fn fn, void *ctx)
 {
     m->grad_ready = fn;

@@ -135,6 +135,41 @@ static int try_reuse(memory_stage *ms, const run_config *cfg, const token_file *
     return 1;
 }
 
+/* A budget too short for the whole memory counts the prefix whose estimated
+ * build fits its share (memory_budget.h), said on progress. */
+static void count_prefix(memory_stage *ms, const run_config *cfg, int shards, double budget_s, FILE *progress)
+{
+    memory_budget_count bc = memory_budget_tokens(ms->holdout_start, cfg->memory_order, shards, budget_s,
+                                                  cfg->memory_budget_share, cfg->memory_build_s_per_mtok);
+    ms->count_tokens = bc.tokens;
+    ms->budget_capped = bc.capped;
+    if (bc.capped && progress)
+        fprintf(progress, "count memory: counting %llu of %llu training tokens: the whole memory would take about "
+                "%.0f s, and memory_budget_share %.2f of the %.0f s budget allows %.1f s\n",
+                (unsigned long long)bc.tokens, (unsigned long long)ms->holdout_start, bc.predicted_s,
+                cfg->memory_budget_share, budget_s, bc.allowed_s);
+}
+
+/* The built memory said on progress, then written (and shared) while the transformer trains. */
+static int start_save(memory_stage *ms, FILE *progress, tempo_error *err)
+{
+    if (progress)
+        fprintf(progress, "count memory: %.1f s (top-order counts %.1f, continuations %.1f, contexts %.1f, "
+                "compaction %.1f), %llu entries, %.2f GB\n", ms->build_s, ms->memory.build_s[0],
+                ms->memory.build_s[1], ms->memory.build_s[2], ms->memory.build_s[3],
+                (unsigned long long)ngram_memory_entries(&ms->memory), (double)ngram_memory_bytes(&ms->memory) / 1e9);
+    if (pthread_create(&ms->saver, NULL, save_thread, ms) == 0) {
+        ms->saver_running = 1;
+        return 0;
+    }
+    save_thread(ms);
+    if (ms->save_rc) {
+        *err = ms->save_err;
+        return -1;
+    }
+    return 0;
+}
+
 int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_file *train, uint64_t tokenizer_id,
                          const uint8_t *data_id, const char *out_dir, const char *store_dir, int threads,
                          int resume, double budget_s, FILE *progress, dist_context *dist, tempo_error *err)
@@ -158,16 +193,7 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
     const int world = dist ? dist->world : 1;
     int shards = threads * world;   /* every rank counts `threads` shards */
     if (shards > NGRAM_MAX_SHARDS) shards = NGRAM_MAX_SHARDS;
-    /* a budget too short for the whole memory counts the prefix that fits its share */
-    memory_budget_count bc = memory_budget_tokens(ms->holdout_start, cfg->memory_order, shards, budget_s,
-                                                  cfg->memory_budget_share, cfg->memory_build_s_per_mtok);
-    ms->count_tokens = bc.tokens;
-    ms->budget_capped = bc.capped;
-    if (bc.capped && progress)
-        fprintf(progress, "count memory: counting %llu of %llu training tokens: the whole memory would take about "
-                "%.0f s, and memory_budget_share %.2f of the %.0f s budget allows %.1f s\n",
-                (unsigned long long)bc.tokens, (unsigned long long)ms->holdout_start, bc.predicted_s,
-                cfg->memory_budget_share, budget_s, bc.allowed_s);
+    count_prefix(ms, cfg, shards, budget_s, progress);
     path_join(ms->path, sizeof ms->path, out_dir, "memory.bin");
     if (store_dir)
         snprintf(ms->store_dir, sizeof ms->store_dir, "%s", store_dir);
@@ -222,24 +248,7 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
         return 0;
     }
     ms->has_memory = 1;
-    if (!root)
-        return 0;   /* rank 0 writes the file */
-    if (progress)
-        fprintf(progress, "count memory: %.1f s (top-order counts %.1f, continuations %.1f, contexts %.1f, "
-                "compaction %.1f), %llu entries, %.2f GB\n", ms->build_s, ms->memory.build_s[0],
-                ms->memory.build_s[1], ms->memory.build_s[2], ms->memory.build_s[3],
-                (unsigned long long)ngram_memory_entries(&ms->memory), (double)ngram_memory_bytes(&ms->memory) / 1e9);
-    /* the tables no longer change: write them while the transformer trains */
-    if (pthread_create(&ms->saver, NULL, save_thread, ms) == 0) {
-        ms->saver_running = 1;
-    } else {
-        save_thread(ms);
-        if (ms->save_rc) {
-            *err = ms->save_err;
-            return -1;
-        }
-    }
-    return 0;
+    return root ? start_save(ms, progress, err) : 0;   /* rank 0 writes the file */
 }
 
 /* Say once what the store did with the saved memory. */

@@ -409,14 +409,16 @@ static int slice_bpb(run_ctx *c, const run_config *cfg, double *bpb, tempo_error
     tempo_error e;
     *bpb = NAN;
     if (!c->dist) {
-        if (bytes > 0 && !bpb_evaluate(c->m, c->val_tokens, n, bytes, cfg->model.context, cfg->micro_batch, &r, &e))
+        bpb_options bo = {.stride = cfg->model.context, .batch = cfg->micro_batch};
+        if (bytes > 0 && !bpb_evaluate(c->m, c->val_tokens, n, bytes, &bo, &r, &e))
             *bpb = r.bpb;
         return 0;
     }
     memset(c->slice_nats, 0, sizeof(double) * n);
-    bpb_token_out out = {c->slice_nats, NULL, NULL, NULL};
-    int ok = bytes > 0 && !bpb_evaluate_part(c->m, c->val_tokens, n, bytes, cfg->model.context, cfg->micro_batch,
-                                             c->rank, c->world, &out, &r, &e);
+    bpb_token_out out = {c->slice_nats, NULL, NULL, NULL, 0};
+    bpb_options bo = {.stride = cfg->model.context, .batch = cfg->micro_batch, .part = c->rank, .parts = c->world,
+                      .out = &out};
+    int ok = bytes > 0 && !bpb_evaluate(c->m, c->val_tokens, n, bytes, &bo, &r, &e);
     double sum = 0;   /* a rank that failed poisons the sum: every rank then reads NaN */
     if (!ok)
         c->slice_nats[0] = NAN;
@@ -577,10 +579,10 @@ static int start_run(run_ctx *c, const train_options *o, run_config *cfg, train_
     /* every rank counts its shards of the count memory; rank 0 keeps it (every rank with memory_train_weight) */
     int known = 0;
     for (int i = 0; i < 32; i++) known |= c->data_digest[i];
-    char store[1100];
+    char store[1100] = "";   /* "none" (or ""): no store */
     if (!o->memory_store)
         path_join(store, sizeof store, o->data_dir, "memory-store");
-    else
+    else if (strcmp(o->memory_store, "none"))
         snprintf(store, sizeof store, "%s", o->memory_store);
     if (memory_stage_prepare(&c->mem, cfg, &c->train, ngram_tokenizer_id(c->tok), known ? c->data_digest : NULL,
                              o->out_dir, store, o->threads, o->resume, st->budget_s, c->rank == 0 ? o->progress : NULL,

@@ -28,7 +28,8 @@
 typedef struct {
     const char *data_dir;
     const char *out_dir;
-    const char *memory_store; /* the count memories' shared store (memory_store.h): NULL = DATA_DIR/memory-store, "" = none */
+    const char *memory_store; /* the count memories' shared store (memory_store.h): NULL = DATA_DIR/memory-store,
+                               * "none" or "" = none */
     double budget_s;          /* 0 = no wall-clock limit (then max_steps is required) */
     int64_t max_steps;        /* 0 = none */
     int64_t stop_at_step;     /* testing: checkpoint and stop after this step, as if interrupted (0 = off) */

@@ -2,7 +2,7 @@
  * tokens*log2(V)/bytes; sliding windows score every token exactly once with
  * the context the definition promises (checked against single-window
  * forwards); bad inputs are errors. The model that learns as it reads
- * (bpb_evaluate_adaptive): the same windows with plain SGD steps between
+ * (bpb_evaluate with lr > 0): the same windows with plain SGD steps between
  * them, against a reference that steps a second model by hand; causal bit
  * for bit (changing tokens from t on leaves every figure before t as it
  * was); its parameters restored; it learns a repeated text that a frozen
@@ -69,7 +69,7 @@ static void test_uniform_model_exact(void)
     random_tokens(toks, 100, V, &r);
     for (int stride = 1; stride <= T; stride++) {
         bpb_result res;
-        CHECK(bpb_evaluate(m, toks, 100, 250, stride, 3, &res, &err) == 0);
+        CHECK(bpb_evaluate(m, toks, 100, 250, &(bpb_options){.stride = stride, .batch = 3}, &res, &err) == 0);
         double expect = 99.0 * log2((double)V) / 250.0;
         CHECK_NEAR(res.bpb, expect, 1e-6 * expect);
         CHECK(res.n_tokens == 99);
@@ -112,13 +112,13 @@ static void test_windows_match_definition(void)
         }
         CHECK(count == (int)n - 1);
         bpb_result res;
-        CHECK(bpb_evaluate(m, toks, n, 40, stride, 2, &res, &err) == 0);
+        CHECK(bpb_evaluate(m, toks, n, 40, &(bpb_options){.stride = stride, .batch = 2}, &res, &err) == 0);
         CHECK_NEAR(res.bits, nats / log(2.0), 1e-4 * (nats / log(2.0)));
         CHECK(res.stride == stride && res.context == T);
     }
     /* a stream shorter than the context is scored in one window */
     bpb_result res;
-    CHECK(bpb_evaluate(m, toks, 4, 10, 0, 2, &res, &err) == 0);
+    CHECK(bpb_evaluate(m, toks, 4, 10, &(bpb_options){.stride = 0, .batch = 2}, &res, &err) == 0);
     CHECK(res.n_tokens == 3 && res.context == 3);
     model_free(m);
 }
@@ -168,9 +168,10 @@ static void test_adaptive_matches_reference(void)
         memcpy(model_params(ref), model_params(m), sizeof(float) * model_num_params(m));
         double want[61] = {0}, got[61];
         reference_adaptive(ref, toks, n, T, stride, 0.3, want);
-        bpb_token_out out = {got, NULL, NULL, NULL};
+        bpb_token_out out = {got, NULL, NULL, NULL, 0};
         bpb_result res;
-        CHECK_MSG(bpb_evaluate_adaptive(m, toks, n, 90, stride, 0.3, &out, &res, &err) == 0, "%s", err.msg);
+        bpb_options o = {.stride = stride, .lr = 0.3, .out = &out};
+        CHECK_MSG(bpb_evaluate(m, toks, n, 90, &o, &res, &err) == 0, "%s", err.msg);
         double bits = 0;
         for (size_t i = 1; i < n; i++) {
             CHECK_MSG(fabs(got[i] - want[i]) <= 1e-5 * (1 + want[i]), "stride %d token %zu: %.9f, reference %.9f",
@@ -181,7 +182,7 @@ static void test_adaptive_matches_reference(void)
         CHECK(res.n_tokens == n - 1 && res.stride == stride && res.context == T);
         /* the reference did learn: its figures after the first step differ from a frozen reading */
         bpb_result frozen;
-        CHECK(bpb_evaluate(m, toks, n, 90, stride, 2, &frozen, &err) == 0);
+        CHECK(bpb_evaluate(m, toks, n, 90, &(bpb_options){.stride = stride, .batch = 2}, &frozen, &err) == 0);
         CHECK(fabs(frozen.bits - res.bits) > 1e-3);
     }
     model_free(m);
@@ -206,14 +207,14 @@ static void test_adaptive_causal_and_restored(void)
     double na[N], nb[N], n0[N];
     float ta[N], tb[N], la[N], lb[N];
     int32_t ia[N], ib[N];
-    bpb_token_out oa = {na, ta, ia, la}, ob = {nb, tb, ib, lb}, o0 = {n0, NULL, NULL, NULL};
+    bpb_token_out oa = {na, ta, ia, la, 0}, ob = {nb, tb, ib, lb, 0}, o0 = {n0, NULL, NULL, NULL, 0};
     bpb_result ra, rb, r0;
-    CHECK(bpb_evaluate_adaptive(m, a, N, 200, 4, 0.5, &oa, &ra, &err) == 0);
+    CHECK(bpb_evaluate(m, a, N, 200, &(bpb_options){.stride = 4, .lr = 0.5, .out = &oa}, &ra, &err) == 0);
     CHECK(memcmp(before, model_params(m), sizeof(float) * np) == 0);   /* restored bit for bit */
     for (size_t k = 0; k < np; k++)
         CHECK(model_grads(m)[k] == 0);
-    CHECK(bpb_evaluate_adaptive(m, b, N, 200, 4, 0.5, &ob, &rb, &err) == 0);
-    CHECK(bpb_evaluate_adaptive(m, a, N, 200, 4, 0, &o0, &r0, &err) == 0);
+    CHECK(bpb_evaluate(m, b, N, 200, &(bpb_options){.stride = 4, .lr = 0.5, .out = &ob}, &rb, &err) == 0);
+    CHECK(bpb_evaluate(m, a, N, 200, &(bpb_options){.stride = 4, .lr = 0, .out = &o0}, &r0, &err) == 0);
     int later_differ = 0, learned = 0;
     for (int i = 1; i < N; i++) {
         if (i < AT)
@@ -229,12 +230,12 @@ static void test_adaptive_causal_and_restored(void)
     CHECK(later_differ > 0 && learned > 0);
     /* the same call twice: the same figures (deterministic) */
     double na2[N];
-    bpb_token_out oa2 = {na2, NULL, NULL, NULL};
-    CHECK(bpb_evaluate_adaptive(m, a, N, 200, 4, 0.5, &oa2, &ra, &err) == 0);
+    bpb_token_out oa2 = {na2, NULL, NULL, NULL, 0};
+    CHECK(bpb_evaluate(m, a, N, 200, &(bpb_options){.stride = 4, .lr = 0.5, .out = &oa2}, &ra, &err) == 0);
     CHECK(memcmp(na + 1, na2 + 1, sizeof(double) * (N - 1)) == 0);
     /* bad rates are errors, the model untouched */
-    CHECK(bpb_evaluate_adaptive(m, a, N, 200, 4, -0.1, NULL, &ra, &err) == -1);
-    CHECK(bpb_evaluate_adaptive(m, a, N, 200, 4, NAN, NULL, &ra, &err) == -1);
+    CHECK(bpb_evaluate(m, a, N, 200, &(bpb_options){.stride = 4, .lr = -0.1}, &ra, &err) == -1);
+    CHECK(bpb_evaluate(m, a, N, 200, &(bpb_options){.stride = 4, .lr = NAN}, &ra, &err) == -1);
     CHECK(strstr(err.msg, "learning rate") != NULL);
     CHECK(memcmp(before, model_params(m), sizeof(float) * np) == 0);
     free(before);
@@ -255,10 +256,10 @@ static void test_adaptive_learns_repeats(void)
     random_tokens(toks, PERIOD, V, &r);
     for (int i = PERIOD; i < N; i++) toks[i] = toks[i - PERIOD];
     double nf[N], nl[N];
-    bpb_token_out of = {nf, NULL, NULL, NULL}, ol = {nl, NULL, NULL, NULL};
+    bpb_token_out of = {nf, NULL, NULL, NULL, 0}, ol = {nl, NULL, NULL, NULL, 0};
     bpb_result rf, rl;
-    CHECK(bpb_evaluate_adaptive(m, toks, N, N, 4, 0, &of, &rf, &err) == 0);
-    CHECK(bpb_evaluate_adaptive(m, toks, N, N, 4, 0.5, &ol, &rl, &err) == 0);
+    CHECK(bpb_evaluate(m, toks, N, N, &(bpb_options){.stride = 4, .lr = 0, .out = &of}, &rf, &err) == 0);
+    CHECK(bpb_evaluate(m, toks, N, N, &(bpb_options){.stride = 4, .lr = 0.5, .out = &ol}, &rl, &err) == 0);
     double last_f = 0, last_l = 0;
     for (int i = N - 4 * PERIOD; i < N; i++) {
         last_f += nf[i];
@@ -284,16 +285,17 @@ static void test_adaptive_stays_finite(void)
     rng_seed(&r, 12);
     random_tokens(toks, N, V, &r);
     double nats[N];
-    bpb_token_out out = {nats, NULL, NULL, NULL};
+    bpb_token_out out = {nats, NULL, NULL, NULL, 0};
     bpb_result res;
-    CHECK_MSG(bpb_evaluate_adaptive(m, toks, N, N, 4, 10.0, &out, &res, &err) == 0, "%s", err.msg);
+    bpb_options o = {.stride = 4, .lr = 10.0, .out = &out};
+    CHECK_MSG(bpb_evaluate(m, toks, N, N, &o, &res, &err) == 0, "%s", err.msg);
     double worst = 0;
     for (int i = 1; i < N; i++) {
         CHECK(isfinite(nats[i]));
         worst = nats[i] > worst ? nats[i] : worst;
     }
     bpb_result frozen;
-    CHECK(bpb_evaluate(m, toks, N, N, 4, 1, &frozen, &err) == 0);
+    CHECK(bpb_evaluate(m, toks, N, N, &(bpb_options){.stride = 4, .batch = 1}, &frozen, &err) == 0);
     /* clipped steps keep it bounded (about 50x the frozen figure at this absurd rate; unclipped, 3e6x) */
     CHECK_MSG(res.bpb < 100 * frozen.bpb, "learning %g bpb (worst token %g nats), frozen %g", res.bpb, worst,
               frozen.bpb);
@@ -308,8 +310,8 @@ static void test_bad_inputs(void)
     CHECK(model_create(&m, &c, 1, &err) == 0);
     int32_t toks[3] = {1, 2, 3};
     bpb_result res;
-    CHECK(bpb_evaluate(m, toks, 1, 10, 1, 1, &res, &err) == -1);
-    CHECK(bpb_evaluate(m, toks, 3, 0, 1, 1, &res, &err) == -1);
+    CHECK(bpb_evaluate(m, toks, 1, 10, &(bpb_options){.stride = 1, .batch = 1}, &res, &err) == -1);
+    CHECK(bpb_evaluate(m, toks, 3, 0, &(bpb_options){.stride = 1, .batch = 1}, &res, &err) == -1);
     model_free(m);
 }
 

@@ -9,7 +9,7 @@
  * -ln sum p^beta (model_token_log_norm), so this proves that path, for beta
  * 1 and beta 1.3; and the transformer's own figure stays the unsharpened
  * one. With model_lr > 0 the transformer's part is the learning reader's
- * (bpb_evaluate_adaptive, bit for bit), and --no-adapt (adapt 0) reads it
+ * (bpb_evaluate with lr > 0, bit for bit), and --no-adapt (adapt 0) reads it
  * frozen. */
 #include "test.h"
 
@@ -66,7 +66,7 @@ static void check_beta(double beta)
     hybrid_bpb_result res;
     CHECK_MSG(hybrid_bpb_evaluate(m, &h, 1, text, T + 1, n_bytes, T, 1, NULL, &res, &err) == 0, "%s", err.msg);
     bpb_result own;
-    CHECK(bpb_evaluate(m, text, T + 1, n_bytes, T, 1, &own, &err) == 0);
+    CHECK(bpb_evaluate(m, text, T + 1, n_bytes, &(bpb_options){.stride = T, .batch = 1}, &own, &err) == 0);
     CHECK_MSG(res.bpb_component[MIX_MODEL] == own.bpb, "beta %g: the transformer alone %.9f, its own figure %.9f",
               beta, res.bpb_component[MIX_MODEL], own.bpb);
 
@@ -123,8 +123,8 @@ static void test_learning_reader_wired(void)
     bpb_result own, own_frozen;
     CHECK(hybrid_bpb_evaluate(m, &h, 1, text, N, 500, T / 2, 4, NULL, &learning, &err) == 0);
     CHECK(hybrid_bpb_evaluate(m, &h, 0, text, N, 500, T / 2, 4, NULL, &frozen, &err) == 0);
-    CHECK(bpb_evaluate_adaptive(m, text, N, 500, T / 2, 0.3, NULL, &own, &err) == 0);
-    CHECK(bpb_evaluate(m, text, N, 500, T / 2, 4, &own_frozen, &err) == 0);
+    CHECK(bpb_evaluate(m, text, N, 500, &(bpb_options){.stride = T / 2, .lr = 0.3}, &own, &err) == 0);
+    CHECK(bpb_evaluate(m, text, N, 500, &(bpb_options){.stride = T / 2, .batch = 4}, &own_frozen, &err) == 0);
     CHECK_MSG(learning.bpb_component[MIX_MODEL] == own.bpb, "%.9f against %.9f", learning.bpb_component[MIX_MODEL],
               own.bpb);
     CHECK(frozen.bpb_component[MIX_MODEL] == own_frozen.bpb);
