@@ -19,9 +19,9 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemv.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
-#include "kernels/cpu/vec.h"
 #include "model/block.h"
 
 enum { PK_Q, PK_K, PK_V, PK_O, PK_UP, PK_GATE, PK_DOWN, PK_PER_LAYER };
@@ -212,21 +212,12 @@ int infer_outputs(const infer_engine *e) { return e->n_out; }
  * W, each output a dot product (vec.h, fixed order), outputs split over the
  * threads. For one row this beats the packed GEMM, whose 6-row micro-tile
  * would do 6x the FMAs per weight loaded. */
-static void gemv(float *y, const float *x, const float *W, int in, int out, float beta)
-{
-#pragma omp parallel for schedule(static) if ((size_t)out * in > 32768)
-    for (int o = 0; o < out; o++) {
-        float d = vec_dot(W + (size_t)o * in, x, in);
-        y[o] = beta != 0 ? y[o] + d : d;
-    }
-}
-
 /* y [N, out] = x [N, in] W^T (+ y when beta = 1), W [out, in] (also packed in pb) */
 static void linear(const infer_engine *e, float *y, const float *x, const float *W,
                    const gemm_packed_b *pb, int N, int in, int out, float beta)
 {
     if (N == 1)
-        gemv(y, x, W, in, out, beta);
+        gemv_f32(y, x, W, in, out, beta != 0);
     else
         gemm_f32_packed_b(&e->gc, 0, N, x, in, pb, beta, y, pb->N);
 }
@@ -269,6 +260,21 @@ static int check_step(const infer_engine *e, const infer_cache *c, const infer_c
     return 0;
 }
 
+/* Attention task t = (chunk t / H, head t % H) of layer l over its slot's keys. */
+static void attend(infer_engine *e, const infer_cache *c, const infer_chunk *ch, int l, int t)
+{
+    int H = e->H, D = e->D, HD = e->HD, KD = e->KD, group = e->H / e->Hkv;
+    int i = t / H, h = t % H, n = ch[i].n;
+    if (n == 0)
+        return;
+    int r0 = e->chunk_row[i], len = c->len[ch[i].slot] + n, g = h / group;
+    size_t qo = (size_t)r0 * HD + (size_t)h * D;
+    attention_head_forward(e->att + qo, e->lse + (size_t)r0 * H + (size_t)h * n, e->q + qo,
+                           infer_cache_k(c, ch[i].slot, l) + (size_t)g * D,
+                           infer_cache_v(c, ch[i].slot, l) + (size_t)g * D, HD, KD, n, len, D,
+                           1.0f / sqrtf((float)D));
+}
+
 /* The attention half of layer l on the packed rows (x -> x2). */
 static void attn_half(infer_engine *e, infer_cache *c, const infer_chunk *ch, int n_chunks,
                       int N, int l)
@@ -300,23 +306,20 @@ static void attn_half(infer_engine *e, infer_cache *c, const infer_chunk *ch, in
         row += n;
     }
     /* One task per (chunk, head); each task's result depends only on its own
-     * inputs, so any schedule gives the same bits. Dynamic: chunks are ragged. */
-    float scale = 1.0f / sqrtf((float)D);
-    int group = H / Hkv, tasks = n_chunks * H;
-#pragma omp parallel for schedule(dynamic, 1) if (tasks > 1)
-    for (int t = 0; t < tasks; t++) {
-        int i = t / H, h = t % H;
-        int n = ch[i].n;
-        if (n == 0)
-            continue;
-        int r0 = e->chunk_row[i];
-        int len = c->len[ch[i].slot] + n;
-        size_t qo = (size_t)r0 * HD + (size_t)h * D;
-        int g = h / group;
-        attention_head_forward(e->att + qo, e->lse + (size_t)r0 * H + (size_t)h * n,
-                               e->q + qo, infer_cache_k(c, ch[i].slot, l) + (size_t)g * D,
-                               infer_cache_v(c, ch[i].slot, l) + (size_t)g * D, HD, KD, n, len, D,
-                               scale);
+     * inputs, so any schedule gives the same bits. Dynamic: chunks are ragged.
+     * Threads only for enough work: a parallel region costs about a microsecond,
+     * a decode step's heads over their keys a few. */
+    int tasks = n_chunks * H;
+    double work = 0;
+    for (int i = 0; i < n_chunks; i++)
+        work += (double)ch[i].n * (c->len[ch[i].slot] + ch[i].n) * D * H;
+    if (tasks < 2 || work < 262144) {
+        for (int t = 0; t < tasks; t++)
+            attend(e, c, ch, l, t);
+    } else {
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int t = 0; t < tasks; t++)
+            attend(e, c, ch, l, t);
     }
     memcpy(e->x2, e->x, sizeof(float) * (size_t)N * C);
     linear(e, e->x2, e->att, w->wo, packed(e, l, PK_O), N, HD, C, 1.0f);

@@ -49,8 +49,13 @@ static void swiglu_backward(float *dg, float *du, const float *da, const float *
  * large enough. */
 #define FOR_CHUNKS(n, BODY)                                                   \
     do {                                                                      \
+        if ((n) <= ACT_PAR_MIN) { /* one chunk (a region costs a microsecond) */ \
+            size_t lo = 0, len = (n);                                         \
+            BODY;                                                             \
+            break;                                                            \
+        }                                                                     \
         size_t n_chunks_ = ((n) + ACT_CHUNK - 1) / ACT_CHUNK;                 \
-        _Pragma("omp parallel for schedule(static) if ((n) > ACT_PAR_MIN)")   \
+        _Pragma("omp parallel for schedule(static)")                          \
         for (size_t c_ = 0; c_ < n_chunks_; c_++) {                           \
             size_t lo = c_ * ACT_CHUNK;                                       \
             size_t len = (n) - lo < ACT_CHUNK ? (n) - lo : ACT_CHUNK;         \

@@ -67,7 +67,12 @@ void rmsnorm_forward(float *y, float *rstd, const float *x, const float *w,
                      int N, int C, float eps)
 {
     const rmsnorm_row_ops *ops = row_ops();
-#pragma omp parallel for schedule(static) if ((size_t)N * C > 16384)
+    if ((size_t)N * C <= 16384) {   /* a parallel region, even one not taken, costs about a microsecond */
+        for (int n = 0; n < N; n++)
+            rstd[n] = ops->forward_row(y + (size_t)n * C, x + (size_t)n * C, w, C, eps);
+        return;
+    }
+#pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++)
         rstd[n] = ops->forward_row(y + (size_t)n * C, x + (size_t)n * C, w, C, eps);
 }
@@ -76,7 +81,12 @@ void rmsnorm_forward_copy(float *y, float *rstd, float *copy, const float *x, co
                           int N, int C, float eps)
 {
     const rmsnorm_row_ops *ops = row_ops();
-#pragma omp parallel for schedule(static) if ((size_t)N * C > 16384)
+    if ((size_t)N * C <= 16384) {
+        rmsnorm_forward(y, rstd, x, w, N, C, eps);
+        memcpy(copy, x, sizeof(float) * (size_t)N * C);
+        return;
+    }
+#pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *xr = x + (size_t)n * C;
         rstd[n] = ops->forward_row(y + (size_t)n * C, xr, w, C, eps);

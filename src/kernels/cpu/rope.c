@@ -17,26 +17,36 @@ void rope_table_init(float *cos_tab, float *sin_tab, int max_pos, int D, float t
         }
 }
 
+/* Row r (position pos0 + r % T) of every head, rotated by sign x its angle. */
+static void rotate_row(float *x, int r, int T, int n_heads, int D, int pos0, const float *cos_tab,
+                       const float *sin_tab, float sign)
+{
+    int half = D / 2, pos = pos0 + r % T;
+    const float *cs = cos_tab + (size_t)pos * half, *sn = sin_tab + (size_t)pos * half;
+    for (int h = 0; h < n_heads; h++) {
+        float *a = x + ((size_t)r * n_heads + h) * D, *b = a + half;
+        for (int i = 0; i < half; i++) {
+            float c = cs[i], s = sign * sn[i];
+            float x1 = a[i], x2 = b[i];
+            a[i] = x1 * c - x2 * s;
+            b[i] = x1 * s + x2 * c;
+        }
+    }
+}
+
 /* Rotates every row by +angle (sign = 1) or -angle (sign = -1). */
 static void rotate(float *x, int B, int T, int n_heads, int D, int pos0,
                    const float *cos_tab, const float *sin_tab, float sign)
 {
-    int half = D / 2;
     int rows = B * T;
-#pragma omp parallel for schedule(static) if ((size_t)rows * n_heads * D > 16384)
-    for (int r = 0; r < rows; r++) {
-        int pos = pos0 + r % T;
-        const float *cs = cos_tab + (size_t)pos * half, *sn = sin_tab + (size_t)pos * half;
-        for (int h = 0; h < n_heads; h++) {
-            float *a = x + ((size_t)r * n_heads + h) * D, *b = a + half;
-            for (int i = 0; i < half; i++) {
-                float c = cs[i], s = sign * sn[i];
-                float x1 = a[i], x2 = b[i];
-                a[i] = x1 * c - x2 * s;
-                b[i] = x1 * s + x2 * c;
-            }
-        }
+    if ((size_t)rows * n_heads * D <= 16384) {   /* a parallel region, even one not taken, costs about a microsecond */
+        for (int r = 0; r < rows; r++)
+            rotate_row(x, r, T, n_heads, D, pos0, cos_tab, sin_tab, sign);
+        return;
     }
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++)
+        rotate_row(x, r, T, n_heads, D, pos0, cos_tab, sin_tab, sign);
 }
 
 void rope_forward(float *x, int B, int T, int n_heads, int D, int pos0,
