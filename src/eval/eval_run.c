@@ -83,8 +83,8 @@ int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_
     if (!rc)
         rc = eval_run_parts(run_dir, cfg, tok, use, &h, err);
     if (!rc)
-        rc = hybrid_bpb_evaluate(m, &h, use.adapt, ids, n, n_bytes, eval_run_stride(cfg, stride), batch, NULL, &hr,
-                                 err);
+        rc = hybrid_bpb_evaluate(NULL, m, &h, use.adapt, ids, n, n_bytes, eval_run_stride(cfg, stride), batch,
+                                 NULL, &hr, err);
     free(ids);
     r->mixer_fitted = h.mixer_fitted;
     r->memory_order = h.has_memory ? h.memory.order : 0;

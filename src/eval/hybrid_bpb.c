@@ -7,13 +7,6 @@
 
 #include "core/timer.h"
 
-int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_t *tokens, size_t n_tokens,
-                        uint64_t n_bytes, int stride, int batch, mixer *fitted, hybrid_bpb_result *res,
-                        tempo_error *err)
-{
-    return hybrid_bpb_evaluate_ranks(NULL, m, h, adapt, tokens, n_tokens, n_bytes, stride, batch, fitted, res, err);
-}
-
 /* Part `part` of `parts` of the transformer's reading: its share of the
  * windows, or with lr > 0 (the learning reader, a sequence) all of them on
  * part 0 and none elsewhere. */
@@ -68,9 +61,9 @@ static int model_part_ranks(dist_context *dist, model *m, const int32_t *tokens,
     return 0;
 }
 
-int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *h, int adapt, const int32_t *tokens,
-                              size_t n_tokens, uint64_t n_bytes, int stride, int batch, mixer *fitted,
-                              hybrid_bpb_result *res, tempo_error *err)
+int hybrid_bpb_evaluate(dist_context *dist, model *m, const hybrid_parts *h, int adapt, const int32_t *tokens,
+                        size_t n_tokens, uint64_t n_bytes, int stride, int batch, mixer *fitted,
+                        hybrid_bpb_result *res, tempo_error *err)
 {
     if (dist && dist->world <= 1)
         dist = NULL;

@@ -28,21 +28,16 @@ typedef struct {
  * reads (bpb_evaluate with lr > 0: one window per forward, in order, `batch`
  * unused), and its figures in res are the learning reader's.
  * fitted (may be NULL) receives the mixer as it ended: the trainer fits the
- * initial weights this way on held-out training tokens. */
-int hybrid_bpb_evaluate(model *m, const hybrid_parts *h, int adapt, const int32_t *tokens, size_t n_tokens,
-                        uint64_t n_bytes, int stride, int batch, mixer *fitted, hybrid_bpb_result *res,
-                        tempo_error *err);
-
-/* The same on the ranks of a data-parallel job (dist NULL or a world of 1:
- * hybrid_bpb_evaluate): every rank runs the transformer on its share of the
- * windows (bpb_options.part and parts), the per-token figures are summed over the
- * ranks, and rank 0 alone reads the stream through the mixture (the count
- * memory is rank 0's). Rank 0's result is bit for bit the single process's;
- * the other ranks get only res->model. A transformer that learns as it
- * reads runs on rank 0 alone (its windows are a sequence). Every rank must
- * call it. */
-int hybrid_bpb_evaluate_ranks(dist_context *dist, model *m, const hybrid_parts *h, int adapt, const int32_t *tokens,
-                              size_t n_tokens, uint64_t n_bytes, int stride, int batch, mixer *fitted,
-                              hybrid_bpb_result *res, tempo_error *err);
+ * initial weights this way on held-out training tokens.
+ * dist NULL (or a world of 1): one process. With ranks (a data-parallel job; every
+ * rank must call it), every rank runs the transformer on its share of the
+ * windows (bpb_options.part and parts), the per-token figures are summed
+ * over the ranks, and rank 0 alone reads the stream through the mixture
+ * (the count memory is rank 0's). Rank 0's result is bit for bit the single
+ * process's; the other ranks get only res->model. A transformer that learns
+ * as it reads runs on rank 0 alone (its windows are a sequence). */
+int hybrid_bpb_evaluate(dist_context *dist, model *m, const hybrid_parts *h, int adapt, const int32_t *tokens,
+                        size_t n_tokens, uint64_t n_bytes, int stride, int batch, mixer *fitted,
+                        hybrid_bpb_result *res, tempo_error *err);
 
 #endif

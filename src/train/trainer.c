@@ -915,7 +915,7 @@ static int final_validation(run_ctx *c, const train_options *o, const run_config
     hybrid_bpb_result hr;
     int rc = 0;
     if (memory_stage_parts(&c->mem, cfg, (int)c->train.vocab_size, &h, err) ||
-        hybrid_bpb_evaluate_ranks(c->dist, c->m, &h, 1, c->val_tokens, n_val, val_bytes, stride, cfg->micro_batch,
+        hybrid_bpb_evaluate(c->dist, c->m, &h, 1, c->val_tokens, n_val, val_bytes, stride, cfg->micro_batch,
                                   NULL, &hr, err)) {
         rc = -1;
     } else {
