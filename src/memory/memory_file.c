@@ -339,3 +339,39 @@ int memory_file_identity(const char *path, uint8_t digest[32], tempo_error *err)
     free(h);
     return 0;
 }
+
+int memory_file_verify(const char *path, tempo_error *err)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return tempo_fail(err, "%s: cannot open the count memory", path);
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < 64 + FIXED_BYTES) {
+        close(fd);
+        return tempo_fail(err, "%s: not a count memory (or truncated)", path);
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    uint8_t *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+        return tempo_fail(err, "%s: cannot map", path);
+    madvise(map, size, MADV_SEQUENTIAL);
+    uint32_t version = get_u32(map + 8);
+    int rc = 0;
+    uint64_t hb = 0;
+    if (memcmp(map, MAGIC, 8) || version < VERSION_EXACT || version > VERSION_HASHED_ID ||
+        size < 64 + fixed_bytes(version) || get_u32(map + 16) < 1 || get_u32(map + 16) > NGRAM_MAX_ORDER ||
+        get_u32(map + 20) < 1 || get_u32(map + 20) > NGRAM_MAX_SHARDS)
+        rc = tempo_fail(err, "%s: not a tempo count memory (bad header)", path);
+    else if ((hb = header_bytes(fixed_bytes(version), (int)get_u32(map + 16), (int)get_u32(map + 20))) > size ||
+             get_u64(map + 56) != size || (size - hb) % 8)
+        rc = tempo_fail(err, "%s: truncated or padded", path);
+    if (!rc) {
+        checksum ck = {{1, 2, 3, 4}, 0};
+        checksum_words(&ck, map + hb, (size - hb) / 8);
+        if (checksum_final(&ck) != get_u64(map + 48))
+            rc = tempo_fail(err, "%s: corrupt (checksum mismatch)", path);
+    }
+    munmap(map, size);
+    return rc;
+}

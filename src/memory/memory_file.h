@@ -57,6 +57,11 @@ int memory_file_load(ngram_memory *m, const char *path, int expect_vocab, uint64
  * by it). Reads the header only: the tables are not checked here. */
 int memory_file_identity(const char *path, uint8_t digest[32], tempo_error *err);
 
+/* The file's tables against the checksum its header holds, read once in
+ * order (no key checks: memory_file_load makes those): 0 when every byte
+ * after the header is the one written, else -1 with err naming path. */
+int memory_file_verify(const char *path, tempo_error *err);
+
 /* A fingerprint of a tokenizer's id -> bytes table (not of its file text). */
 uint64_t ngram_tokenizer_id(const tokenizer *tok);
 

@@ -531,6 +531,23 @@ static void test_file_round_trip(void)
     CHECK(same);
     CHECK(l.prune_min == 2 && l.tokens == N && l.build_seconds == 12.5 && !memcmp(l.data_id, a.data_id, 32));
     ngram_memory_free(&l);
+    /* the store's checks: one identity for one memory whatever its build seconds, every byte verified */
+    uint8_t id1[32], id2[32];
+    CHECK(memory_file_verify(p1, &e) == 0);
+    CHECK(memory_file_identity(p1, id1, &e) == 0 && memory_file_identity(p2, id2, &e) == 0 && !memcmp(id1, id2, 32));
+    double other_s = 99;
+    memcpy(f2 + 744, &other_s, 8);
+    write_file(bad, f2, n2);
+    CHECK(memory_file_identity(bad, id2, &e) == 0 && !memcmp(id1, id2, 32) && memory_file_verify(bad, &e) == 0);
+    f2[n2 - 3] ^= 0x01;   /* a table's byte: the same header, so the same identity, but not the same memory */
+    write_file(bad, f2, n2);
+    CHECK(memory_file_identity(bad, id2, &e) == 0 && !memcmp(id1, id2, 32));
+    CHECK(memory_file_verify(bad, &e) == -1 && strstr(e.msg, "checksum"));
+    write_file(bad, f2, n2 / 2);
+    CHECK(memory_file_verify(bad, &e) == -1 && strstr(e.msg, bad));
+    CHECK(memory_file_identity(bad, id2, &e) == 0 || strstr(e.msg, bad));
+    write_file(bad, f2, 100);
+    CHECK(memory_file_identity(bad, id2, &e) == -1 && memory_file_verify(bad, &e) == -1);
     /* build seconds that are no duration: refused */
     double bad_s = -1;
     memcpy(f1 + 744, &bad_s, 8);
