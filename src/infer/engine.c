@@ -208,11 +208,10 @@ void infer_engine_free(infer_engine *e)
 const model_config *infer_engine_config(const infer_engine *e) { return &e->cfg; }
 int infer_outputs(const infer_engine *e) { return e->n_out; }
 
-/* y [out] (+)= W x for one row x [in], W [out, in]: one streaming pass over
- * W, each output a dot product (vec.h, fixed order), outputs split over the
- * threads. For one row this beats the packed GEMM, whose 6-row micro-tile
- * would do 6x the FMAs per weight loaded. */
-/* y [N, out] = x [N, in] W^T (+ y when beta = 1), W [out, in] (also packed in pb) */
+/* y [N, out] = x [N, in] W^T (+ y when beta = 1), W [out, in] (also packed in pb).
+ * One row goes through gemv (one streaming pass over W): for one row that
+ * beats the packed GEMM, whose 6-row micro-tile would do 6x the FMAs per
+ * weight loaded. */
 static void linear(const infer_engine *e, float *y, const float *x, const float *W,
                    const gemm_packed_b *pb, int N, int in, int out, float beta)
 {

@@ -1,8 +1,8 @@
 /* test_gemv.c - the decode's matrix-vector product (kernels/cpu/gemv.h)
- * against a double-precision reference, on both paths, at row counts around
- * the 4-row blocks and input lengths around the 8-float vectors (masked
- * tails), with and without accumulation; the AVX2 path gives the same bits
- * at 1 and 2 threads (rows are shared out in whole blocks). */
+ * against a double-precision reference, on both paths, at odd and even row
+ * counts and input lengths around the 32- and 8-float steps (masked tails),
+ * with and without accumulation; the AVX2 path gives the same bits at 1 and
+ * 2 threads (each row's sum is computed alone). */
 #include "test.h"
 
 #include <math.h>

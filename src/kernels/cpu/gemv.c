@@ -1,8 +1,8 @@
 /* gemv.c - y = W x (+ y) for one vector (see gemv.h): the path chosen once
- * per call (kernel_path.h), rows shared out to the threads in whole blocks
- * of 4 above GEMV_PAR_MIN multiply-adds. A row's sum is computed the same
- * way whichever thread or block takes it, so the result does not depend on
- * the thread count. */
+ * per call (kernel_path.h), rows shared out to the threads above
+ * GEMV_PAR_MIN multiply-adds. Each row's sum is computed alone, the same
+ * whichever thread takes it, so the result does not depend on the thread
+ * count. */
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/gemv_kernel.h"
 #include "kernels/cpu/kernel_path.h"
@@ -29,14 +29,10 @@ static void run(float *y, const float *x, const float *W, int in, int out, int a
         rows(y, x, W, in, 0, out, accumulate);
         return;
     }
-    const int blocks = (out + 3) / 4;
 #pragma omp parallel
     {
         int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        int b0 = (int)((long)blocks * t / nt), b1 = (int)((long)blocks * (t + 1) / nt);
-        int o1 = b1 * 4 < out ? b1 * 4 : out;
-        if (b0 * 4 < o1)
-            rows(y, x, W, in, b0 * 4, o1, accumulate);
+        rows(y, x, W, in, (int)((long)out * t / nt), (int)((long)out * (t + 1) / nt), accumulate);
     }
 }
 

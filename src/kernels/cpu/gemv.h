@@ -2,8 +2,8 @@
  * the batch-1 decode's products (each weight read once per token). The
  * AVX2 + FMA path (gemv_avx2.c) reads each row as one stream into four
  * accumulators; the portable path is vec_dot per row. Rows are shared out
- * to the threads in blocks of 4 when the matrix is large enough to pay for
- * a parallel region. */
+ * to the threads when the matrix is large enough to pay for a parallel
+ * region. */
 #ifndef TEMPO_GEMV_H
 #define TEMPO_GEMV_H
 

@@ -1,6 +1,7 @@
 /* gemv_kernel.h - the AVX2 + FMA body of gemv (internal to gemv.c, which
  * shares the rows out and picks the path): rows [o0, o1) of gemv.h's
- * product. Call only when kernel_path_avx2() says so. */
+ * product, each row's sum computed alone. Call only when kernel_path_avx2()
+ * says so. */
 #ifndef TEMPO_GEMV_KERNEL_H
 #define TEMPO_GEMV_KERNEL_H
 
