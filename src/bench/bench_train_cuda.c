@@ -54,60 +54,55 @@ static int one_step(bench_state *s, const run_config *cfg, random_batches *rb, d
     return 0;
 }
 
-int bench_train_cuda_run(gpu *g, const bench_train_cuda_options *o, bench_train_cuda_result *r, tempo_error *err)
+/* The model on the GPU with the CPU model's initialisation, its optimizer and the batch buffers;
+ * on failure the caller frees what was made (state_free). */
+static int bench_setup(gpu *g, const bench_train_cuda_options *o, bench_state *s, tempo_error *err)
 {
     const run_config *cfg = o->cfg;
-    memset(r, 0, sizeof *r);
-    snprintf(r->device, sizeof r->device, "%s", gpu_get_info(g)->name);
-    r->precision = o->precision == MODEL_CUDA_BF16 ? "bf16" : "fp32";
-    bench_state s;
-    memset(&s, 0, sizeof s);
     int T = cfg->model.context, mb = cfg->micro_batch;
-    if (model_cuda_create(&s.m, g, &cfg->model, mb, o->precision, err))
+    if (model_cuda_create(&s->m, g, &cfg->model, mb, o->precision, err))
         return -1;
-    size_t P = model_cuda_num_params(s.m);
-    int n = model_cuda_num_tensors(s.m);
+    size_t P = model_cuda_num_params(s->m);
+    int n = model_cuda_num_tensors(s->m);
     optim_tensor *ts = malloc(sizeof *ts * (size_t)n);
     float *host = malloc(sizeof(float) * P);
-    s.in = malloc(sizeof(int32_t) * (size_t)mb * T);
-    s.tg = malloc(sizeof(int32_t) * (size_t)mb * T);
-    if (!ts || !host || !s.in || !s.tg) {
+    s->in = malloc(sizeof(int32_t) * (size_t)mb * T);
+    s->tg = malloc(sizeof(int32_t) * (size_t)mb * T);
+    if (!ts || !host || !s->in || !s->tg) {
         free(ts);
         free(host);
-        state_free(&s);
         return tempo_fail(err, "bench train: out of memory");
     }
     for (int i = 0; i < n; i++)
-        train_optim_tensors(model_cuda_tensor_at(s.m, i), 1, &ts[i]);
+        train_optim_tensors(model_cuda_tensor_at(s->m, i), 1, &ts[i]);
     /* the CPU model's initialisation, without its activations: a one-row model */
     model *init;
     int rc = model_create(&init, &cfg->model, 1, err);
     if (!rc) {
         model_init(init, o->seed);
-        rc = model_cuda_set_params(s.m, model_params(init), err);
+        rc = model_cuda_set_params(s->m, model_params(init), err);
         model_free(init);
     }
     free(host);
     if (!rc) {
-        rc = optim_cuda_create(&s.opt, g, &cfg->optim, ts, n, P,
+        rc = optim_cuda_create(&s->opt, g, &cfg->optim, ts, n, P,
                                o->precision == MODEL_CUDA_BF16 ? GPU_MATH_TF32 : GPU_MATH_F32, err);
-        s.opt_ready = rc == 0;
+        s->opt_ready = rc == 0;
     }
     free(ts);
-    if (rc) {
-        state_free(&s);
-        return -1;
-    }
-    random_batches rb;
-    rng_seed(&rb.rng, o->seed);
-    rb.V = cfg->model.vocab_size;
+    return rc ? -1 : 0;
+}
+
+/* The warm-up steps (the first one's seconds and loss kept), then the timed steps: their mean
+ * and best seconds and the last loss. */
+static int timed_steps(gpu *g, const bench_train_cuda_options *o, bench_state *s, random_batches *rb,
+                       bench_train_cuda_result *r, tempo_error *err)
+{
     double loss = NAN;
     for (int i = 0; i < o->warmup_steps; i++) {
         double t0 = timer_now();
-        if (one_step(&s, cfg, &rb, &loss, err) || gpu_sync(g, err)) {
-            state_free(&s);
+        if (one_step(s, o->cfg, rb, &loss, err) || gpu_sync(g, err))
             return -1;
-        }
         if (i == 0) {
             r->first_step_seconds = timer_now() - t0;
             r->loss_first = loss;
@@ -117,45 +112,71 @@ int bench_train_cuda_run(gpu *g, const bench_train_cuda_options *o, bench_train_
     double t_all = timer_now();
     for (int i = 0; i < o->steps; i++) {
         double t0 = timer_now();
-        if (one_step(&s, cfg, &rb, &loss, err)) {
-            state_free(&s);
+        if (one_step(s, o->cfg, rb, &loss, err))
             return -1;
-        }
         double dt = timer_now() - t0; /* the step's gradient norm waited for its backward */
         if (dt < r->best_step_seconds) r->best_step_seconds = dt;
     }
-    if (gpu_sync(g, err)) {
-        state_free(&s);
+    if (gpu_sync(g, err))
         return -1;
-    }
     r->step_seconds = (timer_now() - t_all) / o->steps;
     r->loss_last = loss;
-    /* one more step, each part waited for: where the time goes */
+    return 0;
+}
+
+/* One more step, each part waited for: where the time goes (forward, backward, the gradient's
+ * norm, the optimizer). */
+static int step_parts(gpu *g, const run_config *cfg, bench_state *s, random_batches *rb,
+                      bench_train_cuda_result *r, tempo_error *err)
+{
+    int T = cfg->model.context, mb = cfg->micro_batch;
     double t0 = timer_now();
-    next_random(&rb, mb, T, s.in, s.tg);
-    model_cuda_zero_grad(s.m);
-    rc = model_cuda_set_batch(s.m, s.in, s.tg, mb, T, NULL, 1, err);
-    model_cuda_forward(s.m);
+    next_random(rb, mb, T, s->in, s->tg);
+    model_cuda_zero_grad(s->m);
+    int rc = model_cuda_set_batch(s->m, s->in, s->tg, mb, T, NULL, 1, err);
+    model_cuda_forward(s->m);
     rc = rc || gpu_sync(g, err);
     double t1 = timer_now();
-    model_cuda_backward(s.m);
+    model_cuda_backward(s->m);
     rc = rc || gpu_sync(g, err);
     double t2 = timer_now(), gnorm = 0;
-    rc = rc || optim_cuda_grad_norm(&s.opt, model_cuda_grads(s.m), &gnorm, err);
+    rc = rc || optim_cuda_grad_norm(&s->opt, model_cuda_grads(s->m), &gnorm, err);
     double t3 = timer_now();
-    optim_cuda_step(&s.opt, model_cuda_params(s.m), model_cuda_grads(s.m), gnorm, 1.0);
-    model_cuda_weights_changed(s.m);
+    optim_cuda_step(&s->opt, model_cuda_params(s->m), model_cuda_grads(s->m), gnorm, 1.0);
+    model_cuda_weights_changed(s->m);
     rc = rc || gpu_sync(g, err);
     double t4 = timer_now();
     r->forward_ms = (t1 - t0) * 1e3;
     r->backward_ms = (t2 - t1) * 1e3;
     r->norm_ms = (t3 - t2) * 1e3;
     r->optimizer_ms = (t4 - t3) * 1e3;
+    return rc;
+}
+
+int bench_train_cuda_run(gpu *g, const bench_train_cuda_options *o, bench_train_cuda_result *r, tempo_error *err)
+{
+    const run_config *cfg = o->cfg;
+    memset(r, 0, sizeof *r);
+    snprintf(r->device, sizeof r->device, "%s", gpu_get_info(g)->name);
+    r->precision = o->precision == MODEL_CUDA_BF16 ? "bf16" : "fp32";
+    bench_state s;
+    memset(&s, 0, sizeof s);
+    random_batches rb;
+    rng_seed(&rb.rng, o->seed);
+    rb.V = cfg->model.vocab_size;
+    if (bench_setup(g, o, &s, err) || timed_steps(g, o, &s, &rb, r, err)) {
+        state_free(&s);
+        return -1;
+    }
+    int rc = step_parts(g, cfg, &s, &rb, r, err);
     /* and one with every kernel timed */
+    double loss = r->loss_last;
     gpu_profile_enable(g, 1);
     rc = rc || one_step(&s, cfg, &rb, &loss, err) || gpu_sync(g, err);
     r->n_kernels = gpu_profile_report(g, r->kernel_name, r->kernel_ms, r->kernel_calls, 24);
     gpu_profile_enable(g, 0);
+    int T = cfg->model.context;
+    size_t P = model_cuda_num_params(s.m);
     r->steps = o->steps;
     r->params = P;
     r->tokens_per_step = (double)cfg->batch_size * T;

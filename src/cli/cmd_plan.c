@@ -350,114 +350,143 @@ static int write_plot(const char *path, const char *chip_list, const char *law_a
     return rc;
 }
 
-int cmd_plan(int argc, char **argv)
+/* The command line of `tempo plan`. */
+typedef struct {
+    plan_options o;
+    plan_validate_options vo;
+    const char *chip_arg, *out, *law_arg, *hybrid_arg, *check, *calib, *calib_gpu, *plot;
+    int explain, threads, steps, do_validate, preset_only;
+} plan_args;
+
+/* Reads the flags into *a; nonzero (the exit status) on a bad one. */
+static int parse_args(int argc, char **argv, plan_args *a, int *help)
 {
-    plan_options o = {.ranks = 1, .corpus_tokens = DEFAULT_CORPUS_TOKENS, .vocab_size = 4097, .search_vocab = 1,
-                      .allow_memory = 1};
-    const char *chip_arg = NULL, *out = NULL, *law_arg = NULL, *hybrid_arg = NULL, *check = NULL, *calib = NULL;
-    const char *calib_gpu = NULL;
-    const char *plot = NULL;
-    int explain = 0, threads = 2, steps = 5, do_validate = 0, preset_only = 0, no_memory = 0;
-    plan_validate_options vo = {.data_dir = "data/corpus", .seeds = 2, .ranks = 1};
-    int vocab = 0;
+    *a = (plan_args){.o = {.ranks = 1, .corpus_tokens = DEFAULT_CORPUS_TOKENS, .vocab_size = 4097, .search_vocab = 1,
+                           .allow_memory = 1},
+                     .vo = {.data_dir = "data/corpus", .seeds = 2, .ranks = 1},
+                     .threads = 2,
+                     .steps = 5};
+    plan_options *o = &a->o;
+    plan_validate_options *vo = &a->vo;
+    int no_memory = 0, vocab = 0;
     const cli_flag flags[] = {
-        CLI_F_DURATION("--budget", &o.budget_s),
-        CLI_F_STRING("--chip", &chip_arg),
-        CLI_F_INT("--ranks", &o.ranks, 1, 1 << 20),
-        CLI_F_REAL("--memory", &o.memory_gb, 0, 1e7, 1),
-        CLI_F_STRING("--out", &out),
-        CLI_F_STRING("--law", &law_arg),
-        CLI_F_STRING("--hybrid", &hybrid_arg),
-        CLI_F_REAL("--corpus-tokens", &o.corpus_tokens, 0, 1e15, 1),
+        CLI_F_DURATION("--budget", &o->budget_s),
+        CLI_F_STRING("--chip", &a->chip_arg),
+        CLI_F_INT("--ranks", &o->ranks, 1, 1 << 20),
+        CLI_F_REAL("--memory", &o->memory_gb, 0, 1e7, 1),
+        CLI_F_STRING("--out", &a->out),
+        CLI_F_STRING("--law", &a->law_arg),
+        CLI_F_STRING("--hybrid", &a->hybrid_arg),
+        CLI_F_REAL("--corpus-tokens", &o->corpus_tokens, 0, 1e15, 1),
         CLI_F_INT("--vocab", &vocab, 2, 1 << 24),
-        CLI_F_INT("--threads", &threads, 1, NUMBER_MAX_THREADS),
-        CLI_F_INT("--steps", &steps, 1, 1000),
-        CLI_F_STRING("--data", &vo.data_dir),
-        CLI_F_STRING("--work", &vo.work_dir),
-        CLI_F_INT("--seeds", &vo.seeds, 1, PLAN_VALIDATE_MAX_SEEDS),
-        CLI_F_STRING("--check", &check),
-        CLI_F_STRING("--calibrate", &calib),
-        CLI_F_STRING("--calibrate-gpu", &calib_gpu),
-        CLI_F_STRING("--plot", &plot),
-        CLI_F_SWITCH("--explain", &explain),
-        CLI_F_SWITCH("--preset-only", &preset_only),
-        CLI_F_SWITCH("--validate", &do_validate),
-        CLI_F_SWITCH("--keep-runs", &vo.keep_files),
+        CLI_F_INT("--threads", &a->threads, 1, NUMBER_MAX_THREADS),
+        CLI_F_INT("--steps", &a->steps, 1, 1000),
+        CLI_F_STRING("--data", &vo->data_dir),
+        CLI_F_STRING("--work", &vo->work_dir),
+        CLI_F_INT("--seeds", &vo->seeds, 1, PLAN_VALIDATE_MAX_SEEDS),
+        CLI_F_STRING("--check", &a->check),
+        CLI_F_STRING("--calibrate", &a->calib),
+        CLI_F_STRING("--calibrate-gpu", &a->calib_gpu),
+        CLI_F_STRING("--plot", &a->plot),
+        CLI_F_SWITCH("--explain", &a->explain),
+        CLI_F_SWITCH("--preset-only", &a->preset_only),
+        CLI_F_SWITCH("--validate", &a->do_validate),
+        CLI_F_SWITCH("--keep-runs", &vo->keep_files),
         CLI_F_SWITCH("--no-memory", &no_memory),
     };
-    int help, bad = cli_parse_flags("plan", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
-    if (bad)
+    int bad = cli_parse_flags("plan", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), help);
+    if (bad || *help)
         return bad;
-    if (help) {
-        usage(stdout);
-        return 0;
-    }
     if (no_memory)
-        o.allow_memory = 0;
+        o->allow_memory = 0;
     if (vocab) {
-        o.vocab_size = vocab;
-        o.search_vocab = 0;
+        o->vocab_size = vocab;
+        o->search_vocab = 0;
     }
-    if (plot)
-        return write_plot(plot, chip_arg, law_arg, hybrid_arg, &o, out || check || calib || explain || do_validate);
-    char chip_path[1200];
-    if (chip_arg)
-        snprintf(chip_path, sizeof chip_path, "%s", chip_arg);
-    else
-        plan_find_config(DEFAULT_CHIP, chip_path, sizeof chip_path);
+    return 0;
+}
+
+/* The plan's preset (to stdout, and to --out), then unless --preset-only the runners-up, the
+ * --explain text and the JSON line. */
+static int print_plan(const plan_result *r, const chip_profile *chip, const quality_law *law, const plan_args *a)
+{
     tempo_error err;
-    chip_profile chip;
-    if (chip_load(&chip, chip_path, &err))
-        return cli_report(&err);
-    if (calib_gpu)
-        return calibrate_gpu(calib_gpu, &chip, out, chip_arg ? chip_arg : "configs/" DEFAULT_CHIP);
-    if (check || calib)
-        return measure_presets(check ? check : calib, &chip, o.vocab_size, threads, steps, calib != NULL, out,
-                               chip_arg ? chip_arg : "configs/" DEFAULT_CHIP);
-    if (!(o.budget_s > 0))
-        return cli_usage_error("plan: --budget is required (tempo plan --help)");
-    quality_law law;
-    quality_hybrid hybrid;
-    if (load_scaling(law_arg, hybrid_arg, &law, &hybrid, &err))
-        return cli_report(&err);
-    if (do_validate) {
-        if (o.ranks != 1)
-            return cli_usage_error("plan: --validate trains on this machine in one process: no --ranks");
-        if (read_corpus(vo.data_dir, &o, &err))
-            return cli_report(&err);
-        o.search_vocab = 0;   /* the runs train on this data: its vocabulary */
-        vo.budget_s = o.budget_s;
-        vo.threads = threads;
-    }
-    run_config base;
-    if (cli_load_preset("cpu-transformer", NULL, 0, o.vocab_size, &base, &err))
-        return cli_report(&err);
-    plan_result r;
-    if (plan_search(&base, &chip, &law, &hybrid, &o, &r, &err))
-        return cli_report(&err);
-    if (do_validate)
-        return validate(&base, &chip, &law, &hybrid, &o, &r, &vo);
     strbuf text = {0};
-    plan_preset_text(&r.best[0], &chip, &o, &text);
+    plan_preset_text(&r->best[0], chip, &a->o, &text);
     int rc = 0;
-    if (out && file_write_atomic(out, text.data, text.len, &err))
+    if (a->out && file_write_atomic(a->out, text.data, text.len, &err))
         rc = cli_report(&err);
     if (!rc) {
         fwrite(text.data, 1, text.len, stdout);
-        if (!preset_only) {
-            print_runners_up(&r);
-            if (explain) {
+        if (!a->preset_only) {
+            print_runners_up(r);
+            if (a->explain) {
                 strbuf why = {0};
-                plan_explain(&r, &chip, &law, &o, &why);
+                plan_explain(r, chip, law, &a->o, &why);
                 printf("\n%s", why.data);
                 strbuf_free(&why);
             }
             strbuf js = {0};
-            plan_json(&r.best[0], &chip, &o, out, &js);
+            plan_json(&r->best[0], chip, &a->o, a->out, &js);
             rc = cli_emit_result(&js, NULL);
             strbuf_free(&js);
         }
     }
     strbuf_free(&text);
     return rc;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    plan_args a;
+    int help, bad = parse_args(argc, argv, &a, &help);
+    if (bad)
+        return bad;
+    if (help) {
+        usage(stdout);
+        return 0;
+    }
+    plan_options *o = &a.o;
+    if (a.plot)
+        return write_plot(a.plot, a.chip_arg, a.law_arg, a.hybrid_arg, o,
+                          a.out || a.check || a.calib || a.explain || a.do_validate);
+    char chip_path[1200];
+    if (a.chip_arg)
+        snprintf(chip_path, sizeof chip_path, "%s", a.chip_arg);
+    else
+        plan_find_config(DEFAULT_CHIP, chip_path, sizeof chip_path);
+    tempo_error err;
+    chip_profile chip;
+    if (chip_load(&chip, chip_path, &err))
+        return cli_report(&err);
+    const char *chip_name = a.chip_arg ? a.chip_arg : "configs/" DEFAULT_CHIP;
+    if (a.calib_gpu)
+        return calibrate_gpu(a.calib_gpu, &chip, a.out, chip_name);
+    if (a.check || a.calib)
+        return measure_presets(a.check ? a.check : a.calib, &chip, o->vocab_size, a.threads, a.steps,
+                               a.calib != NULL, a.out, chip_name);
+    if (!(o->budget_s > 0))
+        return cli_usage_error("plan: --budget is required (tempo plan --help)");
+    quality_law law;
+    quality_hybrid hybrid;
+    if (load_scaling(a.law_arg, a.hybrid_arg, &law, &hybrid, &err))
+        return cli_report(&err);
+    if (a.do_validate) {
+        if (o->ranks != 1)
+            return cli_usage_error("plan: --validate trains on this machine in one process: no --ranks");
+        if (read_corpus(a.vo.data_dir, o, &err))
+            return cli_report(&err);
+        o->search_vocab = 0;   /* the runs train on this data: its vocabulary */
+        a.vo.budget_s = o->budget_s;
+        a.vo.threads = a.threads;
+    }
+    run_config base;
+    if (cli_load_preset("cpu-transformer", NULL, 0, o->vocab_size, &base, &err))
+        return cli_report(&err);
+    plan_result r;
+    if (plan_search(&base, &chip, &law, &hybrid, o, &r, &err))
+        return cli_report(&err);
+    if (a.do_validate)
+        return validate(&base, &chip, &law, &hybrid, o, &r, &a.vo);
+    return print_plan(&r, &chip, &law, &a);
 }

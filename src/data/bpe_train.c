@@ -336,6 +336,95 @@ static void free_state(trainer_state *s)
     u64_map_free(&s->pair_index);
 }
 
+/* The tokens made so far: token i is bytes[off[i] .. off[i + 1]); merge i (token 256 + i) joined
+ * pairs[2i] and pairs[2i + 1]. */
+typedef struct {
+    size_t *off;
+    uint8_t *bytes;
+    size_t len, cap;
+    int32_t *pairs;
+    int n;
+} token_table;
+
+/* The 256 single bytes. */
+static void token_table_bytes(token_table *t)
+{
+    for (int i = 0; i < 256; i++) {
+        t->bytes[i] = (uint8_t)i;
+        t->off[i] = (size_t)i;
+    }
+    t->len = 256;
+    t->off[256] = 256;
+    t->n = 256;
+}
+
+/* Token n: a followed by b. -1 when out of memory. */
+static int token_table_add(token_table *t, uint32_t a, uint32_t b)
+{
+    size_t la = t->off[a + 1] - t->off[a], lb = t->off[b + 1] - t->off[b];
+    if (t->len + la + lb > t->cap) {
+        while (t->len + la + lb > t->cap)
+            t->cap *= 2;
+        uint8_t *nb = realloc(t->bytes, t->cap);
+        if (!nb)
+            return -1;
+        t->bytes = nb;
+    }
+    memcpy(t->bytes + t->len, t->bytes + t->off[a], la);
+    memcpy(t->bytes + t->len + la, t->bytes + t->off[b], lb);
+    t->len += la + lb;
+    t->pairs[2 * (t->n - 256)] = (int32_t)a;
+    t->pairs[2 * (t->n - 256) + 1] = (int32_t)b;
+    t->off[t->n + 1] = t->len;
+    return 0;
+}
+
+/* Merges the most frequent pair (ties: the smaller pair) until vocab tokens or no pair is left;
+ * s->oom on running out of memory. */
+static void merge_pairs(trainer_state *s, token_table *t, int vocab)
+{
+    for (size_t p = 0; p < s->n_pairs; p++)
+        heap_push(s, s->pairs[p].count, (uint32_t)p);
+    while (t->n < vocab && s->n_heap && !s->oom) {
+        heap_entry top = heap_pop(s);
+        pair_rec *r = &s->pairs[top.pair];
+        if (r->count != top.count) {
+            /* stale: a newer entry exists if the count grew; re-queue if it shrank */
+            if (r->count > 0 && r->count < top.count && r->pushed == top.count)
+                heap_push(s, r->count, top.pair);
+            continue;
+        }
+        if (r->count <= 0)
+            continue;
+        if (token_table_add(t, r->a, r->b)) {
+            s->oom = 1;
+            break;
+        }
+        apply_merge(s, top.pair, (uint32_t)t->n);
+        t->n++;
+    }
+}
+
+/* The tokenizer of the table's tokens. */
+static int token_table_tokenizer(const token_table *t, tokenizer **out, tempo_error *err)
+{
+    const uint8_t **toks = malloc((size_t)t->n * sizeof *toks);
+    size_t *lens = malloc((size_t)t->n * sizeof *lens);
+    if (!toks || !lens) {
+        free(toks);
+        free(lens);
+        return tempo_fail(err, "tokenizer training: out of memory");
+    }
+    for (int i = 0; i < t->n; i++) {
+        toks[i] = t->bytes + t->off[i];
+        lens[i] = t->off[i + 1] - t->off[i];
+    }
+    int rc = tok_from_tokens(out, toks, lens, t->n, "trained tokenizer", err);
+    free(toks);
+    free(lens);
+    return rc;
+}
+
 int tok_trainer_finish(const tok_trainer *tr, int vocab, tokenizer **out, int32_t **merges,
                        tempo_error *err)
 {
@@ -347,85 +436,30 @@ int tok_trainer_finish(const tok_trainer *tr, int vocab, tokenizer **out, int32_
     trainer_state s;
     memset(&s, 0, sizeof s);
     /* token bytes: the 256 single bytes, then each merge's concatenation */
-    size_t *tok_off = malloc(((size_t)vocab + 1) * sizeof *tok_off);
-    int32_t *pairs_out = malloc(2 * (size_t)vocab * sizeof *pairs_out);
-    uint8_t *tok_bytes = NULL;
-    size_t bytes_len = 0, bytes_cap = 4096;
-    tok_bytes = malloc(bytes_cap);
-    int rc = 0, n_tok = 256;
-    if (!tok_off || !pairs_out || !tok_bytes || init_state(&s, &tr->pieces)) {
+    token_table t = {.cap = 4096};
+    t.off = malloc(((size_t)vocab + 1) * sizeof *t.off);
+    t.pairs = malloc(2 * (size_t)vocab * sizeof *t.pairs);
+    t.bytes = malloc(t.cap);
+    int rc = 0;
+    if (!t.off || !t.pairs || !t.bytes || init_state(&s, &tr->pieces)) {
         rc = tempo_fail(err, "tokenizer training: out of memory");
         goto done;
     }
-    for (int i = 0; i < 256; i++) {
-        tok_bytes[i] = (uint8_t)i;
-        tok_off[i] = (size_t)i;
-    }
-    bytes_len = 256;
-    tok_off[256] = 256;
-    for (size_t p = 0; p < s.n_pairs; p++)
-        heap_push(&s, s.pairs[p].count, (uint32_t)p);
-    while (n_tok < vocab && s.n_heap && !s.oom) {
-        heap_entry top = heap_pop(&s);
-        pair_rec *r = &s.pairs[top.pair];
-        if (r->count != top.count) {
-            /* stale: a newer entry exists if the count grew; re-queue if it shrank */
-            if (r->count > 0 && r->count < top.count && r->pushed == top.count)
-                heap_push(&s, r->count, top.pair);
-            continue;
-        }
-        if (r->count <= 0)
-            continue;
-        uint32_t a = r->a, b = r->b;
-        size_t la = tok_off[a + 1] - tok_off[a], lb = tok_off[b + 1] - tok_off[b];
-        if (bytes_len + la + lb > bytes_cap) {
-            while (bytes_len + la + lb > bytes_cap)
-                bytes_cap *= 2;
-            uint8_t *nb = realloc(tok_bytes, bytes_cap);
-            if (!nb) {
-                s.oom = 1;
-                break;
-            }
-            tok_bytes = nb;
-        }
-        memcpy(tok_bytes + bytes_len, tok_bytes + tok_off[a], la);
-        memcpy(tok_bytes + bytes_len + la, tok_bytes + tok_off[b], lb);
-        bytes_len += la + lb;
-        pairs_out[2 * (n_tok - 256)] = (int32_t)a;
-        pairs_out[2 * (n_tok - 256) + 1] = (int32_t)b;
-        tok_off[n_tok + 1] = bytes_len;
-        apply_merge(&s, top.pair, (uint32_t)n_tok);
-        n_tok++;
-    }
+    token_table_bytes(&t);
+    merge_pairs(&s, &t, vocab);
     if (s.oom) {
         rc = tempo_fail(err, "tokenizer training: out of memory");
         goto done;
     }
-    {
-        const uint8_t **toks = malloc((size_t)n_tok * sizeof *toks);
-        size_t *lens = malloc((size_t)n_tok * sizeof *lens);
-        if (!toks || !lens) {
-            free(toks);
-            free(lens);
-            rc = tempo_fail(err, "tokenizer training: out of memory");
-            goto done;
-        }
-        for (int i = 0; i < n_tok; i++) {
-            toks[i] = tok_bytes + tok_off[i];
-            lens[i] = tok_off[i + 1] - tok_off[i];
-        }
-        rc = tok_from_tokens(out, toks, lens, n_tok, "trained tokenizer", err);
-        free(toks);
-        free(lens);
-    }
+    rc = token_table_tokenizer(&t, out, err);
     if (rc == 0 && merges) {
-        *merges = pairs_out;
-        pairs_out = NULL;
+        *merges = t.pairs;
+        t.pairs = NULL;
     }
 done:
     free_state(&s);
-    free(tok_off);
-    free(tok_bytes);
-    free(pairs_out);
+    free(t.off);
+    free(t.bytes);
+    free(t.pairs);
     return rc;
 }

@@ -89,6 +89,54 @@ static int build_fail(tempo_error *err, const char *what, int line_base, int ran
     return tempo_fail(err, "%s: token %d: %s", what, rank, problem);
 }
 
+/* Token r (bytes p[0..len)) against the lower-ranked ones in ids: the 256 byte tokens first, then
+ * merged tokens of 2+ bytes, each new and made of two lower-ranked tokens. */
+static int check_token(const bytes_map *ids, const uint8_t *p, size_t len, int r, const char *what, int line_base,
+                       tempo_error *err)
+{
+    char problem[160];
+    if (r < 256) {
+        if (len != 1 || p[0] != r) {
+            snprintf(problem, sizeof problem, "token %d must be the single byte 0x%02x", r, r);
+            return build_fail(err, what, line_base, r, problem);
+        }
+        return 0;
+    }
+    if (len < 2)
+        return build_fail(err, what, line_base, r, "a merged token must have at least 2 bytes");
+    uint64_t *dup = bytes_map_get(ids, p, len);
+    if (dup) {
+        snprintf(problem, sizeof problem, "duplicate token (same bytes as token %llu)", (unsigned long long)*dup);
+        return build_fail(err, what, line_base, r, problem);
+    }
+    int splits = 0;
+    for (size_t k = 1; k < len && !splits; k++)
+        splits = bytes_map_get(ids, p, k) && bytes_map_get(ids, p + k, len - k);
+    if (!splits)
+        return build_fail(err, what, line_base, r, "token cannot be made from two lower-ranked tokens");
+    return 0;
+}
+
+/* Every split of every merged token into two tokens, whatever their ranks, into t->pairs. */
+static int add_pairs(tokenizer *t, const uint8_t *const *tokens, const size_t *lens, int n, const bytes_map *ids,
+                     const char *what, tempo_error *err)
+{
+    for (int r = 256; r < n; r++) {
+        const uint8_t *p = tokens[r];
+        size_t len = lens[r];
+        for (size_t k = 1; k < len; k++) {
+            uint64_t *a = bytes_map_get(ids, p, k), *b;
+            if (!a || !(b = bytes_map_get(ids, p + k, len - k)))
+                continue;
+            uint64_t *v = u64_map_put(&t->pairs, *a << 32 | *b, NULL);
+            if (!v)
+                return tempo_fail(err, "%s: out of memory", what);
+            *v = (uint64_t)r;
+        }
+    }
+    return 0;
+}
+
 static int build(tokenizer **out, const uint8_t *const *tokens, const size_t *lens, int n,
                  const char *what, int line_base, tempo_error *err)
 {
@@ -111,39 +159,14 @@ static int build(tokenizer **out, const uint8_t *const *tokens, const size_t *le
         return tempo_fail(err, "%s: out of memory", what);
     }
     bytes_map ids = {0};
-    char problem[160];
     int rc = 0;
     size_t off = 0;
     for (int r = 0; r < n && rc == 0; r++) {
         const uint8_t *p = tokens[r];
         size_t len = lens[r];
-        if (r < 256) {
-            if (len != 1 || p[0] != r) {
-                snprintf(problem, sizeof problem, "token %d must be the single byte 0x%02x", r, r);
-                rc = build_fail(err, what, line_base, r, problem);
-                break;
-            }
-        } else {
-            if (len < 2) {
-                rc = build_fail(err, what, line_base, r, "a merged token must have at least 2 bytes");
-                break;
-            }
-            uint64_t *dup = bytes_map_get(&ids, p, len);
-            if (dup) {
-                snprintf(problem, sizeof problem, "duplicate token (same bytes as token %llu)",
-                         (unsigned long long)*dup);
-                rc = build_fail(err, what, line_base, r, problem);
-                break;
-            }
-            int splits = 0;
-            for (size_t k = 1; k < len && !splits; k++)
-                splits = bytes_map_get(&ids, p, k) && bytes_map_get(&ids, p + k, len - k);
-            if (!splits) {
-                rc = build_fail(err, what, line_base, r,
-                                "token cannot be made from two lower-ranked tokens");
-                break;
-            }
-        }
+        rc = check_token(&ids, p, len, r, what, line_base, err);
+        if (rc)
+            break;
         uint64_t *v = bytes_map_put(&ids, p, len, NULL);
         if (!v) {
             rc = tempo_fail(err, "%s: out of memory", what);
@@ -155,22 +178,8 @@ static int build(tokenizer **out, const uint8_t *const *tokens, const size_t *le
         off += len;
     }
     t->offsets[n] = (uint32_t)off;
-    /* every split of every token into two tokens, whatever their ranks */
-    for (int r = 256; r < n && rc == 0; r++) {
-        const uint8_t *p = tokens[r];
-        size_t len = lens[r];
-        for (size_t k = 1; k < len; k++) {
-            uint64_t *a = bytes_map_get(&ids, p, k), *b;
-            if (!a || !(b = bytes_map_get(&ids, p + k, len - k)))
-                continue;
-            uint64_t *v = u64_map_put(&t->pairs, *a << 32 | *b, NULL);
-            if (!v) {
-                rc = tempo_fail(err, "%s: out of memory", what);
-                break;
-            }
-            *v = (uint64_t)r;
-        }
-    }
+    if (rc == 0)
+        rc = add_pairs(t, tokens, lens, n, &ids, what, err);
     bytes_map_free(&ids);
     if (rc) {
         tok_free(t);
@@ -241,15 +250,59 @@ static int parse_special(const char *l, size_t n, int n_tokens, const char *what
     return 0;
 }
 
+/* The regular tokens read so far, in rank order. */
+typedef struct {
+    uint8_t **tokens;
+    size_t *lens;
+    size_t n, cap;
+} token_list;
+
+/* A "<base64> <rank>" line (without its "\n"): the next token, appended to tl. */
+static int parse_token_line(token_list *tl, const char *l, size_t ll, const char *what, int line, tempo_error *err)
+{
+    const char *sp = memchr(l, ' ', ll);
+    if (!sp)
+        return tempo_fail(err, "%s:%d: expected \"<base64> <rank>\"", what, line);
+    size_t b64_len = (size_t)(sp - l);
+    long rank = parse_decimal(sp + 1, ll - b64_len - 1, 10000000);
+    if (rank < 0)
+        return tempo_fail(err, "%s:%d: bad rank (expected \"<base64> <rank>\")", what, line);
+    if ((size_t)rank != tl->n)
+        return tempo_fail(err, "%s:%d: rank %ld out of order (expected %zu)", what, line, rank, tl->n);
+    if (tl->n >= TOK_MAX_VOCAB)
+        return tempo_fail(err, "%s:%d: more than %d regular tokens", what, line, TOK_MAX_VOCAB);
+    if (tl->n == tl->cap) {
+        tl->cap *= 2;
+        uint8_t **t2 = realloc(tl->tokens, tl->cap * sizeof *t2);
+        if (t2)
+            tl->tokens = t2;
+        size_t *l2 = t2 ? realloc(tl->lens, tl->cap * sizeof *l2) : NULL;
+        if (l2)
+            tl->lens = l2;
+        if (!t2 || !l2)
+            return tempo_fail(err, "%s: out of memory", what);
+    }
+    size_t n = tl->n;
+    tl->tokens[n] = malloc(b64_len / 4 * 3 + 1);
+    if (!tl->tokens[n])
+        return tempo_fail(err, "%s: out of memory", what);
+    long dl = b64_decode(l, b64_len, tl->tokens[n]);
+    tl->lens[n] = dl < 0 ? 0 : (size_t)dl;
+    tl->n++;
+    if (dl < 0)
+        return tempo_fail(err, "%s:%d: bad base64", what, line);
+    return 0;
+}
+
 int tok_parse(tokenizer **out, const char *text, size_t len, const char *what, tempo_error *err)
 {
     *out = NULL;
-    size_t cap = 1024, n = 0;
-    uint8_t **tokens = malloc(cap * sizeof *tokens);
-    size_t *lens = malloc(cap * sizeof *lens);
+    token_list tl = {.cap = 1024};
+    tl.tokens = malloc(tl.cap * sizeof *tl.tokens);
+    tl.lens = malloc(tl.cap * sizeof *tl.lens);
     int rc = 0, line = 1, saw_special = 0;
     size_t pos = 0;
-    if (!tokens || !lens) {
+    if (!tl.tokens || !tl.lens) {
         rc = tempo_fail(err, "%s: out of memory", what);
         goto done;
     }
@@ -267,71 +320,28 @@ int tok_parse(tokenizer **out, const char *text, size_t len, const char *what, t
             goto done;
         }
         if (ll > 0 && l[0] == '!') {
-            if (parse_special(l, ll, (int)n, what, line, err)) {
+            if (parse_special(l, ll, (int)tl.n, what, line, err)) {
                 rc = -1;
                 goto done;
             }
             saw_special = 1;
-            line++;
-            continue;
-        }
-        const char *sp = memchr(l, ' ', ll);
-        if (!sp) {
-            rc = tempo_fail(err, "%s:%d: expected \"<base64> <rank>\"", what, line);
-            goto done;
-        }
-        size_t b64_len = (size_t)(sp - l);
-        long rank = parse_decimal(sp + 1, ll - b64_len - 1, 10000000);
-        if (rank < 0) {
-            rc = tempo_fail(err, "%s:%d: bad rank (expected \"<base64> <rank>\")", what, line);
-            goto done;
-        }
-        if ((size_t)rank != n) {
-            rc = tempo_fail(err, "%s:%d: rank %ld out of order (expected %zu)", what, line, rank, n);
-            goto done;
-        }
-        if (n >= TOK_MAX_VOCAB) {
-            rc = tempo_fail(err, "%s:%d: more than %d regular tokens", what, line, TOK_MAX_VOCAB);
-            goto done;
-        }
-        if (n == cap) {
-            cap *= 2;
-            uint8_t **t2 = realloc(tokens, cap * sizeof *t2);
-            if (t2)
-                tokens = t2;
-            size_t *l2 = t2 ? realloc(lens, cap * sizeof *l2) : NULL;
-            if (l2)
-                lens = l2;
-            if (!t2 || !l2) {
-                rc = tempo_fail(err, "%s: out of memory", what);
-                goto done;
-            }
-        }
-        tokens[n] = malloc(b64_len / 4 * 3 + 1);
-        if (!tokens[n]) {
-            rc = tempo_fail(err, "%s: out of memory", what);
-            goto done;
-        }
-        long dl = b64_decode(l, b64_len, tokens[n]);
-        lens[n] = dl < 0 ? 0 : (size_t)dl;
-        n++;
-        if (dl < 0) {
-            rc = tempo_fail(err, "%s:%d: bad base64", what, line);
+        } else if (parse_token_line(&tl, l, ll, what, line, err)) {
+            rc = -1;
             goto done;
         }
         line++;
     }
     if (!saw_special) {
         rc = tempo_fail(err, "%s:%d: truncated (missing the \"!special %s %zu\" line)", what, line,
-                        TOK_SEP_NAME, n);
+                        TOK_SEP_NAME, tl.n);
         goto done;
     }
-    rc = build(out, (const uint8_t *const *)tokens, lens, (int)n, what, 1, err);
+    rc = build(out, (const uint8_t *const *)tl.tokens, tl.lens, (int)tl.n, what, 1, err);
 done:
-    for (size_t i = 0; i < n; i++)
-        free(tokens[i]);
-    free(tokens);
-    free(lens);
+    for (size_t i = 0; i < tl.n; i++)
+        free(tl.tokens[i]);
+    free(tl.tokens);
+    free(tl.lens);
     return rc;
 }
 

@@ -101,34 +101,12 @@ static int pack_weights(infer_engine *e, tempo_error *err)
     return 0;
 }
 
-int infer_engine_create(infer_engine **out, model *m, int max_rows, tempo_error *err)
+/* The model's weights by layer, read in place. */
+static void find_weights(infer_engine *e)
 {
-    *out = NULL;
-    if (max_rows < 1)
-        return tempo_usage(err, "inference engine: max_rows %d < 1", max_rows);
-    infer_engine *e = calloc(1, sizeof *e);
-    if (!e)
-        return tempo_fail(err, "inference engine: out of memory");
-    const model_config *c = model_get_config(m);
-    e->m = m;
-    e->cfg = *c;
-    e->C = c->d_model;
-    e->H = c->n_heads;
-    e->Hkv = c->n_kv_heads;
-    e->D = c->d_model / c->n_heads;
-    e->F = c->d_ff;
-    e->HD = e->H * e->D;
-    e->KD = e->Hkv * e->D;
-    e->V = c->vocab_size;
-    e->max_rows = max_rows;
-    gemm_config_init(&e->gc);
-    int L = c->n_layers;
-    e->lw = calloc((size_t)L, sizeof *e->lw);
-    if (!e->lw) {
-        infer_engine_free(e);
-        return tempo_fail(err, "inference engine: out of memory");
-    }
-    for (int l = 0; l < L; l++) {
+    model *m = e->m;
+    const model_config *c = &e->cfg;
+    for (int l = 0; l < c->n_layers; l++) {
         model_layer_weights *w = &e->lw[l];
         w->attn_norm = layer_weight(m, l, "attn_norm");
         w->wq = layer_weight(m, l, "wq");
@@ -145,12 +123,14 @@ int infer_engine_create(infer_engine **out, model *m, int max_rows, tempo_error 
     e->tok_emb = weight(m, "tok_emb");
     e->final_norm = weight(m, "final_norm");
     e->head = c->tied_head ? e->tok_emb : weight(m, "head");
-    if (pack_weights(e, err)) {
-        infer_engine_free(e);
-        return -1;
-    }
+}
 
-    size_t R = (size_t)max_rows, C = e->C, HD = e->HD, KD = e->KD, F = e->F, H = e->H;
+/* One arena of scratch for max_rows rows (each buffer padded, 64-byte aligned) and the RoPE
+ * tables in it. */
+static int alloc_scratch(infer_engine *e, tempo_error *err)
+{
+    const model_config *c = &e->cfg;
+    size_t R = (size_t)e->max_rows, C = e->C, HD = e->HD, KD = e->KD, F = e->F, H = e->H;
     size_t half = (size_t)c->context * (e->D / 2);
     size_t pad = 16;
     size_t floats = 2 * (half + pad) + 2 * (R * C + pad) + (R * C + pad) + (R * H + pad) +
@@ -159,11 +139,9 @@ int infer_engine_create(infer_engine **out, model *m, int max_rows, tempo_error 
     if (c->qk_norm)
         floats += R * HD + R * KD + 2 * pad;
     e->arena = aligned_alloc(64, sizeof(float) * ((floats + 15) / 16 * 16));
-    if (!e->arena) {
-        infer_engine_free(e);
+    if (!e->arena)
         return tempo_fail(err, "inference engine: out of memory (%zu MB of scratch)",
                           sizeof(float) * floats >> 20);
-    }
     float *p = e->arena;
     e->rope_cos = carve(&p, half);
     e->rope_sin = carve(&p, half);
@@ -187,6 +165,40 @@ int infer_engine_create(infer_engine **out, model *m, int max_rows, tempo_error 
         e->k_raw = carve(&p, R * KD);
     }
     rope_table_init(e->rope_cos, e->rope_sin, c->context, e->D, c->rope_theta);
+    return 0;
+}
+
+int infer_engine_create(infer_engine **out, model *m, int max_rows, tempo_error *err)
+{
+    *out = NULL;
+    if (max_rows < 1)
+        return tempo_usage(err, "inference engine: max_rows %d < 1", max_rows);
+    infer_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return tempo_fail(err, "inference engine: out of memory");
+    const model_config *c = model_get_config(m);
+    e->m = m;
+    e->cfg = *c;
+    e->C = c->d_model;
+    e->H = c->n_heads;
+    e->Hkv = c->n_kv_heads;
+    e->D = c->d_model / c->n_heads;
+    e->F = c->d_ff;
+    e->HD = e->H * e->D;
+    e->KD = e->Hkv * e->D;
+    e->V = c->vocab_size;
+    e->max_rows = max_rows;
+    gemm_config_init(&e->gc);
+    e->lw = calloc((size_t)c->n_layers, sizeof *e->lw);
+    if (!e->lw) {
+        infer_engine_free(e);
+        return tempo_fail(err, "inference engine: out of memory");
+    }
+    find_weights(e);
+    if (pack_weights(e, err) || alloc_scratch(e, err)) {
+        infer_engine_free(e);
+        return -1;
+    }
     *out = e;
     return 0;
 }

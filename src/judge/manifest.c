@@ -137,6 +137,99 @@ static int parse_command(judge_manifest *m, const json_value *v, tempo_error *er
     return 0;
 }
 
+/* The keys that must be there, and "overrides", which needs a preset. */
+typedef struct {
+    int name, authors, desc, phase, overrides;
+} manifest_seen;
+
+/* The integer keys: threads, ranks, vocab, steps. 1 when k is none of them. */
+static int parse_count(judge_manifest *m, const char *k, const json_value *v, tempo_error *err)
+{
+    long long x = 0;
+    if (!strcmp(k, "threads")) {
+        if (get_int(v, k, 1, 1024, &x, err))
+            return -1;
+        m->threads = (int)x;
+    } else if (!strcmp(k, "ranks")) {
+        if (get_int(v, k, 1, 256, &x, err))
+            return -1;
+        m->ranks = (int)x;
+    } else if (!strcmp(k, "vocab")) {
+        if (get_int(v, k, 256, 1 << 20, &x, err))
+            return -1;
+        m->vocab = (int)x;
+    } else if (!strcmp(k, "steps")) {
+        if (get_int(v, k, 1, 1000000000000LL, &x, err))
+            return -1;
+        m->steps = x;
+    } else {
+        return 1;
+    }
+    return 0;
+}
+
+/* One key of the manifest's object. */
+static int parse_key(judge_manifest *m, const char *k, const json_value *v, manifest_seen *seen, tempo_error *err)
+{
+    long long x = 0;
+    if (!strcmp(k, "name")) {
+        if (copy_text(m->name, sizeof m->name, v, k, err))
+            return -1;
+        if (!valid_name(m->name))
+            return tempo_fail(err, MF ": \"name\" must be letters, digits, '.', '_' or '-' (starting with a letter or digit)");
+        seen->name = 1;
+    } else if (!strcmp(k, "authors")) {
+        if (parse_authors(m, v, err))
+            return -1;
+        seen->authors = 1;
+    } else if (!strcmp(k, "description")) {
+        if (copy_text(m->description, sizeof m->description, v, k, err))
+            return -1;
+        seen->desc = 1;
+    } else if (!strcmp(k, "phase")) {
+        if (get_int(v, k, 1, 2, &x, err))
+            return -1;
+        m->phase = (int)x;
+        seen->phase = 1;
+    } else if (!strcmp(k, "preset")) {
+        if (copy_text(m->preset, sizeof m->preset, v, k, err))
+            return -1;
+        if (!valid_name(m->preset))
+            return tempo_fail(err, MF ": \"preset\" must be a preset name (configs/NAME.conf), not a path");
+    } else if (!strcmp(k, "overrides")) {
+        if (parse_overrides(m, v, err))
+            return -1;
+        seen->overrides = 1;
+    } else if (!strcmp(k, "command")) {
+        if (parse_command(m, v, err))
+            return -1;
+    } else {
+        int rc = parse_count(m, k, v, err);
+        if (rc == 1)
+            return tempo_fail(err, MF ": unknown key \"%s\" (see docs/submission.md)", k);
+        return rc;
+    }
+    return 0;
+}
+
+/* What the keys say together: the required ones there, one of preset and command, ranks only
+ * for a phase-2 preset. */
+static int check_manifest(judge_manifest *m, const manifest_seen *seen, tempo_error *err)
+{
+    if (!seen->name || !seen->authors || !seen->desc || !seen->phase)
+        return tempo_fail(err, MF ": missing \"%s\"",
+                          !seen->name ? "name" : !seen->authors ? "authors" : !seen->desc ? "description" : "phase");
+    if (!m->preset[0] == !m->n_command)
+        return tempo_fail(err, MF ": give exactly one of \"preset\" (with optional \"overrides\") or \"command\"");
+    if (seen->overrides && !m->preset[0])
+        return tempo_fail(err, MF ": \"overrides\" applies to a \"preset\" only");
+    if (m->ranks > 1 && (m->phase != 2 || !m->preset[0]))
+        return tempo_fail(err, MF ": \"ranks\" above 1 is for a phase-2 \"preset\" submission (a command starts its own)");
+    if (m->ranks < 1)
+        m->ranks = 1;
+    return 0;
+}
+
 int judge_manifest_parse(judge_manifest *m, const char *text, size_t len, tempo_error *err)
 {
     memset(m, 0, sizeof *m);
@@ -147,96 +240,22 @@ int judge_manifest_parse(judge_manifest *m, const char *text, size_t len, tempo_
         return tempo_fail(err, MF ": malformed JSON: %s", msg);
     }
     int rc = -1;
-    int have_name = 0, have_authors = 0, have_desc = 0, have_phase = 0, have_overrides = 0;
+    manifest_seen seen = {0};
     if (root->type != JSON_OBJECT) {
         tempo_fail(err, MF ": must be a JSON object");
         goto done;
     }
     for (size_t i = 0; i < root->n; i++) {
         const char *k = root->keys[i];
-        const json_value *v = &root->items[i];
-        long long x = 0;
         for (size_t j = 0; j < i; j++)
             if (!strcmp(root->keys[j], k)) {
                 tempo_fail(err, MF ": \"%s\" is given twice", k);
                 goto done;
             }
-        if (!strcmp(k, "name")) {
-            if (copy_text(m->name, sizeof m->name, v, k, err))
-                goto done;
-            if (!valid_name(m->name)) {
-                tempo_fail(err, MF ": \"name\" must be letters, digits, '.', '_' or '-' (starting with a letter or digit)");
-                goto done;
-            }
-            have_name = 1;
-        } else if (!strcmp(k, "authors")) {
-            if (parse_authors(m, v, err))
-                goto done;
-            have_authors = 1;
-        } else if (!strcmp(k, "description")) {
-            if (copy_text(m->description, sizeof m->description, v, k, err))
-                goto done;
-            have_desc = 1;
-        } else if (!strcmp(k, "phase")) {
-            if (get_int(v, k, 1, 2, &x, err))
-                goto done;
-            m->phase = (int)x;
-            have_phase = 1;
-        } else if (!strcmp(k, "preset")) {
-            if (copy_text(m->preset, sizeof m->preset, v, k, err))
-                goto done;
-            if (!valid_name(m->preset)) {
-                tempo_fail(err, MF ": \"preset\" must be a preset name (configs/NAME.conf), not a path");
-                goto done;
-            }
-        } else if (!strcmp(k, "overrides")) {
-            if (parse_overrides(m, v, err))
-                goto done;
-            have_overrides = 1;
-        } else if (!strcmp(k, "command")) {
-            if (parse_command(m, v, err))
-                goto done;
-        } else if (!strcmp(k, "threads")) {
-            if (get_int(v, k, 1, 1024, &x, err))
-                goto done;
-            m->threads = (int)x;
-        } else if (!strcmp(k, "ranks")) {
-            if (get_int(v, k, 1, 256, &x, err))
-                goto done;
-            m->ranks = (int)x;
-        } else if (!strcmp(k, "vocab")) {
-            if (get_int(v, k, 256, 1 << 20, &x, err))
-                goto done;
-            m->vocab = (int)x;
-        } else if (!strcmp(k, "steps")) {
-            if (get_int(v, k, 1, 1000000000000LL, &x, err))
-                goto done;
-            m->steps = x;
-        } else {
-            tempo_fail(err, MF ": unknown key \"%s\" (see docs/submission.md)", k);
+        if (parse_key(m, k, &root->items[i], &seen, err))
             goto done;
-        }
     }
-    if (!have_name || !have_authors || !have_desc || !have_phase) {
-        tempo_fail(err, MF ": missing \"%s\"",
-                   !have_name ? "name" : !have_authors ? "authors" : !have_desc ? "description" : "phase");
-        goto done;
-    }
-    if (!m->preset[0] == !m->n_command) {
-        tempo_fail(err, MF ": give exactly one of \"preset\" (with optional \"overrides\") or \"command\"");
-        goto done;
-    }
-    if (have_overrides && !m->preset[0]) {
-        tempo_fail(err, MF ": \"overrides\" applies to a \"preset\" only");
-        goto done;
-    }
-    if (m->ranks > 1 && (m->phase != 2 || !m->preset[0])) {
-        tempo_fail(err, MF ": \"ranks\" above 1 is for a phase-2 \"preset\" submission (a command starts its own)");
-        goto done;
-    }
-    if (m->ranks < 1)
-        m->ranks = 1;
-    rc = 0;
+    rc = check_manifest(m, &seen, err);
 done:
     json_free(root);
     return rc;

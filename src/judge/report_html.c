@@ -115,7 +115,8 @@ static void ranking_table(strbuf *o, const judge_attempt *att, const judge_board
     strbuf_puts(o, "</tbody></table>");
 }
 
-void judge_report_html(const judge_attempt *att, size_t n, const char *title, strbuf *o)
+/* The page's head, its title and the paragraph on how it scores. */
+static void page_head(strbuf *o, size_t n, const char *title)
 {
     strbuf_puts(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
     esc(o, title ? title : "tempo leaderboard");
@@ -129,59 +130,65 @@ void judge_report_html(const judge_attempt *att, size_t n, const char *title, st
                   now, n, n == 1 ? "" : "s");
     esc(o, judge_score_formula(2));
     strbuf_puts(o, "</code>.</p>");
+}
+
+/* One ranking per phase, budget and validation text. */
+static void rankings(strbuf *o, const judge_attempt *att, size_t n)
+{
     judge_board b;
-    if (judge_board_build(att, n, &b) == 0) {
-        for (size_t k = 0; k < b.n_groups; k++) {
-            const judge_board_group *g = &b.groups[k];
-            char budget[32];
-            judge_format_duration(g->budget_s, budget, sizeof budget);
-            const char *base = strrchr(g->val_path, '/');
-            strbuf_printf(o, "<h2>Phase %d &middot; budget %s &middot; validation <code>", g->phase, budget);
-            esc(o, base ? base + 1 : g->val_path);
-            strbuf_printf(o, "</code> <small>(sha256 %.12s)</small></h2>", g->val_sha256);
-            ranking_table(o, att, g, k);
-        }
-        judge_board_free(&b);
+    if (judge_board_build(att, n, &b) != 0)
+        return;
+    for (size_t k = 0; k < b.n_groups; k++) {
+        const judge_board_group *g = &b.groups[k];
+        char budget[32];
+        judge_format_duration(g->budget_s, budget, sizeof budget);
+        const char *base = strrchr(g->val_path, '/');
+        strbuf_printf(o, "<h2>Phase %d &middot; budget %s &middot; validation <code>", g->phase, budget);
+        esc(o, base ? base + 1 : g->val_path);
+        strbuf_printf(o, "</code> <small>(sha256 %.12s)</small></h2>", g->val_sha256);
+        ranking_table(o, att, g, k);
     }
-    strbuf_puts(o, "<h2>All attempts</h2><table class=\"attempts\"><thead><tr><th>attempt</th><th>submission</th>"
-                   "<th>phase</th><th>budget</th><th>status</th><th>score</th><th>&plusmn; std</th><th>seeds</th>"
-                   "<th>leader test</th><th>reason</th><th>hash</th><th>tempo</th><th>sandbox</th><th>started</th>"
-                   "<th>ended</th>"
-                   "</tr></thead><tbody>");
-    for (size_t i = n; i-- > 0;) {
-        const judge_attempt *a = &att[i];
-        char budget[32], hash[16], ver[96];
-        judge_format_duration(a->budget_s, budget, sizeof budget);
-        text_fmt(hash, sizeof hash, "%.12s", a->submission_hash);
-        text_fmt(ver, sizeof ver, "%s %.10s", a->tempo_version, a->git_commit);
-        strbuf_printf(o, "<tr id=\"attempt-%lld\"><td class=\"num\">%lld</td>", a->id, a->id);
-        cell_text(o, a->submission);
-        strbuf_printf(o, "<td class=\"num\">%d</td>", a->phase);
-        cell_text(o, budget);
-        status_cell(o, a->status);
-        cell_num(o, a->score_mean, "%.6f");
-        cell_num(o, a->n_scored > 1 ? a->score_std : NAN, "%.6f");
-        strbuf_printf(o, "<td class=\"num\">%d/%d</td>", a->n_scored, a->seeds);
-        strbuf_puts(o, "<td>");
-        if (a->leader_id > 0 && a->beats_leader >= 0)
-            strbuf_printf(o, "%s #%lld, p = %.3g", a->beats_leader ? "beats" : "does not beat", a->leader_id,
-                          a->p_value);
-        else if (a->leader_id > 0)
-            strbuf_printf(o, "vs #%lld: not tested", a->leader_id);
-        else
-            strbuf_puts(o, "&ndash;");
-        strbuf_puts(o, "</td>");
-        cell_text(o, a->reason);
-        strbuf_puts(o, "<td><code>");
-        esc(o, hash);
-        strbuf_puts(o, "</code></td>");
-        cell_text(o, ver);
-        sandbox_cell(o, a);
-        cell_text(o, a->started_at);
-        cell_text(o, a->ended_at);
-        strbuf_puts(o, "</tr>");
-    }
-    strbuf_puts(o, "</tbody></table><h2>Runs</h2>");
+    judge_board_free(&b);
+}
+
+/* One attempt's row of the attempts table. */
+static void attempt_row(strbuf *o, const judge_attempt *a)
+{
+    char budget[32], hash[16], ver[96];
+    judge_format_duration(a->budget_s, budget, sizeof budget);
+    text_fmt(hash, sizeof hash, "%.12s", a->submission_hash);
+    text_fmt(ver, sizeof ver, "%s %.10s", a->tempo_version, a->git_commit);
+    strbuf_printf(o, "<tr id=\"attempt-%lld\"><td class=\"num\">%lld</td>", a->id, a->id);
+    cell_text(o, a->submission);
+    strbuf_printf(o, "<td class=\"num\">%d</td>", a->phase);
+    cell_text(o, budget);
+    status_cell(o, a->status);
+    cell_num(o, a->score_mean, "%.6f");
+    cell_num(o, a->n_scored > 1 ? a->score_std : NAN, "%.6f");
+    strbuf_printf(o, "<td class=\"num\">%d/%d</td>", a->n_scored, a->seeds);
+    strbuf_puts(o, "<td>");
+    if (a->leader_id > 0 && a->beats_leader >= 0)
+        strbuf_printf(o, "%s #%lld, p = %.3g", a->beats_leader ? "beats" : "does not beat", a->leader_id,
+                      a->p_value);
+    else if (a->leader_id > 0)
+        strbuf_printf(o, "vs #%lld: not tested", a->leader_id);
+    else
+        strbuf_puts(o, "&ndash;");
+    strbuf_puts(o, "</td>");
+    cell_text(o, a->reason);
+    strbuf_puts(o, "<td><code>");
+    esc(o, hash);
+    strbuf_puts(o, "</code></td>");
+    cell_text(o, ver);
+    sandbox_cell(o, a);
+    cell_text(o, a->started_at);
+    cell_text(o, a->ended_at);
+    strbuf_puts(o, "</tr>");
+}
+
+/* A section with the curves of each run that has them, newest attempt first; the number of plots. */
+static int run_plots(strbuf *o, const judge_attempt *att, size_t n)
+{
     int plots = 0;
     for (size_t i = n; i-- > 0;) {
         const judge_attempt *a = &att[i];
@@ -207,7 +214,22 @@ void judge_report_html(const judge_attempt *att, size_t n, const char *title, st
             plots++;
         }
     }
-    if (!plots)
+    return plots;
+}
+
+void judge_report_html(const judge_attempt *att, size_t n, const char *title, strbuf *o)
+{
+    page_head(o, n, title);
+    rankings(o, att, n);
+    strbuf_puts(o, "<h2>All attempts</h2><table class=\"attempts\"><thead><tr><th>attempt</th><th>submission</th>"
+                   "<th>phase</th><th>budget</th><th>status</th><th>score</th><th>&plusmn; std</th><th>seeds</th>"
+                   "<th>leader test</th><th>reason</th><th>hash</th><th>tempo</th><th>sandbox</th><th>started</th>"
+                   "<th>ended</th>"
+                   "</tr></thead><tbody>");
+    for (size_t i = n; i-- > 0;)
+        attempt_row(o, &att[i]);
+    strbuf_puts(o, "</tbody></table><h2>Runs</h2>");
+    if (!run_plots(o, att, n))
         strbuf_puts(o, "<p>No run has metrics to plot yet.</p>");
     strbuf_puts(o, "</body></html>\n");
 }

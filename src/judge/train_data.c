@@ -350,6 +350,83 @@ static void remove_tree(const char *dir)
 }
 
 /* Build the folder at final_dir (through a temporary folder and a rename). */
+/* The last training file, decompressed, into train_dir less the dev documents, which go to dev. */
+static int split_off_dev(const judge_data_options *o, const char *last, const char *train_dir, const char *dev,
+                         const char *build, tempo_error *err)
+{
+    char from[PATH_MAX], to[PATH_MAX + 64];
+    text_fmt(from, sizeof from, "%s/%s", o->corpus_dir, last);
+    text_fmt(to, sizeof to, "%s/%s", train_dir, last);
+    if (ends_with(to, ".xz"))
+        to[strlen(to) - 3] = '\0';
+    judge_docs docs = {0};
+    int rc = judge_docs_read(from, &docs, err);
+    if (rc == 0) {
+        FILE *ft = fopen(to, "wb"), *fd = fopen(dev, "wb");
+        size_t target = docs.len / 20;
+        if (target > 512 << 10)
+            target = 512 << 10;
+        if (target < 16 << 10)
+            target = 16 << 10;
+        size_t picked = ft && fd ? judge_split_dev(&docs, target, ft, fd) : 0;
+        int bad = !ft || !fd;
+        if (ft)
+            bad |= fclose(ft) != 0;
+        if (fd)
+            bad |= fclose(fd) != 0;
+        if (bad)
+            rc = tempo_fail(err, "%s: cannot write the training split", build);
+        else if (picked == 0)
+            rc = tempo_fail(err, "%s: needs at least two documents to split off a dev set", from);
+    }
+    judge_docs_free(&docs);
+    return rc;
+}
+
+/* tempo prepare of the training files with the dev text as validation, into build. */
+static int prepare_split(const judge_data_options *o, const char *build, const char *train_dir, const char *dev,
+                         const char *final_dir, tempo_error *err)
+{
+    if (o->progress)
+        fprintf(o->progress, "judge: tempo prepare --vocab %d on the training files (once; cached in %s)\n",
+                o->vocab, final_dir);
+    char vocab[32], log_path[PATH_MAX + 32];
+    text_fmt(vocab, sizeof vocab, "%d", o->vocab);
+    text_fmt(log_path, sizeof log_path, "%s.prepare.log", final_dir);
+    char *argv[] = {(char *)o->tempo_bin, "prepare", "--out", (char *)build, "--vocab", vocab, (char *)train_dir,
+                    "--val", (char *)dev, NULL};
+    proc_spec s = {0};
+    s.argv = argv;
+    s.stderr_log = log_path;
+    s.log_head_bytes = 1 << 20;
+    s.log_tail_bytes = 1 << 16;
+    proc_result r;
+    if (proc_run(&s, &r, err))
+        return -1;
+    int rc = 0;
+    if (r.exec_errno || !r.exited || r.exit_code != 0) {
+        char how[128], line[300];
+        proc_describe(&r, how, sizeof how);
+        proc_caplog_last_line(&r.err, line, sizeof line);
+        rc = tempo_fail(err, "tempo prepare %s (%s); log: %s", how, line[0] ? line : "no message", log_path);
+    }
+    proc_free(&r);
+    return rc;
+}
+
+/* The build folder, read-only, renamed to final_dir (kept as it is when another judge got there first). */
+static int publish_folder(const char *build, const char *final_dir, tempo_error *err)
+{
+    make_read_only(build);
+    if (rename(build, final_dir) != 0) {
+        if (errno == ENOTEMPTY || errno == EEXIST)
+            remove_tree(build); /* another judge finished first; both folders hold the same */
+        else
+            return tempo_fail(err, "%s: cannot rename into place: %s", final_dir, strerror(errno));
+    }
+    return 0;
+}
+
 static int build_folder(const judge_data_options *o, char **names, size_t n_names, const char *final_dir,
                         const char *sums_path, tempo_error *err)
 {
@@ -370,71 +447,15 @@ static int build_folder(const judge_data_options *o, char **names, size_t n_name
     /* the last file: split off the dev documents (decompressed) */
     const char *last = names[n_names - 1];
     int jsonl = strstr(last, ".jsonl") != NULL;
-    char from[PATH_MAX], to[PATH_MAX + 64];
-    text_fmt(from, sizeof from, "%s/%s", o->corpus_dir, last);
-    text_fmt(to, sizeof to, "%s/%s", train_dir, last);
-    if (ends_with(to, ".xz"))
-        to[strlen(to) - 3] = '\0';
     text_fmt(dev, sizeof dev, "%s/dev.%s", text, jsonl ? "jsonl" : "txt");
-    judge_docs docs = {0};
     if (rc == 0)
-        rc = judge_docs_read(from, &docs, err);
-    if (rc == 0) {
-        FILE *ft = fopen(to, "wb"), *fd = fopen(dev, "wb");
-        size_t target = docs.len / 20;
-        if (target > 512 << 10)
-            target = 512 << 10;
-        if (target < 16 << 10)
-            target = 16 << 10;
-        size_t picked = ft && fd ? judge_split_dev(&docs, target, ft, fd) : 0;
-        int bad = !ft || !fd;
-        if (ft)
-            bad |= fclose(ft) != 0;
-        if (fd)
-            bad |= fclose(fd) != 0;
-        if (bad)
-            rc = tempo_fail(err, "%s: cannot write the training split", build);
-        else if (picked == 0)
-            rc = tempo_fail(err, "%s: needs at least two documents to split off a dev set", from);
-    }
-    judge_docs_free(&docs);
-    if (rc == 0) {
-        if (o->progress)
-            fprintf(o->progress, "judge: tempo prepare --vocab %d on the training files (once; cached in %s)\n",
-                    o->vocab, final_dir);
-        char vocab[32], log_path[PATH_MAX + 32];
-        text_fmt(vocab, sizeof vocab, "%d", o->vocab);
-        text_fmt(log_path, sizeof log_path, "%s.prepare.log", final_dir);
-        char *argv[] = {(char *)o->tempo_bin, "prepare", "--out", build, "--vocab", vocab, train_dir, "--val", dev, NULL};
-        proc_spec s = {0};
-        s.argv = argv;
-        s.stderr_log = log_path;
-        s.log_head_bytes = 1 << 20;
-        s.log_tail_bytes = 1 << 16;
-        proc_result r;
-        if (proc_run(&s, &r, err)) {
-            rc = -1;
-        } else {
-            if (r.exec_errno || !r.exited || r.exit_code != 0) {
-                char how[128], line[300];
-                proc_describe(&r, how, sizeof how);
-                proc_caplog_last_line(&r.err, line, sizeof line);
-                rc = tempo_fail(err, "tempo prepare %s (%s); log: %s", how, line[0] ? line : "no message", log_path);
-            }
-            proc_free(&r);
-        }
-    }
+        rc = split_off_dev(o, last, train_dir, dev, build, err);
+    if (rc == 0)
+        rc = prepare_split(o, build, train_dir, dev, final_dir, err);
     if (rc == 0)
         rc = write_sums(build, sums_path, err);
-    if (rc == 0) {
-        make_read_only(build);
-        if (rename(build, final_dir) != 0) {
-            if (errno == ENOTEMPTY || errno == EEXIST)
-                remove_tree(build); /* another judge finished first; both folders hold the same */
-            else
-                rc = tempo_fail(err, "%s: cannot rename into place: %s", final_dir, strerror(errno));
-        }
-    }
+    if (rc == 0)
+        rc = publish_folder(build, final_dir, err);
     if (rc)
         remove_tree(build);
     return rc;

@@ -171,10 +171,9 @@ static int table_valid(const count_table *t, uint64_t key_limit, int ctx)
     return occupied == t->count;
 }
 
-int memory_file_load(ngram_memory *m, const char *path, int expect_vocab, uint64_t expect_tokenizer,
-                     tempo_error *err)
+/* Maps the file read-only: it must be a regular file that can hold a header. */
+static int map_file(const char *path, uint8_t **map, uint64_t *size, tempo_error *err)
 {
-    memset(m, 0, sizeof *m);
     int fd = open(path, O_RDONLY);
     if (fd < 0)
         return tempo_fail(err, "%s: cannot open the count memory", path);
@@ -183,89 +182,96 @@ int memory_file_load(ngram_memory *m, const char *path, int expect_vocab, uint64
         close(fd);
         return tempo_fail(err, "%s: not a regular file", path);
     }
-    uint64_t size = (uint64_t)st.st_size;
-    if (size < 64 + FIXED_BYTES) {
+    *size = (uint64_t)st.st_size;
+    if (*size < 64 + FIXED_BYTES) {
         close(fd);
         return tempo_fail(err, "%s: truncated (%llu bytes; not a tempo count memory)", path,
-                          (unsigned long long)size);
+                          (unsigned long long)*size);
     }
-    uint8_t *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    *map = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (map == MAP_FAILED)
+    if (*map == MAP_FAILED)
         return tempo_fail(err, "%s: cannot map", path);
-    int rc = -1;
-    if (memcmp(map, MAGIC, 8)) {
-        tempo_fail(err, "%s: not a tempo count memory (bad magic)", path);
-        goto out;
-    }
+    return 0;
+}
+
+/* The header's first 64 bytes: magic, version, the memory's shape (m initialised with it), what it
+ * was built for (checked against the model's vocabulary and tokenizer when given) and the file's
+ * size. Sets the version, where the directory starts and where the tables start. */
+static int read_header(ngram_memory *m, const uint8_t *map, uint64_t size, const char *path, int expect_vocab,
+                       uint64_t expect_tokenizer, uint32_t *version_out, uint64_t *fixed_out, uint64_t *hb_out,
+                       tempo_error *err)
+{
+    if (memcmp(map, MAGIC, 8))
+        return tempo_fail(err, "%s: not a tempo count memory (bad magic)", path);
     uint32_t version = get_u32(map + 8);
-    if (version < VERSION_EXACT || version > VERSION_HASHED_ID) {
-        tempo_fail(err, "%s: count memory version %u (this tempo reads %u to %u)", path, version, VERSION_EXACT,
-                   VERSION_HASHED_ID);
-        goto out;
-    }
+    if (version < VERSION_EXACT || version > VERSION_HASHED_ID)
+        return tempo_fail(err, "%s: count memory version %u (this tempo reads %u to %u)", path, version,
+                          VERSION_EXACT, VERSION_HASHED_ID);
     const uint64_t fixed = fixed_bytes(version);
-    if (size < 64 + fixed) {
-        tempo_fail(err, "%s: truncated (%llu bytes; not a tempo count memory)", path, (unsigned long long)size);
-        goto out;
-    }
+    if (size < 64 + fixed)
+        return tempo_fail(err, "%s: truncated (%llu bytes; not a tempo count memory)", path, (unsigned long long)size);
     int vocab = (int)get_u32(map + 12), order = (int)get_u32(map + 16), shards = (int)get_u32(map + 20);
     int hashed_orders = version == VERSION_HASHED || version == VERSION_HASHED_ID ? 1 : 0;
     if (get_u32(map + 12) > (1u << 24) || ngram_memory_init(m, vocab, order, shards, err) ||
-        order - m->exact_order != hashed_orders || get_u32(map + 28) != NGRAM_CTX_WORDS) {
-        tempo_fail(err, "%s: corrupt header (vocab %u, order %u, shards %u)", path, get_u32(map + 12),
-                   get_u32(map + 16), get_u32(map + 20));
-        goto out;
-    }
-    if (expect_vocab > 0 && vocab != expect_vocab) {
-        tempo_fail(err, "%s: count memory of a %d-id vocabulary, the model has %d", path, vocab, expect_vocab);
-        goto out;
-    }
+        order - m->exact_order != hashed_orders || get_u32(map + 28) != NGRAM_CTX_WORDS)
+        return tempo_fail(err, "%s: corrupt header (vocab %u, order %u, shards %u)", path, get_u32(map + 12),
+                          get_u32(map + 16), get_u32(map + 20));
+    if (expect_vocab > 0 && vocab != expect_vocab)
+        return tempo_fail(err, "%s: count memory of a %d-id vocabulary, the model has %d", path, vocab, expect_vocab);
     m->prune_min = (int)get_u32(map + 24);
     m->tokens = get_u64(map + 32);
     m->tokenizer_id = get_u64(map + 40);
-    if (expect_tokenizer && m->tokenizer_id != expect_tokenizer) {
-        tempo_fail(err, "%s: count memory of another tokenizer than the model's", path);
-        goto out;
-    }
+    if (expect_tokenizer && m->tokenizer_id != expect_tokenizer)
+        return tempo_fail(err, "%s: count memory of another tokenizer than the model's", path);
     uint64_t hb = header_bytes(fixed, order, shards);
-    if (get_u64(map + 56) != size || size < hb) {
-        tempo_fail(err, "%s: truncated or padded (header says %llu bytes, file holds %llu)", path,
-                   (unsigned long long)get_u64(map + 56), (unsigned long long)size);
-        goto out;
-    }
+    if (get_u64(map + 56) != size || size < hb)
+        return tempo_fail(err, "%s: truncated or padded (header says %llu bytes, file holds %llu)", path,
+                          (unsigned long long)get_u64(map + 56), (unsigned long long)size);
+    *version_out = version;
+    *fixed_out = fixed;
+    *hb_out = hb;
+    return 0;
+}
+
+/* The count-of-counts and discounts of every order, then (versions 3 and 4) the data id and the
+ * build's seconds. */
+static int read_statistics(ngram_memory *m, const uint8_t *map, uint32_t version, const char *path, tempo_error *err)
+{
     for (int n = 0; n <= NGRAM_MAX_ORDER; n++) {
         for (int k = 0; k < 5; k++)
             m->coc[n][k] = get_u64(map + 64 + (uint64_t)(n * 5 + k) * 8);
         for (int k = 0; k < 4; k++)
             memcpy(&m->disc[n][k], map + 424 + (uint64_t)(n * 4 + k) * 8, 8);
         for (int k = 1; k <= 3; k++)
-            if (!(m->disc[n][k] >= 0 && m->disc[n][k] <= k)) {
-                tempo_fail(err, "%s: corrupt discounts", path);
-                goto out;
-            }
+            if (!(m->disc[n][k] >= 0 && m->disc[n][k] <= k))
+                return tempo_fail(err, "%s: corrupt discounts", path);
     }
     if (version >= VERSION_EXACT_ID) {
         memcpy(m->data_id, map + FIXED_BYTES, 32);
         memcpy(&m->build_seconds, map + FIXED_BYTES + 32, 8);
-        if (!(m->build_seconds >= 0 && m->build_seconds < 1e9)) {
-            tempo_fail(err, "%s: corrupt header (build seconds)", path);
-            goto out;
-        }
+        if (!(m->build_seconds >= 0 && m->build_seconds < 1e9))
+            return tempo_fail(err, "%s: corrupt header (build seconds)", path);
     }
+    return 0;
+}
+
+/* Points every table at its slots in the map, in the directory's order (each right after the
+ * one before, the first at hb), checks their keys and the checksum over them all. */
+static int map_tables(ngram_memory *m, uint8_t *map, uint64_t size, uint64_t fixed, uint64_t hb,
+                      const char *path, tempo_error *err)
+{
     uint64_t dir = fixed, expect_off = hb;
     checksum ck = {{1, 2, 3, 4}, 0};
-    for (int n = 1; n <= order; n++)
-        for (int s = 0; s < shards; s++)
+    for (int n = 1; n <= m->order; n++)
+        for (int s = 0; s < m->shards; s++)
             for (int kind = 0; kind < 2; kind++) {
                 count_table *t = kind ? &m->ctxs[n][s] : &m->grams[n][s];
                 int words = kind ? NGRAM_CTX_WORDS : 1;
                 uint64_t cap = get_u64(map + dir), cnt = get_u64(map + dir + 8), off = get_u64(map + dir + 16);
                 dir += 24;
-                if (off != expect_off || off > size || cap > size / 8 || size - off < cap * count_table_stride(words)) {
-                    tempo_fail(err, "%s: truncated or corrupt (table of order %d ends past the file)", path, n);
-                    goto out;
-                }
+                if (off != expect_off || off > size || cap > size / 8 || size - off < cap * count_table_stride(words))
+                    return tempo_fail(err, "%s: truncated or corrupt (table of order %d ends past the file)", path, n);
                 t->slots = map + off;
                 t->capacity = cap;
                 t->count = cnt;
@@ -273,24 +279,35 @@ int memory_file_load(ngram_memory *m, const char *path, int expect_vocab, uint64
                 t->owned = 0;
                 expect_off = off + table_bytes(t, words);
                 checksum_table(&ck, t, words);
-                uint64_t limit = n > m->exact_order ? (kind ? HASHED_CTX_LIMIT : HASHED_CTX_LIMIT * (uint64_t)vocab)
+                uint64_t limit = n > m->exact_order ? (kind ? HASHED_CTX_LIMIT : HASHED_CTX_LIMIT * (uint64_t)m->vocab)
                                                     : kind ? m->pow[n - 1] : m->pow[n];
-                if (!table_valid(t, limit, kind)) {
-                    tempo_fail(err, "%s: corrupt table (order %d, shard %d)", path, n, s);
-                    goto out;
-                }
+                if (!table_valid(t, limit, kind))
+                    return tempo_fail(err, "%s: corrupt table (order %d, shard %d)", path, n, s);
             }
-    if (expect_off != size || checksum_final(&ck) != get_u64(map + 48)) {
-        tempo_fail(err, "%s: corrupt (checksum mismatch)", path);
-        goto out;
+    if (expect_off != size || checksum_final(&ck) != get_u64(map + 48))
+        return tempo_fail(err, "%s: corrupt (checksum mismatch)", path);
+    return 0;
+}
+
+int memory_file_load(ngram_memory *m, const char *path, int expect_vocab, uint64_t expect_tokenizer,
+                     tempo_error *err)
+{
+    memset(m, 0, sizeof *m);
+    uint8_t *map = NULL;
+    uint64_t size = 0;
+    if (map_file(path, &map, &size, err))
+        return -1;
+    uint32_t version = 0;
+    uint64_t fixed = 0, hb = 0;   /* set by read_header */
+    if (read_header(m, map, size, path, expect_vocab, expect_tokenizer, &version, &fixed, &hb, err) ||
+        read_statistics(m, map, version, path, err) || map_tables(m, map, size, fixed, hb, path, err)) {
+        memset(m, 0, sizeof *m);
+        munmap(map, size);
+        return -1;
     }
     m->map_ = map;
     m->map_len_ = size;
     return 0;
-out:
-    memset(m, 0, sizeof *m);
-    munmap(map, size);
-    return rc;
 }
 
 uint64_t ngram_tokenizer_id(const tokenizer *tok)

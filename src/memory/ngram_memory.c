@@ -596,10 +596,12 @@ static int split_exchange(ngram_memory *m, const ngram_build_split *x, int *stat
     return 0;
 }
 
-int ngram_memory_build_split(ngram_memory *m, const ngram_stream *s, int prune_min, const ngram_build_split *split,
-                             tempo_error *err)
+/* What a build needs: an empty memory whose orders a build can key, 2- or 4-byte tokens that
+ * 32-bit counts can count, and a part that is one of the parts. */
+static int check_build(const ngram_memory *m, const ngram_stream *s, const ngram_build_split *split,
+                       tempo_error *err)
 {
-    const int K = m->order, P = m->shards;
+    const int K = m->order;
     if (m->tokens || order_count(m, K))
         return tempo_fail(err, "count memory: build needs an empty memory");
     if (K > ngram_build_max_order(m->vocab))
@@ -612,87 +614,125 @@ int ngram_memory_build_split(ngram_memory *m, const ngram_stream *s, int prune_m
         return tempo_fail(err, "count memory: %llu tokens overflow 32-bit counts", (unsigned long long)s->n);
     if (split && (split->parts < 1 || split->part < 0 || split->part >= split->parts))
         return tempo_fail(err, "count memory: part %d of %d", split->part, split->parts);
+    return 0;
+}
+
+/* One build, shared by its team of threads: this process's shards are t % parts == part. */
+typedef struct {
+    ngram_memory *m;
+    const ngram_stream *s;
+    const ngram_build_split *split;   /* NULL: one process */
+    int prune_min, parts, part, n_own;
+    int *status;                      /* [shard]: 0, -1 out of memory, -2 a token out of range */
+    uint64_t (*coc)[NGRAM_MAX_ORDER + 1][5];   /* [shard] its count-of-counts */
+    int failed_split;                 /* an exchange failed (here or, agreed on, elsewhere) */
+} build_job;
+
+/* Between two passes (every thread calls it): the split build's exchange of orders lo..hi, by the
+ * master thread, the team waiting before and after. */
+static inline void team_exchange(build_job *b, int lo, int hi, int ctxs)
+{
+    #pragma omp barrier
+    #pragma omp master
+    if (b->split && !b->failed_split)
+        b->failed_split = split_exchange(b->m, b->split, b->status, lo, hi, ctxs) != 0;
+    #pragma omp barrier
+}
+
+/* One thread's part of the build (called inside the parallel region by every thread): the top
+ * order, the continuations of each lower order, the contexts, the compaction, each over the
+ * thread's shards, with the passes' seconds in m->build_s. A team smaller than asked (nested or
+ * limited OpenMP): threads take shards in turn. */
+static void build_team(build_job *b)
+{
+    ngram_memory *m = b->m;
+    const int K = m->order, parts = b->parts, part = b->part, n_own = b->n_own;
+    int *status = b->status;
+    int t = omp_get_thread_num();
+    int nt = omp_get_num_threads();
+    chunk *c = malloc(sizeof *c);
+    if (!c)
+        for (int j = t; j < n_own; j += nt) status[part + j * parts] = -1;
+    double t0 = timer_now();
+    for (int j = t; j < n_own; j += nt) {
+        int sh = part + j * parts;
+        if (!status[sh]) status[sh] = count_top(m, b->s, sh, c);
+    }
+    for (int n = K - 1; n >= 1; n--) {
+        team_exchange(b, n + 1, n + 1, 0);
+        if (n == K - 1 && t == 0) m->build_s[0] = timer_now() - t0;
+        for (int j = t; j < n_own && !b->failed_split; j += nt) {
+            int sh = part + j * parts;
+            if (!status[sh]) status[sh] = count_continuations(m, n, sh, c);
+        }
+    }
+    team_exchange(b, 1, 1, 0);   /* order 1 (the last continuation pass, or the top order when K = 1) */
+    if (t == 0) m->build_s[1] = timer_now() - t0 - m->build_s[0];
+    for (int j = t; j < n_own && !b->failed_split; j += nt) {
+        int sh = part + j * parts;
+        if (!status[sh]) status[sh] = count_contexts(m, b->prune_min, sh, b->coc[sh], c);
+    }
+    #pragma omp barrier
+    if (t == 0) m->build_s[2] = timer_now() - t0 - m->build_s[0] - m->build_s[1];
+    for (int j = t; j < n_own && !b->failed_split; j += nt) {
+        int sh = part + j * parts;
+        if (!status[sh]) status[sh] = compact_shard(m, b->prune_min, sh);
+    }
+    team_exchange(b, 1, K, 1);   /* the compacted tables, grams and contexts of every order */
+    if (t == 0) m->build_s[3] = timer_now() - t0 - m->build_s[0] - m->build_s[1] - m->build_s[2];
+    free(c);
+}
+
+/* After the passes: the shards' failures as errors, else the count-of-counts summed over the
+ * shards (and the processes) and the discounts of each order. */
+static int finish_build(build_job *b, tempo_error *err)
+{
+    ngram_memory *m = b->m;
+    const int K = m->order, P = m->shards;
+    for (int sh = 0; sh < P; sh++) {
+        if (b->status[sh] == -2)
+            return tempo_fail(err, "count memory: a token id is not below the vocabulary size %d", m->vocab);
+        if (b->status[sh])
+            return tempo_fail(err, "count memory: out of memory building order %d over %llu tokens", K,
+                              (unsigned long long)b->s->n);
+    }
+    if (b->failed_split)
+        return tempo_fail(err, "count memory: the split build failed in another process or in an exchange");
+    for (int n = 1; n <= K; n++) {
+        for (int k = 1; k <= 4; k++)
+            for (int sh = 0; sh < P; sh++)
+                m->coc[n][k] += b->coc[sh][n][k];
+    }
+    const ngram_build_split *split = b->split;
+    if (split && split->sum(split->ctx, &m->coc[0][0], sizeof m->coc / sizeof m->coc[0][0]))
+        return tempo_fail(err, "count memory: summing the count-of-counts over the processes failed");
+    for (int n = 1; n <= K; n++)
+        ngram_discounts(m->coc[n], m->disc[n]);
+    m->prune_min = b->prune_min;
+    m->tokens = b->s->n;
+    return 0;
+}
+
+int ngram_memory_build_split(ngram_memory *m, const ngram_stream *s, int prune_min, const ngram_build_split *split,
+                             tempo_error *err)
+{
+    if (check_build(m, s, split, err))
+        return -1;
     if (split && split->parts == 1)
         split = NULL;
     if (prune_min < 1)
         prune_min = 1;
     /* this process's shards: t % parts == part */
-    const int parts = split ? split->parts : 1, part = split ? split->part : 0;
+    const int P = m->shards, parts = split ? split->parts : 1, part = split ? split->part : 0;
     const int n_own = P > part ? (P - part + parts - 1) / parts : 0;
     uint64_t coc[NGRAM_MAX_SHARDS][NGRAM_MAX_ORDER + 1][5];
     memset(coc, 0, sizeof coc);
     int status[NGRAM_MAX_SHARDS] = {0};
-    int failed_split = 0;   /* an exchange failed (here or, agreed on, elsewhere) */
+    build_job b = {.m = m, .s = s, .split = split, .prune_min = prune_min, .parts = parts, .part = part,
+                   .n_own = n_own, .status = status, .coc = coc, .failed_split = 0};
     #pragma omp parallel num_threads(n_own > 0 ? n_own : 1)
-    {
-        int t = omp_get_thread_num();
-        int nt = omp_get_num_threads();
-        chunk *c = malloc(sizeof *c);
-        if (!c)
-            for (int j = t; j < n_own; j += nt) status[part + j * parts] = -1;
-        /* A team smaller than asked (nested or limited OpenMP): threads take shards in turn. */
-        double t0 = timer_now();
-        for (int j = t; j < n_own; j += nt) {
-            int sh = part + j * parts;
-            if (!status[sh]) status[sh] = count_top(m, s, sh, c);
-        }
-        for (int n = K - 1; n >= 1; n--) {
-            #pragma omp barrier
-            #pragma omp master
-            if (split && !failed_split)
-                failed_split = split_exchange(m, split, status, n + 1, n + 1, 0) != 0;
-            #pragma omp barrier
-            if (n == K - 1 && t == 0) m->build_s[0] = timer_now() - t0;
-            for (int j = t; j < n_own && !failed_split; j += nt) {
-                int sh = part + j * parts;
-                if (!status[sh]) status[sh] = count_continuations(m, n, sh, c);
-            }
-        }
-        #pragma omp barrier
-        #pragma omp master
-        if (split && !failed_split)   /* order 1 (the last continuation pass, or the top order when K = 1) */
-            failed_split = split_exchange(m, split, status, 1, 1, 0) != 0;
-        #pragma omp barrier
-        if (t == 0) m->build_s[1] = timer_now() - t0 - m->build_s[0];
-        for (int j = t; j < n_own && !failed_split; j += nt) {
-            int sh = part + j * parts;
-            if (!status[sh]) status[sh] = count_contexts(m, prune_min, sh, coc[sh], c);
-        }
-        #pragma omp barrier
-        if (t == 0) m->build_s[2] = timer_now() - t0 - m->build_s[0] - m->build_s[1];
-        for (int j = t; j < n_own && !failed_split; j += nt) {
-            int sh = part + j * parts;
-            if (!status[sh]) status[sh] = compact_shard(m, prune_min, sh);
-        }
-        #pragma omp barrier
-        #pragma omp master
-        if (split && !failed_split)   /* the compacted tables, grams and contexts of every order */
-            failed_split = split_exchange(m, split, status, 1, K, 1) != 0;
-        #pragma omp barrier
-        if (t == 0) m->build_s[3] = timer_now() - t0 - m->build_s[0] - m->build_s[1] - m->build_s[2];
-        free(c);
-    }
-    for (int sh = 0; sh < P; sh++) {
-        if (status[sh] == -2)
-            return tempo_fail(err, "count memory: a token id is not below the vocabulary size %d", m->vocab);
-        if (status[sh])
-            return tempo_fail(err, "count memory: out of memory building order %d over %llu tokens", K,
-                              (unsigned long long)s->n);
-    }
-    if (failed_split)
-        return tempo_fail(err, "count memory: the split build failed in another process or in an exchange");
-    for (int n = 1; n <= K; n++) {
-        for (int k = 1; k <= 4; k++)
-            for (int sh = 0; sh < P; sh++)
-                m->coc[n][k] += coc[sh][n][k];
-    }
-    if (split && split->sum(split->ctx, &m->coc[0][0], sizeof m->coc / sizeof m->coc[0][0]))
-        return tempo_fail(err, "count memory: summing the count-of-counts over the processes failed");
-    for (int n = 1; n <= K; n++)
-        ngram_discounts(m->coc[n], m->disc[n]);
-    m->prune_min = prune_min;
-    m->tokens = s->n;
-    return 0;
+    build_team(&b);
+    return finish_build(&b, err);
 }
 
 double ngram_memory_estimate_bytes(int order, uint64_t n_tokens)

@@ -144,6 +144,82 @@ static void carve(model_cuda *m, cursor *c)
     m->sums = take(c, 4, 8);
 }
 
+/* Where each tensor lives in the flat parameter buffer. */
+static void find_offsets(model_cuda *m)
+{
+    for (int l = 0; l < m->L; l++) {
+        layer_offsets *o = &m->lo[l];
+        o->attn_norm = find(m, "layers.%d.attn_norm", l);
+        o->wq = find(m, "layers.%d.wq", l);
+        o->wk = find(m, "layers.%d.wk", l);
+        o->wv = find(m, "layers.%d.wv", l);
+        o->wo = find(m, "layers.%d.wo", l);
+        o->q_norm = find(m, "layers.%d.q_norm", l);
+        o->k_norm = find(m, "layers.%d.k_norm", l);
+        o->mlp_norm = find(m, "layers.%d.mlp_norm", l);
+        o->w_up = find(m, "layers.%d.w_up", l);
+        o->w_gate = find(m, "layers.%d.w_gate", l);
+        o->w_down = find(m, "layers.%d.w_down", l);
+    }
+    m->tok_emb = find(m, "tok_emb", 0);
+    m->final_norm = find(m, "final_norm", 0);
+    m->head = m->cfg.tied_head ? m->tok_emb : find(m, "head", 0);
+}
+
+/* The GPU's buffers: parameters, gradients, bf16 weights (bf16 activations only) and the arena of
+ * activations, carved once to size it and once to place them. */
+static int alloc_device(model_cuda *m, int max_batch, tempo_error *err)
+{
+    cursor count = {0, 0};
+    carve(m, &count);
+    m->arena_bytes = count.used;
+    char what[200];
+    snprintf(what, sizeof what, "the model's activations (d_model %d, %d layers, batch %d x %d)", m->C, m->L,
+             max_batch, m->cfg.context);
+    if (gpu_alloc(m->g, &m->params, m->n_params * 4, "the model's parameters", err) ||
+        gpu_alloc(m->g, &m->grads, m->n_params * 4, "the model's gradients", err) ||
+        (m->act == GPU_BF16 && gpu_alloc(m->g, &m->wlow, m->n_params * 2, "the model's bf16 weights", err)) ||
+        gpu_alloc(m->g, &m->arena, m->arena_bytes, what, err))
+        return tempo_error_prefix(err, "model on the GPU");
+    cursor assign = {m->arena, 0};
+    carve(m, &assign);
+    return 0;
+}
+
+/* The pinned host memory a batch is staged in (N tokens). */
+static int alloc_staging(model_cuda *m, size_t N, tempo_error *err)
+{
+    size_t pinned = sizeof(int32_t) * (5 * N + 1 + (size_t)m->V) + sizeof(float) * N;
+    char *h;
+    if (gpu_host_alloc(m->g, (void **)&h, pinned, "a batch's staging", err))
+        return -1;
+    m->h_tokens = (int32_t *)h;
+    m->h_targets = m->h_tokens + N;
+    m->h_order = m->h_targets + N;
+    m->h_seg = m->h_order + N;
+    m->h_seg_token = m->h_seg + N + 1;
+    m->h_count = m->h_seg_token + N;
+    m->h_mix = (float *)(m->h_count + m->V);
+    return 0;
+}
+
+/* The RoPE tables as the CPU model's (rope_table_init, in double), uploaded. */
+static int upload_rope(model_cuda *m, tempo_error *err)
+{
+    const model_config *cfg = &m->cfg;
+    int D = m->D;
+    size_t nt = (size_t)cfg->context * D / 2;
+    float *tab = malloc(sizeof(float) * 2 * nt);
+    if (!tab)
+        return tempo_fail(err, "model on the GPU: out of memory");
+    rope_table_init(tab, tab + nt, cfg->context, D, cfg->rope_theta);
+    gpu_upload_async(m->g, GPU_STREAM_COMPUTE, m->rope_cos, tab, nt * 4);
+    gpu_upload_async(m->g, GPU_STREAM_COMPUTE, m->rope_sin, tab + nt, nt * 4);
+    int rc = gpu_sync(m->g, err);
+    free(tab);
+    return rc;
+}
+
 int model_cuda_create(model_cuda **out, gpu *g, const model_config *cfg, int max_batch,
                       model_cuda_precision prec, tempo_error *err)
 {
@@ -178,64 +254,8 @@ int model_cuda_create(model_cuda **out, gpu *g, const model_config *cfg, int max
         return tempo_fail(err, "model on the GPU: out of memory");
     }
     m->n_tensors = model_layout(cfg, m->tensors, MODEL_MAX_TENSORS(m->L), &m->n_params);
-    for (int l = 0; l < m->L; l++) {
-        layer_offsets *o = &m->lo[l];
-        o->attn_norm = find(m, "layers.%d.attn_norm", l);
-        o->wq = find(m, "layers.%d.wq", l);
-        o->wk = find(m, "layers.%d.wk", l);
-        o->wv = find(m, "layers.%d.wv", l);
-        o->wo = find(m, "layers.%d.wo", l);
-        o->q_norm = find(m, "layers.%d.q_norm", l);
-        o->k_norm = find(m, "layers.%d.k_norm", l);
-        o->mlp_norm = find(m, "layers.%d.mlp_norm", l);
-        o->w_up = find(m, "layers.%d.w_up", l);
-        o->w_gate = find(m, "layers.%d.w_gate", l);
-        o->w_down = find(m, "layers.%d.w_down", l);
-    }
-    m->tok_emb = find(m, "tok_emb", 0);
-    m->final_norm = find(m, "final_norm", 0);
-    m->head = cfg->tied_head ? m->tok_emb : find(m, "head", 0);
-    cursor count = {0, 0};
-    carve(m, &count);
-    m->arena_bytes = count.used;
-    char what[200];
-    snprintf(what, sizeof what, "the model's activations (d_model %d, %d layers, batch %d x %d)", m->C, m->L,
-             max_batch, cfg->context);
-    if (gpu_alloc(g, &m->params, m->n_params * 4, "the model's parameters", err) ||
-        gpu_alloc(g, &m->grads, m->n_params * 4, "the model's gradients", err) ||
-        (m->act == GPU_BF16 && gpu_alloc(g, &m->wlow, m->n_params * 2, "the model's bf16 weights", err)) ||
-        gpu_alloc(g, &m->arena, m->arena_bytes, what, err)) {
-        model_cuda_free(m);
-        return tempo_error_prefix(err, "model on the GPU");
-    }
-    cursor assign = {m->arena, 0};
-    carve(m, &assign);
-    size_t pinned = sizeof(int32_t) * (5 * N + 1 + (size_t)m->V) + sizeof(float) * N;
-    char *h;
-    if (gpu_host_alloc(g, (void **)&h, pinned, "a batch's staging", err)) {
-        model_cuda_free(m);
-        return -1;
-    }
-    m->h_tokens = (int32_t *)h;
-    m->h_targets = m->h_tokens + N;
-    m->h_order = m->h_targets + N;
-    m->h_seg = m->h_order + N;
-    m->h_seg_token = m->h_seg + N + 1;
-    m->h_count = m->h_seg_token + N;
-    m->h_mix = (float *)(m->h_count + m->V);
-    /* the RoPE tables as the CPU model's (rope_table_init, in double) */
-    size_t nt = (size_t)cfg->context * D / 2;
-    float *tab = malloc(sizeof(float) * 2 * nt);
-    if (!tab) {
-        model_cuda_free(m);
-        return tempo_fail(err, "model on the GPU: out of memory");
-    }
-    rope_table_init(tab, tab + nt, cfg->context, D, cfg->rope_theta);
-    gpu_upload_async(g, GPU_STREAM_COMPUTE, m->rope_cos, tab, nt * 4);
-    gpu_upload_async(g, GPU_STREAM_COMPUTE, m->rope_sin, tab + nt, nt * 4);
-    int rc = gpu_sync(g, err);
-    free(tab);
-    if (rc) {
+    find_offsets(m);
+    if (alloc_device(m, max_batch, err) || alloc_staging(m, N, err) || upload_rope(m, err)) {
         model_cuda_free(m);
         return -1;
     }

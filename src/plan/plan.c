@@ -100,24 +100,27 @@ void plan_shape_of(const plan_candidate *c, int ranks, plan_shape *s)
     s->lr_mult = c->lr_mult;
 }
 
-int plan_predict(const run_config *base, const chip_profile *chip, const quality_law *law,
-                 const quality_hybrid *hybrid, const plan_options *o, const plan_shape *s, plan_candidate *c,
-                 plan_verdict *verdict, tempo_error *err)
+/* The learning rates of the base preset x the candidate's multiplier. */
+static void scale_rates(optim_config *opt, double lr_mult)
 {
-    memset(c, 0, sizeof *c);
-    *verdict = PLAN_NOT_A_CONFIG;
-    if (s->head_dim < 1 || s->d_model % s->head_dim || s->context < 1 || s->batch_tokens < s->context)
-        return 0;
+    opt->lr = (float)(opt->lr * lr_mult);
+    opt->lr_embed = (float)(opt->lr_embed * lr_mult);
+    opt->lr_head = (float)(opt->lr_head * lr_mult);
+    opt->lr_scalar = (float)(opt->lr_scalar * lr_mult);
+    opt->lr_muon = (float)(opt->lr_muon * lr_mult);
+}
+
+/* The candidate's run config: the base preset with the shape's model, batch, vocabulary, rates
+ * and memory. 0 when the shape is no config (a vocabulary the law cannot count, or one that
+ * run_config_finish refuses). */
+static int candidate_config(const run_config *base, const quality_law *law, const plan_options *o,
+                            const plan_shape *s, plan_candidate *c)
+{
     c->cfg = *base;
     model_config *m = &c->cfg.model;
     m->vocab_size = s->vocab ? s->vocab : o->vocab_size;
     c->lr_mult = s->lr_mult > 0 ? s->lr_mult : 1;
-    optim_config *opt = &c->cfg.optim;
-    opt->lr = (float)(opt->lr * c->lr_mult);
-    opt->lr_embed = (float)(opt->lr_embed * c->lr_mult);
-    opt->lr_head = (float)(opt->lr_head * c->lr_mult);
-    opt->lr_scalar = (float)(opt->lr_scalar * c->lr_mult);
-    opt->lr_muon = (float)(opt->lr_muon * c->lr_mult);
+    scale_rates(&c->cfg.optim, c->lr_mult);
     /* the corpus in this vocabulary's tokens: the same text */
     c->corpus_tokens = o->corpus_tokens;
     if (m->vocab_size != o->vocab_size) {
@@ -154,34 +157,46 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
      * measures is what was predicted (learning while reading, adapt_lr, is not modelled) */
     c->cfg.adapt_lr = 0;
     tempo_error e;
-    if (run_config_finish(&c->cfg, &e))
-        return 0;
+    return !run_config_finish(&c->cfg, &e);
+}
+
+/* The step's time and memory on the chip; past the memory limit, micro-batches: the smallest
+ * power-of-two split that fits. 1 when it fits, 0 when no split does, -1 on error. */
+static int fit_step(plan_candidate *c, const chip_profile *chip, const plan_options *o, tempo_error *err)
+{
     if (throughput_predict(&c->cfg, chip, o->ranks, &c->step, err))
         return -1;
     double limit = o->memory_gb > 0 ? o->memory_gb : chip->memory_gb;
     if (c->step.memory_gb > limit) {
-        /* micro-batches: the smallest power-of-two split that fits */
         int rows = c->cfg.batch_size / o->ranks;
         for (int mb = rows / 2; mb >= 1 && c->step.memory_gb > limit; mb /= 2) {
             c->cfg.micro_batch = mb * o->ranks;
             throughput_predict(&c->cfg, chip, o->ranks, &c->step, err);
         }
-        if (c->step.memory_gb > limit) {
-            *verdict = PLAN_TOO_BIG;
+        if (c->step.memory_gb > limit)
             return 0;
-        }
     }
-    if (s->memory_order) {
-        double host = o->host_memory_gb > 0 ? o->host_memory_gb : 24;
-        if (s->memory_order < 0 || s->memory_order > QUALITY_MAX_ORDER || !(hybrid->limit[s->memory_order] > 0) ||
-            s->memory_order > ngram_build_max_order(m->vocab_size) ||
-            c->corpus_tokens * hybrid->bytes_per_token[s->memory_order] / 1e9 > host) {
-            *verdict = PLAN_NO_MEMORY;
-            return 0;
-        }
-        c->memory_build_s =
-            throughput_memory_build_s(c->corpus_tokens, hybrid->build_s_per_mtok[s->memory_order]);
-    }
+    return 1;
+}
+
+/* The count memory of the shape's order: 0 when the relation does not know it, the data's
+ * vocabulary cannot key it or it does not fit the host; else its build seconds. */
+static int memory_buildable(const quality_hybrid *hybrid, const plan_options *o, const plan_shape *s,
+                            plan_candidate *c)
+{
+    double host = o->host_memory_gb > 0 ? o->host_memory_gb : 24;
+    if (s->memory_order < 0 || s->memory_order > QUALITY_MAX_ORDER || !(hybrid->limit[s->memory_order] > 0) ||
+        s->memory_order > ngram_build_max_order(c->cfg.model.vocab_size) ||
+        c->corpus_tokens * hybrid->bytes_per_token[s->memory_order] / 1e9 > host)
+        return 0;
+    c->memory_build_s = throughput_memory_build_s(c->corpus_tokens, hybrid->build_s_per_mtok[s->memory_order]);
+    return 1;
+}
+
+/* The training seconds the budget leaves after the memory's build and save, and the steps they hold. */
+static void budget_steps(const quality_hybrid *hybrid, const plan_options *o, const plan_shape *s,
+                         plan_candidate *c)
+{
     /* the trainer would count only the prefix whose build fits memory_budget_share of the
      * budget (memory_budget.h); the hybrid relation knows whole-corpus memories only, so a plan
      * with a memory counts every token, and says so in its preset */
@@ -194,12 +209,14 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
                                             : 0;
     c->train_s = o->budget_s - c->memory_build_s - c->memory_save_lost_s;
     c->steps = floor(c->train_s / c->step.step_s);
-    if (c->steps < PLAN_MIN_STEPS) {
-        *verdict = PLAN_TOO_FEW_STEPS;
-        return 0;
-    }
-    if (c->lr_mult != 1 && !quality_lr_trusted(law, c->steps))
-        return 0;   /* the learning-rate term was not measured for runs this long: the preset's rates */
+}
+
+/* The tokens the steps see and the law's val bpb of them (the point prediction ranks; the
+ * interval, from the bootstraps, only for what is kept: plan_interval). */
+static void predict_bpb(const quality_law *law, const quality_hybrid *hybrid, const plan_shape *s,
+                        plan_candidate *c)
+{
+    const model_config *m = &c->cfg.model;
     c->tokens_seen = c->steps * c->step.tokens_per_step;
     c->tokens_fresh = plan_effective_tokens(c->tokens_seen, c->corpus_tokens);
     /* the law counts text: tokens of another vocabulary in its own vocabulary's tokens */
@@ -207,12 +224,41 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
                                                    quality_tokens_in_law(law, m->vocab_size, c->tokens_fresh),
                                                    quality_tokens_in_law(law, m->vocab_size, c->step.tokens_per_step));
     c->correction = quality_correction(law, m->vocab_size, c->lr_mult, c->steps, (double)m->d_model / m->n_layers);
-    /* the point prediction ranks; the interval (bootstraps) only for what is kept (plan_interval) */
     c->transformer_bpb = quality_bpb(&law->fit, c->step.params, c->tokens_effective) + c->correction;
     c->bpb = quality_hybrid_bpb(hybrid, s->memory_order, c->transformer_bpb);
     c->outside_law = c->step.params < law->n_min || c->step.params > law->n_max ||
                      c->tokens_effective < law->d_min || c->tokens_effective > law->d_max;
     c->repeats_data = c->tokens_seen > c->corpus_tokens;
+}
+
+int plan_predict(const run_config *base, const chip_profile *chip, const quality_law *law,
+                 const quality_hybrid *hybrid, const plan_options *o, const plan_shape *s, plan_candidate *c,
+                 plan_verdict *verdict, tempo_error *err)
+{
+    memset(c, 0, sizeof *c);
+    *verdict = PLAN_NOT_A_CONFIG;
+    if (s->head_dim < 1 || s->d_model % s->head_dim || s->context < 1 || s->batch_tokens < s->context)
+        return 0;
+    if (!candidate_config(base, law, o, s, c))
+        return 0;
+    int fits = fit_step(c, chip, o, err);
+    if (fits <= 0) {
+        if (!fits)
+            *verdict = PLAN_TOO_BIG;
+        return fits;
+    }
+    if (s->memory_order && !memory_buildable(hybrid, o, s, c)) {
+        *verdict = PLAN_NO_MEMORY;
+        return 0;
+    }
+    budget_steps(hybrid, o, s, c);
+    if (c->steps < PLAN_MIN_STEPS) {
+        *verdict = PLAN_TOO_FEW_STEPS;
+        return 0;
+    }
+    if (c->lr_mult != 1 && !quality_lr_trusted(law, c->steps))
+        return 0;   /* the learning-rate term was not measured for runs this long: the preset's rates */
+    predict_bpb(law, hybrid, s, c);
     *verdict = PLAN_OK;
     return 1;
 }

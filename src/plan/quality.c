@@ -56,38 +56,47 @@ typedef struct {
     uint64_t seen;   /* one bit per key: 11 required, then the optional ones */
 } law_ctx;
 
-static int law_line(void *ctx, const char *key, char *v, const char *where, tempo_error *err)
+/* One real-valued key of the law file: its field and its range. */
+typedef struct {
+    const char *key;
+    double *dst, lo, hi;
+} law_real;
+
+/* Sets `key` when it is in keys[0..n) (seen bits first_bit + i); 1 when it is not there. */
+static int law_real_key(law_ctx *c, const law_real *keys, size_t n, int first_bit, const char *key, char *v,
+                        const char *where, tempo_error *err)
 {
-    law_ctx *c = ctx;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(key, keys[i].key)) {
+            uint64_t bit = (uint64_t)1 << (first_bit + i);
+            if (c->seen & bit)
+                return tempo_usage(err, "%s: %s given twice", where, key);
+            c->seen |= bit;
+            return real(key, v, keys[i].lo, keys[i].hi, keys[i].dst, where, err);
+        }
+    return 1;
+}
+
+/* The law's fitted coefficients and its measured range (seen bits 0-9; n_runs is bit 10). */
+static int law_required_key(law_ctx *c, const char *key, char *v, const char *where, tempo_error *err)
+{
     quality_law *q = c->q;
-    if (!strcmp(key, "boot")) {
-        if (q->n_boot >= QUALITY_MAX_BOOT)
-            return tempo_usage(err, "%s: more than %d boot lines", where, QUALITY_MAX_BOOT);
-        return coef_parse(&q->boot[q->n_boot++], v, where, err);
-    }
-    struct {
-        const char *key;
-        double *dst, lo, hi;
-    } keys[] = {
+    const law_real keys[] = {
         {"E", &q->fit.E, 0, 100},           {"A", &q->fit.A, 0, 1e12},       {"alpha", &q->fit.alpha, 0, 5},
         {"B", &q->fit.B, 0, 1e12},          {"beta", &q->fit.beta, 0, 5},    {"residual_sd", &q->residual_sd, 0, 10},
         {"n_min", &q->n_min, 1, 1e15},      {"n_max", &q->n_max, 1, 1e15},   {"d_min", &q->d_min, 1, 1e18},
         {"d_max", &q->d_max, 1, 1e18},
     };
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (!strcmp(key, keys[i].key)) {
-            if (c->seen & ((uint64_t)1 << i))
-                return tempo_usage(err, "%s: %s given twice", where, key);
-            c->seen |= (uint64_t)1 << i;
-            return real(key, v, keys[i].lo, keys[i].hi, keys[i].dst, where, err);
-        }
-    /* optional keys (seen bits 11 and up): the batch term (none without batch_crit), the
-     * learning-rate term (none without lr_b / lr_c) and the shape term (none without
-     * depth_aspect_ref) */
-    struct {
-        const char *key;
-        double *dst, lo, hi;
-    } optional[] = {
+    return law_real_key(c, keys, sizeof keys / sizeof keys[0], 0, key, v, where, err);
+}
+
+/* Optional keys (seen bits 11 and up): the batch term (none without batch_crit), the
+ * learning-rate term (none without lr_b / lr_c) and the shape term (none without
+ * depth_aspect_ref). */
+static int law_optional_key(law_ctx *c, const char *key, char *v, const char *where, tempo_error *err)
+{
+    quality_law *q = c->q;
+    const law_real optional[] = {
         {"batch_crit", &q->batch_crit, 1, 1e12},          {"batch_crit_bpb", &q->batch_crit_bpb, 0.01, 100},
         {"batch_crit_exponent", &q->batch_crit_exponent, 0, 20},
         {"lr_b", &q->lr_b, -10, 10},                      {"lr_c", &q->lr_c, -10, 10},
@@ -103,38 +112,53 @@ static int law_line(void *ctx, const char *key, char *v, const char *where, temp
         {"depth_steps_min", &q->depth_steps_min, 1, 1e12}, {"depth_steps_max", &q->depth_steps_max, 1, 1e12},
     };
     _Static_assert(11 + sizeof optional / sizeof optional[0] <= 64, "one bit of law_ctx.seen per key");
-    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
-        if (!strcmp(key, optional[i].key)) {
-            uint64_t bit = (uint64_t)1 << (11 + i);
-            if (c->seen & bit)
-                return tempo_usage(err, "%s: %s given twice", where, key);
-            c->seen |= bit;
-            return real(key, v, optional[i].lo, optional[i].hi, optional[i].dst, where, err);
-        }
+    return law_real_key(c, optional, sizeof optional / sizeof optional[0], 11, key, v, where, err);
+}
+
+/* vocab.V.bytes_per_token, vocab.V.offset, vocab.V.runs: the entry of vocabulary V, added at its first key. */
+static int law_vocab_key(quality_law *q, const char *key, char *v, const char *where, tempo_error *err)
+{
+    char *end;
+    long vv = strtol(key + 6, &end, 10);
+    if (end == key + 6 || *end != '.' || vv < 2 || vv > (1 << 24))
+        return tempo_usage(err, "%s: '%s': expected vocab.V.bytes_per_token, .offset or .runs", where, key);
+    quality_vocab *e = NULL;
+    for (int i = 0; i < q->n_vocabs; i++)
+        if (q->vocabs[i].vocab == (int)vv) e = &q->vocabs[i];
+    if (!e) {
+        if (q->n_vocabs >= QUALITY_MAX_VOCABS)
+            return tempo_usage(err, "%s: more than %d vocabularies", where, QUALITY_MAX_VOCABS);
+        e = &q->vocabs[q->n_vocabs++];
+        e->vocab = (int)vv;
+    }
+    if (!strcmp(end, ".bytes_per_token"))
+        return real(key, v, 0.1, 1000, &e->bytes_per_token, where, err);
+    if (!strcmp(end, ".offset"))
+        return real(key, v, -10, 10, &e->offset, where, err);
+    if (!strcmp(end, ".runs"))
+        return integer(key, v, 0, 1000000, &e->n_runs, where, err);
+    return tempo_usage(err, "%s: '%s': expected vocab.V.bytes_per_token, .offset or .runs", where, key);
+}
+
+static int law_line(void *ctx, const char *key, char *v, const char *where, tempo_error *err)
+{
+    law_ctx *c = ctx;
+    quality_law *q = c->q;
+    if (!strcmp(key, "boot")) {
+        if (q->n_boot >= QUALITY_MAX_BOOT)
+            return tempo_usage(err, "%s: more than %d boot lines", where, QUALITY_MAX_BOOT);
+        return coef_parse(&q->boot[q->n_boot++], v, where, err);
+    }
+    int rc = law_required_key(c, key, v, where, err);
+    if (rc != 1)
+        return rc;
+    rc = law_optional_key(c, key, v, where, err);
+    if (rc != 1)
+        return rc;
     if (!strcmp(key, "vocab_ref"))
         return integer(key, v, 2, 1 << 24, &q->vocab_ref, where, err);
-    if (!strncmp(key, "vocab.", 6)) {   /* vocab.V.bytes_per_token, vocab.V.offset, vocab.V.runs */
-        char *end;
-        long vv = strtol(key + 6, &end, 10);
-        if (end == key + 6 || *end != '.' || vv < 2 || vv > (1 << 24))
-            return tempo_usage(err, "%s: '%s': expected vocab.V.bytes_per_token, .offset or .runs", where, key);
-        quality_vocab *e = NULL;
-        for (int i = 0; i < q->n_vocabs; i++)
-            if (q->vocabs[i].vocab == (int)vv) e = &q->vocabs[i];
-        if (!e) {
-            if (q->n_vocabs >= QUALITY_MAX_VOCABS)
-                return tempo_usage(err, "%s: more than %d vocabularies", where, QUALITY_MAX_VOCABS);
-            e = &q->vocabs[q->n_vocabs++];
-            e->vocab = (int)vv;
-        }
-        if (!strcmp(end, ".bytes_per_token"))
-            return real(key, v, 0.1, 1000, &e->bytes_per_token, where, err);
-        if (!strcmp(end, ".offset"))
-            return real(key, v, -10, 10, &e->offset, where, err);
-        if (!strcmp(end, ".runs"))
-            return integer(key, v, 0, 1000000, &e->n_runs, where, err);
-        return tempo_usage(err, "%s: '%s': expected vocab.V.bytes_per_token, .offset or .runs", where, key);
-    }
+    if (!strncmp(key, "vocab.", 6))
+        return law_vocab_key(q, key, v, where, err);
     if (!strcmp(key, "n_runs")) {
         c->seen |= (uint64_t)1 << 10;
         return integer(key, v, 1, 1000000, &q->n_runs, where, err);

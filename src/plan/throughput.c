@@ -26,28 +26,41 @@ static double ns_flops(double m, double n, int steps)
     return steps * (4 * s * s * l + 2 * s * s * s);
 }
 
-int throughput_predict(const run_config *cfg, const chip_profile *chip, int ranks, step_prediction *p,
-                       tempo_error *err)
+/* The step's sizes in the notation above, per rank. */
+typedef struct {
+    double R, T, C, L, H, D, K, V, F, N, f;
+    double micro;      /* forward/backward passes per step on this rank */
+    double pass_rows;  /* rows of one pass */
+    double matrix_w;   /* the layers' projection weights */
+    double P;          /* every parameter */
+    int swiglu;
+} step_dims;
+
+static void step_dims_of(const run_config *cfg, int ranks, step_dims *d)
 {
-    memset(p, 0, sizeof *p);
     const model_config *mc = &cfg->model;
-    if (ranks < 1)
-        return tempo_usage(err, "throughput: ranks %d (need >= 1)", ranks);
-    if (cfg->batch_size % ranks)
-        return tempo_usage(err, "throughput: batch_size %d not divisible by %d ranks", cfg->batch_size, ranks);
     double R = (double)cfg->batch_size / ranks, T = mc->context, C = mc->d_model, L = mc->n_layers;
     double H = mc->n_heads, D = C / H, K = mc->n_kv_heads > 0 ? mc->n_kv_heads : H, V = mc->vocab_size;
     double F = mc->d_ff, N = R * T, f = 4;
-    int swiglu = mc->mlp == MLP_SWIGLU;
     int mb = cfg->micro_batch > 0 ? cfg->micro_batch : cfg->batch_size;
-    double micro = ceil(R / (mb < R ? mb : R)); /* forward/backward passes per step on this rank */
+    double micro = ceil(R / (mb < R ? mb : R));
     model_layer_params lp = model_config_layer_params(mc);
     double matrix_w = L * (lp.attn + lp.mlp);
     double norm_w = L * lp.norms + C;
     double embed_w = V * C, head_w = mc->tied_head ? 0 : V * C;
     double P = matrix_w + norm_w + embed_w + head_w;
-    p->params = P;
+    *d = (step_dims){.R = R, .T = T, .C = C, .L = L, .H = H, .D = D, .K = K, .V = V, .F = F, .N = N, .f = f,
+                     .micro = micro, .pass_rows = (double)(mb < R ? mb : R), .matrix_w = matrix_w, .P = P,
+                     .swiglu = mc->mlp == MLP_SWIGLU};
+}
 
+/* Each op's FLOPs, bytes moved and kernel calls in one step. */
+static void step_work(const run_config *cfg, const step_dims *d, step_prediction *p)
+{
+    const model_config *mc = &cfg->model;
+    double T = d->T, C = d->C, L = d->L, H = d->H, D = d->D, K = d->K, V = d->V, F = d->F, N = d->N, f = d->f;
+    double micro = d->micro, matrix_w = d->matrix_w, P = d->P;
+    int swiglu = d->swiglu;
     /* activations in and out of the projections per token per layer (floats) */
     double proj_io = (C + H * D + 2 * K * D) + (H * D + C) + (C + F * (swiglu ? 2 : 1)) + (F + C);
     p->flops[OP_GEMM_FWD] = 2 * N * matrix_w;
@@ -91,7 +104,12 @@ int throughput_predict(const run_config *cfg, const chip_profile *chip, int rank
                                       (swiglu ? 2 : 1) * ns_flops(F, C, s) + ns_flops(C, F, s));
     }
     p->calls[OP_OPTIMIZER] = 1;
+}
 
+/* Each op's seconds on the chip: its roofline over the chip's efficiency for it plus its calls'
+ * overhead, summed into the step's seconds and split into compute- and memory-bound time. */
+static void op_seconds(const chip_profile *chip, step_prediction *p)
+{
     double peak = chip->peak_tflops * 1e12, bw = chip->bandwidth_gbs * 1e9;
     for (int k = 0; k < OP_COUNT; k++) {
         double tc = p->flops[k] / peak, tb = p->bytes[k] / bw;
@@ -113,34 +131,55 @@ int throughput_predict(const run_config *cfg, const chip_profile *chip, int rank
             p->memory_bound_s += p->seconds[k] - over;
         p->step_s += p->seconds[k];
     }
+}
+
+/* The trainer's default: the fp32 gradient reduced span by span beside the backward pass, ring
+ * all-reduces over the chip's link (plan/comm_model.h); only the part the step waits for counts. */
+static void allreduce_seconds(const model_config *mc, const chip_profile *chip, int ranks, double P,
+                              step_prediction *p)
+{
+    double spans[COMM_MAX_SPANS];
+    int n_spans = comm_grad_spans(mc, spans, COMM_MAX_SPANS);
+    comm_step_parts parts;
+    throughput_comm_parts(p, &parts);
+    link_model link = {"chip", chip->link_gbs, chip->link_latency_us};
+    comm_step cs;
+    if (n_spans == 0) {   /* more layers than spans kept: one collective after the pass */
+        spans[0] = P;
+        comm_project(&parts, spans, 1, ranks, 0, 0, &link, &cs);
+    } else {
+        comm_project(&parts, spans, n_spans, ranks, 0, 1, &link, &cs);
+    }
+    p->allreduce_total_s = cs.comm_s;
+    p->allreduce_s = cs.exposed_s;
+    p->step_s += p->allreduce_s;
+}
+
+int throughput_predict(const run_config *cfg, const chip_profile *chip, int ranks, step_prediction *p,
+                       tempo_error *err)
+{
+    memset(p, 0, sizeof *p);
+    if (ranks < 1)
+        return tempo_usage(err, "throughput: ranks %d (need >= 1)", ranks);
+    if (cfg->batch_size % ranks)
+        return tempo_usage(err, "throughput: batch_size %d not divisible by %d ranks", cfg->batch_size, ranks);
+    step_dims d;
+    step_dims_of(cfg, ranks, &d);
+    p->params = d.P;
+    step_work(cfg, &d, p);
+    op_seconds(chip, p);
     p->overhead_s += chip->step_overhead_ms * 1e-3;
     p->step_s += chip->step_overhead_ms * 1e-3;
-    p->passes = micro;
+    p->passes = d.micro;
     p->fixed_s = chip->step_overhead_ms * 1e-3;
-    if (ranks > 1) {
-        /* the trainer's default: the fp32 gradient reduced span by span beside the backward pass, ring
-         * all-reduces over the chip's link (plan/comm_model.h); only the part the step waits for counts */
-        double spans[COMM_MAX_SPANS];
-        int n_spans = comm_grad_spans(mc, spans, COMM_MAX_SPANS);
-        comm_step_parts parts;
-        throughput_comm_parts(p, &parts);
-        link_model link = {"chip", chip->link_gbs, chip->link_latency_us};
-        comm_step cs;
-        if (n_spans == 0) {   /* more layers than spans kept: one collective after the pass */
-            spans[0] = P;
-            comm_project(&parts, spans, 1, ranks, 0, 0, &link, &cs);
-        } else {
-            comm_project(&parts, spans, n_spans, ranks, 0, 1, &link, &cs);
-        }
-        p->allreduce_total_s = cs.comm_s;
-        p->allreduce_s = cs.exposed_s;
-        p->step_s += p->allreduce_s;
-    }
-    p->tokens_per_step = (double)cfg->batch_size * T;
+    if (ranks > 1)
+        allreduce_seconds(&cfg->model, chip, ranks, d.P, p);
+    p->tokens_per_step = (double)cfg->batch_size * d.T;
     p->tokens_per_s = p->tokens_per_step / p->step_s;
     /* weights, gradients, two optimizer moments (fp32), activations kept for backward */
-    double act = (double)(mb < R ? mb : R) * T * (L * (10 * C + 3 * F) + 4 * C) * f;
-    p->memory_gb = (16 * P + act) / 1e9;
+    double T = d.T, C = d.C, L = d.L, F = d.F, f = d.f;
+    double act = d.pass_rows * T * (L * (10 * C + 3 * F) + 4 * C) * f;
+    p->memory_gb = (16 * d.P + act) / 1e9;
     return 0;
 }
 

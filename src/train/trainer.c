@@ -274,11 +274,9 @@ static void progress(const train_options *o, const train_state *st, double budge
     fflush(o->progress);
 }
 
-static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_state *st, tempo_error *err)
+/* The run folder, emptied of killed runs' temporaries (rank 0), and the paths in it. */
+static int prepare_out_dir(run_ctx *c, const train_options *o, tempo_error *err)
 {
-    c->commit = o->commit;
-    if (open_data(c, o->data_dir, err))
-        return -1;
     if (dir_create(o->out_dir, err))
         return -1;
     if (c->rank == 0) {
@@ -290,6 +288,13 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
     }
     path_join(c->ckpt_path, sizeof c->ckpt_path, o->out_dir, "checkpoint.safetensors");
     path_join(c->model_path, sizeof c->model_path, o->out_dir, "model.safetensors");
+    return 0;
+}
+
+/* The run's config: the checkpoint's on --resume, else the options' finished for the data's
+ * vocabulary; then what it asks checked against the data and the ranks. */
+static int run_settings(run_ctx *c, const train_options *o, run_config *cfg, tempo_error *err)
+{
     *cfg = o->cfg;
     if (o->resume) {
         if (!path_exists(c->ckpt_path))
@@ -331,6 +336,13 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
                           (unsigned long long)c->train.n_tokens, cfg->model.context + 1);
     if (o->gpu && c->world > 1)
         return tempo_usage(err, "train --device cuda under mpirun: one process per GPU is not built yet");
+    return 0;
+}
+
+/* The model initialised from the seed (and its copy on the GPU), the optimizer (this rank's
+ * share when sharded) and the gradient's reduction over the ranks. */
+static int create_model(run_ctx *c, const train_options *o, const run_config *cfg, tempo_error *err)
+{
     if (o->gpu ? model_create_for_device(&c->m, &cfg->model, cfg->micro_batch, err)
                : model_create(&c->m, &cfg->model, cfg->micro_batch, err))
         return -1;
@@ -348,6 +360,14 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
                           c->shard_len, err))
         return -1;
     c->reduce_ready = 1;
+    return 0;
+}
+
+/* The training state: a fresh one from the seed, or on --resume the checkpoint's weights,
+ * optimizer and state (with its budget and step limit unless given anew); then the GPU's
+ * optimizer with the host's state. */
+static int start_state(run_ctx *c, const train_options *o, const run_config *cfg, train_state *st, tempo_error *err)
+{
     memset(st, 0, sizeof *st);
     rng_seed(&st->rng, o->seed ^ 0x5eed5eedULL);
     st->guard_mult = 1.0;
@@ -377,6 +397,13 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
                                st->world_size, st->world_size == 1 ? "" : "s", c->world);
     }
     st->world_size = c->world;
+    return 0;
+}
+
+/* The step's batch, the val stream (read whole), the divergence guard's snapshot and, with
+ * ranks, the val slice's per-token figures. */
+static int alloc_buffers(run_ctx *c, const run_config *cfg, tempo_error *err)
+{
     size_t n = model_num_params(c->m), bt = (size_t)cfg->micro_batch * cfg->model.context;
     c->inputs = malloc(sizeof(int32_t) * bt);
     c->targets = malloc(sizeof(int32_t) * bt);
@@ -390,6 +417,15 @@ static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_stat
         (c->world > 1 && !c->slice_nats))
         return tempo_fail(err, "training: out of memory");
     token_file_read(&c->val, 0, c->val.n_tokens, c->val_tokens);
+    return 0;
+}
+
+static int setup(run_ctx *c, const train_options *o, run_config *cfg, train_state *st, tempo_error *err)
+{
+    c->commit = o->commit;
+    if (open_data(c, o->data_dir, err) || prepare_out_dir(c, o, err) || run_settings(c, o, cfg, err) ||
+        create_model(c, o, cfg, err) || start_state(c, o, cfg, st, err) || alloc_buffers(c, cfg, err))
+        return -1;
     if (c->rank != 0)
         return 0;   /* only rank 0 writes the run folder */
     return metrics_log_open(&c->metrics, o->out_dir, o->resume ? st->step : -1, err);

@@ -95,6 +95,213 @@ DEVICE void mma_pair(float (*acc)[4], int np, const unsigned *a, const unsigned 
 
 DEVICE void store_pair(bf16_t *row, int c, float x, float y) { tk_st_bf16x2(row + c, tk_pack_bf16x2(x, y)); }
 
+/* ---- the kernels' parts (always inlined: the kernels compile as if written in one piece) ---- */
+
+/* The K and V tiles of iteration it + 1 (BK keys each) into the other buffer, freed by the last
+ * iteration's barrier, and a wait for tile it's; the last iteration waits for its own. */
+template <int DP, int BK>
+DEVICE_INLINE void fetch_next_kv(bf16_t *sm, const bf16_t *kb, const bf16_t *vb, int it, int n_tiles, int Tn,
+                                 size_t ks, int D)
+{
+    const int LD = DP + 8;
+    int k0 = it * BK;
+    if (it + 1 < n_tiles) {
+        bf16_t *nk = sm + ((it + 1) & 1) * 2 * BK * LD;
+        fetch_tile<DP>(nk, kb, k0 + BK, BK, Tn, ks, D);
+        fetch_tile<DP>(nk + BK * LD, vb, k0 + BK, BK, Tn, ks, D);
+        tk_cp_async_commit();
+        tk_cp_async_wait_1();
+    } else {
+        tk_cp_async_wait_all();
+    }
+}
+
+/* s [16][N] = A B^T over the head dim: the warp's 16 rows (A fragments a) against the N rows of
+ * a tile in shared memory */
+template <int DP, int N>
+DEVICE_INLINE void mma_rows(float (*s)[4], const unsigned (*a)[4], const bf16_t *tile, int ld)
+{
+    UNROLL
+    for (int nt = 0; nt < N / 8; nt++)
+        s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0;
+    UNROLL
+    for (int kk = 0; kk < DP / 16; kk++)
+        UNROLL
+        for (int np = 0; np < N / 16; np++) {
+            unsigned bf[4];
+            b_rows_x4(bf, tile, ld, np * 16, kk * 16);
+            mma_pair(s, np, a[kk], bf);
+        }
+}
+
+/* two such products at once, their mma steps interleaved: s = A1 B1^T, t = A2 B2^T */
+template <int DP, int N>
+DEVICE_INLINE void mma_rows2(float (*s)[4], const unsigned (*a1)[4], const bf16_t *b1, float (*t)[4],
+                             const unsigned (*a2)[4], const bf16_t *b2, int ld)
+{
+    UNROLL
+    for (int nt = 0; nt < N / 8; nt++)
+        UNROLL
+        for (int i = 0; i < 4; i++)
+            s[nt][i] = t[nt][i] = 0;
+    UNROLL
+    for (int kk = 0; kk < DP / 16; kk++)
+        UNROLL
+        for (int np = 0; np < N / 16; np++) {
+            unsigned bf[4];
+            b_rows_x4(bf, b1, ld, np * 16, kk * 16);
+            mma_pair(s, np, a1[kk], bf);
+            b_rows_x4(bf, b2, ld, np * 16, kk * 16);
+            mma_pair(t, np, a2[kk], bf);
+        }
+}
+
+/* acc [16][DP] += P B: P [16][N] the C fragments p (rounded to bf16 as A fragments), B the N
+ * rows of a tile in shared memory */
+template <int DP, int N>
+DEVICE_INLINE void mma_cols(float (*acc)[4], const float (*p)[4], const bf16_t *tile, int ld)
+{
+    UNROLL
+    for (int kk2 = 0; kk2 < N / 16; kk2++) {
+        unsigned af[4];
+        acc_to_a(af, p, kk2);
+        UNROLL
+        for (int np = 0; np < DP / 16; np++) {
+            unsigned bf[4];
+            b_cols_x4(bf, tile, ld, np * 16, kk2 * 16);
+            mma_pair(acc, np, af, bf);
+        }
+    }
+}
+
+/* two such products at once, interleaved: acc1 += P1 B1, acc2 += P2 B2 */
+template <int DP, int N>
+DEVICE_INLINE void mma_cols2(float (*acc1)[4], const float (*p1)[4], const bf16_t *b1, float (*acc2)[4],
+                             const float (*p2)[4], const bf16_t *b2, int ld)
+{
+    UNROLL
+    for (int kk2 = 0; kk2 < N / 16; kk2++) {
+        unsigned a1[4], a2[4];
+        acc_to_a(a1, p1, kk2);
+        acc_to_a(a2, p2, kk2);
+        UNROLL
+        for (int np = 0; np < DP / 16; np++) {
+            unsigned bf[4];
+            b_cols_x4(bf, b1, ld, np * 16, kk2 * 16);
+            mma_pair(acc1, np, a1, bf);
+            b_cols_x4(bf, b2, ld, np * 16, kk2 * 16);
+            mma_pair(acc2, np, a2, bf);
+        }
+    }
+}
+
+/* the C fragments acc of rows r0, r1 (16 of them per warp) into bf16 rows of base, row stride
+ * `stride`, D of the DP columns */
+template <int DP>
+DEVICE_INLINE void store_rows(bf16_t *base, size_t stride, int r0, int r1, int Tn, int D, int qd,
+                              const float (*acc)[4])
+{
+    UNROLL
+    for (int nt = 0; nt < DP / 8; nt++) {
+        int col = nt * 8 + 2 * qd;
+        if (col < D) {
+            if (r0 < Tn)
+                store_pair(base + (size_t)r0 * stride, col, acc[nt][0], acc[nt][1]);
+            if (r1 < Tn)
+                store_pair(base + (size_t)r1 * stride, col, acc[nt][2], acc[nt][3]);
+        }
+    }
+}
+
+/* the forward's scores of the key tile from k0, causally masked for rows row0, row1 and scaled
+ * by c (log2 domain); *x0, *x1 their maxima over each row (the quad's lanes) */
+template <int BK>
+DEVICE_INLINE void fwd_mask_scores(float (*s)[4], int k0, int row0, int row1, int Tn, int qd, float c, float *x0_out,
+                                   float *x1_out)
+{
+    float x0 = tk_neg_inf(), x1 = tk_neg_inf();
+    UNROLL
+    for (int nt = 0; nt < BK / 8; nt++)
+        UNROLL
+        for (int j = 0; j < 2; j++) {
+            int key = k0 + nt * 8 + 2 * qd + j;
+            s[nt][j] = key <= row0 && key < Tn ? s[nt][j] * c : tk_neg_inf();
+            s[nt][2 + j] = key <= row1 && key < Tn ? s[nt][2 + j] * c : tk_neg_inf();
+            x0 = tk_fmaxf(x0, s[nt][j]);
+            x1 = tk_fmaxf(x1, s[nt][2 + j]);
+        }
+    x0 = tk_fmaxf(x0, tk_shfl_xor(x0, 1));
+    x0 = tk_fmaxf(x0, tk_shfl_xor(x0, 2));
+    x1 = tk_fmaxf(x1, tk_shfl_xor(x1, 1));
+    x1 = tk_fmaxf(x1, tk_shfl_xor(x1, 2));
+    *x0_out = x0;
+    *x1_out = x1;
+}
+
+/* the online softmax's step for the tile's maxima x0, x1: the rows' maxima m and sums l move on,
+ * s becomes the tile's probabilities (against the new maxima) and acc is rescaled to them */
+template <int DP, int BK>
+DEVICE_INLINE void fwd_softmax_step(float (*s)[4], float (*acc)[4], float x0, float x1, float *m0, float *m1,
+                                    float *l0, float *l1)
+{
+    float n0 = tk_fmaxf(*m0, x0), n1 = tk_fmaxf(*m1, x1);
+    /* a row with nothing seen yet keeps its zeros (no -inf - -inf) */
+    float a0 = n0 == tk_neg_inf() ? 1.0f : tk_exp2(*m0 - n0), a1 = n1 == tk_neg_inf() ? 1.0f : tk_exp2(*m1 - n1);
+    float b0 = n0 == tk_neg_inf() ? 0.0f : n0, b1 = n1 == tk_neg_inf() ? 0.0f : n1;
+    float sum0 = 0, sum1 = 0;
+    UNROLL
+    for (int nt = 0; nt < BK / 8; nt++)
+        UNROLL
+        for (int j = 0; j < 2; j++) {
+            s[nt][j] = tk_exp2(s[nt][j] - b0);
+            s[nt][2 + j] = tk_exp2(s[nt][2 + j] - b1);
+            sum0 += s[nt][j];
+            sum1 += s[nt][2 + j];
+        }
+    *l0 = *l0 * a0 + sum0;
+    *l1 = *l1 * a1 + sum1;
+    *m0 = n0;
+    *m1 = n1;
+    UNROLL
+    for (int nt = 0; nt < DP / 8; nt++) {
+        acc[nt][0] *= a0;
+        acc[nt][1] *= a0;
+        acc[nt][2] *= a1;
+        acc[nt][3] *= a1;
+    }
+}
+
+/* the forward's output rows row0, row1 of head h of batch b: o = acc / l in bf16 (l summed
+ * over the quad's lanes), lse = (m + log2 l) ln 2 */
+template <int DP>
+DEVICE_INLINE void fwd_store(bf16_t *o, float *lse, int b, int h, int H, size_t qs, int row0, int row1, int Tn, int D,
+                             int qd, const float (*acc)[4], float m0, float m1, float l0, float l1)
+{
+    l0 += tk_shfl_xor(l0, 1);
+    l0 += tk_shfl_xor(l0, 2);
+    l1 += tk_shfl_xor(l1, 1);
+    l1 += tk_shfl_xor(l1, 2);
+    float i0 = tk_div(1.0f, l0), i1 = tk_div(1.0f, l1);
+    bf16_t *ob = o + (size_t)b * Tn * qs + (size_t)h * D;
+    UNROLL
+    for (int nt = 0; nt < DP / 8; nt++) {
+        int col = nt * 8 + 2 * qd;
+        if (col < D) {
+            if (row0 < Tn)
+                store_pair(ob + (size_t)row0 * qs, col, acc[nt][0] * i0, acc[nt][1] * i0);
+            if (row1 < Tn)
+                store_pair(ob + (size_t)row1 * qs, col, acc[nt][2] * i1, acc[nt][3] * i1);
+        }
+    }
+    if (qd == 0) {
+        float *lb = lse + ((size_t)b * H + h) * Tn;
+        if (row0 < Tn)
+            lb[row0] = (m0 + tk_log2(l0)) * TK_LN2;
+        if (row1 < Tn)
+            lb[row1] = (m1 + tk_log2(l1)) * TK_LN2;
+    }
+}
+
 /* grid (ceil(T / 64), B * H), block 128, dynamic shared memory
  * 4 MMA_BK (DP + 8) bf16 (two K and V buffers) */
 template <int DP>
@@ -125,105 +332,79 @@ DEVICE void attn_fwd_mma(bf16_t *o, float *lse, const bf16_t *q, const bf16_t *k
     for (int it = 0; it < n_tiles; it++) {
         int k0 = it * MMA_BK;
         const bf16_t *Ks = sm + (it & 1) * 2 * MMA_BK * LD, *Vs = Ks + MMA_BK * LD;
-        if (it + 1 < n_tiles) { /* the next tile into the other buffer, freed by the last iteration's barrier */
-            bf16_t *nk = sm + ((it + 1) & 1) * 2 * MMA_BK * LD;
-            fetch_tile<DP>(nk, kb, k0 + MMA_BK, MMA_BK, Tn, ks, D);
-            fetch_tile<DP>(nk + MMA_BK * LD, vb, k0 + MMA_BK, MMA_BK, Tn, ks, D);
-            tk_cp_async_commit();
-            tk_cp_async_wait_1();
-        } else {
-            tk_cp_async_wait_all();
-        }
+        fetch_next_kv<DP, MMA_BK>(sm, kb, vb, it, n_tiles, Tn, ks, D);
         SYNC();
         if (k0 <= qw + 15 && qw < Tn) { /* warp-uniform */
-            float s[MMA_BK / 8][4];
-            UNROLL
-            for (int nt = 0; nt < MMA_BK / 8; nt++)
-                s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0;
-            UNROLL
-            for (int kk = 0; kk < DP / 16; kk++)
-                UNROLL
-                for (int np = 0; np < MMA_BK / 16; np++) {
-                    unsigned bf[4];
-                    b_rows_x4(bf, Ks, LD, np * 16, kk * 16);
-                    mma_pair(s, np, qf[kk], bf);
-                }
-            float x0 = tk_neg_inf(), x1 = tk_neg_inf();
-            UNROLL
-            for (int nt = 0; nt < MMA_BK / 8; nt++)
-                UNROLL
-                for (int j = 0; j < 2; j++) {
-                    int key = k0 + nt * 8 + 2 * qd + j;
-                    s[nt][j] = key <= row0 && key < Tn ? s[nt][j] * c : tk_neg_inf();
-                    s[nt][2 + j] = key <= row1 && key < Tn ? s[nt][2 + j] * c : tk_neg_inf();
-                    x0 = tk_fmaxf(x0, s[nt][j]);
-                    x1 = tk_fmaxf(x1, s[nt][2 + j]);
-                }
-            x0 = tk_fmaxf(x0, tk_shfl_xor(x0, 1));
-            x0 = tk_fmaxf(x0, tk_shfl_xor(x0, 2));
-            x1 = tk_fmaxf(x1, tk_shfl_xor(x1, 1));
-            x1 = tk_fmaxf(x1, tk_shfl_xor(x1, 2));
-            float n0 = tk_fmaxf(m0, x0), n1 = tk_fmaxf(m1, x1);
-            /* a row with nothing seen yet keeps its zeros (no -inf - -inf) */
-            float a0 = n0 == tk_neg_inf() ? 1.0f : tk_exp2(m0 - n0), a1 = n1 == tk_neg_inf() ? 1.0f : tk_exp2(m1 - n1);
-            float b0 = n0 == tk_neg_inf() ? 0.0f : n0, b1 = n1 == tk_neg_inf() ? 0.0f : n1;
-            float sum0 = 0, sum1 = 0;
-            UNROLL
-            for (int nt = 0; nt < MMA_BK / 8; nt++)
-                UNROLL
-                for (int j = 0; j < 2; j++) {
-                    s[nt][j] = tk_exp2(s[nt][j] - b0);
-                    s[nt][2 + j] = tk_exp2(s[nt][2 + j] - b1);
-                    sum0 += s[nt][j];
-                    sum1 += s[nt][2 + j];
-                }
-            l0 = l0 * a0 + sum0;
-            l1 = l1 * a1 + sum1;
-            m0 = n0;
-            m1 = n1;
-            UNROLL
-            for (int nt = 0; nt < DP / 8; nt++) {
-                acc[nt][0] *= a0;
-                acc[nt][1] *= a0;
-                acc[nt][2] *= a1;
-                acc[nt][3] *= a1;
-            }
-            UNROLL
-            for (int kk2 = 0; kk2 < MMA_BK / 16; kk2++) {
-                unsigned af[4];
-                acc_to_a(af, s, kk2);
-                UNROLL
-                for (int np = 0; np < DP / 16; np++) {
-                    unsigned bf[4];
-                    b_cols_x4(bf, Vs, LD, np * 16, kk2 * 16);
-                    mma_pair(acc, np, af, bf);
-                }
-            }
+            float s[MMA_BK / 8][4], x0, x1;
+            mma_rows<DP, MMA_BK>(s, qf, Ks, LD);
+            fwd_mask_scores<MMA_BK>(s, k0, row0, row1, Tn, qd, c, &x0, &x1);
+            fwd_softmax_step<DP, MMA_BK>(s, acc, x0, x1, &m0, &m1, &l0, &l1);
+            mma_cols<DP, MMA_BK>(acc, s, Vs, LD);
         }
         SYNC(); /* this buffer is refilled two iterations on */
     }
-    l0 += tk_shfl_xor(l0, 1);
-    l0 += tk_shfl_xor(l0, 2);
-    l1 += tk_shfl_xor(l1, 1);
-    l1 += tk_shfl_xor(l1, 2);
-    float i0 = tk_div(1.0f, l0), i1 = tk_div(1.0f, l1);
-    bf16_t *ob = o + (size_t)b * Tn * qs + (size_t)h * D;
+    fwd_store<DP>(o, lse, b, h, H, qs, row0, row1, Tn, D, qd, acc, m0, m1, l0, l1);
+}
+
+/* Step s of attn_dkdv_mma: head gk * rep + s / n_i, queries from i_start + (s % n_i) BQ, into
+ * buffer s & 1: the Q and dO tiles (cp.async, committed) and their log-sum-exp (log2) and delta
+ * into fl */
+template <int DP, int BQ>
+DEVICE_INLINE void dkdv_fetch(bf16_t *sm, float *fl, const bf16_t *q, const bf16_t *dout, const float *lse,
+                              const float *delta, int s, int b, int gk, int rep, int n_i, int i_start, int Tn, int H,
+                              size_t qs, int D)
+{
+    const int LD = DP + 8;
+    int h_ = gk * rep + s / n_i, i0_ = i_start + (s % n_i) * BQ, bu_ = s & 1;
+    fetch_tile<DP>(sm + bu_ * 2 * BQ * LD, q + (size_t)b * Tn * qs + (size_t)h_ * D, i0_, BQ, Tn, qs, D);
+    fetch_tile<DP>(sm + bu_ * 2 * BQ * LD + BQ * LD, dout + (size_t)b * Tn * qs + (size_t)h_ * D, i0_, BQ, Tn, qs, D);
+    const float *lb_ = lse + ((size_t)b * H + h_) * Tn, *db_ = delta + ((size_t)b * H + h_) * Tn;
+    for (int r_ = threadIdx.x; r_ < BQ; r_ += blockDim.x) {
+        fl[bu_ * BQ + r_] = i0_ + r_ < Tn ? lb_[i0_ + r_] * TK_LOG2E : 0.0f;
+        fl[2 * BQ + bu_ * BQ + r_] = i0_ + r_ < Tn ? db_[i0_ + r_] : 0.0f;
+    }
+    tk_cp_async_commit();
+}
+
+/* P recomputed from the log-sum-exp Ls into st, and dS = P (dP - delta) scale into dp, for the
+ * warp's keys key0, key1 against the queries from i0 (a query sees the keys at or before it) */
+template <int BQ>
+DEVICE_INLINE void dkdv_probs(float (*st)[4], float (*dp)[4], int i0, int key0, int key1, int Tn, int qd,
+                              const float *Ls, const float *Ds, float c2, float scale)
+{
+    UNROLL
+    for (int nt = 0; nt < BQ / 8; nt++)
+        UNROLL
+        for (int j = 0; j < 2; j++) {
+            int qi = nt * 8 + 2 * qd + j, qrow = i0 + qi;
+            float L = Ls[qi], Dl = Ds[qi];
+            float p0 = qrow >= key0 && qrow < Tn && key0 < Tn ? tk_exp2(st[nt][j] * c2 - L) : 0.0f;
+            float p1 = qrow >= key1 && qrow < Tn && key1 < Tn ? tk_exp2(st[nt][2 + j] * c2 - L) : 0.0f;
+            st[nt][j] = p0;
+            st[nt][2 + j] = p1;
+            dp[nt][j] = p0 * (dp[nt][j] - Dl) * scale;
+            dp[nt][2 + j] = p1 * (dp[nt][2 + j] - Dl) * scale;
+        }
+}
+
+/* the warp's rows key0, key1 of dk and dv (bf16) */
+template <int DP>
+DEVICE_INLINE void dkdv_store(bf16_t *dkb, bf16_t *dvb, size_t ks, int key0, int key1, int Tn, int D, int qd,
+                              const float (*dka)[4], const float (*dva)[4])
+{
     UNROLL
     for (int nt = 0; nt < DP / 8; nt++) {
         int col = nt * 8 + 2 * qd;
         if (col < D) {
-            if (row0 < Tn)
-                store_pair(ob + (size_t)row0 * qs, col, acc[nt][0] * i0, acc[nt][1] * i0);
-            if (row1 < Tn)
-                store_pair(ob + (size_t)row1 * qs, col, acc[nt][2] * i1, acc[nt][3] * i1);
+            if (key0 < Tn) {
+                store_pair(dkb + (size_t)key0 * ks, col, dka[nt][0], dka[nt][1]);
+                store_pair(dvb + (size_t)key0 * ks, col, dva[nt][0], dva[nt][1]);
+            }
+            if (key1 < Tn) {
+                store_pair(dkb + (size_t)key1 * ks, col, dka[nt][2], dka[nt][3]);
+                store_pair(dvb + (size_t)key1 * ks, col, dva[nt][2], dva[nt][3]);
+            }
         }
-    }
-    if (qd == 0) {
-        float *lb = lse + ((size_t)b * H + h) * Tn;
-        if (row0 < Tn)
-            lb[row0] = (m0 + tk_log2(l0)) * TK_LN2;
-        if (row1 < Tn)
-            lb[row1] = (m1 + tk_log2(l1)) * TK_LN2;
     }
 }
 
@@ -244,22 +425,8 @@ DEVICE void attn_dkdv_mma(bf16_t *dk, bf16_t *dv, const bf16_t *dout, const bf16
     const bf16_t *kb = k + (size_t)b * Tn * ks + (size_t)gk * D;
     const bf16_t *vb = v + (size_t)b * Tn * ks + (size_t)gk * D;
     int i_start = k0 / BQ * BQ, n_i = (Tn - i_start + BQ - 1) / BQ, n_steps = rep * n_i;
-    /* step s: head gk * rep + s / n_i, queries from i_start + (s % n_i) BQ, into buffer s & 1 */
-#define DKDV_FETCH(s)                                                                                       \
-    do {                                                                                                    \
-        int h_ = gk * rep + (s) / n_i, i0_ = i_start + ((s) % n_i) * BQ, bu_ = (s) & 1;                      \
-        fetch_tile<DP>(sm + bu_ * 2 * BQ * LD, q + (size_t)b * Tn * qs + (size_t)h_ * D, i0_, BQ, Tn, qs, D); \
-        fetch_tile<DP>(sm + bu_ * 2 * BQ * LD + BQ * LD, dout + (size_t)b * Tn * qs + (size_t)h_ * D, i0_, BQ, \
-                       Tn, qs, D);                                                                          \
-        const float *lb_ = lse + ((size_t)b * H + h_) * Tn, *db_ = delta + ((size_t)b * H + h_) * Tn;        \
-        for (int r_ = threadIdx.x; r_ < BQ; r_ += blockDim.x) {                                             \
-            fl[bu_ * BQ + r_] = i0_ + r_ < Tn ? lb_[i0_ + r_] * TK_LOG2E : 0.0f;                             \
-            fl[2 * BQ + bu_ * BQ + r_] = i0_ + r_ < Tn ? db_[i0_ + r_] : 0.0f;                               \
-        }                                                                                                   \
-        tk_cp_async_commit();                                                                               \
-    } while (0)
     if (n_steps > 0)
-        DKDV_FETCH(0);
+        dkdv_fetch<DP, BQ>(sm, fl, q, dout, lse, delta, 0, b, gk, rep, n_i, i_start, Tn, H, qs, D);
     unsigned kf[DP / 16][4], vf[DP / 16][4];
     load_frags<DP>(kf, kb, kw, Tn, ks, D);
     load_frags<DP>(vf, vb, kw, Tn, ks, D);
@@ -273,7 +440,7 @@ DEVICE void attn_dkdv_mma(bf16_t *dk, bf16_t *dv, const bf16_t *dout, const bf16
     for (int st_ = 0; st_ < n_steps; st_++) {
         int i0 = i_start + (st_ % n_i) * BQ, bu = st_ & 1;
         if (st_ + 1 < n_steps) {
-            DKDV_FETCH(st_ + 1);
+            dkdv_fetch<DP, BQ>(sm, fl, q, dout, lse, delta, st_ + 1, b, gk, rep, n_i, i_start, Tn, H, qs, D);
             tk_cp_async_wait_1();
         } else {
             tk_cp_async_wait_all();
@@ -283,68 +450,32 @@ DEVICE void attn_dkdv_mma(bf16_t *dk, bf16_t *dv, const bf16_t *dout, const bf16
         const float *Ls = fl + bu * BQ, *Ds = fl + 2 * BQ + bu * BQ;
         if (i0 + BQ - 1 >= kw && kw < Tn) { /* warp-uniform: some query here sees a key of the warp */
             float st[BQ / 8][4], dp[BQ / 8][4];
-            UNROLL
-            for (int nt = 0; nt < BQ / 8; nt++)
-                UNROLL
-                for (int i = 0; i < 4; i++)
-                    st[nt][i] = dp[nt][i] = 0;
-            UNROLL
-            for (int kk = 0; kk < DP / 16; kk++)
-                UNROLL
-                for (int np = 0; np < BQ / 16; np++) {
-                    unsigned bf[4];
-                    b_rows_x4(bf, Qs, LD, np * 16, kk * 16);
-                    mma_pair(st, np, kf[kk], bf);
-                    b_rows_x4(bf, Os, LD, np * 16, kk * 16);
-                    mma_pair(dp, np, vf[kk], bf);
-                }
-            UNROLL
-            for (int nt = 0; nt < BQ / 8; nt++)
-                UNROLL
-                for (int j = 0; j < 2; j++) {
-                    int qi = nt * 8 + 2 * qd + j, qrow = i0 + qi;
-                    float L = Ls[qi], Dl = Ds[qi];
-                    float p0 = qrow >= key0 && qrow < Tn && key0 < Tn ? tk_exp2(st[nt][j] * c2 - L) : 0.0f;
-                    float p1 = qrow >= key1 && qrow < Tn && key1 < Tn ? tk_exp2(st[nt][2 + j] * c2 - L) : 0.0f;
-                    st[nt][j] = p0;
-                    st[nt][2 + j] = p1;
-                    dp[nt][j] = p0 * (dp[nt][j] - Dl) * scale;
-                    dp[nt][2 + j] = p1 * (dp[nt][2 + j] - Dl) * scale;
-                }
-            UNROLL
-            for (int kk2 = 0; kk2 < BQ / 16; kk2++) {
-                unsigned ap[4], ad[4];
-                acc_to_a(ap, st, kk2);
-                acc_to_a(ad, dp, kk2);
-                UNROLL
-                for (int np = 0; np < DP / 16; np++) {
-                    unsigned bf[4];
-                    b_cols_x4(bf, Os, LD, np * 16, kk2 * 16);
-                    mma_pair(dva, np, ap, bf);
-                    b_cols_x4(bf, Qs, LD, np * 16, kk2 * 16);
-                    mma_pair(dka, np, ad, bf);
-                }
-            }
+            mma_rows2<DP, BQ>(st, kf, Qs, dp, vf, Os, LD);
+            dkdv_probs<BQ>(st, dp, i0, key0, key1, Tn, qd, Ls, Ds, c2, scale);
+            mma_cols2<DP, BQ>(dva, st, Os, dka, dp, Qs, LD);
         }
         SYNC();
     }
-#undef DKDV_FETCH
-    bf16_t *dkb = dk + (size_t)b * Tn * ks + (size_t)gk * D;
-    bf16_t *dvb = dv + (size_t)b * Tn * ks + (size_t)gk * D;
+    dkdv_store<DP>(dk + (size_t)b * Tn * ks + (size_t)gk * D, dv + (size_t)b * Tn * ks + (size_t)gk * D, ks, key0,
+                   key1, Tn, D, qd, dka, dva);
+}
+
+/* dS = P (dP - delta) scale into s, P recomputed from the rows' log-sum-exp L0, L1, for rows
+ * row0, row1 against the key tile from k0 (a query sees the keys at or before it) */
+template <int BK>
+DEVICE_INLINE void dq_probs(float (*s)[4], const float (*dp)[4], int k0, int row0, int row1, int Tn, int qd,
+                            float L0, float L1, float D0, float D1, float c2, float scale)
+{
     UNROLL
-    for (int nt = 0; nt < DP / 8; nt++) {
-        int col = nt * 8 + 2 * qd;
-        if (col < D) {
-            if (key0 < Tn) {
-                store_pair(dkb + (size_t)key0 * ks, col, dka[nt][0], dka[nt][1]);
-                store_pair(dvb + (size_t)key0 * ks, col, dva[nt][0], dva[nt][1]);
-            }
-            if (key1 < Tn) {
-                store_pair(dkb + (size_t)key1 * ks, col, dka[nt][2], dka[nt][3]);
-                store_pair(dvb + (size_t)key1 * ks, col, dva[nt][2], dva[nt][3]);
-            }
+    for (int nt = 0; nt < BK / 8; nt++)
+        UNROLL
+        for (int j = 0; j < 2; j++) {
+            int key = k0 + nt * 8 + 2 * qd + j;
+            float p0 = key <= row0 && key < Tn && row0 < Tn ? tk_exp2(s[nt][j] * c2 - L0) : 0.0f;
+            float p1 = key <= row1 && key < Tn && row1 < Tn ? tk_exp2(s[nt][2 + j] * c2 - L1) : 0.0f;
+            s[nt][j] = p0 * (dp[nt][j] - D0) * scale;
+            s[nt][2 + j] = p1 * (dp[nt][2 + j] - D1) * scale;
         }
-    }
 }
 
 /* grid (ceil(T / 64), B * H), block 128; BK keys per tile; dynamic shared
@@ -381,68 +512,17 @@ DEVICE void attn_dq_mma(bf16_t *dq, const bf16_t *dout, const bf16_t *q, const b
     for (int it = 0; it < n_tiles; it++) {
         int k0 = it * BK;
         const bf16_t *Ks = sm + (it & 1) * 2 * BK * LD, *Vs = Ks + BK * LD;
-        if (it + 1 < n_tiles) {
-            bf16_t *nk = sm + ((it + 1) & 1) * 2 * BK * LD;
-            fetch_tile<DP>(nk, kb, k0 + BK, BK, Tn, ks, D);
-            fetch_tile<DP>(nk + BK * LD, vb, k0 + BK, BK, Tn, ks, D);
-            tk_cp_async_commit();
-            tk_cp_async_wait_1();
-        } else {
-            tk_cp_async_wait_all();
-        }
+        fetch_next_kv<DP, BK>(sm, kb, vb, it, n_tiles, Tn, ks, D);
         SYNC();
         if (k0 <= qw + 15 && qw < Tn) {
             float s[BK / 8][4], dp[BK / 8][4];
-            UNROLL
-            for (int nt = 0; nt < BK / 8; nt++)
-                UNROLL
-                for (int i = 0; i < 4; i++)
-                    s[nt][i] = dp[nt][i] = 0;
-            UNROLL
-            for (int kk = 0; kk < DP / 16; kk++)
-                UNROLL
-                for (int np = 0; np < BK / 16; np++) {
-                    unsigned bf[4];
-                    b_rows_x4(bf, Ks, LD, np * 16, kk * 16);
-                    mma_pair(s, np, qf[kk], bf);
-                    b_rows_x4(bf, Vs, LD, np * 16, kk * 16);
-                    mma_pair(dp, np, of[kk], bf);
-                }
-            UNROLL
-            for (int nt = 0; nt < BK / 8; nt++)
-                UNROLL
-                for (int j = 0; j < 2; j++) {
-                    int key = k0 + nt * 8 + 2 * qd + j;
-                    float p0 = key <= row0 && key < Tn && row0 < Tn ? tk_exp2(s[nt][j] * c2 - L0) : 0.0f;
-                    float p1 = key <= row1 && key < Tn && row1 < Tn ? tk_exp2(s[nt][2 + j] * c2 - L1) : 0.0f;
-                    s[nt][j] = p0 * (dp[nt][j] - D0) * scale;
-                    s[nt][2 + j] = p1 * (dp[nt][2 + j] - D1) * scale;
-                }
-            UNROLL
-            for (int kk2 = 0; kk2 < BK / 16; kk2++) {
-                unsigned af[4];
-                acc_to_a(af, s, kk2);
-                UNROLL
-                for (int np = 0; np < DP / 16; np++) {
-                    unsigned bf[4];
-                    b_cols_x4(bf, Ks, LD, np * 16, kk2 * 16);
-                    mma_pair(dqa, np, af, bf);
-                }
-            }
+            mma_rows2<DP, BK>(s, qf, Ks, dp, of, Vs, LD);
+            dq_probs<BK>(s, dp, k0, row0, row1, Tn, qd, L0, L1, D0, D1, c2, scale);
+            mma_cols<DP, BK>(dqa, s, Ks, LD);
         }
         SYNC();
     }
-    bf16_t *dqb = dq + (size_t)b * Tn * qs + (size_t)h * D;
-    UNROLL
-    for (int nt = 0; nt < DP / 8; nt++) {
-        int col = nt * 8 + 2 * qd;
-        if (col < D) {
-            if (row0 < Tn)
-                store_pair(dqb + (size_t)row0 * qs, col, dqa[nt][0], dqa[nt][1]);
-            if (row1 < Tn)
-                store_pair(dqb + (size_t)row1 * qs, col, dqa[nt][2], dqa[nt][3]);
-        }
-    }
+    store_rows<DP>(dq + (size_t)b * Tn * qs + (size_t)h * D, qs, row0, row1, Tn, D, qd, dqa);
 }
 
 #define MMA_INSTANCES(DP, BQ)                                                                                   \

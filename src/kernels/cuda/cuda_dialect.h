@@ -41,6 +41,13 @@ typedef __SIZE_TYPE__ size_t;
 #endif
 #define KERNEL extern "C" TK_GLOBAL void
 #define DEVICE static TK_DEV inline
+/* a part of a kernel cut out to name it: always inlined, so that its register arrays (passed by
+ * pointer) stay registers and the kernel compiles as if written in one piece */
+#if defined(__clang__) && !defined(__NVCC__)
+#define DEVICE_INLINE static TK_DEV inline __attribute__((always_inline))
+#else
+#define DEVICE_INLINE static __device__ __forceinline__
+#endif
 #define MEMBER static TK_DEV inline /* a struct's static member function */
 /* dynamic shared memory of a launch (its size is a launch parameter) */
 #define DYNAMIC_SHARED(type, name) extern TK_SHARED type name[]
@@ -226,6 +233,7 @@ void tk_emu_ldmatrix_x4(unsigned *r, const unsigned short *row, int trans);
 
 #define KERNEL static void
 #define DEVICE static inline
+#define DEVICE_INLINE static inline
 #define MEMBER static inline
 #define TK_SHARED static
 #define DYNAMIC_SHARED(type, name) type *name = (type *)tk_emu_dynamic_shared()
