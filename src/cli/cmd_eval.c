@@ -79,12 +79,12 @@ static int eval_bpb(const char *model_path, model *m, tokenizer *tok, const run_
                     const char *text, int stride, int batch, eval_parts use, strbuf *js, double *bpb,
                     tempo_error *err)
 {
-    eval_bpb_report r;
+    hybrid_bpb_result r;
     if (eval_run_bpb(model_path, m, tok, cfg, data_dir, text, stride, batch, use, &r, err))
         return -1;
     if (bpb)
-        *bpb = r.bpb;
-    return eval_bpb_report_json(&r, js, err);
+        *bpb = r.mixture.bpb;
+    return eval_bpb_json(&r, js, err);
 }
 
 static void print_line(void *user, const char *json)

@@ -383,8 +383,8 @@ int compress_text(const compress_model *cm, const uint8_t *text, size_t len, con
         hybrid_bpb_result hr;
         rc = hybrid_bpb_evaluate(NULL, cm->m, cm->h, cm->adapt, ids, n, r->document_bytes, cm->stride,
                                  cm->eval_batch, NULL, &hr, err);
-        r->eval_bits = hr.bits;
-        r->eval_bpb = hr.bpb;
+        r->eval_bits = hr.mixture.bits;
+        r->eval_bpb = hr.mixture.bpb;
     }
     free(ids);
     if (!rc && !(*out = malloc(COMPRESS_HEADER_BYTES + e.n)))

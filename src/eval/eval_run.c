@@ -69,7 +69,7 @@ static int read_val(const char *data_dir, int vocab, int32_t **ids, size_t *n, u
 }
 
 int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_config *cfg, const char *data_dir,
-                 const char *text, int stride, int batch, eval_parts use, eval_bpb_report *r, tempo_error *err)
+                 const char *text, int stride, int batch, eval_parts use, hybrid_bpb_result *r, tempo_error *err)
 {
     memset(r, 0, sizeof *r);
     int32_t *ids = NULL;
@@ -79,38 +79,16 @@ int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_
                   : read_val(data_dir, cfg->model.vocab_size, &ids, &n, &n_bytes, &n_docs, err);
     hybrid_parts h;
     memset(&h, 0, sizeof h);
-    hybrid_bpb_result hr;
     if (!rc)
         rc = eval_run_parts(run_dir, cfg, tok, use, &h, err);
     if (!rc)
         rc = hybrid_bpb_evaluate(NULL, m, &h, use.adapt, ids, n, n_bytes, eval_run_stride(cfg, stride), batch,
-                                 NULL, &hr, err);
+                                 NULL, r, err);
     free(ids);
-    r->mixer_fitted = h.mixer_fitted;
-    r->memory_order = h.has_memory ? h.memory.order : 0;
-    r->cache_order = h.cache_order;
-    r->match_length = h.match_length;
-    r->adapt_lr = use.adapt ? h.model_lr : 0;
     hybrid_parts_free(&h);
     if (rc)
         return -1;
-    r->bpb = hr.bpb;
-    r->bits = hr.bits;
-    r->loss = hr.bits * log(2.0) / (double)hr.model.n_tokens;
-    r->bytes = hr.model.n_bytes;
-    r->tokens = hr.model.n_tokens;
     r->documents = n_docs;
-    r->context = hr.model.context;
-    r->stride = hr.model.stride;
-    r->seconds = hr.seconds;
-    r->model_seconds = hr.model.seconds;
-    r->mixture_seconds = hr.mixture_seconds;
-    r->bpb_linear = hr.bpb_linear;
-    r->adapt = use.adapt;
-    for (int c = 0; c < MIX_N; c++) {
-        r->component_bpb[c] = hr.bpb_component[c];
-        r->component_weight[c] = hr.mean_weight[c];
-    }
     r->source = text ? text : data_dir;
     return 0;
 }

@@ -45,11 +45,12 @@ int eval_run_stride(const run_config *cfg, int stride);
 
 /* bpb of DATA_DIR/val.tok (data_dir) or of a text file (text; exactly one
  * is non-NULL), scored with the run's parts from run_dir. stride 0 =
- * context / 2. r->source points at data_dir or text. */
+ * context / 2. r->documents are the text's, r->source points at data_dir
+ * or text: r is the phase-1 line (eval_bpb_json). */
 int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_config *cfg, const char *data_dir,
-                 const char *text, int stride, int batch, eval_parts use, eval_bpb_report *r, tempo_error *err);
+                 const char *text, int stride, int batch, eval_parts use, hybrid_bpb_result *r, tempo_error *err);
 
-/* The scorecard's figures from its parts: bpb_json (eval_bpb_report_json's
+/* The scorecard's figures from its parts: bpb_json (eval_bpb_json's
  * text, or NULL when no text was scored), the ICL summary and its JSON. The
  * inference figures are left NaN for bench_infer_scorecard (bench/bench_infer.h)
  * to fill. The strings are borrowed. */
