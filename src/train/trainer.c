@@ -922,7 +922,7 @@ static int final_validation(run_ctx *c, const train_options *o, const run_config
         res->val = hr;
         rc = log_event(&c->metrics, st, METRICS_VAL_FULL, hr.mixture.bpb, "full validation", err);
     }
-    mixer_free(&h.mx);
+    hybrid_parts_free(&h);
     return rc;
 }
 
