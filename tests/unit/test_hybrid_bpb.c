@@ -57,7 +57,7 @@ static void check_beta(double beta)
     CHECK(mixer_init(&h.mx, 3, 2, 1, 0.3, &err) == 0);
     h.mx.beta = beta;
     for (int i = 0; i < MIX_TOP_ROWS * CALIB_KNOTS; i++)   /* a top-token map far from the identity */
-        h.mx.calib_top[i] = 0.02 + (double)rng_below(&r, 960) / 1000.0;
+        h.mx.calib_top.knots[i] = 0.02 + (double)rng_below(&r, 960) / 1000.0;
     /* the text: T + 1 tokens, so one window of the model's context scores them all */
     int32_t text[T + 1];
     for (int i = 0; i <= T; i++)
@@ -144,7 +144,8 @@ static void test_learning_reader_wired(void)
     hybrid_bpb_result alone;
     CHECK(hybrid_bpb_evaluate(NULL, m, &none, 0, text, N, 500, T / 2, 4, NULL, &alone, &err) == 0);
     CHECK(alone.mixture.bpb == own_frozen.bpb && alone.mixture.bits == own_frozen.bits &&
-          alone.bpb_linear == own_frozen.bpb && alone.model.bpb == own_frozen.bpb && isnan(alone.bpb_component[MIX_CACHE]));
+          alone.bpb_linear == own_frozen.bpb && alone.model.bpb == own_frozen.bpb &&
+          isnan(alone.bpb_component[MIX_CACHE]));
     hybrid_parts_free(&h);
     model_free(m);
 }
