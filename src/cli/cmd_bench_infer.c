@@ -13,7 +13,7 @@
 #include "bench/bench_memory.h"
 #include "bench/bench_llama_cpp.h"
 #include "cli/cli.h"
-#include "eval/eval_run.h"
+#include "run/run_parts.h"
 #include "train/run_result.h"
 #include "core/fileio.h"
 #include "core/number.h"
@@ -143,7 +143,7 @@ static int infer_memory(const infer_args *p, const run_config *cfg, const tokeni
 {
     hybrid_parts h;
     memset(mr, 0, sizeof *mr);
-    int rc = eval_run_parts(p->model_path, cfg, tok, eval_parts_frozen(1, 1), &h, err);
+    int rc = run_parts_load(p->model_path, cfg, tok, run_parts_frozen(1, 1), &h, err);
     if (!rc && hybrid_parts_any(&h)) {
         if (p->threads > 0)
             omp_set_num_threads(p->threads);

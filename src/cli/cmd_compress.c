@@ -142,7 +142,7 @@ static int load(const char *model_path, run_config *cfg, model **m, tokenizer **
     memset(h, 0, sizeof *h);
     if (checkpoint_load_model(model_path, EVAL_BATCH, cfg, m, tok, err))
         return -1;
-    if (eval_run_parts(model_path, cfg, *tok, eval_parts_all(), h, err)) {
+    if (run_parts_load(model_path, cfg, *tok, run_parts_all(), h, err)) {
         model_free(*m);
         tok_free(*tok);
         return -1;
@@ -152,7 +152,7 @@ static int load(const char *model_path, run_config *cfg, model **m, tokenizer **
     cm->tok = *tok;
     cm->h = h;
     cm->stride = eval_run_stride(cfg, 0);
-    cm->adapt = eval_parts_all().adapt;
+    cm->adapt = run_parts_all().adapt;
     cm->eval_batch = EVAL_BATCH;
     return 0;
 }

@@ -76,15 +76,15 @@ static void usage(FILE *f)
 
 /* The phase-1 result line of a model on a text or val split, into js. */
 static int eval_bpb(const char *model_path, model *m, tokenizer *tok, const run_config *cfg, const char *data_dir,
-                    const char *text, int stride, int batch, eval_parts use, strbuf *js, double *bpb,
+                    const char *text, int stride, int batch, run_parts_use use, strbuf *js, double *bpb,
                     tempo_error *err)
 {
-    eval_bpb_report r;
+    hybrid_bpb_result r;
     if (eval_run_bpb(model_path, m, tok, cfg, data_dir, text, stride, batch, use, &r, err))
         return -1;
     if (bpb)
-        *bpb = r.bpb;
-    return eval_bpb_report_json(&r, js, err);
+        *bpb = r.mixture.bpb;
+    return eval_bpb_json(&r, js, err);
 }
 
 static void print_line(void *user, const char *json)
@@ -115,7 +115,7 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
     int rc = 0;
     if (data_dir || text) {
         fprintf(stderr, "eval: bpb of %s\n", text ? text : data_dir);
-        rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, eval_parts_all(), &bpb, &bpb_value,
+        rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, run_parts_all(), &bpb, &bpb_value,
                       &err);
     }
     icl_task_result *r = NULL;
@@ -131,7 +131,7 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
         o.progress = cli_icl_progress;
         o.user = &ps;
         hybrid_parts h;
-        rc = eval_run_parts(model_path, &cfg, tok, eval_parts_frozen(1, 1), &h, &err);
+        rc = run_parts_load(model_path, &cfg, tok, run_parts_frozen(1, 1), &h, &err);
         if (!rc)
             rc = icl_engine_run(m, &h, tok, tasks, NULL, 0, &o, &r, &n, &s, &err);
         hybrid_parts_free(&h);
@@ -181,7 +181,7 @@ int cmd_eval(int argc, char **argv)
 {
     const char *model_path = NULL, *data_dir = NULL, *text = NULL, *tasks = NULL, *out_dir = NULL;
     const char *device = "cpu", *precision = "fp32";
-    eval_parts use = eval_parts_all();
+    run_parts_use use = run_parts_all();
     int stride = 0, batch = 8, threads = 0, phase = 1, limit = 0, no_memory = 0, no_cache = 0, no_adapt = 0;
     const char *phase_s = "1";
     const cli_flag flags[] = {

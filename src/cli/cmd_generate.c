@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "eval/eval_run.h"
+#include "run/run_parts.h"
 #include "core/json_write.h"
 #include "core/number.h"
 #include "memory/mixture.h"
@@ -110,7 +110,7 @@ static int generate(const generate_flags *f, const run_config *cfg, model *m, co
     if (!rc)
         rc = infer_cache_create(&kc, &cfg->model, 1, 0, err);
     if (!rc)
-        rc = eval_run_parts(f->model_path, cfg, tok, eval_parts_frozen(!f->no_memory, !f->no_cache), &h, err);
+        rc = run_parts_load(f->model_path, cfg, tok, run_parts_frozen(!f->no_memory, !f->no_cache), &h, err);
     int hybrid = !rc && hybrid_parts_any(&h);
     if (hybrid) {
         mixture_options mo = hybrid_parts_options(&h, 0);

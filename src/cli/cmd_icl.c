@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "eval/eval_run.h"
+#include "run/run_parts.h"
 #include "memory/memory_file.h"
 #include "core/fileio.h"
 #include "core/number.h"
@@ -172,7 +172,7 @@ int cmd_icl(int argc, char **argv)
     int n = 0;
     icl_summary s;
     hybrid_parts h;
-    int rc = eval_run_parts(model_path, &cfg, tok, eval_parts_frozen(!p.no_memory, !p.no_cache), &h, &err);
+    int rc = run_parts_load(model_path, &cfg, tok, run_parts_frozen(!p.no_memory, !p.no_cache), &h, &err);
     if (!rc)
         rc = icl_engine_run(m, &h, tok, tasks, p.names, p.n_names, &o, &r, &n, &s, &err);
     int mem_k = h.has_memory ? h.memory.order : 0, cache_k = h.cache_order;

@@ -483,3 +483,22 @@ double json_get_number(const json_value *obj, const char *key, double fallback)
     const json_value *v = json_get(obj, key);
     return v && v->type == JSON_NUMBER ? v->number : fallback;
 }
+
+int json_get_rows(const json_value *a, double *x, int rows, int width, double lo, double hi, const char *what,
+                  tempo_error *err)
+{
+    if (!a || a->type != JSON_ARRAY || a->n != (size_t)rows)
+        return tempo_fail(err, "%s: expected %d rows of %d numbers", what, rows, width);
+    for (size_t b = 0; b < a->n; b++) {
+        const json_value *row = &a->items[b];
+        if (row->type != JSON_ARRAY || row->n != (size_t)width)
+            return tempo_fail(err, "%s[%zu]: expected %d numbers", what, b, width);
+        for (int i = 0; i < width; i++) {
+            const json_value *v = &row->items[i];
+            if (v->type != JSON_NUMBER || !(v->number >= lo && v->number <= hi))
+                return tempo_fail(err, "%s[%zu][%d]: expected a number in %g..%g", what, b, i, lo, hi);
+            x[b * (size_t)width + (size_t)i] = v->number;
+        }
+    }
+    return 0;
+}

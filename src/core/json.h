@@ -51,6 +51,13 @@ const json_value *json_get(const json_value *obj, const char *key);
 const char *json_get_string(const json_value *obj, const char *key);
 double json_get_number(const json_value *obj, const char *key, double fallback);
 
+/* A matrix: rows x width numbers, each in lo..hi, from a JSON array of
+ * arrays into x (row-major). -1 with err "WHAT: expected R rows of W
+ * numbers", "WHAT[r]: expected W numbers" or "WHAT[r][i]: expected a number
+ * in LO..HI" (what names the array; a may be NULL: absent). */
+int json_get_rows(const json_value *a, double *x, int rows, int width, double lo, double hi, const char *what,
+                  tempo_error *err);
+
 /* Free a tree returned by json_parse (NULL is fine). */
 void json_free(json_value *v);
 

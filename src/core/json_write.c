@@ -116,6 +116,18 @@ void jsonw_number_digits(jsonw *w, double v, int decimals)
     jsonw_number(w, v);
 }
 
+void jsonw_rows(jsonw *w, const double *x, int rows, int width)
+{
+    jsonw_array_begin(w);
+    for (int b = 0; b < rows; b++) {
+        jsonw_array_begin(w);
+        for (int i = 0; i < width; i++)
+            jsonw_number(w, x[(size_t)b * width + i]);
+        jsonw_array_end(w);
+    }
+    jsonw_array_end(w);
+}
+
 void jsonw_int(jsonw *w, long long v)
 {
     if (value_slot(w))

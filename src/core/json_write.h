@@ -50,6 +50,9 @@ void jsonw_string_n(jsonw *w, const char *s, size_t n);
 /* A value that is already JSON text (a document another module wrote with
  * its own writer); the caller vouches that it is one complete value. */
 void jsonw_raw(jsonw *w, const char *json);
+/* A matrix: rows x width numbers of x (row-major) as an array of arrays, each the shortest text that reads
+ * back as the same double (json_get_rows reads it). */
+void jsonw_rows(jsonw *w, const double *x, int rows, int width);
 /* Open an object whose first members are those of object_json, a complete
  * object another module wrote (vouched for as with jsonw_raw; whitespace
  * around it is dropped): more members and jsonw_object_end follow. For

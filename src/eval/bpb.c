@@ -163,8 +163,8 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
     res->bits = nats / log(2.0);
     res->bpb = res->bits / (double)n_bytes;
     res->loss = nats / (double)scored;
-    res->n_bytes = n_bytes;
-    res->n_tokens = scored;
+    res->bytes = n_bytes;
+    res->tokens = scored;
     res->context = T;
     res->stride = stride;
     res->seconds = timer_now() - t0;

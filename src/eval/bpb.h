@@ -20,17 +20,8 @@
 
 #include "core/error.h"
 #include "data/tokenizer.h"
+#include "eval/bpb_result.h"
 #include "model/model.h"
-
-typedef struct {
-    double bpb;             /* bits per byte */
-    double bits;            /* total bits */
-    double loss;            /* mean nats per scored token */
-    uint64_t n_bytes;
-    uint64_t n_tokens;      /* scored tokens (stream length - 1) */
-    int context, stride;
-    double seconds;
-} bpb_result;
 
 /* Per-token outputs of an evaluation, each indexed by the stream position
  * of the scored token (i = 1..n_tokens-1; entry 0 is set to 0); any may be

@@ -169,7 +169,7 @@ void compress_model_id(const compress_model *cm, uint8_t id[32])
         hash_int(&c, mx->cache_order);
         hash_int(&c, mx->match);
         hash_int(&c, mx->n_final);
-        hash_int(&c, mx->n_calib);
+        hash_int(&c, mx->calib.rows);
         hash_doubles(&c, &mx->lr, 1);
         hash_doubles(&c, &mx->lr_final, 1);
         hash_doubles(&c, &mx->beta, 1);
@@ -178,8 +178,8 @@ void compress_model_id(const compress_model *cm, uint8_t id[32])
             hash_doubles(&c, mx->theta[s], (size_t)mx->n_buckets[s] * MIX_N);
         }
         hash_doubles(&c, mx->phi, (size_t)mx->n_final * MIX_SETS);
-        hash_doubles(&c, mx->calib, (size_t)mx->n_calib * CALIB_KNOTS);
-        hash_doubles(&c, mx->calib_top, (size_t)MIX_TOP_ROWS * CALIB_KNOTS);
+        hash_doubles(&c, mx->calib.knots, (size_t)mx->calib.rows * CALIB_KNOTS);
+        hash_doubles(&c, mx->calib_top.knots, (size_t)mx->calib_top.rows * CALIB_KNOTS);
     }
     if (h->has_memory) {
         const ngram_memory *m = &h->memory;
@@ -383,8 +383,8 @@ int compress_text(const compress_model *cm, const uint8_t *text, size_t len, con
         hybrid_bpb_result hr;
         rc = hybrid_bpb_evaluate(NULL, cm->m, cm->h, cm->adapt, ids, n, r->document_bytes, cm->stride,
                                  cm->eval_batch, NULL, &hr, err);
-        r->eval_bits = hr.bits;
-        r->eval_bpb = hr.bpb;
+        r->eval_bits = hr.mixture.bits;
+        r->eval_bpb = hr.mixture.bpb;
     }
     free(ids);
     if (!rc && !(*out = malloc(COMPRESS_HEADER_BYTES + e.n)))

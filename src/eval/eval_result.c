@@ -3,6 +3,7 @@
  * file and nowhere else in C. */
 #include "eval/eval_result.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,21 +11,22 @@
 #include "core/json.h"
 #include "core/json_write.h"
 
-int eval_bpb_report_json(const eval_bpb_report *r, strbuf *out, tempo_error *err)
+int eval_bpb_json(const hybrid_bpb_result *r, strbuf *out, tempo_error *err)
 {
+    const bpb_result *f = &r->mixture;
     jsonw w;
     jsonw_init(&w, out);
     jsonw_object_begin(&w);
-    jsonw_field_number(&w, "bpb", r->bpb);
-    jsonw_field_number(&w, "bits", r->bits);
-    jsonw_field_number(&w, "loss", r->loss);
-    jsonw_field_uint(&w, "bytes", r->bytes);
-    jsonw_field_uint(&w, "tokens", r->tokens);
+    jsonw_field_number(&w, "bpb", f->bpb);
+    jsonw_field_number(&w, "bits", f->bits);
+    jsonw_field_number(&w, "loss", f->loss);
+    jsonw_field_uint(&w, "bytes", f->bytes);
+    jsonw_field_uint(&w, "tokens", f->tokens);
     jsonw_field_uint(&w, "documents", r->documents);
-    jsonw_field_int(&w, "context", r->context);
-    jsonw_field_int(&w, "stride", r->stride);
-    jsonw_field_number(&w, "seconds", r->seconds);
-    jsonw_field_number(&w, "model_seconds", r->model_seconds);
+    jsonw_field_int(&w, "context", f->context);
+    jsonw_field_int(&w, "stride", f->stride);
+    jsonw_field_number(&w, "seconds", f->seconds);
+    jsonw_field_number(&w, "model_seconds", r->model.seconds);
     jsonw_field_number(&w, "mixture_seconds", r->mixture_seconds);
     jsonw_field_int(&w, "memory_order", r->memory_order);
     jsonw_field_int(&w, "cache_order", r->cache_order);
@@ -38,8 +40,8 @@ int eval_bpb_report_json(const eval_bpb_report *r, strbuf *out, tempo_error *err
     for (int c = 0; c < MIX_N; c++) {
         jsonw_key(&w, mixer_component_names[c]);
         jsonw_object_begin(&w);
-        jsonw_field_number(&w, "bpb", r->component_bpb[c]);
-        jsonw_field_number(&w, "weight", r->component_weight[c]);
+        jsonw_field_number(&w, "bpb", r->bpb_component[c]);
+        jsonw_field_number(&w, "weight", r->mean_weight[c]);
         jsonw_object_end(&w);
     }
     jsonw_object_end(&w);
@@ -68,7 +70,14 @@ static int parse_object(const char *line, const char *prefix, json_value **v, te
     return 0;
 }
 
-int eval_bpb_figures_read(const char *line, eval_bpb_figures *f, tempo_error *err)
+/* A count of the line: a whole number in 0..max, else 0 (absent or not one; never cast out of range). */
+static uint64_t count_of(const json_value *v, const char *key, double max)
+{
+    double x = json_get_number(v, key, -1);
+    return x >= 0 && x <= max && x == floor(x) ? (uint64_t)x : 0;
+}
+
+int eval_bpb_read(const char *line, bpb_result *f, tempo_error *err)
 {
     json_value *v;
     if (parse_object(line, "eval output", &v, err))
@@ -78,12 +87,14 @@ int eval_bpb_figures_read(const char *line, eval_bpb_figures *f, tempo_error *er
     if (!b || (b->type != JSON_NUMBER && b->type != JSON_NULL)) {
         rc = tempo_fail(err, "eval output: no \"bpb\" number");
     } else {
+        memset(f, 0, sizeof *f);
         f->bpb = b->type == JSON_NUMBER ? b->number : NAN;
         f->bits = json_get_number(v, "bits", NAN);
-        f->bytes = json_get_number(v, "bytes", NAN);
-        f->tokens = json_get_number(v, "tokens", NAN);
-        f->context = json_get_number(v, "context", NAN);
-        f->stride = json_get_number(v, "stride", NAN);
+        f->loss = json_get_number(v, "loss", NAN);
+        f->bytes = count_of(v, "bytes", 9007199254740992.0);
+        f->tokens = count_of(v, "tokens", 9007199254740992.0);
+        f->context = (int)count_of(v, "context", INT_MAX);
+        f->stride = (int)count_of(v, "stride", INT_MAX);
         f->seconds = json_get_number(v, "seconds", NAN);
     }
     json_free(v);

@@ -22,31 +22,17 @@
 
 #include "core/error.h"
 #include "core/strbuf.h"
-#include "memory/mixer.h"
+#include "eval/bpb_result.h"
 
-typedef struct {
-    double bpb, bits, loss;
-    uint64_t bytes, tokens, documents;
-    int context, stride;
-    double bpb_linear;   /* the mixture before its calibration stage */
-    double seconds, model_seconds, mixture_seconds;
-    int memory_order, cache_order, match_length;
-    int adapt, mixer_fitted;
-    double adapt_lr;      /* the transformer's learning rate while it read (0: frozen) */
-    double component_bpb[MIX_N], component_weight[MIX_N];
-    const char *source;   /* the text file or data folder scored */
-} eval_bpb_report;
+/* The phase-1 line of a hybrid reading (eval_run_bpb's result). */
+int eval_bpb_json(const hybrid_bpb_result *r, strbuf *out, tempo_error *err);
 
-int eval_bpb_report_json(const eval_bpb_report *r, strbuf *out, tempo_error *err);
-
-/* The figures the judge reads back from a phase-1 line: NaN when absent. */
-typedef struct {
-    double bpb;   /* a null bpb (the model diverged) is NaN */
-    double bits, bytes, tokens, context, stride, seconds;
-} eval_bpb_figures;
-
-/* -1 (err: "eval output: ...") unless line is an object with "bpb" a number or null. */
-int eval_bpb_figures_read(const char *line, eval_bpb_figures *f, tempo_error *err);
+/* The figure the judge reads back from a phase-1 line, in bpb.h's type:
+ * bpb, bits, loss and seconds NaN when absent (a null bpb, a model that
+ * diverged, too); bytes, tokens, context and stride 0 when absent or not
+ * a whole number that the type holds. -1 (err: "eval output: ...") unless
+ * line is an object with "bpb" a number or null. */
+int eval_bpb_read(const char *line, bpb_result *f, tempo_error *err);
 
 typedef struct {
     double bpb;                    /* NaN: no text was scored */

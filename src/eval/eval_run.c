@@ -9,36 +9,6 @@
 #include "core/fileio.h"
 #include "data/token_store.h"
 #include "eval/hybrid_bpb.h"
-#include "memory/hybrid.h"
-#include "memory/memory_file.h"
-
-eval_parts eval_parts_all(void)
-{
-    eval_parts p = {1, 1, 1, -1, -1, -1};
-    return p;
-}
-
-eval_parts eval_parts_frozen(int memory, int cache)
-{
-    eval_parts p = eval_parts_all();
-    p.memory = memory;
-    p.cache = cache;
-    p.adapt = 0;
-    p.adapt_lr = 0;
-    return p;
-}
-
-int eval_run_parts(const char *run_dir, const run_config *cfg, const tokenizer *tok, eval_parts use, hybrid_parts *h,
-                   tempo_error *err)
-{
-    int rc = hybrid_parts_load(h, run_dir, cfg->model.vocab_size, ngram_tokenizer_id(tok),
-                               use.memory ? cfg->memory_order : 0,
-                               !use.cache ? 0 : use.cache_order >= 0 ? use.cache_order : cfg->cache_order,
-                               !use.cache ? 0 : use.match_length >= 0 ? use.match_length : cfg->match_length,
-                               cfg->mixer_lr, cfg->mixer_beta, err);
-    h->model_lr = use.adapt_lr >= 0 ? use.adapt_lr : cfg->adapt_lr;
-    return rc;
-}
 
 int eval_run_stride(const run_config *cfg, int stride)
 {
@@ -69,7 +39,8 @@ static int read_val(const char *data_dir, int vocab, int32_t **ids, size_t *n, u
 }
 
 int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_config *cfg, const char *data_dir,
-                 const char *text, int stride, int batch, eval_parts use, eval_bpb_report *r, tempo_error *err)
+                 const char *text, int stride, int batch, run_parts_use use, hybrid_bpb_result *r,
+                 tempo_error *err)
 {
     memset(r, 0, sizeof *r);
     int32_t *ids = NULL;
@@ -79,38 +50,16 @@ int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_
                   : read_val(data_dir, cfg->model.vocab_size, &ids, &n, &n_bytes, &n_docs, err);
     hybrid_parts h;
     memset(&h, 0, sizeof h);
-    hybrid_bpb_result hr;
     if (!rc)
-        rc = eval_run_parts(run_dir, cfg, tok, use, &h, err);
+        rc = run_parts_load(run_dir, cfg, tok, use, &h, err);
     if (!rc)
         rc = hybrid_bpb_evaluate(NULL, m, &h, use.adapt, ids, n, n_bytes, eval_run_stride(cfg, stride), batch,
-                                 NULL, &hr, err);
+                                 NULL, r, err);
     free(ids);
-    r->mixer_fitted = h.mixer_fitted;
-    r->memory_order = h.has_memory ? h.memory.order : 0;
-    r->cache_order = h.cache_order;
-    r->match_length = h.match_length;
-    r->adapt_lr = use.adapt ? h.model_lr : 0;
     hybrid_parts_free(&h);
     if (rc)
         return -1;
-    r->bpb = hr.bpb;
-    r->bits = hr.bits;
-    r->loss = hr.bits * log(2.0) / (double)hr.model.n_tokens;
-    r->bytes = hr.model.n_bytes;
-    r->tokens = hr.model.n_tokens;
     r->documents = n_docs;
-    r->context = hr.model.context;
-    r->stride = hr.model.stride;
-    r->seconds = hr.seconds;
-    r->model_seconds = hr.model.seconds;
-    r->mixture_seconds = hr.mixture_seconds;
-    r->bpb_linear = hr.bpb_linear;
-    r->adapt = use.adapt;
-    for (int c = 0; c < MIX_N; c++) {
-        r->component_bpb[c] = hr.bpb_component[c];
-        r->component_weight[c] = hr.mean_weight[c];
-    }
     r->source = text ? text : data_dir;
     return 0;
 }

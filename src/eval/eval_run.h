@@ -14,42 +14,21 @@
 #include "memory/hybrid.h"
 #include "model/model.h"
 #include "run/run_config.h"
-
-/* Which of the hybrid model's components to use (all by default: eval_parts_all). */
-typedef struct {
-    int memory, cache, adapt;
-    int cache_order, match_length;   /* >= 0: instead of the run's own (components needing no training) */
-    double adapt_lr;                 /* >= 0: the transformer's rate while reading, instead of the run's adapt_lr */
-} eval_parts;
-
-eval_parts eval_parts_all(void);
-
-/* The run's parts as the readers of single prompts use them (tempo icl, eval
- * --phase 2's ICL, generate, bench infer): the memory (memory = 0: off), the
- * cache and match model (cache = 0: off) and the fitted mixer, with the
- * transformer frozen (adapt_lr 0) on purpose: an ICL item, a generation or a
- * benchmark reads one prompt, and a transformer that learned from it would
- * carry its steps into the next item (docs/icl_and_inference.md). */
-eval_parts eval_parts_frozen(int memory, int cache);
-
-/* The hybrid parts the run at run_dir is read with (hybrid_parts_load from
- * its config, the components `use` leaves out switched off, the orders it
- * gives instead of the run's), and the transformer's rate while reading
- * in h->model_lr: what eval_run_bpb scores with, and tempo compress codes
- * with (eval/compress.h). */
-int eval_run_parts(const char *run_dir, const run_config *cfg, const tokenizer *tok, eval_parts use, hybrid_parts *h,
-                   tempo_error *err);
+#include "run/run_parts.h"
 
 /* The sliding windows' stride eval reads with: stride, or context / 2 when 0. */
 int eval_run_stride(const run_config *cfg, int stride);
 
 /* bpb of DATA_DIR/val.tok (data_dir) or of a text file (text; exactly one
- * is non-NULL), scored with the run's parts from run_dir. stride 0 =
- * context / 2. r->source points at data_dir or text. */
+ * is non-NULL), scored with the run's parts from run_dir as `use` takes
+ * them (run/run_parts.h: what tempo compress codes with too). stride 0 =
+ * context / 2. r->documents are the text's, r->source points at data_dir
+ * or text: r is the phase-1 line (eval_bpb_json). */
 int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_config *cfg, const char *data_dir,
-                 const char *text, int stride, int batch, eval_parts use, eval_bpb_report *r, tempo_error *err);
+                 const char *text, int stride, int batch, run_parts_use use, hybrid_bpb_result *r,
+                 tempo_error *err);
 
-/* The scorecard's figures from its parts: bpb_json (eval_bpb_report_json's
+/* The scorecard's figures from its parts: bpb_json (eval_bpb_json's
  * text, or NULL when no text was scored), the ICL summary and its JSON. The
  * inference figures are left NaN for bench_infer_scorecard (bench/bench_infer.h)
  * to fill. The strings are borrowed. */

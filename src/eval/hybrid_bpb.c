@@ -55,77 +55,67 @@ static int model_part_ranks(dist_context *dist, model *m, const int32_t *tokens,
         sum += nats[i];
     r->bits = sum / log(2.0);
     r->bpb = r->bits / (double)n_bytes;
-    r->n_tokens = n_tokens - 1;
-    r->loss = sum / (double)r->n_tokens;
+    r->tokens = n_tokens - 1;
+    r->loss = sum / (double)r->tokens;
     r->seconds = timer_now() - t0;
     return 0;
 }
 
-int hybrid_bpb_evaluate(dist_context *dist, model *m, const hybrid_parts *h, int adapt, const int32_t *tokens,
-                        size_t n_tokens, uint64_t n_bytes, int stride, int batch, mixer *fitted,
-                        hybrid_bpb_result *res, tempo_error *err)
+/* What read, in res: the parts (from h), adapt and the transformer's rate. */
+static void note_parts(hybrid_bpb_result *res, const hybrid_parts *h, int adapt, double lr)
 {
-    if (dist && dist->world <= 1)
-        dist = NULL;
-    memset(res, 0, sizeof *res);
-    double t0 = timer_now();
-    size_t na = n_tokens ? n_tokens : 1;
-    bpb_token_out out = {malloc(sizeof(double) * na), malloc(sizeof(float) * na), malloc(sizeof(int32_t) * na),
-                         malloc(sizeof(float) * na), 0};
-    double *confidence = malloc(sizeof(double) * na);
-#define FREE_ALL() (free(out.nats), free(out.top), free(out.top_id), free(out.log_norm), free(confidence))
-    if (!out.nats || !out.top || !out.top_id || !out.log_norm || !confidence) {
-        FREE_ALL();
-        return tempo_fail(err, "evaluation: out of memory for %zu tokens", n_tokens);
-    }
-    /* the transformer as the mixture takes it: sharpened by the mixer's beta */
-    out.beta = (float)(hybrid_parts_any(h) || fitted ? h->mx.beta : 1);
-    double beta = out.beta;   /* as the head has it */
-    double lr = adapt ? h->model_lr : 0;   /* the transformer learning as it reads */
-    int rc_model = dist ? model_part_ranks(dist, m, tokens, n_tokens, n_bytes, stride, batch, lr, &out, &res->model, err)
-                        : model_part(m, tokens, n_tokens, n_bytes, stride, batch, 0, 1, lr, &out, &res->model, err);
-    if (rc_model) {
-        FREE_ALL();
-        return -1;
-    }
-    if (dist && dist->rank != 0) {   /* the mixture is rank 0's */
-        FREE_ALL();
-        res->bits = res->model.bits;
-        res->bpb = res->bpb_linear = res->model.bpb;
-        res->seconds = timer_now() - t0;
-        return 0;
-    }
+    res->adapt = adapt;
+    res->adapt_lr = lr;
+    res->memory_order = h->has_memory ? h->memory.order : 0;
+    res->cache_order = h->cache_order;
+    res->match_length = h->match_length;
+    res->mixer_fitted = h->mixer_fitted;
+}
+
+/* The whole model's figure from its bits and bpb: the tokens, bytes and
+ * windows are the transformer's reading's, seconds the time since t0. */
+static void note_whole(hybrid_bpb_result *res, double bits, double bpb, double t0)
+{
+    bpb_result *w = &res->mixture;
+    w->bits = bits;
+    w->bpb = bpb;
+    w->loss = bits * log(2.0) / (double)res->model.tokens;
+    w->bytes = res->model.bytes;
+    w->tokens = res->model.tokens;
+    w->context = res->model.context;
+    w->stride = res->model.stride;
+    w->seconds = timer_now() - t0;
+}
+
+/* The transformer alone: its own figure, bit for bit, each other component absent. */
+static void model_alone(hybrid_bpb_result *res, double t0)
+{
+    res->bpb_linear = res->model.bpb;
+    res->bpb_component[MIX_MODEL] = res->model.bpb;
+    res->bpb_component[MIX_MEMORY] = res->bpb_component[MIX_CACHE] = res->bpb_component[MIX_MATCH] = NAN;
+    res->mean_weight[MIX_MODEL] = 1;
+    res->mean_weight[MIX_MEMORY] = res->mean_weight[MIX_CACHE] = res->mean_weight[MIX_MATCH] = NAN;
+    note_whole(res, res->model.bits, res->model.bpb, t0);
+}
+
+/* The stream read through the mixture from the transformer's per-token
+ * outputs (out, its nats overwritten), into res. */
+static int read_mixture(const hybrid_parts *h, int adapt, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes,
+                        const bpb_token_out *out, double *confidence, mixer *fitted, hybrid_bpb_result *res,
+                        tempo_error *err)
+{
     double t1 = timer_now();
-    res->present[MIX_MODEL] = 1;
-    if (!hybrid_parts_any(h) && !fitted) {
-        /* the transformer alone: its own figure, bit for bit */
-        FREE_ALL();
-        res->bits = res->model.bits;
-        res->bpb = res->bpb_linear = res->model.bpb;
-        res->bpb_component[MIX_MODEL] = res->model.bpb;
-        res->bpb_component[MIX_MEMORY] = res->bpb_component[MIX_CACHE] = res->bpb_component[MIX_MATCH] = NAN;
-        res->mean_weight[MIX_MODEL] = 1;
-        res->mean_weight[MIX_MEMORY] = res->mean_weight[MIX_CACHE] = res->mean_weight[MIX_MATCH] = NAN;
-        res->adapt = adapt;
-        res->seconds = timer_now() - t0;
-        return 0;
-    }
-    double *p_model = out.nats;
+    double beta = out->beta;   /* as the head has it */
+    double *p_model = out->nats;
     for (size_t i = 1; i < n_tokens; i++) {
         /* now the sharpened transformer's probability of token i, and of its top token */
-        p_model[i] = exp(-beta * out.nats[i] + (double)out.log_norm[i]);
-        confidence[i] = exp(beta * (double)out.top[i] + (double)out.log_norm[i]);
+        p_model[i] = exp(-beta * out->nats[i] + (double)out->log_norm[i]);
+        confidence[i] = exp(beta * (double)out->top[i] + (double)out->log_norm[i]);
     }
     mixture_options o = hybrid_parts_options(h, adapt);
     mixture_totals t;
-    int rc = mixture_score(&o, &h->mx, tokens, n_tokens, p_model, confidence, out.top_id, NULL, &t, fitted, err);
-    FREE_ALL();
-#undef FREE_ALL
-    if (rc)
+    if (mixture_score(&o, &h->mx, tokens, n_tokens, p_model, confidence, out->top_id, NULL, &t, fitted, err))
         return -1;
-    res->adapt = adapt;
-    res->bits = t.bits;
-    res->bpb = t.bits / (double)n_bytes;
     res->bpb_linear = t.bits_linear / (double)n_bytes;
     res->present[MIX_MODEL] = 1;
     res->present[MIX_MEMORY] = o.memory != NULL;
@@ -137,8 +127,56 @@ int hybrid_bpb_evaluate(dist_context *dist, model *m, const hybrid_parts *h, int
     }
     res->bpb_component[MIX_MODEL] = res->model.bpb;   /* the transformer alone, not sharpened */
     res->mixture_seconds = timer_now() - t1;
-    res->seconds = timer_now() - t0;
-    if (!isfinite(res->bpb))
+    res->mixture.bits = t.bits;   /* note_whole's, once the seconds are counted */
+    return 0;
+}
+
+int hybrid_bpb_evaluate(dist_context *dist, model *m, const hybrid_parts *h, int adapt, const int32_t *tokens,
+                        size_t n_tokens, uint64_t n_bytes, int stride, int batch, mixer *fitted,
+                        hybrid_bpb_result *res, tempo_error *err)
+{
+    if (dist && dist->world <= 1)
+        dist = NULL;
+    memset(res, 0, sizeof *res);
+    double t0 = timer_now();
+    double lr = adapt ? h->model_lr : 0;   /* the transformer learning as it reads */
+    note_parts(res, h, adapt, lr);
+    size_t na = n_tokens ? n_tokens : 1;
+    bpb_token_out out = {malloc(sizeof(double) * na), malloc(sizeof(float) * na), malloc(sizeof(int32_t) * na),
+                         malloc(sizeof(float) * na), 0};
+    double *confidence = malloc(sizeof(double) * na);
+#define FREE_ALL() (free(out.nats), free(out.top), free(out.top_id), free(out.log_norm), free(confidence))
+    if (!out.nats || !out.top || !out.top_id || !out.log_norm || !confidence) {
+        FREE_ALL();
+        return tempo_fail(err, "evaluation: out of memory for %zu tokens", n_tokens);
+    }
+    /* the transformer as the mixture takes it: sharpened by the mixer's beta */
+    out.beta = (float)(hybrid_parts_any(h) || fitted ? h->mx.beta : 1);
+    int rc = dist ? model_part_ranks(dist, m, tokens, n_tokens, n_bytes, stride, batch, lr, &out, &res->model, err)
+                  : model_part(m, tokens, n_tokens, n_bytes, stride, batch, 0, 1, lr, &out, &res->model, err);
+    if (rc) {
+        FREE_ALL();
+        return -1;
+    }
+    if (dist && dist->rank != 0) {   /* the mixture is rank 0's */
+        FREE_ALL();
+        res->bpb_linear = res->model.bpb;
+        note_whole(res, res->model.bits, res->model.bpb, t0);
+        return 0;
+    }
+    res->present[MIX_MODEL] = 1;
+    if (!hybrid_parts_any(h) && !fitted) {
+        FREE_ALL();
+        model_alone(res, t0);
+        return 0;
+    }
+    rc = read_mixture(h, adapt, tokens, n_tokens, n_bytes, &out, confidence, fitted, res, err);
+    FREE_ALL();
+#undef FREE_ALL
+    if (rc)
+        return -1;
+    note_whole(res, res->mixture.bits, res->mixture.bits / (double)n_bytes, t0);
+    if (!isfinite(res->mixture.bpb))
         return tempo_fail(err, "evaluation: the mixture produced a non-finite bpb");
     return 0;
 }

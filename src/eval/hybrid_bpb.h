@@ -11,22 +11,11 @@
 #include "eval/bpb.h"
 #include "memory/hybrid.h"
 
-typedef struct {
-    bpb_result model;              /* the transformer alone (its bpb, seconds) */
-    double bpb, bits;              /* the mixture */
-    double bpb_linear;             /* the mixture before its calibration stage (mixture.h) */
-    double bpb_component[MIX_N];   /* each component alone (NaN when absent) */
-    double mean_weight[MIX_N];     /* the mixer's mean weight per component */
-    int present[MIX_N];
-    int adapt;
-    double mixture_seconds;        /* memory + cache + mixer */
-    double seconds;                /* everything */
-} hybrid_bpb_result;
-
 /* adapt = 0 freezes the cache (empty), the mixer and the transformer (eval
  * --no-adapt); with adapt and h->model_lr > 0 the transformer learns as it
  * reads (bpb_evaluate with lr > 0: one window per forward, in order, `batch`
- * unused), and its figures in res are the learning reader's.
+ * unused), and its figures in res are the learning reader's. res says
+ * which parts read (from h); documents and source are left for the caller.
  * fitted (may be NULL) receives the mixer as it ended: the trainer fits the
  * initial weights this way on held-out training tokens.
  * dist NULL (or a world of 1): one process. With ranks (a data-parallel job; every

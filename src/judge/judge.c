@@ -22,6 +22,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/strbuf.h"
+#include "eval/eval_result.h"
 #include "judge/curves.h"
 #include "judge/leaderboard_db.h"
 #include "judge/manifest.h"
@@ -425,14 +426,14 @@ static void score_model(const attempt_ctx *c, const char *run_dir, const char *m
             set_status(r, JUDGE_FAILED, "judge: %s", why); /* the judge's evaluation is broken, not the model */
         goto done;
     }
-    judge_eval_result ev;
-    if (judge_parse_eval(line, &ev, &e)) {
+    bpb_result ev;
+    if (eval_bpb_read(line, &ev, &e)) {
         set_status(r, JUDGE_FAILED, "judge: %s", e.msg);
         goto done;
     }
     r->bpb = ev.bpb;
-    r->val_bytes = ev.bytes;
-    r->val_tokens = ev.tokens;
+    r->val_bytes = ev.bytes ? (double)ev.bytes : NAN;   /* 0: the line did not say */
+    r->val_tokens = ev.tokens ? (double)ev.tokens : NAN;
     if (!isfinite(ev.bpb)) {
         set_status(r, JUDGE_DIVERGED, "val bpb is not finite");
         goto done;

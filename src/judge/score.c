@@ -10,21 +10,6 @@
 #include "eval/eval_result.h"
 #include "train/run_result.h"
 
-int judge_parse_eval(const char *line, judge_eval_result *r, tempo_error *err)
-{
-    eval_bpb_figures f;
-    if (eval_bpb_figures_read(line, &f, err))
-        return -1;
-    r->bpb = f.bpb;
-    r->bits = f.bits;
-    r->bytes = f.bytes;
-    r->tokens = f.tokens;
-    r->context = f.context;
-    r->stride = f.stride;
-    r->seconds = f.seconds;
-    return 0;
-}
-
 void judge_parse_run_result(const char *text, size_t len, judge_run_record *r)
 {
     run_result_summary s;
@@ -42,13 +27,13 @@ void judge_parse_run_result(const char *text, size_t len, judge_run_record *r)
     r->mfu = s.mfu;
 }
 
-void judge_phase2_init(judge_phase2 *p, const judge_eval_result *e)
+void judge_phase2_init(judge_phase2 *p, const bpb_result *e)
 {
     memset(p, 0, sizeof *p);
     p->bpb = e->bpb;
     p->core = p->decode_tokens_per_s = p->decode_bytes_per_s = NAN;
     p->icl_term = p->speed_term = p->combined = NAN;
-    p->bytes_per_token = e->tokens > 0 && e->bytes > 0 ? e->bytes / e->tokens : NAN;
+    p->bytes_per_token = e->tokens > 0 && e->bytes > 0 ? (double)e->bytes / (double)e->tokens : NAN;
     text_fmt(p->reason, sizeof p->reason, "phase 2 not evaluated");
 }
 

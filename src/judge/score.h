@@ -15,30 +15,21 @@
  *                 speed is tokenizer-agnostic like bpb.
  * So 0.1 of CORE is worth 0.1 bpb, and each doubling of decode speed 0.05 bpb,
  * at most 0.25 either way. The constants live here and nowhere else.
- * Nothing here runs a process; judge/judge.c runs `tempo eval` and feeds
- * its last stdout line to these parsers. */
+ * Nothing here runs a process; judge/judge.c runs `tempo eval` and reads
+ * its last stdout line (eval_bpb_read, eval/eval_result.h, into the one bpb
+ * figure type, eval/bpb_result.h's bpb_result) and the scorecard's (below). */
 #ifndef TEMPO_JUDGE_SCORE_H
 #define TEMPO_JUDGE_SCORE_H
 
 #include "core/error.h"
 #include "core/strbuf.h"
+#include "eval/bpb_result.h"
 #include "judge/attempt.h"
 
 #define JUDGE_W_ICL 1.0
 #define JUDGE_W_SPEED 0.05
 #define JUDGE_SPEED_REF_BYTES_PER_S 1000.0
 #define JUDGE_SPEED_TERM_CAP 0.25
-
-/* The figures of `tempo eval`'s JSON line that the judge records. */
-typedef struct {
-    double bpb;       /* may be non-finite (the model diverged) */
-    double bits, bytes, tokens, context, stride, seconds;  /* NaN when absent */
-} judge_eval_result;
-
-/* Parse eval's last stdout line (eval/eval_result.h reads it). Needs an
- * object with a number "bpb" (a null bpb is read as NaN). Errors: "eval
- * output: <problem>". */
-int judge_parse_eval(const char *line, judge_eval_result *r, tempo_error *err);
 
 /* Lenient read of a submission's own result.json text (tempo's trainer
  * writes one; a custom command may write anything): sets r's
@@ -62,8 +53,9 @@ typedef struct {
     double combined;             /* bpb - icl_term - speed_term */
 } judge_phase2;
 
-/* Start p for a model whose phase-1 evaluation gave e (parts unavailable). */
-void judge_phase2_init(judge_phase2 *p, const judge_eval_result *e);
+/* Start p for a model whose phase-1 evaluation gave e (parts unavailable;
+ * bytes per token unknown when e's bytes or tokens are 0, unknown). */
+void judge_phase2_init(judge_phase2 *p, const bpb_result *e);
 
 /* Mark the parts unavailable, with a reason (printf-style). */
 void judge_phase2_unavailable(judge_phase2 *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -49,17 +49,12 @@ int mixer_init(mixer *mx, int memory_order, int cache_order, int match, double l
     for (int s = 0; s < MIX_SETS; s++)
         mx->theta[s] = calloc((size_t)mx->n_buckets[s] * MIX_N, sizeof(double));
     mx->phi = calloc((size_t)mx->n_final * MIX_SETS, sizeof(double));
-    mx->n_calib = mx->match ? MATCH_LEN_BINS : 0;
-    mx->calib = malloc(sizeof(double) * CALIB_KNOTS * (size_t)(mx->n_calib ? mx->n_calib : 1));
-    mx->calib_top = malloc(sizeof(double) * CALIB_KNOTS * MIX_TOP_ROWS);
-    if (!mx->theta[0] || !mx->theta[1] || !mx->theta[2] || !mx->phi || !mx->calib || !mx->calib_top) {
+    if (!mx->theta[0] || !mx->theta[1] || !mx->theta[2] || !mx->phi ||
+        calib_stage_init(&mx->calib, mx->match ? MATCH_LEN_BINS : 0) ||
+        calib_stage_init(&mx->calib_top, MIX_TOP_ROWS)) {
         mixer_free(mx);
         return tempo_fail(err, "mixer: out of memory");
     }
-    for (int r = 0; r < mx->n_calib; r++)
-        calibration_identity(mx->calib + (size_t)r * CALIB_KNOTS);
-    for (int r = 0; r < MIX_TOP_ROWS; r++)
-        calibration_identity(mx->calib_top + (size_t)r * CALIB_KNOTS);
     return 0;
 }
 
@@ -68,8 +63,8 @@ void mixer_free(mixer *mx)
     for (int s = 0; s < MIX_SETS; s++)
         free(mx->theta[s]);
     free(mx->phi);
-    free(mx->calib);
-    free(mx->calib_top);
+    calib_stage_free(&mx->calib);
+    calib_stage_free(&mx->calib_top);
     memset(mx, 0, sizeof *mx);
 }
 
@@ -82,8 +77,8 @@ int mixer_copy(mixer *dst, const mixer *src, tempo_error *err)
     for (int s = 0; s < MIX_SETS; s++)
         memcpy(dst->theta[s], src->theta[s], sizeof(double) * (size_t)src->n_buckets[s] * MIX_N);
     memcpy(dst->phi, src->phi, sizeof(double) * (size_t)src->n_final * MIX_SETS);
-    memcpy(dst->calib, src->calib, sizeof(double) * CALIB_KNOTS * (size_t)src->n_calib);
-    memcpy(dst->calib_top, src->calib_top, sizeof(double) * CALIB_KNOTS * MIX_TOP_ROWS);
+    calib_stage_copy(&dst->calib, &src->calib);
+    calib_stage_copy(&dst->calib_top, &src->calib_top);
     return 0;
 }
 
@@ -181,20 +176,6 @@ void mixer_learn(mixer *mx, const mixer_context *c, const int present[MIX_N], co
         f[s] = clamp_logit(f[s] - mx->lr_final * b->v[s] * (1 - q[s] / pm));
 }
 
-/* rows x width logits as a JSON array of arrays (shortest text that reads
- * back as the same double) */
-static void put_rows(jsonw *w, const double *x, int rows, int width)
-{
-    jsonw_array_begin(w);
-    for (int b = 0; b < rows; b++) {
-        jsonw_array_begin(w);
-        for (int i = 0; i < width; i++)
-            jsonw_number(w, x[(size_t)b * width + i]);
-        jsonw_array_end(w);
-    }
-    jsonw_array_end(w);
-}
-
 static void put_names(jsonw *w, const char *key, const char *const *names, int n)
 {
     jsonw_key(w, key);
@@ -204,7 +185,31 @@ static void put_names(jsonw *w, const char *key, const char *const *names, int n
     jsonw_array_end(w);
 }
 
-/* mixer.json; mixer_load below reads the same keys back. */
+/* The linear stage's keys of mixer.json: its layout, rates, beta and logits (linear_load reads them). */
+static void linear_save(const mixer *mx, jsonw *w)
+{
+    jsonw_field_int(w, "memory_order", mx->memory_order);
+    jsonw_field_int(w, "cache_order", mx->cache_order);
+    jsonw_field_int(w, "match", mx->match);
+    jsonw_key(w, "buckets");
+    jsonw_array_begin(w);
+    for (int k = 0; k < MIX_SETS; k++)
+        jsonw_int(w, mx->n_buckets[k]);
+    jsonw_array_end(w);
+    jsonw_field_int(w, "final_buckets", mx->n_final);
+    jsonw_field_number(w, "lr", mx->lr);
+    jsonw_field_number(w, "lr_final", mx->lr_final);
+    jsonw_field_number(w, "model_beta", mx->beta);
+    jsonw_key(w, "theta");
+    jsonw_array_begin(w);
+    for (int k = 0; k < MIX_SETS; k++)
+        jsonw_rows(w, mx->theta[k], mx->n_buckets[k], MIX_N);
+    jsonw_array_end(w);
+    jsonw_key(w, "final");
+    jsonw_rows(w, mx->phi, mx->n_final, MIX_SETS);
+}
+
+/* mixer.json: the stages' keys in order; mixer_load below reads them back. */
 int mixer_save(const mixer *mx, const char *path, tempo_error *err)
 {
     strbuf s = {0};
@@ -215,31 +220,9 @@ int mixer_save(const mixer *mx, const char *path, tempo_error *err)
     jsonw_field_int(&w, "version", 3);
     put_names(&w, "components", mixer_component_names, MIX_N);
     put_names(&w, "sets", mixer_set_names, MIX_SETS);
-    jsonw_field_int(&w, "memory_order", mx->memory_order);
-    jsonw_field_int(&w, "cache_order", mx->cache_order);
-    jsonw_field_int(&w, "match", mx->match);
-    jsonw_key(&w, "buckets");
-    jsonw_array_begin(&w);
-    for (int k = 0; k < MIX_SETS; k++)
-        jsonw_int(&w, mx->n_buckets[k]);
-    jsonw_array_end(&w);
-    jsonw_field_int(&w, "final_buckets", mx->n_final);
-    jsonw_field_number(&w, "lr", mx->lr);
-    jsonw_field_number(&w, "lr_final", mx->lr_final);
-    jsonw_field_number(&w, "model_beta", mx->beta);
-    jsonw_key(&w, "theta");
-    jsonw_array_begin(&w);
-    for (int k = 0; k < MIX_SETS; k++)
-        put_rows(&w, mx->theta[k], mx->n_buckets[k], MIX_N);
-    jsonw_array_end(&w);
-    jsonw_key(&w, "final");
-    put_rows(&w, mx->phi, mx->n_final, MIX_SETS);
-    if (mx->n_calib) {
-        jsonw_key(&w, "calibration");
-        put_rows(&w, mx->calib, mx->n_calib, CALIB_KNOTS);
-    }
-    jsonw_key(&w, "calibration_top");
-    put_rows(&w, mx->calib_top, MIX_TOP_ROWS, CALIB_KNOTS);
+    linear_save(mx, &w);
+    calib_stage_save(&mx->calib, "calibration", &w);
+    calib_stage_save(&mx->calib_top, "calibration_top", &w);
     jsonw_object_end(&w);
     int rc = jsonw_finish(&w, err) ? tempo_error_prefix(err, path) : 0;
     if (rc == 0) {
@@ -250,24 +233,56 @@ int mixer_save(const mixer *mx, const char *path, tempo_error *err)
     return rc;
 }
 
-/* Read rows x width numbers in lo..hi from a JSON array of arrays into x
- * (what: the key, and what the rows hold). */
-static int get_rows(const json_value *a, double *x, int rows, int width, double lo, double hi, const char *path,
-                    const char *what, tempo_error *err)
+/* The linear stage from mixer.json's object v (every field checked, errors
+ * naming path): mx initialised for its layout, every stage at its start,
+ * then its rates, beta and logits read. */
+static int linear_load(mixer *mx, const json_value *v, const char *path, tempo_error *err)
 {
-    if (!a || a->type != JSON_ARRAY || a->n != (size_t)rows)
-        return tempo_fail(err, "%s: %s: expected %d rows of %d numbers", path, what, rows, width);
-    for (size_t b = 0; b < a->n; b++) {
-        const json_value *row = &a->items[b];
-        if (row->type != JSON_ARRAY || row->n != (size_t)width)
-            return tempo_fail(err, "%s: %s[%zu]: expected %d numbers", path, what, b, width);
-        for (int i = 0; i < width; i++) {
-            const json_value *v = &row->items[i];
-            if (v->type != JSON_NUMBER || !(v->number >= lo && v->number <= hi))
-                return tempo_fail(err, "%s: %s[%zu][%d]: expected a number in %g..%g", path, what, b, i, lo, hi);
-            x[b * (size_t)width + (size_t)i] = v->number;
-        }
-    }
+    double mo = json_get_number(v, "memory_order", -1), co = json_get_number(v, "cache_order", -1);
+    double ma = json_get_number(v, "match", -1);
+    double lr = json_get_number(v, "lr", -1), lr_final = json_get_number(v, "lr_final", -1);
+    double nf = json_get_number(v, "final_buckets", -1);
+    const json_value *jb = json_get(v, "model_beta");   /* absent: written before it existed, 1 */
+    double beta = !jb ? 1 : jb->type == JSON_NUMBER ? jb->number : NAN;
+    const json_value *nb = json_get(v, "buckets"), *th = json_get(v, "theta");
+    if (!(mo >= 0 && mo <= NGRAM_MAX_ORDER && co >= 0 && co <= NGRAM_MAX_ORDER) || mo != (int)mo || co != (int)co)
+        return tempo_fail(err, "%s: memory_order and cache_order must be integers in 0..%d", path, NGRAM_MAX_ORDER);
+    if (ma != 0 && ma != 1)
+        return tempo_fail(err, "%s: match must be 0 or 1", path);
+    if (!(lr_final >= 0 && lr_final <= 10))
+        return tempo_fail(err, "%s: lr_final must be a number in 0..10", path);
+    if (!(beta >= MIXER_BETA_MIN && beta <= MIXER_BETA_MAX))
+        return tempo_fail(err, "%s: model_beta must be a number in %g..%g", path, MIXER_BETA_MIN, MIXER_BETA_MAX);
+    if (mixer_init(mx, (int)mo, (int)co, (int)ma, lr, err))
+        return tempo_error_prefix(err, path);
+    mx->lr_final = lr_final;
+    mx->beta = beta;
+    if (!nb || nb->type != JSON_ARRAY || nb->n != MIX_SETS || nf != mx->n_final)
+        return tempo_fail(err, "%s: expected buckets [%d,%d,%d] and final_buckets %d", path, mx->n_buckets[0],
+                          mx->n_buckets[1], mx->n_buckets[2], mx->n_final);
+    for (int k = 0; k < MIX_SETS; k++)
+        if (nb->items[k].type != JSON_NUMBER || nb->items[k].number != mx->n_buckets[k])
+            return tempo_fail(err, "%s: expected buckets [%d,%d,%d]", path, mx->n_buckets[0], mx->n_buckets[1],
+                              mx->n_buckets[2]);
+    if (!th || th->type != JSON_ARRAY || th->n != MIX_SETS)
+        return tempo_fail(err, "%s: theta: expected %d weight sets", path, MIX_SETS);
+    for (int k = 0; k < MIX_SETS; k++)
+        if (json_get_rows(&th->items[k], mx->theta[k], mx->n_buckets[k], MIX_N, -30, 30, mixer_set_names[k], err))
+            return tempo_error_prefix(err, path);
+    if (json_get_rows(json_get(v, "final"), mx->phi, mx->n_final, MIX_SETS, -30, 30, "final", err))
+        return tempo_error_prefix(err, path);
+    return 0;
+}
+
+/* The stages after the linear one: the calibration of the predicted token
+ * (only with the match model) and the top-token stage. */
+static int calibration_load(mixer *mx, const json_value *v, const char *path, tempo_error *err)
+{
+    if (json_get(v, "calibration") && !mx->calib.rows)
+        return tempo_fail(err, "%s: calibration is for the match model, which this mixer has not", path);
+    if (calib_stage_load(&mx->calib, v, "calibration", path, err) ||
+        calib_stage_load(&mx->calib_top, v, "calibration_top", path, err))
+        return -1;
     return 0;
 }
 
@@ -284,79 +299,16 @@ int mixer_load(mixer *mx, const char *path, tempo_error *err)
     free(text);
     if (rc)
         return tempo_fail(err, "%s: %s", path, je.msg);
-    rc = -1;
     const char *fmt = json_get_string(v, "format");
-    double mo = json_get_number(v, "memory_order", -1), co = json_get_number(v, "cache_order", -1);
     double version = json_get_number(v, "version", 0);
-    double ma = json_get_number(v, "match", -1);
-    double lr = json_get_number(v, "lr", -1), lr_final = json_get_number(v, "lr_final", -1);
-    double nf = json_get_number(v, "final_buckets", -1);
-    const json_value *jb = json_get(v, "model_beta");   /* absent: written before it existed, 1 */
-    double beta = !jb ? 1 : jb->type == JSON_NUMBER ? jb->number : NAN;
-    const json_value *nb = json_get(v, "buckets"), *th = json_get(v, "theta");
     if (fmt && !strcmp(fmt, "tempo-mixer") && (version == 1 || version == 2)) {
         tempo_fail(err, "%s: a mixer of an older layout (version %g: one weight set)", path, version);
         rc = -2;
-        goto out;
+    } else if (!fmt || strcmp(fmt, "tempo-mixer") || version != 3) {
+        rc = tempo_fail(err, "%s: not a tempo mixer file (format tempo-mixer, version 3)", path);
+    } else {
+        rc = linear_load(mx, v, path, err) || calibration_load(mx, v, path, err) ? -1 : 0;
     }
-    if (!fmt || strcmp(fmt, "tempo-mixer") || version != 3) {
-        tempo_fail(err, "%s: not a tempo mixer file (format tempo-mixer, version 3)", path);
-        goto out;
-    }
-    if (!(mo >= 0 && mo <= NGRAM_MAX_ORDER && co >= 0 && co <= NGRAM_MAX_ORDER) || mo != (int)mo || co != (int)co) {
-        tempo_fail(err, "%s: memory_order and cache_order must be integers in 0..%d", path, NGRAM_MAX_ORDER);
-        goto out;
-    }
-    if (ma != 0 && ma != 1) {
-        tempo_fail(err, "%s: match must be 0 or 1", path);
-        goto out;
-    }
-    if (!(lr_final >= 0 && lr_final <= 10)) {
-        tempo_fail(err, "%s: lr_final must be a number in 0..10", path);
-        goto out;
-    }
-    if (!(beta >= MIXER_BETA_MIN && beta <= MIXER_BETA_MAX)) {
-        tempo_fail(err, "%s: model_beta must be a number in %g..%g", path, MIXER_BETA_MIN, MIXER_BETA_MAX);
-        goto out;
-    }
-    if (mixer_init(mx, (int)mo, (int)co, (int)ma, lr, err)) {
-        tempo_error_prefix(err, path);
-        goto out;
-    }
-    mx->lr_final = lr_final;
-    mx->beta = beta;
-    if (!nb || nb->type != JSON_ARRAY || nb->n != MIX_SETS || nf != mx->n_final) {
-        tempo_fail(err, "%s: expected buckets [%d,%d,%d] and final_buckets %d", path, mx->n_buckets[0],
-                   mx->n_buckets[1], mx->n_buckets[2], mx->n_final);
-        goto out;
-    }
-    for (int k = 0; k < MIX_SETS; k++)
-        if (nb->items[k].type != JSON_NUMBER || nb->items[k].number != mx->n_buckets[k]) {
-            tempo_fail(err, "%s: expected buckets [%d,%d,%d]", path, mx->n_buckets[0], mx->n_buckets[1],
-                       mx->n_buckets[2]);
-            goto out;
-        }
-    if (!th || th->type != JSON_ARRAY || th->n != MIX_SETS) {
-        tempo_fail(err, "%s: theta: expected %d weight sets", path, MIX_SETS);
-        goto out;
-    }
-    for (int k = 0; k < MIX_SETS; k++)
-        if (get_rows(&th->items[k], mx->theta[k], mx->n_buckets[k], MIX_N, -30, 30, path, mixer_set_names[k], err))
-            goto out;
-    if (get_rows(json_get(v, "final"), mx->phi, mx->n_final, MIX_SETS, -30, 30, path, "final", err))
-        goto out;
-    const json_value *cal = json_get(v, "calibration");
-    if (cal && !mx->n_calib) {
-        tempo_fail(err, "%s: calibration is for the match model, which this mixer has not", path);
-        goto out;
-    }
-    if (cal && get_rows(cal, mx->calib, mx->n_calib, CALIB_KNOTS, 0, 1, path, "calibration", err))
-        goto out;
-    const json_value *ctop = json_get(v, "calibration_top");
-    if (ctop && get_rows(ctop, mx->calib_top, MIX_TOP_ROWS, CALIB_KNOTS, 0, 1, path, "calibration_top", err))
-        goto out;
-    rc = 0;
-out:
     json_free(v);
     if (rc)
         mixer_free(mx);

@@ -24,14 +24,20 @@
  * training tokens; an evaluation starts from them and keeps learning (unless
  * told not to).
  *
- * With the match model present the mixer also holds the calibration of its
- * predicted token (calibration.h: one row per match length bin), fitted and
- * saved with the logits; mixture.c applies it after the linear mixture. The
- * top-token stage's map (MIX_TOP_ROWS rows) is held, fitted and saved the
- * same way, with or without the match model. So is beta, the power the
- * transformer's distribution is raised to (and renormalised) before it is
- * mixed: a calibrated model's peaks are averaged down by the linear
- * mixture, and a sharper one mixes better (docs/hybrid_model.md). */
+ * The mixer holds every stage of the mixture (mixture.h), each one unit
+ * with its own apply, learn, save and load:
+ *   - the linear stage, here: beta, the power the transformer's
+ *     distribution is raised to (and renormalised) before it is mixed (a
+ *     calibrated model's peaks are averaged down by the linear mixture,
+ *     and a sharper one mixes better, docs/hybrid_model.md), then the
+ *     weights above: mixer_select and mixer_weights apply them,
+ *     mixer_learn learns, and mixer.c saves and loads their keys;
+ *   - the calibration of the match model's predicted token (calib, one
+ *     row per match length bin; absent without the match model) and the
+ *     top-token stage (calib_top, MIX_TOP_ROWS rows), two calibration
+ *     stages (calibration.h: their apply, learn, save and load).
+ * mixer_init, _copy, _free, _save and _load hand each stage its part;
+ * mixer.json holds them all, fitted on held-out training tokens. */
 #ifndef TEMPO_MIXER_H
 #define TEMPO_MIXER_H
 
@@ -58,11 +64,10 @@ typedef struct {
     double lr_final;                /* of the final logits */
     double *theta[MIX_SETS];        /* [n_buckets[s]][MIX_N] */
     double *phi;                    /* [n_final][MIX_SETS] */
-    int n_calib;                    /* calibration rows: MATCH_LEN_BINS with the match model, else 0 */
-    double *calib;                  /* [n_calib][CALIB_KNOTS] (calibration.h) */
-    double *calib_top;              /* [MIX_TOP_ROWS][CALIB_KNOTS]: the top-token stage (mixture.c) */
     double beta;                    /* the transformer enters the mixture sharpened: p^beta / sum_v p_v^beta
                                        (1: as it is; MIXER_BETA_MIN..MIXER_BETA_MAX) */
+    calib_stage calib;              /* the match model's predicted token: MATCH_LEN_BINS rows with it, else 0 */
+    calib_stage calib_top;          /* the transformer's top token: MIX_TOP_ROWS rows (mixture_top_row) */
 } mixer;
 
 /* Where a position stands: one bucket per set and the final one. */

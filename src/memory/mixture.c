@@ -45,57 +45,23 @@ int mixture_stream_reset(mixture_stream *s, const mixer *initial, tempo_error *e
     return mixture_stream_init(s, &o, initial, err);
 }
 
-/* The calibration stage (calibration.h) at one position. The mixture is
- * p(y) = w_model p_model(y) + R(y), where R(y) is the other components'
- * weighted sum, of total mass wr. When the match model predicts a token y*,
- * the calibration reads P = R(y*) / wr and gives p'; then R(y*) becomes
- * wr p' and every other R(y) is scaled by (1 - p') / (1 - P), so the sum is
- * unchanged: still a distribution over the whole vocabulary. The
- * transformer's share is left as it is (its probability of y* is not known
- * when only the true token's is). Everything here is fixed by tokens[0..i)
- * and the state: the scored token is not read. */
-typedef struct {
-    int active;
-    int32_t token;                /* the token the map is about (-1: none); kept when the map is not read */
-    double p_token, scale;        /* its probability after the map; every other token's factor */
-    double *row;                  /* the row read */
-    calib_slot slot;
-} map_point;
-
-/* The map `row` read at P, the token's share of a part of the distribution
- * of mass `mass`: the token gets mass P', every other token of that part is
- * scaled by (1 - P') / (1 - P), so the part keeps its mass. */
-static map_point map_read(double *row, int32_t token, double P, double mass)
-{
-    map_point m = {1, token, 0, 1, row, {0, 0}};
-    double pc = calibration_read(row, P, &m.slot);
-    m.p_token = mass * pc;
-    m.scale = (1 - pc) / (1 - P);
-    return m;
-}
-
-/* p(y) after the map, given p(y) before it (unchanged when it was not read). */
-static double map_apply(const map_point *m, int32_t y, double p)
-{
-    if (!m->active)
-        return p;
-    return y == m->token ? m->p_token : p * m->scale;
-}
-
-/* After the token y is scored: the map's row learns whether it was m's token. */
-static void map_learn(const map_point *m, int32_t y)
-{
-    if (m->active)
-        calibration_learn(m->row, &m->slot, y == m->token);
-}
-
+/* The calibration stage (calibration.h) at one position: which token it
+ * reads, and its share. The mixture is p(y) = w_model p_model(y) + R(y),
+ * where R(y) is the other components' weighted sum, of total mass wr. When
+ * the match model predicts a token y*, the stage reads P = R(y*) / wr and
+ * gives p'; then R(y*) becomes wr p' and every other R(y) is scaled by
+ * (1 - p') / (1 - P), so the sum is unchanged: still a distribution over
+ * the whole vocabulary. The transformer's share is left as it is (its
+ * probability of y* is not known when only the true token's is).
+ * Everything here is fixed by tokens[0..i) and the state: the scored token
+ * is not read. */
 /* mem: the corpus memory's answer asked ahead (NULL: ask it here); *late
  * (when late is not NULL) is set when the memory had to be asked here. */
-static map_point calib_prepare(const mixture_stream *s, const int32_t *tokens, size_t i, const double *w,
-                                const memory_answer *mem, int *late)
+static calib_point calib_prepare(const mixture_stream *s, const int32_t *tokens, size_t i, const double *w,
+                                 const memory_answer *mem, int *late)
 {
-    map_point c = {0, -1, 0, 1, NULL, {0, 0}};
-    if (!s->present[MIX_MATCH] || !s->mx.n_calib)
+    calib_point c = calib_point_none(-1);
+    if (!s->present[MIX_MATCH] || !s->mx.calib.rows)
         return c;
     double q = match_model_predict(&s->match, tokens, &c.token);
     if (c.token < 0)
@@ -116,7 +82,7 @@ static map_point calib_prepare(const mixture_stream *s, const int32_t *tokens, s
     r += w[MIX_MATCH] * q;
     if (!(wr > 0) || !(r / wr < 1 - 1e-12))
         return c;   /* nothing left to move */
-    return map_read(s->mx.calib + (size_t)match_model_bin(&s->match) * CALIB_KNOTS, c.token, r / wr, wr);
+    return calib_stage_read(&s->mx.calib, match_model_bin(&s->match), c.token, r / wr, wr);
 }
 
 /* The top-token stage (mixture.h): after the match calibration, the
@@ -136,16 +102,16 @@ int mixture_top_row(double p_model_top, int32_t top, int32_t predicted)
 
 /* rest_top: the other components' weighted probability of top before the
  * match calibration; p_model_top: the transformer's. */
-static map_point top_prepare(const mixture_stream *s, const map_point *cal, int32_t top, double w_model,
-                             double p_model_top, double rest_top)
+static calib_point top_prepare(const mixture_stream *s, const calib_point *cal, int32_t top, double w_model,
+                               double p_model_top, double rest_top)
 {
-    map_point t = {0, top, 0, 1, NULL, {0, 0}};
+    calib_point t = calib_point_none(top);
     if (top < 0)
         return t;
-    double P = w_model * p_model_top + map_apply(cal, top, rest_top);
+    double P = w_model * p_model_top + calib_point_apply(cal, top, rest_top);
     if (!(P > 0) || !(P < 1 - 1e-12))
         return t;   /* nothing left to move */
-    return map_read(s->mx.calib_top + (size_t)mixture_top_row(p_model_top, top, cal->token) * CALIB_KNOTS, top, P, 1);
+    return calib_stage_read(&s->mx.calib_top, mixture_top_row(p_model_top, top, cal->token), top, P, 1);
 }
 
 double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, double p_model, double confidence,
@@ -171,9 +137,9 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
         rest += w[c] * p[c];
     double linear = w[MIX_MODEL] * p_model + rest;
     int late = mem == NULL && s->present[MIX_MEMORY];
-    map_point cal = calib_prepare(s, tokens, i, w, mem, &late);
-    double pm = w[MIX_MODEL] * p_model + map_apply(&cal, tokens[i], rest);
-    map_point tp = {0, -1, 0, 1, NULL, {0, 0}};
+    calib_point cal = calib_prepare(s, tokens, i, w, mem, &late);
+    double pm = w[MIX_MODEL] * p_model + calib_point_apply(&cal, tokens[i], rest);
+    calib_point tp = calib_point_none(-1);
     if (top >= 0 && top < s->opt.vocab) {
         double rt = 0;
         if (s->present[MIX_MEMORY])
@@ -184,7 +150,7 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
         if (s->present[MIX_MATCH])
             rt += w[MIX_MATCH] * match_model_prob_of(&s->match, tokens, top);
         tp = top_prepare(s, &cal, top, w[MIX_MODEL], confidence, rt);
-        pm = map_apply(&tp, tokens[i], pm);
+        pm = calib_point_apply(&tp, tokens[i], pm);
     }
     if (totals) {
         totals->bits -= log2(pm);
@@ -200,8 +166,8 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
     /* the probability is fixed: now learn from the token */
     if (s->opt.adapt) {
         mixer_learn(&s->mx, &ctx, s->present, &bl, p);
-        map_learn(&cal, tokens[i]);
-        map_learn(&tp, tokens[i]);
+        calib_point_learn(&cal, tokens[i]);
+        calib_point_learn(&tp, tokens[i]);
         if (s->present[MIX_CACHE] && ngram_memory_add(&s->cache, tokens, i, err))
             return -1;
         if (s->present[MIX_MATCH])
@@ -257,20 +223,20 @@ void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t 
                                      s->present[MIX_MATCH] ? match_model_bin(&s->match) : 0, confidence);
     mixer_weights(&s->mx, &ctx, s->present, &bl);
     const double *w = bl.w;
-    map_point cal = calib_prepare(s, tokens, i, w, NULL, NULL);
+    calib_point cal = calib_prepare(s, tokens, i, w, NULL, NULL);
     double rest_top = 0;
     for (int t = 0; t < V; t++) {
         double rest = (s->present[MIX_MEMORY] ? w[MIX_MEMORY] * pmem[t] : 0) +
                       (s->present[MIX_CACHE] ? w[MIX_CACHE] * pcache[t] : 0) +
                       (s->present[MIX_MATCH] ? w[MIX_MATCH] * (predicted < 0 ? 1.0 / V
                                                                : t == predicted ? qmatch : (1 - qmatch) / (V - 1)) : 0);
-        out[t] = w[MIX_MODEL] * p_model[t] + map_apply(&cal, t, rest);
+        out[t] = w[MIX_MODEL] * p_model[t] + calib_point_apply(&cal, t, rest);
         if (t == top)
             rest_top = rest;
     }
-    map_point tp = top_prepare(s, &cal, top, w[MIX_MODEL], confidence, rest_top);
+    calib_point tp = top_prepare(s, &cal, top, w[MIX_MODEL], confidence, rest_top);
     for (int t = 0; t < V; t++)
-        out[t] = map_apply(&tp, t, out[t]);
+        out[t] = calib_point_apply(&tp, t, out[t]);
 }
 
 int mixture_stream_logits(mixture_stream *s, const int32_t *tokens, size_t n, float *z, double *tmp,
@@ -362,7 +328,7 @@ int mixture_score(const mixture_options *o, const mixer *initial, const int32_t 
             mem[i].top = top ? top[i] : -1;
         }
         /* only the calibration stage reads the predicted token's probability */
-        if (o->match_length > 0 && initial->n_calib && match_predictions(o, tokens, n, mem, err)) {
+        if (o->match_length > 0 && initial->calib.rows && match_predictions(o, tokens, n, mem, err)) {
             free(mem);
             return -1;
         }

@@ -6,15 +6,18 @@
  * take its gradient. Nothing at or after position i can change a
  * probability before i (tests/unit/test_mixture.c proves it).
  *
- * The mixture is the mixer's linear one, then the calibration stage: the
- * token the match model predicts gets the probability the mixer's
- * calibration row maps its share of the non-transformer part to, and the
- * other tokens of that part are scaled to keep the sum (mixture.c says how;
- * calibration.h what the map is). Then the top-token stage: the
- * transformer's most probable token gets the probability a second map
- * (rows by that token's transformer probability and the match model's
- * prediction) gives the whole mixture's probability of it, every other
- * token scaled to keep the sum. Both maps learn only after the token.
+ * The mixture is the mixer's stages in order, each one unit that applies,
+ * learns, saves and loads itself (mixer.h): the linear stage (the
+ * transformer sharpened by beta, then the weights), then the calibration
+ * stage: the token the match model predicts gets the probability the
+ * mixer's calibration row maps its share of the non-transformer part to,
+ * and the other tokens of that part are scaled to keep the sum. Then the
+ * top-token stage: the transformer's most probable token gets the
+ * probability a second map (rows by that token's transformer probability
+ * and the match model's prediction) gives the whole mixture's probability
+ * of it, every other token scaled to keep the sum. Both maps are
+ * calibration stages (calibration.h) and learn only after the token; this
+ * file reads the stream and hands each stage what it reads there.
  *
  * The transformer's probabilities arrive as numbers, so this file knows
  * nothing of models; eval/hybrid_bpb.c, the ICL engine and generation feed

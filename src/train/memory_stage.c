@@ -14,6 +14,7 @@
 #include "memory/memory_budget.h"
 #include "memory/memory_file.h"
 #include "memory/memory_store.h"
+#include "run/run_parts.h"
 
 /* MemAvailable from /proc/meminfo in bytes, or 0 when unknown. */
 static double available_bytes(void)
@@ -292,22 +293,10 @@ int memory_stage_save_status(memory_stage *ms, tempo_error *err)
 
 int memory_stage_parts(memory_stage *ms, const run_config *cfg, int vocab, hybrid_parts *h, tempo_error *err)
 {
-    memset(h, 0, sizeof *h);
-    h->vocab = vocab;
-    h->cache_order = cfg->cache_order;
-    h->match_length = cfg->match_length;
-    h->model_lr = cfg->adapt_lr;   /* the mixer is fitted as val will be read: the transformer learning */
-    if (ms->has_memory) {
-        h->memory = ms->memory;   /* shallow: owned by ms */
-        h->has_memory = 1;
-    }
-    if (ms->has_fitted)
-        return mixer_copy(&h->mx, &ms->fitted, err);
-    if (mixer_init(&h->mx, h->has_memory ? h->memory.order : 0, cfg->cache_order, cfg->match_length > 0,
-                   cfg->mixer_lr, err))
-        return -1;
-    h->mx.beta = cfg->mixer_beta;
-    return 0;
+    /* the run's parts as eval reads them (the mixer is fitted as val will be read: the transformer learning) */
+    hybrid_settings s = run_parts_settings(cfg, run_parts_all());
+    return hybrid_parts_over(h, vocab, ms->has_memory ? &ms->memory : NULL, ms->has_fitted ? &ms->fitted : NULL, &s,
+                             err);
 }
 
 /* Predicted seconds of memory_stage_fit_mixer over all held-out tokens. */
@@ -373,7 +362,7 @@ int memory_stage_fit_mixer(memory_stage *ms, model *m, const run_config *cfg, co
     if (!rc)
         rc = hybrid_bpb_evaluate(NULL, m, &h, 1, ids, n, 1, cfg->model.context / 2, batch, &fitted, &r, err);
     free(ids);
-    mixer_free(&h.mx);
+    hybrid_parts_free(&h);
     if (rc)
         return -1;
     char p[1100];

@@ -87,9 +87,9 @@ int memory_stage_wait_saved(memory_stage *ms, tempo_error *err);
  * complete. */
 int memory_stage_save_status(memory_stage *ms, tempo_error *err);
 
-/* Parts for evaluation over this stage's memory (no copy: valid while ms
- * lives) with the fitted mixer when there is one, else equal weights.
- * Free only h->mx (mixer_free). */
+/* The run's parts (run/run_parts.h, all of them) over this stage's memory
+ * (borrowed: valid while ms lives) with the fitted mixer when there is one,
+ * else equal weights. Free with hybrid_parts_free (the memory stays ms's). */
 int memory_stage_parts(memory_stage *ms, const run_config *cfg, int vocab, hybrid_parts *h, tempo_error *err);
 
 /* Fit the mixer on the first `fraction` (0, 1] of the held-out tokens (at

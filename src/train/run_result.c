@@ -48,16 +48,16 @@ static void hybrid_parts(jsonw *w, const train_result *r)
     jsonw_field_bool(w, "memory_store_reused", r->memory_store_reused);
     jsonw_field_uint(w, "mixer_tokens", r->mixer_tokens);
     jsonw_field_number(w, "mixer_seconds", r->mixer_seconds);
-    jsonw_field_number(w, "val_model_seconds", r->val_model_seconds);
-    jsonw_field_number(w, "val_bpb_linear", r->val_bpb_linear);
+    jsonw_field_number(w, "val_model_seconds", r->val.model.seconds);
+    jsonw_field_number(w, "val_bpb_linear", r->val.bpb_linear);
     char key[64];
     for (int k = 0; k < MIX_N; k++) {
         snprintf(key, sizeof key, "val_bpb_%s", mixer_component_names[k]);
-        jsonw_field_number(w, key, r->val_bpb_component[k]);
+        jsonw_field_number(w, key, r->val.bpb_component[k]);
     }
     for (int k = 0; k < MIX_N; k++) {
         snprintf(key, sizeof key, "val_weight_%s", mixer_component_names[k]);
-        jsonw_field_number(w, key, r->val_mean_weight[k]);
+        jsonw_field_number(w, key, r->val.mean_weight[k]);
     }
 }
 
@@ -67,11 +67,11 @@ int run_result_json(const train_result *r, const train_options *o, int threads_p
     jsonw w;
     jsonw_init(&w, out);
     jsonw_object_begin(&w);
-    jsonw_field_number(&w, "val_bpb", r->val_bpb);
-    jsonw_field_number(&w, "val_loss", r->val_loss);
-    jsonw_field_uint(&w, "val_bytes", r->val_bytes);
-    jsonw_field_uint(&w, "val_tokens", r->val_tokens);
-    jsonw_field_number(&w, "val_seconds", r->val_seconds);
+    jsonw_field_number(&w, "val_bpb", r->val.mixture.bpb);
+    jsonw_field_number(&w, "val_loss", r->val.mixture.loss);
+    jsonw_field_uint(&w, "val_bytes", r->val.mixture.bytes);
+    jsonw_field_uint(&w, "val_tokens", r->val.mixture.tokens);
+    jsonw_field_number(&w, "val_seconds", r->val.mixture.seconds);
     jsonw_field_number(&w, "train_seconds", r->train_seconds);
     jsonw_field_number(&w, "budget_seconds", r->budget_s);
     jsonw_field_number(&w, "overrun_seconds", r->overrun_seconds);
@@ -150,10 +150,10 @@ int run_result_read(const char *text, size_t len, run_result_summary *s, tempo_e
 void run_result_scorecard(const train_result *r, char *out, size_t n)
 {
     char bpb[32] = "n/a", alone[48] = "", budget[32] = "", mfu[32] = "n/a";
-    if (isfinite(r->val_bpb))
-        snprintf(bpb, sizeof bpb, "%.4f", r->val_bpb);
-    if (r->memory_order + r->cache_order + r->match_length > 0 && isfinite(r->val_bpb_component[0]))
-        snprintf(alone, sizeof alone, " (transformer alone %.4f)", r->val_bpb_component[0]);
+    if (isfinite(r->val.mixture.bpb))
+        snprintf(bpb, sizeof bpb, "%.4f", r->val.mixture.bpb);
+    if (r->memory_order + r->cache_order + r->match_length > 0 && isfinite(r->val.bpb_component[0]))
+        snprintf(alone, sizeof alone, " (transformer alone %.4f)", r->val.bpb_component[0]);
     if (r->budget_s > 0)
         snprintf(budget, sizeof budget, " of %.0f s budget", r->budget_s);
     if (isfinite(r->mfu) && r->mfu > 0)

@@ -890,8 +890,8 @@ static void fill_result(const run_ctx *c, const train_options *o, const run_conf
         }
     }
     for (int k = 0; k < MIX_N; k++)
-        res->val_bpb_component[k] = res->val_mean_weight[k] = NAN;
-    res->val_bpb_linear = NAN;
+        res->val.bpb_component[k] = res->val.mean_weight[k] = NAN;
+    res->val.bpb_linear = NAN;
     res->train_seconds = st->elapsed_s;
     res->phase_seconds.mixer_fit = res->mixer_seconds;
     res->phase_seconds.other = st->elapsed_s - ls->elapsed_at_start - res->phase_seconds.steps -
@@ -955,27 +955,17 @@ static int final_validation(run_ctx *c, const train_options *o, const run_config
                                   NULL, &hr, err)) {
         rc = -1;
     } else {
-        res->val_bpb = hr.bpb;
-        res->val_bpb_linear = hr.bpb_linear;
-        res->val_loss = hr.bits * log(2.0) / (double)hr.model.n_tokens;
-        res->val_bytes = hr.model.n_bytes;
-        res->val_tokens = hr.model.n_tokens;
-        res->val_seconds = hr.seconds;
-        res->val_model_seconds = hr.model.seconds;
-        for (int k = 0; k < MIX_N; k++) {
-            res->val_bpb_component[k] = hr.bpb_component[k];
-            res->val_mean_weight[k] = hr.mean_weight[k];
-        }
-        rc = log_event(&c->metrics, st, METRICS_VAL_FULL, hr.bpb, "full validation", err);
+        res->val = hr;
+        rc = log_event(&c->metrics, st, METRICS_VAL_FULL, hr.mixture.bpb, "full validation", err);
     }
-    mixer_free(&h.mx);
+    hybrid_parts_free(&h);
     return rc;
 }
 
 int train_run(const train_options *o, train_result *res, tempo_error *err)
 {
     memset(res, 0, sizeof *res);
-    res->val_bpb = res->val_loss = NAN;
+    res->val.mixture.bpb = res->val.mixture.loss = NAN;
     if (o->threads > 0)
         omp_set_num_threads(o->threads);
     run_ctx c;

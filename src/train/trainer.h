@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "core/error.h"
+#include "eval/bpb_result.h"
 #include "parallel/dist.h"
 #include "run/run_config.h"
 
@@ -69,9 +70,8 @@ typedef struct {
 #define TRAIN_RANK_REPORT_MAX 64
 
 typedef struct {
-    double val_bpb, val_loss;         /* full validation, NaN when not run */
-    uint64_t val_bytes, val_tokens;
-    double val_seconds;
+    hybrid_bpb_result val;            /* the full validation (result.json's val_* figures; the mixture's
+                                         bpb and loss, each component's and the weights NaN when not run) */
     double train_seconds, overrun_seconds, startup_seconds;
     double budget_s;
     int64_t steps;
@@ -94,10 +94,6 @@ typedef struct {
     int memory_store_reused;          /* 1: the store held this memory already; the run's copy was dropped */
     uint64_t mixer_tokens;            /* held-out tokens the mixer was fitted on */
     double mixer_seconds;             /* fitting the mixer on held-out training tokens, charged to the budget */
-    double val_bpb_component[4];      /* transformer, memory, cache, match model alone on val (NaN when absent) */
-    double val_bpb_linear;            /* the mixture before its calibration stage */
-    double val_mean_weight[4];
-    double val_model_seconds;         /* the transformer's part of val_seconds */
     /* Where train_seconds went, this session (a resumed run: since the resume):
      * the steps (forward, backward, optimizer, batch assembly), the periodic
      * validation slices, checkpoints, in-memory snapshots for the divergence

@@ -2,7 +2,7 @@
  * cross process boundaries: result.json (run_result_read: a submission's
  * own file, read by the judge), a metrics.jsonl line (metrics_record_read:
  * the submission's learning curve), eval's phase-1 line and the phase-2
- * scorecard (eval_bpb_figures_read, eval_scorecard_read). Any bytes must be
+ * scorecard (eval_bpb_read, eval_scorecard_read). Any bytes must be
  * read or refused, never crash or leak, and what is read keeps the readers'
  * promises (a count is -1 or a whole number in [0, 2^53]). */
 #include <math.h>
@@ -33,8 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(line, data, size);
     line[size] = '\0';
-    eval_bpb_figures f;
-    (void)eval_bpb_figures_read(line, &f, &err);
+    bpb_result f;
+    (void)eval_bpb_read(line, &f, &err);
     double core, decode;
     if (eval_scorecard_read(line, &core, &decode, &err) != 0 && (!isnan(core) || !isnan(decode)))
         __builtin_trap();

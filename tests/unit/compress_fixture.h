@@ -103,7 +103,7 @@ static inline int compress_fixture_init(compress_fixture *f, uint64_t seed, int 
             rng_state r;
             rng_seed(&r, seed);
             for (int i = 0; i < MIX_TOP_ROWS * CALIB_KNOTS; i++)
-                h->mx.calib_top[i] = 0.02 + (double)rng_below(&r, 960) / 1000.0;
+                h->mx.calib_top.knots[i] = 0.02 + (double)rng_below(&r, 960) / 1000.0;
         }
     }
     h->model_lr = 0.3;

@@ -72,8 +72,8 @@ static void test_uniform_model_exact(void)
         CHECK(bpb_evaluate(m, toks, 100, 250, &(bpb_options){.stride = stride, .batch = 3}, &res, &err) == 0);
         double expect = 99.0 * log2((double)V) / 250.0;
         CHECK_NEAR(res.bpb, expect, 1e-6 * expect);
-        CHECK(res.n_tokens == 99);
-        CHECK(res.n_bytes == 250);
+        CHECK(res.tokens == 99);
+        CHECK(res.bytes == 250);
     }
     model_free(m);
 }
@@ -119,7 +119,7 @@ static void test_windows_match_definition(void)
     /* a stream shorter than the context is scored in one window */
     bpb_result res;
     CHECK(bpb_evaluate(m, toks, 4, 10, &(bpb_options){.stride = 0, .batch = 2}, &res, &err) == 0);
-    CHECK(res.n_tokens == 3 && res.context == 3);
+    CHECK(res.tokens == 3 && res.context == 3);
     model_free(m);
 }
 
@@ -179,7 +179,7 @@ static void test_adaptive_matches_reference(void)
             bits += want[i] / log(2.0);
         }
         CHECK_NEAR(res.bits, bits, 1e-5 * bits);
-        CHECK(res.n_tokens == n - 1 && res.stride == stride && res.context == T);
+        CHECK(res.tokens == n - 1 && res.stride == stride && res.context == T);
         /* the reference did learn: its figures after the first step differ from a frozen reading */
         bpb_result frozen;
         CHECK(bpb_evaluate(m, toks, n, 90, &(bpb_options){.stride = stride, .batch = 2}, &frozen, &err) == 0);

@@ -57,7 +57,7 @@ static void check_beta(double beta)
     CHECK(mixer_init(&h.mx, 3, 2, 1, 0.3, &err) == 0);
     h.mx.beta = beta;
     for (int i = 0; i < MIX_TOP_ROWS * CALIB_KNOTS; i++)   /* a top-token map far from the identity */
-        h.mx.calib_top[i] = 0.02 + (double)rng_below(&r, 960) / 1000.0;
+        h.mx.calib_top.knots[i] = 0.02 + (double)rng_below(&r, 960) / 1000.0;
     /* the text: T + 1 tokens, so one window of the model's context scores them all */
     int32_t text[T + 1];
     for (int i = 0; i <= T; i++)
@@ -88,7 +88,13 @@ static void check_beta(double beta)
     }
     mixture_stream_free(&s);
     double want = bits / (double)n_bytes;
-    CHECK_MSG(fabs(res.bpb - want) < 1e-5 * want, "beta %g: evaluation %.9f, reference %.9f", beta, res.bpb, want);
+    CHECK_MSG(fabs(res.mixture.bpb - want) < 1e-5 * want, "beta %g: evaluation %.9f, reference %.9f", beta,
+              res.mixture.bpb, want);
+    /* the whole model's figure in the transformer's terms: its tokens, bytes and windows */
+    CHECK(res.mixture.tokens == own.tokens && res.mixture.bytes == own.bytes && res.mixture.context == own.context &&
+          res.mixture.stride == own.stride && res.model.bits == own.bits && res.model.loss == own.loss);
+    CHECK(res.mixture.loss == res.mixture.bits * log(2.0) / (double)res.mixture.tokens);
+    CHECK(res.cache_order == h.cache_order && res.match_length == h.match_length && res.adapt == 1);
     hybrid_parts_free(&h);
     model_free(m);
 }
@@ -129,7 +135,17 @@ static void test_learning_reader_wired(void)
               own.bpb);
     CHECK(frozen.bpb_component[MIX_MODEL] == own_frozen.bpb);
     CHECK(own.bpb < own_frozen.bpb);   /* it learned the repeats */
-    CHECK(learning.bpb < frozen.bpb);
+    CHECK(learning.mixture.bpb < frozen.mixture.bpb);
+    CHECK(learning.adapt_lr == 0.3 && frozen.adapt_lr == 0 && !frozen.adapt);
+    /* no part beside the transformer: its own figure, bit for bit */
+    hybrid_parts none;
+    memset(&none, 0, sizeof none);
+    none.vocab = V;
+    hybrid_bpb_result alone;
+    CHECK(hybrid_bpb_evaluate(NULL, m, &none, 0, text, N, 500, T / 2, 4, NULL, &alone, &err) == 0);
+    CHECK(alone.mixture.bpb == own_frozen.bpb && alone.mixture.bits == own_frozen.bits &&
+          alone.bpb_linear == own_frozen.bpb && alone.model.bpb == own_frozen.bpb &&
+          isnan(alone.bpb_component[MIX_CACHE]));
     hybrid_parts_free(&h);
     model_free(m);
 }

@@ -145,7 +145,7 @@ static double mixed_nll(const hybrid_parts *h, const int32_t *tok, int pos, cons
                   w[MIX_MATCH] * (pred < 0 ? 1.0 / V : v == pred ? q : (1 - q) / (V - 1));
     if (pred >= 0 && rest[pred] / wr < 1 - 1e-12) {
         double P = rest[pred] / wr;
-        double P2 = calibration_read(h->mx.calib + (size_t)match_model_bin(&mmod) * CALIB_KNOTS, P, NULL);
+        double P2 = calibration_read(h->mx.calib.knots + (size_t)match_model_bin(&mmod) * CALIB_KNOTS, P, NULL);
         for (int v = 0; v < V; v++)
             rest[v] = v == pred ? wr * P2 : rest[v] * (1 - P2) / (1 - P);
     }
@@ -157,7 +157,7 @@ static double mixed_nll(const hybrid_parts *h, const int32_t *tok, int pos, cons
     }
     if (mix[ttop] > 0 && mix[ttop] < 1 - 1e-12) {
         double P = mix[ttop];
-        double P2 = calibration_read(h->mx.calib_top + (size_t)mixture_top_row(top, ttop, pred) * CALIB_KNOTS, P,
+        double P2 = calibration_read(h->mx.calib_top.knots + (size_t)mixture_top_row(top, ttop, pred) * CALIB_KNOTS, P,
                                      NULL);
         for (int v = 0; v < V; v++)
             mix[v] = v == ttop ? P2 : mix[v] * (1 - P2) / (1 - P);
@@ -199,10 +199,10 @@ static void test_hybrid_matches_reference(void)
     h.vocab = V;
     CHECK(mixer_init(&h.mx, 3, 2, 1, 0.1, &err) == 0);
     h.mx.beta = 1.3;
-    for (int i = 0; i < h.mx.n_calib * CALIB_KNOTS; i++)   /* curves far from the identity */
-        h.mx.calib[i] = 0.02 + (double)rng_below(&r, 960) / 1000.0;
+    for (int i = 0; i < h.mx.calib.rows * CALIB_KNOTS; i++)   /* curves far from the identity */
+        h.mx.calib.knots[i] = 0.02 + (double)rng_below(&r, 960) / 1000.0;
     for (int i = 0; i < MIX_TOP_ROWS * CALIB_KNOTS; i++)
-        h.mx.calib_top[i] = 0.02 + (double)rng_below(&r, 960) / 1000.0;
+        h.mx.calib_top.knots[i] = 0.02 + (double)rng_below(&r, 960) / 1000.0;
     for (int k = 0; k < MIX_SETS; k++)
         for (int i = 0; i < h.mx.n_buckets[k] * MIX_N; i++)
             h.mx.theta[k][i] = (double)rng_below(&r, 400) / 100.0 - 2.0;

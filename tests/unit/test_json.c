@@ -1,6 +1,7 @@
 /* test_json.c - the JSON parser: values, escapes and surrogates, raw bytes,
  * strict grammar errors with columns, depth limit, writer round trip, the
- * structured writer (commas, nesting, escaping, misuse caught), HTML/SVG
+ * structured writer (commas, nesting, escaping, misuse caught), matrices
+ * (jsonw_rows and json_get_rows: round trip, shape and range errors), HTML/SVG
  * text escaping (strbuf_markup), and a
  * fuzz loop of random and mutated inputs (must never crash; run under ASan). */
 #include "test.h"
@@ -303,6 +304,27 @@ static void test_structured_writer(void)
 
 /* strbuf_markup (HTML/SVG text): the five markup characters as entities,
  * control characters kept or replaced as asked, other bytes (UTF-8) as is. */
+/* A matrix written by jsonw_rows reads back bit for bit; a wrong shape or a number out of range is refused, named. */
+static void test_rows(void)
+{
+    const double x[6] = {0.1, -1.0 / 3, 1e-300, 30, -30, 0};
+    strbuf sb = {0};
+    jsonw w;
+    jsonw_init(&w, &sb);
+    jsonw_rows(&w, x, 2, 3);
+    tempo_error err;
+    CHECK(jsonw_finish(&w, &err) == 0 && sb.data && sb.data[0] == '[' && sb.data[1] == '[');
+    json_value *v = parse(sb.data);
+    double y[6];
+    CHECK(v && json_get_rows(v, y, 2, 3, -30, 30, "m", &err) == 0 && !memcmp(x, y, sizeof x));
+    CHECK(json_get_rows(v, y, 3, 2, -30, 30, "m", &err) == -1 && !strcmp(err.msg, "m: expected 3 rows of 2 numbers"));
+    CHECK(json_get_rows(v, y, 2, 2, -30, 30, "m", &err) == -1 && !strcmp(err.msg, "m[0]: expected 2 numbers"));
+    CHECK(json_get_rows(v, y, 2, 3, 0, 1, "m", &err) == -1 && !strcmp(err.msg, "m[0][1]: expected a number in 0..1"));
+    CHECK(json_get_rows(NULL, y, 1, 1, 0, 1, "absent", &err) == -1 && strstr(err.msg, "absent: expected 1 rows"));
+    json_free(v);
+    strbuf_free(&sb);
+}
+
 static void test_markup(void)
 {
     strbuf a = {0}, b = {0};
@@ -370,6 +392,7 @@ int main(void)
     RUN(test_writer_round_trip);
     RUN(test_writer_numbers);
     RUN(test_structured_writer);
+    RUN(test_rows);
     RUN(test_markup);
     RUN(test_fuzz);
     return test_summary("test_json");

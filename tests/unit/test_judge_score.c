@@ -12,17 +12,17 @@
 
 static void test_parse_eval(void)
 {
-    judge_eval_result r;
+    bpb_result r;
     tempo_error err;
-    CHECK(judge_parse_eval("{\"bpb\":1.25,\"bits\":100,\"bytes\":80,\"tokens\":20,\"context\":64,\"stride\":32,"
-                           "\"seconds\":0.5}",
-                           &r, &err) == 0);
+    CHECK(eval_bpb_read("{\"bpb\":1.25,\"bits\":100,\"bytes\":80,\"tokens\":20,\"context\":64,\"stride\":32,"
+                        "\"seconds\":0.5}",
+                        &r, &err) == 0);
     CHECK(r.bpb == 1.25 && r.bytes == 80 && r.tokens == 20 && r.stride == 32);
-    CHECK(judge_parse_eval("{\"bpb\":null,\"bytes\":80}", &r, &err) == 0 && isnan(r.bpb) && isnan(r.tokens));
-    CHECK(judge_parse_eval("{\"bits\":3}", &r, &err) == -1 && strstr(err.msg, "no \"bpb\"") != NULL);
-    CHECK(judge_parse_eval("evaluating...", &r, &err) == -1 && strstr(err.msg, "not JSON") != NULL);
-    CHECK(judge_parse_eval("", &r, &err) == -1);
-    CHECK(judge_parse_eval("[1]", &r, &err) == -1);
+    CHECK(eval_bpb_read("{\"bpb\":null,\"bytes\":80}", &r, &err) == 0 && isnan(r.bpb) && r.tokens == 0);
+    CHECK(eval_bpb_read("{\"bits\":3}", &r, &err) == -1 && strstr(err.msg, "no \"bpb\"") != NULL);
+    CHECK(eval_bpb_read("evaluating...", &r, &err) == -1 && strstr(err.msg, "not JSON") != NULL);
+    CHECK(eval_bpb_read("", &r, &err) == -1);
+    CHECK(eval_bpb_read("[1]", &r, &err) == -1);
 }
 
 /* A submission's result.json: the numbers read leniently; counts that no
@@ -53,7 +53,7 @@ static void test_parse_run_result(void)
 
 static void test_phase2_formula(void)
 {
-    judge_eval_result e = {.bpb = 2.0, .bytes = 1000, .tokens = 250};
+    bpb_result e = {.bpb = 2.0, .bytes = 1000, .tokens = 250};
     judge_phase2 p;
     judge_phase2_init(&p, &e);
     CHECK(!p.available && p.bytes_per_token == 4.0);
@@ -99,7 +99,7 @@ static void test_phase2_formula(void)
     CHECK(judge_phase2_from_scorecard(&p, "{\"core_score\":0.3,\"decode_tokens_per_s\":5}") == -1);
     judge_phase2_init(&p, &e);
     CHECK(judge_phase2_from_scorecard(&p, "garbage") == -1 && strstr(p.reason, "not a JSON") != NULL);
-    judge_eval_result no_tokens = {.bpb = 2.0, .bytes = NAN, .tokens = NAN};
+    bpb_result no_tokens = {.bpb = 2.0};   /* bytes and tokens 0: not said */
     judge_phase2_init(&p, &no_tokens);
     CHECK(judge_phase2_from_scorecard(&p, "{\"core\":0.3,\"decode_tokens_per_s\":5}") == -1);
     CHECK(strstr(p.reason, "bytes per token") != NULL);

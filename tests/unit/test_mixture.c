@@ -74,7 +74,7 @@ static void sums_and_consistency(double beta)
     mx.beta = beta;
     uint64_t r = 17;
     for (int k = 0; k < MIX_TOP_ROWS * CALIB_KNOTS; k++)   /* top-token maps far from the identity */
-        mx.calib_top[k] = 0.02 + (double)(lcg(&r) % 960) / 1000.0;
+        mx.calib_top.knots[k] = 0.02 + (double)(lcg(&r) % 960) / 1000.0;
     mixture_stream s;
     CHECK(mixture_stream_init(&s, &o, &mx, &e) == 0);
     size_t n = 3000;
@@ -299,9 +299,9 @@ static void test_mixer_file(void)
     for (int k = 0; k < MIX_SETS; k++)
         for (int i = 0; i < a.n_buckets[k] * MIX_N; i++) a.theta[k][i] = ((i + k) % 7) * 0.37 - 1.1;
     for (int i = 0; i < a.n_final * MIX_SETS; i++) a.phi[i] = (i % 5) * 0.21 - 0.4;
-    CHECK(a.n_calib == MATCH_LEN_BINS);
-    for (int i = 0; i < a.n_calib * CALIB_KNOTS; i++) a.calib[i] = (i % 11) / 10.0;
-    for (int i = 0; i < MIX_TOP_ROWS * CALIB_KNOTS; i++) a.calib_top[i] = (i % 13) / 12.0;
+    CHECK(a.calib.rows == MATCH_LEN_BINS);
+    for (int i = 0; i < a.calib.rows * CALIB_KNOTS; i++) a.calib.knots[i] = (i % 11) / 10.0;
+    for (int i = 0; i < MIX_TOP_ROWS * CALIB_KNOTS; i++) a.calib_top.knots[i] = (i % 13) / 12.0;
     CHECK(mixer_save(&a, path, &e) == 0);
     CHECK_MSG(mixer_load(&b, path, &e) == 0, "%s", e.msg);
     CHECK(b.memory_order == 4 && b.cache_order == 2 && b.match == 1 && b.n_final == a.n_final && b.lr == a.lr &&
@@ -310,8 +310,9 @@ static void test_mixer_file(void)
         CHECK(b.n_buckets[k] == a.n_buckets[k] &&
               !memcmp(a.theta[k], b.theta[k], sizeof(double) * (size_t)a.n_buckets[k] * MIX_N));
     CHECK(!memcmp(a.phi, b.phi, sizeof(double) * (size_t)a.n_final * MIX_SETS));
-    CHECK(b.n_calib == a.n_calib && !memcmp(a.calib, b.calib, sizeof(double) * CALIB_KNOTS * (size_t)a.n_calib));
-    CHECK(!memcmp(a.calib_top, b.calib_top, sizeof(double) * CALIB_KNOTS * MIX_TOP_ROWS));
+    CHECK(b.calib.rows == a.calib.rows &&
+          !memcmp(a.calib.knots, b.calib.knots, sizeof(double) * CALIB_KNOTS * (size_t)a.calib.rows));
+    CHECK(!memcmp(a.calib_top.knots, b.calib_top.knots, sizeof(double) * CALIB_KNOTS * MIX_TOP_ROWS));
     mixer_free(&b);
     /* the smallest layout: orders 0, no match -> buckets [16,4,4], final 4 */
 #define HEAD "{\"format\":\"tempo-mixer\",\"version\":3,\"memory_order\":0,\"cache_order\":0,\"match\":0,"
@@ -323,7 +324,7 @@ static void test_mixer_file(void)
                        "\"theta\":[" ROWS16 "," ROWS4 "," ROWS4 "],\"final\":" FINAL4 "}";
     write_text(path, good);
     CHECK_MSG(mixer_load(&b, path, &e) == 0, "%s", e.msg);
-    CHECK(b.theta[2][15] == 4 && b.phi[11] == 3 && b.n_calib == 0);
+    CHECK(b.theta[2][15] == 4 && b.phi[11] == 3 && b.calib.rows == 0);
     CHECK(b.beta == 1);   /* no model_beta: written before it existed */
     mixer_free(&b);
     /* with the match model: a file without "calibration" and "calibration_top"
@@ -345,11 +346,11 @@ static void test_mixer_file(void)
             CHECK_MSG(mixer_load(&old, path, &e) == 0, "%s", e.msg);
             double id[CALIB_KNOTS];
             calibration_identity(id);
-            CHECK(old.n_calib == MATCH_LEN_BINS);
-            for (int r = 0; r < old.n_calib; r++)
-                CHECK(!memcmp(old.calib + (size_t)r * CALIB_KNOTS, id, sizeof id));
+            CHECK(old.calib.rows == MATCH_LEN_BINS);
+            for (int r = 0; r < old.calib.rows; r++)
+                CHECK(!memcmp(old.calib.knots + (size_t)r * CALIB_KNOTS, id, sizeof id));
             for (int r = 0; r < MIX_TOP_ROWS; r++)
-                CHECK(!memcmp(old.calib_top + (size_t)r * CALIB_KNOTS, id, sizeof id));
+                CHECK(!memcmp(old.calib_top.knots + (size_t)r * CALIB_KNOTS, id, sizeof id));
             mixer_free(&old);
             /* a knot outside 0..1, a short row, too few rows: refused */
             const char *bad_cal[] = {
@@ -537,6 +538,25 @@ static void test_calibration_map(void)
     }
     double q = calibration_read(row, 0.6, NULL);
     CHECK_MSG(q < 0.01 && q >= CALIB_MIN, "after misses %g", q);
+    /* a stage: a point keeps its part's mass, learns into the row it read, and nothing moves unread */
+    calib_stage st;
+    CHECK(calib_stage_init(&st, 3) == 0 && st.rows == 3);
+    st.knots[CALIB_KNOTS + 16] = st.knots[CALIB_KNOTS + 17] = 0.9;   /* row 1 far from the identity at p = 0.6 */
+    calib_point pt = calib_stage_read(&st, 1, 7, 0.6, 0.5);
+    double others = 0.5 * (1 - 0.6) * pt.scale;   /* the part's other tokens, 0.2 of mass before */
+    CHECK(pt.active && pt.token == 7 && pt.row == st.knots + CALIB_KNOTS);
+    CHECK_NEAR(calib_point_apply(&pt, 7, 0.3) + others, 0.5, 1e-12);
+    CHECK(calib_point_apply(&pt, 3, 0.1) == 0.1 * pt.scale);
+    double before = st.knots[CALIB_KNOTS + 16];
+    calib_point_learn(&pt, 3);   /* another token came: the row read moves down, the others stay */
+    double id[CALIB_KNOTS];
+    calibration_identity(id);
+    CHECK(pt.slot.knot == 16 && st.knots[CALIB_KNOTS + 16] < before && !memcmp(st.knots, id, sizeof id) &&
+          !memcmp(st.knots + 2 * CALIB_KNOTS, id, sizeof id));
+    calib_point none = calib_point_none(7);
+    CHECK(!none.active && calib_point_apply(&none, 7, 0.25) == 0.25);
+    calib_point_learn(&none, 7);   /* nothing to learn */
+    calib_stage_free(&st);
 }
 
 /* On a stream the match model predicts well the calibration stage wins over
@@ -561,11 +581,11 @@ static void test_calibration_stage(void)
     /* the long-match row learned that the prediction is right more often than the mixture says */
     double id[CALIB_KNOTS];
     calibration_identity(id);
-    const double *long_row = fitted.calib + (size_t)(MATCH_LEN_BINS - 1) * CALIB_KNOTS;
+    const double *long_row = fitted.calib.knots + (size_t)(MATCH_LEN_BINS - 1) * CALIB_KNOTS;
     CHECK(calibration_read(long_row, 0.5, NULL) > calibration_read(id, 0.5, NULL) + 0.1);
     mixer_free(&fitted);
     mixer_free(&mx);
-    CHECK(mixer_init(&mx, 3, 3, 0, 0.05, &e) == 0 && mx.n_calib == 0);
+    CHECK(mixer_init(&mx, 3, 3, 0, 0.05, &e) == 0 && mx.calib.rows == 0);
     o.match_length = 0;
     CHECK(mixture_score(&o, &mx, x, n, pm, NULL, NULL, NULL, &t, NULL, &e) == 0);
     CHECK(t.bits == t.bits_linear);
@@ -599,7 +619,7 @@ static void test_score_matches_stream(void)
     tempo_error e;
     for (int adapt = 1; adapt >= 0; adapt--) {
         mixer mx;
-        CHECK(mixer_init(&mx, 3, 3, 1, 0.05, &e) == 0 && mx.n_calib > 0);
+        CHECK(mixer_init(&mx, 3, 3, 1, 0.05, &e) == 0 && mx.calib.rows > 0);
         mixture_options o = {&mem, V, 3, adapt, 4};
         mixture_totals ta, ts;
         CHECK(mixture_score(&o, &mx, x, n, pm, conf, tid, ahead, &ta, NULL, &e) == 0);
@@ -657,7 +677,7 @@ static void test_top_stage(void)
     CHECK_MSG(with.bits < 0.9 * without.bits, "with the stage %g bits, without %g", with.bits, without.bits);
     double learned = 0;   /* the rows of the 0.2 bin learned that the top token comes more often */
     for (int k = 0; k < 3; k++) {
-        double q = calibration_read(fitted.calib_top + (size_t)(3 + k) * CALIB_KNOTS, 0.1, NULL);
+        double q = calibration_read(fitted.calib_top.knots + (size_t)(3 + k) * CALIB_KNOTS, 0.1, NULL);
         if (q > learned) learned = q;
     }
     CHECK_MSG(learned > 0.3, "the 0.2 rows map 0.1 to %g", learned);

@@ -29,7 +29,7 @@ static void test_run_result(void)
 {
     train_result r;
     memset(&r, 0, sizeof r);
-    r.val_bpb = 1.617;
+    r.val.mixture.bpb = 1.617;
     r.train_seconds = 600.25;
     r.steps = 1234;
     r.tokens = 9007199254740992ull;   /* 2^53: the largest count read back exactly */
@@ -43,7 +43,7 @@ static void test_run_result(void)
     r.phase_seconds.steps = 590;
     r.phase_seconds.other = 0.5;
     for (int k = 0; k < MIX_N; k++)
-        r.val_bpb_component[k] = 2 + k;
+        r.val.bpb_component[k] = 2 + k;
     train_options o;
     memset(&o, 0, sizeof o);
     o.threads = 2;
@@ -223,25 +223,20 @@ static void test_metrics_write_errors(void)
 
 static void test_eval_line(void)
 {
-    eval_bpb_report r;
+    hybrid_bpb_result r;
     memset(&r, 0, sizeof r);
-    r.bpb = 1.6163;
-    r.bits = 8.19e6;
-    r.bytes = 5067016;
-    r.tokens = 1560910;
-    r.context = 256;
-    r.stride = 128;
-    r.seconds = 31.5;
+    r.mixture = (bpb_result){.bpb = 1.6163, .bits = 8.19e6, .loss = 3.5, .bytes = 5067016, .tokens = 1560910,
+                             .context = 256, .stride = 128, .seconds = 31.5};
     r.source = "data/\"val\"";
     for (int c = 0; c < MIX_N; c++)
-        r.component_bpb[c] = NAN;
+        r.bpb_component[c] = NAN;
     strbuf sb = {0};
     tempo_error err;
-    CHECK(eval_bpb_report_json(&r, &sb, &err) == 0);
-    eval_bpb_figures f;
-    CHECK(eval_bpb_figures_read(sb.data, &f, &err) == 0);
-    CHECK(f.bpb == 1.6163 && f.bits == 8.19e6 && f.bytes == 5067016 && f.tokens == 1560910 && f.context == 256 &&
-          f.stride == 128 && f.seconds == 31.5);
+    CHECK(eval_bpb_json(&r, &sb, &err) == 0);
+    /* the line reads back into the same type: the whole model's figure, every field */
+    bpb_result f;
+    CHECK(eval_bpb_read(sb.data, &f, &err) == 0);
+    CHECK(memcmp(&f, &r.mixture, sizeof f) == 0);
     json_value *v = parse(&sb);
     const json_value *comp = json_get(v, "components");
     CHECK(comp && comp->n == MIX_N && json_get(json_get(comp, "cache"), "bpb")->type == JSON_NULL);
@@ -249,13 +244,17 @@ static void test_eval_line(void)
     json_free(v);
     strbuf_free(&sb);
     /* a diverged model: bpb null reads as NaN; no bpb at all is an error */
-    r.bpb = NAN;
-    CHECK(eval_bpb_report_json(&r, &sb, &err) == 0);
-    CHECK(eval_bpb_figures_read(sb.data, &f, &err) == 0 && isnan(f.bpb));
+    r.mixture.bpb = NAN;
+    CHECK(eval_bpb_json(&r, &sb, &err) == 0);
+    CHECK(eval_bpb_read(sb.data, &f, &err) == 0 && isnan(f.bpb));
     strbuf_free(&sb);
-    CHECK(eval_bpb_figures_read("{\"bits\":1}", &f, &err) == -1 && strstr(err.msg, "no \"bpb\""));
-    CHECK(eval_bpb_figures_read("", &f, &err) == -1 && strstr(err.msg, "no JSON line"));
-    CHECK(eval_bpb_figures_read("{", &f, &err) == -1 && strstr(err.msg, "eval output: not JSON"));
+    /* absent figures: NaN, absent counts or counts the type cannot hold: 0 */
+    CHECK(eval_bpb_read("{\"bpb\":1,\"bytes\":-1,\"tokens\":1e300,\"context\":2.5,\"stride\":1e10}", &f, &err) == 0);
+    CHECK(isnan(f.bits) && isnan(f.loss) && isnan(f.seconds));
+    CHECK(f.bytes == 0 && f.tokens == 0 && f.context == 0 && f.stride == 0);
+    CHECK(eval_bpb_read("{\"bits\":1}", &f, &err) == -1 && strstr(err.msg, "no \"bpb\""));
+    CHECK(eval_bpb_read("", &f, &err) == -1 && strstr(err.msg, "no JSON line"));
+    CHECK(eval_bpb_read("{", &f, &err) == -1 && strstr(err.msg, "eval output: not JSON"));
 }
 
 int main(void)

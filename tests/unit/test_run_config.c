@@ -1,8 +1,9 @@
 /* test_run_config.c - presets, --set overrides and their errors, the one
  * default (the built-in defaults and configs/cpu-default.conf agree key by
  * key), the JSON round trip used by checkpoints, an old checkpoint's missing
- * keys, a checkpoint's loop-state metadata checked before it is cast, and
- * its checksum. */
+ * keys, a checkpoint's loop-state metadata checked before it is cast, its
+ * checksum, and the one mapping of a config onto its hybrid parts
+ * (run/run_parts.h). */
 #include "test.h"
 
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include "core/safetensors.h"
 #include "run/checkpoint.h"
 #include "run/run_config.h"
+#include "run/run_parts.h"
 #include "train/train_step.h"
 
 static void test_set_and_errors(void)
@@ -423,6 +425,31 @@ static void test_checkpoint_checksum(void)
     model_free(m);
 }
 
+/* run_parts_settings: the run's parts, adapt_lr included; what a reader switches off or asks for instead */
+static void test_parts_settings(void)
+{
+    run_config c;
+    tempo_error err;
+    run_config_defaults(&c);
+    const char *set[] = {"memory_order=4", "cache_order=3", "match_length=5", "mixer_lr=0.25", "mixer_beta=1.5",
+                         "adapt_lr=0.2"};
+    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
+        CHECK_MSG(run_config_set_pair(&c, set[i], &err) == 0, "%s: %s", set[i], err.msg);
+    hybrid_settings s = run_parts_settings(&c, run_parts_all());
+    CHECK(s.memory_order == 4 && s.cache_order == 3 && s.match_length == 5);
+    CHECK(s.mixer_lr == c.mixer_lr && s.mixer_beta == c.mixer_beta && s.model_lr == c.adapt_lr && s.model_lr > 0);
+    s = run_parts_settings(&c, run_parts_frozen(1, 1));   /* ICL, generate, bench infer: the transformer frozen */
+    CHECK(s.memory_order == 4 && s.cache_order == 3 && s.match_length == 5 && s.model_lr == 0);
+    s = run_parts_settings(&c, run_parts_frozen(0, 0));   /* the transformer alone, frozen */
+    CHECK(s.memory_order == 0 && s.cache_order == 0 && s.match_length == 0 && s.model_lr == 0);
+    run_parts_use u = run_parts_all();
+    u.cache_order = 2;
+    u.match_length = 0;
+    u.adapt_lr = 0.5;
+    s = run_parts_settings(&c, u);
+    CHECK(s.memory_order == 4 && s.cache_order == 2 && s.match_length == 0 && s.model_lr == 0.5);
+}
+
 int main(void)
 {
     RUN(test_set_and_errors);
@@ -432,5 +459,6 @@ int main(void)
     RUN(test_json_round_trip);
     RUN(test_checkpoint_metadata_ranges);
     RUN(test_checkpoint_checksum);
+    RUN(test_parts_settings);
     return test_summary("test_run_config");
 }
