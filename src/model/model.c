@@ -376,6 +376,9 @@ double model_sgd_step(model *m, double lr, double clip)
         }
         return norm;
     }
+    for (int i = 0; i < m->n_tensors; i++)   /* the norms' gains stay as trained (model.h) */
+        if (m->tensors[i].kind == TENSOR_NORM)
+            memset(m->grads + m->tensors[i].offset, 0, sizeof(float) * m->tensors[i].numel);
     float *p = m->params;
     const float *g = m->grads;
     size_t n = m->n_params;

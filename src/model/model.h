@@ -173,10 +173,12 @@ int model_params_to_host(model *m, tempo_error *err);      /* no-op without a de
 int model_params_to_device(model *m, tempo_error *err);    /* no-op without a device */
 const char *model_device_error(const model *m);            /* NULL when none */
 
-/* The learning reader's step (eval/bpb.h): on the gradient of the last
- * backward, its L2 norm, then (when finite) params -= lr' grads, lr' = lr
- * scaled down by clip / norm above clip. Returns the norm, NaN when it was
- * not finite (no step) or the GPU failed. */
+/* The learning reader's step (eval/bpb.h): the norms' gains (TENSOR_NORM)
+ * keep their trained values (their gradient is zeroed: a reader that moved
+ * them read 0.07-0.09 bpb worse, docs/hybrid_model.md); on the rest of the
+ * last backward's gradient, its L2 norm, then (when finite) params -= lr'
+ * grads, lr' = lr scaled down by clip / norm above clip. Returns the norm,
+ * NaN when it was not finite (no step) or the GPU failed. */
 double model_sgd_step(model *m, double lr, double clip);
 /* A copy of the parameters set aside, and put back bit for bit (on the GPU
  * when one is attached). */

@@ -611,6 +611,9 @@ int model_cuda_token_outputs(model_cuda *m, float *losses, float *top_logprob, i
 
 double model_cuda_sgd_step(model_cuda *m, double lr, double clip, tempo_error *err)
 {
+    for (int i = 0; i < m->n_tensors; i++)   /* the norms' gains stay as trained (model.h) */
+        if (m->tensors[i].kind == TENSOR_NORM)
+            gpu_memset_async(m->g, fgrad(m, m->tensors[i].offset), 0, m->tensors[i].numel * 4);
     cuda_sum(m->g, m->sums + 8, m->sum_partial, m->grads, m->n_params, 1);
     double ss;
     if (gpu_download(m->g, &ss, m->sums + 8, sizeof ss, err))

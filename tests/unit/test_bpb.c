@@ -126,7 +126,8 @@ static void test_windows_match_definition(void)
 /* The reference reader: the windows of the definition, each scored by a
  * single-window forward of ref, and after each window whose end is T past
  * the last step's (or the last window), one SGD step of ref on the T targets
- * ending there, by hand, its gradient's norm clipped to BPB_ADAPT_CLIP. */
+ * ending there, by hand, on every tensor but the norms' gains, its gradient's
+ * norm clipped to BPB_ADAPT_CLIP. */
 static void reference_adaptive(model *ref, const int32_t *toks, size_t n, int T, int stride, double lr, double *nats)
 {
     size_t prev = 0, learned = 0;
@@ -142,13 +143,19 @@ static void reference_adaptive(model *ref, const int32_t *toks, size_t n, int T,
             model_zero_grad(ref);
             model_forward(ref, toks + prev - T, toks + prev - T + 1, 1, T);
             model_backward(ref);
-            double norm = 0;   /* the gradient's norm clipped to BPB_ADAPT_CLIP */
-            for (size_t k = 0; k < model_num_params(ref); k++)
-                norm += (double)g[k] * g[k];
+            double norm = 0;   /* the gradient's norm, the norms' gains left out, clipped to BPB_ADAPT_CLIP */
+            for (int i = 0; i < model_num_tensors(ref); i++) {
+                const model_tensor *t = model_tensor_at(ref, i);
+                for (size_t k = t->offset; k < t->offset + t->numel && t->kind != TENSOR_NORM; k++)
+                    norm += (double)g[k] * g[k];
+            }
             norm = sqrt(norm);
             float r = (float)(norm > BPB_ADAPT_CLIP ? lr * BPB_ADAPT_CLIP / norm : lr);
-            for (size_t k = 0; k < model_num_params(ref); k++)
-                p[k] -= r * g[k];
+            for (int i = 0; i < model_num_tensors(ref); i++) {
+                const model_tensor *t = model_tensor_at(ref, i);
+                for (size_t k = t->offset; k < t->offset + t->numel && t->kind != TENSOR_NORM; k++)
+                    p[k] -= r * g[k];
+            }
             learned = prev;
         }
     }
