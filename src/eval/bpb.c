@@ -74,6 +74,75 @@ void bpb_adapt_step(model *m, double lr)
     model_sgd_step(m, lr, BPB_ADAPT_CLIP);
 }
 
+/* One forward's rows: windows in order, every `parts`-th one from `part`. */
+typedef struct {
+    int32_t *in, *tg;   /* [batch][T] inputs and targets */
+    size_t *first;      /* per row: the row offset of its first new target */
+    size_t *row_start;  /* per row: the stream index of its first input */
+} window_rows;
+
+static void rows_free(window_rows *r)
+{
+    free(r->in); free(r->tg); free(r->first); free(r->row_start);
+}
+
+static int rows_alloc(window_rows *r, int batch, int T, tempo_error *err)
+{
+    r->in = malloc(sizeof(int32_t) * (size_t)batch * T);
+    r->tg = malloc(sizeof(int32_t) * (size_t)batch * T);
+    r->first = malloc(sizeof(size_t) * (size_t)batch);
+    r->row_start = malloc(sizeof(size_t) * (size_t)batch);
+    if (r->in && r->tg && r->first && r->row_start)
+        return 0;
+    rows_free(r);
+    return tempo_fail(err, "evaluation: out of memory");
+}
+
+/* The next rows (up to batch) of this part's windows; returns how many. */
+static int rows_fill(window_rows *r, bpb_windows *win, const int32_t *tokens, int batch, int part, int parts,
+                     uint64_t *window)
+{
+    const int T = win->T;
+    int rows = 0;
+    size_t start, from, end;
+    while (rows < batch && bpb_windows_next(win, &start, &from, &end)) {
+        if ((*window)++ % (uint64_t)parts != (uint64_t)part)   /* another part's window */
+            continue;
+        memcpy(r->in + (size_t)rows * T, tokens + start, sizeof(int32_t) * (size_t)T);
+        memcpy(r->tg + (size_t)rows * T, tokens + start + 1, sizeof(int32_t) * (size_t)T);
+        r->first[rows] = from - 1 - start;            /* row offset of target `from` */
+        r->row_start[rows] = start;
+        rows++;
+    }
+    return rows;
+}
+
+/* The last forward's figures for each row's new targets: their nats summed
+ * into *nats, each token's into out's arrays; returns the tokens scored. */
+static uint64_t rows_record(const model *m, const window_rows *r, int rows, int T, const bpb_token_out *out,
+                            double *nats)
+{
+    const float *losses = model_token_losses(m), *top = model_token_top_logprob(m);
+    const float *log_norm = model_token_log_norm(m);
+    const int32_t *top_id = model_token_top_id(m);
+    uint64_t scored = 0;
+    for (int k = 0; k < rows; k++)
+        for (size_t j = r->first[k]; j < (size_t)T; j++) {
+            size_t at = (size_t)k * T + j, i = r->row_start[k] + 1 + j;
+            *nats += losses[at];
+            if (out->nats)
+                out->nats[i] = losses[at];
+            if (out->top)
+                out->top[i] = top[at];
+            if (out->top_id)
+                out->top_id[i] = top_id[at];
+            if (out->log_norm)
+                out->log_norm[i] = log_norm[at];
+            scored++;
+        }
+    return scored;
+}
+
 /* The windows of part `part` of `parts`; with lr > 0 (one part, one window
  * per forward) the model learns as it reads (bpb_evaluate with lr > 0). */
 static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride,
@@ -91,17 +160,11 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
     if (n_bytes == 0)
         return tempo_fail(err, "evaluation text: holds no bytes");
     const int T = win.T;
-    stride = win.stride;
     if (batch < 1 || lr > 0)
         batch = 1;
-    int32_t *in = malloc(sizeof(int32_t) * (size_t)batch * T);
-    int32_t *tg = malloc(sizeof(int32_t) * (size_t)batch * T);
-    size_t *first = malloc(sizeof(size_t) * (size_t)batch); /* first scored offset per row */
-    size_t *row_start = malloc(sizeof(size_t) * (size_t)batch); /* stream index of each row's first input */
-    if (!in || !tg || !first || !row_start) {
-        free(in); free(tg); free(first); free(row_start);
-        return tempo_fail(err, "evaluation: out of memory");
-    }
+    window_rows r;
+    if (rows_alloc(&r, batch, T, err))
+        return -1;
     model_set_training(m, 0);     /* losses only: the head skips its gradient work */
     double nats = 0;
     uint64_t scored = 0, window = 0;
@@ -109,37 +172,11 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
     if (parts < 1 || part < 0 || part >= parts || lr > 0)
         parts = 1, part = 0;
     while (win.end < win.last) {
-        int rows = 0;
-        size_t start, from, end;
-        while (rows < batch && bpb_windows_next(&win, &start, &from, &end)) {
-            if (window++ % (uint64_t)parts != (uint64_t)part)   /* another part's window */
-                continue;
-            memcpy(in + (size_t)rows * T, tokens + start, sizeof(int32_t) * (size_t)T);
-            memcpy(tg + (size_t)rows * T, tokens + start + 1, sizeof(int32_t) * (size_t)T);
-            first[rows] = from - 1 - start;            /* row offset of target `from` */
-            row_start[rows] = start;
-            rows++;
-        }
+        int rows = rows_fill(&r, &win, tokens, batch, part, parts, &window);
         if (rows == 0)
             break;   /* the remaining windows were all another part's */
-        model_forward_eval(m, in, tg, rows, T, out->beta);
-        const float *losses = model_token_losses(m), *top = model_token_top_logprob(m);
-        const float *log_norm = model_token_log_norm(m);
-        const int32_t *top_id = model_token_top_id(m);
-        for (int r = 0; r < rows; r++)
-            for (size_t j = first[r]; j < (size_t)T; j++) {
-                size_t at = (size_t)r * T + j, i = row_start[r] + 1 + j;
-                nats += losses[at];
-                if (out->nats)
-                    out->nats[i] = losses[at];
-                if (out->top)
-                    out->top[i] = top[at];
-                if (out->top_id)
-                    out->top_id[i] = top_id[at];
-                if (out->log_norm)
-                    out->log_norm[i] = log_norm[at];
-                scored++;
-            }
+        model_forward_eval(m, r.in, r.tg, rows, T, out->beta);
+        scored += rows_record(m, &r, rows, T, out, &nats);
         /* score first, then learn: the step reads the window just scored (one row, targets up to
          * win.end), every target of which is scored now */
         if (lr > 0 && bpb_adapt_due(&win, learned_end)) {
@@ -156,7 +193,7 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
         out->top_id[0] = 0;
     if (out->log_norm)
         out->log_norm[0] = 0;
-    free(in); free(tg); free(first); free(row_start);
+    rows_free(&r);
     if (parts == 1 && scored != n_tokens - 1)
         return tempo_fail(err, "evaluation: internal error: scored %llu of %zu tokens",
                           (unsigned long long)scored, n_tokens - 1);
@@ -166,7 +203,7 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
     res->bytes = n_bytes;
     res->tokens = scored;
     res->context = T;
-    res->stride = stride;
+    res->stride = win.stride;
     res->seconds = timer_now() - t0;
     if (!isfinite(res->bpb))
         return model_device_error(m) ? tempo_fail(err, "evaluation: %s", model_device_error(m))
