@@ -200,3 +200,23 @@ void sha256_hex(const uint8_t digest[32], char out[65])
     }
     out[64] = '\0';
 }
+
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int sha256_from_hex(const char *hex, uint8_t digest[32])
+{
+    uint8_t d[32];
+    for (int i = 0; i < 32; i++) {
+        int hi = hex_digit(hex[2 * i]), lo = hi < 0 ? -1 : hex_digit(hex[2 * i + 1]);
+        if (lo < 0)
+            return -1;
+        d[i] = (uint8_t)(hi << 4 | lo);
+    }
+    if (hex[64] != '\0')
+        return -1;
+    memcpy(digest, d, 32);
+    return 0;
+}

@@ -29,5 +29,8 @@ void sha256_final(sha256_ctx *c, uint8_t digest[32]);
 void sha256(const void *data, size_t n, uint8_t digest[32]);
 /* Lower-case hex of a digest into out (64 chars + NUL). */
 void sha256_hex(const uint8_t digest[32], char out[65]);
+/* The reverse: 64 lower-case hex digits into a digest; -1 (digest unchanged)
+ * for anything else. */
+int sha256_from_hex(const char *hex, uint8_t digest[32]);
 
 #endif

@@ -209,8 +209,8 @@ static int try_reuse(prep *p, strbuf *meta)
     if (file_read_all(path, &text, &len, 64u << 20, NULL) || json_parse(text, len, &m, NULL))
         goto done;
     const char *key = json_get_string(m, "cache_key");
-    if (!key || strcmp(key, p->key_hex) != 0)
-        goto done;
+    if (!key || strcmp(key, p->key_hex) != 0 || !json_get_string(m, "content_id"))
+        goto done;   /* a folder from before the content id is prepared again, to gain one */
     path_join(path, sizeof path, p->o->out_dir, TOKENIZER_FILE);
     /* compared as doubles: the file's number may be beyond an int (casting it would be undefined) */
     if (tok_load(&t, path, NULL) || (double)tok_n_regular(t) != json_get_number(m, "vocab", -1))
@@ -556,8 +556,29 @@ static void json_part(jsonw *w, const char *name, const char *file, uint64_t doc
     jsonw_object_end(w);
 }
 
+/* The data's content id: sha256 over what decides the outputs byte for byte
+ * (the format, the options, each source's role and decompressed content in
+ * order), not where the sources lie or when they were touched, so a folder
+ * prepared again from the same text has the same id (the trainer's data id,
+ * memory.bin's and the count-memory store's key). */
+static void content_id(const prep *p, char hex[65])
+{
+    const prepare_options *o = p->o;
+    strbuf k = {0};
+    strbuf_printf(&k, "tempo-data %d\nvocab %d\ntok_sample_mb %.17g\nval_share %.17g\n", FORMAT_VERSION, o->vocab,
+                  o->tok_sample_mb, o->val_path ? 0 : o->val_share);
+    for (size_t i = 0; i < p->n_inputs; i++)
+        strbuf_printf(&k, "train %s %llu\n", p->inputs[i].sha256, (unsigned long long)p->inputs[i].bytes);
+    for (size_t i = 0; i < p->n_vals; i++)
+        strbuf_printf(&k, "val %s %llu\n", p->vals[i].sha256, (unsigned long long)p->vals[i].bytes);
+    uint8_t d[32];
+    sha256(k.data ? k.data : "", k.len, d);
+    sha256_hex(d, hex);
+    strbuf_free(&k);
+}
+
 /* meta.json: one object, no newline (try_reuse reads "cache_key", "vocab"
- * and each part's "tokens" back). */
+ * and each part's "tokens" back; the trainer "content_id"). */
 static int build_meta(const prep *p, double total_s, strbuf *sb, tempo_error *err)
 {
     const prepare_options *o = p->o;
@@ -604,6 +625,9 @@ static int build_meta(const prep *p, double total_s, strbuf *sb, tempo_error *er
     jsonw_object_end(&w);
     jsonw_field_int(&w, "threads", p->threads);
     jsonw_field_string(&w, "cache_key", p->key_hex);
+    char id[65];
+    content_id(p, id);
+    jsonw_field_string(&w, "content_id", id);
     jsonw_object_end(&w);
     return jsonw_finish(&w, err) ? tempo_error_prefix(err, "prepare: meta.json") : 0;
 }

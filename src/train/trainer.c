@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/fileio.h"
+#include "core/json.h"
 #include "core/procfs.h"
 #include "core/sha256.h"
 #include "core/strbuf.h"
@@ -95,6 +96,32 @@ static void ctx_free(run_ctx *c)
     metrics_log_close(&c->metrics);
 }
 
+
+/* The data's id (memory.bin's and the store's key, the exports' provenance):
+ * meta.json's "content_id" (tempo prepare: the options and the sources'
+ * content, so the same text prepared again keeps it), else, for a folder
+ * prepared before it existed, the sha256 of meta.json itself. */
+static void data_identity(run_ctx *c, const char *meta_path)
+{
+    char *meta;
+    size_t meta_len;
+    json_value *j = NULL;
+    char hex[65];
+    snprintf(c->data_id, sizeof c->data_id, "unknown");
+    if (file_read_all(meta_path, &meta, &meta_len, 64u << 20, NULL))
+        return;
+    const char *id = json_parse(meta, meta_len, &j, NULL) == 0 ? json_get_string(j, "content_id") : NULL;
+    if (id && sha256_from_hex(id, c->data_digest) == 0) {
+        snprintf(hex, sizeof hex, "%s", id);
+    } else {
+        sha256(meta, meta_len, c->data_digest);
+        sha256_hex(c->data_digest, hex);
+    }
+    snprintf(c->data_id, sizeof c->data_id, "sha256:%s", hex);
+    json_free(j);
+    free(meta);
+}
+
 static int open_data(run_ctx *c, const char *dir, tempo_error *err)
 {
     char p[1100];
@@ -114,19 +141,7 @@ static int open_data(run_ctx *c, const char *dir, tempo_error *err)
                           c->train.vocab_size, c->val.vocab_size);
     if (c->val.n_tokens < 2 || c->val.n_bytes == 0)
         return tempo_fail(err, "%s/val.tok: no validation text", dir);
-    /* the data's id for exports: meta.json names every source with its sha256 */
-    char *meta;
-    size_t meta_len;
-    tempo_error e;
-    snprintf(c->data_id, sizeof c->data_id, "unknown");
-    if (file_read_all(path_join(p, sizeof p, dir, "meta.json"), &meta, &meta_len, 64u << 20, &e) == 0) {
-        uint8_t *d = c->data_digest;
-        char hex[65];
-        sha256(meta, meta_len, d);
-        sha256_hex(d, hex);
-        snprintf(c->data_id, sizeof c->data_id, "sha256:%s", hex);
-        free(meta);
-    }
+    data_identity(c, path_join(p, sizeof p, dir, "meta.json"));
     return 0;
 }
 

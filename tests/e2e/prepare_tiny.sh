@@ -56,6 +56,7 @@ grep -q "reusing" "$tmp/err2" || fail "second run did not say it reused: $(cat "
 tail -n 1 "$tmp/out2" | grep -q '"reused":true' || fail "second run result lacks reused:true"
 
 # --force rebuilds, to identical files (deterministic), also with one thread
+id1=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["content_id"])' "$tmp/d/meta.json")
 cp "$tmp/d/train.tok" "$tmp/train1.tok"
 cp "$tmp/d/tokenizer.tiktoken" "$tmp/tok1"
 "$TEMPO" prepare --out "$tmp/d" --vocab 512 --threads 1 --force --val "$DATA/tiny/val.txt" "$DATA/tiny/train.txt" \
@@ -63,4 +64,20 @@ cp "$tmp/d/tokenizer.tiktoken" "$tmp/tok1"
 tail -n 1 "$tmp/out3" | grep -q '"reused":false' || fail "--force reused"
 cmp -s "$tmp/train1.tok" "$tmp/d/train.tok" || fail "train.tok differs between runs"
 cmp -s "$tmp/tok1" "$tmp/d/tokenizer.tiktoken" || fail "tokenizer differs between runs"
+# the content id names the text and the options, not where the sources lie or when they were touched:
+# the same text copied elsewhere (another path, another mtime) prepares to the same id, another
+# vocabulary to another (the trainer's data id: memory.bin and the count-memory store key on it)
+mkdir "$tmp/src" && cp "$DATA/tiny/train.txt" "$DATA/tiny/val.txt" "$tmp/src/" && touch -d '2001-01-01' "$tmp/src/train.txt"
+"$TEMPO" prepare --out "$tmp/e" --vocab 512 --val "$tmp/src/val.txt" "$tmp/src/train.txt" >/dev/null 2>"$tmp/err4" ||
+    fail "prepare of the copied text exited $?: $(cat "$tmp/err4")"
+"$TEMPO" prepare --out "$tmp/f" --vocab 256 --val "$tmp/src/val.txt" "$tmp/src/train.txt" >/dev/null 2>"$tmp/err5" ||
+    fail "prepare at vocab 256 exited $?: $(cat "$tmp/err5")"
+python3 - "$tmp" "$id1" <<'PY' || exit 1
+import json, sys
+d, e, f = (json.load(open(sys.argv[1] + x + "/meta.json")) for x in ("/d", "/e", "/f"))
+assert len(sys.argv[2]) == 64 and d["content_id"] == sys.argv[2], "--force changed the content id"
+assert e["content_id"] == d["content_id"], "the same text elsewhere has another content id"
+assert e["cache_key"] != d["cache_key"], "the cache key ignored the sources' paths"
+assert f["content_id"] != d["content_id"], "another vocabulary has the same content id"
+PY
 echo "prepare_tiny: ok"

@@ -75,6 +75,17 @@ grep -q "a damaged copy there replaced" "$E2E_TMP/e.err" || { cat "$E2E_TMP/e.er
 "$TEMPO" eval --model "$E2E_TMP/d" --data "$D" >/dev/null 2>&1 || fail "eval of run d failed"
 echo "ok: a damaged entry replaced"
 
+# the same text prepared again elsewhere (another folder, the sources copied with another mtime) is
+# the same data: its run shares run d's entry (the data's id is meta.json's content_id)
+mkdir -p "$E2E_TMP/src" && cp "$DATA/tiny/train.txt" "$DATA/tiny/val.txt" "$E2E_TMP/src/" && touch "$E2E_TMP/src/train.txt"
+"$TEMPO" prepare --out "$E2E_TMP/d2" --vocab 512 "$E2E_TMP/src/train.txt" --val "$E2E_TMP/src/val.txt" >/dev/null 2>&1 ||
+    fail "prepare of the copied text failed"
+"$TEMPO" train --data "$E2E_TMP/d2" "${ARGS[@]}" --set memory_order=2 --out "$E2E_TMP/p" >/dev/null 2>"$E2E_TMP/p.err" ||
+    { cat "$E2E_TMP/p.err" >&2; fail "run p failed"; }
+[ "$(json_field "$E2E_TMP/p/result.json" memory_store)" = "$ED" ] && [ "$(json_field "$E2E_TMP/p/result.json" memory_store_reused)" = True ] ||
+    { cat "$E2E_TMP/p.err" >&2; fail "the same text prepared again did not share run d's entry"; }
+echo "ok: the same text prepared again shares the entry"
+
 # a resumed run reuses its linked memory.bin
 "$TEMPO" train --data "$D" "${ARGS[@]}" --set memory_order=2 --steps 8 --stop-at-step 3 --out "$E2E_TMP/r" \
     >/dev/null 2>&1 || fail "the stopped run failed"

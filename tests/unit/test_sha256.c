@@ -70,9 +70,29 @@ static void test_paths_agree(void)
     }
 }
 
+/* sha256_from_hex reverses sha256_hex and refuses anything but 64 lower-case
+ * hex digits, leaving the digest as it was. */
+static void test_from_hex(void)
+{
+    uint8_t d[32], back[32];
+    char hex[65];
+    sha256("abc", 3, d);
+    sha256_hex(d, hex);
+    CHECK(sha256_from_hex(hex, back) == 0 && memcmp(d, back, 32) == 0);
+    const char *bad[] = {"", "ab", "BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD",
+                         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015adx",
+                         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015a",
+                         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ag"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(back, 7, sizeof back);
+        CHECK_MSG(sha256_from_hex(bad[i], back) == -1 && back[0] == 7 && back[31] == 7, "%s", bad[i]);
+    }
+}
+
 int main(void)
 {
     RUN(test_vectors);
+    RUN(test_from_hex);
     RUN(test_paths_agree);
     return test_summary("test_sha256");
 }
