@@ -64,16 +64,16 @@ grep -q "the transformer only: the run's count memory and mixer are not exported
     || fail "hybrid export does not say what it left out: $(cat "$E2E_TMP/hy.err")"
 grep -q '"memory_left_out":false' < <("$TEMPO" export --model "$E2E_TMP/good" --format gguf --out "$O.g2.gguf" 2>/dev/null) \
     || fail "a plain run reported a memory left out"
-# the export records where the model came from: the data's id (sha256 of its meta.json) and a commit
+# the export records where the model came from: the data's id (meta.json's content_id) and a commit
 python3 - "$O.gguf" "$D/meta.json" <<'PY' || fail "provenance missing from the GGUF"
-import hashlib, struct, sys
+import json, struct, sys
 b = open(sys.argv[1], 'rb').read()
 def value(key):
     i = b.index(key.encode()) + len(key)
     assert struct.unpack_from('<I', b, i)[0] == 8  # a string
     n = struct.unpack_from('<Q', b, i + 4)[0]
     return b[i + 12:i + 12 + n].decode()
-want = 'sha256:' + hashlib.sha256(open(sys.argv[2], 'rb').read()).hexdigest()
+want = 'sha256:' + json.load(open(sys.argv[2]))['content_id']
 assert value('tempo.data_id') == want, (value('tempo.data_id'), want)
 assert value('tempo.commit'), 'empty commit'  # "unknown" outside a git checkout
 assert '"mlp":"swiglu"' in value('tempo.config').replace(' ', ''), value('tempo.config')[:200]
