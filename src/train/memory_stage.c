@@ -252,10 +252,12 @@ int memory_stage_prepare(memory_stage *ms, const run_config *cfg, const token_fi
     return root ? start_save(ms, progress, err) : 0;   /* rank 0 writes the file */
 }
 
-/* Say once what the store did with the saved memory. */
+/* Say once what the store did with the memory this run saved (nothing when
+ * it saved none: a resume that reused its memory.bin). */
 static void report_store(memory_stage *ms)
 {
-    if (!ms->progress || !ms->store_dir[0] || ms->save_rc || ms->store_reported)
+    if (!ms->progress || !ms->store_dir[0] || ms->save_rc || ms->store_reported ||
+        !atomic_load_explicit(&ms->save_done, memory_order_acquire))
         return;
     ms->store_reported = 1;
     if (!ms->shared)

@@ -49,6 +49,7 @@ before=$(stat -c '%i %y' "$K/memory.bin")
 grep -q "^count memory: reusing $K/memory.bin (built from this data with these settings" "$E2E_TMP/err" \
     || fail "no word of reusing memory.bin: $(grep -v '^\[' "$E2E_TMP/err")"
 grep -q "^count memory: order" "$E2E_TMP/err" && fail "the memory was built again: $(grep -v '^\[' "$E2E_TMP/err")"
+grep -q "^count memory: not shared" "$E2E_TMP/err" && fail "a reused memory.bin was reported as not shared: $(grep -v '^\[' "$E2E_TMP/err")"
 [ "$(stat -c '%i %y' "$K/memory.bin")" = "$before" ] || fail "memory.bin was rewritten"
 [ "$(json_field "$K/result.json" steps)" = 300 ] || fail "the resumed run did not reach step 300"
 cmp "$E2E_TMP/full/model.safetensors" "$K/model.safetensors" || fail "the resumed run's weights differ from the run never killed"
@@ -59,10 +60,15 @@ assert r["memory_seconds"] > 0 and r["phase_seconds"]["memory_build"] == 0, (r["
 PY
 echo "ok: --resume before the first checkpoint reuses memory.bin untouched and ends bit-identical"
 
-# a memory.bin of other data: the same text and tokenizer, only DATA_DIR/meta.json differs
+# a memory.bin of other data: the same text and tokenizer, only DATA_DIR/meta.json's content id differs
 D2="$E2E_TMP/d2"
 cp -r "$D" "$D2"
-echo ' ' >> "$D2/meta.json"
+python3 - "$D2/meta.json" <<'PY' || fail "could not edit the copy's meta.json"
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["content_id"] = "%064x" % (int(m["content_id"], 16) ^ 1)
+json.dump(m, open(sys.argv[1], "w"))
+PY
 "$TEMPO" train --data "$D2" "${ARGS[@]}" --steps 2 --out "$E2E_TMP/on_d2" >/dev/null 2>&1 || fail "the run on the other data failed"
 cp "$E2E_TMP/on_d2/memory.bin" "$E2E_TMP/other_data/memory.bin"
 before=$(stat -c '%i %y' "$E2E_TMP/other_data/memory.bin")
