@@ -256,6 +256,79 @@ def depth_term(args, coef, bc, ref_bpb):
              "depth_layers_min = %d" % max(DEPTH_MIN_LAYERS, min(int(r["n_layers"]) for r in used + list(base.values()))),
              "depth_steps_ref = %g" % DEPTH_STEPS_REF,
              "depth_steps_min = %d" % min(steps), "depth_steps_max = %d" % max(steps)]
+
+    def term(aspect, s):   # as src/plan/quality.c's quality_shape_term
+        x, s = math.log2(aspect / DEPTH_ASPECT_REF), min(max(s, min(steps)), max(steps))
+        return (b + bs * math.log2(s / DEPTH_STEPS_REF)) * x + c * x * x
+    return lines, notes, term
+
+
+FAMILY_STEPS_REF = 300         # the family term's slope in log2 steps is about this many
+LAW_CONTEXT = 256              # every run of the law's grids trains and reads context 256
+
+
+def family_points(args):
+    """The planner's family's runs read frozen on the full val set: (name, params, tokens, steps,
+    d_model, n_layers, t) from --family-runs (result.json with FROZEN_READ beside it, the
+    checkpoint's config for the shape) and --family-tsv (saved by --family-out)."""
+    import os
+    pts = []
+    for pattern in args.family_runs:
+        for path in sorted(glob.glob(pattern)):
+            f = os.path.join(os.path.dirname(path), FROZEN_READ)
+            if not os.path.exists(f):
+                print("fit_scaling: %s: no %s, left out" % (path, FROZEN_READ))
+                continue
+            r = json.load(open(path))
+            if int(r["steps"]) < args.min_steps:
+                continue
+            cfg = model_config(os.path.join(os.path.dirname(path), "model.safetensors"))
+            pts.append((os.path.basename(os.path.dirname(path)), float(r["params"]), float(r["tokens"]),
+                        int(r["steps"]), int(cfg["d_model"]), int(cfg["n_layers"]), float(json.load(open(f))["bpb"])))
+    for r in tsv_rows(args.family_tsv):
+        pts.append((r["run"], float(r["params"]), float(r["tokens"]), int(r["steps"]), int(r["d_model"]),
+                    int(r["n_layers"]), float(r["val_bpb_frozen"])))
+    if args.family_out:
+        with open(args.family_out, "w") as f:
+            f.write("run\tparams\ttokens\tsteps\td_model\tn_layers\tval_bpb_frozen\n")
+            for p in pts:
+                f.write("%s\t%.0f\t%.0f\t%d\t%d\t%d\t%.6f\n" % p)
+    return pts
+
+
+def model_config(path):
+    """The model config a tempo .safetensors file holds in its metadata."""
+    import struct
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        head = json.loads(f.read(n))
+    return json.loads(head["__metadata__"]["config"])
+
+
+def family_term(args, coef, bc, ref_bpb, depth):
+    """The family term: the planner's models are cpu-default's (SwiGLU, QK-norm), the grids'
+    cpu-transformer's (ReLU^2, no QK-norm), and the plan predicts the full val set where the
+    grids read a slice: each family run's frozen read on the full val set less the law (and its
+    shape term), fitted as b + b_steps log2(S / 300) over the runs' steps S."""
+    E, A, alpha, B, beta = coef
+    pts, notes = [], []
+    for name, n, d, steps, width, layers, y in family_points(args):
+        # D_eff as the planner counts it (quality_tokens_effective: B_crit at the law's bpb of D)
+        (_, de, _), = effective([(n, d, E + A * n ** -alpha + B * d ** -beta, d / steps)], bc, ref_bpb)
+        law_y = E + A * n ** -alpha + B * de ** -beta + depth(width / layers, steps)
+        pts.append((math.log2(steps / FAMILY_STEPS_REF), y - law_y))
+        notes.append("#   %s: d%d l%d, %d steps: %.4f read frozen, the law %.4f: %+.4f" % (
+            name, width, layers, steps, y, law_y, y - law_y))
+    if len(pts) < 3 or len({s for s, _ in pts}) < 2:
+        raise SystemExit("fit_scaling: the family term needs 3 runs or more at 2 lengths or more")
+    b, bs = solve([[1.0, s] for s, _ in pts], [y for _, y in pts])
+    fit = [b + bs * s for s, _ in pts]
+    sd = math.sqrt(sum((y - f) ** 2 for (_, y), f in zip(pts, fit)) / max(1, len(pts) - 2))
+    steps = [FAMILY_STEPS_REF * 2 ** s for s, _ in pts]
+    lines = ["family_b = %.5f" % b, "family_b_steps = %.5f    # per doubling of the steps from family_steps_ref" % bs,
+             "family_sd = %.4f    # the runs' residual sd around the term" % sd,
+             "family_steps_ref = %g" % FAMILY_STEPS_REF,
+             "family_steps_min = %d" % round(min(steps)), "family_steps_max = %d" % round(max(steps))]
     return lines, notes
 
 
@@ -341,7 +414,8 @@ def law(args):
         % (" --grid ".join(args.grid), args.min_steps,
            "".join(" --anchor-runs '%s'" % a for a in args.anchor_runs) +
            "".join(" --anchor-tsv %s" % a for a in args.anchor_tsv) +
-           "".join(" --depth-grid %s" % a for a in args.depth_grid)),
+           "".join(" --depth-grid %s" % a for a in args.depth_grid) +
+           "".join(" --family-tsv %s" % a for a in args.family_tsv + ([args.family_out] if args.family_out else []))),
         "E = %.6g" % E, "A = %.6g" % A, "alpha = %.4g" % alpha, "B = %.6g" % B, "beta = %.4g" % beta,
         "residual_sd = %.4g" % sd,
         "n_min = %.6g" % min(p[0] for p in pts), "n_max = %.6g" % max(p[0] for p in pts),
@@ -365,12 +439,21 @@ def law(args):
         lines.append("# corrections from the grid's other vocabularies and learning rates (residuals from the law):")
         lines += notes
         lines += extra
+    depth = lambda aspect, steps: 0.0
     if args.depth_grid:
-        extra, notes = depth_term(args, (E, A, alpha, B, beta), bc, ref_bpb)
+        extra, notes, depth = depth_term(args, (E, A, alpha, B, beta), bc, ref_bpb)
         lines.append("# the shape term from %s (each run against the d_model / n_layers = %d run of its width "
                      "and length; residuals from the law):" % (", ".join(args.depth_grid), DEPTH_ASPECT_REF))
         lines += notes
         lines += extra
+    if args.family_runs or args.family_tsv:
+        extra, notes = family_term(args, (E, A, alpha, B, beta), bc, ref_bpb, depth)
+        lines.append("# the family term from %s (the planner's models are cpu-default's, SwiGLU and QK-norm, read "
+                     "frozen on the full val set; the grids' are cpu-transformer's, ReLU^2 without QK-norm, on a "
+                     "slice): each run against the law and its shape term:" % ", ".join(args.family_runs + args.family_tsv))
+        lines += notes
+        lines += extra
+    lines.append("context = %d    # every run's: the law has no term for another" % LAW_CONTEXT)
     for b in boots:
         lines.append("boot = %.6g %.6g %.4g %.6g %.4g" % (b[1], b[2], b[3], b[4], b[5]))
     with open(args.law_out, "w") as f:
@@ -399,18 +482,30 @@ def save_drag(path, r):
     return 1 - statistics.median(after) / statistics.median(during)
 
 
-def hybrid_runs(patterns):
+FROZEN_READ = "eval-frozen.json"   # beside result.json: `tempo eval --no-memory --no-cache --no-adapt`'s line
+
+
+def hybrid_runs(patterns, frozen=False):
+    """(path, result) of the hybrid runs; with frozen, t (val_bpb_transformer) is the
+    transformer read frozen (FROZEN_READ beside result.json; a run without one is left out)."""
+    import os
     runs = []
     for pattern in patterns:
         for path in sorted(glob.glob(pattern)):
             r = json.load(open(path))
+            if frozen:
+                f = os.path.join(os.path.dirname(path), FROZEN_READ)
+                if not os.path.exists(f):
+                    print("fit_scaling: %s: no %s, left out" % (path, FROZEN_READ))
+                    continue
+                r["val_bpb_transformer"] = json.load(open(f))["bpb"]
             if r.get("memory_order") and r.get("val_bpb_transformer") and r.get("val_bpb"):
                 runs.append((path, r))
     return runs
 
 
 def hybrid(args):
-    runs = hybrid_runs(args.runs)
+    runs = hybrid_runs(args.runs, args.frozen_t)
     timing_runs = hybrid_runs(args.timing_runs)
     if not runs:
         raise SystemExit("fit_scaling: no hybrid runs in %s" % args.runs)
@@ -440,12 +535,16 @@ def hybrid(args):
     res_sd = math.sqrt(sum(e * e for e in res) / max(1, len(res) - len(orders) - 1))
     names = textwrap.wrap(", ".join(p.split("/")[-2] for p, _ in runs) + ".", 96)
     t_lo, t_hi = min(t for _, t, _ in working), max(t for _, t, _ in working)
-    refit = ["--runs '%s'" % g for g in args.runs] + ["--timing-runs '%s'" % g for g in args.timing_runs]
+    refit = (["--frozen-t"] if args.frozen_t else []) + ["--runs '%s'" % g for g in args.runs] + \
+        ["--timing-runs '%s'" % g for g in args.timing_runs] + \
+        (["--keep-timings %s" % args.keep_timings] if args.keep_timings else [])
     lines = [
         "# The hybrid model's val bpb from its transformer's (src/plan/quality.h):",
         "#   hybrid = min(t, limit_K - slope * max(0, pivot - t) - calibration_gain),  K the memory's order,",
-        "# fitted by scripts/fit_scaling.py to %d runs (their folders below: 10-minute runs of the" % len(runs),
-        "# cpu-default shape and `tempo plan --validate` runs, bNNN = budget) on the full val set:",
+        "# fitted by scripts/fit_scaling.py to %d runs (their folders below) on the full val set;" % len(runs),
+        "# t: the transformer alone, %s:" % (
+            "read frozen (%s beside each result.json), the mixture as the run read it" % FROZEN_READ
+            if args.frozen_t else "as the run read it"),
     ] + ["#   " + n for n in names] + [
         "# slope: pooled over the runs with a working transformer (t < 2.5, an intercept per order);",
         "# limit.%d: the run(s) whose transformer was useless (t >= 2.5); the other orders' limits at" % o0,
@@ -456,6 +555,7 @@ def hybrid(args):
     ] + ["#     %s \\" % a for a in refit] + ["#     --hybrid-out THIS_FILE"] + [
         "pivot = %.4f" % pivot,
         "slope = %.4f" % slope,
+        "vocab = %d    # the runs' vocabulary: the planner plans hybrids only at it" % args.hybrid_vocab,
         "residual_sd = %.4f    # of the %d working runs around the relation" % (res_sd, len(res)),
         "calibration_gain = %.4f    # the calibration stage: median of val_bpb_linear - val_bpb over %d run(s)%s" % (
             statistics.median(gains) if gains else 0, len(gains),
@@ -463,6 +563,21 @@ def hybrid(args):
     ]
     for o in orders:
         lines.append("limit.%d = %.4f" % (o, icpt[o] + slope * pivot))
+    if args.keep_timings:   # the build and save figures of another hybrid file (measured on a quiet machine)
+        keep, started = [], False
+        for line in open(args.keep_timings):
+            started = started or line.startswith("# count memory build")
+            if started:
+                keep.append(line.rstrip("\n"))
+        if not any(k.startswith("build_s_per_mtok.") for k in keep):
+            raise SystemExit("fit_scaling: %s: no build_s_per_mtok lines after '# count memory build'" % args.keep_timings)
+        lines.append("# the timings below are kept from %s (--keep-timings), not from these runs:" % args.keep_timings)
+        lines += keep
+        with open(args.hybrid_out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        print("hybrid: slope %.4f pivot %.4f limits %s" % (
+            slope, pivot, {o: round(icpt[o] + slope * pivot, 4) for o in orders}))
+        return
     build, size = {}, {}
     for _, r in runs + timing_runs:
         o = r["memory_order"]
@@ -498,6 +613,11 @@ def main():
     p.add_argument("--min-steps", type=int, default=20)
     p.add_argument("--depth-grid", action="append", default=[],
                    help="grid runs that differ in depth at fixed width: the shape term (kept out of the law's fit)")
+    p.add_argument("--family-runs", action="append", default=[],
+                   help="glob of result.json of the planner's family, read frozen (%s beside): the family term"
+                   % FROZEN_READ)
+    p.add_argument("--family-tsv", action="append", default=[], help="family points saved by --family-out")
+    p.add_argument("--family-out", help="write the family points read from --family-runs/--family-tsv here")
     p.add_argument("--boot", type=int, default=100)
     p.add_argument("--anchor-runs", action="append", default=[],
                    help="glob of result.json whose val_bpb_transformer join the grid (repeatable)")
@@ -508,6 +628,11 @@ def main():
     p.add_argument("--timing-runs", action="append", default=[],
                    help="glob of hybrid runs used for the build and save timings only (repeatable)")
     p.add_argument("--hybrid-out")
+    p.add_argument("--frozen-t", action="store_true",
+                   help="the hybrid relation's t: the transformer read frozen (%s beside each result.json)" % FROZEN_READ)
+    p.add_argument("--keep-timings", help="copy the build and save timings of this hybrid file instead of "
+                   "measuring them from the runs (runs that shared the machine)")
+    p.add_argument("--hybrid-vocab", type=int, default=REF_VOCAB, help="the hybrid runs' vocabulary")
     args = p.parse_args()
     if args.grid and args.law_out:
         law(args)

@@ -16,6 +16,9 @@
 # The vocabulary is DATA_DIR's (prepare --vocab): a data folder per vocabulary
 # gives the law's vocabulary term. The grid.tsv line records vocab, lr_mult
 # and the data's bytes per training token.
+# GRID_SET (optional): more settings for every run, "KEY=VALUE KEY=VALUE" (e.g.
+# "mlp=swiglu qk_norm=true": the family term's runs, grid-family.tsv); the runs'
+# folders then start with GRID_TAG (default "set-").
 # Writes OUT_DIR/d<D>-l<L>-<LENGTH>/result.json per run and appends one line
 # per run to OUT_DIR/grid.tsv (a finished run is skipped when re-run).
 # Every run trains batch 16 x context 256 = 4,096 tokens per step.
@@ -30,6 +33,9 @@ out=${2:?usage: scaling_grid.sh DATA_DIR OUT_DIR [RUNS]}
 runs=${3:-"64:2:1:100 64:2:1:300 96:3:3:100 128:4:2:50 64:2:1:900 96:3:3:300 128:4:2:150 192:4:3:50
   192:4:3:150 256:4:4:50 128:4:2:400 96:3:3:900 256:4:4:150 192:4:3:400"}
 threads=${THREADS:-2}
+extra=()
+for kv in ${GRID_SET:-}; do extra+=(--set "$kv"); done
+tag=${GRID_SET:+${GRID_TAG:-set-}}
 mkdir -p "$out"
 [ -f "$out/grid.tsv" ] ||
     printf 'length\td_model\tn_layers\tn_heads\tparams\ttokens\tsteps\ttokens_per_s\tval_bpb\tload1\tvocab\tlr_mult\tbytes_per_token\n' \
@@ -43,8 +49,8 @@ for spec in $runs; do
     IFS=: read -r d l h b m <<<"$spec"
     m=${m:-1}
     case $b in *s) length=(--budget "$b") ;; *) length=(--steps "$b") ;; esac
-    run="$out/v$vocab-d$d-l$l-$b-lr$m"
-    [ "$vocab" = 4097 ] && [ "$m" = 1 ] && run="$out/d$d-l$l-$b"   # the names of the first grid
+    run="$out/${tag}v$vocab-d$d-l$l-$b-lr$m"
+    [ "$vocab" = 4097 ] && [ "$m" = 1 ] && run="$out/${tag}d$d-l$l-$b"   # the names of the first grid
     [ -f "$run/result.json" ] && continue
     load=$(cut -d' ' -f1 /proc/loadavg)
     "$TEMPO" train --data "$data" --out "$run" "${length[@]}" --preset cpu-transformer \
@@ -52,7 +58,7 @@ for spec in $runs; do
         --set d_model="$d" --set n_layers="$l" --set n_heads="$h" \
         --set lr_muon="$(python3 -c "print(0.02 * $m)")" --set lr="$(python3 -c "print(3e-3 * $m)")" \
         --set lr_embed="$(python3 -c "print(3e-3 * $m)")" --set lr_scalar="$(python3 -c "print(3e-3 * $m)")" \
-        --set eval_every=0 --set checkpoint_every=0 >"$run.log" 2>&1 ||
+        --set eval_every=0 --set checkpoint_every=0 ${extra[@]+"${extra[@]}"} >"$run.log" 2>&1 ||
         { echo "run $run failed (see $run.log)" >&2; continue; }
     python3 - "$run/result.json" "$b" "$d" "$l" "$h" "$load" "$vocab" "$m" "$bpt" >>"$out/grid.tsv" <<'EOF'
 import json, sys

@@ -76,11 +76,13 @@ static void usage(FILE *f)
         "                  the --chip files (a comma list), or every configs/chips/*.conf; --budget\n"
         "                  is marked on it; a budget too small for any plan on a chip is left out\n"
         "Partial: the law is in parameters, tokens and the batch, with corrections for the\n"
-        "vocabulary and one learning-rate multiplier measured on 150-400-step runs and for depth\n"
+        "vocabulary and one learning-rate multiplier measured on 150-400-step runs, for depth\n"
         "against width measured on 300-2,400-step runs (the search keeps to what that term measured:\n"
-        "2+ layers, d_model / n_layers 16-96); no term for context or other optimizer settings, which\n"
-        "are cpu-transformer's; the hybrid relation rests on a few dozen runs of a few shapes at\n"
-        "vocabulary 4097. The answers per chip:\n"
+        "2+ layers, d_model / n_layers 16-96) and for the family (cpu-default's SwiGLU and QK-norm,\n"
+        "11 runs of 300-6,805 steps); no term for context (the search keeps to the law's 256) or\n"
+        "other optimizer settings, which are cpu-default's; the hybrid relation (the learning reader\n"
+        "included) rests on 5 runs of cpu-default's shape at order 5 and vocabulary 4097, the only\n"
+        "memory and vocabulary it plans a hybrid with. The answers per chip:\n"
         "docs/optimal_model.md; how far they held on this machine: docs/planner.md section 6.\n");
 }
 
@@ -329,7 +331,7 @@ static int write_plot(const char *path, const char *chip_list, const char *law_a
     run_config base;
     int n_chips = plan_plot_load_chips(chip_list, dir, chips, PLAN_PLOT_MAX_CHIPS, &err);
     if (n_chips < 0 || load_scaling(law_arg, hybrid_arg, &law, &hybrid, &err) ||
-        cli_load_preset("cpu-transformer", NULL, 0, o->vocab_size, &base, &err))
+        cli_load_preset("cpu-default", NULL, 0, o->vocab_size, &base, &err))
         return cli_report(&err);
     int n = plan_plot_points(&base, chips, n_chips, &law, &hybrid, o, budgets, n_budgets, points,
                              PLAN_PLOT_MAX_POINTS, &err);
@@ -481,7 +483,7 @@ int cmd_plan(int argc, char **argv)
         a.vo.threads = a.threads;
     }
     run_config base;
-    if (cli_load_preset("cpu-transformer", NULL, 0, o->vocab_size, &base, &err))
+    if (cli_load_preset("cpu-default", NULL, 0, o->vocab_size, &base, &err))
         return cli_report(&err);
     plan_result r;
     if (plan_search(&base, &chip, &law, &hybrid, o, &r, &err))

@@ -153,9 +153,11 @@ static int candidate_config(const run_config *base, const quality_law *law, cons
         c->cfg.mixer_holdout = d.mixer_holdout;
         c->cfg.memory_prune = d.memory_prune;
     }
-    /* the laws were fitted on models that read frozen: a planned run reads so too, so that what it
-     * measures is what was predicted (learning while reading, adapt_lr, is not modelled) */
-    c->cfg.adapt_lr = 0;
+    /* the law is of the transformer read frozen; the hybrid relation maps that to the mixture as
+     * the base preset reads it (the learning reader, adapt_lr, included: its runs read so). A plan
+     * without a memory is the law's own quantity, so it reads frozen. */
+    if (!s->memory_order)
+        c->cfg.adapt_lr = 0;
     tempo_error e;
     return !run_config_finish(&c->cfg, &e);
 }
@@ -186,6 +188,7 @@ static int memory_buildable(const quality_hybrid *hybrid, const plan_options *o,
 {
     double host = o->host_memory_gb > 0 ? o->host_memory_gb : 24;
     if (s->memory_order < 0 || s->memory_order > QUALITY_MAX_ORDER || !(hybrid->limit[s->memory_order] > 0) ||
+        (hybrid->vocab > 0 && c->cfg.model.vocab_size != hybrid->vocab) ||   /* the relation's runs' only */
         s->memory_order > ngram_build_max_order(c->cfg.model.vocab_size) ||
         c->corpus_tokens * hybrid->bytes_per_token[s->memory_order] / 1e9 > host)
         return 0;
@@ -271,7 +274,8 @@ void plan_interval(const quality_law *law, const quality_hybrid *hybrid, plan_ca
     double aspect = (double)k->cfg.model.d_model / k->cfg.model.n_layers;
     double depth_spread = quality_has_depth(law) && fabs(aspect / law->depth_aspect_ref - 1) > 1e-9
                               ? 1.645 * law->depth_sd : 0;   /* and the shape term's, off its reference */
-    double spread = sqrt(lr_spread * lr_spread + depth_spread * depth_spread);
+    double family_spread = 1.645 * law->family_sd;   /* and the family term's */
+    double spread = sqrt(lr_spread * lr_spread + depth_spread * depth_spread + family_spread * family_spread);
     k->transformer_bpb += k->correction;
     k->transformer_lo += k->correction - spread;
     k->transformer_hi += k->correction + spread;
@@ -381,7 +385,9 @@ int plan_search(const run_config *base, const chip_profile *chip, const quality_
                     continue;
                 for (int ci = 0; ci < N_OF(contexts); ci++)
                     for (int bi = 0; bi < N_OF(batch_tokens); bi++) {
-                        if (batch_tokens[bi] < contexts[ci])
+                        /* the law has no context term: its runs' context only (a shorter one is
+                         * faster, and measured worse than the law would credit it) */
+                        if (batch_tokens[bi] < contexts[ci] || (law->context > 0 && contexts[ci] != law->context))
                             continue;
                         for (int oi = 0; oi < N_OF(memory_orders); oi++) {
                             if (memory_orders[oi] && !o->allow_memory)
@@ -443,6 +449,8 @@ void plan_preset_keys(const run_config *cfg, strbuf *out)
     json_free(v);
     strbuf_free(&json);
 }
+
+static void explain_terms(const plan_candidate *b, const quality_law *law, strbuf *out);
 
 void plan_explain(const plan_result *r, const chip_profile *chip, const quality_law *law, const plan_options *o,
                   strbuf *out)
@@ -508,6 +516,12 @@ void plan_explain(const plan_result *r, const chip_profile *chip, const quality_
     if (b->outside_law)
         strbuf_printf(out, "outside the runs the law was fitted on (N %.3g..%.3g, effective D %.3g..%.3g): an extrapolation\n",
                       law->n_min, law->n_max, law->d_min, law->d_max);
+    explain_terms(b, law, out);
+}
+
+/* --explain's lines on the law's shape and family terms, the reading and what the law does not see. */
+static void explain_terms(const plan_candidate *b, const quality_law *law, strbuf *out)
+{
     if (quality_has_depth(law)) {
         double aspect = (double)b->cfg.model.d_model / b->cfg.model.n_layers;
         double shape = quality_shape_term(law, aspect, b->steps);
@@ -517,8 +531,23 @@ void plan_explain(const plan_result *r, const chip_profile *chip, const quality_
                       aspect, shape, law->depth_aspect_ref, b->steps, law->depth_aspect_min, law->depth_aspect_max,
                       law->depth_layers_min, law->depth_steps_min, law->depth_steps_max);
     }
+    if (law->family_b != 0 || law->family_b_steps != 0)
+        strbuf_printf(out, "family: SwiGLU and QK-norm (the base preset's) against the law's grid (ReLU^2, no QK-norm, "
+                           "on a val slice): %+.3f bpb at %.0f steps (the law's family term, measured on the full val "
+                           "set for %.0f-%.0f steps, scatter %.3f)\n",
+                      quality_family_term(law, b->steps), b->steps, law->family_steps_min, law->family_steps_max,
+                      law->family_sd);
+    strbuf_printf(out, "reading: %s\n", b->cfg.memory_order
+                      ? "the mixture reads as the base preset does (the learning reader, adapt_lr): the hybrid "
+                        "relation's runs read so, and its t is their transformer read frozen"
+                      : "frozen (adapt_lr 0): the law's own quantity");
+    char ctx[64];
+    if (law->context > 0)
+        snprintf(ctx, sizeof ctx, "context %.0f (the law's runs' only)", law->context);
+    else
+        snprintf(ctx, sizeof ctx, "context 128-512");
     strbuf_printf(out, "context, heads%s%s enter only through throughput (the law has no term for them), within "
-                       "bounds around the grid: context 128-512, batch 2,048-16,384 tokens, head width 64%s\n",
+                       "bounds around the grid: %s, batch 2,048-16,384 tokens, head width 64%s\n",
                   quality_has_depth(law) ? "" : ", depth against width", law->batch_crit > 0 ? "" : " and batch",
-                  quality_has_depth(law) ? "" : ", d_model / n_layers 32-64");
+                  ctx, quality_has_depth(law) ? "" : ", d_model / n_layers 32-64");
 }

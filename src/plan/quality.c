@@ -110,6 +110,10 @@ static int law_optional_key(law_ctx *c, const char *key, char *v, const char *wh
         {"depth_layers_min", &q->depth_layers_min, 1, 1e4},
         {"depth_b_steps", &q->depth_b_steps, -10, 10},    {"depth_steps_ref", &q->depth_steps_ref, 1, 1e12},
         {"depth_steps_min", &q->depth_steps_min, 1, 1e12}, {"depth_steps_max", &q->depth_steps_max, 1, 1e12},
+        {"family_b", &q->family_b, -10, 10},              {"family_b_steps", &q->family_b_steps, -10, 10},
+        {"family_sd", &q->family_sd, 0, 10},              {"family_steps_ref", &q->family_steps_ref, 1, 1e12},
+        {"family_steps_min", &q->family_steps_min, 1, 1e12}, {"family_steps_max", &q->family_steps_max, 1, 1e12},
+        {"context", &q->context, 1, 1 << 24},
     };
     _Static_assert(11 + sizeof optional / sizeof optional[0] <= 64, "one bit of law_ctx.seen per key");
     return law_real_key(c, optional, sizeof optional / sizeof optional[0], 11, key, v, where, err);
@@ -210,6 +214,10 @@ int quality_law_parse(quality_law *q, const char *text, size_t len, const char *
         return tempo_usage(err, "%s: depth_b_steps without depth_steps_ref", path);
     if (q->depth_steps_min > q->depth_steps_max && q->depth_steps_max > 0)
         return tempo_usage(err, "%s: depth_steps_min > depth_steps_max", path);
+    if (q->family_b_steps != 0 && !(q->family_steps_ref > 0))
+        return tempo_usage(err, "%s: family_b_steps without family_steps_ref", path);
+    if (q->family_steps_min > q->family_steps_max && q->family_steps_max > 0)
+        return tempo_usage(err, "%s: family_steps_min > family_steps_max", path);
     return 0;
 }
 
@@ -247,6 +255,15 @@ static int hybrid_line(void *ctx, const char *key, char *v, const char *where, t
         return real(key, v, 0, 1e6, &h->save_s_per_gb, where, err);
     if (!strcmp(key, "save_drag"))
         return real(key, v, 0, 0.99, &h->save_drag, where, err);
+    if (!strcmp(key, "vocab")) {
+        double vv;
+        if (real(key, v, 2, 1 << 24, &vv, where, err))
+            return -1;
+        if (vv != floor(vv))
+            return tempo_usage(err, "%s: vocab: %s is not a whole number", where, v);
+        h->vocab = (int)vv;
+        return 0;
+    }
     const char *prefixes[] = {"limit.", "build_s_per_mtok.", "bytes_per_token."};
     double *arrays[] = {h->limit, h->build_s_per_mtok, h->bytes_per_token};
     for (int i = 0; i < 3; i++) {
@@ -359,10 +376,19 @@ double quality_shape_term(const quality_law *q, double aspect, double steps)
     return slope * a + q->depth_c * a * a;
 }
 
+double quality_family_term(const quality_law *q, double steps)
+{
+    double s = steps;
+    if (q->family_steps_min > 0 && s < q->family_steps_min) s = q->family_steps_min;
+    if (q->family_steps_max > 0 && s > q->family_steps_max) s = q->family_steps_max;
+    return q->family_b + (q->family_b_steps != 0 && s > 0 ? q->family_b_steps * log2(s / q->family_steps_ref) : 0);
+}
+
 double quality_correction(const quality_law *q, int vocab, double lr_mult, double steps, double aspect)
 {
     const quality_vocab *v = quality_vocab_find(q, vocab);
-    return (v ? v->offset : 0) + quality_lr_term(q, lr_mult, steps) + quality_shape_term(q, aspect, steps);
+    return (v ? v->offset : 0) + quality_lr_term(q, lr_mult, steps) + quality_shape_term(q, aspect, steps) +
+           quality_family_term(q, steps);
 }
 
 int quality_has_depth(const quality_law *q)

@@ -21,7 +21,15 @@
  *     reference shape of the same width and length in depth only, trusted
  *     within the aspects and depths measured (S clamped to the steps
  *     measured: outside them the term is the nearest length's), its
- *     scatter depth_sd.
+ *     scatter depth_sd;
+ *   the family (the planner's models are cpu-default's: SwiGLU and QK-norm,
+ *     where the law's grid is cpu-transformer's ReLU^2 without QK-norm), at
+ *     S optimizer steps: + family_b + family_b_steps log2(S / family_steps_ref),
+ *     fitted on runs that differ from a grid run of the same shape and length
+ *     in the family only, S clamped to the steps measured, its scatter
+ *     family_sd.
+ * The law's runs were all of one context (`context`): it has no term for
+ * another, and the search keeps to it.
  * Both files
  * are written by scripts/fit_scaling.py into configs/scaling/ as `key = value`
  * lines (`#` comments); the fit itself is not done here. */
@@ -71,6 +79,11 @@ typedef struct {
     double depth_aspect_min, depth_aspect_max;  /* the aspects measured (0, 0: no term) */
     double depth_layers_min;        /* the fewest layers measured (0: no term) */
     double depth_sd;                /* the runs' scatter around the term, bpb */
+    double family_b, family_b_steps;  /* the family term (0, 0: none) */
+    double family_steps_ref;
+    double family_steps_min, family_steps_max;  /* the steps measured (0, 0: any; S is clamped to them) */
+    double family_sd;               /* the runs' scatter around the term, bpb */
+    double context;                 /* the context of the law's runs (0: not given) */
 } quality_law;
 
 typedef struct {
@@ -79,6 +92,7 @@ typedef struct {
     double calibration_gain;     /* bpb the calibration stage takes off the linear mixture (0: not given) */
     double save_s_per_gb;        /* writing memory.bin beside the training, seconds per GB (0: not given) */
     double save_drag;            /* the share of the steps' speed lost while it is written, [0, 1) */
+    int vocab;                   /* the vocabulary of the relation's runs (0: not given, any) */
     double limit[QUALITY_MAX_ORDER + 1];       /* 0: that order not measured */
     double build_s_per_mtok[QUALITY_MAX_ORDER + 1];
     double bytes_per_token[QUALITY_MAX_ORDER + 1];
@@ -91,14 +105,16 @@ typedef struct {
  * lr_b_steps, lr_c, lr_sd, lr_steps_ref, lr_steps_min, lr_steps_max,
  * lr_mult_min, lr_mult_max; optional depth_b, depth_b_steps, depth_c,
  * depth_sd, depth_aspect_ref, depth_aspect_min, depth_aspect_max,
- * depth_layers_min, depth_steps_ref, depth_steps_min, depth_steps_max).
+ * depth_layers_min, depth_steps_ref, depth_steps_min, depth_steps_max;
+ * optional family_b, family_b_steps, family_sd, family_steps_ref,
+ * family_steps_min, family_steps_max; optional context).
  * Errors name the
  * file and line, or the missing key (code 2). */
 int quality_law_load(quality_law *q, const char *path, tempo_error *err);
 int quality_law_parse(quality_law *q, const char *text, size_t len, const char *path, tempo_error *err);
 
 /* Read the hybrid file (pivot, slope, limit.K, build_s_per_mtok.K, bytes_per_token.K; optional
- * residual_sd, calibration_gain, save_s_per_gb, save_drag). */
+ * residual_sd, calibration_gain, save_s_per_gb, save_drag, vocab). */
 int quality_hybrid_load(quality_hybrid *h, const char *path, tempo_error *err);
 int quality_hybrid_parse(quality_hybrid *h, const char *text, size_t len, const char *path, tempo_error *err);
 
@@ -134,8 +150,8 @@ double quality_tokens_in_law(const quality_law *q, int vocab, double tokens);
 
 /* The corrections at vocabulary v, learning-rate multiplier m, `steps`
  * optimizer steps and aspect ratio d_model / n_layers: the vocabulary's
- * offset plus the learning-rate and shape terms (0 when absent; aspect 0:
- * no shape term). */
+ * offset plus the learning-rate, shape and family terms (0 when absent;
+ * aspect 0: no shape term). */
 double quality_correction(const quality_law *q, int vocab, double lr_mult, double steps, double aspect);
 
 /* Its parts: the learning-rate term at multiplier m and `steps` steps, and
@@ -143,6 +159,8 @@ double quality_correction(const quality_law *q, int vocab, double lr_mult, doubl
  * those measured); each 0 when the law has none (aspect 0: no shape term). */
 double quality_lr_term(const quality_law *q, double lr_mult, double steps);
 double quality_shape_term(const quality_law *q, double aspect, double steps);
+/* The family term at `steps` steps (clamped to those measured); 0 without one. */
+double quality_family_term(const quality_law *q, double steps);
 
 /* 1 when the law has a shape term. */
 int quality_has_depth(const quality_law *q);

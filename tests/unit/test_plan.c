@@ -89,13 +89,17 @@ static void test_quality(void)
     h.calibration_gain = 0;
     const char *ht = "pivot = 2.1\nslope = 0.2\nresidual_sd = 0.01\nlimit.5 = 1.65\nbuild_s_per_mtok.5 = 0.7\n"
                      "calibration_gain = 0.02\n"
-                     "bytes_per_token.5 = 60\nsave_s_per_gb = 7\nsave_drag = 0.5  # a comment\n";
+                     "bytes_per_token.5 = 60\nsave_s_per_gb = 7\nsave_drag = 0.5  # a comment\nvocab = 4097\n";
     CHECK(quality_hybrid_parse(&h, ht, strlen(ht), "h.conf", &err) == 0);
     CHECK(h.pivot == 2.1 && h.residual_sd == 0.01 && h.calibration_gain == 0.02 && h.save_s_per_gb == 7 && h.save_drag == 0.5 &&
+          h.vocab == 4097 &&
           h.limit[5] == 1.65 && h.build_s_per_mtok[5] == 0.7 && h.bytes_per_token[5] == 60 && h.limit[4] == 0);
     const char *bad_drag = "pivot = 2\nsave_drag = 1\n";
     CHECK(quality_hybrid_parse(&h, bad_drag, strlen(bad_drag), "h.conf", &err) == -1 &&
           strstr(err.msg, "h.conf:2") && strstr(err.msg, "save_drag"));
+    const char *bad_vocab = "pivot = 2\nvocab = 40.5\n";
+    CHECK(quality_hybrid_parse(&h, bad_vocab, strlen(bad_vocab), "h.conf", &err) == -1 &&
+          strstr(err.msg, "h.conf:2") && strstr(err.msg, "whole number"));
     const char *no_pivot = "slope = 0.2\n";
     CHECK(quality_hybrid_parse(&h, no_pivot, strlen(no_pivot), "h.conf", &err) == -1 &&
           strstr(err.msg, "missing pivot"));
@@ -473,6 +477,68 @@ static void test_depth(void)
               best_aspect[0], best_aspect[1]);
 }
 
+/* The family term (the planner's models against the law's grid), the law's
+ * context (the search keeps to it), the hybrid relation's vocabulary (no
+ * hybrid at another) and the reading: a plan with a memory reads as the
+ * base preset does (the learning reader), one without reads frozen. */
+static void test_family_context_reading(void)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "%sfamily_b = -0.02\nfamily_b_steps = -0.01\nfamily_steps_ref = 300\n"
+             "family_steps_min = 300\nfamily_steps_max = 1200\nfamily_sd = 0.004\ncontext = 128\n", law_text);
+    quality_law q;
+    tempo_error err;
+    CHECK_MSG(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == 0, "%s", err.msg);
+    CHECK_NEAR(quality_family_term(&q, 600), -0.03, 1e-12);
+    CHECK_NEAR(quality_family_term(&q, 10), -0.02, 1e-12);     /* as 300 */
+    CHECK_NEAR(quality_family_term(&q, 1e5), -0.04, 1e-12);    /* as 1200 */
+    CHECK_NEAR(quality_correction(&q, 512, 1, 600, 0), -0.03, 1e-12);
+    quality_law none;
+    CHECK(quality_law_parse(&none, law_text, strlen(law_text), "law.conf", &err) == 0);
+    CHECK(quality_family_term(&none, 600) == 0 && none.context == 0);
+    const char *bad[][2] = {
+        {"family_b_steps = 0.1\n", "family_steps_ref"},
+        {"family_steps_min = 500\nfamily_steps_max = 400\n", "family_steps_min > family_steps_max"},
+        {"context = 0\n", "context"},
+        {"family_b = 0.1\nfamily_b = 0.1\n", "given twice"},
+    };
+    check_law_refusals(bad, sizeof bad / sizeof bad[0]);
+    chip_profile chip;
+    quality_law unused;
+    quality_hybrid h;
+    run_config base;
+    search_inputs(&chip, &unused, &h, &base);
+    base.adapt_lr = 0.2f;
+    plan_options o = {.budget_s = 60, .ranks = 1, .corpus_tokens = 1e6, .vocab_size = 512, .allow_memory = 1};
+    plan_result r;
+    CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
+    for (int i = 0; i < r.n_keep; i++) {
+        const plan_candidate *c = &r.best[i];
+        CHECK_MSG(c->cfg.model.context == 128, "context %d", c->cfg.model.context);
+        CHECK_NEAR(c->correction, quality_correction(&q, 512, c->lr_mult, c->steps, 0) +
+                                      quality_shape_term(&q, (double)c->cfg.model.d_model / c->cfg.model.n_layers, c->steps),
+                   1e-12);
+        CHECK(c->cfg.memory_order == 0 && c->cfg.adapt_lr == 0);   /* no memory measured: frozen */
+    }
+    /* a relation that knows order 4 at vocabulary 512: hybrids there read as the base does */
+    h.limit[4] = 1.5;
+    h.build_s_per_mtok[4] = 0.1;
+    h.bytes_per_token[4] = 25;
+    h.vocab = 512;
+    CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
+    int hybrids = 0;
+    for (int i = 0; i < r.n_keep; i++) {
+        const plan_candidate *c = &r.best[i];
+        hybrids += c->cfg.memory_order == 4;
+        CHECK(c->cfg.adapt_lr == (c->cfg.memory_order ? 0.2f : 0.0f));
+    }
+    CHECK(hybrids > 0);
+    h.vocab = 4097;   /* measured at another vocabulary only: no hybrid at this one */
+    CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
+    for (int i = 0; i < r.n_keep; i++)
+        CHECK(r.best[i].cfg.memory_order == 0);
+}
+
 /* plan --calibrate-gpu's reading of a GPU bench line: kernels to ops, the
  * profile's per-call wait taken out, the rest of the step as "other", and
  * one clear error for what it cannot use. */
@@ -521,6 +587,7 @@ int main(void)
     RUN(test_search);
     RUN(test_vocab_and_lr);
     RUN(test_depth);
+    RUN(test_family_context_reading);
     RUN(test_predict_and_neighbours);
     RUN(test_calibrate_gpu);
     return test_summary("test_plan");
