@@ -52,7 +52,7 @@ static void usage(FILE *f)
         "  --adapt-lr R      the transformer's learning rate while reading instead of the run's adapt_lr\n"
         "                    (0 = frozen): after every context of scored tokens it takes one plain SGD step\n"
         "                    on them (dynamic evaluation; the norms' gains stay as trained); the windows\n"
-        "                    then run one at a time, in order\n"
+        "                    then run in order, those between two steps as one batch\n"
         "A run trained with memory_order/cache_order > 0 is a mixture of the transformer, the count memory and\n"
         "the cache (docs/hybrid_model.md); the text is read in order, each token scored before the cache, the\n"
         "mixer and (with adapt_lr > 0) the transformer learn from it. The transformer enters the mixture\n"

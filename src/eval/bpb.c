@@ -26,7 +26,10 @@ int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_by
     if (model_params_save(m, err))
         return -1;
     model_set_mixture(m, NULL, 1);   /* the steps learn the plain cross-entropy, whatever training set */
-    int rc = evaluate_windows(m, tokens, n_tokens, n_bytes, o->stride, 1, 0, 1, o->lr, o->out, res, err);
+    /* the windows between two steps read as one batch (the step's window first, its backward on that
+     * row alone: model_backward_rows); on a GPU one at a time */
+    int batch = model_device(m) ? 1 : o->batch < model_max_batch(m) ? o->batch : model_max_batch(m);
+    int rc = evaluate_windows(m, tokens, n_tokens, n_bytes, o->stride, batch, 0, 1, o->lr, o->out, res, err);
     tempo_error e2;
     if (model_params_restore(m, rc ? &e2 : err))   /* the model as it was trained */
         rc = -1;
@@ -88,6 +91,7 @@ static void rows_free(window_rows *r)
 
 static int rows_alloc(window_rows *r, int batch, int T, tempo_error *err)
 {
+    batch++;   /* a spare row (rows_fill_learning's rotation) */
     r->in = malloc(sizeof(int32_t) * (size_t)batch * T);
     r->tg = malloc(sizeof(int32_t) * (size_t)batch * T);
     r->first = malloc(sizeof(size_t) * (size_t)batch);
@@ -98,35 +102,75 @@ static int rows_alloc(window_rows *r, int batch, int T, tempo_error *err)
     return tempo_fail(err, "evaluation: out of memory");
 }
 
+/* Row k: the window whose inputs start at `start` and whose first new target is `from`. */
+static void rows_put(window_rows *r, int k, int T, const int32_t *tokens, size_t start, size_t from)
+{
+    memcpy(r->in + (size_t)k * T, tokens + start, sizeof(int32_t) * (size_t)T);
+    memcpy(r->tg + (size_t)k * T, tokens + start + 1, sizeof(int32_t) * (size_t)T);
+    r->first[k] = from - 1 - start;            /* row offset of target `from` */
+    r->row_start[k] = start;
+}
+
 /* The next rows (up to batch) of this part's windows; returns how many. */
 static int rows_fill(window_rows *r, bpb_windows *win, const int32_t *tokens, int batch, int part, int parts,
                      uint64_t *window)
 {
-    const int T = win->T;
     int rows = 0;
     size_t start, from, end;
     while (rows < batch && bpb_windows_next(win, &start, &from, &end)) {
         if ((*window)++ % (uint64_t)parts != (uint64_t)part)   /* another part's window */
             continue;
-        memcpy(r->in + (size_t)rows * T, tokens + start, sizeof(int32_t) * (size_t)T);
-        memcpy(r->tg + (size_t)rows * T, tokens + start + 1, sizeof(int32_t) * (size_t)T);
-        r->first[rows] = from - 1 - start;            /* row offset of target `from` */
-        r->row_start[rows] = start;
-        rows++;
+        rows_put(r, rows++, win->T, tokens, start, from);
+    }
+    return rows;
+}
+
+/* The learning reader's next rows: the windows up to and including the next one whose step is due
+ * (at most batch); that one goes to row 0 (the step's backward reads row 0 alone) and the others
+ * follow it in order. Returns how many; *due: 1 when row 0 is due (then rows_record reads row 0
+ * last, so the sum runs in the text's order). */
+static int rows_fill_learning(window_rows *r, bpb_windows *win, const int32_t *tokens, int batch,
+                              size_t learned_end, int *due)
+{
+    const int T = win->T;
+    int rows = 0;
+    size_t start, from, end;
+    *due = 0;
+    while (rows < batch && bpb_windows_next(win, &start, &from, &end)) {
+        rows_put(r, rows++, T, tokens, start, from);
+        if (bpb_adapt_due(win, learned_end)) {
+            *due = 1;
+            break;
+        }
+    }
+    if (*due && rows > 1) {   /* rotate the due window (the last) to row 0, through the spare row */
+        size_t k = (size_t)rows - 1, spare = (size_t)batch, row = sizeof(int32_t) * (size_t)T;
+        memcpy(r->in + spare * T, r->in + k * T, row);
+        memcpy(r->tg + spare * T, r->tg + k * T, row);
+        size_t f = r->first[k], s0 = r->row_start[k];
+        memmove(r->in + T, r->in, row * k);
+        memmove(r->tg + T, r->tg, row * k);
+        memmove(r->first + 1, r->first, sizeof(size_t) * k);
+        memmove(r->row_start + 1, r->row_start, sizeof(size_t) * k);
+        memcpy(r->in, r->in + spare * T, row);
+        memcpy(r->tg, r->tg + spare * T, row);
+        r->first[0] = f;
+        r->row_start[0] = s0;
     }
     return rows;
 }
 
 /* The last forward's figures for each row's new targets: their nats summed
  * into *nats, each token's into out's arrays; returns the tokens scored. */
-static uint64_t rows_record(const model *m, const window_rows *r, int rows, int T, const bpb_token_out *out,
-                            double *nats)
+static uint64_t rows_record(const model *m, const window_rows *r, int rows, int T, int row0_last,
+                            const bpb_token_out *out, double *nats)
 {
     const float *losses = model_token_losses(m), *top = model_token_top_logprob(m);
     const float *log_norm = model_token_log_norm(m);
     const int32_t *top_id = model_token_top_id(m);
     uint64_t scored = 0;
-    for (int k = 0; k < rows; k++)
+    for (int kk = 0; kk < rows; kk++) {
+        int k = row0_last ? (kk + 1) % rows : kk;   /* row0_last: row 0 is the text's latest window */
         for (size_t j = r->first[k]; j < (size_t)T; j++) {
             size_t at = (size_t)k * T + j, i = r->row_start[k] + 1 + j;
             *nats += losses[at];
@@ -140,6 +184,7 @@ static uint64_t rows_record(const model *m, const window_rows *r, int rows, int 
                 out->log_norm[i] = log_norm[at];
             scored++;
         }
+    }
     return scored;
 }
 
@@ -160,7 +205,7 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
     if (n_bytes == 0)
         return tempo_fail(err, "evaluation text: holds no bytes");
     const int T = win.T;
-    if (batch < 1 || lr > 0)
+    if (batch < 1)
         batch = 1;
     window_rows r;
     if (rows_alloc(&r, batch, T, err))
@@ -172,15 +217,23 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
     if (parts < 1 || part < 0 || part >= parts || lr > 0)
         parts = 1, part = 0;
     while (win.end < win.last) {
-        int rows = rows_fill(&r, &win, tokens, batch, part, parts, &window);
+        int due = 0;
+        int rows = lr > 0 ? rows_fill_learning(&r, &win, tokens, batch, learned_end, &due)
+                          : rows_fill(&r, &win, tokens, batch, part, parts, &window);
         if (rows == 0)
             break;   /* the remaining windows were all another part's */
         model_forward_eval(m, r.in, r.tg, rows, T, out->beta);
-        scored += rows_record(m, &r, rows, T, out, &nats);
-        /* score first, then learn: the step reads the window just scored (one row, targets up to
+        scored += rows_record(m, &r, rows, T, due, out, &nats);
+        /* score first, then learn: the step reads the window just scored (row 0, targets up to
          * win.end), every target of which is scored now */
-        if (lr > 0 && bpb_adapt_due(&win, learned_end)) {
-            bpb_adapt_step(m, lr);
+        if (due) {
+            if (rows == 1) {
+                bpb_adapt_step(m, lr);   /* the forward held the step's window alone (any device) */
+            } else {
+                model_zero_grad(m);
+                model_backward_rows(m, 1);   /* CPU only: the batch is 1 on a GPU */
+                model_sgd_step(m, lr, BPB_ADAPT_CLIP);   /* a norm that is not finite is no step */
+            }
             learned_end = win.end;
         }
     }

@@ -52,7 +52,9 @@ typedef struct {
  * mode afterwards.
  * With o->lr > 0 the model learns as it reads (dynamic evaluation; the hybrid
  * model's rule, docs/hybrid_model.md: score first, then learn): the windows
- * run one at a time, in order (batch and parts are ignored), and whenever
+ * run in order (parts are ignored; those between two steps as one forward
+ * of up to batch rows on the CPU, the step's window in row 0, one at a time
+ * on a GPU: the same bits either way), and whenever
  * the scored targets reach T (the window length) past the last step's, the
  * model takes one plain SGD step of rate lr on the mean cross-entropy of the
  * T targets ending there, every one of them already scored. So a token's

@@ -140,6 +140,12 @@ void model_zero_grad(model *m);
  * had no targets or failed. Calling it twice adds the gradient twice. */
 void model_backward(model *m);
 
+/* model_backward of the first `rows` sequences of the last forward only, as if
+ * it had held just them (the mean over their rows * T positions; the same
+ * bits as a forward of those rows alone, then model_backward). CPU only: with
+ * a GPU attached, or rows outside [1, B], it does nothing. */
+void model_backward_rows(model *m, int rows);
+
 /* Called by model_backward each time a span of the gradient buffer is final
  * for this pass (nothing later in the pass writes it), in the order the pass
  * finishes them: span 0 is the final norm and, untied, the head (to the end

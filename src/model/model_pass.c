@@ -157,16 +157,24 @@ static void span_ready(model *m, int i)
 
 void model_backward(model *m)
 {
-    if (!m->have_targets)
-        return;
     if (m->device) {
-        model_cuda_backward(m->device);
+        if (m->have_targets)
+            model_cuda_backward(m->device);
         return;
     }
+    model_backward_rows(m, m->B);
+}
+
+void model_backward_rows(model *m, int rows)
+{
+    if (!m->have_targets || m->device || rows < 1 || rows > m->B)
+        return;
     const model_config *c = &m->cfg;
-    int B = m->B, T = m->T, N = B * T, C = c->d_model, V = c->vocab_size, L = c->n_layers;
+    /* every activation is [B, ...] with the sequences outermost: the first `rows` of them are the
+     * first rows * T positions of each buffer, as if the forward had held only them */
+    int B = rows, T = m->T, N = B * T, C = c->d_model, V = c->vocab_size, L = c->n_layers;
     op_mark t0 = op_profile_begin(m->prof);
-    if (m->head_dw_ready) {
+    if (m->head_dw_ready && rows == m->B) {
         size_t n = (size_t)V * C;
         float *g = m->g_head;
         const float *s = m->head_dw;
@@ -174,7 +182,7 @@ void model_backward(model *m)
         for (size_t i = 0; i < n; i++)
             g[i] += s[i];
         op_profile_end(m->prof, OP_HEAD_GRAD_ADD, t0);
-    } else { /* evaluation-mode forward: run the head's training pass now */
+    } else { /* evaluation-mode forward (or fewer rows than it staged): run the head's training pass now */
         lm_head_loss_forward_backward(m->losses, m->dxf, m->g_head, m->xf, m->head, m->targets,
                                       N, C, V, c->logit_softcap, 1.0f / (float)N,
                                       m->head_scratch, MODEL_HEAD_CHUNK_ROWS, &m->head_ws);

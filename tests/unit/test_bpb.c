@@ -187,6 +187,16 @@ static void test_adaptive_matches_reference(void)
         }
         CHECK_NEAR(res.bits, bits, 1e-5 * bits);
         CHECK(res.tokens == n - 1 && res.stride == stride && res.context == T);
+        /* the windows between steps read as one batch (the step's window first): the same bits */
+        double got2[61];
+        bpb_token_out out2 = {got2, NULL, NULL, NULL, 0};
+        bpb_result res2;
+        memcpy(model_params(ref), model_params(m), sizeof(float) * model_num_params(m));
+        bpb_options o2 = {.stride = stride, .batch = 2, .lr = 0.3, .out = &out2};
+        CHECK_MSG(bpb_evaluate(m, toks, n, 90, &o2, &res2, &err) == 0, "%s", err.msg);
+        CHECK_MSG(res2.bits == res.bits && memcmp(got + 1, got2 + 1, sizeof(double) * (n - 1)) == 0,
+                  "stride %d: batch 2 %.17g, batch 1 %.17g", stride, res2.bits, res.bits);
+        CHECK(memcmp(model_params(ref), model_params(m), sizeof(float) * model_num_params(m)) == 0);   /* restored */
         /* the reference did learn: its figures after the first step differ from a frozen reading */
         bpb_result frozen;
         CHECK(bpb_evaluate(m, toks, n, 90, &(bpb_options){.stride = stride, .batch = 2}, &frozen, &err) == 0);
