@@ -504,6 +504,34 @@ def hybrid_runs(patterns, frozen=False):
     return runs
 
 
+def measured_timings(timed):
+    """The count memory's build and size per order, and memory.bin's write, as hybrid-file lines."""
+    lines = []
+    build, size = {}, {}
+    for _, r in timed:
+        o = r["memory_order"]
+        if r.get("memory_seconds") and r.get("memory_tokens"):
+            build.setdefault(o, []).append(r["memory_seconds"] / (r["memory_tokens"] / 1e6))
+            size.setdefault(o, []).append(r["memory_bytes"] / r["memory_tokens"])
+    lines.append("# count memory build on this 2-core machine, seconds per million training tokens")
+    lines.append("# and bytes per token: medians of the runs' memory_seconds and memory_bytes / memory_tokens")
+    for o in sorted(build):
+        lines.append("build_s_per_mtok.%d = %.4f    # %d runs: %s" % (
+            o, statistics.median(build[o]), len(build[o]), " ".join("%.3f" % v for v in sorted(build[o]))))
+        lines.append("bytes_per_token.%d = %.2f" % (o, statistics.median(size[o])))
+    saves = [r["memory_save_seconds"] / (r["memory_bytes"] / 1e9) for _, r in timed
+             if r.get("memory_save_seconds") and r.get("memory_bytes")]
+    drags = [d for d in (save_drag(p, r) for p, r in timed) if d is not None]
+    if saves and drags:
+        lines.append("# memory.bin's write beside the first steps: seconds per GB, and the share of the steps'")
+        lines.append("# speed lost meanwhile (step_s in metrics.jsonl during against after the write): medians")
+        lines.append("save_s_per_gb = %.3f    # %d runs: %.2f-%.2f" % (
+            statistics.median(saves), len(saves), min(saves), max(saves)))
+        lines.append("save_drag = %.3f    # %d runs: %.2f-%.2f" % (
+            statistics.median(drags), len(drags), min(drags), max(drags)))
+    return lines
+
+
 def hybrid(args):
     runs = hybrid_runs(args.runs, args.frozen_t)
     timing_runs = hybrid_runs(args.timing_runs)
@@ -573,34 +601,8 @@ def hybrid(args):
             raise SystemExit("fit_scaling: %s: no build_s_per_mtok lines after '# count memory build'" % args.keep_timings)
         lines.append("# the timings below are kept from %s (--keep-timings), not from these runs:" % args.keep_timings)
         lines += keep
-        with open(args.hybrid_out, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        print("hybrid: slope %.4f pivot %.4f limits %s" % (
-            slope, pivot, {o: round(icpt[o] + slope * pivot, 4) for o in orders}))
-        return
-    build, size = {}, {}
-    for _, r in runs + timing_runs:
-        o = r["memory_order"]
-        if r.get("memory_seconds") and r.get("memory_tokens"):
-            build.setdefault(o, []).append(r["memory_seconds"] / (r["memory_tokens"] / 1e6))
-            size.setdefault(o, []).append(r["memory_bytes"] / r["memory_tokens"])
-    lines.append("# count memory build on this 2-core machine, seconds per million training tokens")
-    lines.append("# and bytes per token: medians of the runs' memory_seconds and memory_bytes / memory_tokens")
-    for o in sorted(build):
-        lines.append("build_s_per_mtok.%d = %.4f    # %d runs: %s" % (
-            o, statistics.median(build[o]), len(build[o]), " ".join("%.3f" % v for v in sorted(build[o]))))
-        lines.append("bytes_per_token.%d = %.2f" % (o, statistics.median(size[o])))
-    timed = runs + timing_runs
-    saves = [r["memory_save_seconds"] / (r["memory_bytes"] / 1e9) for _, r in timed
-             if r.get("memory_save_seconds") and r.get("memory_bytes")]
-    drags = [d for d in (save_drag(p, r) for p, r in timed) if d is not None]
-    if saves and drags:
-        lines.append("# memory.bin's write beside the first steps: seconds per GB, and the share of the steps'")
-        lines.append("# speed lost meanwhile (step_s in metrics.jsonl during against after the write): medians")
-        lines.append("save_s_per_gb = %.3f    # %d runs: %.2f-%.2f" % (
-            statistics.median(saves), len(saves), min(saves), max(saves)))
-        lines.append("save_drag = %.3f    # %d runs: %.2f-%.2f" % (
-            statistics.median(drags), len(drags), min(drags), max(drags)))
+    else:
+        lines += measured_timings(runs + timing_runs)
     with open(args.hybrid_out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("hybrid: slope %.4f pivot %.4f limits %s" % (

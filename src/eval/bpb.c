@@ -27,7 +27,7 @@ int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_by
         return -1;
     model_set_mixture(m, NULL, 1);   /* the steps learn the plain cross-entropy, whatever training set */
     /* the windows between two steps read as one batch (the step's window first, its backward on that
-     * row alone: model_backward_rows); on a GPU one at a time */
+     * row alone: bpb_adapt_step); on a GPU one at a time (its backward covers the whole forward) */
     int batch = model_device(m) ? 1 : o->batch < model_max_batch(m) ? o->batch : model_max_batch(m);
     int rc = evaluate_windows(m, tokens, n_tokens, n_bytes, o->stride, batch, 0, 1, o->lr, o->out, res, err);
     tempo_error e2;
@@ -72,7 +72,7 @@ int bpb_adapt_due(const bpb_windows *w, size_t learned_end)
 void bpb_adapt_step(model *m, double lr)
 {
     model_zero_grad(m);
-    model_backward(m);
+    model_backward_rows(m, 1);
     /* a norm that is not finite is no step: the model stays as it is */
     model_sgd_step(m, lr, BPB_ADAPT_CLIP);
 }
@@ -91,7 +91,6 @@ static void rows_free(window_rows *r)
 
 static int rows_alloc(window_rows *r, int batch, int T, tempo_error *err)
 {
-    batch++;   /* a spare row (rows_fill_learning's rotation) */
     r->in = malloc(sizeof(int32_t) * (size_t)batch * T);
     r->tg = malloc(sizeof(int32_t) * (size_t)batch * T);
     r->first = malloc(sizeof(size_t) * (size_t)batch);
@@ -126,36 +125,23 @@ static int rows_fill(window_rows *r, bpb_windows *win, const int32_t *tokens, in
 }
 
 /* The learning reader's next rows: the windows up to and including the next one whose step is due
- * (at most batch); that one goes to row 0 (the step's backward reads row 0 alone) and the others
- * follow it in order. Returns how many; *due: 1 when row 0 is due (then rows_record reads row 0
- * last, so the sum runs in the text's order). */
+ * (at most batch), counted on a copy of the windows first; the due one goes to row 0 (the step's
+ * backward reads row 0 alone) and the others follow it in order. Returns how many; *due: 1 when
+ * row 0 is due (then rows_record reads row 0 last, so the sum runs in the text's order). */
 static int rows_fill_learning(window_rows *r, bpb_windows *win, const int32_t *tokens, int batch,
                               size_t learned_end, int *due)
 {
-    const int T = win->T;
+    bpb_windows ahead = *win;
     int rows = 0;
     size_t start, from, end;
     *due = 0;
-    while (rows < batch && bpb_windows_next(win, &start, &from, &end)) {
-        rows_put(r, rows++, T, tokens, start, from);
-        if (bpb_adapt_due(win, learned_end)) {
-            *due = 1;
-            break;
-        }
+    while (!*due && rows < batch && bpb_windows_next(&ahead, &start, &from, &end)) {
+        rows++;
+        *due = bpb_adapt_due(&ahead, learned_end);
     }
-    if (*due && rows > 1) {   /* rotate the due window (the last) to row 0, through the spare row */
-        size_t k = (size_t)rows - 1, spare = (size_t)batch, row = sizeof(int32_t) * (size_t)T;
-        memcpy(r->in + spare * T, r->in + k * T, row);
-        memcpy(r->tg + spare * T, r->tg + k * T, row);
-        size_t f = r->first[k], s0 = r->row_start[k];
-        memmove(r->in + T, r->in, row * k);
-        memmove(r->tg + T, r->tg, row * k);
-        memmove(r->first + 1, r->first, sizeof(size_t) * k);
-        memmove(r->row_start + 1, r->row_start, sizeof(size_t) * k);
-        memcpy(r->in, r->in + spare * T, row);
-        memcpy(r->tg, r->tg + spare * T, row);
-        r->first[0] = f;
-        r->row_start[0] = s0;
+    for (int i = 0; i < rows; i++) {
+        bpb_windows_next(win, &start, &from, &end);
+        rows_put(r, *due ? (i + 1) % rows : i, win->T, tokens, start, from);
     }
     return rows;
 }
@@ -227,13 +213,7 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
         /* score first, then learn: the step reads the window just scored (row 0, targets up to
          * win.end), every target of which is scored now */
         if (due) {
-            if (rows == 1) {
-                bpb_adapt_step(m, lr);   /* the forward held the step's window alone (any device) */
-            } else {
-                model_zero_grad(m);
-                model_backward_rows(m, 1);   /* CPU only: the batch is 1 on a GPU */
-                model_sgd_step(m, lr, BPB_ADAPT_CLIP);   /* a norm that is not finite is no step */
-            }
+            bpb_adapt_step(m, lr);
             learned_end = win.end;
         }
     }

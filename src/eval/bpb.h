@@ -96,7 +96,7 @@ int bpb_windows_next(bpb_windows *w, size_t *start, size_t *first, size_t *end);
 int bpb_adapt_due(const bpb_windows *w, size_t learned_end);
 
 /* Its step: one plain SGD step of rate lr on the mean cross-entropy of the
- * window the model's last forward scored (one row), that forward's
+ * window in the first row of the model's last forward, that forward's
  * activations reused, the norms' gains left as trained and the rest of the
  * gradient's norm clipped to BPB_ADAPT_CLIP (model_sgd_step). */
 void bpb_adapt_step(model *m, double lr);

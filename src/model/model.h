@@ -142,8 +142,9 @@ void model_backward(model *m);
 
 /* model_backward of the first `rows` sequences of the last forward only, as if
  * it had held just them (the mean over their rows * T positions; the same
- * bits as a forward of those rows alone, then model_backward). CPU only: with
- * a GPU attached, or rows outside [1, B], it does nothing. */
+ * bits as a forward of those rows alone, then model_backward). With a GPU
+ * attached only rows = B (the whole forward) is done; other rows, or rows
+ * outside [1, B], do nothing. */
 void model_backward_rows(model *m, int rows);
 
 /* Called by model_backward each time a span of the gradient buffer is final

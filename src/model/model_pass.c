@@ -157,18 +157,18 @@ static void span_ready(model *m, int i)
 
 void model_backward(model *m)
 {
-    if (m->device) {
-        if (m->have_targets)
-            model_cuda_backward(m->device);
-        return;
-    }
     model_backward_rows(m, m->B);
 }
 
 void model_backward_rows(model *m, int rows)
 {
-    if (!m->have_targets || m->device || rows < 1 || rows > m->B)
+    if (!m->have_targets || rows < 1 || rows > m->B)
         return;
+    if (m->device) {   /* the GPU's backward covers the whole forward */
+        if (rows == m->B)
+            model_cuda_backward(m->device);
+        return;
+    }
     const model_config *c = &m->cfg;
     /* every activation is [B, ...] with the sequences outermost: the first `rows` of them are the
      * first rows * T positions of each buffer, as if the forward had held only them */

@@ -114,6 +114,15 @@ static void test_effective_tokens(void)
     CHECK(plan_effective_tokens(4e7, 1e7) > plan_effective_tokens(3e7, 1e7));
 }
 
+/* law_text with `extra` lines appended, parsed into q (which must succeed). */
+static void law_with(quality_law *q, const char *extra)
+{
+    char text[2048];
+    tempo_error err;
+    snprintf(text, sizeof text, "%s%s", law_text, extra);
+    CHECK_MSG(quality_law_parse(q, text, strlen(text), "law.conf", &err) == 0, "%s", err.msg);
+}
+
 /* The search tests' inputs: the fixture chip, law_text, a hybrid relation
  * with no measured order, and the small config. */
 static void search_inputs(chip_profile *chip, quality_law *q, quality_hybrid *h, run_config *base)
@@ -418,21 +427,19 @@ static void test_predict_and_neighbours(void)
 static void test_depth(void)
 {
     char text[2048];
-    snprintf(text, sizeof text, "%sdepth_b = 0.02\ndepth_c = 0.01\ndepth_sd = 0.005\ndepth_aspect_ref = 32\n"
-             "depth_aspect_min = 16\ndepth_aspect_max = 128\ndepth_layers_min = 1\n", law_text);
     quality_law q;
     tempo_error err;
-    CHECK_MSG(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == 0, "%s", err.msg);
+    law_with(&q, "depth_b = 0.02\ndepth_c = 0.01\ndepth_sd = 0.005\ndepth_aspect_ref = 32\n"
+                 "depth_aspect_min = 16\ndepth_aspect_max = 128\ndepth_layers_min = 1\n");
     CHECK(quality_has_depth(&q));
     CHECK_NEAR(quality_correction(&q, 512, 1, 100, 32), 0, 1e-15);
     CHECK_NEAR(quality_correction(&q, 512, 1, 100, 128), 0.02 * 2 + 0.01 * 4, 1e-12);
     CHECK_NEAR(quality_correction(&q, 512, 1, 100, 16), -0.02 + 0.01, 1e-12);
     CHECK_NEAR(quality_correction(&q, 512, 1, 100, 0), 0, 0);   /* no shape given: no term */
     /* the slope in steps, the steps clamped to those measured */
-    snprintf(text, sizeof text, "%sdepth_b = 0.02\ndepth_b_steps = -0.01\ndepth_steps_ref = 300\ndepth_steps_min = 300\n"
-             "depth_steps_max = 1200\ndepth_c = 0.01\ndepth_aspect_ref = 32\n"
-             "depth_aspect_min = 16\ndepth_aspect_max = 128\ndepth_layers_min = 1\n", law_text);
-    CHECK_MSG(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == 0, "%s", err.msg);
+    law_with(&q, "depth_b = 0.02\ndepth_b_steps = -0.01\ndepth_steps_ref = 300\ndepth_steps_min = 300\n"
+                 "depth_steps_max = 1200\ndepth_c = 0.01\ndepth_aspect_ref = 32\n"
+                 "depth_aspect_min = 16\ndepth_aspect_max = 128\ndepth_layers_min = 1\n");
     CHECK_NEAR(quality_correction(&q, 512, 1, 600, 128), (0.02 - 0.01) * 2 + 0.01 * 4, 1e-12);
     CHECK_NEAR(quality_correction(&q, 512, 1, 4800, 128), (0.02 - 0.02) * 2 + 0.01 * 4, 1e-12);   /* as 1200 */
     CHECK_NEAR(quality_correction(&q, 512, 1, 10, 64), 0.02 + 0.01, 1e-12);                      /* as 300 */
@@ -483,12 +490,10 @@ static void test_depth(void)
  * base preset does (the learning reader), one without reads frozen. */
 static void test_family_context_reading(void)
 {
-    char text[2048];
-    snprintf(text, sizeof text, "%sfamily_b = -0.02\nfamily_b_steps = -0.01\nfamily_steps_ref = 300\n"
-             "family_steps_min = 300\nfamily_steps_max = 1200\nfamily_sd = 0.004\ncontext = 128\n", law_text);
     quality_law q;
     tempo_error err;
-    CHECK_MSG(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == 0, "%s", err.msg);
+    law_with(&q, "family_b = -0.02\nfamily_b_steps = -0.01\nfamily_steps_ref = 300\n"
+                 "family_steps_min = 300\nfamily_steps_max = 1200\nfamily_sd = 0.004\ncontext = 128\n");
     CHECK_NEAR(quality_family_term(&q, 600), -0.03, 1e-12);
     CHECK_NEAR(quality_family_term(&q, 10), -0.02, 1e-12);     /* as 300 */
     CHECK_NEAR(quality_family_term(&q, 1e5), -0.04, 1e-12);    /* as 1200 */
