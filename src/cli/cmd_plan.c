@@ -40,11 +40,16 @@ static void usage(FILE *f)
         "  efficiencies), tokens seen, and val bpb with a ~90 %% interval (the law fitted to the\n"
         "  grid of short runs in configs/scaling/). Prints the chosen config as a preset file\n"
         "  (--out writes it; `tempo train --preset FILE` trains it) and the ten runners-up.\n"
+        "  The base preset (cpu-default) stays the plan unless a candidate is predicted better by\n"
+        "  more than that difference's own uncertainty (paired over the law's bootstrap, plus each\n"
+        "  run's scatter): a measured configuration is not traded for a gain the law cannot resolve.\n"
         "  --budget D      wall-clock training budget (90s, 10m, 4h)\n"
         "  --chip FILE     a chip profile (default configs/" DEFAULT_CHIP ": this 2-core machine)\n"
         "  --ranks N       data-parallel chips (ring all-reduce over the chip's link_gbs)\n"
         "  --memory GB     memory per chip to plan within (default: the chip's memory_gb)\n"
         "  --no-memory     the transformer alone (no count memory, cache or match model)\n"
+        "  --any-shape     rank by the point prediction alone: the search's best even when it is\n"
+        "                  within the uncertainty of the base preset's shape\n"
         "  --explain       what limits the plan (compute, bandwidth, memory, data) and why\n"
         "  --preset-only   print the preset alone (no runners-up, no JSON line): `tempo plan --budget 10m\n"
         "                  --preset-only > my.conf` then `tempo train --preset my.conf`; without it the\n"
@@ -79,10 +84,11 @@ static void usage(FILE *f)
         "vocabulary and one learning-rate multiplier measured on 150-400-step runs, for depth\n"
         "against width measured on 300-2,400-step runs (the search keeps to what that term measured:\n"
         "2+ layers, d_model / n_layers 16-96) and for the family (cpu-default's SwiGLU and QK-norm,\n"
-        "11 runs of 300-6,805 steps); no term for context (the search keeps to the law's 256) or\n"
+        "13 runs of 300-7,352 steps); no term for context (the search keeps to the law's 256) or\n"
         "other optimizer settings, which are cpu-default's; the hybrid relation (the learning reader\n"
-        "included) rests on 5 runs of cpu-default's shape at order 5 and vocabulary 4097, the only\n"
-        "memory and vocabulary it plans a hybrid with. The answers per chip:\n"
+        "included) rests on 7 runs of two shapes (d128 l4, d96 l3) at order 5 and vocabulary 4097,\n"
+        "the only memory and vocabulary it plans a hybrid with; on this CPU the search's best shapes\n"
+        "lie within that relation's scatter of the base, which stays the plan. The answers per chip:\n"
         "docs/optimal_model.md; how far they held on this machine: docs/planner.md section 6.\n");
 }
 
@@ -213,9 +219,22 @@ static int measure_presets(const char *list, const chip_profile *chip, int vocab
 }
 
 /* The last stdout line: the plan as a JSON object (the preset text above it, or in --out). */
-static void plan_json(const plan_candidate *c, const chip_profile *chip, const plan_options *o, const char *out,
+/* The JSON line's account of the base preset against the search (plan_keep_base). */
+static void base_json(const plan_result *r, jsonw *w)
+{
+    static const char *const status[] = {"not tried", "not a candidate", "beaten", "kept"};
+    jsonw_field_string(w, "base", status[r->base_status]);
+    if (r->base_status == PLAN_BASE_BEATEN || r->base_status == PLAN_BASE_KEPT) {
+        jsonw_field_number(w, "base_val_bpb", r->base_bpb);
+        jsonw_field_number(w, "base_gain", r->base_gain);
+        jsonw_field_number(w, "base_margin", r->base_margin);
+    }
+}
+
+static void plan_json(const plan_result *r, const chip_profile *chip, const plan_options *o, const char *out,
                       strbuf *js)
 {
+    const plan_candidate *c = &r->best[0];
     const model_config *m = &c->cfg.model;
     jsonw w;
     jsonw_init(&w, js);
@@ -242,6 +261,7 @@ static void plan_json(const plan_candidate *c, const chip_profile *chip, const p
     jsonw_field_number(&w, "val_bpb_hi", c->bpb_hi);
     jsonw_field_number(&w, "val_bpb_transformer", c->transformer_bpb);
     jsonw_field_bool(&w, "extrapolated", c->outside_law);
+    base_json(r, &w);
     if (out)
         jsonw_field_string(&w, "preset_file", out);
     else
@@ -259,6 +279,15 @@ static void print_runners_up(const plan_result *r)
                m->n_layers, m->n_heads, m->context, c->cfg.batch_size, c->cfg.memory_order, m->vocab_size,
                c->lr_mult, c->step.params, c->step.tokens_per_s, c->tokens_seen, c->bpb, c->bpb_lo, c->bpb_hi,
                c->outside_law ? "  (extrapolated)" : "");
+    }
+    if (r->base_status == PLAN_BASE_KEPT) {
+        const model_config *m = &r->searched_best.cfg.model;
+        printf("# rank 0 is the base preset's shape, kept: the search's best (d_model %d, %d layers, batch %d) is "
+               "predicted %.3f bpb better, inside that difference's uncertainty %.3f (--any-shape takes it)\n",
+               m->d_model, m->n_layers, r->searched_best.cfg.batch_size, r->base_gain, r->base_margin);
+    } else if (r->base_status == PLAN_BASE_BEATEN) {
+        printf("# the base preset's shape is predicted %.3f bpb worse than rank 0, beyond that difference's "
+               "uncertainty %.3f\n", r->base_gain, r->base_margin);
     }
 }
 
@@ -364,13 +393,13 @@ typedef struct {
 static int parse_args(int argc, char **argv, plan_args *a, int *help)
 {
     *a = (plan_args){.o = {.ranks = 1, .corpus_tokens = DEFAULT_CORPUS_TOKENS, .vocab_size = 4097, .search_vocab = 1,
-                           .allow_memory = 1},
+                           .allow_memory = 1, .keep_base = 1},
                      .vo = {.data_dir = "data/corpus", .seeds = 2, .ranks = 1},
                      .threads = 2,
                      .steps = 5};
     plan_options *o = &a->o;
     plan_validate_options *vo = &a->vo;
-    int no_memory = 0, vocab = 0;
+    int no_memory = 0, vocab = 0, any_shape = 0;
     const cli_flag flags[] = {
         CLI_F_DURATION("--budget", &o->budget_s),
         CLI_F_STRING("--chip", &a->chip_arg),
@@ -395,12 +424,15 @@ static int parse_args(int argc, char **argv, plan_args *a, int *help)
         CLI_F_SWITCH("--validate", &a->do_validate),
         CLI_F_SWITCH("--keep-runs", &vo->keep_files),
         CLI_F_SWITCH("--no-memory", &no_memory),
+        CLI_F_SWITCH("--any-shape", &any_shape),
     };
     int bad = cli_parse_flags("plan", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), help);
     if (bad || *help)
         return bad;
     if (no_memory)
         o->allow_memory = 0;
+    if (any_shape)
+        o->keep_base = 0;
     if (vocab) {
         o->vocab_size = vocab;
         o->search_vocab = 0;
@@ -429,7 +461,7 @@ static int print_plan(const plan_result *r, const chip_profile *chip, const qual
                 strbuf_free(&why);
             }
             strbuf js = {0};
-            plan_json(&r->best[0], chip, &a->o, a->out, &js);
+            plan_json(r, chip, &a->o, a->out, &js);
             rc = cli_emit_result(&js, NULL);
             strbuf_free(&js);
         }

@@ -266,16 +266,21 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
     return 1;
 }
 
+double plan_term_scatter_sd(const quality_law *law, const plan_candidate *c)
+{
+    double lr = c->lr_mult != 1 ? law->lr_sd : 0;   /* the learning-rate term's own scatter */
+    double aspect = (double)c->cfg.model.d_model / c->cfg.model.n_layers;
+    double depth = quality_has_depth(law) && fabs(aspect / law->depth_aspect_ref - 1) > 1e-9
+                       ? law->depth_sd : 0;   /* the shape term's, off its reference */
+    double family = law->family_sd;           /* the family term's */
+    return sqrt(lr * lr + depth * depth + family * family);
+}
+
 void plan_interval(const quality_law *law, const quality_hybrid *hybrid, plan_candidate *k)
 {
     quality_predict(law, k->step.params, k->tokens_effective, &k->transformer_bpb, &k->transformer_lo,
                     &k->transformer_hi);
-    double lr_spread = k->lr_mult != 1 ? 1.645 * law->lr_sd : 0;   /* the learning-rate term's own scatter */
-    double aspect = (double)k->cfg.model.d_model / k->cfg.model.n_layers;
-    double depth_spread = quality_has_depth(law) && fabs(aspect / law->depth_aspect_ref - 1) > 1e-9
-                              ? 1.645 * law->depth_sd : 0;   /* and the shape term's, off its reference */
-    double family_spread = 1.645 * law->family_sd;   /* and the family term's */
-    double spread = sqrt(lr_spread * lr_spread + depth_spread * depth_spread + family_spread * family_spread);
+    double spread = 1.645 * plan_term_scatter_sd(law, k);
     k->transformer_bpb += k->correction;
     k->transformer_lo += k->correction - spread;
     k->transformer_hi += k->correction + spread;
@@ -401,6 +406,8 @@ int plan_search(const run_config *base, const chip_profile *chip, const quality_
             }
     for (int i = 0; i < r->n_keep; i++)
         plan_interval(law, hybrid, &r->best[i]);
+    if (r->n_keep > 0 && o->keep_base && plan_keep_base(base, chip, law, hybrid, o, r, err) < 0)
+        return -1;
     if (r->n_keep == 0) {
         if (r->n_too_big > 0 && r->n_too_few_steps == 0)
             return tempo_usage(err, "plan: no config fits in %.3g GB of memory per chip",

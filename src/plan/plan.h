@@ -26,6 +26,8 @@ typedef struct {
     int vocab_size;          /* from the data (4097 for prepare --vocab 4096); corpus_tokens are in its tokens */
     int search_vocab;        /* 1: try every vocabulary the law has (else vocab_size only) */
     int allow_memory;        /* consider the hybrid model (count memory) */
+    int keep_base;           /* 1: the base preset's own shape stays the plan unless beaten by more
+                                than the difference's uncertainty (plan_keep_base) */
 } plan_options;
 
 typedef struct {
@@ -49,10 +51,22 @@ typedef struct {
 
 #define PLAN_MAX_KEEP 11
 
+typedef enum {
+    PLAN_BASE_NOT_TRIED,        /* keep_base off */
+    PLAN_BASE_NOT_A_CANDIDATE,  /* the base's shape does not fit the chip or the budget */
+    PLAN_BASE_BEATEN,           /* the search's best beats it by more than the margin */
+    PLAN_BASE_KEPT              /* best[0] is the base's shape: nothing beat it by more than the margin */
+} plan_base_status;
+
 typedef struct {
     int n_keep;
     plan_candidate best[PLAN_MAX_KEEP];   /* [0] the plan, then the runners-up */
     long n_searched, n_too_big, n_too_few_steps;
+    plan_base_status base_status;
+    double base_bpb;          /* the base's shape, predicted (when a candidate) */
+    double base_gain;         /* base_bpb less the search's best's: what moving off the base is predicted to gain */
+    double base_margin;       /* that difference's one-sided 95 % uncertainty (plan_difference_margin) */
+    plan_candidate searched_best;   /* when kept: the search's best, which it displaced */
 } plan_result;
 
 /* One shape of the search space. batch_tokens is per rank; vocab 0 means
@@ -83,6 +97,29 @@ int plan_predict(const run_config *base, const chip_profile *chip, const quality
  * residual spread) and the hybrid's. */
 void plan_interval(const quality_law *law, const quality_hybrid *hybrid, plan_candidate *c);
 
+/* The standard deviation of a candidate's transformer bpb around the law that
+ * the law's correction terms add off their references: the family's, the
+ * shape term's (aspect off its reference), the learning rate's (multiplier
+ * off 1); the runs' scatter around each term. */
+double plan_term_scatter_sd(const quality_law *law, const plan_candidate *c);
+
+/* One-sided 95 % uncertainty (1.645 sd) of a's predicted bpb less b's: the
+ * law's bootstrap replicates paired (both under each replicate), plus what
+ * each run scatters on its own (plan_term_scatter_sd through the hybrid
+ * relation's slope, and the relation's residual sd for a hybrid),
+ * independent between the two. */
+double plan_difference_margin(const quality_law *law, const quality_hybrid *hybrid, const plan_candidate *a,
+                              const plan_candidate *b);
+
+/* After a search: predict the base preset's own shape (its width, depth,
+ * heads, context, batch, memory order, rates; the data's vocabulary) and make
+ * it r->best[0] unless the search's best is predicted better by more than
+ * plan_difference_margin of the two; r->base_* say which and by how much.
+ * A run config of the base's shape is the base itself (the plan's preset
+ * trains what the base trains). -1 on an error. */
+int plan_keep_base(const run_config *base, const chip_profile *chip, const quality_law *law,
+                   const quality_hybrid *hybrid, const plan_options *o, plan_result *r, tempo_error *err);
+
 /* The shape a candidate was made from (inverse of plan_predict). */
 void plan_shape_of(const plan_candidate *c, int ranks, plan_shape *s);
 
@@ -98,7 +135,8 @@ int plan_neighbours(const plan_shape *p, plan_shape out[PLAN_NEIGHBOURS], const 
 
 /* Search. Fails (code 2) when no candidate fits: the budget too small for
  * the minimum number of steps, or the memory limit for every shape; the
- * message says which. base supplies the optimizer settings and loop keys. */
+ * message says which. base supplies the optimizer settings and loop keys;
+ * with o->keep_base, plan_keep_base follows the search. */
 int plan_search(const run_config *base, const chip_profile *chip, const quality_law *law,
                 const quality_hybrid *hybrid, const plan_options *o, plan_result *r, tempo_error *err);
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # plan_basic.sh - `tempo plan` end to end: a plan from the committed chip and
-# scaling files, its --out preset trained for 2 steps on the tiny fixture, a
+# scaling files (the base preset kept or beaten, --any-shape), its --out preset trained for 2 steps on the tiny fixture, a
 # bigger chip planning a bigger model, --check on tiny-test, the --plot SVG
 # (every chip file, a chip list, an unwritable path), and the bad-input
 # errors (a chip file with a missing or non-positive field, a budget too small
@@ -15,6 +15,21 @@ grep -q '^limit: ' "$E2E_TMP/plan.txt" || fail "--explain says no limit"
 [ "$(grep -Ec '^# [0-9]+ +[0-9]+ +[0-9]+ ' "$E2E_TMP/plan.txt")" -eq 11 ] || fail "expected the plan and ten runners-up"
 # what was printed as the preset is what --out wrote (after the runners-up start)
 sed '/^$/,$d' "$E2E_TMP/plan.txt" | cmp -s - "$P" || fail "printed preset differs from the --out file"
+
+# the base preset's shape: kept or beaten by more than the margin, said in the JSON line (and
+# under the table when kept); --any-shape ranks by the point prediction alone
+tail -1 "$E2E_TMP/plan.txt" | python3 -c '
+import json, sys
+j = json.loads(sys.stdin.read())
+assert j["base"] in ("kept", "beaten") and j["base_margin"] > 0, j
+assert (j["base"] == "kept") == (j["base_gain"] <= j["base_margin"]), j
+if j["base"] == "kept":
+    assert (j["d_model"], j["n_layers"], j["batch_size"]) == (128, 4, 16) and j["val_bpb"] == j["base_val_bpb"], j
+' || fail "the JSON line's base fields are wrong: $(tail -1 "$E2E_TMP/plan.txt")"
+if grep -q '"base":"kept"' "$E2E_TMP/plan.txt"; then
+    grep -q "^# rank 0 is the base preset's shape, kept" "$E2E_TMP/plan.txt" || fail "no note that the base was kept"
+fi
+"$TEMPO" plan --budget 10m --any-shape | tail -1 | grep -q '"base":"not tried"' || fail "--any-shape still weighed the base"
 
 # the planned preset trains (2 steps on the tiny fixture; vocab comes from the data)
 D=$(tiny_data 512)

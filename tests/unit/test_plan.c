@@ -544,6 +544,73 @@ static void test_family_context_reading(void)
         CHECK(r.best[i].cfg.memory_order == 0);
 }
 
+/* The base preset's own shape stays the plan unless the search's best beats it
+ * by more than plan_difference_margin: with no scatter and the law's
+ * replicates differing only in E (which cancels in a paired difference) the
+ * margin is 0 and the better shape wins; with a wide family scatter the base
+ * is kept, first, its preset the base's own keys, the displaced best said. */
+static void test_keep_base(void)
+{
+    chip_profile chip;
+    quality_law q;
+    quality_hybrid h;
+    run_config base;
+    tempo_error err;
+    search_inputs(&chip, &q, &h, &base);
+    plan_options o = {.budget_s = 60, .ranks = 1, .corpus_tokens = 1e8, .vocab_size = 512};
+    static plan_result free_r, r;
+    CHECK(plan_search(&base, &chip, &q, &h, &o, &free_r, &err) == 0);
+    CHECK(free_r.base_status == PLAN_BASE_NOT_TRIED);
+    const plan_candidate *best = &free_r.best[0];
+    CHECK(best->cfg.model.d_model != base.model.d_model || best->cfg.model.n_layers != base.model.n_layers);
+    o.keep_base = 1;
+    CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
+    CHECK(r.base_status == PLAN_BASE_BEATEN);
+    CHECK_NEAR(r.base_margin, 0, 1e-12);   /* paired: E's spread cancels */
+    CHECK(r.base_gain > 0 && r.best[0].bpb == best->bpb && r.best[0].cfg.model.d_model == best->cfg.model.d_model);
+    CHECK_NEAR(r.base_bpb - r.base_gain, best->bpb, 1e-12);
+
+    /* a scatter of 0.5 bpb per run around the family term: 1.645 sqrt(2) 0.5 apart */
+    law_with(&q, "family_sd = 0.5\n");
+    CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
+    CHECK(r.base_status == PLAN_BASE_KEPT);
+    CHECK_NEAR(r.base_margin, 1.645 * sqrt(2) * 0.5, 1e-9);
+    const model_config *m = &r.best[0].cfg.model;
+    CHECK(m->d_model == base.model.d_model && m->n_layers == base.model.n_layers &&
+          m->n_heads == base.model.n_heads && m->context == base.model.context &&
+          r.best[0].cfg.batch_size == base.batch_size && r.best[0].lr_mult == 1);
+    CHECK_NEAR(r.best[0].bpb, r.base_bpb, 1e-12);
+    CHECK(r.searched_best.cfg.model.d_model == best->cfg.model.d_model &&
+          r.searched_best.cfg.model.n_layers == best->cfg.model.n_layers);
+    CHECK(r.n_keep == PLAN_MAX_KEEP);
+    for (int i = 1; i < r.n_keep; i++)   /* the base's shape once, the rest ranked */
+        CHECK(r.best[i].cfg.model.d_model != m->d_model || r.best[i].cfg.model.n_layers != m->n_layers);
+    for (int i = 2; i < r.n_keep; i++)
+        CHECK(r.best[i - 1].bpb <= r.best[i].bpb);
+
+    /* with its memory (a relation that knows order 5 here): the kept plan's preset is the base's */
+    h.limit[5] = 1.5;
+    h.build_s_per_mtok[5] = 1e-3;
+    h.bytes_per_token[5] = 25;
+    h.vocab = 512;
+    h.residual_sd = 0.3;
+    o.allow_memory = 1;
+    CHECK(base.memory_order == 5);
+    CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
+    CHECK(r.base_status == PLAN_BASE_KEPT);
+    strbuf want = {0}, got = {0};
+    plan_preset_keys(&base, &want);
+    plan_preset_keys(&r.best[0].cfg, &got);
+    CHECK_MSG(want.len == got.len && !memcmp(want.data, got.data, want.len), "%s\n---\n%s", want.data, got.data);
+    strbuf_free(&want);
+    strbuf_free(&got);
+
+    /* a base the ranks cannot split is no candidate: the search's best stands */
+    o.ranks = 3;
+    CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
+    CHECK(r.base_status == PLAN_BASE_NOT_A_CANDIDATE);
+}
+
 /* plan --calibrate-gpu's reading of a GPU bench line: kernels to ops, the
  * profile's per-call wait taken out, the rest of the step as "other", and
  * one clear error for what it cannot use. */
@@ -593,6 +660,7 @@ int main(void)
     RUN(test_vocab_and_lr);
     RUN(test_depth);
     RUN(test_family_context_reading);
+    RUN(test_keep_base);
     RUN(test_predict_and_neighbours);
     RUN(test_calibrate_gpu);
     return test_summary("test_plan");
