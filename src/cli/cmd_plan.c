@@ -280,7 +280,9 @@ static void print_runners_up(const plan_result *r)
                c->lr_mult, c->step.params, c->step.tokens_per_s, c->tokens_seen, c->bpb, c->bpb_lo, c->bpb_hi,
                c->outside_law ? "  (extrapolated)" : "");
     }
-    if (r->base_status == PLAN_BASE_KEPT) {
+    if (r->base_status == PLAN_BASE_KEPT && r->base_gain <= 0) {
+        printf("# rank 0 is the base preset's shape: the search found none predicted better\n");
+    } else if (r->base_status == PLAN_BASE_KEPT) {
         const model_config *m = &r->searched_best.cfg.model;
         printf("# rank 0 is the base preset's shape, kept: the search's best (d_model %d, %d layers, batch %d) is "
                "predicted %.3f bpb better, inside that difference's uncertainty %.3f (--any-shape takes it)\n",
