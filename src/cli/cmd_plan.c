@@ -218,7 +218,6 @@ static int measure_presets(const char *list, const chip_profile *chip, int vocab
     return 0;
 }
 
-/* The last stdout line: the plan as a JSON object (the preset text above it, or in --out). */
 /* The JSON line's account of the base preset against the search (plan_keep_base). */
 static void base_json(const plan_result *r, jsonw *w)
 {
@@ -231,6 +230,7 @@ static void base_json(const plan_result *r, jsonw *w)
     }
 }
 
+/* The last stdout line: the plan as a JSON object (the preset text above it, or in --out). */
 static void plan_json(const plan_result *r, const chip_profile *chip, const plan_options *o, const char *out,
                       strbuf *js)
 {
