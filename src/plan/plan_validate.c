@@ -278,6 +278,11 @@ void plan_validate_report(const plan_validate_options *vo, const plan_validate_r
         if (w->failure[0])
             strbuf_printf(out, "%-8s failed: %s\n", "", w->failure);
     }
+    const run_config *pc = &rows[0].pred.cfg;
+    if (pc->memory_order > 0 && pc->adapt_lr > 0)
+        strbuf_printf(out, "transformer p/m: the law's frozen prediction against the runs' transformer as read (the "
+                           "learning reader, adapt_lr %g): their difference is mostly the reader's gain, not an error\n",
+                      pc->adapt_lr);
     double plan = plan_validate_mean(&rows[0]), best = INFINITY;
     const char *best_label = NULL;
     for (int r = 1; r < n_rows; r++) {

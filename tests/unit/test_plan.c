@@ -398,7 +398,21 @@ static void test_predict_and_neighbours(void)
     CHECK_MSG(strstr(t.data, "target 1 (the plan within 0.02 bpb of its best neighbour)") &&
                   strstr(t.data, ": met") && strstr(t.data, "worst error 0.0000 over 5 configs: met"),
               "%s", t.data);
+    CHECK(!strstr(t.data, "transformer p/m:") == !(rows[0].pred.cfg.memory_order > 0 && rows[0].pred.cfg.adapt_lr > 0));
     strbuf_free(&t);
+    /* a hybrid plan read by the learning reader: the transformer column is not an error, and the report says so */
+    run_config saved = rows[0].pred.cfg;
+    rows[0].pred.cfg.memory_order = 4;
+    rows[0].pred.cfg.adapt_lr = 0.25f;
+    plan_validate_report(&vo, rows, n, &t);
+    CHECK_MSG(strstr(t.data, "transformer p/m: the law's frozen prediction") && strstr(t.data, "adapt_lr 0.25)"),
+              "%s", t.data);
+    strbuf_free(&t);
+    rows[0].pred.cfg.adapt_lr = 0;
+    plan_validate_report(&vo, rows, n, &t);
+    CHECK(!strstr(t.data, "transformer p/m:"));
+    strbuf_free(&t);
+    rows[0].pred.cfg = saved;
     rows[3].bpb[0] = rows[3].bpb[1] = rows[0].pred.bpb - 0.05; /* a neighbour clearly better */
     rows[2].bpb[1] = NAN;                                      /* one failed seed: the mean of the other */
     snprintf(rows[2].failure, sizeof rows[2].failure, "seed 2: tempo train exited with status 1");
