@@ -44,7 +44,7 @@ double plan_effective_tokens(double seen, double unique)
     return unique * (1 + r_star * (1 - exp(-(seen / unique - 1) / r_star)));
 }
 
-static int same_shape(const plan_candidate *a, const plan_candidate *b)
+int plan_same_shape(const plan_candidate *a, const plan_candidate *b)
 {
     return a->cfg.model.d_model == b->cfg.model.d_model && a->cfg.model.n_layers == b->cfg.model.n_layers &&
            a->cfg.memory_order == b->cfg.memory_order && a->cfg.model.vocab_size == b->cfg.model.vocab_size;
@@ -68,7 +68,7 @@ static int better(const plan_candidate *a, const plan_candidate *b)
 static void keep(plan_result *r, const plan_candidate *c)
 {
     for (int j = 0; j < r->n_keep; j++)
-        if (same_shape(&r->best[j], c)) {
+        if (plan_same_shape(&r->best[j], c)) {
             if (!better(c, &r->best[j]))
                 return;
             memmove(&r->best[j], &r->best[j + 1], sizeof r->best[0] * (size_t)(r->n_keep - j - 1));

@@ -120,6 +120,10 @@ double plan_difference_margin(const quality_law *law, const quality_hybrid *hybr
 int plan_keep_base(const run_config *base, const chip_profile *chip, const quality_law *law,
                    const quality_hybrid *hybrid, const plan_options *o, plan_result *r, tempo_error *err);
 
+/* 1 when a and b are one shape of the runners-up table: the same width, depth,
+ * memory order and vocabulary (the table keeps one entry per shape). */
+int plan_same_shape(const plan_candidate *a, const plan_candidate *b);
+
 /* The shape a candidate was made from (inverse of plan_predict). */
 void plan_shape_of(const plan_candidate *c, int ranks, plan_shape *s);
 

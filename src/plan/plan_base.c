@@ -19,15 +19,13 @@ static double replicate_bpb(const quality_coef *coef, const quality_hybrid *hybr
     return quality_hybrid_bpb(hybrid, c->cfg.memory_order, t);
 }
 
-/* d bpb / d t at c: the relation's slope where it mixes, 1 for the transformer alone, 0 at its limit. */
+/* d bpb / d t at c: 1 where the plan's bpb is its transformer's (no memory, or the relation's min()
+ * takes t: quality_hybrid_bpb), the relation's slope where it mixes, 0 at its limit. */
 static double relation_gradient(const quality_hybrid *hybrid, const plan_candidate *c)
 {
-    int order = c->cfg.memory_order;
-    if (order <= 0 || order > QUALITY_MAX_ORDER || !(hybrid->limit[order] > 0))
-        return 1;
     double t = c->transformer_bpb;
     if (c->bpb >= t)
-        return 1;   /* the relation's min() is the transformer itself */
+        return 1;
     return t < hybrid->pivot ? hybrid->slope : 0;
 }
 
@@ -67,12 +65,8 @@ static void put_first(plan_result *r, const plan_candidate *c)
     plan_candidate rest[PLAN_MAX_KEEP];
     int n = 0;
     for (int i = 0; i < r->n_keep && n < PLAN_MAX_KEEP - 1; i++) {
-        const plan_candidate *k = &r->best[i];
-        const model_config *m = &k->cfg.model, *cm = &c->cfg.model;
-        if (m->d_model == cm->d_model && m->n_layers == cm->n_layers && m->vocab_size == cm->vocab_size &&
-            k->cfg.memory_order == c->cfg.memory_order)
-            continue;
-        rest[n++] = *k;
+        if (!plan_same_shape(&r->best[i], c))
+            rest[n++] = r->best[i];
     }
     r->best[0] = *c;
     memcpy(&r->best[1], rest, sizeof rest[0] * (size_t)n);
