@@ -371,6 +371,33 @@ static inline int chunk_push(chunk *c, uint64_t key, uint64_t h, uint32_t add)
     return c->n == CHUNK;
 }
 
+/* chunk_push when `take`, without a branch on it: the scans below visit
+ * every slot of every shard's table and keep about one in P at random (an
+ * empty slot or another shard's key), a branch the CPU mispredicts about
+ * half the time. The entry is written anyway and counted only when taken. */
+static inline int chunk_push_if(chunk *c, int take, uint64_t key, uint64_t h, uint32_t add)
+{
+    c->key[c->n] = key;
+    c->h[c->n] = h;
+    c->add[c->n] = add;
+    c->n += take != 0;
+    return c->n == CHUNK;
+}
+
+/* The shard of a key of hash h among P (h % P; a mask when P is a power of two, the same shard). */
+static inline uint64_t shard_of(uint64_t h, uint64_t P)
+{
+    return (P & (P - 1)) == 0 ? h & (P - 1) : h % P;
+}
+
+/* Distinct n-grams per token for n = 1..8 (n >= 6 assumed near one), measured on English BPE-4096
+ * text: what the build sizes its tables by and what the estimate below charges. */
+static const double distinct_per_token[NGRAM_MAX_ORDER + 1] = {0, 0.0001, 0.026, 0.224, 0.545, 0.78, 0.9, 0.95, 0.97};
+
+/* Room for a table a guess sizes: 5 % above it, so that a text a little denser than the measured
+ * one still fits below the growth load (growing rehashes every key into a table twice the size). */
+#define SIZE_SLACK 1.05
+
 /* A hashed top order's table during the build: each slot holds the count,
  * then the n-gram's exact suffix key (the order below's n-gram key, which
  * a hashed key cannot give back) in two words, dropped by the compaction. */
@@ -447,10 +474,8 @@ static int count_top_hashed(ngram_memory *m, const ngram_stream *s, int t, chunk
             continue;
         uint64_t key = extend_context(m, win / V, K, (int32_t)older) * V + id;
         uint64_t h = count_hash(key);
-        if (h % (uint64_t)P != (uint64_t)t)
-            continue;
         c->suffix[c->n] = win;
-        if (chunk_push(c, key, h, 1) && flush_counts(tab, c))
+        if (chunk_push_if(c, shard_of(h, (uint64_t)P) == (uint64_t)t, key, h, 1) && flush_counts(tab, c))
             return -1;
     }
     return flush_counts(tab, c);
@@ -462,8 +487,7 @@ static int count_top(ngram_memory *m, const ngram_stream *s, int t, chunk *c)
     const int K = m->order, P = m->shards;
     const uint64_t V = (uint64_t)m->vocab, top = m->pow[K - 1];
     count_table *tab = &m->grams[K][t];
-    /* distinct K-grams per token, measured on English BPE-4096 text: 0.54 at K = 4, 0.78 at K = 5 */
-    uint64_t expect = (uint64_t)((double)s->n / P * (K <= 3 ? 0.4 : K == 4 ? 0.57 : 0.8)) + 2 * CHUNK;
+    uint64_t expect = (uint64_t)((double)s->n / P * distinct_per_token[K] * SIZE_SLACK) + 2 * CHUNK;
     int hashed = K > m->exact_order;
     if (count_table_init(tab, hashed ? TOP_HASHED_WORDS : 1, expect))
         return -1;
@@ -481,9 +505,7 @@ static int count_top(ngram_memory *m, const ngram_stream *s, int t, chunk *c)
         if (i + 1 < (uint64_t)K)
             continue;
         uint64_t h = count_hash(key);
-        if (h % (uint64_t)P != (uint64_t)t)
-            continue;
-        if (chunk_push(c, key, h, 1) && flush_counts(tab, c))
+        if (chunk_push_if(c, shard_of(h, (uint64_t)P) == (uint64_t)t, key, h, 1) && flush_counts(tab, c))
             return -1;
     }
     return flush_counts(tab, c);
@@ -494,21 +516,20 @@ static int count_continuations(ngram_memory *m, int n, int t, chunk *c)
 {
     const int P = m->shards;
     count_table *tab = &m->grams[n][t];
-    if (count_table_init(tab, 1, order_count(m, n + 1) / (uint64_t)P / 2 + 2 * CHUNK))
+    /* the distinct n-grams, about the order above's count times the measured ratio of the two */
+    double ratio = distinct_per_token[n] / distinct_per_token[n + 1];
+    if (count_table_init(tab, 1, (uint64_t)((double)order_count(m, n + 1) / P * ratio * SIZE_SLACK) + 2 * CHUNK))
         return -1;
     c->n = 0;
     const int hashed_up = n + 1 > m->exact_order;   /* its suffixes were kept beside the counts */
     for (int s = 0; s < P; s++) {
         const count_table *up = &m->grams[n + 1][s];
         for (uint64_t j = 0; j < up->capacity; j++) {
-            uint64_t k = count_table_stored(up, j);
-            if (!k)
-                continue;
+            uint64_t k = count_table_stored(up, j);   /* 0: empty, its slot pushed but not taken */
             uint64_t suffix = hashed_up ? stored_suffix(count_table_values(up, j)) : (k - 1) % m->pow[n];
             uint64_t h = count_hash(suffix);
-            if (h % (uint64_t)P != (uint64_t)t)
-                continue;
-            if (chunk_push(c, suffix, h, 1) && flush_counts(tab, c))
+            if (chunk_push_if(c, k != 0 && shard_of(h, (uint64_t)P) == (uint64_t)t, suffix, h, 1) &&
+                flush_counts(tab, c))
                 return -1;
         }
     }
@@ -531,20 +552,19 @@ static int count_contexts(ngram_memory *m, int prune_min, int t, uint64_t coc[][
         c->n = 0;
         for (int s = 0; s < P; s++) {
             const count_table *g = &m->grams[n][s];
+            uint64_t own[5] = {0};   /* shard t's count-of-counts ([0]: empty slots and counts above 4) */
             for (uint64_t j = 0; j < g->capacity; j++) {
-                uint64_t k = count_table_stored(g, j);
-                if (!k)
-                    continue;
+                uint64_t k = count_table_stored(g, j);   /* 0: empty (count 0), pushed but not taken */
                 uint32_t cnt = *count_table_values(g, j);
-                if (s == t && cnt <= 4)
-                    coc[n][cnt]++;
+                own[cnt <= 4 ? cnt : 0]++;
                 uint64_t prefix = (k - 1) / V;
                 uint64_t h = count_hash(prefix);
-                if (h % (uint64_t)P != (uint64_t)t)
-                    continue;
-                if (chunk_push(c, prefix, h, cnt) && flush_contexts(tab, c, prune_below))
+                if (chunk_push_if(c, k != 0 && shard_of(h, (uint64_t)P) == (uint64_t)t, prefix, h, cnt) &&
+                    flush_contexts(tab, c, prune_below))
                     return -1;
             }
+            for (int q = 1; q <= 4 && s == t; q++)
+                coc[n][q] += own[q];
         }
         if (flush_contexts(tab, c, prune_below))
             return -1;
@@ -737,8 +757,7 @@ int ngram_memory_build_split(ngram_memory *m, const ngram_stream *s, int prune_m
 
 double ngram_memory_estimate_bytes(int order, uint64_t n_tokens)
 {
-    /* distinct n-grams per token for n = 1..8 (n >= 6 assumed near one) */
-    static const double distinct[NGRAM_MAX_ORDER + 1] = {0, 0.0001, 0.026, 0.224, 0.545, 0.78, 0.9, 0.95, 0.97};
+    const double *distinct = distinct_per_token;
     double bytes = 0;
     for (int n = 1; n <= order && n <= NGRAM_MAX_ORDER; n++) {
         bytes += distinct[n] * (double)n_tokens / 0.7 * (double)count_table_stride(1);
