@@ -6,8 +6,8 @@
 double memory_budget_s_per_mtok(int order)
 {
     if (order <= 4)
-        return 0.1134;
-    double s = 0.2585;
+        return 0.0774;
+    double s = 0.1987;
     for (int k = 6; k <= order; k++)
         s *= 2;
     return s;
