@@ -380,6 +380,44 @@ static void check_attention(gpu_dtype t, int B, int T, int H, int Hkv, int D)
     free(go); free(gl); free(gq); free(gk); free(gv);
 }
 
+/* An inference step's attention against a key/value cache of two
+ * sequences: rows at assorted positions of either (the first key alone, the
+ * last one, a group of heads sharing a kv head), each head of each row
+ * against attention_head_forward with one query row. */
+static void check_attention_decode(int H, int Hkv, int D, int cap)
+{
+    enum { N = 6 };
+    const int slot[N] = {0, 1, 0, 1, 1, 0};
+    const int32_t pos[N] = {0, 5, cap - 1, cap - 2, 1, cap / 2};
+    int kd = Hkv * D;
+    size_t per_slot = (size_t)cap * kd, nk = 2 * per_slot, nq = (size_t)N * H * D;
+    float *k = ck_random(nk, -1, 1), *v = ck_random(nk, -1, 1), *q = ck_random(nq, -1, 1);
+    float *o = malloc(sizeof(float) * nq), lse;
+    long long off[N];
+    for (int r = 0; r < N; r++) {
+        off[r] = (long long)(slot[r] * per_slot);
+        for (int h = 0; h < H; h++) {
+            size_t qo = ((size_t)r * H + h) * D, ko = (size_t)off[r] + (size_t)(h / (H / Hkv)) * D;
+            attention_head_forward(o + qo, &lse, q + qo, k + ko, v + ko, H * D, kd, 1, pos[r] + 1, D,
+                                   1.0f / sqrtf((float)D));
+        }
+    }
+    gpu_ptr d_k = ck_up(k, nk, GPU_F32), d_v = ck_up(v, nk, GPU_F32), d_q = ck_up(q, nq, GPU_F32);
+    gpu_ptr d_o = ck_poisoned(nq, GPU_F32), d_pos = ck_up_i32(pos, N), d_off = 0;
+    tempo_error e;
+    CHECK(gpu_alloc(ck_gpu, &d_off, sizeof off, "kv_off", &e) == 0 &&
+          gpu_upload(ck_gpu, d_off, off, sizeof off, &e) == 0);
+    cuda_attention_decode(ck_gpu, d_o, d_q, d_k, d_v, d_off, d_pos, N, H, Hkv, D, kd);
+    float *go = ck_down(d_o, nq, GPU_F32);
+    char name[96];
+    snprintf(name, sizeof name, "attention decode H%d/%d D%d over %d positions", H, Hkv, D, cap);
+    ck_report(name, ck_err(go, o, nq), TOL_F32);
+    ck_sync();
+    gpu_ptr ps[] = {d_k, d_v, d_q, d_o, d_pos, d_off};
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) gpu_free(ck_gpu, ps[i]);
+    free(k); free(v); free(q); free(o); free(go);
+}
+
 /* the head's row pass against lm_head.h's row math in double */
 static void check_cross_entropy(gpu_dtype t, float cap, int eval, float beta)
 {
@@ -581,6 +619,9 @@ static inline void run_kernel_checks(gpu *g)
         check_gemm(dt, 1, 0, 24, 40, 57, 1, 0);
         check_gemm(dt, 1, 1, 17, 9, 31, 0.5f, 1);
     }
+    check_attention_decode(4, 2, 16, 40);
+    check_attention_decode(2, 2, 64, 300); /* more keys than threads */
+    check_attention_decode(3, 1, 12, 9);
     check_cross_entropy(GPU_F32, 0, 1, 1.15f);
     check_cross_entropy(GPU_F32, 0, 1, 1.0f);
     check_adamw_muon();

@@ -60,7 +60,7 @@ __asm__(".text\n"
 
 thread_local tk_dim3 threadIdx, blockIdx, blockDim, gridDim;
 
-#define EMU_FILES(X) X(embedding) X(rmsnorm) X(rope) X(activation) X(attention) X(attention_mma) X(cross_entropy) X(optim)
+#define EMU_FILES(X) X(embedding) X(rmsnorm) X(rope) X(activation) X(attention) X(attention_mma) X(attention_decode) X(cross_entropy) X(optim)
 #define DECLARE(f) extern "C" void tk_emu_register_##f(tk_emu_registry *r);
 EMU_FILES(DECLARE)
 

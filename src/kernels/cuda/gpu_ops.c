@@ -181,6 +181,19 @@ void cuda_attention_forward(gpu *g, gpu_dtype t, gpu_ptr o, gpu_ptr lse, gpu_ptr
                    a);
 }
 
+void cuda_attention_decode(gpu *g, gpu_ptr o, gpu_ptr q, gpu_ptr k, gpu_ptr v, gpu_ptr kv_off, gpu_ptr pos, int N,
+                           int H, int Hkv, int D, int kv_stride)
+{
+    if (D < 1 || D > CUDA_DECODE_MAX_D || Hkv < 1 || H % Hkv) {
+        gpu_set_error(g, "gpu: decode attention with head dim %d, %d heads over %d kv heads", D, H, Hkv);
+        return;
+    }
+    if (N < 1)
+        return;
+    void *a[] = {&o, &q, &k, &v, &kv_off, &pos, &H, &Hkv, &D, &kv_stride};
+    gpu_launch(g, GK_attn_decode_f32, (unsigned)N, (unsigned)H, 1, 128, 0, a);
+}
+
 void cuda_attention_backward(gpu *g, gpu_dtype t, gpu_ptr dq, gpu_ptr dk, gpu_ptr dv, gpu_ptr dout, gpu_ptr q,
                              gpu_ptr k, gpu_ptr v, gpu_ptr o, gpu_ptr lse, int B, int T, int H, int Hkv, int D,
                              gpu_ptr delta)

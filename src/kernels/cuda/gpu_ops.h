@@ -61,6 +61,16 @@ void cuda_attention_backward(gpu *g, gpu_dtype t, gpu_ptr dq, gpu_ptr dk, gpu_pt
                              gpu_ptr k, gpu_ptr v, gpu_ptr o, gpu_ptr lse, int B, int T, int H, int Hkv, int D,
                              gpu_ptr delta);
 
+/* An inference step's attention against a key/value cache (infer/kv_cache.h's
+ * layout), fp32: row r of q, o [N, H, D] is a token at position pos[r] of its
+ * sequence and attends to keys 0..pos[r] at k and v + kv_off[r] floats (rows
+ * of kv_stride floats, head h's kv group at (h / (H / Hkv)) * D); kv_off: N
+ * int64, pos: N int32, both on the GPU. pos[r] < 4096, D <= 256. */
+void cuda_attention_decode(gpu *g, gpu_ptr o, gpu_ptr q, gpu_ptr k, gpu_ptr v, gpu_ptr kv_off, gpu_ptr pos, int N,
+                           int H, int Hkv, int D, int kv_stride);
+#define CUDA_DECODE_MAX_KEYS 4096
+#define CUDA_DECODE_MAX_D 256
+
 /* The head's row pass over logits [R, V] fp32 (lm_head.h's row math): losses
  * [R]; top_logprob [R] (0: none). Training: dz [R, V] of type t (0:
  * evaluation), mix_b [R] (0: plain cross-entropy). Evaluation: top_id [R],
