@@ -224,6 +224,9 @@ static void spread(const plan_validate_row *r, double *lo, double *hi)
         }
 }
 
+static void report_targets(const plan_validate_row *rows, int n_rows, double worst, int n_pred, int n_inside,
+                           strbuf *out);
+
 void plan_validate_report(const plan_validate_options *vo, const plan_validate_row *rows, int n_rows, strbuf *out)
 {
     strbuf_printf(out, "validation: budget %.0f s, %d seed(s), %d thread(s), data %s\n", vo->budget_s, vo->seeds,
@@ -283,6 +286,13 @@ void plan_validate_report(const plan_validate_options *vo, const plan_validate_r
         strbuf_printf(out, "transformer p/m: the law's frozen prediction against the runs' transformer as read (the "
                            "learning reader, adapt_lr %g): their difference is mostly the reader's gain, not an error\n",
                       pc->adapt_lr);
+    report_targets(rows, n_rows, worst, n_pred, n_inside, out);
+}
+
+/* The report's last lines: the two targets, from the rows and the prediction errors gathered. */
+static void report_targets(const plan_validate_row *rows, int n_rows, double worst, int n_pred, int n_inside,
+                           strbuf *out)
+{
     double plan = plan_validate_mean(&rows[0]), best = INFINITY;
     const char *best_label = NULL;
     for (int r = 1; r < n_rows; r++) {
