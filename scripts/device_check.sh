@@ -18,6 +18,7 @@
 #      has no ../shared), then its evaluation of TEXT (default
 #      devdata/val_small.txt) on the GPU in fp32 and bf16 and on the CPU, frozen
 #      and with the learning reader: fp32 within 1e-5 of the CPU, bf16 within 1e-2;
+#      then bench infer of that model on the GPU and on the CPU (prefill, decode);
 #   4. bench train --device cuda --vs-torch on gpu-gpt2s (bf16): tempo's step
 #      with Muon and with AdamW (PyTorch's optimizer: the like-for-like ratio)
 #      against PyTorch eager bf16 on the same shape, batch and GPU, each with a
@@ -136,6 +137,15 @@ ok = abs(a - c) <= 1e-5 * c and abs(b - c) <= 1e-2 * c
 print(('pass' if ok else 'FAIL'), 'cpu %.6f gpu-fp32 %.6f (%.1e) gpu-bf16 %.6f (%.1e)' % (c, a, abs(a - c) / c, b, abs(b - c) / c))" 2>&1)
         row "  eval GPU vs CPU ${mode#--}" "$v"
     done
+    # decode with a KV cache on the GPU (fp32 engine) against the CPU's, the same model
+    timeout 120 "$bin" bench infer --device cuda --model "$out/run" --runs 3 --max-batch 8 >"$out/infer_gpu.jsonl" \
+        2>"$out/infer_gpu.err"
+    rc=$?
+    timeout 120 "$bin" bench infer --model "$out/run" --runs 3 --max-batch 8 >"$out/infer_cpu.jsonl" 2>/dev/null
+    s() { python3 -c "import json
+d=[json.loads(l) for l in open('$1') if l.startswith('{')][-1]
+print(round(d['prefill_tokens_per_s']), round(d['decode_tokens_per_s']), round(d['best_decode_tokens_per_s']))" 2>/dev/null; }
+    row "decode GPU (prefill/b1/best tok/s)" "rc $rc: $(s "$out/infer_gpu.jsonl"); CPU: $(s "$out/infer_cpu.jsonl")"
 else
     row "train + eval GPU vs CPU" "NOT RUN: no $data/train.tok or $text (carry devdata)"
 fi

@@ -141,5 +141,9 @@ int cli_icl_default_tasks(char *out, size_t n);
  * profile, a quick triad when it has no bandwidth) and the run's training
  * speed from RUN_DIR/result.json when there is one. */
 int cli_bench_infer_setup(const char *model_path, int threads, bench_infer_options *o, tempo_error *err);
+/* The same for a model on GPU g: one measurement (no thread counts), the
+ * bound from g's fp32 matrix rate and copy bandwidth measured now. */
+struct gpu;
+int cli_bench_infer_setup_gpu(struct gpu *g, bench_infer_options *o, tempo_error *err);
 
 #endif

@@ -314,8 +314,8 @@ int cmd_bench(int argc, char **argv)
         return bench_peak_cuda_main(argc - 1, argv + 1);
     if (cuda && !strcmp(argv[1], "train"))
         return bench_train_cuda_main(argc - 1, argv + 1);
-    if (cuda)
-        return cli_usage_error("bench %s: --device cuda: only peak and train run on the GPU so far", argv[1]);
+    if (cuda && strcmp(argv[1], "infer"))
+        return cli_usage_error("bench %s: --device cuda: only peak, train and infer run on the GPU so far", argv[1]);
     if (!strcmp(argv[1], "peak"))
         return bench_peak(argc - 1, argv + 1);
     if (!strcmp(argv[1], "kernels"))

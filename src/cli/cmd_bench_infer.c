@@ -12,6 +12,9 @@
 #include "bench/hw_profile.h"
 #include "bench/bench_memory.h"
 #include "bench/bench_llama_cpp.h"
+#include "bench/peak_cuda.h"
+#include "kernels/cuda/gpu.h"
+#include "model/model_cuda.h"
 #include "cli/cli.h"
 #include "run/run_parts.h"
 #include "train/run_result.h"
@@ -23,7 +26,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: tempo bench infer --model RUN_DIR [--prompt N] [--runs N] [--steps N]\n"
-        "                         [--max-batch N] [--threads N] [--vs-llama-cpp]\n"
+        "                         [--max-batch N] [--threads N] [--vs-llama-cpp] [--device cpu|cuda]\n"
         "  --model RUN_DIR  a run folder, a .safetensors file, or a GGUF file of llama/qwen3 with a\n"
         "                 tempo tokenizer (F32/F16/Q8_0, e.g. from tempo export)\n"
         "  --threads N    measure at N threads only (default: at 1 and at all cores; the\n"
@@ -38,6 +41,10 @@ static void usage(FILE *f)
         "                 llama.cpp comes from the node-llama-cpp npm package (prebuilt CPU\n"
         "                 libraries), fetched and built once by tools/llama_cpp/setup.sh. A hybrid\n"
         "                 run's count memory has no llama.cpp counterpart: both run the transformer.\n"
+        "  --device cuda  the transformer on an NVIDIA GPU (fp32; engine.h): one line per measurement,\n"
+        "                 the bound from the GPU's fp32 matrix rate and copy bandwidth measured first\n"
+        "                 (as tempo bench peak --device cuda). Checked on the CPU emulator only: its\n"
+        "                 speed on a GPU is unmeasured. TEMPO_GPU_EMULATOR=1 runs the emulator.\n"
         "JSON lines: prefill (tokens/s, time to first token), decode per batch (tokens/s,\n"
         "per-step p50/p99 ms), bound (weight+KV bytes / bandwidth and FLOPs / measured peak, the\n"
         "ratio decode(batch 1) reaches; the bandwidth is a read of a buffer of those bytes measured\n"
@@ -111,6 +118,7 @@ typedef struct {
     const char *model_path;
     int threads;           /* 0: 1 and all cores */
     int vs_llama;
+    const char *device;    /* "cpu" or "cuda" */
     bench_infer_options o;
 } infer_args;
 
@@ -127,13 +135,43 @@ static int infer_parse(int argc, char **argv, infer_args *p)
         CLI_F_INT("--max-batch", &p->o.max_batch, 1, 1 << 20),
         CLI_F_INT("--threads", &p->threads, 1, NUMBER_MAX_THREADS),
         CLI_F_SWITCH("--vs-llama-cpp", &p->vs_llama),
+        CLI_F_CHOICE("--device", &p->device, "cpu|cuda"),
     };
+    p->device = "cpu";
     int help, bad = cli_parse_flags("bench infer", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
     if (bad) return bad;
     if (help) { usage(stdout); return 0; }
     if (!p->model_path)
         return cli_usage_error("bench infer: --model RUN_DIR is required");
+    if (strcmp(p->device, "cpu") && (p->vs_llama || p->threads))
+        return cli_usage_error("bench infer --device cuda: --vs-llama-cpp and --threads belong to the CPU");
     return -1;
+}
+
+int cli_bench_infer_setup_gpu(gpu *g, bench_infer_options *o, tempo_error *err)
+{
+    int emu = gpu_get_info(g)->backend == GPU_EMULATOR;
+    peak_cuda pk;
+    if (peak_cuda_measure(g, emu ? 64 : 8192, emu ? (size_t)1 << 20 : (size_t)1 << 30, emu ? 1 : 5, &pk, err))
+        return tempo_error_prefix(err, "bench infer on the GPU");
+    fprintf(stderr, "bench infer: on %s: fp32 %.1f TFLOP/s, copy %.0f GB/s (measured now)\n", gpu_get_info(g)->name,
+            pk.fp32_tflops, pk.copy_gbs);
+    o->n_threads = 1;
+    o->threads[0] = 1;
+    o->peak_gflops[0] = pk.fp32_tflops * 1e3;
+    o->bandwidth_gbs[0] = pk.copy_gbs;
+    o->bandwidth_source = "the GPU's device copy, measured now";
+    o->read_probe_seconds = 0;
+    o->l3_bytes = 0;
+    return 0;
+}
+
+/* The model on a GPU (fp32), then the bound's ceilings from it. */
+static int infer_on_gpu(model *m, bench_infer_options *o, gpu **g, model_cuda **gm, tempo_error *err)
+{
+    if (gpu_open(g, gpu_backend_from_env(), err) || model_cuda_attach_new(m, *g, MODEL_CUDA_FP32, gm, err))
+        return -1;
+    return cli_bench_infer_setup_gpu(*g, o, err);
 }
 
 /* The hybrid model's other parts first: their cost per token is a line of
@@ -223,8 +261,12 @@ int bench_infer_main(int argc, char **argv)
         return cli_report(&err);
     bench_memory_result mr;
     rc = infer_memory(&p, &cfg, tok, &mr, &err);
-    if (!rc)
+    gpu *g = NULL;
+    model_cuda *gm = NULL;
+    if (!rc && !strcmp(p.device, "cpu"))
         rc = cli_bench_infer_setup(p.model_path, p.threads, &p.o, &err);
+    else if (!rc)
+        rc = infer_on_gpu(m, &p.o, &g, &gm, &err);
     p.o.line = print_line;
     bench_infer_result r;
     if (!rc)
@@ -233,6 +275,10 @@ int bench_infer_main(int argc, char **argv)
     int best = 0;
     if (!rc && p.vs_llama)
         rc = infer_vs_llama(m, tok, &r, vs, &best, &err);
+    if (gm)
+        model_attach_device(m, NULL);
+    model_cuda_free(gm);
+    gpu_close(g);
     model_free(m);
     tok_free(tok);
     if (rc)

@@ -65,14 +65,18 @@ static void usage(FILE *f)
         "counted although they stand for no bytes.\n"
         "\n"
         "usage: tempo eval --model RUN_DIR --phase 2 [--data DATA_DIR | --text FILE] [--tasks DIR] [--limit N]\n"
-        "                  [--out DIR] [--threads N]\n"
+        "                  [--out DIR] [--threads N] [--device cpu|cuda]\n"
         "  the phase-2 scorecard, one JSON object: bpb as above (null when neither --data nor --text is\n"
         "  given), ICL accuracy by the CORE protocol over --tasks DIR (default $TEMPO_DATA/icl; --limit N\n"
         "  items per task, see tempo icl --help) and the inference benchmark (tempo bench infer --help;\n"
         "  at --threads N only when given, else at 1 thread and all cores, the best of each figure).\n"
         "  Top-level keys: bpb, core, core_label, core_entries, core_of, decode_tokens_per_s (batch 1),\n"
         "  prefill_tokens_per_s, time_to_first_token_s, best_decode_tokens_per_s; the full figures under\n"
-        "  \"bpb_detail\", \"icl\" and \"inference\". --out DIR also writes DIR/result.json.\n");
+        "  \"bpb_detail\", \"icl\" and \"inference\". --out DIR also writes DIR/result.json.\n"
+        "  --device cuda: the transformer on the GPU for all three (ICL and the benchmark's prefill and\n"
+        "  decode through the KV-cache engine in fp32, the bound from the GPU's measured rates); the\n"
+        "  count memory, cache and mixer on the CPU. The GPU decode is checked on the CPU emulator only:\n"
+        "  its speed on a GPU is unmeasured.\n");
 }
 
 /* The phase-1 result line of a model on a text or val split, into js. */
@@ -95,8 +99,64 @@ static void print_line(void *user, const char *json)
 }
 
 /* The phase-2 scorecard (see usage). */
+/* --device cuda: m's passes on a GPU from now on (*g, *gm to release with
+ * detach_device); cpu: nothing. */
+static int attach_device(model *m, const char *device, const char *precision, gpu **g, model_cuda **gm,
+                         tempo_error *err)
+{
+    *g = NULL;
+    *gm = NULL;
+    if (!strcmp(device, "cpu"))
+        return 0;
+    if (gpu_open(g, gpu_backend_from_env(), err) ||
+        model_cuda_attach_new(m, *g, strcmp(precision, "fp32") ? MODEL_CUDA_BF16 : MODEL_CUDA_FP32, gm, err)) {
+        gpu_close(*g);
+        *g = NULL;
+        return -1;
+    }
+    fprintf(stderr, "eval: on %s (%s)\n", gpu_get_info(*g)->name, precision);
+    return 0;
+}
+
+static void detach_device(model *m, gpu *g, model_cuda *gm)
+{
+    if (gm)
+        model_attach_device(m, NULL);
+    model_cuda_free(gm);
+    gpu_close(g);
+}
+
+/* The scorecard's ICL part: the tasks in `tasks` (limit items each, 0: all), the table on stderr, the summary
+ * into *s and its JSON into icl. */
+static int eval_icl(const char *model_path, model *m, tokenizer *tok, const run_config *cfg, const char *tasks,
+                    int limit, icl_summary *s, strbuf *icl, tempo_error *err)
+{
+    fprintf(stderr, "eval: ICL tasks in %s%s\n", tasks, limit ? " (limited)" : "");
+    icl_options o;
+    icl_options_default(&o);
+    o.limit = limit;
+    cli_icl_progress_state ps;
+    cli_icl_progress_init(&ps);
+    o.progress = cli_icl_progress;
+    o.user = &ps;
+    hybrid_parts h;
+    icl_task_result *r = NULL;
+    int n = 0;
+    int rc = run_parts_load(model_path, cfg, tok, run_parts_frozen(1, 1), &h, err);
+    if (!rc)
+        rc = icl_engine_run(m, &h, tok, tasks, NULL, 0, &o, &r, &n, s, err);
+    hybrid_parts_free(&h);
+    if (!rc) {
+        cli_icl_print_table(stderr, r, n, s);
+        icl_summary_json(icl, r, n, s, &o);
+    }
+    free(r);
+    return rc;
+}
+
 static int eval_phase2(const char *model_path, const char *data_dir, const char *text, const char *tasks,
-                       int limit, int stride, int batch, int threads, const char *out_dir)
+                       int limit, int stride, int batch, int threads, const char *out_dir, const char *device,
+                       const char *precision)
 {
     double t0 = timer_now();
     char def[1024];
@@ -111,6 +171,13 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
     model *m;
     tokenizer *tok;
     if (checkpoint_load_model(model_path, batch, &cfg, &m, &tok, &err)) return cli_report(&err);
+    gpu *g;
+    model_cuda *gm;
+    if (attach_device(m, device, precision, &g, &gm, &err)) {
+        model_free(m);
+        tok_free(tok);
+        return cli_report(&err);
+    }
     strbuf bpb = {0}, icl = {0}, inf = {0};
     double bpb_value = NAN;
     int rc = 0;
@@ -119,28 +186,9 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
         rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, run_parts_all(), &bpb, &bpb_value,
                       &err);
     }
-    icl_task_result *r = NULL;
-    int n = 0;
     icl_summary s;
-    if (!rc) {
-        fprintf(stderr, "eval: ICL tasks in %s%s\n", tasks, limit ? " (limited)" : "");
-        icl_options o;
-        icl_options_default(&o);
-        o.limit = limit;
-        cli_icl_progress_state ps;
-        cli_icl_progress_init(&ps);
-        o.progress = cli_icl_progress;
-        o.user = &ps;
-        hybrid_parts h;
-        rc = run_parts_load(model_path, &cfg, tok, run_parts_frozen(1, 1), &h, &err);
-        if (!rc)
-            rc = icl_engine_run(m, &h, tok, tasks, NULL, 0, &o, &r, &n, &s, &err);
-        hybrid_parts_free(&h);
-        if (!rc) {
-            cli_icl_print_table(stderr, r, n, &s);
-            icl_summary_json(&icl, r, n, &s, &o);
-        }
-    }
+    if (!rc)
+        rc = eval_icl(model_path, m, tok, &cfg, tasks, limit, &s, &icl, &err);
     bench_infer_result b;
     if (!rc) {
         fprintf(stderr, "eval: inference benchmark\n");
@@ -148,13 +196,13 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
         bench_infer_options_default(&bo);
         bo.runs = 3;
         bo.line = print_line;
-        rc = cli_bench_infer_setup(model_path, threads, &bo, &err);
+        rc = g ? cli_bench_infer_setup_gpu(g, &bo, &err) : cli_bench_infer_setup(model_path, threads, &bo, &err);
         if (!rc) rc = bench_infer_run(m, &bo, &b, &err);
         if (!rc) rc = bench_infer_summary_json(&inf, &b, &err);
     }
+    detach_device(m, g, gm);
     model_free(m);
     tok_free(tok);
-    free(r);
     if (rc) {
         strbuf_free(&bpb);
         strbuf_free(&icl);
@@ -221,32 +269,25 @@ int cmd_eval(int argc, char **argv)
     if (phase == 1 && (tasks || limit || out_dir))
         return cli_usage_error("eval: --tasks, --limit and --out belong to --phase 2");
     if (threads > 0) omp_set_num_threads(threads);
-    if (phase == 2 && strcmp(device, "cpu"))
-        return cli_usage_error("eval --phase 2 --device cuda: the scorecard's decode runs on the CPU only so far");
-    if (phase == 2) return eval_phase2(model_path, data_dir, text, tasks, limit, stride, batch, threads, out_dir);
+    if (phase == 2)
+        return eval_phase2(model_path, data_dir, text, tasks, limit, stride, batch, threads, out_dir, device,
+                           precision);
     tempo_error err;
     tempo_error_clear(&err);
     run_config cfg;
     model *m;
     tokenizer *tok;
     if (checkpoint_load_model(model_path, batch, &cfg, &m, &tok, &err)) return cli_report(&err);
-    gpu *g = NULL;
-    model_cuda *gm = NULL;
-    if (!strcmp(device, "cuda") &&
-        (gpu_open(&g, gpu_backend_from_env(), &err) ||
-         model_cuda_attach_new(m, g, strcmp(precision, "fp32") ? MODEL_CUDA_BF16 : MODEL_CUDA_FP32, &gm, &err))) {
-        gpu_close(g);
+    gpu *g;
+    model_cuda *gm;
+    if (attach_device(m, device, precision, &g, &gm, &err)) {
         model_free(m);
         tok_free(tok);
         return cli_report(&err);
     }
-    if (g)
-        fprintf(stderr, "eval: on %s (%s)\n", gpu_get_info(g)->name, precision);
     strbuf js = {0};
     int rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, use, &js, NULL, &err);
-    model_attach_device(m, NULL);
-    model_cuda_free(gm);
-    gpu_close(g);
+    detach_device(m, g, gm);
     model_free(m);
     tok_free(tok);
     if (rc) {

@@ -22,6 +22,7 @@
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
+#include "infer/engine_cuda.h"
 #include "model/block.h"
 
 enum { PK_Q, PK_K, PK_V, PK_O, PK_UP, PK_GATE, PK_DOWN, PK_PER_LAYER };
@@ -52,6 +53,7 @@ struct infer_engine {
     int n_out;
     int *chunk_row;             /* [chunk_cap] first packed row of each chunk */
     int chunk_cap;
+    infer_gpu *gpu;             /* a model with a device attached: the steps run there (engine_cuda.h) */
 };
 
 static float *weight(model *m, const char *name)
@@ -188,6 +190,14 @@ int infer_engine_create(infer_engine **out, model *m, int max_rows, tempo_error 
     e->KD = e->Hkv * e->D;
     e->V = c->vocab_size;
     e->max_rows = max_rows;
+    if (model_device(m)) {
+        if (infer_gpu_create(&e->gpu, m, max_rows, err)) {
+            infer_engine_free(e);
+            return -1;
+        }
+        *out = e;
+        return 0;
+    }
     gemm_config_init(&e->gc);
     e->lw = calloc((size_t)c->n_layers, sizeof *e->lw);
     if (!e->lw) {
@@ -214,6 +224,7 @@ void infer_engine_free(infer_engine *e)
     free(e->lw);
     free(e->arena);
     free(e->chunk_row);
+    infer_gpu_free(e->gpu);
     free(e);
 }
 
@@ -354,6 +365,24 @@ static void mlp_half(infer_engine *e, int N, int l)
     linear(e, e->x, e->act, w->w_down, packed(e, l, PK_DOWN), N, F, C, 1.0f);
 }
 
+/* infer_step on the GPU side: the rows counted, the work there, then the slots' lengths. */
+static int gpu_step(infer_engine *e, infer_cache *c, const infer_chunk *chunks, int n_chunks, tempo_error *err)
+{
+    int N = 0, n_out = 0;
+    for (int i = 0; i < n_chunks; i++) {
+        N += chunks[i].n;
+        n_out += chunks[i].n > chunks[i].out_from ? chunks[i].n - chunks[i].out_from : 0;
+    }
+    if (N == 0)
+        return 0;
+    if (infer_gpu_step(e->gpu, c, chunks, n_chunks, N, n_out, err))
+        return -1;
+    for (int i = 0; i < n_chunks; i++)
+        c->len[chunks[i].slot] += chunks[i].n;
+    e->n_out = n_out;
+    return 0;
+}
+
 int infer_step(infer_engine *e, infer_cache *c, const infer_chunk *chunks, int n_chunks,
                tempo_error *err)
 {
@@ -367,6 +396,8 @@ int infer_step(infer_engine *e, infer_cache *c, const infer_chunk *chunks, int n
         e->chunk_row = p;
         e->chunk_cap = n_chunks;
     }
+    if (e->gpu)
+        return gpu_step(e, c, chunks, n_chunks, err);
     int N = 0;
     for (int i = 0; i < n_chunks; i++) {
         e->chunk_row[i] = N;
@@ -400,8 +431,13 @@ int infer_step(infer_engine *e, infer_cache *c, const infer_chunk *chunks, int n
 void infer_logits(infer_engine *e, int first, int n, float *logits)
 {
     int V = e->V, C = e->C;
-    linear(e, logits, e->out_h + (size_t)first * C, e->head,
-           &e->pk[(size_t)e->cfg.n_layers * PK_PER_LAYER], n, C, V, 0.0f);
+    tempo_error err;
+    if (!e->gpu)
+        linear(e, logits, e->out_h + (size_t)first * C, e->head,
+               &e->pk[(size_t)e->cfg.n_layers * PK_PER_LAYER], n, C, V, 0.0f);
+    else if (infer_gpu_logits(e->gpu, first, n, logits, &err))
+        for (size_t i = 0; i < (size_t)n * V; i++)
+            logits[i] = NAN;   /* the GPU's error stays: the next step returns it */
     float cap = e->cfg.logit_softcap;
     if (cap > 0) {
         size_t total = (size_t)n * V;

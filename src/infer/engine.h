@@ -16,7 +16,13 @@
  * The engine never writes the model, keeps its own scratch for up to
  * max_rows new tokens per step, and knows nothing of tokenizers, sampling
  * (sample.h) or files. Not thread-safe: one caller at a time; the kernels
- * use the OpenMP team. */
+ * use the OpenMP team.
+ *
+ * A model with a device attached (model_attach_device) runs its steps on
+ * that GPU (engine_cuda.h), fp32, its weights read from the device: the
+ * cache moves there at the first step (infer_cache_to_device), and the
+ * logits come back to the host. Checked on the CPU emulator; its speed on
+ * a GPU is unmeasured. */
 #ifndef TEMPO_INFER_ENGINE_H
 #define TEMPO_INFER_ENGINE_H
 
@@ -63,7 +69,8 @@ int infer_step(infer_engine *e, infer_cache *c, const infer_chunk *chunks, int n
 int infer_outputs(const infer_engine *e);
 
 /* Logits [n, V] of output rows first .. first+n-1 of the last step (head
- * product and soft-cap, exactly as the training head computes them). */
+ * product and soft-cap, exactly as the training head computes them). On a
+ * GPU that failed, NaN (and the next infer_step returns the error). */
 void infer_logits(infer_engine *e, int first, int n, float *logits);
 
 /* For one row of logits z [V]: -ln softmax(z)[target] (double precision),

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cuda/gpu.h"
+
 int infer_cache_create(infer_cache *c, const model_config *cfg, int n_slots, int capacity,
                        tempo_error *err)
 {
@@ -35,6 +37,10 @@ void infer_cache_free(infer_cache *c)
 {
     if (!c)
         return;
+    if (c->dev) {
+        gpu_free(c->dev, c->dk);
+        gpu_free(c->dev, c->dv);
+    }
     free(c->k);
     free(c->v);
     free(c->len);
@@ -67,9 +73,35 @@ void infer_cache_copy(infer_cache *c, int dst, int src)
         return;
     size_t n = sizeof(float) * (size_t)c->len[src] * c->kv_dim;
     for (int l = 0; l < c->n_layers; l++) {
-        memcpy(infer_cache_k(c, dst, l), infer_cache_k(c, src, l), n);
-        memcpy(infer_cache_v(c, dst, l), infer_cache_v(c, src, l), n);
+        if (c->dev) {
+            size_t to = sizeof(float) * offset(c, dst, l), from = sizeof(float) * offset(c, src, l);
+            gpu_copy_async(c->dev, c->dk + to, c->dk + from, n);
+            gpu_copy_async(c->dev, c->dv + to, c->dv + from, n);
+        } else {
+            memcpy(infer_cache_k(c, dst, l), infer_cache_k(c, src, l), n);
+            memcpy(infer_cache_v(c, dst, l), infer_cache_v(c, src, l), n);
+        }
     }
     c->len[dst] = c->len[src];
+}
+
+int infer_cache_to_device(infer_cache *c, struct gpu *g, tempo_error *err)
+{
+    if (c->dev == g)
+        return 0;
+    if (c->dev)
+        return tempo_usage(err, "kv cache: already on another GPU");
+    size_t bytes = sizeof(float) * (size_t)c->n_slots * c->n_layers * c->capacity * c->kv_dim;
+    gpu_ptr k = 0, v = 0;
+    if (gpu_alloc(g, &k, bytes, "the kv cache's keys", err) || gpu_alloc(g, &v, bytes, "the kv cache's values", err) ||
+        gpu_upload(g, k, c->k, bytes, err) || gpu_upload(g, v, c->v, bytes, err)) {
+        gpu_free(g, k);
+        gpu_free(g, v);
+        return -1;
+    }
+    c->dev = g;
+    c->dk = k;
+    c->dv = v;
+    return 0;
 }
 

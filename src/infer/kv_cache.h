@@ -12,15 +12,22 @@
 #define TEMPO_INFER_KV_CACHE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/error.h"
 #include "model/config.h"
+
+struct gpu;
 
 typedef struct {
     int n_slots, capacity;  /* sequences; positions per sequence (<= the model's context) */
     int n_layers, kv_dim;   /* layers; Hkv * D floats per position */
     float *k, *v;           /* [n_slots][n_layers][capacity][kv_dim] */
     int *len;               /* [n_slots] positions filled */
+    /* On a GPU (infer_cache_to_device): the same layout in device memory,
+     * which the engine then reads and writes instead of k and v. */
+    struct gpu *dev;
+    uint64_t dk, dv;
 } infer_cache;
 
 /* Allocate a cache for n_slots sequences of up to capacity positions of the
@@ -37,6 +44,13 @@ float *infer_cache_v(const infer_cache *c, int slot, int layer);
 
 /* Forget a slot's contents (len = 0). */
 void infer_cache_reset(infer_cache *c, int slot);
+
+/* Move the cache to GPU g (the engine of a model on g does this at its first
+ * step): device memory of the same layout, holding what the host arrays
+ * held; from then on the engine and infer_cache_copy use it, and the host
+ * arrays are stale. A cache on g already: nothing; on another GPU: an error.
+ * Returns 0, or -1 with err set. */
+int infer_cache_to_device(infer_cache *c, struct gpu *g, tempo_error *err);
 
 /* Make slot dst hold exactly what src holds (its first len[src] positions of
  * every layer are copied; dst == src does nothing). Used to branch several

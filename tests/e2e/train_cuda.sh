@@ -5,8 +5,9 @@
 # "device", "precision"); a checkpoint the GPU path wrote in fp32 evaluates
 # on the CPU to the GPU path's bpb (and the reverse: a CPU-trained model on
 # the GPU path), the learning reader included; a stopped GPU run resumed
-# gives weights bit-identical to an uninterrupted one; bf16 mode learns; and
-# without a driver `--device cuda` is one clear line, exit 1, no run folder.
+# gives weights bit-identical to an uninterrupted one; bf16 mode learns;
+# `bench infer --device cuda` runs prefill and decode there, and the phase-2
+# scorecard scores ICL there as on the CPU; and without a driver `--device cuda` is one clear line, exit 1, no run folder.
 # The real GPU runs the same path in scripts/device_check.sh.
 source "$(dirname "$0")/train_common.bash"
 D=$(tiny_data 256)
@@ -57,6 +58,23 @@ grep -q '"kernels_ms":{"' "$E2E_TMP/b.jsonl" || fail "no per-kernel profile in t
 "$TEMPO" plan --calibrate-gpu "$E2E_TMP/b.jsonl" --chip configs/chips/nvidia-h200.conf --out "$E2E_TMP/eff.conf" \
     2>/dev/null || fail "plan --calibrate-gpu failed"
 [ "$(grep -c '^eff\.' "$E2E_TMP/eff.conf")" -ge 10 ] || fail "plan --calibrate-gpu wrote no efficiencies"
+# inference on the GPU path (decode with a KV cache): prefill, decode at batch 1 and 2, the bound, the summary
+"$TEMPO" bench infer --device cuda --model "$E2E_TMP/gpu" --runs 1 --steps 4 --max-batch 2 --prompt 16 \
+    >"$E2E_TMP/i.jsonl" 2>"$E2E_TMP/i.log" || { cat "$E2E_TMP/i.log"; fail "bench infer --device cuda failed"; }
+python3 - "$E2E_TMP/i.jsonl" <<'PY' || fail "bench infer --device cuda: missing figures"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+what = [r.get("what") for r in rows]
+assert what.count("decode") == 2 and "prefill" in what and "bound" in what and what[-1] == "summary", what
+assert all(r["tokens_per_s"] > 0 for r in rows if r.get("what") in ("prefill", "decode")), rows
+PY
+expect_error 2 "belong to the CPU" "$TEMPO" bench infer --device cuda --model "$E2E_TMP/gpu" --vs-llama-cpp
+# the phase-2 scorecard on the GPU path: the same ICL score as on the CPU (its decode through the GPU engine)
+g=$("$TEMPO" eval --phase 2 --model "$E2E_TMP/gpu" --tasks "$DATA/icl" --limit 1 --device cuda 2>/dev/null | tail -1)
+c=$(unset TEMPO_GPU_EMULATOR; "$TEMPO" eval --phase 2 --model "$E2E_TMP/gpu" --tasks "$DATA/icl" --limit 1 \
+    --threads 1 2>/dev/null | tail -1)
+python3 -c 'import json,sys; g=json.loads(sys.argv[1]); c=json.loads(sys.argv[2]); assert g["core"] == c["core"] and g["decode_tokens_per_s"] > 0, (g["core"], c["core"])' \
+    "$g" "$c" || fail "eval --phase 2 --device cuda: a different ICL score than the CPU's"
 echo '{"bench":"train","threads":2}' > "$E2E_TMP/cpu.jsonl"
 expect_error 1 "cpu.jsonl: no .tempo bench train --device cuda. line" "$TEMPO" plan --calibrate-gpu "$E2E_TMP/cpu.jsonl" \
     --chip configs/chips/nvidia-h200.conf

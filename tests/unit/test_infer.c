@@ -4,14 +4,18 @@
  * tokens (log-softmax compared at every position, for GQA + QK-norm + SwiGLU
  * + soft-cap + untied head and for the plain tied ReLU^2 shape, across the
  * attention kernel's 64-key tile boundary); generation stops on the
- * separator, the token limit and a full context; bad steps are refused. */
+ * separator, the token limit and a full context; bad steps are refused.
+ * The same prefill, decode, ragged and branched steps on a model attached to
+ * the CPU emulator of a GPU (engine_cuda.h), against the CPU's reference. */
 #include "test.h"
 
 #include "core/rng.h"
 #include "infer/engine.h"
 #include "infer/generate.h"
 #include "infer/kv_cache.h"
+#include "kernels/cuda/gpu.h"
 #include "model/model.h"
+#include "model/model_cuda.h"
 
 static model_config config_a(void) /* GQA, QK-norm, SwiGLU, soft-cap, untied */
 {
@@ -99,8 +103,30 @@ static void random_tokens(int32_t *t, int n, int V, uint64_t seed)
 
 #define TOL 1e-5
 
-/* Prefill the first P tokens, then decode the rest one at a time. */
-static void check_prefill_decode(const model_config *c, int T, int P)
+/* m's passes on g from now on (g NULL: m stays on the CPU); *gm to free */
+static int to_device(model *m, gpu *g, model_cuda **gm)
+{
+    tempo_error err;
+    *gm = NULL;
+    if (!g)
+        return 0;
+    int rc = model_cuda_attach_new(m, g, MODEL_CUDA_FP32, gm, &err);
+    CHECK_MSG(rc == 0, "%s", err.msg);
+    return rc;
+}
+
+static void free_model(model *m, model_cuda *gm)
+{
+    if (gm) {
+        model_attach_device(m, NULL);
+        model_cuda_free(gm);
+    }
+    model_free(m);
+}
+
+/* Prefill the first P tokens, then decode the rest one at a time (on g when
+ * not NULL; the reference on the CPU). */
+static void check_prefill_decode(const model_config *c, int T, int P, gpu *g)
 {
     model *m = make_model(c, 7);
     CHECK(m != NULL);
@@ -110,6 +136,12 @@ static void check_prefill_decode(const model_config *c, int T, int P)
     random_tokens(tok, T, V, 11);
     double *ref = malloc(sizeof(double) * (size_t)T * V);
     reference_nll(m, tok, T, ref);
+    model_cuda *gm;
+    if (to_device(m, g, &gm)) {
+        free(ref);
+        model_free(m);
+        return;
+    }
     infer_engine *e;
     infer_cache kc;
     tempo_error err;
@@ -134,25 +166,28 @@ static void check_prefill_decode(const model_config *c, int T, int P)
         worst = d > worst ? d : worst;
     }
     CHECK(kc.len[1] == T && kc.len[0] == 0);
-    CHECK_MSG(worst < TOL, "prefill %d + decode to %d: max nll error %g", P, T, worst); 
+    CHECK_MSG(worst < TOL, "prefill %d + decode to %d%s: max nll error %g", P, T, g ? " on the GPU" : "",
+              worst);
     infer_cache_free(&kc);
     infer_engine_free(e);
     free(ref);
-    model_free(m);
+    free_model(m, gm);
 }
 
-static void test_prefill_decode_equals_forward(void)
+static void prefill_decode_equals_forward(gpu *g)
 {
     model_config a = config_a(), b = config_b();
-    check_prefill_decode(&a, 80, 1);  /* decode all the way, past the 64-key tile */
-    check_prefill_decode(&a, 80, 70); /* prefill across the tile boundary */
-    check_prefill_decode(&b, 80, 5);
-    check_prefill_decode(&b, 33, 33); /* prefill only */
+    check_prefill_decode(&a, 80, 1, g);  /* decode all the way, past the 64-key tile */
+    check_prefill_decode(&a, 80, 70, g); /* prefill across the tile boundary */
+    check_prefill_decode(&b, 80, 5, g);
+    check_prefill_decode(&b, 33, 33, g); /* prefill only */
 }
+
+static void test_prefill_decode_equals_forward(void) { prefill_decode_equals_forward(NULL); }
 
 /* Three sequences in ragged steps: prefill of different lengths together,
  * then batched decode, one slot branched from another by a cache copy. */
-static void test_ragged_batch_and_branch(void)
+static void ragged_batch_and_branch(gpu *g)
 {
     model_config c = config_a();
     model *m = make_model(&c, 3);
@@ -169,6 +204,12 @@ static void test_ragged_batch_and_branch(void)
     reference_nll(m, s0, T, r0);
     reference_nll(m, s1, T, r1);
     reference_nll(m, s2, T, r2);
+    model_cuda *gm;
+    if (to_device(m, g, &gm)) {
+        free(r0); free(r1); free(r2);
+        model_free(m);
+        return;
+    }
     infer_engine *e;
     infer_cache kc;
     tempo_error err;
@@ -220,13 +261,29 @@ static void test_ragged_batch_and_branch(void)
             pos[i]++;
         }
     }
-    CHECK_MSG(worst < TOL, "ragged/branched steps: max nll error %g", worst);
+    CHECK_MSG(worst < TOL, "ragged/branched steps%s: max nll error %g", g ? " on the GPU" : "", worst);
     infer_cache_free(&kc);
     infer_engine_free(e);
     free(r0);
     free(r1);
     free(r2);
-    model_free(m);
+    free_model(m, gm);
+}
+
+static void test_ragged_batch_and_branch(void) { ragged_batch_and_branch(NULL); }
+
+/* The GPU engine (the emulator: its logic, not its speed) against the CPU's reference. */
+static void test_on_emulated_gpu(void)
+{
+    gpu *g;
+    tempo_error err;
+    int rc = gpu_open(&g, GPU_EMULATOR, &err);
+    CHECK_MSG(rc == 0, "%s", err.msg);
+    if (rc)
+        return;
+    prefill_decode_equals_forward(g);
+    ragged_batch_and_branch(g);
+    gpu_close(g);
 }
 
 static void test_bad_steps_refused(void)
@@ -380,6 +437,7 @@ int main(void)
 {
     RUN(test_prefill_decode_equals_forward);
     RUN(test_ragged_batch_and_branch);
+    RUN(test_on_emulated_gpu);
     RUN(test_bad_steps_refused);
     RUN(test_generate_greedy_and_stops);
     RUN(test_prompt_window);
