@@ -99,19 +99,24 @@ static void print_line(void *user, const char *json)
 }
 
 /* The phase-2 scorecard (see usage). */
-/* --device cuda: m's passes on a GPU from now on (*g, *gm to release with
- * detach_device); cpu: nothing. */
-static int attach_device(model *m, const char *device, const char *precision, gpu **g, model_cuda **gm,
-                         tempo_error *err)
+/* The model to evaluate, its config and tokenizer; with --device cuda its
+ * passes on a GPU from now on (*g, *gm: release with detach_device, then
+ * free m and tok). Nothing is left to free on failure. */
+static int load_model_on(const char *model_path, int batch, const char *device, const char *precision,
+                         run_config *cfg, model **m, tokenizer **tok, gpu **g, model_cuda **gm, tempo_error *err)
 {
     *g = NULL;
     *gm = NULL;
+    if (checkpoint_load_model(model_path, batch, cfg, m, tok, err))
+        return -1;
     if (!strcmp(device, "cpu"))
         return 0;
     if (gpu_open(g, gpu_backend_from_env(), err) ||
-        model_cuda_attach_new(m, *g, strcmp(precision, "fp32") ? MODEL_CUDA_BF16 : MODEL_CUDA_FP32, gm, err)) {
+        model_cuda_attach_new(*m, *g, strcmp(precision, "fp32") ? MODEL_CUDA_BF16 : MODEL_CUDA_FP32, gm, err)) {
         gpu_close(*g);
         *g = NULL;
+        model_free(*m);
+        tok_free(*tok);
         return -1;
     }
     fprintf(stderr, "eval: on %s (%s)\n", gpu_get_info(*g)->name, precision);
@@ -170,14 +175,10 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
     run_config cfg;
     model *m;
     tokenizer *tok;
-    if (checkpoint_load_model(model_path, batch, &cfg, &m, &tok, &err)) return cli_report(&err);
     gpu *g;
     model_cuda *gm;
-    if (attach_device(m, device, precision, &g, &gm, &err)) {
-        model_free(m);
-        tok_free(tok);
+    if (load_model_on(model_path, batch, device, precision, &cfg, &m, &tok, &g, &gm, &err))
         return cli_report(&err);
-    }
     strbuf bpb = {0}, icl = {0}, inf = {0};
     double bpb_value = NAN;
     int rc = 0;
@@ -277,14 +278,10 @@ int cmd_eval(int argc, char **argv)
     run_config cfg;
     model *m;
     tokenizer *tok;
-    if (checkpoint_load_model(model_path, batch, &cfg, &m, &tok, &err)) return cli_report(&err);
     gpu *g;
     model_cuda *gm;
-    if (attach_device(m, device, precision, &g, &gm, &err)) {
-        model_free(m);
-        tok_free(tok);
+    if (load_model_on(model_path, batch, device, precision, &cfg, &m, &tok, &g, &gm, &err))
         return cli_report(&err);
-    }
     strbuf js = {0};
     int rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, use, &js, NULL, &err);
     detach_device(m, g, gm);
