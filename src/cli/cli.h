@@ -135,6 +135,24 @@ void cli_icl_progress(void *user, const char *label, int done, int total);
 void cli_icl_print_table(FILE *f, const icl_task_result *r, int n, const icl_summary *s);
 int cli_icl_default_tasks(char *out, size_t n);
 
+/* The GPU a subcommand's model runs on (cli_model.c): NULLs on the CPU. */
+struct gpu;
+struct model_cuda;
+typedef struct {
+    struct gpu *g;
+    struct model_cuda *gm;
+} cli_device;
+
+/* Load the model of model_path (a run folder, .safetensors or GGUF file; its
+ * config and tokenizer) for batches of up to `batch` sequences; with device
+ * "cuda" its passes run on a GPU from now on (precision "fp32" or "bf16", for
+ * its own forwards: the inference engine is fp32 either way), saying so on
+ * stderr as "<what>: on <GPU> (<precision>)". Nothing is left to free on
+ * failure. Release with cli_free_model. */
+int cli_load_model(const char *what, const char *model_path, int batch, const char *device, const char *precision,
+                   run_config *cfg, model **m, tokenizer **tok, cli_device *d, tempo_error *err);
+void cli_free_model(model *m, tokenizer *tok, cli_device *d);
+
 /* Shared by `tempo bench infer` and `tempo eval --phase 2` (cmd_bench_infer.c):
  * the thread counts to measure at (threads > 0: that one; 0: 1 and all
  * cores), the chip limits at each (peak and bandwidth from the hardware
@@ -143,7 +161,6 @@ int cli_icl_default_tasks(char *out, size_t n);
 int cli_bench_infer_setup(const char *model_path, int threads, bench_infer_options *o, tempo_error *err);
 /* The same for a model on GPU g: one measurement (no thread counts), the
  * bound from g's fp32 matrix rate and copy bandwidth measured now. */
-struct gpu;
 int cli_bench_infer_setup_gpu(struct gpu *g, bench_infer_options *o, tempo_error *err);
 
 #endif

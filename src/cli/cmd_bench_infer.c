@@ -14,13 +14,11 @@
 #include "bench/bench_llama_cpp.h"
 #include "bench/peak_cuda.h"
 #include "kernels/cuda/gpu.h"
-#include "model/model_cuda.h"
 #include "cli/cli.h"
 #include "run/run_parts.h"
 #include "train/run_result.h"
 #include "core/fileio.h"
 #include "core/number.h"
-#include "run/checkpoint.h"
 
 static void usage(FILE *f)
 {
@@ -166,14 +164,6 @@ int cli_bench_infer_setup_gpu(gpu *g, bench_infer_options *o, tempo_error *err)
     return 0;
 }
 
-/* The model on a GPU (fp32), then the bound's ceilings from it. */
-static int infer_on_gpu(model *m, bench_infer_options *o, gpu **g, model_cuda **gm, tempo_error *err)
-{
-    if (gpu_open(g, gpu_backend_from_env(), err) || model_cuda_attach_new(m, *g, MODEL_CUDA_FP32, gm, err))
-        return -1;
-    return cli_bench_infer_setup_gpu(*g, o, err);
-}
-
 /* The hybrid model's other parts first: their cost per token is a line of
  * its own (mr stays zero when the run has none). */
 static int infer_memory(const infer_args *p, const run_config *cfg, const tokenizer *tok, bench_memory_result *mr,
@@ -257,16 +247,14 @@ int bench_infer_main(int argc, char **argv)
     run_config cfg;
     model *m;
     tokenizer *tok;
-    if (checkpoint_load_model(p.model_path, 1, &cfg, &m, &tok, &err))
+    cli_device dev;
+    if (cli_load_model("bench infer", p.model_path, 1, p.device, "fp32", &cfg, &m, &tok, &dev, &err))
         return cli_report(&err);
     bench_memory_result mr;
     rc = infer_memory(&p, &cfg, tok, &mr, &err);
-    gpu *g = NULL;
-    model_cuda *gm = NULL;
-    if (!rc && !strcmp(p.device, "cpu"))
-        rc = cli_bench_infer_setup(p.model_path, p.threads, &p.o, &err);
-    else if (!rc)
-        rc = infer_on_gpu(m, &p.o, &g, &gm, &err);
+    if (!rc)
+        rc = dev.g ? cli_bench_infer_setup_gpu(dev.g, &p.o, &err)
+                   : cli_bench_infer_setup(p.model_path, p.threads, &p.o, &err);
     p.o.line = print_line;
     bench_infer_result r;
     if (!rc)
@@ -275,12 +263,7 @@ int bench_infer_main(int argc, char **argv)
     int best = 0;
     if (!rc && p.vs_llama)
         rc = infer_vs_llama(m, tok, &r, vs, &best, &err);
-    if (gm)
-        model_attach_device(m, NULL);
-    model_cuda_free(gm);
-    gpu_close(g);
-    model_free(m);
-    tok_free(tok);
+    cli_free_model(m, tok, &dev);
     if (rc)
         return cli_report(&err);
     if (r.load.contended)

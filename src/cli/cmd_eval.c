@@ -20,10 +20,7 @@
 #include "data/tokenizer.h"
 #include "eval/eval_run.h"
 #include "eval/icl_engine.h"
-#include "kernels/cuda/gpu.h"
 #include "memory/hybrid.h"
-#include "model/model_cuda.h"
-#include "run/checkpoint.h"
 
 static void usage(FILE *f)
 {
@@ -99,38 +96,6 @@ static void print_line(void *user, const char *json)
 }
 
 /* The phase-2 scorecard (see usage). */
-/* The model to evaluate, its config and tokenizer; with --device cuda its
- * passes on a GPU from now on (*g, *gm: release with detach_device, then
- * free m and tok). Nothing is left to free on failure. */
-static int load_model_on(const char *model_path, int batch, const char *device, const char *precision,
-                         run_config *cfg, model **m, tokenizer **tok, gpu **g, model_cuda **gm, tempo_error *err)
-{
-    *g = NULL;
-    *gm = NULL;
-    if (checkpoint_load_model(model_path, batch, cfg, m, tok, err))
-        return -1;
-    if (!strcmp(device, "cpu"))
-        return 0;
-    if (gpu_open(g, gpu_backend_from_env(), err) ||
-        model_cuda_attach_new(*m, *g, strcmp(precision, "fp32") ? MODEL_CUDA_BF16 : MODEL_CUDA_FP32, gm, err)) {
-        gpu_close(*g);
-        *g = NULL;
-        model_free(*m);
-        tok_free(*tok);
-        return -1;
-    }
-    fprintf(stderr, "eval: on %s (%s)\n", gpu_get_info(*g)->name, precision);
-    return 0;
-}
-
-static void detach_device(model *m, gpu *g, model_cuda *gm)
-{
-    if (gm)
-        model_attach_device(m, NULL);
-    model_cuda_free(gm);
-    gpu_close(g);
-}
-
 /* The scorecard's ICL part: the tasks in `tasks` (limit items each, 0: all), the table on stderr, the summary
  * into *s and its JSON into icl. */
 static int eval_icl(const char *model_path, model *m, tokenizer *tok, const run_config *cfg, const char *tasks,
@@ -175,9 +140,8 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
     run_config cfg;
     model *m;
     tokenizer *tok;
-    gpu *g;
-    model_cuda *gm;
-    if (load_model_on(model_path, batch, device, precision, &cfg, &m, &tok, &g, &gm, &err))
+    cli_device dev;
+    if (cli_load_model("eval", model_path, batch, device, precision, &cfg, &m, &tok, &dev, &err))
         return cli_report(&err);
     strbuf bpb = {0}, icl = {0}, inf = {0};
     double bpb_value = NAN;
@@ -197,13 +161,12 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
         bench_infer_options_default(&bo);
         bo.runs = 3;
         bo.line = print_line;
-        rc = g ? cli_bench_infer_setup_gpu(g, &bo, &err) : cli_bench_infer_setup(model_path, threads, &bo, &err);
+        rc = dev.g ? cli_bench_infer_setup_gpu(dev.g, &bo, &err)
+                   : cli_bench_infer_setup(model_path, threads, &bo, &err);
         if (!rc) rc = bench_infer_run(m, &bo, &b, &err);
         if (!rc) rc = bench_infer_summary_json(&inf, &b, &err);
     }
-    detach_device(m, g, gm);
-    model_free(m);
-    tok_free(tok);
+    cli_free_model(m, tok, &dev);
     if (rc) {
         strbuf_free(&bpb);
         strbuf_free(&icl);
@@ -278,15 +241,12 @@ int cmd_eval(int argc, char **argv)
     run_config cfg;
     model *m;
     tokenizer *tok;
-    gpu *g;
-    model_cuda *gm;
-    if (load_model_on(model_path, batch, device, precision, &cfg, &m, &tok, &g, &gm, &err))
+    cli_device dev;
+    if (cli_load_model("eval", model_path, batch, device, precision, &cfg, &m, &tok, &dev, &err))
         return cli_report(&err);
     strbuf js = {0};
     int rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, use, &js, NULL, &err);
-    detach_device(m, g, gm);
-    model_free(m);
-    tok_free(tok);
+    cli_free_model(m, tok, &dev);
     if (rc) {
         strbuf_free(&js);
         return cli_report(&err);

@@ -12,14 +12,13 @@
 #include "core/number.h"
 #include "memory/mixture.h"
 #include "infer/generate.h"
-#include "run/checkpoint.h"
 
 static void usage(FILE *f)
 {
     fprintf(f,
         "usage: tempo generate --model RUN_DIR [--prompt TEXT] [--tokens N] [--temperature T]\n"
         "                      [--top-k K] [--top-p P] [--seed S] [--no-stop] [--threads N]\n"
-        "                      [--no-memory] [--no-cache]\n"
+        "                      [--no-memory] [--no-cache] [--device cpu|cuda]\n"
         "  --model RUN_DIR   a run folder, a .safetensors file, or a GGUF file of llama/qwen3 with a\n"
         "                    tempo tokenizer (F32/F16/Q8_0, e.g. from tempo export)\n"
         "  --prompt TEXT     text to continue (default: none, i.e. start a new document)\n"
@@ -30,6 +29,8 @@ static void usage(FILE *f)
         "  --seed S          sampling seed (default 1)\n"
         "  --no-stop         do not stop at the document separator\n"
         "  --no-memory, --no-cache  leave the run's count memory / the cache out of the mixture\n"
+        "  --device cuda     the transformer on an NVIDIA GPU (the KV-cache engine in fp32; memory, cache\n"
+        "                    and mixer on the CPU); checked on the CPU emulator (TEMPO_GPU_EMULATOR=1) only\n"
         "A run with a count memory or a cache samples from the full mixed distribution: the transformer, the\n"
         "memory and a cache of the text so far (prompt and new tokens), at the run's fitted mixer weights.\n"
         "The model sees the separator token, then the prompt (cut from the left, keeping the\n"
@@ -56,7 +57,7 @@ static int on_token(void *user, int32_t t)
 }
 
 typedef struct {
-    const char *model_path, *prompt;
+    const char *model_path, *prompt, *device;
     double temperature, top_p;
     long long seed;
     int tokens, top_k, threads, no_stop, no_memory, no_cache;
@@ -65,7 +66,7 @@ typedef struct {
 /* 0, or the exit code of a usage error (already printed); -1: --help was printed. */
 static int parse_flags(int argc, char **argv, generate_flags *f)
 {
-    *f = (generate_flags){.prompt = "", .tokens = 200, .temperature = 0.8, .top_p = 1, .seed = 1};
+    *f = (generate_flags){.prompt = "", .device = "cpu", .tokens = 200, .temperature = 0.8, .top_p = 1, .seed = 1};
     const cli_flag flags[] = {
         CLI_F_STRING("--model", &f->model_path),
         CLI_F_STRING("--prompt", &f->prompt),
@@ -78,6 +79,7 @@ static int parse_flags(int argc, char **argv, generate_flags *f)
         CLI_F_SWITCH("--no-stop", &f->no_stop),
         CLI_F_SWITCH("--no-memory", &f->no_memory),
         CLI_F_SWITCH("--no-cache", &f->no_cache),
+        CLI_F_CHOICE("--device", &f->device, "cpu|cuda"),
     };
     int help, bad = cli_parse_flags("generate", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
     if (bad) return bad;
@@ -176,7 +178,8 @@ int cmd_generate(int argc, char **argv)
     run_config cfg;
     model *m;
     tokenizer *tok;
-    if (checkpoint_load_model(f.model_path, 1, &cfg, &m, &tok, &err))
+    cli_device dev;
+    if (cli_load_model("generate", f.model_path, 1, f.device, "fp32", &cfg, &m, &tok, &dev, &err))
         return cli_report(&err);
     int ctx = cfg.model.context, n_seq = 0;
     int32_t *ids = NULL, *seq = NULL;
@@ -192,7 +195,6 @@ int cmd_generate(int argc, char **argv)
         rc = generate(&f, &cfg, m, tok, seq, n_seq, &st, &g, &err);
     free(seq);
     free(ids);
-    model_free(m);
     if (rc)
         rc = cli_report(&err);
     else {
@@ -200,6 +202,6 @@ int cmd_generate(int argc, char **argv)
         rc = emit_result(&f, &g, &st.text);
     }
     strbuf_free(&st.text);
-    tok_free(tok);
+    cli_free_model(m, tok, &dev);
     return rc;
 }

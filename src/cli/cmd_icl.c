@@ -15,7 +15,6 @@
 #include "core/number.h"
 #include "core/timer.h"
 #include "eval/icl_engine.h"
-#include "run/checkpoint.h"
 
 #define MAX_TASK_NAMES 64
 
@@ -23,7 +22,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: tempo icl --model RUN_DIR [--tasks DIR] [--task NAME]... [--shots N] [--limit N]\n"
-        "                 [--seed S] [--threads N] [--out DIR] [--no-memory] [--no-cache]\n"
+        "                 [--seed S] [--threads N] [--out DIR] [--no-memory] [--no-cache] [--device cpu|cuda]\n"
         "  --model RUN_DIR  a run folder (its model.safetensors), a .safetensors file, or a GGUF file\n"
         "                   of llama/qwen3 with a tempo tokenizer (F32/F16/Q8_0, e.g. from tempo export)\n"
         "  --tasks DIR      the ICL folder with core_tasks.tsv (default $TEMPO_DATA/icl)\n"
@@ -34,6 +33,8 @@ static void usage(FILE *f)
         "  --seed S         few-shot seed base (default 1234: item i uses Python random.Random(S+i))\n"
         "  --out DIR        also write DIR/result.json\n"
         "  --no-memory      leave the run's count memory out of the mixture; --no-cache: the cache\n"
+        "  --device cuda    the transformer on an NVIDIA GPU (the KV-cache engine in fp32; memory, cache\n"
+        "                   and mixer on the CPU); checked on the CPU emulator (TEMPO_GPU_EMULATOR=1) only\n"
         "A run with a count memory or a cache (memory_order, cache_order) scores each continuation token by\n"
         "the mixture of the transformer, the memory and a cache of the item's own text before the token, at\n"
         "the run's fitted mixer weights (docs/hybrid_model.md).\n"
@@ -108,7 +109,7 @@ int cli_icl_default_tasks(char *out, size_t n)
 }
 
 typedef struct {
-    const char *model_path, *tasks, *out_dir;
+    const char *model_path, *tasks, *out_dir, *device;
     const char *names[MAX_TASK_NAMES];
     int n_names, threads, no_memory, no_cache;
     icl_options o;
@@ -118,6 +119,7 @@ typedef struct {
 static int icl_flags(int argc, char **argv, icl_args *p)
 {
     memset(p, 0, sizeof *p);
+    p->device = "cpu";
     icl_options_default(&p->o);
     long long seed = (long long)p->o.seed;
     const cli_flag flags[] = {
@@ -131,6 +133,7 @@ static int icl_flags(int argc, char **argv, icl_args *p)
         CLI_F_INT("--threads", &p->threads, 1, NUMBER_MAX_THREADS),
         CLI_F_SWITCH("--no-memory", &p->no_memory),
         CLI_F_SWITCH("--no-cache", &p->no_cache),
+        CLI_F_CHOICE("--device", &p->device, "cpu|cuda"),
     };
     int help, bad = cli_parse_flags("icl", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
     if (bad) return bad;
@@ -162,7 +165,8 @@ int cmd_icl(int argc, char **argv)
     run_config cfg;
     model *m;
     tokenizer *tok;
-    if (checkpoint_load_model(model_path, 1, &cfg, &m, &tok, &err))
+    cli_device dev;
+    if (cli_load_model("icl", model_path, 1, p.device, "fp32", &cfg, &m, &tok, &dev, &err))
         return cli_report(&err);
     cli_icl_progress_state ps;
     cli_icl_progress_init(&ps);
@@ -177,8 +181,7 @@ int cmd_icl(int argc, char **argv)
         rc = icl_engine_run(m, &h, tok, tasks, p.names, p.n_names, &o, &r, &n, &s, &err);
     int mem_k = h.has_memory ? h.memory.order : 0, cache_k = h.cache_order;
     hybrid_parts_free(&h);
-    model_free(m);
-    tok_free(tok);
+    cli_free_model(m, tok, &dev);
     if (rc)
         return cli_report(&err);
     cli_icl_print_table(stderr, r, n, &s);

@@ -7,7 +7,8 @@
 # the GPU path), the learning reader included; a stopped GPU run resumed
 # gives weights bit-identical to an uninterrupted one; bf16 mode learns;
 # `bench infer --device cuda` runs prefill and decode there, and the phase-2
-# scorecard scores ICL there as on the CPU; and without a driver `--device cuda` is one clear line, exit 1, no run folder.
+# scorecard, icl and greedy generation give there what they give on the CPU;
+# and without a driver `--device cuda` is one clear line, exit 1, no run folder.
 # The real GPU runs the same path in scripts/device_check.sh.
 source "$(dirname "$0")/train_common.bash"
 D=$(tiny_data 256)
@@ -75,6 +76,16 @@ c=$(unset TEMPO_GPU_EMULATOR; "$TEMPO" eval --phase 2 --model "$E2E_TMP/gpu" --t
     --threads 1 2>/dev/null | tail -1)
 python3 -c 'import json,sys; g=json.loads(sys.argv[1]); c=json.loads(sys.argv[2]); assert g["core"] == c["core"] and g["decode_tokens_per_s"] > 0, (g["core"], c["core"])' \
     "$g" "$c" || fail "eval --phase 2 --device cuda: a different ICL score than the CPU's"
+# greedy generation and icl on the GPU path: the CPU's text and score
+gen() { "$TEMPO" generate --model "$E2E_TMP/gpu" --prompt "The" --tokens 16 --temperature 0 "$@" 2>/dev/null | tail -1 |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["text"])'; }
+a=$(gen --device cuda); b=$(unset TEMPO_GPU_EMULATOR; gen)
+[ -n "$b" ] && [ "$a" = "$b" ] || fail "generate --device cuda: '$a', the CPU: '$b'"
+icl() { "$TEMPO" icl --model "$E2E_TMP/gpu" --tasks "$DATA/icl" --limit 2 "$@" 2>/dev/null | tail -1 |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["core"])'; }
+a=$(icl --device cuda); b=$(unset TEMPO_GPU_EMULATOR; icl)
+[ -n "$b" ] && [ "$a" = "$b" ] || fail "icl --device cuda: core '$a', the CPU: '$b'"
+echo "generate and icl on the GPU path as on the CPU (core $a)"
 echo '{"bench":"train","threads":2}' > "$E2E_TMP/cpu.jsonl"
 expect_error 1 "cpu.jsonl: no .tempo bench train --device cuda. line" "$TEMPO" plan --calibrate-gpu "$E2E_TMP/cpu.jsonl" \
     --chip configs/chips/nvidia-h200.conf
