@@ -231,8 +231,9 @@ run_judge disk disk --disk 32M
 run_judge disk-ok disk --disk 1G
 [ "$STATUS" = ok ] || fail "disk with --disk 1G: $STATUS ($REASON), so the check above proves nothing"
 probe memory memory 1.5
-run_judge memory memory --memory 1G
+# a minute of budget: touching 1.5 GB of fresh pages took over 10 s on a busy machine (the verdict is the memory's)
+run_judge memory memory --memory 1G --budget 60s
 [ "$STATUS" = failed ] && echo "$REASON" | grep -q "^memory limit" || fail "memory: $STATUS ($REASON)"
-run_judge memory-ok memory --memory 8G
+run_judge memory-ok memory --memory 8G --budget 60s
 [ "$STATUS" = ok ] || fail "memory with --memory 8G: $STATUS ($REASON), so the check above proves nothing"
 echo "ok: process, disk and memory limits: failed with 'process limit', 'disk limit', 'memory limit'; raised, ok"
