@@ -130,3 +130,9 @@ void peak_cuda_write(jsonw *w, const peak_cuda *p)
     jsonw_field_int(w, "reps", p->reps);
     jsonw_object_end(w);
 }
+
+int peak_cuda_measure_startup(gpu *g, peak_cuda *p, tempo_error *err)
+{
+    int emu = gpu_get_info(g)->backend == GPU_EMULATOR;
+    return peak_cuda_measure(g, emu ? 64 : 8192, emu ? (size_t)1 << 20 : (size_t)1 << 30, emu ? 1 : 5, p, err);
+}

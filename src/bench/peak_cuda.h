@@ -26,6 +26,11 @@ typedef struct {
  * emulator) and a copy of copy_bytes, reps timed runs each. */
 int peak_cuda_measure(gpu *g, int n, size_t copy_bytes, int reps, peak_cuda *p, tempo_error *err);
 
+/* The ceilings a run measures before it starts (train's MFU, bench train's
+ * and bench infer's bounds): 8192^3 products and a 1 GiB copy, 5 runs each;
+ * on the emulator 64^3, 1 MiB, once. */
+int peak_cuda_measure_startup(gpu *g, peak_cuda *p, tempo_error *err);
+
 void peak_cuda_write(jsonw *w, const peak_cuda *p);
 
 #endif

@@ -144,10 +144,9 @@ int bench_train_cuda_main(int argc, char **argv)
     if (open_gpu(&g, &err))
         return cli_report(&err);
     int bf16 = !strcmp(precision, "bf16");
-    int emu = gpu_get_info(g)->backend == GPU_EMULATOR;
     peak_cuda pk;
     fprintf(stderr, "bench train: measuring the GPU's matrix rate\n");
-    if (peak_cuda_measure(g, emu ? 64 : 8192, emu ? 1 << 20 : (size_t)1 << 30, emu ? 1 : 5, &pk, &err)) {
+    if (peak_cuda_measure_startup(g, &pk, &err)) {
         gpu_close(g);
         return cli_report(&err);
     }

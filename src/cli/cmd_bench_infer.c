@@ -148,9 +148,8 @@ static int infer_parse(int argc, char **argv, infer_args *p)
 
 int cli_bench_infer_setup_gpu(gpu *g, bench_infer_options *o, tempo_error *err)
 {
-    int emu = gpu_get_info(g)->backend == GPU_EMULATOR;
     peak_cuda pk;
-    if (peak_cuda_measure(g, emu ? 64 : 8192, emu ? (size_t)1 << 20 : (size_t)1 << 30, emu ? 1 : 5, &pk, err))
+    if (peak_cuda_measure_startup(g, &pk, err))
         return tempo_error_prefix(err, "bench infer on the GPU");
     fprintf(stderr, "bench infer: on %s: fp32 %.1f TFLOP/s, copy %.0f GB/s (measured now)\n", gpu_get_info(g)->name,
             pk.fp32_tflops, pk.copy_gbs);

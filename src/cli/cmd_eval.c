@@ -95,7 +95,6 @@ static void print_line(void *user, const char *json)
     fprintf(stderr, "eval: %s\n", json);
 }
 
-/* The phase-2 scorecard (see usage). */
 /* The scorecard's ICL part: the tasks in `tasks` (limit items each, 0: all), the table on stderr, the summary
  * into *s and its JSON into icl. */
 static int eval_icl(const char *model_path, model *m, tokenizer *tok, const run_config *cfg, const char *tasks,
@@ -124,6 +123,7 @@ static int eval_icl(const char *model_path, model *m, tokenizer *tok, const run_
     return rc;
 }
 
+/* The phase-2 scorecard (see usage). */
 static int eval_phase2(const char *model_path, const char *data_dir, const char *text, const char *tasks,
                        int limit, int stride, int batch, int threads, const char *out_dir, const char *device,
                        const char *precision)

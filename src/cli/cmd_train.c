@@ -127,9 +127,8 @@ static int setup_device(train_options *o, const char *device, const char *precis
             return cli_usage_error("train --device cuda under mpirun: one process per GPU is not built yet");
         if (gpu_open(g, gpu_backend_from_env(), err))
             return cli_report(err);
-        int emu = gpu_get_info(*g)->backend == GPU_EMULATOR;
         peak_cuda pk;   /* the MFU denominator, measured here and now */
-        if (peak_cuda_measure(*g, emu ? 64 : 8192, emu ? 1 << 20 : (size_t)1 << 30, emu ? 1 : 5, &pk, err)) {
+        if (peak_cuda_measure_startup(*g, &pk, err)) {
             gpu_close(*g);
             *g = NULL;
             return cli_report(err);

@@ -185,14 +185,13 @@ static void attn_half(infer_gpu *e, infer_cache *c, const infer_chunk *ch, int n
         linear(e, e->k, e->xn, w->wk, N, C, KD, 0);
     }
     linear(e, e->v, e->xn, w->wv, N, C, KD, 0);
-    size_t layer_rows = (size_t)c->capacity * KD;
     for (int i = 0, row = 0; i < n_chunks; i++) {
         int n = ch[i].n, pos0 = c->len[ch[i].slot];
         if (n == 0)
             continue;
         cuda_rope(e->g, GPU_F32, e->q + F4 * row * HD, 1, n, H, D, pos0, e->rope_cos, e->rope_sin, 0);
         cuda_rope(e->g, GPU_F32, e->k + F4 * row * KD, 1, n, Hkv, D, pos0, e->rope_cos, e->rope_sin, 0);
-        size_t at = F4 * (((size_t)ch[i].slot * e->L + l) * layer_rows + (size_t)pos0 * KD);
+        size_t at = F4 * (infer_cache_offset(c, ch[i].slot, l) + (size_t)pos0 * KD);
         gpu_copy_async(e->g, c->dk + at, e->k + F4 * row * KD, F4 * n * KD);
         gpu_copy_async(e->g, c->dv + at, e->v + F4 * row * KD, F4 * n * KD);
         row += n;
@@ -222,12 +221,11 @@ static void mlp_half(infer_gpu *e, int N, int l)
 /* Each row's position and, per layer, the float offset of its slot's rows in the cache. */
 static void upload_rows(infer_gpu *e, const infer_cache *c, const infer_chunk *ch, int n_chunks, int N)
 {
-    size_t layer_rows = (size_t)c->capacity * c->kv_dim;
     for (int i = 0, row = 0; i < n_chunks; i++)
         for (int t = 0; t < ch[i].n; t++, row++) {
             e->h_pos[row] = c->len[ch[i].slot] + t;
             for (int l = 0; l < e->L; l++)
-                e->h_off[(size_t)l * N + row] = (long long)(((size_t)ch[i].slot * e->L + l) * layer_rows);
+                e->h_off[(size_t)l * N + row] = (long long)infer_cache_offset(c, ch[i].slot, l);
         }
     for (int i = 0, row = 0; i < n_chunks; i++) {
         if (ch[i].n)

@@ -47,19 +47,19 @@ void infer_cache_free(infer_cache *c)
     memset(c, 0, sizeof *c);
 }
 
-static size_t offset(const infer_cache *c, int slot, int layer)
+size_t infer_cache_offset(const infer_cache *c, int slot, int layer)
 {
     return ((size_t)slot * c->n_layers + layer) * c->capacity * c->kv_dim;
 }
 
 float *infer_cache_k(const infer_cache *c, int slot, int layer)
 {
-    return c->k + offset(c, slot, layer);
+    return c->k + infer_cache_offset(c, slot, layer);
 }
 
 float *infer_cache_v(const infer_cache *c, int slot, int layer)
 {
-    return c->v + offset(c, slot, layer);
+    return c->v + infer_cache_offset(c, slot, layer);
 }
 
 void infer_cache_reset(infer_cache *c, int slot)
@@ -74,7 +74,8 @@ void infer_cache_copy(infer_cache *c, int dst, int src)
     size_t n = sizeof(float) * (size_t)c->len[src] * c->kv_dim;
     for (int l = 0; l < c->n_layers; l++) {
         if (c->dev) {
-            size_t to = sizeof(float) * offset(c, dst, l), from = sizeof(float) * offset(c, src, l);
+            size_t to = sizeof(float) * infer_cache_offset(c, dst, l);
+            size_t from = sizeof(float) * infer_cache_offset(c, src, l);
             gpu_copy_async(c->dev, c->dk + to, c->dk + from, n);
             gpu_copy_async(c->dev, c->dv + to, c->dv + from, n);
         } else {
@@ -104,4 +105,3 @@ int infer_cache_to_device(infer_cache *c, struct gpu *g, tempo_error *err)
     c->dv = v;
     return 0;
 }
-

@@ -38,6 +38,9 @@ int infer_cache_create(infer_cache *c, const model_config *cfg, int n_slots, int
                        tempo_error *err);
 void infer_cache_free(infer_cache *c); /* zeroes c; a zeroed c is fine */
 
+/* Where one slot's rows of one layer start in k and v (and in dk and dv on
+ * a GPU): a float offset. */
+size_t infer_cache_offset(const infer_cache *c, int slot, int layer);
 /* Keys / values of one slot and layer: capacity rows of kv_dim floats. */
 float *infer_cache_k(const infer_cache *c, int slot, int layer);
 float *infer_cache_v(const infer_cache *c, int slot, int layer);

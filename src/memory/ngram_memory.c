@@ -363,19 +363,11 @@ typedef struct {
     int n;
 } chunk;
 
-/* Queue a key; 1 when the chunk is full and must be flushed. */
-static inline int chunk_push(chunk *c, uint64_t key, uint64_t h, uint32_t add)
-{
-    c->key[c->n] = key;
-    c->h[c->n] = h;
-    c->add[c->n++] = add;
-    return c->n == CHUNK;
-}
-
-/* chunk_push when `take`, without a branch on it: the scans below visit
- * every slot of every shard's table and keep about one in P at random (an
- * empty slot or another shard's key), a branch the CPU mispredicts about
- * half the time. The entry is written anyway and counted only when taken. */
+/* Queue a key when `take`; 1 when the chunk is full and must be flushed. No
+ * branch on take: the scans below visit every slot of every shard's table
+ * and keep about one in P at random (an empty slot or another shard's key),
+ * a branch the CPU mispredicts about half the time. The entry is written
+ * anyway and counted only when taken. */
 static inline int chunk_push_if(chunk *c, int take, uint64_t key, uint64_t h, uint32_t add)
 {
     c->key[c->n] = key;
