@@ -255,12 +255,25 @@ int hw_profile_path(char *out, size_t n, tempo_error *err)
     return 0;
 }
 
+int hw_profile_fits_here(const hw_profile *p)
+{
+    cpu_info ci;
+    cpu_info_query(&ci);
+    return !strcmp(p->kernels, cpu_kernel_path_name(cpu_kernel_path_select(&ci))) &&
+           p->cores == ci.cores && p->l1d_bytes == ci.l1d_bytes && p->l2_bytes == ci.l2_bytes &&
+           p->l3_bytes == ci.l3_bytes && !strcmp(p->cpu, ci.model);
+}
+
 int hw_profile_load_or_measure(hw_profile *p, tempo_error *err)
 {
     char path[1024];
     int have_path = hw_profile_path(path, sizeof path, NULL) == 0;
-    if (have_path && path_exists(path))
-        return hw_profile_load(p, path, err);
+    if (have_path && path_exists(path)) {
+        if (hw_profile_load(p, path, err))
+            return -1;
+        if (hw_profile_fits_here(p))
+            return 0;
+    }
     hw_measure_options o = {.seconds = 0.5, .bandwidth = 0};
     if (hw_profile_measure(p, &o, err))
         return -1;

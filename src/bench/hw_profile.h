@@ -73,10 +73,17 @@ int hw_profile_save(const hw_profile *p, const char *path, tempo_error *err);
  * Fails when none of these variables is set. */
 int hw_profile_path(char *out, size_t n, tempo_error *err);
 
+/* 1 when p was measured on a machine like this one, on the kernel path that
+ * runs here now: the same path name (TEMPO_KERNELS included), cores, cache
+ * sizes and CPU model. A profile of another path's peak (an AVX2 peak where
+ * the AVX-512 GEMM runs) would misstate every MFU. */
+int hw_profile_fits_here(const hw_profile *p);
+
 /* The profile the trainer uses for MFU: loaded from hw_profile_path() when
- * that file exists (a file that does not parse is an error naming it);
- * otherwise the FMA peak alone is measured (~0.5 s) and saved there
- * atomically. Saving is best-effort: an unwritable cache still returns the
+ * that file exists and fits this machine (hw_profile_fits_here; a file that
+ * does not parse is an error naming it); otherwise the FMA peak alone is
+ * measured (~0.5 s) and saved there atomically, replacing a profile that did
+ * not fit. Saving is best-effort: an unwritable cache still returns the
  * measured profile (re-measured next time). */
 int hw_profile_load_or_measure(hw_profile *p, tempo_error *err);
 

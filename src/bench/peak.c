@@ -34,6 +34,14 @@ float peak_fma_loop_portable(long iters)
     return s;
 }
 
+/* The loop of the widest FMA the path has. */
+static float fma_loop(cpu_kernel_path path, long iters)
+{
+    return path == CPU_KERNELS_AVX512 ? peak_fma_loop_avx512(iters)
+         : path == CPU_KERNELS_AVX2   ? peak_fma_loop_avx2(iters)
+                                      : peak_fma_loop_portable(iters);
+}
+
 /* One repetition: every thread runs `iters`; returns the wall time from a
  * common start to the last thread's end. */
 static double fma_rep(cpu_kernel_path path, int threads, long iters, float *sink)
@@ -45,8 +53,7 @@ static double fma_rep(cpu_kernel_path path, int threads, long iters, float *sink
 #pragma omp barrier
 #pragma omp master
         t0 = timer_now();
-        total += path == CPU_KERNELS_AVX2 ? peak_fma_loop_avx2(iters)
-                                          : peak_fma_loop_portable(iters);
+        total += fma_loop(path, iters);
 #pragma omp barrier
 #pragma omp master
         t1 = timer_now();
@@ -57,8 +64,9 @@ static double fma_rep(cpu_kernel_path path, int threads, long iters, float *sink
 
 double peak_fma_gflops(cpu_kernel_path path, int threads, double seconds)
 {
-    double flops_per_iter = path == CPU_KERNELS_AVX2 ? PEAK_FMA_AVX2_FLOPS_PER_ITER
-                                                     : PEAK_FMA_PORTABLE_FLOPS_PER_ITER;
+    double flops_per_iter = path == CPU_KERNELS_AVX512 ? PEAK_FMA_AVX512_FLOPS_PER_ITER
+                            : path == CPU_KERNELS_AVX2 ? PEAK_FMA_AVX2_FLOPS_PER_ITER
+                                                       : PEAK_FMA_PORTABLE_FLOPS_PER_ITER;
     float sink = 0;
     /* Calibrate on the calling thread alone (a team's start-up latency, large
      * on a busy machine, must not shrink the work): grow it until one
@@ -68,7 +76,7 @@ double peak_fma_gflops(cpu_kernel_path path, int threads, double seconds)
     double t;
     for (;;) {
         double t0 = timer_now();
-        sink += path == CPU_KERNELS_AVX2 ? peak_fma_loop_avx2(iters) : peak_fma_loop_portable(iters);
+        sink += fma_loop(path, iters);
         t = timer_now() - t0;
         if (t >= rep_s / 4 || iters >= (1L << 40))
             break;
@@ -214,7 +222,7 @@ static double read_rep(cpu_kernel_path path, const float *x, size_t n_blocks, in
 #pragma omp master
         t0 = timer_now();
         for (long p = 0; p < passes; p++) {
-            total += path == CPU_KERNELS_AVX2 ? read_sum_avx2(x + lo, hi - lo) : read_sum_portable(x + lo, hi - lo);
+            total += path >= CPU_KERNELS_AVX2 ? read_sum_avx2(x + lo, hi - lo) : read_sum_portable(x + lo, hi - lo);
             __asm__ volatile("" : : : "memory");   /* each pass reads the buffer again */
         }
 #pragma omp barrier

@@ -17,7 +17,7 @@
 
 /* fp32 FLOP/s (x 1e-9) of `threads` threads each running independent FMA
  * chains, best of repetitions (>= 3) within about `seconds`. The AVX2 path
- * uses 256-bit FMAs; the portable path measures what plain C compiled for the
+ * uses 256-bit FMAs, the AVX-512 path 512-bit ones; the portable path measures what plain C compiled for the
  * build target reaches (multiply + add, counted as 2 FLOPs). */
 double peak_fma_gflops(cpu_kernel_path path, int threads, double seconds);
 

@@ -7,10 +7,13 @@
 
 /* FLOPs done per iteration by each loop. */
 #define PEAK_FMA_AVX2_FLOPS_PER_ITER (2 * 12 * 8 * 2)      /* 2 x 12 ymm FMAs */
+#define PEAK_FMA_AVX512_FLOPS_PER_ITER (2 * 12 * 16 * 2)   /* 2 x 12 zmm FMAs */
 #define PEAK_FMA_PORTABLE_FLOPS_PER_ITER (12 * 4 * 2)      /* 12 x 4 mul+add */
 
 /* AVX2 + FMA (target attribute; call only when cpuid says both). */
 float peak_fma_loop_avx2(long iters);
+/* AVX-512F (target attribute; call only when cpuid says so). */
+float peak_fma_loop_avx512(long iters);
 /* Plain C. */
 float peak_fma_loop_portable(long iters);
 

@@ -117,6 +117,7 @@ void cpu_info_query(cpu_info *ci)
     __builtin_cpu_init();
     ci->avx2 = __builtin_cpu_supports("avx2") != 0;
     ci->fma = __builtin_cpu_supports("fma") != 0;
+    ci->avx512f = __builtin_cpu_supports("avx512f") != 0;
 #ifdef __clang__
     ci->f16c = 0;   /* clang 14 has no "f16c" for __builtin_cpu_supports: the fuzz build only */
 #else
@@ -132,10 +133,14 @@ cpu_kernel_path cpu_kernel_path_select(const cpu_info *ci)
     const char *want = getenv("TEMPO_KERNELS");
     if (want && !strcmp(want, "portable"))
         return CPU_KERNELS_PORTABLE;
-    return ci->avx2 && ci->fma ? CPU_KERNELS_AVX2 : CPU_KERNELS_PORTABLE;
+    if (!ci->avx2 || !ci->fma)
+        return CPU_KERNELS_PORTABLE;
+    if (!ci->avx512f || (want && !strcmp(want, "avx2")))
+        return CPU_KERNELS_AVX2;
+    return CPU_KERNELS_AVX512;
 }
 
 const char *cpu_kernel_path_name(cpu_kernel_path path)
 {
-    return path == CPU_KERNELS_AVX2 ? "avx2" : "portable";
+    return path == CPU_KERNELS_AVX512 ? "avx512" : path == CPU_KERNELS_AVX2 ? "avx2" : "portable";
 }

@@ -18,6 +18,7 @@
 
 typedef struct {
     int avx2, fma, f16c;   /* 1 when the CPU (and OS) support the feature */
+    int avx512f;           /* AVX-512 Foundation (zmm state enabled by the OS) */
     int cores;             /* CPUs this process may run on (affinity), >= 1 */
     long l1d_bytes;        /* per-core L1 data cache, > 0 */
     long l2_bytes;         /* per-core (or per-cluster) L2, > 0 */
@@ -33,17 +34,21 @@ void cpu_info_query(cpu_info *ci);
 /* The kernel implementations a CPU kernel may choose between. */
 typedef enum {
     CPU_KERNELS_PORTABLE = 0,   /* plain C, any CPU */
-    CPU_KERNELS_AVX2 = 1        /* AVX2 + FMA micro-kernels */
+    CPU_KERNELS_AVX2 = 1,       /* AVX2 + FMA micro-kernels */
+    CPU_KERNELS_AVX512 = 2      /* the AVX2 path, with AVX-512F for the GEMM's
+                                   micro-kernel and the peak's FMA loop */
 } cpu_kernel_path;
 
-/* The path to use on this CPU: the best ci supports (AVX2 needs avx2 and fma),
- * unless the environment variable TEMPO_KERNELS says "portable" (forces the
- * portable C path, e.g. in tests). TEMPO_KERNELS=avx2 or auto (or unset)
- * means the best supported; a path the CPU lacks is never chosen. Reads the
- * environment on every call. */
+/* The path to use on this CPU: the best ci supports (AVX2 needs avx2 and fma,
+ * AVX-512 those and avx512f), unless the environment variable TEMPO_KERNELS
+ * says "portable" (forces the portable C path, e.g. in tests) or "avx2" (no
+ * wider than AVX2). TEMPO_KERNELS=auto (or unset, or "avx512") means the best
+ * supported; a path the CPU lacks is never chosen. Paths are ordered: a
+ * kernel with an AVX2 variant runs it for any path >= CPU_KERNELS_AVX2.
+ * Reads the environment on every call. */
 cpu_kernel_path cpu_kernel_path_select(const cpu_info *ci);
 
-/* "portable" or "avx2". */
+/* "portable", "avx2" or "avx512". */
 const char *cpu_kernel_path_name(cpu_kernel_path path);
 
 #endif

@@ -26,7 +26,9 @@ void compress_float_env_here(compress_float_env *e)
     gemm_config g;
     gemm_config_init(&g);
     e->threads = (uint32_t)omp_get_max_threads();
-    e->kernel_path = (uint32_t)g.path;
+    /* The AVX-512 GEMM gives the AVX2 path's bits (gemm_kernel_avx512.c):
+     * one float environment, so a file crosses between the two. */
+    e->kernel_path = (uint32_t)(g.path > CPU_KERNELS_AVX2 ? CPU_KERNELS_AVX2 : g.path);
     e->gemm_kc = (uint32_t)g.kc;
 }
 

@@ -43,14 +43,29 @@ static void test_kernel_path_env(void)
     setenv("TEMPO_KERNELS", "portable", 1);
     CHECK(cpu_kernel_path_select(&ci) == CPU_KERNELS_PORTABLE);
     unsetenv("TEMPO_KERNELS");
-    cpu_kernel_path best = ci.avx2 && ci.fma ? CPU_KERNELS_AVX2 : CPU_KERNELS_PORTABLE;
+    cpu_kernel_path best = !(ci.avx2 && ci.fma) ? CPU_KERNELS_PORTABLE
+                         : ci.avx512f         ? CPU_KERNELS_AVX512
+                                              : CPU_KERNELS_AVX2;
     CHECK(cpu_kernel_path_select(&ci) == best);
+    setenv("TEMPO_KERNELS", "avx512", 1);
+    CHECK(cpu_kernel_path_select(&ci) == best);
+    /* "avx2" caps the path at AVX2 (an AVX-512 CPU runs the AVX2 GEMM). */
     setenv("TEMPO_KERNELS", "avx2", 1);
-    CHECK(cpu_kernel_path_select(&ci) == best);
-    /* A CPU without AVX2 never gets the AVX2 path, whatever the env says. */
+    CHECK(cpu_kernel_path_select(&ci) == (best > CPU_KERNELS_AVX2 ? CPU_KERNELS_AVX2 : best));
+    unsetenv("TEMPO_KERNELS");
+    /* A CPU without AVX2 never gets the AVX2 path, whatever the env says;
+     * avx512f without AVX2 + FMA gets neither. */
     cpu_info fake = ci;
     fake.avx2 = 0;
+    fake.avx512f = 1;
     CHECK(cpu_kernel_path_select(&fake) == CPU_KERNELS_PORTABLE);
+    fake = ci;
+    fake.avx2 = fake.fma = 1;
+    fake.avx512f = 0;
+    CHECK(cpu_kernel_path_select(&fake) == CPU_KERNELS_AVX2);
+    fake.avx512f = 1;
+    CHECK(cpu_kernel_path_select(&fake) == CPU_KERNELS_AVX512);
+    CHECK(strcmp(cpu_kernel_path_name(CPU_KERNELS_AVX512), "avx512") == 0);
     CHECK(strcmp(cpu_kernel_path_name(CPU_KERNELS_AVX2), "avx2") == 0);
     CHECK(strcmp(cpu_kernel_path_name(CPU_KERNELS_PORTABLE), "portable") == 0);
 
@@ -61,7 +76,8 @@ static void test_kernel_path_env(void)
 }
 
 /* What one core can do at most: a clock of MAX_GHZ, two 256-bit FMA pipes
- * (8 lanes x 2 FLOPs x 2 = 32 FLOPs per cycle) for the AVX2 loop; for the
+ * (8 lanes x 2 FLOPs x 2 = 32 FLOPs per cycle) for the AVX2 loop, two 512-bit
+ * pipes (64) for the AVX-512 loop; for the
  * portable loop (128-bit SSE at the x86-64-v2 baseline, no FMA), at most four
  * 4-lane operations per cycle (16 FLOPs). At least: a core of 1 GHz with one
  * pipe, shared three ways with other work. A count of FLOPs per iteration off
@@ -69,6 +85,7 @@ static void test_kernel_path_env(void)
  * AVX2, 45-49 portable at 1 thread). */
 #define MAX_GHZ 6.0
 #define AVX2_MAX_GFLOPS (32 * MAX_GHZ)
+#define AVX512_MAX_GFLOPS (64 * MAX_GHZ)
 #define PORTABLE_MAX_GFLOPS (16 * MAX_GHZ)
 #define AVX2_MIN_GFLOPS (16 * 1.0 / 3)
 #define PORTABLE_MIN_GFLOPS (4 * 1.0 / 3)
@@ -87,6 +104,12 @@ static void test_peak_sane(void)
     if (ci.avx2 && ci.fma) {
         double v = peak_fma_gflops(CPU_KERNELS_AVX2, 1, 0.02);
         CHECK_MSG(v > AVX2_MIN_GFLOPS && v <= AVX2_MAX_GFLOPS, "AVX2 %.1f GFLOP/s", v);
+    }
+    if (ci.avx2 && ci.fma && ci.avx512f) {   /* two 512-bit pipes at most */
+        double v = peak_fma_gflops(CPU_KERNELS_AVX512, 1, 0.02);
+        CHECK_MSG(v > AVX2_MIN_GFLOPS && v <= AVX512_MAX_GFLOPS, "AVX-512 %.1f GFLOP/s", v);
+    } else {
+        printf("  (no AVX-512 on this CPU: its peak loop not run)\n");
     }
     peak_triad_arrays t;
     tempo_error err;
@@ -228,6 +251,31 @@ static void test_load_or_measure(void)
     CHECK(hw_profile_load_or_measure(&q, &err) == 0);     /* loads */
     CHECK(q.peak_gflops[0].value == p.peak_gflops[0].value);
     CHECK(strcmp(q.measured_at, p.measured_at) == 0);
+    CHECK(hw_profile_fits_here(&q));
+
+    /* A profile of another kernel path or machine is measured again and
+     * replaced (an AVX2 peak must not stand for the AVX-512 GEMM's). */
+    const char *change[3] = {"kernels", "cores", "cpu"};
+    for (int c = 0; c < 3; c++) {
+        hw_profile other = p;
+        if (c == 0)
+            snprintf(other.kernels, sizeof other.kernels, "%s",
+                     strcmp(p.kernels, "portable") ? "portable" : "avx2");
+        else if (c == 1)
+            other.cores = p.cores + 1;
+        else
+            snprintf(other.cpu, sizeof other.cpu, "another CPU");
+        other.peak_gflops[0].value = 12345;
+        snprintf(other.measured_at, sizeof other.measured_at, "2000-01-01T00:00:00Z");
+        CHECK(!hw_profile_fits_here(&other));
+        CHECK(hw_profile_save(&other, path, &err) == 0);
+        CHECK(hw_profile_load_or_measure(&q, &err) == 0);
+        CHECK_MSG(q.peak_gflops[0].value != 12345 && strcmp(q.measured_at, "2000-01-01T00:00:00Z") != 0,
+                  "a profile with another %s was used as it was", change[c]);
+        CHECK(hw_profile_fits_here(&q));
+        hw_profile saved;
+        CHECK(hw_profile_load(&saved, path, &err) == 0 && saved.peak_gflops[0].value == q.peak_gflops[0].value);
+    }
 
     /* A corrupt file is an error naming the file, never silently replaced. */
     CHECK(file_write_atomic(path, "{\"peak_gflops\":", 15, &err) == 0);

@@ -69,6 +69,24 @@ static int have_avx2(void)
     return ci.avx2 && ci.fma;
 }
 
+static int have_avx512(void)
+{
+    cpu_info ci;
+    cpu_info_query(&ci);
+    return ci.avx2 && ci.fma && ci.avx512f;
+}
+
+/* Whether path can run here; says once per test when it cannot. */
+static int path_runs(int path, const char *test)
+{
+    int ok = path == CPU_KERNELS_PORTABLE || (path == CPU_KERNELS_AVX2 && have_avx2()) ||
+             (path == CPU_KERNELS_AVX512 && have_avx512());
+    if (!ok)
+        printf("  (%s: no %s on this CPU, its cases not run)\n", test,
+               cpu_kernel_path_name((cpu_kernel_path)path));
+    return ok;
+}
+
 /* Run one case through gemm_f32_with and check it against the reference.
  * Leading dimensions are the row length + pad; pads must stay untouched.
  * Returns the number of failing elements (also CHECKed). */
@@ -152,6 +170,10 @@ static void test_small_tiny_blocking(void)
         gemm_config a = tiny_config(CPU_KERNELS_AVX2);
         run_small_cases(&a, 2);
     }
+    if (path_runs(CPU_KERNELS_AVX512, "small shapes, tiny blocking")) {
+        gemm_config a = tiny_config(CPU_KERNELS_AVX512);
+        run_small_cases(&a, 9);
+    }
 }
 
 static void test_small_real_blocking(void)
@@ -166,6 +188,59 @@ static void test_small_real_blocking(void)
         gemm_config_from_cpu(&a, &ci, CPU_KERNELS_AVX2);
         run_small_cases(&a, 4);
     }
+    if (path_runs(CPU_KERNELS_AVX512, "small shapes, real blocking")) {
+        gemm_config a;
+        gemm_config_from_cpu(&a, &ci, CPU_KERNELS_AVX512);
+        run_small_cases(&a, 10);
+    }
+}
+
+/* The AVX-512 kernels take 4 or 2 of the AVX2 kernel's micro-panels at once
+ * and sum in its order: on the same blocking the results are bitwise the
+ * AVX2 path's, for row counts that use the 24-row, 12-row and 6-row tiles
+ * and every edge, all transpositions, beta 0 and 1, at both thread counts
+ * (and each is right against the reference: check_case). */
+static void test_avx512_same_bits(void)
+{
+    if (!path_runs(CPU_KERNELS_AVX512, "AVX-512 against AVX2"))
+        return;
+    cpu_info ci;
+    cpu_info_query(&ci);
+    gemm_config real2, real5;
+    gemm_config_from_cpu(&real2, &ci, CPU_KERNELS_AVX2);
+    gemm_config_from_cpu(&real5, &ci, CPU_KERNELS_AVX512);
+    gemm_config tiny2 = tiny_config(CPU_KERNELS_AVX2), tiny5 = tiny_config(CPU_KERNELS_AVX512);
+    CHECK(real5.kc == real2.kc && real5.mc == real2.mc && real5.nc == real2.nc);
+    const gemm_config *cfg2[2] = {&real2, &tiny2}, *cfg5[2] = {&real5, &tiny5};
+    static const shape shapes[] = {
+        {24, 16, 9},  {48, 32, 300}, {12, 16, 5},  {36, 48, 33}, {30, 17, 64}, {53, 35, 41},
+        {97, 64, 7},  {6, 16, 3},    {18, 40, 20}, {200, 100, 450}, {343, 70, 90},
+    };
+    rng_state r;
+    rng_seed(&r, 11);
+    int saved = omp_get_max_threads(), mism = 0;
+    for (int c = 0; c < 2; c++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int t = 0; t < 4; t++) {
+                const shape *sh = &shapes[s];
+                int ta = t >> 1, tb = t & 1, M = sh->M, N = sh->N, K = sh->K;
+                float *A = alloc_filled((size_t)M * K, &r), *B = alloc_filled((size_t)K * N, &r);
+                size_t n = (size_t)M * N;
+                float *C2 = alloc_filled(n, &r), *C5 = malloc(n * sizeof *C5);
+                memcpy(C5, C2, n * sizeof *C5);
+                float beta = (float)((s + t) & 1);
+                omp_set_num_threads(1 + (int)(s & 1));
+                gemm_f32_with(cfg2[c], ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, beta, C2, N);
+                gemm_f32_with(cfg5[c], ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, beta, C5, N);
+                if (memcmp(C2, C5, n * sizeof *C5) != 0 && mism++ < 3)
+                    fprintf(stderr, "  %s %dx%dx%d ta%d tb%d beta %g: AVX-512 differs from AVX2\n",
+                            c ? "tiny" : "real", M, N, K, ta, tb, beta);
+                if (s % 3 == 0)
+                    check_case(cfg5[c], ta, tb, M, N, K, beta, (int)s % 4, &r);
+                free(A); free(B); free(C2); free(C5);
+            }
+    omp_set_num_threads(saved);
+    CHECK_MSG(mism == 0, "%d products differ between the AVX-512 and AVX2 paths", mism);
 }
 
 /* Shapes past the real blocking: K > KC (two slices), M > MC (two blocks
@@ -320,8 +395,8 @@ static void test_determinism(void)
     cpu_info ci;
     cpu_info_query(&ci);
     int saved = omp_get_max_threads();
-    for (int path = 0; path < 2; path++) {
-        if (path == CPU_KERNELS_AVX2 && !have_avx2())
+    for (int path = 0; path <= CPU_KERNELS_AVX512; path++) {
+        if (!path_runs(path, __func__))
             continue;
         for (int tiny = 0; tiny < 2; tiny++) {
             gemm_config cfg;
@@ -408,8 +483,8 @@ static void test_row_column_independence(void)
     float *C1 = malloc((size_t)M * N * sizeof *C1), *C2 = malloc((size_t)M * N * sizeof *C2);
     cpu_info ci;
     cpu_info_query(&ci);
-    for (int path = 0; path < 2; path++) {
-        if (path == CPU_KERNELS_AVX2 && !have_avx2())
+    for (int path = 0; path <= CPU_KERNELS_AVX512; path++) {
+        if (!path_runs(path, __func__))
             continue;
         gemm_config cfg;
         gemm_config_from_cpu(&cfg, &ci, (cpu_kernel_path)path);
@@ -439,8 +514,8 @@ static void test_packed_b(void)
     gemm_packed_b pb = {0};
     tempo_error err;
     tempo_error_clear(&err);
-    for (int path = 0; path < 2; path++) {
-        if (path == CPU_KERNELS_AVX2 && !have_avx2())
+    for (int path = 0; path <= CPU_KERNELS_AVX512; path++) {
+        if (!path_runs(path, __func__))
             continue;
         for (int tiny = 0; tiny < 2; tiny++) {
             gemm_config cfg;
@@ -688,6 +763,7 @@ int main(void)
     RUN(test_small_tiny_blocking);
     RUN(test_small_real_blocking);
     RUN(test_larger_than_blocking);
+    RUN(test_avx512_same_bits);
     RUN(test_skinny_tiny_blocking);
     RUN(test_env_switch);
     RUN(test_context_reserve);

@@ -99,6 +99,7 @@ typedef void (*gemm_pack_b_fn)(int, const float *, int, int, int, int, int, int,
  * (the packed buffers are written only under the work split). */
 typedef struct {
     gemm_microkernel_fn kernel;
+    int wide;          /* AVX-512: full 16-column micro-tiles go 4 or 2 A micro-panels at a time */
     gemm_pack_a_fn pack_a;
     gemm_pack_b_fn pack_b;
     int trans_a, trans_b, M, N, K;
@@ -115,6 +116,24 @@ typedef struct {
     size_t apack_stride;
 } gemm_job;
 
+/* The full micro-panels of a 16-column micro-tile 4 or 2 at a time with the
+ * AVX-512 kernels; returns the rows done (the rest go 6 at a time). */
+static int wide_rows(int kcur, const float *ap, const float *b, float *c, long ldc, int mcur,
+                     int accumulate)
+{
+    long a_panel = (long)GEMM_MR * kcur;
+    int ir = 0;
+    for (; ir + 4 * GEMM_MR <= mcur; ir += 4 * GEMM_MR)
+        gemm_kernel_avx512_24x16(kcur, ap + (size_t)ir * kcur, a_panel, b, c + (size_t)ir * ldc, ldc,
+                                 accumulate);
+    if (ir + 2 * GEMM_MR <= mcur) {
+        gemm_kernel_avx512_12x16(kcur, ap + (size_t)ir * kcur, a_panel, b, c + (size_t)ir * ldc, ldc,
+                                 accumulate);
+        ir += 2 * GEMM_MR;
+    }
+    return ir;
+}
+
 /* C[ic.., jcol..] (mcur x wcur) op= packed A block x packed B columns. */
 static void gemm_block(const gemm_job *j, const float *ap, const float *bp,
                        int ic, int mcur, int jcol, int wcur, int kcur, int accumulate)
@@ -122,7 +141,11 @@ static void gemm_block(const gemm_job *j, const float *ap, const float *bp,
     for (int jr = 0; jr < wcur; jr += GEMM_NR) {
         int cols = min_int(GEMM_NR, wcur - jr);
         const float *b = bp + (size_t)jr * kcur;
-        for (int ir = 0; ir < mcur; ir += GEMM_MR) {
+        int ir0 = 0;
+        if (j->wide && cols == GEMM_NR)
+            ir0 = wide_rows(kcur, ap, b, j->C + (size_t)ic * j->ldc + jcol + jr, j->ldc, mcur,
+                            accumulate);
+        for (int ir = ir0; ir < mcur; ir += GEMM_MR) {
             int rows = min_int(GEMM_MR, mcur - ir);
             const float *a = ap + (size_t)ir * kcur;
             float *c = j->C + (size_t)(ic + ir) * j->ldc + jcol + jr;
@@ -308,9 +331,10 @@ static void job_init(gemm_job *j, const gemm_config *cfg, int trans_a, int trans
                      int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                      float beta, float *C, int ldc)
 {
-    int avx2 = cfg->path == CPU_KERNELS_AVX2;
+    int avx2 = cfg->path >= CPU_KERNELS_AVX2;
     *j = (gemm_job){
         .kernel = avx2 ? gemm_kernel_avx2_6x16 : gemm_kernel_portable_6x16,
+        .wide = cfg->path == CPU_KERNELS_AVX512,
         .pack_a = avx2 ? gemm_pack_a_avx2 : gemm_pack_a,
         .pack_b = avx2 ? gemm_pack_b_avx2 : gemm_pack_b,
         .trans_a = trans_a, .trans_b = trans_b, .M = M, .N = N, .K = K,
@@ -481,7 +505,7 @@ int gemm_packed_b_pack(gemm_packed_b *pb, const gemm_config *cfg, int trans_b, i
     pb->N = N;
     pb->kc = kc;
     pb->nc = nc;
-    gemm_pack_b_fn pack = cfg->path == CPU_KERNELS_AVX2 ? gemm_pack_b_avx2 : gemm_pack_b;
+    gemm_pack_b_fn pack = cfg->path >= CPU_KERNELS_AVX2 ? gemm_pack_b_avx2 : gemm_pack_b;
     float *data = pb->data;
     int nt = (omp_get_level() > 0) ? 1 : omp_get_max_threads();
 #pragma omp parallel num_threads(nt)

@@ -26,6 +26,15 @@ typedef void (*gemm_microkernel_fn)(int kc, const float *a, const float *b,
 void gemm_kernel_avx2_6x16(int kc, const float *a, const float *b,
                            float *c, long ldc, int accumulate);
 
+/* AVX-512F (target attribute; call only when the CPU has it): 4 or 2
+ * consecutive packed A micro-panels (a, a + a_panel, ...: GEMM_MR rows each,
+ * a_panel = GEMM_MR * kc floats apart) by one B micro-panel, a 24 x 16 or
+ * 12 x 16 tile, every element summed as the AVX2 kernel sums it. */
+void gemm_kernel_avx512_24x16(int kc, const float *a, long a_panel, const float *b,
+                              float *c, long ldc, int accumulate);
+void gemm_kernel_avx512_12x16(int kc, const float *a, long a_panel, const float *b,
+                              float *c, long ldc, int accumulate);
+
 /* Plain C, same shape and order, for any CPU (not fused). */
 void gemm_kernel_portable_6x16(int kc, const float *a, const float *b,
                                float *c, long ldc, int accumulate);

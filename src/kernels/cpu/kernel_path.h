@@ -15,7 +15,7 @@ static inline int kernel_path_avx2(void)
     cpu_info ci = {0};
     ci.avx2 = __builtin_cpu_supports("avx2") != 0;
     ci.fma = __builtin_cpu_supports("fma") != 0;
-    return cpu_kernel_path_select(&ci) == CPU_KERNELS_AVX2;
+    return cpu_kernel_path_select(&ci) >= CPU_KERNELS_AVX2;
 }
 
 #endif

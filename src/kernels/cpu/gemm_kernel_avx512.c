@@ -1,0 +1,76 @@
+/* gemm_kernel_avx512.c - the AVX-512 GEMM micro-kernels: 2 or 4 of the
+ * packed 6-row A micro-panels at once against one 16-column B micro-panel,
+ * a 12 x 16 or 24 x 16 tile held in 12 or 24 zmm accumulators (one zmm per
+ * row). Per k step: one aligned load of the B row, one broadcast of A per
+ * row, one FMA per row. They read the AVX2 kernel's packed layouts and keep
+ * its summation order (each element from 0 over k in order, fused, then
+ * stored or added to C), so they give bitwise the AVX2 kernel's results on
+ * the same blocking: only the tile is taller. On a CPU with 512-bit FMA
+ * units that doubles the multiply-adds per instruction. Compiled for
+ * AVX-512F by the target attribute only, called only after cpuid said so. */
+#include "kernels/cpu/gemm_kernel.h"
+
+#include <immintrin.h>
+
+#define ROW_FMA(r, ap)                                                       \
+    c##r = _mm512_fmadd_ps(_mm512_set1_ps((ap)[k * GEMM_MR + (r) % GEMM_MR]), b0, c##r)
+
+#define ROW_STORE(r)                                                         \
+    do {                                                                     \
+        float *cr_ = c + (long)(r) * ldc;                                    \
+        if (accumulate)                                                      \
+            c##r = _mm512_add_ps(_mm512_loadu_ps(cr_), c##r);                \
+        _mm512_storeu_ps(cr_, c##r);                                         \
+    } while (0)
+
+__attribute__((target("avx512f")))
+void gemm_kernel_avx512_24x16(int kc, const float *restrict a, long a_panel,
+                              const float *restrict b, float *restrict c, long ldc,
+                              int accumulate)
+{
+    const float *a0 = a, *a1 = a + a_panel, *a2 = a + 2 * a_panel, *a3 = a + 3 * a_panel;
+    __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps(), c2 = _mm512_setzero_ps();
+    __m512 c3 = _mm512_setzero_ps(), c4 = _mm512_setzero_ps(), c5 = _mm512_setzero_ps();
+    __m512 c6 = _mm512_setzero_ps(), c7 = _mm512_setzero_ps(), c8 = _mm512_setzero_ps();
+    __m512 c9 = _mm512_setzero_ps(), c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
+    __m512 c12 = _mm512_setzero_ps(), c13 = _mm512_setzero_ps(), c14 = _mm512_setzero_ps();
+    __m512 c15 = _mm512_setzero_ps(), c16 = _mm512_setzero_ps(), c17 = _mm512_setzero_ps();
+    __m512 c18 = _mm512_setzero_ps(), c19 = _mm512_setzero_ps(), c20 = _mm512_setzero_ps();
+    __m512 c21 = _mm512_setzero_ps(), c22 = _mm512_setzero_ps(), c23 = _mm512_setzero_ps();
+    for (int r = 0; r < 4 * GEMM_MR; r++)
+        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+#pragma GCC unroll 2
+    for (int k = 0; k < kc; k++) {
+        __m512 b0 = _mm512_load_ps(b + (long)k * GEMM_NR);
+        ROW_FMA(0, a0); ROW_FMA(1, a0); ROW_FMA(2, a0); ROW_FMA(3, a0); ROW_FMA(4, a0); ROW_FMA(5, a0);
+        ROW_FMA(6, a1); ROW_FMA(7, a1); ROW_FMA(8, a1); ROW_FMA(9, a1); ROW_FMA(10, a1); ROW_FMA(11, a1);
+        ROW_FMA(12, a2); ROW_FMA(13, a2); ROW_FMA(14, a2); ROW_FMA(15, a2); ROW_FMA(16, a2); ROW_FMA(17, a2);
+        ROW_FMA(18, a3); ROW_FMA(19, a3); ROW_FMA(20, a3); ROW_FMA(21, a3); ROW_FMA(22, a3); ROW_FMA(23, a3);
+    }
+    ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3); ROW_STORE(4); ROW_STORE(5);
+    ROW_STORE(6); ROW_STORE(7); ROW_STORE(8); ROW_STORE(9); ROW_STORE(10); ROW_STORE(11);
+    ROW_STORE(12); ROW_STORE(13); ROW_STORE(14); ROW_STORE(15); ROW_STORE(16); ROW_STORE(17);
+    ROW_STORE(18); ROW_STORE(19); ROW_STORE(20); ROW_STORE(21); ROW_STORE(22); ROW_STORE(23);
+}
+
+__attribute__((target("avx512f")))
+void gemm_kernel_avx512_12x16(int kc, const float *restrict a, long a_panel,
+                              const float *restrict b, float *restrict c, long ldc,
+                              int accumulate)
+{
+    const float *a0 = a, *a1 = a + a_panel;
+    __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps(), c2 = _mm512_setzero_ps();
+    __m512 c3 = _mm512_setzero_ps(), c4 = _mm512_setzero_ps(), c5 = _mm512_setzero_ps();
+    __m512 c6 = _mm512_setzero_ps(), c7 = _mm512_setzero_ps(), c8 = _mm512_setzero_ps();
+    __m512 c9 = _mm512_setzero_ps(), c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
+    for (int r = 0; r < 2 * GEMM_MR; r++)
+        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+#pragma GCC unroll 4
+    for (int k = 0; k < kc; k++) {
+        __m512 b0 = _mm512_load_ps(b + (long)k * GEMM_NR);
+        ROW_FMA(0, a0); ROW_FMA(1, a0); ROW_FMA(2, a0); ROW_FMA(3, a0); ROW_FMA(4, a0); ROW_FMA(5, a0);
+        ROW_FMA(6, a1); ROW_FMA(7, a1); ROW_FMA(8, a1); ROW_FMA(9, a1); ROW_FMA(10, a1); ROW_FMA(11, a1);
+    }
+    ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3); ROW_STORE(4); ROW_STORE(5);
+    ROW_STORE(6); ROW_STORE(7); ROW_STORE(8); ROW_STORE(9); ROW_STORE(10); ROW_STORE(11);
+}
