@@ -289,7 +289,22 @@ static int plan_items(gemm_job *j, const gemm_config *cfg, int nt)
             n_chunks = max_int(n_chunks, min_int(ceil_div(nt, m_blocks),
                                                  n_panels / GEMM_MIN_BLOCK_PANELS));
     }
-    j->mc = ceil_div(m_panels, m_blocks) * GEMM_MR;
+    /* Fewer items than the dynamic split can even out, in a count the
+     * threads cannot share (3 on 2 threads: one idles a third of the call):
+     * more row blocks, up to a multiple of nt, while they stay
+     * GEMM_MIN_BLOCK_PANELS deep. */
+    int items = m_blocks * n_chunks;
+    if (nt > 1 && items < GEMM_ITEMS_PER_THREAD * nt && items % nt) {
+        int mb = ceil_div(ceil_div(items, nt) * nt, n_chunks);
+        if (m_panels / mb >= GEMM_MIN_BLOCK_PANELS)
+            m_blocks = mb;
+    }
+    int block_panels = ceil_div(m_panels, m_blocks);
+    /* The AVX-512 kernel takes 4 micro-panels at a time: blocks a multiple
+     * of 4 deep where that keeps their number. */
+    if (j->wide && ceil_div(m_panels, (block_panels + 3) / 4 * 4) == ceil_div(m_panels, block_panels))
+        block_panels = (block_panels + 3) / 4 * 4;
+    j->mc = block_panels * GEMM_MR;
     j->m_blocks = ceil_div(j->M, j->mc);
     j->nw = ceil_div(n_panels, n_chunks) * GEMM_NR;
     return min_int(nt, j->m_blocks * ceil_div(j->nc, j->nw));
@@ -450,7 +465,7 @@ int gemm_context_reserve(gemm_context *ctx, int M, int N, int K, int threads)
 {
     if (M <= 0 || N <= 0 || K <= 0)
         return 0;
-    gemm_job j = {.M = M, .N = N, .K = K};
+    gemm_job j = {.M = M, .N = N, .K = K, .wide = ctx->cfg.path == CPU_KERNELS_AVX512};
     size_t b_floats;
     int nt = plan_job(&j, &ctx->cfg, threads > 0 ? threads : 1, &b_floats);
     size_t floats = job_floats(&j, nt, b_floats);
