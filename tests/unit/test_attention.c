@@ -310,6 +310,47 @@ static void test_tile_ops(void)
         test_tile_mm(&att_kernels_avx2, "avx2");
         test_tile_exp(&att_kernels_avx2, "avx2");
     }
+    if (kernel_path_select_now() == CPU_KERNELS_AVX512) {
+        test_tile_mm(&att_kernels_avx512, "avx512");
+        test_tile_exp(&att_kernels_avx512, "avx512");
+    } else {
+        printf("  (no AVX-512 here: its tile product not run)\n");
+    }
+}
+
+/* The AVX-512 table's tile product gives the AVX2 one's bits (each element
+ * the same fused sum over k in order), on shapes that use its 12 x 16 zmm
+ * tiles and every remainder, and both cut the causal blocks alike (mr). */
+static void test_avx512_same_bits(void)
+{
+    CHECK(att_kernels_avx512.mr == att_kernels_avx2.mr);
+    if (kernel_path_select_now() != CPU_KERNELS_AVX512) {
+        printf("  (no AVX-512 here: not run)\n");
+        return;
+    }
+    rng_state rng;
+    rng_seed(&rng, 21);
+    int ms[] = {12, 24, 13, 30, 64, 5}, ns[] = {16, 32, 17, 64, 40, 8}, ks[] = {1, 9, 32, 64, 100};
+    int bad = 0;
+    for (int t = 0; t < 72; t++) {
+        int m = ms[t % 6], n = ns[(t / 6) % 6], k = ks[t % 5], trans = t & 1, acc = (t >> 2) & 1;
+        long lda = (trans ? m : k) + 3, ldb = n + 5, ldc = n + 2;
+        size_t na = (size_t)lda * (size_t)(trans ? k : m), nb = (size_t)ldb * k, nc = (size_t)ldc * m;
+        float *a = malloc(sizeof(float) * na), *b = malloc(sizeof(float) * nb);
+        float *c2 = malloc(sizeof(float) * nc), *c5 = malloc(sizeof(float) * nc);
+        fill_uniform(&rng, a, na, -1, 1);
+        fill_uniform(&rng, b, nb, -1, 1);
+        fill_uniform(&rng, c2, nc, -1, 1);
+        memcpy(c5, c2, sizeof(float) * nc);
+        long a_rs = trans ? 1 : lda, a_cs = trans ? lda : 1;
+        att_kernels_avx2.mm(c2, ldc, a, a_rs, a_cs, b, ldb, m, n, k, acc);
+        att_kernels_avx512.mm(c5, ldc, a, a_rs, a_cs, b, ldb, m, n, k, acc);
+        if (memcmp(c2, c5, sizeof(float) * nc) != 0 && bad++ < 3)
+            fprintf(stderr, "  m=%d n=%d k=%d trans=%d acc=%d: AVX-512 differs from AVX2\n", m, n, k,
+                    trans, acc);
+        free(a); free(b); free(c2); free(c5);
+    }
+    CHECK_MSG(bad == 0, "%d tile products differ between AVX-512 and AVX2", bad);
 }
 
 int main(void)
@@ -326,5 +367,6 @@ int main(void)
     }
     kernel_env_restore(&env);
     RUN(test_tile_ops);
+    RUN(test_avx512_same_bits);
     return test_summary("test_attention");
 }

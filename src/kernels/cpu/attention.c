@@ -84,7 +84,10 @@ const att_kernels att_kernels_portable = {8, mm_portable, exp_cols_portable, sof
 
 const att_kernels *att_kernels_select(void)
 {
-    return kernel_path_avx2() ? &att_kernels_avx2 : &att_kernels_portable;
+    cpu_kernel_path path = kernel_path_select_now();
+    return path == CPU_KERNELS_AVX512 ? &att_kernels_avx512
+         : path == CPU_KERNELS_AVX2   ? &att_kernels_avx2
+                                      : &att_kernels_portable;
 }
 
 /* ---------------- tiled head kernels ---------------- */

@@ -33,10 +33,13 @@ typedef struct {
                          const float *delta, float scale);
 } att_kernels;
 
-/* The tables: plain C for any CPU, and AVX2 + FMA (use only when
- * kernel_path_avx2() says so). */
+/* The tables: plain C for any CPU, AVX2 + FMA (use only when
+ * kernel_path_avx2() says so), and AVX-512 (the AVX2 table with the tile
+ * product's full 12 x 16 blocks on zmm, the same bits; use only on the
+ * avx512 path). */
 extern const att_kernels att_kernels_portable;
 extern const att_kernels att_kernels_avx2;
+extern const att_kernels att_kernels_avx512;
 
 /* The table for the current path (kernel_path.h, honours TEMPO_KERNELS). */
 const att_kernels *att_kernels_select(void);

@@ -9,13 +9,20 @@
 
 #include "core/cpu_info.h"
 
-/* 1 when the AVX2 + FMA variants may run now, 0 for the portable C ones. */
-static inline int kernel_path_avx2(void)
+/* The path a kernel may run now (cpu_kernel_path_select on cpuid alone). */
+static inline cpu_kernel_path kernel_path_select_now(void)
 {
     cpu_info ci = {0};
     ci.avx2 = __builtin_cpu_supports("avx2") != 0;
     ci.fma = __builtin_cpu_supports("fma") != 0;
-    return cpu_kernel_path_select(&ci) >= CPU_KERNELS_AVX2;
+    ci.avx512f = __builtin_cpu_supports("avx512f") != 0;
+    return cpu_kernel_path_select(&ci);
+}
+
+/* 1 when the AVX2 + FMA variants may run now, 0 for the portable C ones. */
+static inline int kernel_path_avx2(void)
+{
+    return kernel_path_select_now() >= CPU_KERNELS_AVX2;
 }
 
 #endif
