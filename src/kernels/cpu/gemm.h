@@ -41,7 +41,9 @@ void gemm_f32_ref(int trans_a, int trans_b, int M, int N, int K,
  * takes which block, so results are bitwise identical for any thread count
  * (stronger than the promise above) on a given kernel path. The AVX2 path
  * fuses multiply-adds and the portable one does not, so the two paths differ
- * in the last bits.
+ * in the last bits; the AVX-512 path runs 24 x 16 and 12 x 16 tiles (4 or 2
+ * micro-panels at once) with the AVX2 kernel's sums, so it gives the AVX2
+ * path's bits.
  *
  * Cost of the convenience entry point: gemm_f32 calls gemm_config_init on every
  * call (~0.14 ms here: sysfs reads are slow in this VM) and allocates its
@@ -50,7 +52,7 @@ void gemm_f32_ref(int trans_a, int trans_b, int M, int N, int K,
  * workspace) and call gemm_f32_ctx: no query, no allocation, no page faults
  * in steady state. */
 typedef struct {
-    cpu_kernel_path path;  /* which micro-kernel */
+    cpu_kernel_path path;  /* which micro-kernels (avx512: the AVX2 ones and the wide tiles) */
     int kc;   /* depth of a packed slice: a KC x GEMM_NR B micro-panel fills
                  GEMM_L1_SHARE_B of L1d and is reused from L1 by every A panel */
     int mc;   /* rows per packed A block: MC x KC fills GEMM_L2_SHARE_A of L2 */
