@@ -164,10 +164,13 @@ asan: $(SAN_TESTS)
 
 # The whole suite: unit tests (normal and sanitized), then end-to-end tests.
 # Missing Debian packages are installed first (scripts/install_deps.sh), in a
-# make of its own, so that the build sees what was installed (mpicc).
+# make of its own, so that the build sees what was installed (mpicc). That
+# make builds on every core (JOBS, default nproc): the normal and sanitized
+# builds are minutes of the suite's time on one.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test:
 	@bash scripts/install_deps.sh
-	@$(MAKE) --no-print-directory test-suite
+	@$(MAKE) --no-print-directory -j$(JOBS) test-suite
 LLAMA_TOOLS := $(patsubst tests/llama/%.c,build/tests-llama/%,$(wildcard tests/llama/*.c))
 test-suite: build/tempo $(TESTS) $(SAN_TESTS) $(LLAMA_TOOLS)
 	bash tests/run_all.sh
@@ -176,7 +179,7 @@ test-suite: build/tempo $(TESTS) $(SAN_TESTS) $(LLAMA_TOOLS)
 BUDGET ?= 5m
 run:
 	@bash scripts/install_deps.sh
-	@$(MAKE) --no-print-directory run-job
+	@$(MAKE) --no-print-directory -j$(JOBS) run-job
 run-job: build/tempo
 	bash scripts/main_job.sh $(BUDGET)
 

@@ -19,7 +19,7 @@ if ! command -v "${FUZZ_CC:-clang}" >/dev/null 2>&1; then
 fi
 harnesses=()
 for src in tests/fuzz/fuzz_*.c; do harnesses+=("$(basename "$src" .c)"); done
-make -s "${harnesses[@]/#/build/fuzz/}"
+make -s -j"$(nproc 2>/dev/null || echo 1)" "${harnesses[@]/#/build/fuzz/}"
 status=0
 for h in "${harnesses[@]}"; do
     name=${h#fuzz_}
