@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/cpu_info.h"
 #include "parallel/dist.h"
 #include "kernels/cuda/gpu.h"
 
@@ -24,7 +25,7 @@ static void usage(FILE *f)
             "  bench     benchmarks (peak, kernels, train, infer)\n"
             "  judge     run a submission under the budget and score it\n"
             "  leaderboard  the judged results (terminal table or HTML page)\n"
-            "run 'tempo <command> --help' for a command's options; 'tempo --version' says whether MPI is built in\n");
+            "run 'tempo <command> --help' for a command's options; 'tempo --version' says whether MPI is built in, the CPU's kernel path and what the GPU path found\n");
 }
 
 /* OpenMP settings that libgomp reads when it loads, before main, so tempo
@@ -75,6 +76,10 @@ int main(int argc, char **argv)
         printf("tempo\nmpi: %s\n", dist_built_with_mpi()
                    ? dist_library_version(v, sizeof v)
                    : "not built in (no mpicc when tempo was built; mpirun -np N tempo train refuses)");
+        cpu_info ci;
+        cpu_info_query(&ci);
+        printf("cpu: %s kernels (%s, %d cores; TEMPO_KERNELS=avx2 or portable caps the path)\n",
+               cpu_kernel_path_name(cpu_kernel_path_select(&ci)), ci.model, ci.cores);
         char cuda[512];
         gpu_describe(cuda, sizeof cuda);
         printf("cuda: %s\n", cuda);

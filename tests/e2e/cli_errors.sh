@@ -52,5 +52,12 @@ decompress|--threads 0|--threads: 0 is out of range
 EOF2
 # a missing value names the flag too
 one_line_error "^tempo: --model: missing value \(see tempo icl --help\)$" icl --model
-echo "ok: every command refuses an unknown flag and a bad value in one line (exit 2)"
+# --version names the CPU's kernel path, and TEMPO_KERNELS caps it
+"$TEMPO" --version | grep -Eq '^cpu: (avx512|avx2|portable) kernels \(' || fail "--version: no cpu: line"
+TEMPO_KERNELS=portable "$TEMPO" --version | grep -q '^cpu: portable kernels' || fail "--version ignores TEMPO_KERNELS"
+if grep -qw avx512f /proc/cpuinfo && grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+    "$TEMPO" --version | grep -q '^cpu: avx512 kernels' || fail "--version: an AVX-512 CPU not on the avx512 path"
+    TEMPO_KERNELS=avx2 "$TEMPO" --version | grep -q '^cpu: avx2 kernels' || fail "--version: TEMPO_KERNELS=avx2 not honoured"
+fi
+echo "ok: every command refuses an unknown flag and a bad value in one line (exit 2); --version names the kernel path"
 exit 0
