@@ -111,9 +111,8 @@ static void query_model(char *out, size_t n)
     fclose(f);
 }
 
-void cpu_info_query(cpu_info *ci)
+void cpu_info_query_features(cpu_info *ci)
 {
-    memset(ci, 0, sizeof *ci);
     __builtin_cpu_init();
     ci->avx2 = __builtin_cpu_supports("avx2") != 0;
     ci->fma = __builtin_cpu_supports("fma") != 0;
@@ -123,6 +122,12 @@ void cpu_info_query(cpu_info *ci)
 #else
     ci->f16c = __builtin_cpu_supports("f16c") != 0;
 #endif
+}
+
+void cpu_info_query(cpu_info *ci)
+{
+    memset(ci, 0, sizeof *ci);
+    cpu_info_query_features(ci);
     ci->cores = query_cores();
     query_caches(ci);
     query_model(ci->model, sizeof ci->model);

@@ -31,6 +31,10 @@ typedef struct {
  * fallback (cores 1, the CPU_FALLBACK_* cache sizes, model "unknown"). */
 void cpu_info_query(cpu_info *ci);
 
+/* Only ci's SIMD features (avx2, fma, avx512f, f16c) from cpuid: no sysfs,
+ * a few nanoseconds, for a kernel choosing its path per call. */
+void cpu_info_query_features(cpu_info *ci);
+
 /* The kernel implementations a CPU kernel may choose between. */
 typedef enum {
     CPU_KERNELS_PORTABLE = 0,   /* plain C, any CPU */

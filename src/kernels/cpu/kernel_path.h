@@ -2,7 +2,7 @@
  * portable implementations, for the elementwise, attention and optimizer
  * kernels. Same rule as cpu_kernel_path_select (core/cpu_info.h: the best the
  * CPU supports unless TEMPO_KERNELS=portable), but without cpu_info_query's
- * sysfs reads: cpuid via __builtin_cpu_supports and one getenv, a few tens of
+ * sysfs reads: cpuid (cpu_info_query_features) and one getenv, a few tens of
  * nanoseconds, so a kernel may ask once per call. Header-only. */
 #ifndef TEMPO_KERNEL_PATH_H
 #define TEMPO_KERNEL_PATH_H
@@ -13,9 +13,7 @@
 static inline cpu_kernel_path kernel_path_select_now(void)
 {
     cpu_info ci = {0};
-    ci.avx2 = __builtin_cpu_supports("avx2") != 0;
-    ci.fma = __builtin_cpu_supports("fma") != 0;
-    ci.avx512f = __builtin_cpu_supports("avx512f") != 0;
+    cpu_info_query_features(&ci);
     return cpu_kernel_path_select(&ci);
 }
 
