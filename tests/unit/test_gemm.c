@@ -439,6 +439,7 @@ static void test_inside_parallel(void)
     rng_seed(&r, 9);
     float *A = alloc_filled((size_t)T * M * K, &r), *B = alloc_filled((size_t)K * N, &r);
     float *C = malloc((size_t)T * M * N * sizeof *C), *R = malloc((size_t)T * M * N * sizeof *R);
+    float *P = malloc((size_t)T * M * N * sizeof *P);
     gemm_config cfg = tiny_config(have_avx2() ? CPU_KERNELS_AVX2 : CPU_KERNELS_PORTABLE);
     for (int t = 0; t < T; t++)
         gemm_f32_ref(0, 0, M, N, K, A + (size_t)t * M * K, K, B, N, 0, R + (size_t)t * M * N, N);
@@ -453,11 +454,23 @@ static void test_inside_parallel(void)
                     nested_ok = 0;
                 gemm_f32_with(&cfg, 0, 0, M, N, K, A + (size_t)t * M * K, K, B, N, 0,
                               C + (size_t)t * M * N, N);
+                /* B packed and multiplied inside the region too (one thread each, no
+                 * nested team): the same sums */
+                gemm_packed_b pb = {0};
+                tempo_error err;
+                if (gemm_packed_b_pack(&pb, &cfg, 0, K, N, B, N, &err) == 0) {
+                    gemm_f32_packed_b(&cfg, 0, M, A + (size_t)t * M * K, K, &pb, 0,
+                                      P + (size_t)t * M * N, N);
+                    ran++;
+                }
+                gemm_packed_b_free(&pb);
                 ran++;
             }
         }
         CHECK(nested_ok || omp_get_max_threads() == 1);
-        CHECK_MSG(ran == T, "team of %d ran %d of %d products", team, ran, T);
+        CHECK_MSG(ran == 2 * T, "team of %d ran %d of %d products", team, ran, 2 * T);
+        CHECK_MSG(!memcmp(C, P, (size_t)T * M * N * sizeof *C),
+                  "team of %d: packed-B products differ from the plain ones", team);
         double worst = 0;
         for (size_t i = 0; i < (size_t)T * M * N; i++) {
             double d = fabs((double)C[i] - R[i]);
@@ -467,7 +480,7 @@ static void test_inside_parallel(void)
         /* |a|,|b| < 1: sum |a||b| < K, so the bound above is 2 (K+2) u K. */
         CHECK_MSG(worst <= 2.0 * (K + 2) * (FLT_EPSILON / 2) * K, "team %d worst %g", team, worst);
     }
-    free(A); free(B); free(C); free(R);
+    free(A); free(B); free(C); free(R); free(P);
 }
 
 /* A row (column) of C does not depend on which other rows (columns) are

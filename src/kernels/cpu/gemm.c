@@ -176,58 +176,74 @@ static size_t slice_floats(int kc, int ncur)
     return (size_t)kc * ceil_div(ncur, GEMM_NR) * GEMM_NR;
 }
 
-/* Pack rows [kb0, kb0 + kb) of op(B)'s columns [jc, jc + ncur) into dst, as
- * slices of kc. Orphaned worksharing (static: units of GEMM_PACK_B_ROWS
- * rows of one slice, each read along the stored rows, gemm_pack.h). */
-static void pack_b_panel(gemm_pack_b_fn pack, int trans_b, const float *B, int ldb,
-                         int K, int kc, int kb0, int kb, int jc, int ncur, float *dst)
+/* Unit q of packing rows [kb0, kb0 + kb) of op(B)'s columns [jc, jc + ncur)
+ * into dst, as slices of kc: GEMM_PACK_B_ROWS rows of one slice, read along
+ * the stored rows (gemm_pack.h). */
+static void pack_b_unit(const gemm_job *j, int kb0, int jc, int ncur, int q)
 {
-    int n_slices = ceil_div(min_int(kb, K - kb0), kc);
-    int units = ceil_div(kc, GEMM_PACK_B_ROWS);
-    size_t sf = slice_floats(kc, ncur);
-#pragma omp for schedule(static)
-    for (int q = 0; q < n_slices * units; q++) {
-        int sl = q / units, k_lo = (q % units) * GEMM_PACK_B_ROWS;
-        int pc = kb0 + sl * kc, kcur = min_int(kc, K - pc);
-        if (k_lo < kcur)
-            pack(trans_b, B, ldb, pc, kcur, k_lo, min_int(kcur, k_lo + GEMM_PACK_B_ROWS), jc,
-                 ncur, dst + sl * sf);
+    int units = ceil_div(j->kc, GEMM_PACK_B_ROWS);
+    int sl = q / units, k_lo = (q % units) * GEMM_PACK_B_ROWS;
+    int pc = kb0 + sl * j->kc, kcur = min_int(j->kc, j->K - pc);
+    if (k_lo < kcur)
+        j->pack_b(j->trans_b, j->B, j->ldb, pc, kcur, k_lo, min_int(kcur, k_lo + GEMM_PACK_B_ROWS),
+                  jc, ncur, j->bpack + sl * slice_floats(j->kc, ncur));
+}
+
+/* Item it (a row block by a column chunk) of the B panel bp: every slice's
+ * A block packed (or read in place) and multiplied, in order of depth. */
+static void run_item(const gemm_job *j, float *ap, const float *bp, int jc, int ncur, int kb0,
+                     int it)
+{
+    size_t sf = slice_floats(j->kc, ncur);
+    int n_chunks = ceil_div(ncur, j->nw);
+    int n_slices = ceil_div(min_int(j->kb, j->K - kb0), j->kc);
+    int mb = it / n_chunks, nb = it % n_chunks;
+    int ic = mb * j->mc, mcur = min_int(j->mc, j->M - ic);
+    int j0 = nb * j->nw, wcur = min_int(j->nw, ncur - j0);
+    for (int sl = 0; sl < n_slices; sl++) {
+        int pc = kb0 + sl * j->kc, kcur = min_int(j->kc, j->K - pc);
+        j->pack_a(j->trans_a, j->A, j->lda, ic, mcur, pc, kcur, ap);
+        gemm_block(j, ap, bp + sl * sf + (size_t)j0 * kcur, ic, mcur, jc + j0, wcur, kcur,
+                   !(j->store_first && pc == 0));
     }
 }
 
-/* Run by every thread of the team (or by the caller alone). Uses orphaned
- * worksharing, so it must be called from a team that does only this.
- * Two barriers per B panel (after packing it, before repacking it): with
- * kb deep panels that is usually two per call, so a thread the OS preempts
- * holds the other up at most twice, not twice per KC slice. */
-static void gemm_run(const gemm_job *j)
+/* The whole product over the B panels. With team set, run by every thread
+ * of a team that does only this (orphaned worksharing): two barriers per B
+ * panel (after packing it, before repacking it); with kb deep panels that
+ * is usually two per call, so a thread the OS preempts holds the other up at
+ * most twice, not twice per KC slice. Without, by the calling thread alone
+ * in plain loops (the same order): no team, so no barrier, and no nested
+ * region when called inside a parallel region (libgomp wakes the futex at
+ * every barrier and team end, a system call, even in a team of one). */
+static void gemm_run(const gemm_job *j, int team)
 {
-    float *ap = j->apack + (size_t)omp_get_thread_num() * j->apack_stride;
+    float *ap = j->apack + (size_t)(team ? omp_get_thread_num() : 0) * j->apack_stride;
     for (int jc = 0; jc < j->N; jc += j->nc) {
         int ncur = min_int(j->nc, j->N - jc);
-        size_t sf = slice_floats(j->kc, ncur);
-        int n_chunks = ceil_div(ncur, j->nw);
-        int items = j->m_blocks * n_chunks;
+        int items = j->m_blocks * ceil_div(ncur, j->nw);
         for (int kb0 = 0; kb0 < j->K; kb0 += j->kb) {
-            int n_slices = ceil_div(min_int(j->kb, j->K - kb0), j->kc);
             const float *bp = j->bprepacked ? j->bprepacked + (size_t)(jc / j->nc) * j->kb * j->nc
                                             : j->bpack;
-            if (!j->bprepacked)
-                pack_b_panel(j->pack_b, j->trans_b, j->B, j->ldb, j->K, j->kc, kb0, j->kb, jc,
-                             ncur, j->bpack);
-            /* (implicit barrier: the B panel is complete) */
-#pragma omp for schedule(dynamic, 1)
-            for (int it = 0; it < items; it++) {
-                int mb = it / n_chunks, nb = it % n_chunks;
-                int ic = mb * j->mc, mcur = min_int(j->mc, j->M - ic);
-                int j0 = nb * j->nw, wcur = min_int(j->nw, ncur - j0);
-                for (int sl = 0; sl < n_slices; sl++) {
-                    int pc = kb0 + sl * j->kc, kcur = min_int(j->kc, j->K - pc);
-                    j->pack_a(j->trans_a, j->A, j->lda, ic, mcur, pc, kcur, ap);
-                    gemm_block(j, ap, bp + sl * sf + (size_t)j0 * kcur, ic, mcur, jc + j0, wcur,
-                               kcur, !(j->store_first && pc == 0));
-                }
+            int units = j->bprepacked ? 0
+                                      : ceil_div(min_int(j->kb, j->K - kb0), j->kc) *
+                                            ceil_div(j->kc, GEMM_PACK_B_ROWS);
+            if (!team) {
+                for (int q = 0; q < units; q++)
+                    pack_b_unit(j, kb0, jc, ncur, q);
+                for (int it = 0; it < items; it++)
+                    run_item(j, ap, bp, jc, ncur, kb0, it);
+                continue;
             }
+            if (units > 0) {
+#pragma omp for schedule(static)
+                for (int q = 0; q < units; q++)
+                    pack_b_unit(j, kb0, jc, ncur, q);
+                /* (implicit barrier: the B panel is complete) */
+            }
+#pragma omp for schedule(dynamic, 1)
+            for (int it = 0; it < items; it++)
+                run_item(j, ap, bp, jc, ncur, kb0, it);
             /* (implicit barrier: nobody still reads the B panel) */
         }
     }
@@ -310,20 +326,14 @@ static int plan_items(gemm_job *j, const gemm_config *cfg, int nt)
     return min_int(nt, j->m_blocks * ceil_div(j->nc, j->nw));
 }
 
-/* Start the team (or not) and run j. */
+/* Start the team and run j, or run it on the calling thread alone. */
 static void run_team(const gemm_job *j, int nt)
 {
     if (nt > 1) {
 #pragma omp parallel num_threads(nt)
-        gemm_run(j);
-    } else if (omp_get_level() > 0) {
-        /* Inside any parallel region, even an inactive team of one: a team
-         * of our own, so the worksharing inside binds to it and not to the
-         * caller's region (whose own worksharing loop it would corrupt). */
-#pragma omp parallel num_threads(1)
-        gemm_run(j);
+        gemm_run(j, 1);
     } else {
-        gemm_run(j);
+        gemm_run(j, 0);
     }
 }
 
@@ -520,13 +530,27 @@ int gemm_packed_b_pack(gemm_packed_b *pb, const gemm_config *cfg, int trans_b, i
     pb->N = N;
     pb->kc = kc;
     pb->nc = nc;
-    gemm_pack_b_fn pack = cfg->path >= CPU_KERNELS_AVX2 ? gemm_pack_b_avx2 : gemm_pack_b;
-    float *data = pb->data;
-    int nt = (omp_get_level() > 0) ? 1 : omp_get_max_threads();
-#pragma omp parallel num_threads(nt)
-    for (int jc = 0; jc < N; jc += nc)
-        pack_b_panel(pack, trans_b, B, ldb, K, kc, 0, n_k * kc, jc, min_int(nc, N - jc),
-                     data + (size_t)(jc / nc) * n_k * kc * nc);
+    gemm_job j = {
+        .pack_b = cfg->path >= CPU_KERNELS_AVX2 ? gemm_pack_b_avx2 : gemm_pack_b,
+        .trans_b = trans_b, .B = B, .ldb = ldb, .K = K, .kc = kc,
+    };
+    int units = n_k * ceil_div(kc, GEMM_PACK_B_ROWS);
+    int nt = threads_available();
+    if (nt > 1) {
+#pragma omp parallel num_threads(nt) firstprivate(j)
+        for (int jc = 0; jc < N; jc += nc) {
+            j.bpack = pb->data + (size_t)(jc / nc) * n_k * kc * nc;
+#pragma omp for schedule(static)
+            for (int q = 0; q < units; q++)
+                pack_b_unit(&j, 0, jc, min_int(nc, N - jc), q);
+        }
+    } else {
+        for (int jc = 0; jc < N; jc += nc) {
+            j.bpack = pb->data + (size_t)(jc / nc) * n_k * kc * nc;
+            for (int q = 0; q < units; q++)
+                pack_b_unit(&j, 0, jc, min_int(nc, N - jc), q);
+        }
+    }
     return 0;
 }
 
