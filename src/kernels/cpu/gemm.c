@@ -27,10 +27,15 @@
 #include "kernels/cpu/gemm_pack.h"
 
 /* Below this many multiply-adds per thread, a second thread costs more to
- * wake than it saves (~20 us of work at the 1-thread peak). Measured at 2
- * threads on 192x192x192: 86 GFLOP/s at 1 << 22 (one thread), 101-111 at
- * 1 << 20 (two). */
+ * wake than it saves. AVX2: ~20 us of work at the 1-thread peak; measured
+ * at 2 threads on 192x192x192: 86 GFLOP/s at 1 << 22 (one thread), 101-111
+ * at 1 << 20 (two). AVX-512 does a thread's share in half the time, while
+ * waking the other thread costs the same (a passive libgomp worker: 32-40 us
+ * a region on this paravirtualised host): 4 x as many. Measured on Zen 5,
+ * 2 threads against 1: 128x128x128 113-118 against 153-165 GFLOP/s,
+ * 128x352x128 113 against 150, 512x512x512 199-243 against 167-175. */
 #define GEMM_MIN_FMAS_PER_THREAD (1L << 20)
+#define GEMM_MIN_FMAS_PER_THREAD_AVX512 (1L << 22)
 /* Aim for this many items per thread so the dynamic split can even out a
  * core slowed by other processes. */
 #define GEMM_ITEMS_PER_THREAD 4
@@ -285,8 +290,9 @@ static int threads_available(void)
 static int plan_items(gemm_job *j, const gemm_config *cfg, int nt)
 {
     long fmas = (long)j->M * j->N * j->K;
-    if (fmas / GEMM_MIN_FMAS_PER_THREAD < nt)
-        nt = max_int(1, (int)(fmas / GEMM_MIN_FMAS_PER_THREAD));
+    long min_fmas = j->wide ? GEMM_MIN_FMAS_PER_THREAD_AVX512 : GEMM_MIN_FMAS_PER_THREAD;
+    if (fmas / min_fmas < nt)
+        nt = max_int(1, (int)(fmas / min_fmas));
     /* Split M into blocks of <= MC rows; when that gives too few items for
      * the dynamic split, first smaller row blocks, then column chunks, but
      * not below GEMM_ITEM_MIN_PANELS either way (a thinner item re-reads the
