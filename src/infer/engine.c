@@ -329,8 +329,8 @@ static void attn_half(infer_engine *e, infer_cache *c, const infer_chunk *ch, in
     }
     /* One task per (chunk, head); each task's result depends only on its own
      * inputs, so any schedule gives the same bits. Dynamic: chunks are ragged.
-     * Threads only for enough work: a parallel region costs about a microsecond,
-     * a decode step's heads over their keys a few. */
+     * Threads only for enough work (a parallel region's cost: lab notebook, 2026-12-05);
+     * a decode step's heads over their keys are a few microseconds. */
     int tasks = n_chunks * H;
     double work = 0;
     for (int i = 0; i < n_chunks; i++)

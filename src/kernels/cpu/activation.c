@@ -49,7 +49,7 @@ static void swiglu_backward(float *dg, float *du, const float *da, const float *
  * large enough. */
 #define FOR_CHUNKS(n, BODY)                                                   \
     do {                                                                      \
-        if ((n) <= ACT_PAR_MIN) { /* one chunk (a region costs a microsecond) */ \
+        if ((n) <= ACT_PAR_MIN) { /* one chunk (a region's cost: lab notebook, 2026-12-05) */ \
             size_t lo = 0, len = (n);                                         \
             BODY;                                                             \
             break;                                                            \

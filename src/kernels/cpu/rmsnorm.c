@@ -67,7 +67,7 @@ void rmsnorm_forward(float *y, float *rstd, const float *x, const float *w,
                      int N, int C, float eps)
 {
     const rmsnorm_row_ops *ops = row_ops();
-    if ((size_t)N * C <= 16384) {   /* a parallel region, even one not taken, costs about a microsecond */
+    if ((size_t)N * C <= 16384) {   /* a few us of work: less than a parallel region costs (lab notebook, 2026-12-05) */
         for (int n = 0; n < N; n++)
             rstd[n] = ops->forward_row(y + (size_t)n * C, x + (size_t)n * C, w, C, eps);
         return;
