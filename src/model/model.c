@@ -3,6 +3,8 @@
  * initialisation and accessors. The forward and backward passes are in
  * model_pass.c; the per-layer math in block.c. */
 #include "model/model_internal.h"
+#include "core/omp_team.h"
+
 
 #include <math.h>
 #include <omp.h>
@@ -388,9 +390,7 @@ double model_sgd_step(model *m, double lr, double clip)
     if (norm > clip)
         lr *= clip / norm;
     float r = (float)lr;
-#pragma omp parallel for schedule(static)
-    for (size_t k = 0; k < n; k++)
-        p[k] -= r * g[k];
+    OMP_TEAM_FOR(omp_team_worth(n, 65536), size_t, k, n, p[k] -= r * g[k]);
     return norm;
 }
 

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "core/op_profile.h"
+#include "core/omp_team.h"
+
 
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/lm_head.h"
@@ -178,9 +180,7 @@ void model_backward_rows(model *m, int rows)
         size_t n = (size_t)V * C;
         float *g = m->g_head;
         const float *s = m->head_dw;
-#pragma omp parallel for schedule(static) if (n > 65536)
-        for (size_t i = 0; i < n; i++)
-            g[i] += s[i];
+        OMP_TEAM_FOR(omp_team_worth(n, 65536), size_t, i, n, g[i] += s[i]);
         op_profile_end(m->prof, OP_HEAD_GRAD_ADD, t0);
     } else { /* evaluation-mode forward (or fewer rows than it staged): run the head's training pass now */
         lm_head_loss_forward_backward(m->losses, m->dxf, m->g_head, m->xf, m->head, m->targets,

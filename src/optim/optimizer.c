@@ -7,6 +7,7 @@
  * computed by one thread alone with its own workspace, so which thread takes
  * which does not change a result: deterministic per thread count. */
 #include "optim/optimizer.h"
+#include "core/omp_team.h"
 
 #include <math.h>
 #include <omp.h>
@@ -162,7 +163,9 @@ static void ns_gemm(gemm_context *ctx, int ta, int tb, int M, int N, int K, cons
         gemm_f32(ta, tb, M, N, K, A, lda, B, ldb, 0.0f, C, ldc);
 }
 
-/* Elementwise loops are worth a team only above this many floats. */
+/* Elementwise loops are worth a team only above this many floats, and only
+ * from serial code (core/omp_team.h): optim_step runs each matrix on one
+ * thread of its team, where a region would be a nested team of one. */
 #define NS_PAR_MIN 16384
 
 void optim_newton_schulz(float *G, int rows, int cols, int steps, float *work,
@@ -174,27 +177,22 @@ void optim_newton_schulz(float *G, int rows, int cols, int steps, float *work,
     size_t rn = (size_t)r * n, rr = (size_t)r * r;
     float *X = work, *A = X + rn, *AA = A + rr, *Y = AA + rr;
     float inv = (float)(1.0 / (sqrt(optim_kernel_sum_squares(G, rn)) + 1e-7));
-    if (transposed) {
-#pragma omp parallel for schedule(static) if (rn > NS_PAR_MIN)
-        for (int j = 0; j < cols; j++)
-            for (int i = 0; i < rows; i++) X[(size_t)j * n + i] = G[(size_t)i * cols + j] * inv;
-    } else {
-#pragma omp parallel for schedule(static) if (rn > NS_PAR_MIN)
-        for (size_t i = 0; i < rn; i++) X[i] = G[i] * inv;
-    }
+    int team_rn = omp_team_worth(rn, NS_PAR_MIN), team_rr = omp_team_worth(rr, NS_PAR_MIN);
+    if (transposed)
+        OMP_TEAM_FOR(team_rn, int, j, cols,
+                     for (int i = 0; i < rows; i++) X[(size_t)j * n + i] = G[(size_t)i * cols + j] * inv);
+    else
+        OMP_TEAM_FOR(team_rn, size_t, i, rn, X[i] = G[i] * inv);
     for (int s = 0; s < steps; s++) {
         ns_gemm(gemm, 0, 1, r, r, n, X, n, X, n, A, r);   /* A = X X^T */
         ns_gemm(gemm, 0, 0, r, r, r, A, r, A, r, AA, r);  /* AA = A A */
-#pragma omp parallel for schedule(static) if (rr > NS_PAR_MIN)
-        for (size_t i = 0; i < rr; i++) A[i] = b * A[i] + c * AA[i]; /* B = bA + cA^2 */
+        OMP_TEAM_FOR(team_rr, size_t, i, rr, A[i] = b * A[i] + c * AA[i]); /* B = bA + cA^2 */
         ns_gemm(gemm, 0, 0, r, n, r, A, r, X, n, Y, n);   /* Y = B X */
-#pragma omp parallel for schedule(static) if (rn > NS_PAR_MIN)
-        for (size_t i = 0; i < rn; i++) X[i] = a * X[i] + Y[i];
+        OMP_TEAM_FOR(team_rn, size_t, i, rn, X[i] = a * X[i] + Y[i]);
     }
     if (transposed) {
-#pragma omp parallel for schedule(static) if (rn > NS_PAR_MIN)
-        for (int i = 0; i < rows; i++)
-            for (int j = 0; j < cols; j++) G[(size_t)i * cols + j] = X[(size_t)j * n + i];
+        OMP_TEAM_FOR(team_rn, int, i, rows,
+                     for (int j = 0; j < cols; j++) G[(size_t)i * cols + j] = X[(size_t)j * n + i]);
     } else {
         memcpy(G, X, sizeof(float) * rn);
     }

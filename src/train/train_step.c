@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/timer.h"
+#include "core/omp_team.h"
 
 static optim_group group_of(tensor_kind k)
 {
@@ -54,8 +55,7 @@ int train_optimizer_create_shard(optimizer *opt, const model *m, const optim_con
 
 static void scale_span(float *g, size_t n, float s)
 {
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) g[i] *= s;
+    OMP_TEAM_FOR(omp_team_worth(n, 65536), size_t, i, n, g[i] *= s);
 }
 
 /* The k micro-batches; the last one's backward pass hands its finished

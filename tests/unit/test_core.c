@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/number.h"
+#include "core/omp_team.h"
 #include "core/rng.h"
 #include "core/timer.h"
 
@@ -332,6 +333,36 @@ static void test_data_dir_beside(void)
     CHECK(system(cmd) == 0);
 }
 
+/* A loop gets a team of its own only from serial code, with threads to use
+ * and more than its minimum of work; OMP_TEAM_FOR runs every iteration once
+ * either way. */
+static void test_omp_team(void)
+{
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(2);
+    CHECK(omp_team_worth(100, 10) == 1);
+    CHECK(omp_team_worth(10, 10) == 0);
+    int inner = -1, team_size = 0;
+#pragma omp parallel num_threads(2)
+    {
+#pragma omp single
+        inner = omp_team_worth(100, 10);
+    }
+    CHECK_MSG(inner == 0, "inside a region: %d", inner);
+    int hits[64] = {0};
+    OMP_TEAM_FOR(omp_team_worth(64, 1), int, i, 64, hits[i]++; if (i == 0) team_size = omp_get_num_threads());
+    int once = 1;
+    for (int i = 0; i < 64; i++)
+        once &= hits[i] == 1;
+    CHECK(once);
+    CHECK_MSG(team_size == 2, "a team of %d ran the worthwhile loop", team_size);
+    OMP_TEAM_FOR(0, int, i, 64, hits[i]++; if (i == 0) team_size = omp_get_num_threads());
+    CHECK_MSG(team_size == 1 && hits[63] == 2, "the plain loop: %d threads, hits %d", team_size, hits[63]);
+    omp_set_num_threads(1);
+    CHECK(omp_team_worth(100, 10) == 0);
+    omp_set_num_threads(saved);
+}
+
 int main(void)
 {
     RUN(test_durations);
@@ -344,5 +375,6 @@ int main(void)
     RUN(test_remove_tree);
     RUN(test_atomic_direct);
     RUN(test_data_dir_beside);
+    RUN(test_omp_team);
     return test_summary("test_core");
 }

@@ -5,6 +5,7 @@
  * the thread count; the two paths differ in the last bits of SwiGLU (the
  * vectorised exp). */
 #include "kernels/cpu/activation.h"
+#include "core/omp_team.h"
 #include "kernels/cpu/activation_kernel.h"
 #include "kernels/cpu/kernel_path.h"
 
@@ -49,7 +50,7 @@ static void swiglu_backward(float *dg, float *du, const float *da, const float *
  * large enough. */
 #define FOR_CHUNKS(n, BODY)                                                   \
     do {                                                                      \
-        if ((n) <= ACT_PAR_MIN) { /* one chunk (a region's cost: lab notebook, 2026-12-05) */ \
+        if (!omp_team_worth((n), ACT_PAR_MIN)) { /* one chunk (core/omp_team.h) */ \
             size_t lo = 0, len = (n);                                         \
             BODY;                                                             \
             break;                                                            \

@@ -14,6 +14,7 @@
  * by blocks of rows that skip the masked terms. Only ATT_BK x ATT_BQ scores
  * exist at a time. */
 #include "kernels/cpu/attention.h"
+#include "core/omp_team.h"
 #include "kernels/cpu/attention_kernel.h"
 #include "kernels/cpu/kernel_path.h"
 #include "kernels/cpu/vec.h"
@@ -366,25 +367,31 @@ void attention_head_backward(float *dq, float *dk, float *dv, const float *dout,
                        kv_stride, Tq, Tk, D, scale);
 }
 
-void attention_forward(float *o, float *lse, const float *q, const float *k,
-                       const float *v, int B, int T, int H, int Hkv, int D)
+/* One call's tensors and shapes, shared by its (batch, head) units. */
+typedef struct {
+    const att_kernels *kern;
+    float *o, *lse, *dq, *dk, *dv;
+    const float *q, *k, *v, *dout, *o_in, *lse_in;  /* o_in, lse_in: the forward's, for the backward */
+    int T, H, Hkv, D, group;
+    size_t qs, ks;
+    float scale;
+} att_call;
+
+static att_call att_call_init(int T, int H, int Hkv, int D)
 {
-    const att_kernels *kern = att_kernels_select();
-    float scale = 1.0f / sqrtf((float)D);
-    int group = H / Hkv;
-    size_t qs = (size_t)H * D, ks = (size_t)Hkv * D;
-    /* Dynamic: each (b, h) pair writes only its own rows and is computed the
-     * same way on any thread, so results stay deterministic, and a thread
-     * slowed by the host (shared vCPUs) no longer holds up a fixed half. */
-#pragma omp parallel for collapse(2) schedule(dynamic, 1)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            int g = h / group;
-            size_t qoff = (size_t)b * T * qs + (size_t)h * D;
-            size_t koff = (size_t)b * T * ks + (size_t)g * D;
-            head_forward_with(kern, o + qoff, lse + ((size_t)b * H + h) * T, q + qoff, k + koff,
-                              v + koff, (int)qs, (int)ks, T, T, D, scale);
-        }
+    return (att_call){.kern = att_kernels_select(), .T = T, .H = H, .Hkv = Hkv, .D = D,
+                      .group = H / Hkv, .qs = (size_t)H * D, .ks = (size_t)Hkv * D,
+                      .scale = 1.0f / sqrtf((float)D)};
+}
+
+/* Unit u = b * H + h of the forward: query head h of sequence b. */
+static void forward_unit(const att_call *a, int u)
+{
+    int b = u / a->H, h = u % a->H, T = a->T;
+    size_t qoff = (size_t)b * T * a->qs + (size_t)h * a->D;
+    size_t koff = (size_t)b * T * a->ks + (size_t)(h / a->group) * a->D;
+    head_forward_with(a->kern, a->o + qoff, a->lse + ((size_t)b * a->H + h) * T, a->q + qoff,
+                      a->k + koff, a->v + koff, (int)a->qs, (int)a->ks, T, T, a->D, a->scale);
 }
 
 /* Zeroes T rows of D values at the given stride. */
@@ -394,29 +401,60 @@ static void zero_rows(float *x, int T, size_t stride, int D)
         memset(x + (size_t)t * stride, 0, sizeof(float) * (size_t)D);
 }
 
+/* Unit u = b * Hkv + g of the backward: key/value head g of sequence b and
+ * the query heads of its group (they add into the same dk, dv). */
+static void backward_unit(const att_call *a, int u)
+{
+    int b = u / a->Hkv, g = u % a->Hkv, T = a->T;
+    size_t koff = (size_t)b * T * a->ks + (size_t)g * a->D;
+    zero_rows(a->dk + koff, T, a->ks, a->D);
+    zero_rows(a->dv + koff, T, a->ks, a->D);
+    for (int h = g * a->group; h < (g + 1) * a->group; h++) {
+        size_t qoff = (size_t)b * T * a->qs + (size_t)h * a->D;
+        zero_rows(a->dq + qoff, T, a->qs, a->D);
+        head_backward_with(a->kern, a->dq + qoff, a->dk + koff, a->dv + koff, a->dout + qoff,
+                           a->q + qoff, a->k + koff, a->v + koff, a->o_in + qoff,
+                           a->lse_in + ((size_t)b * a->H + h) * T, (int)a->qs, (int)a->ks, T, T, a->D,
+                           a->scale);
+    }
+}
+
+void attention_forward(float *o, float *lse, const float *q, const float *k,
+                       const float *v, int B, int T, int H, int Hkv, int D)
+{
+    att_call a = att_call_init(T, H, Hkv, D);
+    a.o = o, a.lse = lse, a.q = q, a.k = k, a.v = v;
+    int units = B * H;
+    /* Dynamic: each (b, h) pair writes only its own rows and is computed the
+     * same way on any thread, so results stay deterministic, and a thread
+     * slowed by the host (shared vCPUs) no longer holds up a fixed half. */
+    if (!omp_team_worth((size_t)units, 1)) {
+        for (int u = 0; u < units; u++)
+            forward_unit(&a, u);
+        return;
+    }
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int u = 0; u < units; u++)
+        forward_unit(&a, u);
+}
+
 void attention_backward(float *dq, float *dk, float *dv, const float *dout,
                         const float *q, const float *k, const float *v,
                         const float *o, const float *lse, int B, int T, int H,
                         int Hkv, int D)
 {
-    const att_kernels *kern = att_kernels_select();
-    float scale = 1.0f / sqrtf((float)D);
-    int group = H / Hkv;
-    size_t qs = (size_t)H * D, ks = (size_t)Hkv * D;
-#pragma omp parallel for collapse(2) schedule(dynamic, 1) /* see attention_forward */
-    for (int b = 0; b < B; b++)
-        for (int g = 0; g < Hkv; g++) {
-            size_t koff = (size_t)b * T * ks + (size_t)g * D;
-            zero_rows(dk + koff, T, ks, D);
-            zero_rows(dv + koff, T, ks, D);
-            for (int h = g * group; h < (g + 1) * group; h++) {
-                size_t qoff = (size_t)b * T * qs + (size_t)h * D;
-                zero_rows(dq + qoff, T, qs, D);
-                head_backward_with(kern, dq + qoff, dk + koff, dv + koff, dout + qoff, q + qoff,
-                                   k + koff, v + koff, o + qoff, lse + ((size_t)b * H + h) * T,
-                                   (int)qs, (int)ks, T, T, D, scale);
-            }
-        }
+    att_call a = att_call_init(T, H, Hkv, D);
+    a.dq = dq, a.dk = dk, a.dv = dv, a.dout = dout, a.q = q, a.k = k, a.v = v, a.o_in = o;
+    a.lse_in = lse;
+    int units = B * Hkv;
+    if (!omp_team_worth((size_t)units, 1)) { /* see attention_forward */
+        for (int u = 0; u < units; u++)
+            backward_unit(&a, u);
+        return;
+    }
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int u = 0; u < units; u++)
+        backward_unit(&a, u);
 }
 
 void attention_forward_ref(float *o, float *lse, const float *q, const float *k,

@@ -1,6 +1,7 @@
 /* embedding.c - token embedding lookup and its scatter-add gradient (see
  * embedding.h). */
 #include "kernels/cpu/embedding.h"
+#include "core/omp_team.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -8,23 +9,32 @@
 
 void embedding_forward(float *out, const int32_t *tokens, const float *emb, int N, int C)
 {
-#pragma omp parallel for schedule(static) if ((size_t)N * C > 65536)
-    for (int n = 0; n < N; n++)
-        memcpy(out + (size_t)n * C, emb + (size_t)tokens[n] * C, sizeof(float) * (size_t)C);
+    OMP_TEAM_FOR(omp_team_worth((size_t)N * C, 65536), int, n, N,
+                 memcpy(out + (size_t)n * C, emb + (size_t)tokens[n] * C, sizeof(float) * (size_t)C));
+}
+
+/* Columns [c0, c1) of every row's gradient added into its token's row. */
+static void add_columns(float *demb, const int32_t *tokens, const float *dout, int N, int C, int c0,
+                        int c1)
+{
+    for (int n = 0; n < N; n++) {
+        float *d = demb + (size_t)tokens[n] * C;
+        const float *g = dout + (size_t)n * C;
+        for (int c = c0; c < c1; c++)
+            d[c] += g[c];
+    }
 }
 
 void embedding_backward(float *demb, const int32_t *tokens, const float *dout, int N, int C)
 {
-#pragma omp parallel if ((size_t)N * C > 65536)
+    if (!omp_team_worth((size_t)N * C, 65536)) {
+        add_columns(demb, tokens, dout, N, C, 0, C);
+        return;
+    }
+#pragma omp parallel
     {
         int nt = omp_get_num_threads(), t = omp_get_thread_num();
-        int c0 = (int)((long)C * t / nt), c1 = (int)((long)C * (t + 1) / nt);
-        for (int n = 0; n < N; n++) {
-            float *d = demb + (size_t)tokens[n] * C;
-            const float *g = dout + (size_t)n * C;
-            for (int c = c0; c < c1; c++)
-                d[c] += g[c];
-        }
+        add_columns(demb, tokens, dout, N, C, (int)((long)C * t / nt), (int)((long)C * (t + 1) / nt));
     }
 }
 

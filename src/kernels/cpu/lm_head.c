@@ -6,6 +6,7 @@
  * are shared out among the threads (see lm_head_workspace). And the plain
  * reference. */
 #include "kernels/cpu/lm_head.h"
+#include "core/omp_team.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/kernel_path.h"
 #include "kernels/cpu/lm_head_kernel.h"
@@ -273,10 +274,9 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
         int R = N - n0 < chunk_rows ? N - n0 : chunk_rows;
         const float *xc = x + (size_t)n0 * C;
         logits(&h, R, xc, scratch);
-#pragma omp parallel for schedule(static)
-        for (int r = 0; r < R; r++)
-            losses[n0 + r] = row_loss(ops, scratch + (size_t)r * V, V, targets[n0 + r], softcap,
-                                      want_grad, grad_scale, ws, n0 + r);
+        OMP_TEAM_FOR(omp_team_worth((size_t)R, 1), int, r, R,
+                     losses[n0 + r] = row_loss(ops, scratch + (size_t)r * V, V, targets[n0 + r],
+                                               softcap, want_grad, grad_scale, ws, n0 + r));
         if (want_grad) {
             input_grad(&h, R, scratch, dx + (size_t)n0 * C);
             weight_grad(&h, R, scratch, xc, dw);

@@ -3,12 +3,13 @@
  * (static schedule); the AVX2 bodies live in optim_kernels_avx2.c. */
 #include "kernels/cpu/optim_kernels.h"
 #include "kernels/cpu/kernel_path.h"
+#include "core/omp_team.h"
 
 #include <math.h>
 #include <stdlib.h>
 
 #define ADAMW_CHUNK 16384     /* elements per unit of work */
-#define ADAMW_PAR_MIN 32768   /* below this a parallel region costs more */
+#define ADAMW_PAR_MIN 32768   /* below this a parallel region costs more (core/omp_team.h) */
 
 static void adamw_portable(float *p, const float *g, float *m, float *v, size_t n,
                            const optim_adamw_coeffs *c)
@@ -31,11 +32,9 @@ void optim_kernel_adamw(float *p, const float *g, float *m, float *v, size_t n,
 {
     int avx2 = kernel_path_avx2();
     size_t n_chunks = (n + ADAMW_CHUNK - 1) / ADAMW_CHUNK;
-#pragma omp parallel for schedule(static) if (n > ADAMW_PAR_MIN)
-    for (size_t k = 0; k < n_chunks; k++) {
-        size_t lo = k * ADAMW_CHUNK, len = n - lo < ADAMW_CHUNK ? n - lo : ADAMW_CHUNK;
-        (avx2 ? optim_kernel_adamw_avx2 : adamw_portable)(p + lo, g + lo, m + lo, v + lo, len, c);
-    }
+    OMP_TEAM_FOR(omp_team_worth(n, ADAMW_PAR_MIN), size_t, k, n_chunks,
+                 size_t lo = k * ADAMW_CHUNK, len = n - lo < ADAMW_CHUNK ? n - lo : ADAMW_CHUNK;
+                 (avx2 ? optim_kernel_adamw_avx2 : adamw_portable)(p + lo, g + lo, m + lo, v + lo, len, c));
 }
 
 static double sum_squares_portable(const float *x, size_t n)
@@ -56,14 +55,13 @@ double optim_kernel_sum_squares(const float *x, size_t n)
     int avx2 = kernel_path_avx2();
     size_t n_chunks = (n + OPTIM_SUMSQ_CHUNK - 1) / OPTIM_SUMSQ_CHUNK;
     double total = 0;
+    int team = omp_team_worth(n, ADAMW_PAR_MIN);
     for (size_t k0 = 0; k0 < n_chunks; k0 += BLOCK) {
         size_t nb = n_chunks - k0 < BLOCK ? n_chunks - k0 : BLOCK;
-#pragma omp parallel for schedule(static) if (n > ADAMW_PAR_MIN)
-        for (size_t k = 0; k < nb; k++) {
-            size_t lo = (k0 + k) * OPTIM_SUMSQ_CHUNK;
-            size_t len = n - lo < OPTIM_SUMSQ_CHUNK ? n - lo : OPTIM_SUMSQ_CHUNK;
-            partial[k] = (avx2 ? optim_kernel_sum_squares_avx2 : sum_squares_portable)(x + lo, len);
-        }
+        OMP_TEAM_FOR(team, size_t, k, nb,
+                     size_t lo = (k0 + k) * OPTIM_SUMSQ_CHUNK;
+                     size_t len = n - lo < OPTIM_SUMSQ_CHUNK ? n - lo : OPTIM_SUMSQ_CHUNK;
+                     partial[k] = (avx2 ? optim_kernel_sum_squares_avx2 : sum_squares_portable)(x + lo, len));
         for (size_t k = 0; k < nb; k++)
             total += partial[k];
     }

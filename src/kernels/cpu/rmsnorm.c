@@ -4,6 +4,7 @@
  * stay deterministic without atomics it is computed in a second pass in which
  * each thread owns a range of columns and walks all rows in order. */
 #include "kernels/cpu/rmsnorm.h"
+#include "core/omp_team.h"
 #include "kernels/cpu/kernel_path.h"
 #include "kernels/cpu/rmsnorm_kernel.h"
 #include "kernels/cpu/vec.h"
@@ -67,7 +68,7 @@ void rmsnorm_forward(float *y, float *rstd, const float *x, const float *w,
                      int N, int C, float eps)
 {
     const rmsnorm_row_ops *ops = row_ops();
-    if ((size_t)N * C <= 16384) {   /* a few us of work: less than a parallel region costs (lab notebook, 2026-12-05) */
+    if (!omp_team_worth((size_t)N * C, 16384)) {   /* a few us of work: less than a region costs */
         for (int n = 0; n < N; n++)
             rstd[n] = ops->forward_row(y + (size_t)n * C, x + (size_t)n * C, w, C, eps);
         return;
@@ -81,7 +82,7 @@ void rmsnorm_forward_copy(float *y, float *rstd, float *copy, const float *x, co
                           int N, int C, float eps)
 {
     const rmsnorm_row_ops *ops = row_ops();
-    if ((size_t)N * C <= 16384) {
+    if (!omp_team_worth((size_t)N * C, 16384)) {
         rmsnorm_forward(y, rstd, x, w, N, C, eps);
         memcpy(copy, x, sizeof(float) * (size_t)N * C);
         return;
@@ -99,8 +100,14 @@ void rmsnorm_backward(float *dx, float *dw, const float *dy, const float *x,
                       int accumulate)
 {
     const rmsnorm_row_ops *ops = row_ops();
-    int big = (size_t)N * C > 16384;
-#pragma omp parallel if (big)
+    if (!omp_team_worth((size_t)N * C, 16384)) {
+        for (int n = 0; n < N; n++)
+            ops->backward_row(dx + (size_t)n * C, dy + (size_t)n * C, x + (size_t)n * C, w, rstd[n], C,
+                              accumulate);
+        ops->dw_columns(dw, dy, x, rstd, N, C, 0, C);
+        return;
+    }
+#pragma omp parallel
     {
 #pragma omp for schedule(static) nowait
         for (int n = 0; n < N; n++)

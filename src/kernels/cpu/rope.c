@@ -1,6 +1,7 @@
 /* rope.c - rotary position embedding (see rope.h): the table, the rotation
  * (forward angle +, backward angle -) and a table-free reference. */
 #include "kernels/cpu/rope.h"
+#include "core/omp_team.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -39,7 +40,7 @@ static void rotate(float *x, int B, int T, int n_heads, int D, int pos0,
                    const float *cos_tab, const float *sin_tab, float sign)
 {
     int rows = B * T;
-    if ((size_t)rows * n_heads * D <= 16384) {   /* a few us of work: less than a region costs (lab notebook, 2026-12-05) */
+    if (!omp_team_worth((size_t)rows * n_heads * D, 16384)) {   /* a few us of work: less than a region costs */
         for (int r = 0; r < rows; r++)
             rotate_row(x, r, T, n_heads, D, pos0, cos_tab, sin_tab, sign);
         return;
