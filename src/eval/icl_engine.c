@@ -12,6 +12,7 @@
  * the transformer, the count memory and a cache of the request's tokens
  * before it (the mixer's weights fixed at the run's fitted ones). */
 #include "eval/icl_engine.h"
+#include "core/omp_team.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -201,10 +202,9 @@ static int run_step(icl_engine *x, const icl_request *req, int n_chunks, icl_ans
                     return -1;
             }
         } else {
-#pragma omp parallel for schedule(static) if (p1 - p0 > 8)
-            for (int p = p0; p < p1; p++)
-                x->pair_nll[p] = infer_logits_nll(x->logits + (size_t)(x->pairs[p].row - r0) * V, V,
-                                                  x->pairs[p].target, &x->pair_arg[p]);
+            OMP_TEAM_FOR(omp_team_worth((size_t)(p1 - p0), 8), int, q, p1 - p0, int p = p0 + q;
+                         x->pair_nll[p] = infer_logits_nll(x->logits + (size_t)(x->pairs[p].row - r0) * V,
+                                                           V, x->pairs[p].target, &x->pair_arg[p]));
         }
         for (int p = p0; p < p1; p++) { /* in order: deterministic sums */
             ans[x->pairs[p].req].nll_sum += x->pair_nll[p];

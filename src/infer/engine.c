@@ -9,6 +9,7 @@
  * product only when infer_logits asks. The GEMM configuration is read once
  * (gemm_f32 would re-read sysfs on every call, ~0.1 ms here). */
 #include "infer/engine.h"
+#include "core/omp_team.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -441,9 +442,8 @@ void infer_logits(infer_engine *e, int first, int n, float *logits)
     float cap = e->cfg.logit_softcap;
     if (cap > 0) {
         size_t total = (size_t)n * V;
-#pragma omp parallel for schedule(static) if (total > 65536)
-        for (size_t i = 0; i < total; i++)
-            logits[i] = cap * tanhf(logits[i] / cap);
+        OMP_TEAM_FOR(omp_team_worth(total, 65536), size_t, i, total,
+                     logits[i] = cap * tanhf(logits[i] / cap));
     }
 }
 
