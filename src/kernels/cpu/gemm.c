@@ -195,7 +195,7 @@ static void pack_b_unit(const gemm_job *j, int kb0, int jc, int ncur, int q)
 }
 
 /* Item it (a row block by a column chunk) of the B panel bp: every slice's
- * A block packed (or read in place) and multiplied, in order of depth. */
+ * A block packed and multiplied, in order of depth. */
 static void run_item(const gemm_job *j, float *ap, const float *bp, int jc, int ncur, int kb0,
                      int it)
 {
