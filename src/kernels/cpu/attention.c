@@ -419,23 +419,28 @@ static void backward_unit(const att_call *a, int u)
     }
 }
 
+/* Units [0, units) of one call. Dynamic: each unit writes only its own rows
+ * and is computed the same way on any thread, so results stay
+ * deterministic, and a thread slowed by the host (shared vCPUs) does not
+ * hold up a fixed half. A team only when worth it (core/omp_team.h). */
+static void run_units(const att_call *a, int units, void (*unit)(const att_call *, int))
+{
+    if (!omp_team_worth((size_t)units, 1)) {
+        for (int u = 0; u < units; u++)
+            unit(a, u);
+        return;
+    }
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int u = 0; u < units; u++)
+        unit(a, u);
+}
+
 void attention_forward(float *o, float *lse, const float *q, const float *k,
                        const float *v, int B, int T, int H, int Hkv, int D)
 {
     att_call a = att_call_init(T, H, Hkv, D);
     a.o = o, a.lse = lse, a.q = q, a.k = k, a.v = v;
-    int units = B * H;
-    /* Dynamic: each (b, h) pair writes only its own rows and is computed the
-     * same way on any thread, so results stay deterministic, and a thread
-     * slowed by the host (shared vCPUs) no longer holds up a fixed half. */
-    if (!omp_team_worth((size_t)units, 1)) {
-        for (int u = 0; u < units; u++)
-            forward_unit(&a, u);
-        return;
-    }
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int u = 0; u < units; u++)
-        forward_unit(&a, u);
+    run_units(&a, B * H, forward_unit);
 }
 
 void attention_backward(float *dq, float *dk, float *dv, const float *dout,
@@ -446,15 +451,7 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout,
     att_call a = att_call_init(T, H, Hkv, D);
     a.dq = dq, a.dk = dk, a.dv = dv, a.dout = dout, a.q = q, a.k = k, a.v = v, a.o_in = o;
     a.lse_in = lse;
-    int units = B * Hkv;
-    if (!omp_team_worth((size_t)units, 1)) { /* see attention_forward */
-        for (int u = 0; u < units; u++)
-            backward_unit(&a, u);
-        return;
-    }
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int u = 0; u < units; u++)
-        backward_unit(&a, u);
+    run_units(&a, B * Hkv, backward_unit);
 }
 
 void attention_forward_ref(float *o, float *lse, const float *q, const float *k,
