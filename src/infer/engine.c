@@ -336,7 +336,7 @@ static void attn_half(infer_engine *e, infer_cache *c, const infer_chunk *ch, in
     double work = 0;
     for (int i = 0; i < n_chunks; i++)
         work += (double)ch[i].n * (c->len[ch[i].slot] + ch[i].n) * D * H;
-    if (tasks < 2 || work < 262144) {
+    if (work < 262144 || !omp_team_worth((size_t)tasks, 1)) {
         for (int t = 0; t < tasks; t++)
             attend(e, c, ch, l, t);
     } else {

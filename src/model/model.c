@@ -5,7 +5,6 @@
 #include "model/model_internal.h"
 #include "core/omp_team.h"
 
-
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>

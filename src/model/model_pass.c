@@ -11,7 +11,6 @@
 #include "core/op_profile.h"
 #include "core/omp_team.h"
 
-
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/lm_head.h"
 #include "kernels/cpu/rmsnorm.h"

@@ -4,6 +4,7 @@
  * whichever thread takes it, so the result does not depend on the thread
  * count. */
 #include "kernels/cpu/gemv.h"
+#include "core/omp_team.h"
 #include "kernels/cpu/gemv_kernel.h"
 #include "kernels/cpu/kernel_path.h"
 #include "kernels/cpu/vec.h"
@@ -25,7 +26,7 @@ static void run(float *y, const float *x, const float *W, int in, int out, int a
 {
     void (*rows)(float *, const float *, const float *, int, int, int, int) =
         avx2 ? gemv_rows_avx2 : rows_portable;
-    if ((size_t)out * (size_t)in <= GEMV_PAR_MIN || omp_get_max_threads() == 1) {
+    if (!omp_team_worth((size_t)out * (size_t)in, GEMV_PAR_MIN)) {
         rows(y, x, W, in, 0, out, accumulate);
         return;
     }

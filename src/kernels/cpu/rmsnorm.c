@@ -68,14 +68,9 @@ void rmsnorm_forward(float *y, float *rstd, const float *x, const float *w,
                      int N, int C, float eps)
 {
     const rmsnorm_row_ops *ops = row_ops();
-    if (!omp_team_worth((size_t)N * C, 16384)) {   /* a few us of work: less than a region costs */
-        for (int n = 0; n < N; n++)
-            rstd[n] = ops->forward_row(y + (size_t)n * C, x + (size_t)n * C, w, C, eps);
-        return;
-    }
-#pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++)
-        rstd[n] = ops->forward_row(y + (size_t)n * C, x + (size_t)n * C, w, C, eps);
+    /* below 16384 floats a few us of work: less than a region costs */
+    OMP_TEAM_FOR(omp_team_worth((size_t)N * C, 16384), int, n, N,
+                 rstd[n] = ops->forward_row(y + (size_t)n * C, x + (size_t)n * C, w, C, eps));
 }
 
 void rmsnorm_forward_copy(float *y, float *rstd, float *copy, const float *x, const float *w,
