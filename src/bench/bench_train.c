@@ -193,6 +193,8 @@ int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_e
     if (train_reduce_init(&s.reduce, s.dist, s.m, cfg->overlap_comm, NULL, NULL, err))
         goto out;
     s.reduce_ready = 1;
+    if (cfg->thread_replicas && train_reduce_replicas(&s.reduce, s.m, o->threads, cfg->micro_batch, err))
+        goto out;
     size_t bt = (size_t)cfg->micro_batch * cfg->model.context;
     s.inputs = malloc(sizeof(int32_t) * bt);
     s.targets = malloc(sizeof(int32_t) * bt);
@@ -208,6 +210,7 @@ int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_e
     run_steps(&s, o, src, r, &t);
     fill_figures(o, &s, &t, r);
     r->ranks = world;
+    r->replicas = s.reduce.n_rep;
     r->comm_seconds = s.comm_s / o->steps;
     rc = 0;
 out:
@@ -287,6 +290,7 @@ void bench_train_json(jsonw *w, const run_config *cfg, const bench_train_result 
     jsonw_field_digits(w, "other_load_cores", r->other_load_cores, 2);
     jsonw_field_bool(w, "contended", r->contended);
     jsonw_field_int(w, "ranks", r->ranks);
+    jsonw_field_int(w, "replicas", r->replicas);
     jsonw_field_digits(w, "comm_s_per_step", r->comm_seconds, 5);
     jsonw_field_digits(w, "comm_share", r->step_seconds > 0 ? r->comm_seconds / r->step_seconds : 0, 4);
     jsonw_object_end(w);

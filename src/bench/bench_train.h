@@ -55,6 +55,7 @@ typedef struct {
     double other_load_cores;    /* others' CPU use meanwhile (bench/sysload.h) */
     int contended;
     int ranks;                  /* 1: one process */
+    int replicas;               /* thread replicas the step ran on (train_step.h); 0: none */
     double comm_seconds;        /* per step: the gradient's all-reduce (and the wait for the slowest rank) */
 } bench_train_result;
 

@@ -201,19 +201,30 @@ static float *alloc_floats(size_t n)
 
 /* ---------------- lifecycle ---------------- */
 
-static int create(model **out, const model_config *cfg, int max_batch, int host_only, tempo_error *err);
+static int create(model **out, const model_config *cfg, int max_batch, int host_only, float *shared_params,
+                  tempo_error *err);
 
 int model_create(model **out, const model_config *cfg, int max_batch, tempo_error *err)
 {
-    return create(out, cfg, max_batch, 0, err);
+    return create(out, cfg, max_batch, 0, NULL, err);
 }
 
 int model_create_for_device(model **out, const model_config *cfg, int max_batch, tempo_error *err)
 {
-    return create(out, cfg, max_batch, 1, err);
+    return create(out, cfg, max_batch, 1, NULL, err);
 }
 
-static int create(model **out, const model_config *cfg, int max_batch, int host_only, tempo_error *err)
+int model_create_replica(model **out, model *base, int max_batch, tempo_error *err)
+{
+    *out = NULL;
+    if (base->host_only || base->device)
+        return tempo_usage(err, "model: a replica shares parameters in host memory; this model's are on a GPU");
+    return create(out, &base->cfg, max_batch, 0, base->params, err);
+}
+
+/* shared_params: NULL, or the parameter buffer to use (a replica's). */
+static int create(model **out, const model_config *cfg, int max_batch, int host_only, float *shared_params,
+                  tempo_error *err)
 {
     *out = NULL;
     if (model_config_validate(cfg, err) != 0)
@@ -256,11 +267,12 @@ static int create(model **out, const model_config *cfg, int max_batch, int host_
     arena_cursor count = {NULL, 0};
     carve(m, &count);
     m->arena_floats = count.used;
-    m->params = alloc_floats(m->n_params);
+    m->params_borrowed = shared_params != NULL;
+    m->params = shared_params ? shared_params : alloc_floats(m->n_params);
     m->grads = alloc_floats(m->n_params);
     m->arena = alloc_floats(m->arena_floats);
     if (!m->params || !m->grads || !m->arena) {
-        size_t mib = ((2 * m->n_params + m->arena_floats) * sizeof(float)) >> 20;
+        size_t mib = (((2 - (size_t)m->params_borrowed) * m->n_params + m->arena_floats) * sizeof(float)) >> 20;
         model_free(m);
         return tempo_fail(err, "model: out of memory allocating %zu MiB", mib);
     }
@@ -292,7 +304,8 @@ void model_free(model *m)
 {
     if (!m)
         return;
-    free(m->params);
+    if (!m->params_borrowed)
+        free(m->params);
     free(m->grads);
     free(m->arena);
     free(m->tensors);
@@ -440,4 +453,10 @@ void model_set_mixture(model *m, const float *b, float a)
 {
     m->head_ws.mix_b = b;
     m->head_ws.mix_a = a;
+}
+
+void model_mixture(const model *m, const float **b, float *a)
+{
+    *b = m->head_ws.mix_b;
+    *a = m->head_ws.mix_a;
 }

@@ -67,6 +67,12 @@ int model_layout(const model_config *cfg, model_tensor *tensors, int max, size_t
  * malloc. Returns 0, or -1 with err set (code 2 for a bad config or
  * max_batch < 1, 1 when out of memory). */
 int model_create(model **out, const model_config *cfg, int max_batch, tempo_error *err);
+/* A model of base's config whose parameters ARE base's buffer (not a copy:
+ * a change through either shows in both), with its own gradients,
+ * activations and workspaces for max_batch sequences: the threads of one
+ * training step each run a replica on their share of its rows
+ * (train/train_step.h). Free it before base. Returns as model_create. */
+int model_create_replica(model **out, model *base, int max_batch, tempo_error *err);
 void model_free(model *m); /* NULL is fine */
 
 const model_config *model_get_config(const model *m);
@@ -98,6 +104,8 @@ void model_set_training(model *m, int training);
  * must stay valid through forward and backward). Losses stay the
  * transformer's own cross-entropy. */
 void model_set_mixture(model *m, const float *b, float a);
+/* What model_set_mixture last set (*b NULL: none). */
+void model_mixture(const model *m, const float **b, float *a);
 
 /* Attach an op profile (core/op_profile.h) that forward and backward add
  * their ops' wall time to, or NULL (the default) to stop. The model does not

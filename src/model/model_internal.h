@@ -25,6 +25,7 @@ struct model {
     /* parameters and gradients: one buffer each, same layout */
     size_t n_params;
     float *params, *grads;
+    int params_borrowed;        /* params is another model's (model_create_replica) */
     model_tensor *tensors;
     int n_tensors;
     model_layer_weights *lw, *lg; /* [n_layers] views into params / grads */

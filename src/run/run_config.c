@@ -90,6 +90,9 @@ static const key_def KEYS[] = {
      "with N ranks each keeps and updates only its 1/N of the optimizer state (ZeRO-1); needs mpirun"},
     {"overlap_comm", K_BOOL, F(overlap_comm), 0, 1, 1,
      "with N ranks: reduce each layer's gradient while the backward pass runs (0: one collective after it)"},
+    {"thread_replicas", K_BOOL, F(thread_replicas), 0, 1, 1,
+     "one process on a CPU: each thread runs the step's forward and backward on its share of the rows "
+     "(a model replica each, summed after); 0: every op shared by the threads"},
 };
 #undef F
 #define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))

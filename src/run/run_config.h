@@ -41,6 +41,7 @@ typedef struct {
     double memory_train_weight; /* > 0: the transformer trains on -ln(a p + (1-a) p_memory), a = this; 0 = plain */
     int shard_optimizer;     /* ZeRO-1 over ranks: each keeps and updates its share of the optimizer state */
     int overlap_comm;        /* with ranks: the gradient's reduction runs beside the backward pass */
+    int thread_replicas;     /* one CPU process: the step's rows shared out among the threads (train_step.h) */
     char preset[64];
 } run_config;
 

@@ -2,6 +2,7 @@
  * train_step.h). */
 #include "train/train_step.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,10 +119,111 @@ int train_reduce_init(train_reduce *r, dist_context *d, const model *m, int over
     return r->overlap ? dist_overlap_init(&r->ov, d, model_grad_spans(m), model_num_params(m), err) : 0;
 }
 
+static void replicas_free(train_reduce *r)
+{
+    for (int s = 1; r->rep && s < r->n_rep; s++)
+        model_free(r->rep[s]);
+    free(r->rep);
+    free(r->rep_loss);
+    free(r->rep_weight);
+    r->rep = NULL;
+    r->rep_loss = NULL;
+    r->rep_weight = NULL;
+    r->n_rep = 0;
+}
+
 void train_reduce_free(train_reduce *r)
 {
     if (r->overlap)
         dist_overlap_free(&r->ov);
+    replicas_free(r);
+}
+
+/* Part s of n of a micro-batch's rows: [*a, *b). */
+static void replica_rows(int rows, int s, int n, int *a, int *b)
+{
+    *a = (int)((long)rows * s / n);
+    *b = (int)((long)rows * (s + 1) / n);
+}
+
+int train_reduce_replicas(train_reduce *r, model *m, int threads, int micro_batch, tempo_error *err)
+{
+    int n = threads < micro_batch ? threads : micro_batch;
+    if (n < 2 || r->n_rep || (r->dist && r->dist->world > 1) || model_device(m))
+        return 0;
+    r->rep = calloc((size_t)n, sizeof *r->rep);
+    r->rep_loss = calloc((size_t)n, sizeof *r->rep_loss);
+    r->rep_weight = calloc((size_t)n, sizeof *r->rep_weight);
+    if (!r->rep || !r->rep_loss || !r->rep_weight) {
+        replicas_free(r);
+        return tempo_fail(err, "training: out of memory for %d thread replicas", n);
+    }
+    r->rep[0] = m;
+    r->n_rep = n;
+    r->rep_rows = micro_batch;
+    for (int s = 1; s < n; s++) {
+        int a, b;
+        replica_rows(micro_batch, s, n, &a, &b);
+        r->rep_weight[s] = (float)(b - a) / (float)micro_batch;
+        if (model_create_replica(&r->rep[s], m, b - a, err)) {
+            r->n_rep = s;   /* free what was made */
+            replicas_free(r);
+            return -1;
+        }
+    }
+    int a0, b0;
+    replica_rows(micro_batch, 0, n, &a0, &b0);
+    r->rep_weight[0] = (float)(b0 - a0) / (float)micro_batch;
+    return 0;
+}
+
+/* g0 = sum_s w_s g_s (then times scale), in s order. */
+static void replicas_sum(train_reduce *r, float scale)
+{
+    int n = r->n_rep;
+    float *g0 = model_grads(r->rep[0]);
+    const float *w = r->rep_weight;
+    size_t np = model_num_params(r->rep[0]);
+#pragma omp parallel for schedule(static) num_threads(n)
+    for (size_t i = 0; i < np; i++) {
+        float acc = w[0] * g0[i];
+        for (int s = 1; s < n; s++)
+            acc += w[s] * model_grads(r->rep[s])[i];
+        g0[i] = scale != 1.0f ? acc * scale : acc;
+    }
+}
+
+/* The step's gradient on the thread replicas: every micro-batch's rows shared
+ * out among them (one thread each), then their sum into the model's. */
+static double gradient_replicas(train_reduce *r, int batch, int micro_batch, int T, train_batch_fn next_batch,
+                                void *batch_ctx, int32_t *inputs, int32_t *targets, op_profile *prof)
+{
+    int k = batch / micro_batch, n = r->n_rep;
+    for (int s = 0; s < n; s++)
+        model_zero_grad(r->rep[s]);
+    double loss = 0;
+    for (int i = 0; i < k; i++) {
+        op_mark t0 = op_profile_begin(prof);
+        next_batch(batch_ctx, micro_batch, T, inputs, targets);
+        op_profile_end(prof, OP_DATA, t0);
+        const float *mix_b;
+        float mix_a;
+        model_mixture(r->rep[0], &mix_b, &mix_a);
+#pragma omp parallel num_threads(n)
+        for (int s = omp_get_thread_num(); s < n; s += omp_get_num_threads()) {
+            int a, b;
+            replica_rows(micro_batch, s, n, &a, &b);
+            model *m = r->rep[s];
+            if (s > 0)
+                model_set_mixture(m, mix_b ? mix_b + (size_t)a * T : NULL, mix_a);
+            r->rep_loss[s] = model_forward(m, inputs + (size_t)a * T, targets + (size_t)a * T, b - a, T);
+            model_backward(m);
+        }
+        for (int s = 0; s < n; s++)
+            loss += (double)r->rep_weight[s] * r->rep_loss[s];
+    }
+    replicas_sum(r, k > 1 ? 1.0f / (float)k : 1.0f);
+    return loss / k;
 }
 
 int train_step_gradient_ranks(model *m, train_reduce *r, int batch, int micro_batch, int T,
@@ -129,6 +231,10 @@ int train_step_gradient_ranks(model *m, train_reduce *r, int batch, int micro_ba
                               op_profile *prof, double *loss, tempo_error *err)
 {
     r->comm_s = 0;
+    if (r->n_rep > 1 && r->rep[0] == m && micro_batch == r->rep_rows) {
+        *loss = gradient_replicas(r, batch, micro_batch, T, next_batch, batch_ctx, inputs, targets, prof);
+        return 0;
+    }
     if (!r->dist || r->dist->world <= 1) {
         *loss = train_step_gradient(m, batch, micro_batch, T, next_batch, batch_ctx, inputs, targets, prof);
         return 0;

@@ -6,7 +6,10 @@
  *     averaging when there are several,
  *   - with ranks (data parallel): its mean over the ranks, reduced span by
  *     span while the last micro-batch's backward pass runs, or in one
- *     blocking collective after it.
+ *     blocking collective after it;
+ *   - with threads in one process (thread replicas): each micro-batch's rows
+ *     shared out among the threads, each running forward and backward alone
+ *     on a replica of the model, and the replicas' gradients summed.
  * The update itself is optim_step (optim/optimizer.h). Nothing here reads
  * files or keeps time beyond the optional op profile. */
 #ifndef TEMPO_TRAIN_STEP_H
@@ -57,12 +60,33 @@ typedef struct {
     model *m;
     float scale;                 /* 1/k for k micro-batches */
     int spans_started;
+    /* thread replicas (train_reduce_replicas): n_rep models, rep[0] the step's own */
+    int n_rep;
+    model **rep;
+    int rep_rows;                /* the micro-batch's rows they share out */
+    float *rep_weight;           /* [n_rep]: rows_s / rep_rows */
+    double *rep_loss;            /* [n_rep]: each one's mean loss over its rows */
 } train_reduce;
 
 /* Sets r up for m's spans. Returns 0, or -1 when out of memory. */
 int train_reduce_init(train_reduce *r, dist_context *d, const model *m, int overlap, const size_t *shard_begin,
                       const size_t *shard_len, tempo_error *err);
 void train_reduce_free(train_reduce *r);
+
+/* Thread replicas, for one process on a CPU (no ranks, no GPU): with t =
+ * min(threads, micro_batch) > 1, each micro-batch's rows are shared out in
+ * t contiguous parts, part s on thread s with model replica s (part 0 on m
+ * itself, the others from model_create_replica for their rows), every kernel
+ * of a pass then on its thread alone: no synchronisation inside a forward or
+ * backward pass, which costs 32-40 us a time on this project's machines
+ * (docs/performance.md), and one-thread products, which run nearer the peak.
+ * The gradient is then sum_s (rows_s / micro_batch) g_s, in s order, the loss
+ * likewise: the mean over the micro-batch as one model computes it, summed
+ * in another order (with 2 parts the same sums as 2 ranks of 1 thread).
+ * Deterministic for a given thread count. Memory: each replica's gradients
+ * and activations for its rows. Does nothing (0) otherwise. Returns 0, or
+ * -1 when out of memory. Call after train_reduce_init; freed with it. */
+int train_reduce_replicas(train_reduce *r, model *m, int threads, int micro_batch, tempo_error *err);
 
 /* train_step_gradient over this rank's batch rows, then (world > 1) the
  * mean over the ranks as r says; r->comm_s gets the collectives' seconds.

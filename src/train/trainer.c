@@ -375,6 +375,9 @@ static int create_model(run_ctx *c, const train_options *o, const run_config *cf
                           c->shard_len, err))
         return -1;
     c->reduce_ready = 1;
+    if (cfg->thread_replicas && !o->gpu &&
+        train_reduce_replicas(&c->reduce, c->m, omp_get_max_threads(), cfg->micro_batch, err))
+        return -1;
     return 0;
 }
 

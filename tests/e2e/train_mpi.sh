@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # train_mpi.sh - data-parallel training under mpirun (src/parallel/), on 2 ranks of
 # this machine: the same losses as one process on the same global batches
-# (AdamW and Muon; with the optimizer state sharded too), the gradient reduced
+# (AdamW and Muon; with the optimizer state sharded too) and bit for bit as one
+# process of 2 threads (thread replicas, with and without a mixture prior), the gradient reduced
 # inside the backward pass equal to one collective after it, a budget that every rank stops at the same step, a batch
 # that does not divide refused in one line, a killed rank ending the job
 # (no hang) with the last checkpoint still loading, and resume at 2 ranks
@@ -58,6 +59,30 @@ else:
 print(f"{opt}, shard {shard}: 20 steps, worst relative loss difference {worst:.2e}; optimizer state per rank {per_rank} of {whole}")
 PY
   done
+done
+
+# 1b. One process of 2 threads trains each batch as 2 ranks of 1 thread do, bit for bit: its threads each
+#     run a replica of the model on half the rows (thread_replicas, the default) and their gradients are
+#     averaged as the ranks' all-reduce averages them. With thread_replicas=false the ops share the threads
+#     instead: the same figures up to the order of sums (1e-6).
+for opt in adamw muon; do
+    TR=(--data "$D" --preset tiny-test --steps 12 --no-eval --seed 3 --set batch_size=8 --set optimizer="$opt")
+    "$TEMPO" train "${TR[@]}" --threads 2 --out "$E2E_TMP/rep-$opt" > /dev/null 2>&1 || fail "2-thread run ($opt) failed"
+    "$TEMPO" train "${TR[@]}" --threads 2 --set thread_replicas=false --out "$E2E_TMP/norep-$opt" > /dev/null 2>&1 \
+        || fail "2-thread run without replicas ($opt) failed"
+    "${MPIRUN[@]}" "$TEMPO" train "${TR[@]}" --threads 1 --out "$E2E_TMP/ranks-$opt" > /dev/null 2>&1 \
+        || fail "2-rank run ($opt) failed"
+    python3 - "$E2E_TMP/rep-$opt" "$E2E_TMP/ranks-$opt" "$E2E_TMP/norep-$opt" "$opt" <<'PY' || fail "2 threads do not train like 2 ranks ($opt)"
+import json, sys
+rep, ranks, norep, opt = sys.argv[1:]
+rows = lambda d: [(r["train_loss"], r["grad_norm"]) for r in map(json.loads, open(d + "/metrics.jsonl")) if "train_loss" in r]
+a, b, c = rows(rep), rows(ranks), rows(norep)
+assert len(a) == len(b) == len(c) == 12, (len(a), len(b), len(c))
+assert a == b, f"{opt}: replicas {a[:3]} against ranks {b[:3]}"
+worst = max(abs(x[0] - y[0]) / abs(y[0]) for x, y in zip(c, b))
+assert worst < 1e-6, f"{opt}: without replicas, worst relative loss difference {worst}"
+print(f"{opt}: 2 threads (replicas) = 2 ranks over 12 steps, bit for bit (losses, norms); shared ops within {worst:.1e}")
+PY
 done
 
 # 1c. The gradient reduced span by span inside the backward pass (overlap_comm, the default: each layer's
@@ -161,23 +186,29 @@ MW=(--data "$D" --preset tiny-test --steps 10 --no-eval --threads 1 --seed 3 --s
     || { cat "$E2E_TMP/mw.err" >&2; fail "1-process memory_train_weight run failed"; }
 "${MPIRUN[@]}" "$TEMPO" train "${MW[@]}" --out "$E2E_TMP/mw2" > /dev/null 2> "$E2E_TMP/mw.err" \
     || { cat "$E2E_TMP/mw.err" >&2; fail "2-rank memory_train_weight run failed"; }
+MWT=(--data "$D" --preset tiny-test --steps 10 --no-eval --threads 2 --seed 3 --set batch_size=8
+     --set memory_order=3 --set mixer_holdout=4096 --set memory_train_weight=0.5)
+"$TEMPO" train "${MWT[@]}" --out "$E2E_TMP/mwt" > /dev/null 2> "$E2E_TMP/mw.err" \
+    || { cat "$E2E_TMP/mw.err" >&2; fail "2-thread memory_train_weight run failed"; }
 "${MPIRUN[@]}" "$TEMPO" train "${MW[@]}" --out "$E2E_TMP/mw2p" --stop-at-step 5 > /dev/null 2> "$E2E_TMP/mw.err" \
     || { cat "$E2E_TMP/mw.err" >&2; fail "2-rank memory_train_weight partial run failed"; }
 "${MPIRUN[@]}" "$TEMPO" train "${MW[@]}" --out "$E2E_TMP/mw2p" --resume > /dev/null 2> "$E2E_TMP/mw.err" \
     || { cat "$E2E_TMP/mw.err" >&2; fail "2-rank memory_train_weight resume failed"; }
 cmp "$E2E_TMP/mw2/model.safetensors" "$E2E_TMP/mw2p/model.safetensors" \
     || fail "2-rank memory_train_weight resume is not bit-identical"
-python3 - "$E2E_TMP/mw1" "$E2E_TMP/mw2" <<'PY' || fail "memory_train_weight: 2 ranks do not train like 1 process"
+python3 - "$E2E_TMP/mw1" "$E2E_TMP/mw2" "$E2E_TMP/mwt" <<'PY' || fail "memory_train_weight: 2 ranks do not train like 1 process"
 import json, sys
-one, two = sys.argv[1:]
+one, two, threads = sys.argv[1:]
 rows = lambda d: [json.loads(l)["train_loss"] for l in open(d + "/metrics.jsonl") if '"train_loss"' in l]
-a, b = rows(one), rows(two)
-assert len(a) == len(b) == 10, (len(a), len(b))
+a, b, t = rows(one), rows(two), rows(threads)
+assert len(a) == len(b) == len(t) == 10, (len(a), len(b), len(t))
 worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
 assert worst < 1e-6, f"worst relative loss difference {worst}"
+assert t == b, f"2 threads' replicas (each its rows' prior) {t[:3]} against 2 ranks {b[:3]}"
 r2 = json.load(open(two + "/result.json"))
 assert r2["world_size"] == 2 and r2["memory_order"] == 3, r2
-print(f"memory_train_weight 0.5: 2 ranks = 1 process over 10 steps (worst relative loss difference {worst:.2e})")
+print(f"memory_train_weight 0.5: 2 ranks = 1 process over 10 steps (worst relative loss difference {worst:.2e}); "
+      "= 2 threads, bit for bit")
 PY
 
 # 3. Bad input: a batch that does not divide among the ranks, one line from rank 0, exit 2.

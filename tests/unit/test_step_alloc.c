@@ -107,8 +107,8 @@ static void spin_stop(pthread_t *busy, int n, int *stop)
  * AdamW, SwiGLU or ReLU^2, micro-batches: no allocation. first_optim_threads
  * > 0 caps the threads of the first optimizer step: with 1, one worker takes
  * every matrix, and the others meet theirs only later. */
-static void check_steps_n(int threads, int muon, mlp_kind mlp, int micro, int n_steps,
-                          int first_optim_threads)
+static void check_steps_r(int threads, int muon, mlp_kind mlp, int micro, int n_steps,
+                          int first_optim_threads, int replicas)
 {
     int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
@@ -131,6 +131,10 @@ static void check_steps_n(int threads, int muon, mlp_kind mlp, int micro, int n_
     model_init(m, 1);
     optimizer o;
     CHECK(train_optimizer_create(&o, m, &c.optim, &err) == 0);
+    train_reduce red;
+    CHECK(train_reduce_init(&red, NULL, m, 0, NULL, NULL, &err) == 0);
+    if (replicas)
+        CHECK(train_reduce_replicas(&red, m, threads, c.micro_batch, &err) == 0 && red.n_rep > 1);
     int32_t *in = malloc(sizeof(int32_t) * (size_t)c.micro_batch * c.model.context);
     int32_t *tg = malloc(sizeof(int32_t) * (size_t)c.micro_batch * c.model.context);
     rng_state r;
@@ -140,8 +144,9 @@ static void check_steps_n(int threads, int muon, mlp_kind mlp, int micro, int n_
             g_allocs = 0;
             g_counting = 1;
         }
-        double loss = train_step_gradient(m, c.batch_size, c.micro_batch, c.model.context,
-                                          random_batch, &r, in, tg, NULL);
+        double loss = 0;
+        CHECK(train_step_gradient_ranks(m, &red, c.batch_size, c.micro_batch, c.model.context, random_batch, &r,
+                                        in, tg, NULL, &loss, &err) == 0);
         CHECK(loss > 0);
         double gn = optim_grad_norm(model_grads(m), model_num_params(m));
         if (step == 0 && first_optim_threads > 0)
@@ -150,14 +155,20 @@ static void check_steps_n(int threads, int muon, mlp_kind mlp, int micro, int n_
         omp_set_num_threads(threads);
     }
     g_counting = 0;
-    CHECK_MSG(g_allocs == 0, "%ld allocations in steps 2-%d (threads %d, muon %d, mlp %d, micro %d%s)",
+    CHECK_MSG(g_allocs == 0, "%ld allocations in steps 2-%d (threads %d, muon %d, mlp %d, micro %d%s%s)",
               g_allocs, n_steps, threads, muon, (int)mlp, micro,
-              first_optim_threads > 0 ? ", lopsided first share-out" : "");
+              first_optim_threads > 0 ? ", lopsided first share-out" : "", replicas ? ", thread replicas" : "");
+    train_reduce_free(&red);
     free(in);
     free(tg);
     optim_free(&o);
     model_free(m);
     omp_set_num_threads(saved);
+}
+
+static void check_steps_n(int threads, int muon, mlp_kind mlp, int micro, int n_steps, int first_optim_threads)
+{
+    check_steps_r(threads, muon, mlp, micro, n_steps, first_optim_threads, 0);
 }
 
 static void check_steps(int threads, int muon, mlp_kind mlp, int micro)
@@ -182,6 +193,9 @@ static void test_no_allocation_after_first_step(void)
         check_steps(threads, 1, MLP_RELU2, 8);
         check_steps(threads, 0, MLP_SWIGLU, 4);
     }
+    /* the trainer's default on 2 threads: a replica per thread (its buffers made with it) */
+    check_steps_r(2, 1, MLP_SWIGLU, 8, 4, 0, 1);
+    check_steps_r(2, 0, MLP_RELU2, 4, 4, 0, 1);
 }
 
 /* The first step's Muon share-out all on worker 0 (what a late second
