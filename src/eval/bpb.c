@@ -2,6 +2,7 @@
 #include "eval/bpb.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,19 +147,97 @@ static int rows_fill_learning(window_rows *r, bpb_windows *win, const int32_t *t
     return rows;
 }
 
-/* The last forward's figures for each row's new targets: their nats summed
- * into *nats, each token's into out's arrays; returns the tokens scored. */
-static uint64_t rows_record(const model *m, const window_rows *r, int rows, int T, int row0_last,
-                            const bpb_token_out *out, double *nats)
+/* The models one forward's rows run on: m alone, or (a CPU model, more than
+ * one thread, more than one row a forward) n replicas of it, m first, each
+ * on its own thread with a contiguous share of the rows (the thread
+ * replicas of training, train/train_step.h): no synchronisation inside a
+ * forward. Every row's figures are the same bits either way. */
+typedef struct {
+    int n;
+    model *rep[16];
+} window_models;
+
+static void models_free(window_models *w)
 {
-    const float *losses = model_token_losses(m), *top = model_token_top_logprob(m);
-    const float *log_norm = model_token_log_norm(m);
-    const int32_t *top_id = model_token_top_id(m);
+    for (int s = 1; s < w->n; s++)
+        model_free(w->rep[s]);
+    w->n = 0;
+}
+
+/* Row share s of n of `rows`: [*a, *b). */
+static void share(int rows, int s, int n, int *a, int *b)
+{
+    *a = rows * s / n;
+    *b = rows * (s + 1) / n;
+}
+
+/* The share of n that holds row k of `rows`; *a gets its first row. */
+static int owner(int rows, int n, int k, int *a)
+{
+    int s = 0, b;
+    share(rows, 0, n, a, &b);
+    while (k >= b)
+        share(rows, ++s, n, a, &b);
+    return s;
+}
+
+/* m alone when replicas cannot help or cannot be made (out of memory: m
+ * alone reads the same bits, only slower). */
+static void models_init(window_models *w, model *m, int batch)
+{
+    w->n = 1;
+    w->rep[0] = m;
+    int n = omp_in_parallel() ? 1 : omp_get_max_threads();
+    n = n < batch ? n : batch;
+    n = n < 16 ? n : 16;   /* w->rep's room: more threads share the replicas' ops */
+    if (n < 2 || model_device(m))
+        return;
+    for (int s = 1; s < n; s++) {
+        tempo_error e;   /* room for any share of up to batch rows */
+        if (model_create_replica(&w->rep[s], m, (batch + n - 1) / n, &e)) {
+            models_free(w);
+            return;
+        }
+        model_set_training(w->rep[s], 0);
+        w->n = s + 1;
+    }
+}
+
+/* The forward of rows r[0, rows): shared out among w's models when there
+ * are enough rows, else on m alone. Returns how many models ran. */
+static int models_forward(window_models *w, const int32_t *in, const int32_t *tg, int rows, int T, float beta)
+{
+    int n = w->n < rows ? w->n : rows;
+    if (n < 2) {
+        model_forward_eval(w->rep[0], in, tg, rows, T, beta);
+        return 1;
+    }
+#pragma omp parallel for schedule(static, 1) num_threads(n)
+    for (int s = 0; s < n; s++) {
+        int a, b;
+        share(rows, s, n, &a, &b);
+        model_forward_eval(w->rep[s], in + (size_t)a * T, tg + (size_t)a * T, b - a, T, beta);
+    }
+    return n;
+}
+
+/* The last forward's figures for each row's new targets: their nats summed
+ * into *nats, each token's into out's arrays; returns the tokens scored.
+ * The forward ran on `used` of w's models, row k on the one whose share
+ * holds it. */
+static uint64_t rows_record(const window_models *w, int used, const window_rows *r, int rows, int T,
+                            int row0_last, const bpb_token_out *out, double *nats)
+{
     uint64_t scored = 0;
     for (int kk = 0; kk < rows; kk++) {
         int k = row0_last ? (kk + 1) % rows : kk;   /* row0_last: row 0 is the text's latest window */
+        int a = 0, s = used > 1 ? owner(rows, used, k, &a) : 0;
+        const model *m = w->rep[s];
+        const float *losses = model_token_losses(m), *top = model_token_top_logprob(m);
+        const float *log_norm = model_token_log_norm(m);
+        const int32_t *top_id = model_token_top_id(m);
         for (size_t j = r->first[k]; j < (size_t)T; j++) {
-            size_t at = (size_t)k * T + j, i = r->row_start[k] + 1 + j;
+            size_t at = (size_t)(k - a) * T + j, i = r->row_start[k] + 1 + j;
             *nats += losses[at];
             if (out->nats)
                 out->nats[i] = losses[at];
@@ -197,6 +276,8 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
     if (rows_alloc(&r, batch, T, err))
         return -1;
     model_set_training(m, 0);     /* losses only: the head skips its gradient work */
+    window_models w;
+    models_init(&w, m, batch);
     double nats = 0;
     uint64_t scored = 0, window = 0;
     size_t learned_end = 0;       /* lr > 0: targets 1..learned_end have been learned from */
@@ -208,8 +289,8 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
                           : rows_fill(&r, &win, tokens, batch, part, parts, &window);
         if (rows == 0)
             break;   /* the remaining windows were all another part's */
-        model_forward_eval(m, r.in, r.tg, rows, T, out->beta);
-        scored += rows_record(m, &r, rows, T, due, out, &nats);
+        int used = models_forward(&w, r.in, r.tg, rows, T, out->beta);
+        scored += rows_record(&w, used, &r, rows, T, due, out, &nats);
         /* score first, then learn: the step reads the window just scored (row 0, targets up to
          * win.end), every target of which is scored now */
         if (due) {
@@ -218,6 +299,7 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
         }
     }
     model_set_training(m, 1);
+    models_free(&w);
     if (out->nats)
         out->nats[0] = 0;
     if (out->top)

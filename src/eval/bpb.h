@@ -49,7 +49,9 @@ typedef struct {
 /* The bits per byte of tokens[0..n_tokens) (n_bytes of text) under m, read
  * in sliding windows of the model's context (or less, for short streams).
  * The model is put in evaluation mode for the duration and left in training
- * mode afterwards.
+ * mode afterwards. On a CPU with more than one thread, a forward's windows
+ * are shared out among the threads, each running a replica of the model
+ * (model_create_replica) on its share alone: the same bits as one model.
  * With o->lr > 0 the model learns as it reads (dynamic evaluation; the hybrid
  * model's rule, docs/hybrid_model.md: score first, then learn): the windows
  * run in order (parts are ignored; those between two steps as one forward

@@ -9,6 +9,8 @@
  * model cannot see in its context. */
 #include "test.h"
 
+#include <omp.h>
+
 #include "core/rng.h"
 #include "data/token_store.h"
 #include "data/tokenizer.h"
@@ -206,6 +208,49 @@ static void test_adaptive_matches_reference(void)
     model_free(ref);
 }
 
+/* One reading with every per-token output, at `threads` threads. */
+static void read_all(model *m, const int32_t *toks, size_t n, int batch, double lr, int threads, double *nats,
+                     float *top, int32_t *top_id, float *log_norm, bpb_result *res)
+{
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    bpb_token_out out = {nats, top, top_id, log_norm, 1.3f};
+    tempo_error err;
+    CHECK_MSG(bpb_evaluate(m, toks, n, 200, &(bpb_options){.stride = 3, .batch = batch, .lr = lr, .out = &out}, res,
+                           &err) == 0, "%s", err.msg);
+    omp_set_num_threads(saved);
+}
+
+/* A forward's rows shared out among thread replicas of the model (bpb.c) read
+ * the same bits as one model on one thread, frozen and learning, whatever
+ * the threads and however the rows divide among them. */
+static void test_threads_same_bits(void)
+{
+    enum { N = 97 };
+    int V = 13, T = 8;
+    model *m = tiny_model(V, T, 0.3f, 9, 5);
+    int32_t toks[N];
+    rng_state r;
+    rng_seed(&r, 6);
+    random_tokens(toks, N, V, &r);
+    for (int learn = 0; learn <= 1; learn++) {
+        double lr = learn ? 0.3 : 0, nats0[N], nats[N];
+        float top0[N], top[N], ln0[N], ln[N];
+        int32_t id0[N], id[N];
+        bpb_result want, got;
+        read_all(m, toks, N, 1, lr, 1, nats0, top0, id0, ln0, &want);
+        for (int threads = 2; threads <= 3; threads++)
+            for (int batch = 2; batch <= 5; batch++) {
+                read_all(m, toks, N, batch, lr, threads, nats, top, id, ln, &got);
+                CHECK_MSG(got.bits == want.bits && !memcmp(nats, nats0, sizeof nats) && !memcmp(top, top0, sizeof top) &&
+                              !memcmp(id, id0, sizeof id) && !memcmp(ln, ln0, sizeof ln),
+                          "lr %g, %d threads, batch %d: %.17g bits against %.17g on one thread", lr, threads, batch,
+                          got.bits, want.bits);
+            }
+    }
+    model_free(m);
+}
+
 static void test_adaptive_causal_and_restored(void)
 {
     int V = 13, T = 8;
@@ -370,6 +415,7 @@ int main(void)
     RUN(test_uniform_model_exact);
     RUN(test_windows_match_definition);
     RUN(test_adaptive_matches_reference);
+    RUN(test_threads_same_bits);
     RUN(test_adaptive_causal_and_restored);
     RUN(test_adaptive_learns_repeats);
     RUN(test_adaptive_stays_finite);
