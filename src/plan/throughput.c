@@ -269,13 +269,22 @@ static void fit_efficiencies(const throughput_measurement *m, int n, double inv_
 void throughput_calibration_write(const throughput_measurement *m, int n, const char *header, strbuf *out)
 {
     strbuf_puts(out, header);
-    double other = 0;
-    for (int i = 0; i < n; i++)
-        other += m[i].measured_s[OP_COUNT];
+    /* the time no op covers, weighted as the fit below weighs its presets (1 / step time squared, so
+     * that it is fitted relative to each step): with thread replicas it is mostly the threads waiting
+     * for each other, which a big preset's long steps would otherwise impose on a small one's */
+    double other = 0, wsum = 0;
+    for (int i = 0; i < n; i++) {
+        double step = 0;
+        for (int k = 0; k <= OP_COUNT; k++)
+            step += m[i].measured_s[k];
+        double w = step > 0 ? 1 / (step * step) : 0;
+        other += w * m[i].measured_s[OP_COUNT];
+        wsum += w;
+    }
     double inv_eff[OP_COUNT], overhead_s;
     fit_efficiencies(m, n > 16 ? 16 : n, inv_eff, &overhead_s);
     strbuf_printf(out, "call_overhead_us = %.3f\nstep_overhead_ms = %.3f\n", overhead_s * 1e6,
-                  n > 0 ? 1e3 * other / n : 0.0);
+                  wsum > 0 ? 1e3 * other / wsum : 0.0);
     for (int k = 0; k < OP_COUNT; k++) {
         double roof = 0, meas = 0, calls = 0;
         for (int i = 0; i < n; i++) {

@@ -666,6 +666,27 @@ static void test_calibrate_gpu(void)
     CHECK_MSG(calibrate_gpu_measurement(line, strlen(line), "d.jsonl", &chip, &m, &err) == -1 && strstr(err.msg, "d_model"), "%s", err.msg);
 }
 
+/* The calibration's step overhead (the time no op covers) is weighted as the
+ * efficiencies are, relative to each preset's step: a 1 s step with 50 ms
+ * uncovered and a 10 ms step with 1 ms give about 1 ms, not their mean's
+ * 25.5 ms (which would be two and a half small steps). */
+static void test_calibration_step_overhead(void)
+{
+    throughput_measurement m[2];
+    memset(m, 0, sizeof m);
+    m[0].measured_s[OP_GEMM_FWD] = 0.95, m[0].roofline_s[OP_GEMM_FWD] = 0.5, m[0].calls[OP_GEMM_FWD] = 10;
+    m[0].measured_s[OP_COUNT] = 0.05;
+    m[1].measured_s[OP_GEMM_FWD] = 0.009, m[1].roofline_s[OP_GEMM_FWD] = 0.0045, m[1].calls[OP_GEMM_FWD] = 10;
+    m[1].measured_s[OP_COUNT] = 0.001;
+    strbuf out = {0};
+    throughput_calibration_write(m, 2, "# test\n", &out);
+    const char *at = out.data ? strstr(out.data, "step_overhead_ms = ") : NULL;
+    double ms = at ? atof(at + strlen("step_overhead_ms = ")) : -1;
+    double want = 1e3 * (0.05 / 1.0 + 0.001 / 1e-4) / (1 / 1.0 + 1 / 1e-4);   /* weights 1 / step^2 */
+    CHECK_MSG(fabs(ms - want) < 1e-3 && ms < 1.01, "step_overhead_ms %g, %g expected", ms, want);
+    strbuf_free(&out);
+}
+
 int main(void)
 {
     RUN(test_quality);
@@ -677,5 +698,6 @@ int main(void)
     RUN(test_keep_base);
     RUN(test_predict_and_neighbours);
     RUN(test_calibrate_gpu);
+    RUN(test_calibration_step_overhead);
     return test_summary("test_plan");
 }
