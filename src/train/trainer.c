@@ -79,6 +79,7 @@ static void ctx_free(run_ctx *c)
     if (c->val_open) token_file_close(&c->val);
     free(c->tok_text);
     if (c->tok) tok_free(c->tok);
+    if (c->reduce_ready) train_reduce_free(&c->reduce);   /* its thread replicas before the model they read */
     if (c->m) model_free(c->m);
     if (c->opt_ready) optim_free(&c->opt);
     free(c->inputs);
@@ -91,7 +92,6 @@ static void ctx_free(run_ctx *c)
     free(c->snap_v);
     free(c->shard_begin);
     free(c->shard_len);
-    if (c->reduce_ready) train_reduce_free(&c->reduce);
     free(c->slice_nats);
     metrics_log_close(&c->metrics);
 }
