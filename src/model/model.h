@@ -9,7 +9,10 @@
  *
  * The per-layer pieces are in block.h; the kernels in src/kernels/cpu. This
  * file knows nothing of files (checkpoints) or optimisers. Not thread-safe: one
- * model is used by one caller at a time; the kernels use the OpenMP team. */
+ * model is used by one caller at a time; the kernels use the OpenMP team, or
+ * run alone on the calling thread inside a parallel region. Threads that
+ * each need a model of the same parameters use replicas
+ * (model_create_replica), one a thread. */
 #ifndef TEMPO_MODEL_H
 #define TEMPO_MODEL_H
 
