@@ -164,20 +164,13 @@ static void models_free(window_models *w)
     w->n = 0;
 }
 
-/* Row share s of n of `rows`: [*a, *b). */
-static void share(int rows, int s, int n, int *a, int *b)
-{
-    *a = rows * s / n;
-    *b = rows * (s + 1) / n;
-}
-
 /* The share of n that holds row k of `rows`; *a gets its first row. */
 static int owner(int rows, int n, int k, int *a)
 {
     int s = 0, b;
-    share(rows, 0, n, a, &b);
+    model_replica_share(rows, 0, n, a, &b);
     while (k >= b)
-        share(rows, ++s, n, a, &b);
+        model_replica_share(rows, ++s, n, a, &b);
     return s;
 }
 
@@ -215,7 +208,7 @@ static int models_forward(window_models *w, const int32_t *in, const int32_t *tg
 #pragma omp parallel for schedule(static, 1) num_threads(n)
     for (int s = 0; s < n; s++) {
         int a, b;
-        share(rows, s, n, &a, &b);
+        model_replica_share(rows, s, n, &a, &b);
         model_forward_eval(w->rep[s], in + (size_t)a * T, tg + (size_t)a * T, b - a, T, beta);
     }
     return n;

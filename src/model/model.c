@@ -222,6 +222,12 @@ int model_create_replica(model **out, model *base, int max_batch, tempo_error *e
     return create(out, &base->cfg, max_batch, 0, base->params, err);
 }
 
+void model_replica_share(int rows, int s, int n, int *first, int *end)
+{
+    *first = (int)((long)rows * s / n);
+    *end = (int)((long)rows * (s + 1) / n);
+}
+
 /* shared_params: NULL, or the parameter buffer to use (a replica's). */
 static int create(model **out, const model_config *cfg, int max_batch, int host_only, float *shared_params,
                   tempo_error *err)

@@ -76,6 +76,9 @@ int model_create(model **out, const model_config *cfg, int max_batch, tempo_erro
  * training step each run a replica on their share of its rows
  * (train/train_step.h). Free it before base. Returns as model_create. */
 int model_create_replica(model **out, model *base, int max_batch, tempo_error *err);
+/* The rows [*first, *end) of share s of n contiguous shares of `rows`, as
+ * replicas take them (the later shares the larger when n does not divide). */
+void model_replica_share(int rows, int s, int n, int *first, int *end);
 void model_free(model *m); /* NULL is fine */
 
 const model_config *model_get_config(const model *m);

@@ -226,6 +226,16 @@ int throughput_measure(const run_config *cfg, const chip_profile *chip, int thre
     return 0;
 }
 
+/* A preset's weight in the fits below: 1 / its step time squared, so that each
+ * is fitted relative to its step and a small preset counts as much as a big one. */
+static double preset_weight(const throughput_measurement *m)
+{
+    double step = 0;
+    for (int k = 0; k <= OP_COUNT; k++)
+        step += m->measured_s[k];
+    return step > 0 ? 1 / (step * step) : 0;
+}
+
 /* time_pk = roofline_pk x inv_eff_k + calls_pk x overhead, fitted by weighted
  * least squares over presets p and ops k (weight 1 / preset's step time, so a
  * small preset counts as much as a big one), alternating between the per-op
@@ -234,12 +244,8 @@ int throughput_measure(const run_config *cfg, const chip_profile *chip, int thre
 static void fit_efficiencies(const throughput_measurement *m, int n, double inv_eff[OP_COUNT], double *overhead_s)
 {
     double w2[16], stream[16];
-    for (int i = 0; i < n; i++) {
-        double step = 0;
-        for (int k = 0; k <= OP_COUNT; k++)
-            step += m[i].measured_s[k];
-        w2[i] = step > 0 ? 1 / (step * step) : 0;
-    }
+    for (int i = 0; i < n; i++)
+        w2[i] = preset_weight(&m[i]);
     for (int k = 0; k < OP_COUNT; k++)
         inv_eff[k] = 1;
     *overhead_s = 0;
@@ -269,15 +275,12 @@ static void fit_efficiencies(const throughput_measurement *m, int n, double inv_
 void throughput_calibration_write(const throughput_measurement *m, int n, const char *header, strbuf *out)
 {
     strbuf_puts(out, header);
-    /* the time no op covers, weighted as the fit below weighs its presets (1 / step time squared, so
-     * that it is fitted relative to each step): with thread replicas it is mostly the threads waiting
-     * for each other, which a big preset's long steps would otherwise impose on a small one's */
+    /* the time no op covers, weighted as the efficiencies' fit weighs its presets: with thread
+     * replicas it is mostly the threads waiting for each other, which a big preset's long steps
+     * would otherwise impose on a small one's */
     double other = 0, wsum = 0;
     for (int i = 0; i < n; i++) {
-        double step = 0;
-        for (int k = 0; k <= OP_COUNT; k++)
-            step += m[i].measured_s[k];
-        double w = step > 0 ? 1 / (step * step) : 0;
+        double w = preset_weight(&m[i]);
         other += w * m[i].measured_s[OP_COUNT];
         wsum += w;
     }

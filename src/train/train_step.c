@@ -139,13 +139,6 @@ void train_reduce_free(train_reduce *r)
     replicas_free(r);
 }
 
-/* Part s of n of a micro-batch's rows: [*a, *b). */
-static void replica_rows(int rows, int s, int n, int *a, int *b)
-{
-    *a = (int)((long)rows * s / n);
-    *b = (int)((long)rows * (s + 1) / n);
-}
-
 int train_reduce_replicas(train_reduce *r, model *m, int threads, int micro_batch, tempo_error *err)
 {
     int n = threads < micro_batch ? threads : micro_batch;
@@ -161,35 +154,41 @@ int train_reduce_replicas(train_reduce *r, model *m, int threads, int micro_batc
     r->rep[0] = m;
     r->n_rep = n;
     r->rep_rows = micro_batch;
-    for (int s = 1; s < n; s++) {
+    for (int s = 0; s < n; s++) {
         int a, b;
-        replica_rows(micro_batch, s, n, &a, &b);
+        model_replica_share(micro_batch, s, n, &a, &b);
         r->rep_weight[s] = (float)(b - a) / (float)micro_batch;
-        if (model_create_replica(&r->rep[s], m, b - a, err)) {
+        if (s > 0 && model_create_replica(&r->rep[s], m, b - a, err)) {
             r->n_rep = s;   /* free what was made */
             replicas_free(r);
             return -1;
         }
     }
-    int a0, b0;
-    replica_rows(micro_batch, 0, n, &a0, &b0);
-    r->rep_weight[0] = (float)(b0 - a0) / (float)micro_batch;
     return 0;
 }
 
-/* g0 = sum_s w_s g_s (then times scale), in s order. */
+/* g0 = sum_s w_s g_s (then times scale), in s order for every element, in
+ * blocks that stay in cache while each replica's gradient is added. */
 static void replicas_sum(train_reduce *r, float scale)
 {
+    enum { BLOCK = 4096 };
     int n = r->n_rep;
     float *g0 = model_grads(r->rep[0]);
     const float *w = r->rep_weight;
     size_t np = model_num_params(r->rep[0]);
 #pragma omp parallel for schedule(static) num_threads(n)
-    for (size_t i = 0; i < np; i++) {
-        float acc = w[0] * g0[i];
-        for (int s = 1; s < n; s++)
-            acc += w[s] * model_grads(r->rep[s])[i];
-        g0[i] = scale != 1.0f ? acc * scale : acc;
+    for (size_t i0 = 0; i0 < np; i0 += BLOCK) {
+        size_t i1 = np - i0 < BLOCK ? np : i0 + BLOCK;
+        for (size_t i = i0; i < i1; i++)
+            g0[i] *= w[0];
+        for (int s = 1; s < n; s++) {
+            const float *gs = model_grads(r->rep[s]);
+            for (size_t i = i0; i < i1; i++)
+                g0[i] += w[s] * gs[i];
+        }
+        if (scale != 1.0f)
+            for (size_t i = i0; i < i1; i++)
+                g0[i] *= scale;
     }
 }
 
@@ -212,7 +211,7 @@ static double gradient_replicas(train_reduce *r, int batch, int micro_batch, int
 #pragma omp parallel num_threads(n)
         for (int s = omp_get_thread_num(); s < n; s += omp_get_num_threads()) {
             int a, b;
-            replica_rows(micro_batch, s, n, &a, &b);
+            model_replica_share(micro_batch, s, n, &a, &b);
             model *m = r->rep[s];
             if (s > 0)
                 model_set_mixture(m, mix_b ? mix_b + (size_t)a * T : NULL, mix_a);
