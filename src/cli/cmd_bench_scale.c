@@ -20,8 +20,9 @@ static void usage(FILE *f)
             "usage: tempo bench scale [--preset NAME] [--set KEY=VALUE]... [--chip FILE] [--link SPEC]\n"
             "                         [--step-ms MS] [--max-ranks N] [--vocab N]\n"
             "  A projection, not a measurement: the preset's training step on 1, 2, 4, ... --max-ranks\n"
-            "  (default 1024) data-parallel ranks, each rank a chip of --chip (default this machine's\n"
-            "  profile, configs/chips/cpu-avx2-2core.conf), the gradients over a link of --link: 25gbe,\n"
+            "  (default 1024) data-parallel ranks, each rank a chip of --chip (default this machine kind's\n"
+            "  profile: configs/chips/cpu-avx512-2core.conf where the CPU kernels run AVX-512, else\n"
+            "  configs/chips/cpu-avx2-2core.conf), the gradients over a link of --link: 25gbe,\n"
             "  100gbe, 400gbe, nvlink (an 8-GPU NVLink server) or GBPS[:LATENCY_US]; default: the chip\n"
             "  file's link_gbs and link_latency_us. One JSON line per ranks, scaling, sharded and overlap:\n"
             "    scaling  strong: the preset's global batch split over the ranks (the trainer's rule;\n"
@@ -107,7 +108,7 @@ int bench_scale_main(int argc, char **argv)
     if (chip_arg)
         snprintf(chip_path, sizeof chip_path, "%s", chip_arg);
     else
-        plan_find_config("chips/cpu-avx2-2core.conf", chip_path, sizeof chip_path);
+        plan_find_config(chip_default_file(), chip_path, sizeof chip_path);
     chip_profile chip;
     run_config cfg;
     if (chip_load(&chip, chip_path, &err))

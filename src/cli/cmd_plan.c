@@ -18,7 +18,6 @@
 #include "plan/quality.h"
 #include "plan/throughput.h"
 
-#define DEFAULT_CHIP "chips/cpu-avx2-2core.conf"
 #define DEFAULT_LAW "scaling/transformer_law.conf"
 #define DEFAULT_HYBRID "scaling/hybrid.conf"
 #define DEFAULT_CORPUS_TOKENS 89941522.0 /* the bundled corpus prepared with --vocab 4096 */
@@ -44,7 +43,9 @@ static void usage(FILE *f)
         "  more than that difference's own uncertainty (paired over the law's bootstrap, plus each\n"
         "  run's scatter): a measured configuration is not traded for a gain the law cannot resolve.\n"
         "  --budget D      wall-clock training budget (90s, 10m, 4h)\n"
-        "  --chip FILE     a chip profile (default configs/" DEFAULT_CHIP ": this 2-core machine)\n"
+        "  --chip FILE     a chip profile (default: this machine kind, configs/chips/cpu-avx512-2core.conf\n"
+        "                  where the CPU kernels run AVX-512, else configs/chips/cpu-avx2-2core.conf;\n"
+        "                  TEMPO_KERNELS=avx2 picks the latter)\n"
         "  --ranks N       data-parallel chips (ring all-reduce over the chip's link_gbs)\n"
         "  --memory GB     memory per chip to plan within (default: the chip's memory_gb)\n"
         "  --no-memory     the transformer alone (no count memory, cache or match model)\n"
@@ -486,16 +487,17 @@ int cmd_plan(int argc, char **argv)
     if (a.plot)
         return write_plot(a.plot, a.chip_arg, a.law_arg, a.hybrid_arg, o,
                           a.out || a.check || a.calib || a.explain || a.do_validate);
-    char chip_path[1200];
+    char chip_path[1200], default_name[64];
+    snprintf(default_name, sizeof default_name, "configs/%s", chip_default_file());
     if (a.chip_arg)
         snprintf(chip_path, sizeof chip_path, "%s", a.chip_arg);
     else
-        plan_find_config(DEFAULT_CHIP, chip_path, sizeof chip_path);
+        plan_find_config(chip_default_file(), chip_path, sizeof chip_path);
     tempo_error err;
     chip_profile chip;
     if (chip_load(&chip, chip_path, &err))
         return cli_report(&err);
-    const char *chip_name = a.chip_arg ? a.chip_arg : "configs/" DEFAULT_CHIP;
+    const char *chip_name = a.chip_arg ? a.chip_arg : default_name;
     if (a.calib_gpu)
         return calibrate_gpu(a.calib_gpu, &chip, a.out, chip_name);
     if (a.check || a.calib)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpu_info.h"
 #include "core/fileio.h"
 #include "core/number.h"
 #include "plan/kv_lines.h"
@@ -21,6 +22,14 @@ typedef struct {
     int eff_op[OP_COUNT];
     double eff_compute_v, eff_memory_v;
 } chip_seen;
+
+const char *chip_default_file(void)
+{
+    cpu_info ci = {0};
+    cpu_info_query_features(&ci);
+    return cpu_kernel_path_select(&ci) == CPU_KERNELS_AVX512 ? "chips/cpu-avx512-2core.conf"
+                                                              : "chips/cpu-avx2-2core.conf";
+}
 
 int chip_op_is_compute(op_kind k)
 {

@@ -14,6 +14,7 @@ make --no-print-directory install PREFIX=/opt/tempo DESTDIR="$S" >"$E2E_TMP/inst
 B="$S/opt/tempo/bin/tempo"
 [ -x "$B" ] || fail "no installed binary"
 for f in share/tempo/configs/cpu-default.conf share/tempo/configs/tiny-test.conf share/tempo/configs/chips/cpu-avx2-2core.conf \
+         share/tempo/configs/chips/cpu-avx512-2core.conf \
          share/tempo/configs/scaling/transformer_law.conf share/tempo/scripts/torch_reference.py share/doc/tempo/README.md \
          share/doc/tempo/architecture.md; do
     [ -f "$S/opt/tempo/$f" ] || fail "make install left out $f"

@@ -1,12 +1,15 @@
 /* test_plan_chip.c - the planner's chip profiles and throughput model
  * (src/plan/chip.c, throughput.c): the reader and its errors, the committed
- * chip files, and the model's FLOP count against the model's own. */
+ * chip files, the default chip by the CPU's kernel path, and the model's
+ * FLOP count against the model's own. */
 #include "test.h"
 #include "plan_fixture.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/cpu_info.h"
 #include "model/model.h"
 #include "plan/chip.h"
 #include "plan/throughput.h"
@@ -91,8 +94,8 @@ static void test_chip_errors(void)
 
 static void test_committed_chips(void)
 {
-    const char *files[] = {"configs/chips/cpu-avx2-2core.conf", "configs/chips/nvidia-h200.conf",
-                           "configs/chips/aws-trainium2.conf"};
+    const char *files[] = {"configs/chips/cpu-avx2-2core.conf", "configs/chips/cpu-avx512-2core.conf",
+                           "configs/chips/nvidia-h200.conf", "configs/chips/aws-trainium2.conf"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         chip_profile c;
         tempo_error err;
@@ -100,6 +103,35 @@ static void test_committed_chips(void)
         for (int k = 0; k < OP_COUNT; k++)
             CHECK_MSG(c.eff[k] > 0 && c.eff[k] <= 1, "%s eff %d", files[i], k);
     }
+}
+
+/* The default chip follows the kernel path: AVX-512 only where the CPU has it
+ * and TEMPO_KERNELS does not cap it; the file it names loads. */
+static void test_default_chip(void)
+{
+    const char *avx2 = "chips/cpu-avx2-2core.conf", *avx512 = "chips/cpu-avx512-2core.conf";
+    cpu_info ci = {0};
+    cpu_info_query_features(&ci);
+    const char *saved = getenv("TEMPO_KERNELS");
+    char keep[32] = "";
+    if (saved)
+        snprintf(keep, sizeof keep, "%s", saved);
+    setenv("TEMPO_KERNELS", "avx2", 1);
+    CHECK(!strcmp(chip_default_file(), avx2));
+    setenv("TEMPO_KERNELS", "portable", 1);
+    CHECK(!strcmp(chip_default_file(), avx2));
+    setenv("TEMPO_KERNELS", "auto", 1);
+    const char *want = ci.avx2 && ci.fma && ci.avx512f ? avx512 : avx2;
+    CHECK_MSG(!strcmp(chip_default_file(), want), "%s, want %s", chip_default_file(), want);
+    if (saved)
+        setenv("TEMPO_KERNELS", keep, 1);
+    else
+        unsetenv("TEMPO_KERNELS");
+    char path[256];
+    snprintf(path, sizeof path, "configs/%s", chip_default_file());
+    chip_profile c;
+    tempo_error err;
+    CHECK_MSG(chip_load(&c, path, &err) == 0, "%s: %s", path, err.msg);
 }
 
 static void test_throughput_counts(void)
@@ -140,6 +172,7 @@ int main(void)
     RUN(test_chip_parse);
     RUN(test_chip_errors);
     RUN(test_committed_chips);
+    RUN(test_default_chip);
     RUN(test_throughput_counts);
     return test_summary("test_plan_chip");
 }
