@@ -487,12 +487,13 @@ int cmd_plan(int argc, char **argv)
     if (a.plot)
         return write_plot(a.plot, a.chip_arg, a.law_arg, a.hybrid_arg, o,
                           a.out || a.check || a.calib || a.explain || a.do_validate);
+    const char *default_file = chip_default_file();
     char chip_path[1200], default_name[64];
-    snprintf(default_name, sizeof default_name, "configs/%s", chip_default_file());
+    snprintf(default_name, sizeof default_name, "configs/%s", default_file);
     if (a.chip_arg)
         snprintf(chip_path, sizeof chip_path, "%s", a.chip_arg);
     else
-        plan_find_config(chip_default_file(), chip_path, sizeof chip_path);
+        plan_find_config(default_file, chip_path, sizeof chip_path);
     tempo_error err;
     chip_profile chip;
     if (chip_load(&chip, chip_path, &err))
