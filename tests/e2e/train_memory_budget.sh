@@ -50,7 +50,7 @@ print(m["train"]["tokens"] - 4096)
 PY
 ) || fail "meta.json has no train.tokens"
 "$TEMPO" train --data "$D" "${ARGS[@]}" --budget 8s --set memory_build_s_per_mtok=20 --set memory_budget_share=0 \
-    --out "$E2E_TMP/all" >/dev/null 2>&1 || fail "the share-0 run failed"
+    --out "$E2E_TMP/all" >/dev/null 2>"$E2E_TMP/all.err" || { cat "$E2E_TMP/all.err" >&2; fail "the share-0 run failed"; }
 [ "$(json_field "$E2E_TMP/all/result.json" memory_tokens)" = "$all" ] || fail "share 0 counted $(json_field "$E2E_TMP/all/result.json" memory_tokens) tokens, not all $all"
 [ "$(json_field "$E2E_TMP/all/result.json" memory_budget_capped)" = False ] || fail "share 0 says capped"
 "$TEMPO" train --data "$D" "${ARGS[@]}" --steps 5 --set memory_build_s_per_mtok=20 --out "$E2E_TMP/steps" \
