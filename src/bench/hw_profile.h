@@ -83,8 +83,11 @@ int hw_profile_fits_here(const hw_profile *p);
  * that file exists and fits this machine (hw_profile_fits_here; a file that
  * does not parse is an error naming it); otherwise the FMA peak alone is
  * measured (~0.5 s) and saved there atomically, replacing a profile that did
- * not fit. Saving is best-effort: an unwritable cache still returns the
- * measured profile (re-measured next time). */
+ * not fit. A cached profile measured under load (contended) is measured
+ * again each time it is asked for; the higher peak of the two stands and is
+ * saved (an MFU against a peak measured beside a busy loop read 88 %).
+ * Saving is best-effort: an unwritable cache still returns the measured
+ * profile (re-measured next time). */
 int hw_profile_load_or_measure(hw_profile *p, tempo_error *err);
 
 /* Peak GFLOP/s at `threads` threads: the measured point if there is one,

@@ -248,6 +248,8 @@ static void test_load_or_measure(void)
     CHECK(p.n_peak >= 1 && p.peak_gflops[0].threads == 1 && p.peak_gflops[0].value > 0);
     CHECK(p.n_bandwidth == 0 && p.cores >= 1);
     CHECK(path_exists(path));
+    p.contended = 0;   /* as measured on a quiet machine (this one may be busy): used as it is */
+    CHECK(hw_profile_save(&p, path, &err) == 0);
     CHECK(hw_profile_load_or_measure(&q, &err) == 0);     /* loads */
     CHECK(q.peak_gflops[0].value == p.peak_gflops[0].value);
     CHECK(strcmp(q.measured_at, p.measured_at) == 0);
@@ -276,6 +278,32 @@ static void test_load_or_measure(void)
         hw_profile saved;
         CHECK(hw_profile_load(&saved, path, &err) == 0 && saved.peak_gflops[0].value == q.peak_gflops[0].value);
     }
+
+    /* A profile measured under load is measured again: the higher peak stands, and is saved. */
+    hw_profile busy = p;
+    busy.contended = 1;
+    busy.peak_gflops[0].value = 1e-3;   /* far below any real measurement */
+    for (int i = 1; i < busy.n_peak; i++)
+        busy.peak_gflops[i].value = 1e-3;
+    snprintf(busy.measured_at, sizeof busy.measured_at, "2000-01-01T00:00:00Z");
+    CHECK(hw_profile_fits_here(&busy));
+    CHECK(hw_profile_save(&busy, path, &err) == 0);
+    CHECK(hw_profile_load_or_measure(&q, &err) == 0);
+    CHECK_MSG(q.peak_gflops[0].value > 1e-3 && strcmp(q.measured_at, "2000-01-01T00:00:00Z") != 0,
+              "a contended profile's peak was used as it was");
+    hw_profile saved;
+    CHECK(hw_profile_load(&saved, path, &err) == 0 && saved.peak_gflops[0].value == q.peak_gflops[0].value);
+    /* ... and one whose peak no measurement here reaches stays: load only lowers a peak */
+    busy.peak_gflops[0].value = 1e9;
+    for (int i = 1; i < busy.n_peak; i++)
+        busy.peak_gflops[i].value = 1e9;
+    CHECK(hw_profile_save(&busy, path, &err) == 0);
+    CHECK(hw_profile_load_or_measure(&q, &err) == 0);
+    if (q.contended)   /* this measurement was under load too: the higher, cached, peak */
+        CHECK(q.peak_gflops[0].value == 1e9);
+    else               /* a quiet measurement replaces it */
+        CHECK(q.peak_gflops[0].value < 1e9 && hw_profile_load(&saved, path, &err) == 0 &&
+              saved.peak_gflops[0].value == q.peak_gflops[0].value);
 
     /* A corrupt file is an error naming the file, never silently replaced. */
     CHECK(file_write_atomic(path, "{\"peak_gflops\":", 15, &err) == 0);
