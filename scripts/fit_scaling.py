@@ -40,9 +40,11 @@ S the run's steps (deeper models gain on wider ones as runs get longer);
 trusted within the aspects and depths measured, its steps clamped to those
 measured.
 
-Hybrid relation: from 10-minute hybrid runs (result.json with val_bpb and
-val_bpb_transformer): hybrid = min(t, limit_K - slope * max(0, pivot - t) -
-calibration_gain). The relation is of the linear mixture (val_bpb_linear when
+Hybrid relation: from hybrid runs (result.json with val_bpb and
+val_bpb_transformer, or the points --hybrid-points-out saved before):
+hybrid = min(t, limit_K - slope * x - curve * x^2 - calibration_gain),
+x = max(0, pivot - t); curve 0 (a line) unless --hybrid-curve, which fits
+pivot, slope >= 0 and curve >= 0 by least squares for one memory order. The relation is of the linear mixture (val_bpb_linear when
 a run has it: runs from before the calibration stage have only val_bpb,
 which was that); calibration_gain is the median of val_bpb_linear - val_bpb
 over the runs that have both (0 when none does).
@@ -264,6 +266,7 @@ def depth_term(args, coef, bc, ref_bpb):
 
 
 FAMILY_STEPS_REF = 300         # the family term's slope in log2 steps is about this many
+FAMILY_WIDTH_REF = 128        # the family term's width part is per doubling of d_model from this
 LAW_CONTEXT = 256              # every run of the law's grids trains and reads context 256
 
 
@@ -309,26 +312,39 @@ def family_term(args, coef, bc, ref_bpb, depth):
     """The family term: the planner's models are cpu-default's (SwiGLU, QK-norm), the grids'
     cpu-transformer's (ReLU^2, no QK-norm), and the plan predicts the full val set where the
     grids read a slice: each family run's frozen read on the full val set less the law (and its
-    shape term), fitted as b + b_steps log2(S / 300) over the runs' steps S."""
+    shape term), fitted as b + b_steps log2(S / 300) over the runs' steps S, plus b_width
+    log2(d_model / 128) with --family-width (d_model clamped to the widths measured)."""
     E, A, alpha, B, beta = coef
     pts, notes = [], []
     for name, n, d, steps, width, layers, y in family_points(args):
         # D_eff as the planner counts it (quality_tokens_effective: B_crit at the law's bpb of D)
         (_, de, _), = effective([(n, d, E + A * n ** -alpha + B * d ** -beta, d / steps)], bc, ref_bpb)
         law_y = E + A * n ** -alpha + B * de ** -beta + depth(width / layers, steps)
-        pts.append((math.log2(steps / FAMILY_STEPS_REF), y - law_y))
+        pts.append((math.log2(steps / FAMILY_STEPS_REF), y - law_y, width))
         notes.append("#   %s: d%d l%d, %d steps: %.4f read frozen, the law %.4f: %+.4f" % (
             name, width, layers, steps, y, law_y, y - law_y))
-    if len(pts) < 3 or len({s for s, _ in pts}) < 2:
+    if len(pts) < 3 or len({s for s, _, _ in pts}) < 2:
         raise SystemExit("fit_scaling: the family term needs 3 runs or more at 2 lengths or more")
-    b, bs = solve([[1.0, s] for s, _ in pts], [y for _, y in pts])
-    fit = [b + bs * s for s, _ in pts]
-    sd = math.sqrt(sum((y - f) ** 2 for (_, y), f in zip(pts, fit)) / max(1, len(pts) - 2))
-    steps = [FAMILY_STEPS_REF * 2 ** s for s, _ in pts]
+    if args.family_width and len({w for _, _, w in pts}) < 2:
+        raise SystemExit("fit_scaling: --family-width needs the family's runs at 2 widths or more")
+    wx = [math.log2(w / FAMILY_WIDTH_REF) if args.family_width else 0.0 for _, _, w in pts]
+    if args.family_width:
+        b, bs, bw = solve([[1.0, s, x] for (s, _, _), x in zip(pts, wx)], [y for _, y, _ in pts])
+    else:
+        (b, bs), bw = solve([[1.0, s] for s, _, _ in pts], [y for _, y, _ in pts]), 0.0
+    fit = [b + bs * s + bw * x for (s, _, _), x in zip(pts, wx)]
+    n_par = 3 if args.family_width else 2
+    sd = math.sqrt(sum((y - f) ** 2 for (_, y, _), f in zip(pts, fit)) / max(1, len(pts) - n_par))
+    steps = [FAMILY_STEPS_REF * 2 ** s for s, _, _ in pts]
     lines = ["family_b = %.5f" % b, "family_b_steps = %.5f    # per doubling of the steps from family_steps_ref" % bs,
              "family_sd = %.4f    # the runs' residual sd around the term" % sd,
              "family_steps_ref = %g" % FAMILY_STEPS_REF,
              "family_steps_min = %d" % round(min(steps)), "family_steps_max = %d" % round(max(steps))]
+    if args.family_width:
+        widths = [w for _, _, w in pts]
+        lines += ["family_b_width = %.5f    # per doubling of d_model from family_width_ref" % bw,
+                  "family_width_ref = %d" % FAMILY_WIDTH_REF,
+                  "family_width_min = %d" % min(widths), "family_width_max = %d" % max(widths)]
     return lines, notes
 
 
@@ -415,7 +431,8 @@ def law(args):
            "".join(" --anchor-runs '%s'" % a for a in args.anchor_runs) +
            "".join(" --anchor-tsv %s" % a for a in args.anchor_tsv) +
            "".join(" --depth-grid %s" % a for a in args.depth_grid) +
-           "".join(" --family-tsv %s" % a for a in args.family_tsv + ([args.family_out] if args.family_out else []))),
+           "".join(" --family-tsv %s" % a for a in dict.fromkeys(args.family_tsv + ([args.family_out] if args.family_out else []))) +
+           (" --family-width" if args.family_width else "")),
         "E = %.6g" % E, "A = %.6g" % A, "alpha = %.4g" % alpha, "B = %.6g" % B, "beta = %.4g" % beta,
         "residual_sd = %.4g" % sd,
         "n_min = %.6g" % min(p[0] for p in pts), "n_max = %.6g" % max(p[0] for p in pts),
@@ -504,6 +521,53 @@ def hybrid_runs(patterns, frozen=False):
     return runs
 
 
+HYBRID_POINT_KEYS = ("memory_order", "val_bpb_transformer", "val_bpb_linear", "val_bpb")
+
+
+def hybrid_points(args, runs):
+    """The relation's runs plus the points of --hybrid-tsv (run, memory_order, t, linear mixture,
+    mixture), as (name/result.json, result) pairs; written to --hybrid-points-out when given, so a
+    refit needs no run folders."""
+    runs = list(runs)
+    for row in tsv_rows(args.hybrid_tsv):
+        runs.append((row["run"] + "/result.json", {"memory_order": int(row["memory_order"]),
+                                                   "val_bpb_transformer": float(row["val_bpb_transformer"]),
+                                                   "val_bpb_linear": float(row["val_bpb_linear"]),
+                                                   "val_bpb": float(row["val_bpb"])}))
+    if args.hybrid_points_out:
+        with open(args.hybrid_points_out, "w") as f:
+            f.write("run\t" + "\t".join(HYBRID_POINT_KEYS) + "\n")
+            for path, r in runs:
+                f.write("%s\t%d\t%.6f\t%.6f\t%.6f\n" % (
+                    path.split("/")[-2], r["memory_order"], r["val_bpb_transformer"],
+                    r.get("val_bpb_linear") or r["val_bpb"], r["val_bpb"]))
+    return runs
+
+
+def fit_curve(working, limit):
+    """pivot, slope >= 0, curve >= 0 of limit - h = slope x + curve x^2, x = pivot - t, least
+    squares over a grid of pivots above every working t."""
+    best = None
+    t_max = max(t for t, _ in working)
+    for i in range(1, 1601):
+        pivot = t_max + 0.001 * i
+        xs = [pivot - t for t, _ in working]
+        ys = [limit - h for _, h in working]
+        fits = []
+        both = solve([[x, x * x] for x in xs], ys)
+        if both and both[0] >= 0 and both[1] >= 0:
+            fits.append(tuple(both))
+        sxx = sum(x * x for x in xs)
+        fits.append((max(0.0, sum(x * y for x, y in zip(xs, ys)) / sxx), 0.0))
+        x4 = sum(x ** 4 for x in xs)
+        fits.append((0.0, max(0.0, sum(x * x * y for x, y in zip(xs, ys)) / x4)))
+        for sl, cu in fits:
+            sse = sum((y - sl * x - cu * x * x) ** 2 for x, y in zip(xs, ys))
+            if best is None or sse < best[0]:
+                best = (sse, pivot, sl, cu)
+    return best[1], best[2], best[3]
+
+
 def measured_timings(timed):
     """The count memory's build and size per order, and memory.bin's write, as hybrid-file lines."""
     lines = []
@@ -533,10 +597,10 @@ def measured_timings(timed):
 
 
 def hybrid(args):
-    runs = hybrid_runs(args.runs, args.frozen_t)
+    runs = hybrid_points(args, hybrid_runs(args.runs, args.frozen_t))
     timing_runs = hybrid_runs(args.timing_runs)
     if not runs:
-        raise SystemExit("fit_scaling: no hybrid runs in %s" % args.runs)
+        raise SystemExit("fit_scaling: no hybrid runs in %s" % (args.runs + args.hybrid_tsv))
     def linear(r):   # the linear mixture's bpb (runs before the calibration stage: val_bpb)
         return r.get("val_bpb_linear") or r["val_bpb"]
     gains = [r["val_bpb_linear"] - r["val_bpb"] for _, r in runs if r.get("val_bpb_linear")]
@@ -544,10 +608,6 @@ def hybrid(args):
                if r["val_bpb_transformer"] < 2.5]
     useless = [(r["memory_order"], linear(r)) for _, r in runs if r["val_bpb_transformer"] >= 2.5]
     orders = sorted({o for o, _, _ in working})
-    # pooled slope with one intercept per order
-    rows = [[1.0 if o == k else 0.0 for k in orders] + [t] for o, t, _ in working]
-    x = solve(rows, [h for _, _, h in working])
-    slope, icpt = x[-1], dict(zip(orders, x[:-1]))
     limits = {}
     for o, h in useless:
         limits.setdefault(o, []).append(h)
@@ -555,34 +615,59 @@ def hybrid(args):
         raise SystemExit("fit_scaling: no run with a useless transformer: the limit is unknown")
     o0 = sorted(limits)[0]
     lim0 = statistics.median(limits[o0])
-    pivot = (lim0 - icpt[o0]) / slope
+    curve = 0.0
+    if args.hybrid_curve:
+        if orders != [o0]:
+            raise SystemExit("fit_scaling: --hybrid-curve fits one memory order; the runs have %s" % orders)
+        pivot, slope, curve = fit_curve([(t, h) for _, t, h in working], lim0)
+        icpt = {o0: lim0 - slope * pivot}
+    else:
+        # pooled slope with one intercept per order
+        rows = [[1.0 if o == k else 0.0 for k in orders] + [t] for o, t, _ in working]
+        x = solve(rows, [h for _, _, h in working])
+        slope, icpt = x[-1], dict(zip(orders, x[:-1]))
+        pivot = (lim0 - icpt[o0]) / slope
     def relation(o, t):
         lim = icpt[o] + slope * pivot
-        return min(t, lim - slope * max(0.0, pivot - t))
+        x = max(0.0, pivot - t)
+        return min(t, lim - slope * x - curve * x * x)
     res = [h - relation(o, t) for o, t, h in working if o in icpt]
-    res_sd = math.sqrt(sum(e * e for e in res) / max(1, len(res) - len(orders) - 1))
+    n_par = 3 if args.hybrid_curve else len(orders) + 1   # pivot, slope, curve; or an intercept per order and the slope
+    res_sd = math.sqrt(sum(e * e for e in res) / max(1, len(res) - n_par))
     names = textwrap.wrap(", ".join(p.split("/")[-2] for p, _ in runs) + ".", 96)
     t_lo, t_hi = min(t for _, t, _ in working), max(t for _, t, _ in working)
-    refit = (["--frozen-t"] if args.frozen_t else []) + ["--runs '%s'" % g for g in args.runs] + \
+    # with --hybrid-points-out every point is in that file: the refit reads it alone
+    sources = ["--hybrid-tsv %s" % args.hybrid_points_out] if args.hybrid_points_out else \
+        ["--runs '%s'" % g for g in args.runs] + ["--hybrid-tsv %s" % g for g in args.hybrid_tsv]
+    refit = (["--frozen-t"] if args.frozen_t else []) + (["--hybrid-curve"] if args.hybrid_curve else []) + sources + \
         ["--timing-runs '%s'" % g for g in args.timing_runs] + \
         (["--keep-timings %s" % args.keep_timings] if args.keep_timings else [])
     lines = [
         "# The hybrid model's val bpb from its transformer's (src/plan/quality.h):",
-        "#   hybrid = min(t, limit_K - slope * max(0, pivot - t) - calibration_gain),  K the memory's order,",
+        "#   hybrid = min(t, limit_K - slope * x - curve * x^2 - calibration_gain),  x = max(0, pivot - t),",
+        "#   K the memory's order,",
         "# fitted by scripts/fit_scaling.py to %d runs (their folders below) on the full val set;" % len(runs),
         "# t: the transformer alone, %s:" % (
             "read frozen (%s beside each result.json), the mixture as the run read it" % FROZEN_READ
             if args.frozen_t else "as the run read it"),
     ] + ["#   " + n for n in names] + [
+    ] + ([
+        "# limit.%d: the run(s) whose transformer was useless (t >= 2.5); pivot, slope >= 0 and" % o0,
+        "# curve >= 0 by least squares over the runs with a working transformer (t < 2.5): the",
+        "# mixture gains more per bpb of transformer the better the transformer. The working",
+        "# transformers' bpb span %.2f-%.2f; outside that span it is an extrapolation." % (t_lo, t_hi),
+    ] if args.hybrid_curve else [
         "# slope: pooled over the runs with a working transformer (t < 2.5, an intercept per order);",
         "# limit.%d: the run(s) whose transformer was useless (t >= 2.5); the other orders' limits at" % o0,
         "# the same pivot. Crude: the working transformers' bpb span only %.2f-%.2f, so the relation" % (t_lo, t_hi),
         "# is a line through few points; outside that span it is an extrapolation.",
+    ]) + [
         "# Caches and match models as in those runs (cache order 4-8).",
         "# Re-fit (one command): python3 scripts/fit_scaling.py \\",
     ] + ["#     %s \\" % a for a in refit] + ["#     --hybrid-out THIS_FILE"] + [
         "pivot = %.4f" % pivot,
         "slope = %.4f" % slope,
+    ] + (["curve = %.4f" % curve] if args.hybrid_curve else []) + [
         "vocab = %d    # the runs' vocabulary: the planner plans hybrids only at it" % args.hybrid_vocab,
         "residual_sd = %.4f    # of the %d working runs around the relation" % (res_sd, len(res)),
         "calibration_gain = %.4f    # the calibration stage: median of val_bpb_linear - val_bpb over %d run(s)%s" % (
@@ -605,8 +690,10 @@ def hybrid(args):
         lines += measured_timings(runs + timing_runs)
     with open(args.hybrid_out, "w") as f:
         f.write("\n".join(lines) + "\n")
-    print("hybrid: slope %.4f pivot %.4f limits %s" % (
-        slope, pivot, {o: round(icpt[o] + slope * pivot, 4) for o in orders}))
+    print("hybrid: slope %.4f curve %.4f pivot %.4f residual sd %.4f limits %s" % (
+        slope, curve, pivot, res_sd, {o: round(icpt[o] + slope * pivot, 4) for o in orders}))
+    for (o, t, h) in working:
+        print("hybrid:   t %.4f mixture %.4f relation %.4f" % (t, h, relation(o, t)))
 
 
 def main():
@@ -619,6 +706,8 @@ def main():
                    help="glob of result.json of the planner's family, read frozen (%s beside): the family term"
                    % FROZEN_READ)
     p.add_argument("--family-tsv", action="append", default=[], help="family points saved by --family-out")
+    p.add_argument("--family-width", action="store_true",
+                   help="fit the family term's width part too (per doubling of d_model from %d)" % FAMILY_WIDTH_REF)
     p.add_argument("--family-out", help="write the family points read from --family-runs/--family-tsv here")
     p.add_argument("--boot", type=int, default=100)
     p.add_argument("--anchor-runs", action="append", default=[],
@@ -630,6 +719,11 @@ def main():
     p.add_argument("--timing-runs", action="append", default=[],
                    help="glob of hybrid runs used for the build and save timings only (repeatable)")
     p.add_argument("--hybrid-out")
+    p.add_argument("--hybrid-tsv", action="append", default=[],
+                   help="the relation's points saved by --hybrid-points-out (no run folders needed)")
+    p.add_argument("--hybrid-points-out", help="write the relation's points (runs and --hybrid-tsv) here")
+    p.add_argument("--hybrid-curve", action="store_true",
+                   help="fit the relation's curve (x^2 term) and pivot too, for one memory order")
     p.add_argument("--frozen-t", action="store_true",
                    help="the hybrid relation's t: the transformer read frozen (%s beside each result.json)" % FROZEN_READ)
     p.add_argument("--keep-timings", help="copy the build and save timings of this hybrid file instead of "
@@ -638,7 +732,7 @@ def main():
     args = p.parse_args()
     if args.grid and args.law_out:
         law(args)
-    if args.runs and args.hybrid_out:
+    if (args.runs or args.hybrid_tsv) and args.hybrid_out:
         hybrid(args)
 
 

@@ -226,7 +226,8 @@ static void predict_bpb(const quality_law *law, const quality_hybrid *hybrid, co
     c->tokens_effective = quality_tokens_effective(law, c->step.params,
                                                    quality_tokens_in_law(law, m->vocab_size, c->tokens_fresh),
                                                    quality_tokens_in_law(law, m->vocab_size, c->step.tokens_per_step));
-    c->correction = quality_correction(law, m->vocab_size, c->lr_mult, c->steps, (double)m->d_model / m->n_layers);
+    c->correction = quality_correction(law, m->vocab_size, c->lr_mult, c->steps, (double)m->d_model / m->n_layers,
+                                       m->d_model);
     c->transformer_bpb = quality_bpb(&law->fit, c->step.params, c->tokens_effective) + c->correction;
     c->bpb = quality_hybrid_bpb(hybrid, s->memory_order, c->transformer_bpb);
     c->outside_law = c->step.params < law->n_min || c->step.params > law->n_max ||
@@ -538,12 +539,14 @@ static void explain_terms(const plan_candidate *b, const quality_law *law, strbu
                       aspect, shape, law->depth_aspect_ref, b->steps, law->depth_aspect_min, law->depth_aspect_max,
                       law->depth_layers_min, law->depth_steps_min, law->depth_steps_max);
     }
-    if (law->family_b != 0 || law->family_b_steps != 0)
+    if (law->family_b != 0 || law->family_b_steps != 0 || law->family_b_width != 0)
         strbuf_printf(out, "family: SwiGLU and QK-norm (the base preset's) against the law's grid (ReLU^2, no QK-norm, "
-                           "on a val slice): %+.3f bpb at %.0f steps (the law's family term, measured on the full val "
-                           "set for %.0f-%.0f steps, scatter %.3f)\n",
-                      quality_family_term(law, b->steps), b->steps, law->family_steps_min, law->family_steps_max,
-                      law->family_sd);
+                           "on a val slice): %+.3f bpb at %.0f steps and d_model %d (the law's family term, measured on "
+                           "the full val set for %.0f-%.0f steps and widths %.0f-%.0f, %+.3f per doubling of the "
+                           "width; scatter %.3f)\n",
+                      quality_family_term(law, b->steps, b->cfg.model.d_model), b->steps, b->cfg.model.d_model,
+                      law->family_steps_min, law->family_steps_max, law->family_width_min, law->family_width_max,
+                      law->family_b_width, law->family_sd);
     strbuf_printf(out, "reading: %s\n", b->cfg.memory_order
                       ? "the mixture reads as the base preset does (the learning reader, adapt_lr): the hybrid "
                         "relation's runs read so, and its t is their transformer read frozen"

@@ -20,13 +20,13 @@ static double replicate_bpb(const quality_coef *coef, const quality_hybrid *hybr
 }
 
 /* d bpb / d t at c: 1 where the plan's bpb is its transformer's (no memory, or the relation's min()
- * takes t: quality_hybrid_bpb), the relation's slope where it mixes, 0 at its limit. */
+ * takes t: quality_hybrid_bpb), slope + 2 curve (pivot - t) where it mixes, 0 at its limit. */
 static double relation_gradient(const quality_hybrid *hybrid, const plan_candidate *c)
 {
     double t = c->transformer_bpb;
     if (c->bpb >= t)
         return 1;
-    return t < hybrid->pivot ? hybrid->slope : 0;
+    return t < hybrid->pivot ? hybrid->slope + 2 * hybrid->curve * (hybrid->pivot - t) : 0;
 }
 
 /* The variance of one candidate's run around its prediction that another

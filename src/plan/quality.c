@@ -113,6 +113,8 @@ static int law_optional_key(law_ctx *c, const char *key, char *v, const char *wh
         {"family_b", &q->family_b, -10, 10},              {"family_b_steps", &q->family_b_steps, -10, 10},
         {"family_sd", &q->family_sd, 0, 10},              {"family_steps_ref", &q->family_steps_ref, 1, 1e12},
         {"family_steps_min", &q->family_steps_min, 1, 1e12}, {"family_steps_max", &q->family_steps_max, 1, 1e12},
+        {"family_b_width", &q->family_b_width, -10, 10},  {"family_width_ref", &q->family_width_ref, 1, 1e6},
+        {"family_width_min", &q->family_width_min, 1, 1e6}, {"family_width_max", &q->family_width_max, 1, 1e6},
         {"context", &q->context, 1, 1 << 24},
     };
     _Static_assert(11 + sizeof optional / sizeof optional[0] <= 64, "one bit of law_ctx.seen per key");
@@ -218,6 +220,10 @@ int quality_law_parse(quality_law *q, const char *text, size_t len, const char *
         return tempo_usage(err, "%s: family_b_steps without family_steps_ref", path);
     if (q->family_steps_min > q->family_steps_max && q->family_steps_max > 0)
         return tempo_usage(err, "%s: family_steps_min > family_steps_max", path);
+    if (q->family_b_width != 0 && !(q->family_width_ref > 0))
+        return tempo_usage(err, "%s: family_b_width without family_width_ref", path);
+    if (q->family_width_min > q->family_width_max && q->family_width_max > 0)
+        return tempo_usage(err, "%s: family_width_min > family_width_max", path);
     return 0;
 }
 
@@ -247,6 +253,8 @@ static int hybrid_line(void *ctx, const char *key, char *v, const char *where, t
         return real(key, v, 0, 100, &h->pivot, where, err);
     if (!strcmp(key, "slope"))
         return real(key, v, 0, 10, &h->slope, where, err);
+    if (!strcmp(key, "curve"))
+        return real(key, v, 0, 10, &h->curve, where, err);
     if (!strcmp(key, "residual_sd"))
         return real(key, v, 0, 10, &h->residual_sd, where, err);
     if (!strcmp(key, "calibration_gain"))
@@ -376,19 +384,24 @@ double quality_shape_term(const quality_law *q, double aspect, double steps)
     return slope * a + q->depth_c * a * a;
 }
 
-double quality_family_term(const quality_law *q, double steps)
+double quality_family_term(const quality_law *q, double steps, double d_model)
 {
-    double s = steps;
+    double s = steps, w = d_model;
     if (q->family_steps_min > 0 && s < q->family_steps_min) s = q->family_steps_min;
     if (q->family_steps_max > 0 && s > q->family_steps_max) s = q->family_steps_max;
-    return q->family_b + (q->family_b_steps != 0 && s > 0 ? q->family_b_steps * log2(s / q->family_steps_ref) : 0);
+    if (q->family_width_min > 0 && w < q->family_width_min) w = q->family_width_min;
+    if (q->family_width_max > 0 && w > q->family_width_max) w = q->family_width_max;
+    double term = q->family_b + (q->family_b_steps != 0 && s > 0 ? q->family_b_steps * log2(s / q->family_steps_ref) : 0);
+    if (q->family_b_width != 0 && d_model > 0)
+        term += q->family_b_width * log2(w / q->family_width_ref);
+    return term;
 }
 
-double quality_correction(const quality_law *q, int vocab, double lr_mult, double steps, double aspect)
+double quality_correction(const quality_law *q, int vocab, double lr_mult, double steps, double aspect, double d_model)
 {
     const quality_vocab *v = quality_vocab_find(q, vocab);
     return (v ? v->offset : 0) + quality_lr_term(q, lr_mult, steps) + quality_shape_term(q, aspect, steps) +
-           quality_family_term(q, steps);
+           quality_family_term(q, steps, d_model);
 }
 
 int quality_has_depth(const quality_law *q)
@@ -414,6 +427,7 @@ double quality_hybrid_bpb(const quality_hybrid *h, int order, double t)
 {
     if (order <= 0 || order > QUALITY_MAX_ORDER || !(h->limit[order] > 0))
         return t;
-    double mixed = h->limit[order] - h->slope * fmax(0, h->pivot - t) - h->calibration_gain;
+    double x = fmax(0, h->pivot - t);
+    double mixed = h->limit[order] - h->slope * x - h->curve * x * x - h->calibration_gain;
     return fmin(t, mixed);
 }

@@ -3,8 +3,11 @@
  * for the transformer (N parameters, D training tokens seen), with bootstrap
  * replicates of the fit for an interval, and the hybrid model's relation to
  * it (docs/hybrid_model.md): the mixture with a count memory of order K is
- *   hybrid = min(t, limit_K - slope * max(0, pivot - t) - calibration_gain)
- * (t: transformer bpb; the gain is the calibration stage's, memory/calibration.h)
+ *   hybrid = min(t, limit_K - slope * x - curve * x^2 - calibration_gain),
+ *   x = max(0, pivot - t)
+ * (t: transformer bpb; the gain is the calibration stage's, memory/calibration.h;
+ * curve 0 is a line: the mixture gains more per bpb of transformer the
+ * better the transformer is, measured from 300 steps to 30 minutes)
  * plus the memory's build seconds and bytes per training token.
  *
  * Two corrections ride on the law, each fitted on grid runs that differ from
@@ -24,10 +27,12 @@
  *     scatter depth_sd;
  *   the family (the planner's models are cpu-default's: SwiGLU and QK-norm,
  *     where the law's grid is cpu-transformer's ReLU^2 without QK-norm), at
- *     S optimizer steps: + family_b + family_b_steps log2(S / family_steps_ref),
- *     fitted on runs that differ from a grid run of the same shape and length
- *     in the family only, S clamped to the steps measured, its scatter
- *     family_sd.
+ *     S optimizer steps and width d_model: + family_b + family_b_steps
+ *     log2(S / family_steps_ref) + family_b_width log2(d_model /
+ *     family_width_ref), fitted on that family's runs read frozen on the full
+ *     val set, S and d_model clamped to those measured, its scatter
+ *     family_sd (the width part: wider models of the family beat the law's
+ *     account of their parameters, measured up to 30-minute runs).
  * The law's runs were all of one context (`context`): it has no term for
  * another, and the search keeps to it.
  * Both files
@@ -83,11 +88,15 @@ typedef struct {
     double family_steps_ref;
     double family_steps_min, family_steps_max;  /* the steps measured (0, 0: any; S is clamped to them) */
     double family_sd;               /* the runs' scatter around the term, bpb */
+    double family_b_width;          /* per doubling of d_model from family_width_ref (0: no width part) */
+    double family_width_ref;
+    double family_width_min, family_width_max;  /* the widths measured (0, 0: any; d_model is clamped to them) */
     double context;                 /* the context of the law's runs (0: not given) */
 } quality_law;
 
 typedef struct {
     double pivot, slope;
+    double curve;                /* the x^2 term (0: a line) */
     double residual_sd;          /* of the runs around the relation, bpb (0: not given) */
     double calibration_gain;     /* bpb the calibration stage takes off the linear mixture (0: not given) */
     double save_s_per_gb;        /* writing memory.bin beside the training, seconds per GB (0: not given) */
@@ -107,14 +116,15 @@ typedef struct {
  * depth_sd, depth_aspect_ref, depth_aspect_min, depth_aspect_max,
  * depth_layers_min, depth_steps_ref, depth_steps_min, depth_steps_max;
  * optional family_b, family_b_steps, family_sd, family_steps_ref,
- * family_steps_min, family_steps_max; optional context).
+ * family_steps_min, family_steps_max, family_b_width, family_width_ref,
+ * family_width_min, family_width_max; optional context).
  * Errors name the
  * file and line, or the missing key (code 2). */
 int quality_law_load(quality_law *q, const char *path, tempo_error *err);
 int quality_law_parse(quality_law *q, const char *text, size_t len, const char *path, tempo_error *err);
 
 /* Read the hybrid file (pivot, slope, limit.K, build_s_per_mtok.K, bytes_per_token.K; optional
- * residual_sd, calibration_gain, save_s_per_gb, save_drag, vocab). */
+ * curve, residual_sd, calibration_gain, save_s_per_gb, save_drag, vocab). */
 int quality_hybrid_load(quality_hybrid *h, const char *path, tempo_error *err);
 int quality_hybrid_parse(quality_hybrid *h, const char *text, size_t len, const char *path, tempo_error *err);
 
@@ -149,18 +159,20 @@ const quality_vocab *quality_vocab_find(const quality_law *q, int vocab);
 double quality_tokens_in_law(const quality_law *q, int vocab, double tokens);
 
 /* The corrections at vocabulary v, learning-rate multiplier m, `steps`
- * optimizer steps and aspect ratio d_model / n_layers: the vocabulary's
- * offset plus the learning-rate, shape and family terms (0 when absent;
- * aspect 0: no shape term). */
-double quality_correction(const quality_law *q, int vocab, double lr_mult, double steps, double aspect);
+ * optimizer steps, aspect ratio d_model / n_layers and width d_model: the
+ * vocabulary's offset plus the learning-rate, shape and family terms (0 when
+ * absent; aspect 0: no shape term; d_model 0: no family width part). */
+double quality_correction(const quality_law *q, int vocab, double lr_mult, double steps, double aspect,
+                          double d_model);
 
 /* Its parts: the learning-rate term at multiplier m and `steps` steps, and
  * the shape term at aspect ratio d_model / n_layers (the steps clamped to
  * those measured); each 0 when the law has none (aspect 0: no shape term). */
 double quality_lr_term(const quality_law *q, double lr_mult, double steps);
 double quality_shape_term(const quality_law *q, double aspect, double steps);
-/* The family term at `steps` steps (clamped to those measured); 0 without one. */
-double quality_family_term(const quality_law *q, double steps);
+/* The family term at `steps` steps and width d_model (each clamped to those
+ * measured; d_model 0: no width part); 0 without one. */
+double quality_family_term(const quality_law *q, double steps, double d_model);
 
 /* 1 when the law has a shape term. */
 int quality_has_depth(const quality_law *q);

@@ -87,16 +87,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             __builtin_trap();
         for (int i = 0; i < q.n_vocabs; i++) {   /* the vocabulary and learning-rate terms stay finite */
             double t = quality_tokens_in_law(&q, q.vocabs[i].vocab, 1e6);
-            if (!(t > 0) || !isfinite(t) || !isfinite(quality_correction(&q, q.vocabs[i].vocab, q.lr_mult_min, 1e3, 0)) ||
-                !isfinite(quality_correction(&q, q.vocabs[i].vocab, q.lr_mult_max, 1e3, 0)))
+            if (!(t > 0) || !isfinite(t) || !isfinite(quality_correction(&q, q.vocabs[i].vocab, q.lr_mult_min, 1e3, 0, 0)) ||
+                !isfinite(quality_correction(&q, q.vocabs[i].vocab, q.lr_mult_max, 1e3, 0, 0)))
                 __builtin_trap();
         }
+        for (double w = 1; w <= 1e6; w *= 4)   /* the family term: finite at any width */
+            if (!isfinite(quality_family_term(&q, 1e3, w)))
+                __builtin_trap();
         if (quality_has_depth(&q)) {   /* the shape term: finite over its range, and its range inside the parse's */
             if (!(q.depth_aspect_min <= q.depth_aspect_ref && q.depth_aspect_ref <= q.depth_aspect_max))
                 __builtin_trap();
             for (double a = q.depth_aspect_min; a <= q.depth_aspect_max; a *= 2)
                 for (double st = 1; st <= 1e7; st *= 10)
-                    if (!isfinite(quality_correction(&q, q.vocab_ref, 1, st, a)))
+                    if (!isfinite(quality_correction(&q, q.vocab_ref, 1, st, a, 0)))
                         __builtin_trap();
         }
     }

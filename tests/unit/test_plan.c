@@ -87,11 +87,18 @@ static void test_quality(void)
     CHECK_NEAR(quality_hybrid_bpb(&h, 5, 1.9), 1.65 - 0.2 * 0.2 - 0.015, 1e-12);
     CHECK_NEAR(quality_hybrid_bpb(&h, 4, 1.9), 1.9, 1e-12);
     h.calibration_gain = 0;
-    const char *ht = "pivot = 2.1\nslope = 0.2\nresidual_sd = 0.01\nlimit.5 = 1.65\nbuild_s_per_mtok.5 = 0.7\n"
+    /* the curve: x = pivot - t enters squared too, nothing above the pivot */
+    h.curve = 0.25;
+    CHECK_NEAR(quality_hybrid_bpb(&h, 5, 1.9), 1.65 - 0.2 * 0.2 - 0.25 * 0.2 * 0.2, 1e-12);
+    CHECK_NEAR(quality_hybrid_bpb(&h, 5, 1.5), 1.65 - 0.2 * 0.6 - 0.25 * 0.6 * 0.6, 1e-12);
+    CHECK_NEAR(quality_hybrid_bpb(&h, 5, 2.5), 1.65, 1e-12);
+    CHECK_NEAR(quality_hybrid_bpb(&h, 5, 1.2), 1.2, 1e-12);       /* still never worse than the transformer */
+    h.curve = 0;
+    const char *ht = "pivot = 2.1\nslope = 0.2\ncurve = 0.25\nresidual_sd = 0.01\nlimit.5 = 1.65\nbuild_s_per_mtok.5 = 0.7\n"
                      "calibration_gain = 0.02\n"
                      "bytes_per_token.5 = 60\nsave_s_per_gb = 7\nsave_drag = 0.5  # a comment\nvocab = 4097\n";
     CHECK(quality_hybrid_parse(&h, ht, strlen(ht), "h.conf", &err) == 0);
-    CHECK(h.pivot == 2.1 && h.residual_sd == 0.01 && h.calibration_gain == 0.02 && h.save_s_per_gb == 7 && h.save_drag == 0.5 &&
+    CHECK(h.pivot == 2.1 && h.curve == 0.25 && h.residual_sd == 0.01 && h.calibration_gain == 0.02 && h.save_s_per_gb == 7 && h.save_drag == 0.5 &&
           h.vocab == 4097 &&
           h.limit[5] == 1.65 && h.build_s_per_mtok[5] == 0.7 && h.bytes_per_token[5] == 60 && h.limit[4] == 0);
     const char *bad_drag = "pivot = 2\nsave_drag = 1\n";
@@ -100,6 +107,9 @@ static void test_quality(void)
     const char *bad_vocab = "pivot = 2\nvocab = 40.5\n";
     CHECK(quality_hybrid_parse(&h, bad_vocab, strlen(bad_vocab), "h.conf", &err) == -1 &&
           strstr(err.msg, "h.conf:2") && strstr(err.msg, "whole number"));
+    const char *bad_curve = "pivot = 2\ncurve = -0.1\n";   /* a negative curve would bend the mixture back up */
+    CHECK(quality_hybrid_parse(&h, bad_curve, strlen(bad_curve), "h.conf", &err) == -1 &&
+          strstr(err.msg, "h.conf:2") && strstr(err.msg, "curve"));
     const char *no_pivot = "slope = 0.2\n";
     CHECK(quality_hybrid_parse(&h, no_pivot, strlen(no_pivot), "h.conf", &err) == -1 &&
           strstr(err.msg, "missing pivot"));
@@ -184,15 +194,15 @@ static void test_vocab_and_lr(void)
     CHECK_NEAR(quality_tokens_in_law(&q, 1024, 3e6), 4e6, 1e-6);   /* text, in the law's tokens */
     CHECK_NEAR(quality_tokens_in_law(&q, 512, 3e6), 3e6, 0);
     CHECK_NEAR(quality_tokens_in_law(&q, 2048, 3e6), 3e6, 0);        /* unknown: as given */
-    CHECK_NEAR(quality_correction(&q, 512, 1, 100, 0), 0, 0);
-    CHECK_NEAR(quality_correction(&q, 1024, 2, 100, 0), -0.05 - 0.1 + 0.02, 1e-12);
-    CHECK_NEAR(quality_correction(&q, 512, 0.5, 100, 0), 0.1 + 0.02, 1e-12);
+    CHECK_NEAR(quality_correction(&q, 512, 1, 100, 0, 0), 0, 0);
+    CHECK_NEAR(quality_correction(&q, 1024, 2, 100, 0, 0), -0.05 - 0.1 + 0.02, 1e-12);
+    CHECK_NEAR(quality_correction(&q, 512, 0.5, 100, 0, 0), 0.1 + 0.02, 1e-12);
     CHECK(quality_lr_trusted(&q, 1) && quality_lr_trusted(&q, 1e9));   /* no step range: any */
     /* the slope in steps: b + b_steps log2(S / S_ref) */
     snprintf(text, sizeof text, "%slr_b = -0.1\nlr_b_steps = 0.05\nlr_steps_ref = 300\nlr_c = 0.02\n"
              "lr_mult_min = 0.5\nlr_mult_max = 2\nlr_steps_min = 150\nlr_steps_max = 400\nlr_sd = 0.03\n", law_text);
     CHECK(quality_law_parse(&q, text, strlen(text), "law.conf", &err) == 0);
-    CHECK_NEAR(quality_correction(&q, 512, 2, 600, 0), -0.1 + 0.05 + 0.02, 1e-12);
+    CHECK_NEAR(quality_correction(&q, 512, 2, 600, 0, 0), -0.1 + 0.05 + 0.02, 1e-12);
     CHECK(quality_lr_trusted(&q, 150) && quality_lr_trusted(&q, 400) && !quality_lr_trusted(&q, 401) &&
           !quality_lr_trusted(&q, 149));
     const char *bad[][2] = {
@@ -228,7 +238,8 @@ static void test_vocab_and_lr(void)
         seen[v == 1024]++;
         /* corpus and tokens as text; the prediction is the law's plus its terms */
         CHECK_NEAR(c->corpus_tokens, v == 1024 ? 0.75e8 : 1e8, 1e-3);
-        CHECK_NEAR(c->correction, quality_correction(&q, v, c->lr_mult, c->steps, (double)c->cfg.model.d_model / c->cfg.model.n_layers), 1e-12);
+        CHECK_NEAR(c->correction, quality_correction(&q, v, c->lr_mult, c->steps, (double)c->cfg.model.d_model / c->cfg.model.n_layers,
+                                                       c->cfg.model.d_model), 1e-12);
         double law_at = quality_bpb(&q.fit, c->step.params, c->tokens_effective) + c->correction;
         CHECK_NEAR(c->transformer_bpb, law_at, 1e-12);
         CHECK(c->lr_mult >= 0.5 && c->lr_mult <= 2);
@@ -446,17 +457,17 @@ static void test_depth(void)
     law_with(&q, "depth_b = 0.02\ndepth_c = 0.01\ndepth_sd = 0.005\ndepth_aspect_ref = 32\n"
                  "depth_aspect_min = 16\ndepth_aspect_max = 128\ndepth_layers_min = 1\n");
     CHECK(quality_has_depth(&q));
-    CHECK_NEAR(quality_correction(&q, 512, 1, 100, 32), 0, 1e-15);
-    CHECK_NEAR(quality_correction(&q, 512, 1, 100, 128), 0.02 * 2 + 0.01 * 4, 1e-12);
-    CHECK_NEAR(quality_correction(&q, 512, 1, 100, 16), -0.02 + 0.01, 1e-12);
-    CHECK_NEAR(quality_correction(&q, 512, 1, 100, 0), 0, 0);   /* no shape given: no term */
+    CHECK_NEAR(quality_correction(&q, 512, 1, 100, 32, 0), 0, 1e-15);
+    CHECK_NEAR(quality_correction(&q, 512, 1, 100, 128, 0), 0.02 * 2 + 0.01 * 4, 1e-12);
+    CHECK_NEAR(quality_correction(&q, 512, 1, 100, 16, 0), -0.02 + 0.01, 1e-12);
+    CHECK_NEAR(quality_correction(&q, 512, 1, 100, 0, 0), 0, 0);   /* no shape given: no term */
     /* the slope in steps, the steps clamped to those measured */
     law_with(&q, "depth_b = 0.02\ndepth_b_steps = -0.01\ndepth_steps_ref = 300\ndepth_steps_min = 300\n"
                  "depth_steps_max = 1200\ndepth_c = 0.01\ndepth_aspect_ref = 32\n"
                  "depth_aspect_min = 16\ndepth_aspect_max = 128\ndepth_layers_min = 1\n");
-    CHECK_NEAR(quality_correction(&q, 512, 1, 600, 128), (0.02 - 0.01) * 2 + 0.01 * 4, 1e-12);
-    CHECK_NEAR(quality_correction(&q, 512, 1, 4800, 128), (0.02 - 0.02) * 2 + 0.01 * 4, 1e-12);   /* as 1200 */
-    CHECK_NEAR(quality_correction(&q, 512, 1, 10, 64), 0.02 + 0.01, 1e-12);                      /* as 300 */
+    CHECK_NEAR(quality_correction(&q, 512, 1, 600, 128, 0), (0.02 - 0.01) * 2 + 0.01 * 4, 1e-12);
+    CHECK_NEAR(quality_correction(&q, 512, 1, 4800, 128, 0), (0.02 - 0.02) * 2 + 0.01 * 4, 1e-12);   /* as 1200 */
+    CHECK_NEAR(quality_correction(&q, 512, 1, 10, 64, 0), 0.02 + 0.01, 1e-12);                      /* as 300 */
     CHECK(quality_depth_trusted(&q, 16, 1) && quality_depth_trusted(&q, 128, 1) && quality_depth_trusted(&q, 128.0 / 3, 3));
     CHECK(!quality_depth_trusted(&q, 15.9, 4) && !quality_depth_trusted(&q, 129, 1));
     quality_law none;
@@ -490,7 +501,7 @@ static void test_depth(void)
             const plan_candidate *c = &r.best[i];
             double a = (double)c->cfg.model.d_model / c->cfg.model.n_layers;
             CHECK_MSG(a >= 16 && a <= 128, "aspect %g", a);
-            CHECK_NEAR(c->correction, quality_correction(&q, 512, c->lr_mult, c->steps, a), 1e-12);
+            CHECK_NEAR(c->correction, quality_correction(&q, 512, c->lr_mult, c->steps, a, c->cfg.model.d_model), 1e-12);
         }
         best_aspect[sign] = (double)r.best[0].cfg.model.d_model / r.best[0].cfg.model.n_layers;
     }
@@ -508,14 +519,27 @@ static void test_family_context_reading(void)
     tempo_error err;
     law_with(&q, "family_b = -0.02\nfamily_b_steps = -0.01\nfamily_steps_ref = 300\n"
                  "family_steps_min = 300\nfamily_steps_max = 1200\nfamily_sd = 0.004\ncontext = 128\n");
-    CHECK_NEAR(quality_family_term(&q, 600), -0.03, 1e-12);
-    CHECK_NEAR(quality_family_term(&q, 10), -0.02, 1e-12);     /* as 300 */
-    CHECK_NEAR(quality_family_term(&q, 1e5), -0.04, 1e-12);    /* as 1200 */
-    CHECK_NEAR(quality_correction(&q, 512, 1, 600, 0), -0.03, 1e-12);
+    CHECK_NEAR(quality_family_term(&q, 600, 0), -0.03, 1e-12);
+    CHECK_NEAR(quality_family_term(&q, 10, 0), -0.02, 1e-12);     /* as 300 */
+    CHECK_NEAR(quality_family_term(&q, 1e5, 0), -0.04, 1e-12);    /* as 1200 */
+    CHECK_NEAR(quality_correction(&q, 512, 1, 600, 0, 0), -0.03, 1e-12);
     quality_law none;
     CHECK(quality_law_parse(&none, law_text, strlen(law_text), "law.conf", &err) == 0);
-    CHECK(quality_family_term(&none, 600) == 0 && none.context == 0);
+    CHECK(quality_family_term(&none, 600, 0) == 0 && none.context == 0);
+    /* the width part: per doubling of d_model from the reference, d_model clamped to the widths measured */
+    quality_law w;
+    law_with(&w, "family_b = -0.02\nfamily_b_steps = -0.01\nfamily_steps_ref = 300\nfamily_b_width = -0.05\n"
+                 "family_width_ref = 128\nfamily_width_min = 64\nfamily_width_max = 256\n");
+    CHECK_NEAR(quality_family_term(&w, 600, 128), -0.03, 1e-12);
+    CHECK_NEAR(quality_family_term(&w, 600, 256), -0.03 - 0.05, 1e-12);
+    CHECK_NEAR(quality_family_term(&w, 600, 96), -0.03 - 0.05 * log2(0.75), 1e-12);
+    CHECK_NEAR(quality_family_term(&w, 600, 1024), -0.03 - 0.05, 1e-12);   /* as 256 */
+    CHECK_NEAR(quality_family_term(&w, 600, 32), -0.03 + 0.05, 1e-12);     /* as 64 */
+    CHECK_NEAR(quality_family_term(&w, 600, 0), -0.03, 1e-12);             /* no width given */
+    CHECK_NEAR(quality_correction(&w, 512, 1, 600, 0, 192), -0.03 - 0.05 * log2(1.5), 1e-12);
     const char *bad[][2] = {
+        {"family_b_width = -0.05\n", "family_width_ref"},
+        {"family_width_min = 256\nfamily_width_max = 128\n", "family_width_min > family_width_max"},
         {"family_b_steps = 0.1\n", "family_steps_ref"},
         {"family_steps_min = 500\nfamily_steps_max = 400\n", "family_steps_min > family_steps_max"},
         {"context = 0\n", "context"},
@@ -534,7 +558,7 @@ static void test_family_context_reading(void)
     for (int i = 0; i < r.n_keep; i++) {
         const plan_candidate *c = &r.best[i];
         CHECK_MSG(c->cfg.model.context == 128, "context %d", c->cfg.model.context);
-        CHECK_NEAR(c->correction, quality_correction(&q, 512, c->lr_mult, c->steps, 0) +
+        CHECK_NEAR(c->correction, quality_correction(&q, 512, c->lr_mult, c->steps, 0, c->cfg.model.d_model) +
                                       quality_shape_term(&q, (double)c->cfg.model.d_model / c->cfg.model.n_layers, c->steps),
                    1e-12);
         CHECK(c->cfg.memory_order == 0 && c->cfg.adapt_lr == 0);   /* no memory measured: frozen */
@@ -556,6 +580,17 @@ static void test_family_context_reading(void)
     CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
     for (int i = 0; i < r.n_keep; i++)
         CHECK(r.best[i].cfg.memory_order == 0);
+    /* the search gives each candidate its own width's family term */
+    CHECK(plan_search(&base, &chip, &w, &h, &o, &r, &err) == 0);
+    int off_ref = 0;
+    for (int i = 0; i < r.n_keep; i++) {
+        const plan_candidate *c = &r.best[i];
+        double want = quality_correction(&w, 512, c->lr_mult, c->steps,
+                                         (double)c->cfg.model.d_model / c->cfg.model.n_layers, c->cfg.model.d_model);
+        CHECK_NEAR(c->correction, want, 1e-12);
+        off_ref += c->cfg.model.d_model != 128;
+    }
+    CHECK(off_ref > 0);
 }
 
 /* The base preset's own shape stays the plan unless the search's best beats it
@@ -623,6 +658,37 @@ static void test_keep_base(void)
     o.ranks = 3;
     CHECK(plan_search(&base, &chip, &q, &h, &o, &r, &err) == 0);
     CHECK(r.base_status == PLAN_BASE_NOT_A_CANDIDATE);
+}
+
+/* The margin's scatter goes through the relation's gradient: slope + 2 curve
+ * (pivot - t) where it mixes, 1 where the transformer alone is the plan. */
+static void test_margin_gradient(void)
+{
+    quality_law q;
+    memset(&q, 0, sizeof q);
+    q.family_sd = 0.1;   /* no replicates: the terms' scatter alone */
+    quality_hybrid h = {.pivot = 2.1, .slope = 0.2, .curve = 0.25};
+    h.limit[5] = 1.65;
+    plan_candidate a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    a.cfg.model.d_model = b.cfg.model.d_model = 128;
+    a.cfg.model.n_layers = b.cfg.model.n_layers = 4;
+    a.cfg.memory_order = b.cfg.memory_order = 5;
+    a.lr_mult = b.lr_mult = 1;
+    a.transformer_bpb = 1.7;   /* x 0.4: gradient 0.2 + 2 0.25 0.4 = 0.4 */
+    b.transformer_bpb = 1.9;   /* x 0.2: 0.3 */
+    a.bpb = quality_hybrid_bpb(&h, 5, a.transformer_bpb);
+    b.bpb = quality_hybrid_bpb(&h, 5, b.transformer_bpb);
+    CHECK(a.bpb < a.transformer_bpb && b.bpb < b.transformer_bpb);
+    CHECK_NEAR(plan_difference_margin(&q, &h, &a, &b), 1.645 * 0.1 * sqrt(0.4 * 0.4 + 0.3 * 0.3), 1e-12);
+    h.residual_sd = 0.02;   /* the relation's own scatter, each run's */
+    CHECK_NEAR(plan_difference_margin(&q, &h, &a, &b),
+               1.645 * sqrt(0.01 * (0.4 * 0.4 + 0.3 * 0.3) + 2 * 0.02 * 0.02), 1e-12);
+    h.residual_sd = 0;
+    b.cfg.memory_order = 0;   /* the transformer alone: gradient 1 */
+    b.bpb = b.transformer_bpb;
+    CHECK_NEAR(plan_difference_margin(&q, &h, &a, &b), 1.645 * 0.1 * sqrt(0.4 * 0.4 + 1), 1e-12);
 }
 
 /* plan --calibrate-gpu's reading of a GPU bench line: kernels to ops, the
@@ -696,6 +762,7 @@ int main(void)
     RUN(test_depth);
     RUN(test_family_context_reading);
     RUN(test_keep_base);
+    RUN(test_margin_gradient);
     RUN(test_predict_and_neighbours);
     RUN(test_calibrate_gpu);
     RUN(test_calibration_step_overhead);
