@@ -77,6 +77,11 @@ static void test_presets(void)
         CHECK_MSG(c.memory_order == 0 && c.cache_order == 0 && c.match_length == 0, "%s", alone[i]);
     }
     CHECK(run_config_load_preset(&c, "cpu-default", &err) == 0);
+    /* cpu-30m: the default widened, the hybrid kept */
+    run_config_defaults(&c);
+    CHECK(run_config_load_preset(&c, "cpu-30m", &err) == 0);
+    CHECK(c.model.d_model == 192 && c.model.n_heads == 3 && c.model.n_layers == 4 && c.memory_order == 5 &&
+          c.cache_order == 8 && c.adapt_lr > 0);
     tempo_error_clear(&err);
     CHECK(run_config_load_preset(&c, "no-such-preset", &err) == -1 && err.code == 2);
     CHECK(strstr(err.msg, "no-such-preset") != NULL);
