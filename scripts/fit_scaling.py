@@ -549,10 +549,10 @@ def fit_curve(working, limit):
     squares over a grid of pivots above every working t."""
     best = None
     t_max = max(t for t, _ in working)
+    ys = [limit - h for _, h in working]
     for i in range(1, 1601):
         pivot = t_max + 0.001 * i
         xs = [pivot - t for t, _ in working]
-        ys = [limit - h for _, h in working]
         fits = []
         both = solve([[x, x * x] for x in xs], ys)
         if both and both[0] >= 0 and both[1] >= 0:

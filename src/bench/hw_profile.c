@@ -264,12 +264,6 @@ int hw_profile_fits_here(const hw_profile *p)
            p->l3_bytes == ci.l3_bytes && !strcmp(p->cpu, ci.model);
 }
 
-/* The larger of a profile's peak figures (its most threads' figure, as a rule). */
-static double top_peak(const hw_profile *p)
-{
-    return hw_profile_peak_gflops(p, 0);
-}
-
 int hw_profile_load_or_measure(hw_profile *p, tempo_error *err)
 {
     char path[1024];
@@ -291,7 +285,7 @@ int hw_profile_load_or_measure(hw_profile *p, tempo_error *err)
     if (hw_profile_measure(p, &o, err))
         return -1;
     /* under load again: load only lowers a peak, so the higher of the two stands (still marked contended) */
-    if (have_cached && p->contended && top_peak(&cached) >= top_peak(p)) {
+    if (have_cached && p->contended && hw_profile_peak_gflops(&cached, 0) >= hw_profile_peak_gflops(p, 0)) {
         *p = cached;
         return 0;
     }
