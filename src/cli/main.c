@@ -1,4 +1,6 @@
 /* main.c - the `tempo` command: dispatches to subcommands. Holds no logic. */
+#include <omp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -41,6 +43,30 @@ static void usage(FILE *f)
  *  - With --pin-threads anywhere on the command line (train, bench train):
  *    OMP_PROC_BIND=close and OMP_PLACES=cores, unless the user set them:
  *    one thread per core, never migrated. */
+/* With OMP_PROC_BIND in the environment, libgomp bound this (main) thread
+ * to its first place when it loaded, and an exec keeps that mask: the new
+ * process would build its places, and its threads, from that one place.
+ * Give the exec the mask the places were built from (all of them). */
+static void unbind_for_exec(void)
+{
+    if (omp_get_proc_bind() == omp_proc_bind_false)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int ids[CPU_SETSIZE];
+    for (int p = 0; p < omp_get_num_places(); p++) {
+        int n = omp_get_place_num_procs(p);
+        if (n < 1 || n > CPU_SETSIZE)
+            continue;
+        omp_get_place_proc_ids(p, ids);
+        for (int i = 0; i < n; i++)
+            if (ids[i] >= 0 && ids[i] < CPU_SETSIZE)
+                CPU_SET(ids[i], &set);
+    }
+    if (CPU_COUNT(&set) > 0)
+        sched_setaffinity(0, sizeof set, &set);
+}
+
 static void set_openmp_environment(int argc, char **argv)
 {
     int again = 0;
@@ -56,8 +82,10 @@ static void set_openmp_environment(int argc, char **argv)
             again = 1;
             break;
         }
-    if (again)
+    if (again) {
+        unbind_for_exec();
         execv("/proc/self/exe", argv);
+    }
     /* exec failed: carry on with the defaults */
 }
 

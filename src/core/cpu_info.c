@@ -1,10 +1,12 @@
 /* cpu_info.c - CPU features, cores, caches and model name (see cpu_info.h).
  * Features come from cpuid via __builtin_cpu_supports (which also checks that
- * the OS saves ymm state); cores from the affinity mask; caches from
+ * the OS saves ymm state); cores from the affinity mask (with OpenMP's
+ * threads bound, the CPUs of all its places); caches from
  * /sys/devices/system/cpu/cpu0/cache/index*; the model from /proc/cpuinfo. */
 #include "core/cpu_info.h"
 
 #include <ctype.h>
+#include <omp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,12 +74,27 @@ static void query_caches(cpu_info *ci)
     ci->l3_bytes = l3 > 0 ? l3 : CPU_FALLBACK_L3_BYTES;
 }
 
+/* With OMP_PROC_BIND set (--pin-threads), libgomp binds the main thread to
+ * its first place before main runs, so the affinity mask then holds one
+ * place's CPUs: the places, built from the process's mask, hold them all. */
+static int bound_places_cpus(void)
+{
+    if (omp_get_proc_bind() == omp_proc_bind_false)
+        return 0;
+    int n = 0;
+    for (int p = 0; p < omp_get_num_places(); p++)
+        n += omp_get_place_num_procs(p);
+    return n;
+}
+
 static int query_cores(void)
 {
     cpu_set_t set;
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
+        int n = CPU_COUNT(&set), placed = bound_places_cpus();
+        if (placed > n)
+            n = placed;
         if (n > 0)
             return n;
     }
