@@ -1,5 +1,4 @@
 /* main.c - the `tempo` command: dispatches to subcommands. Holds no logic. */
-#include <omp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "core/cpu_info.h"
+#include "core/thread_pin.h"
 #include "parallel/dist.h"
 #include "kernels/cuda/gpu.h"
 
@@ -43,30 +43,6 @@ static void usage(FILE *f)
  *  - With --pin-threads anywhere on the command line (train, bench train):
  *    OMP_PROC_BIND=close and OMP_PLACES=cores, unless the user set them:
  *    one thread per core, never migrated. */
-/* With OMP_PROC_BIND in the environment, libgomp bound this (main) thread
- * to its first place when it loaded, and an exec keeps that mask: the new
- * process would build its places, and its threads, from that one place.
- * Give the exec the mask the places were built from (all of them). */
-static void unbind_for_exec(void)
-{
-    if (omp_get_proc_bind() == omp_proc_bind_false)
-        return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    int ids[CPU_SETSIZE];
-    for (int p = 0; p < omp_get_num_places(); p++) {
-        int n = omp_get_place_num_procs(p);
-        if (n < 1 || n > CPU_SETSIZE)
-            continue;
-        omp_get_place_proc_ids(p, ids);
-        for (int i = 0; i < n; i++)
-            if (ids[i] >= 0 && ids[i] < CPU_SETSIZE)
-                CPU_SET(ids[i], &set);
-    }
-    if (CPU_COUNT(&set) > 0)
-        sched_setaffinity(0, sizeof set, &set);
-}
-
 static void set_openmp_environment(int argc, char **argv)
 {
     int again = 0;
@@ -83,7 +59,11 @@ static void set_openmp_environment(int argc, char **argv)
             break;
         }
     if (again) {
-        unbind_for_exec();
+        /* an exec keeps the mask libgomp bound this thread to (one place when
+         * OMP_PROC_BIND is set): give it back the places' whole mask */
+        cpu_set_t places;
+        if (thread_pin_places_mask(&places) > 0)
+            sched_setaffinity(0, sizeof places, &places);
         execv("/proc/self/exe", argv);
     }
     /* exec failed: carry on with the defaults */

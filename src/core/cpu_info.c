@@ -4,9 +4,9 @@
  * threads bound, the CPUs of all its places); caches from
  * /sys/devices/system/cpu/cpu0/cache/index*; the model from /proc/cpuinfo. */
 #include "core/cpu_info.h"
+#include "core/thread_pin.h"
 
 #include <ctype.h>
-#include <omp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,25 +74,13 @@ static void query_caches(cpu_info *ci)
     ci->l3_bytes = l3 > 0 ? l3 : CPU_FALLBACK_L3_BYTES;
 }
 
-/* With OMP_PROC_BIND set (--pin-threads), libgomp binds the main thread to
- * its first place before main runs, so the affinity mask then holds one
- * place's CPUs: the places, built from the process's mask, hold them all. */
-static int bound_places_cpus(void)
-{
-    if (omp_get_proc_bind() == omp_proc_bind_false)
-        return 0;
-    int n = 0;
-    for (int p = 0; p < omp_get_num_places(); p++)
-        n += omp_get_place_num_procs(p);
-    return n;
-}
-
 static int query_cores(void)
 {
     cpu_set_t set;
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set), placed = bound_places_cpus();
+        cpu_set_t places;   /* bound threads (--pin-threads): the main thread's mask is one place */
+        int n = CPU_COUNT(&set), placed = thread_pin_places_mask(&places);
         if (placed > n)
             n = placed;
         if (n > 0)

@@ -38,3 +38,22 @@ int thread_pin_all_distinct(const int *cpu_of_thread, int n)
     }
     return 1;
 }
+
+int thread_pin_places_mask(void *set_)
+{
+    cpu_set_t *set = set_;
+    CPU_ZERO(set);
+    if (omp_get_proc_bind() == omp_proc_bind_false)
+        return 0;
+    int ids[CPU_SETSIZE];
+    for (int p = 0; p < omp_get_num_places(); p++) {
+        int n = omp_get_place_num_procs(p);
+        if (n < 1 || n > CPU_SETSIZE)
+            continue;
+        omp_get_place_proc_ids(p, ids);
+        for (int i = 0; i < n; i++)
+            if (ids[i] >= 0 && ids[i] < CPU_SETSIZE)
+                CPU_SET(ids[i], set);
+    }
+    return CPU_COUNT(set);
+}

@@ -11,6 +11,12 @@
  * team size (at most max entries filled). */
 int thread_pin_read(int *cpu_of_thread, int max);
 
+/* With OpenMP's threads bound (OMP_PROC_BIND), the CPUs of all its places,
+ * which libgomp built from the process's mask before binding the main thread
+ * to the first one: that whole mask into *set (a cpu_set_t), their count
+ * returned. 0 (and *set empty) when threads are not bound. */
+int thread_pin_places_mask(void *set);
+
 /* 1 when every thread of the team is bound to one CPU and no two share one. */
 int thread_pin_all_distinct(const int *cpu_of_thread, int n);
 
