@@ -222,8 +222,9 @@ static int kernels_gemm(const kernels_args *k, const kernels_job *job, const hw_
     gemm_context ctx;
     gemm_context_init(&ctx);
     const char *path = cpu_kernel_path_name(ctx.cfg.path);
-    fprintf(stderr, "bench kernels: gemm, %s kernel, kc %d mc %d nc %d, %d shapes\n",
-            path, ctx.cfg.kc, ctx.cfg.mc, ctx.cfg.nc, job->n_shapes);
+    fprintf(stderr, "bench kernels: gemm, %s kernel, kc %d mc %d nc %d%s, %d shapes\n", path,
+            ctx.cfg.kc, ctx.cfg.mc, ctx.cfg.nc,
+            ctx.cfg.direct_a ? ", A read in place where its rows spread" : "", job->n_shapes);
     /* The FMA peak now, per thread count: other tenants of the host can
      * lower it below the profile's, which the efficiency_now figures show. */
     bench_gemm_summary sum;

@@ -206,20 +206,31 @@ static void test_avx512_same_bits(void)
         return;
     cpu_info ci;
     cpu_info_query(&ci);
-    gemm_config real2, real5;
+    gemm_config real2, real5, packed5;
     gemm_config_from_cpu(&real2, &ci, CPU_KERNELS_AVX2);
     gemm_config_from_cpu(&real5, &ci, CPU_KERNELS_AVX512);
+    CHECK(real5.direct_a && !real2.direct_a);
+    packed5 = real5;
+    packed5.direct_a = 0; /* every A block packed, as before the in-place tiles */
     gemm_config tiny2 = tiny_config(CPU_KERNELS_AVX2), tiny5 = tiny_config(CPU_KERNELS_AVX512);
     CHECK(real5.kc == real2.kc && real5.mc == real2.mc && real5.nc == real2.nc);
-    const gemm_config *cfg2[2] = {&real2, &tiny2}, *cfg5[2] = {&real5, &tiny5};
+    /* AVX-512 with A read in place (real5), AVX-512 packed (packed5), and
+     * the tiny blocking, each against AVX2 on the same blocking. */
+    const gemm_config *cfg2[3] = {&real2, &real2, &tiny2}, *cfg5[3] = {&real5, &packed5, &tiny5};
+    static const char *const names[3] = {"real", "real packed", "tiny"};
+    /* Rows past 24 with a ragged end (the in-place tiles, then the 12-row
+     * scratch tile for 7-11 rows, then 6-row tiles); columns that are not a
+     * multiple of 16 (the in-place tiles' scratch); lda 256 and 512 (ta 0)
+     * and 2048 (ta 1) whose rows share cache sets, so the packed copy runs. */
     static const shape shapes[] = {
         {24, 16, 9},  {48, 32, 300}, {12, 16, 5},  {36, 48, 33}, {30, 17, 64}, {53, 35, 41},
         {97, 64, 7},  {6, 16, 3},    {18, 40, 20}, {200, 100, 450}, {343, 70, 90},
+        {128, 33, 256}, {56, 16, 512}, {2048, 16, 24}, {79, 50, 128},
     };
     rng_state r;
     rng_seed(&r, 11);
     int saved = omp_get_max_threads(), mism = 0;
-    for (int c = 0; c < 2; c++)
+    for (int c = 0; c < 3; c++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int t = 0; t < 4; t++) {
                 const shape *sh = &shapes[s];
@@ -234,8 +245,8 @@ static void test_avx512_same_bits(void)
                 gemm_f32_with(cfg5[c], ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, beta, C5, N);
                 if (memcmp(C2, C5, n * sizeof *C5) != 0 && mism++ < 3)
                     fprintf(stderr, "  %s %dx%dx%d ta%d tb%d beta %g: AVX-512 differs from AVX2\n",
-                            c ? "tiny" : "real", M, N, K, ta, tb, beta);
-                if (s % 3 == 0)
+                            names[c], M, N, K, ta, tb, beta);
+                if (s % 3 == 0 || c == 0)
                     check_case(cfg5[c], ta, tb, M, N, K, beta, (int)s % 4, &r);
                 free(A); free(B); free(C2); free(C5);
             }

@@ -3,6 +3,16 @@
  * with their OpenMP work split. Packing lives in gemm_pack.c, the
  * micro-kernels in gemm_kernel_*.c.
  *
+ * On AVX-512 (cfg->direct_a), a block's whole 24-row groups skip the A
+ * packing: their tiles read op(A) where it is stored (gemm_kernel.h), each
+ * group across all of the item's B micro-panels before the next, whose
+ * lines are prefetched meanwhile; only the ragged last rows are packed. With
+ * K or N of d_model = 128 the packing cost a tenth of a product's time (a
+ * 24 x 128 panel copied and transposed for 8 micro-tiles' use); measured on
+ * cpu-default's GEMMs at 1 thread, flop-weighted 187 -> 206 GFLOP/s (eight
+ * alternations). Not where a row stride maps the rows to a few cache sets
+ * (direct_a_spreads): there the packed copy reads faster.
+ *
  * Loop nest, per call (threads share one team):
  *   for jc in N by nc:                      B panel columns
  *     for kb0 in K by kb:                   B panel depth (kb x nc sized for L3)
@@ -88,6 +98,7 @@ void gemm_config_from_cpu(gemm_config *cfg, const cpu_info *ci, cpu_kernel_path 
     cfg->mc = (int)mc;
     cfg->nc = (int)nc;
     cfg->b_panel_bytes = nc * kc * fsize;
+    cfg->direct_a = path == CPU_KERNELS_AVX512;
 }
 
 void gemm_config_init(gemm_config *cfg)
@@ -105,6 +116,7 @@ typedef void (*gemm_pack_b_fn)(int, const float *, int, int, int, int, int, int,
 typedef struct {
     gemm_microkernel_fn kernel;
     int wide;          /* AVX-512: full 16-column micro-tiles go 4 or 2 A micro-panels at a time */
+    int direct_a;      /* AVX-512: whole 24-row groups of op(A) read in place, not packed */
     gemm_pack_a_fn pack_a;
     gemm_pack_b_fn pack_b;
     int trans_a, trans_b, M, N, K;
@@ -121,8 +133,25 @@ typedef struct {
     size_t apack_stride;
 } gemm_job;
 
-/* The full micro-panels of a 16-column micro-tile 4 or 2 at a time with the
- * AVX-512 kernels; returns the rows done (the rest go 6 at a time). */
+/* The valid rows x cols of a full tile (GEMM_NR floats a row) into C. */
+static void put_tile(float *c, long ldc, const float *tile, int rows, int cols, int accumulate)
+{
+    for (int i = 0; i < rows; i++) {
+        float *ci = c + (size_t)i * ldc;
+        const float *ti = tile + i * GEMM_NR;
+        if (accumulate)
+            for (int q = 0; q < cols; q++)
+                ci[q] += ti[q];
+        else
+            for (int q = 0; q < cols; q++)
+                ci[q] = ti[q];
+    }
+}
+
+/* The micro-panels of a 16-column micro-tile 4 or 2 at a time with the
+ * AVX-512 kernels, a last 7 to 11 rows (two panels, the second zero-padded
+ * by the packing) through a 12-row scratch tile; returns the rows done (at
+ * most 6 are left, for the 6 x 16 kernel). */
 static int wide_rows(int kcur, const float *ap, const float *b, float *c, long ldc, int mcur,
                      int accumulate)
 {
@@ -136,24 +165,80 @@ static int wide_rows(int kcur, const float *ap, const float *b, float *c, long l
                                  accumulate);
         ir += 2 * GEMM_MR;
     }
+    if (mcur - ir > GEMM_MR) {
+        float tile[2 * GEMM_MR * GEMM_NR] __attribute__((aligned(64)));
+        gemm_kernel_avx512_12x16(kcur, ap + (size_t)ir * kcur, a_panel, b, tile, GEMM_NR, 0);
+        put_tile(c + (size_t)ir * ldc, ldc, tile, mcur - ir, GEMM_NR, accumulate);
+        ir = mcur;
+    }
     return ir;
 }
 
-/* C[ic.., jcol..] (mcur x wcur) op= packed A block x packed B columns. */
-static void gemm_block(const gemm_job *j, const float *ap, const float *bp,
-                       int ic, int mcur, int jcol, int wcur, int kcur, int accumulate)
+/* C's 24 rows from op(A)'s row `row` (read in place, depth pc..pc+kcur) by
+ * the B micro-panel b, cols of its 16 columns valid. */
+static void direct_tile(const gemm_job *j, int row, int pc, int kcur, const float *b, float *c,
+                        int cols, int accumulate)
 {
+    enum { ROWS = 4 * GEMM_MR };
+    float tile[ROWS * GEMM_NR] __attribute__((aligned(64)));
+    float *dst = cols == GEMM_NR ? c : tile;
+    long ldd = cols == GEMM_NR ? j->ldc : GEMM_NR;
+    int acc = cols == GEMM_NR ? accumulate : 0;
+    if (j->trans_a)
+        gemm_kernel_avx512_24x16_cols(kcur, j->A + (size_t)pc * j->lda + row, j->lda, b, dst, ldd,
+                                      acc);
+    else
+        gemm_kernel_avx512_24x16_rows(kcur, j->A + (size_t)row * j->lda + pc, j->lda, b, dst, ldd,
+                                      acc);
+    if (cols < GEMM_NR)
+        put_tile(c, j->ldc, tile, ROWS, cols, accumulate);
+}
+
+/* Ask for the lines of op(A)'s 24 rows from `row` at depth pc..pc+kcur
+ * (the next direct tile's, read in place) to be brought into L2. */
+static void prefetch_direct(const gemm_job *j, int row, int pc, int kcur)
+{
+    if (j->trans_a) {
+        for (int k = 0; k < kcur; k++)
+            __builtin_prefetch(j->A + (size_t)(pc + k) * j->lda + row + 4 * GEMM_MR - 1, 0, 2);
+        return;
+    }
+    for (int r = 0; r < 4 * GEMM_MR; r++) {
+        const float *a = j->A + (size_t)(row + r) * j->lda + pc;
+        for (int k = 0; k < kcur; k += 16)
+            __builtin_prefetch(a + k, 0, 2);
+    }
+}
+
+/* C[ic.., jcol..] (mcur x wcur) op= op(A) x packed B columns: the first mdir
+ * rows with A read in place, 24 rows across every B micro-panel before the
+ * next 24 (the A rows stay in L1, the next ones prefetched meanwhile); the
+ * rest from the packed A block ap (which starts at row ic + mdir), each B
+ * micro-panel across every row. */
+static void gemm_block(const gemm_job *j, const float *ap, const float *bp, int ic, int mcur,
+                       int mdir, int jcol, int wcur, int pc, int kcur, int accumulate)
+{
+    float *cb = j->C + (size_t)ic * j->ldc + jcol;
+    for (int ir = 0; ir < mdir; ir += 4 * GEMM_MR) {
+        if (ir + 4 * GEMM_MR < mdir)
+            prefetch_direct(j, ic + ir + 4 * GEMM_MR, pc, kcur);
+        for (int jr = 0; jr < wcur; jr += GEMM_NR)
+            direct_tile(j, ic + ir, pc, kcur, bp + (size_t)jr * kcur, cb + (size_t)ir * j->ldc + jr,
+                        min_int(GEMM_NR, wcur - jr), accumulate);
+    }
+    if (mdir == mcur)
+        return;
     for (int jr = 0; jr < wcur; jr += GEMM_NR) {
         int cols = min_int(GEMM_NR, wcur - jr);
         const float *b = bp + (size_t)jr * kcur;
-        int ir0 = 0;
+        int ir0 = mdir;
         if (j->wide && cols == GEMM_NR)
-            ir0 = wide_rows(kcur, ap, b, j->C + (size_t)ic * j->ldc + jcol + jr, j->ldc, mcur,
-                            accumulate);
+            ir0 += wide_rows(kcur, ap, b, cb + (size_t)mdir * j->ldc + jr, j->ldc, mcur - mdir,
+                             accumulate);
         for (int ir = ir0; ir < mcur; ir += GEMM_MR) {
             int rows = min_int(GEMM_MR, mcur - ir);
-            const float *a = ap + (size_t)ir * kcur;
-            float *c = j->C + (size_t)(ic + ir) * j->ldc + jcol + jr;
+            const float *a = ap + (size_t)(ir - mdir) * kcur;
+            float *c = cb + (size_t)ir * j->ldc + jr;
             if (rows == GEMM_MR && cols == GEMM_NR) {
                 j->kernel(kcur, a, b, c, j->ldc, accumulate);
                 continue;
@@ -161,16 +246,7 @@ static void gemm_block(const gemm_job *j, const float *ap, const float *bp,
             /* Edge tile: full tile into a scratch, then the valid part. */
             float tile[GEMM_MR * GEMM_NR] __attribute__((aligned(64)));
             j->kernel(kcur, a, b, tile, GEMM_NR, 0);
-            for (int i = 0; i < rows; i++) {
-                float *ci = c + (size_t)i * j->ldc;
-                const float *ti = tile + i * GEMM_NR;
-                if (accumulate)
-                    for (int q = 0; q < cols; q++)
-                        ci[q] += ti[q];
-                else
-                    for (int q = 0; q < cols; q++)
-                        ci[q] = ti[q];
-            }
+            put_tile(c, j->ldc, tile, rows, cols, accumulate);
         }
     }
 }
@@ -205,11 +281,13 @@ static void run_item(const gemm_job *j, float *ap, const float *bp, int jc, int 
     int mb = it / n_chunks, nb = it % n_chunks;
     int ic = mb * j->mc, mcur = min_int(j->mc, j->M - ic);
     int j0 = nb * j->nw, wcur = min_int(j->nw, ncur - j0);
+    int mdir = j->direct_a ? mcur / (4 * GEMM_MR) * (4 * GEMM_MR) : 0;
     for (int sl = 0; sl < n_slices; sl++) {
         int pc = kb0 + sl * j->kc, kcur = min_int(j->kc, j->K - pc);
-        j->pack_a(j->trans_a, j->A, j->lda, ic, mcur, pc, kcur, ap);
-        gemm_block(j, ap, bp + sl * sf + (size_t)j0 * kcur, ic, mcur, jc + j0, wcur, kcur,
-                   !(j->store_first && pc == 0));
+        if (mcur > mdir)
+            j->pack_a(j->trans_a, j->A, j->lda, ic + mdir, mcur - mdir, pc, kcur, ap);
+        gemm_block(j, ap, bp + sl * sf + (size_t)j0 * kcur, ic, mcur, mdir, jc + j0, wcur, pc,
+                   kcur, !(j->store_first && pc == 0));
     }
 }
 
@@ -358,6 +436,26 @@ static int prologue(int M, int N, int K, float *beta, float *C, int ldc)
     return 0;
 }
 
+/* Whether op(A) read in place keeps its lines spread over the cache sets:
+ * with trans_a == 0 the 24 rows of a tile are read side by side (their
+ * first lines should fall in different sets of a 4 KiB L1 way), with
+ * trans_a == 1 up to 384 rows of the block follow each other lda apart
+ * (their lines should not pile into few sets of a 64 KiB L2 way). A row
+ * stride that is a multiple of a large power of two maps them all to a
+ * few sets, and the packed copy is then the faster read. */
+static int direct_a_spreads(int trans_a, int lda)
+{
+    enum { LINE = 64 };
+    int rows = trans_a ? 384 : 4 * GEMM_MR, sets = trans_a ? 1024 : 64, max_share = trans_a ? 8 : 4;
+    unsigned char count[1024] = {0};
+    for (int r = 0; r < rows; r++) {
+        size_t line = (size_t)r * (size_t)lda * sizeof(float) / LINE;
+        if (++count[line % (size_t)sets] > max_share)
+            return 0;
+    }
+    return 1;
+}
+
 static void job_init(gemm_job *j, const gemm_config *cfg, int trans_a, int trans_b,
                      int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                      float beta, float *C, int ldc)
@@ -366,6 +464,8 @@ static void job_init(gemm_job *j, const gemm_config *cfg, int trans_a, int trans
     *j = (gemm_job){
         .kernel = avx2 ? gemm_kernel_avx2_6x16 : gemm_kernel_portable_6x16,
         .wide = cfg->path == CPU_KERNELS_AVX512,
+        .direct_a = cfg->direct_a && cfg->path == CPU_KERNELS_AVX512 &&
+                    direct_a_spreads(trans_a, lda),
         .pack_a = avx2 ? gemm_pack_a_avx2 : gemm_pack_a,
         .pack_b = avx2 ? gemm_pack_b_avx2 : gemm_pack_b,
         .trans_a = trans_a, .trans_b = trans_b, .M = M, .N = N, .K = K,

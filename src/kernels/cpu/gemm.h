@@ -59,6 +59,10 @@ typedef struct {
     int nc;   /* columns per packed B panel: KC x NC fills GEMM_L3_SHARE_B of L3 */
     long b_panel_bytes;  /* that share: a call packs as many KC slices of its
                             (possibly narrower) B panel at once as fit in it */
+    int direct_a;  /* avx512 only: 24-row tiles read op(A) where it is stored
+                      instead of from a packed copy, wherever its row stride
+                      spreads the rows over the cache sets (the same bits; set
+                      by gemm_config_from_cpu, cleared to test the packed path) */
 } gemm_config;
 
 /* Shares of each cache level the blocking is sized to (the rest holds the

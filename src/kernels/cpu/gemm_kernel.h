@@ -2,7 +2,8 @@
  *
  * A micro-kernel multiplies one packed A micro-panel (GEMM_MR rows x kc) by
  * one packed B micro-panel (kc x GEMM_NR columns) and writes the
- * GEMM_MR x GEMM_NR tile into C. It is the only architecture-specific part of
+ * GEMM_MR x GEMM_NR tile into C (the AVX-512 ones 2 or 4 A micro-panels at
+ * once, or 24 rows of A read unpacked where it is stored). It is the only architecture-specific part of
  * the GEMM; packing and the loops around it are portable C (gemm.c,
  * gemm_pack.c). Packed layouts (see gemm_pack.h):
  *   a[k * GEMM_MR + i] = op(A)(i, k),   b[k * GEMM_NR + j] = op(B)(k, j).
@@ -34,6 +35,15 @@ void gemm_kernel_avx512_24x16(int kc, const float *a, long a_panel, const float 
                               float *c, long ldc, int accumulate);
 void gemm_kernel_avx512_12x16(int kc, const float *a, long a_panel, const float *b,
                               float *c, long ldc, int accumulate);
+
+/* AVX-512F: the 24 x 16 tile as gemm_kernel_avx512_24x16 computes it (the
+ * same bits), with op(A) read in place instead of packed: op(A)(r, k) at
+ * a[r * lda + k] (_rows: A stored as op(A), trans_a == 0) or a[k * lda + r]
+ * (_cols: A stored transposed, trans_a == 1). */
+void gemm_kernel_avx512_24x16_rows(int kc, const float *a, long lda, const float *b,
+                                   float *c, long ldc, int accumulate);
+void gemm_kernel_avx512_24x16_cols(int kc, const float *a, long lda, const float *b,
+                                   float *c, long ldc, int accumulate);
 
 /* Plain C, same shape and order, for any CPU (not fused). */
 void gemm_kernel_portable_6x16(int kc, const float *a, const float *b,
