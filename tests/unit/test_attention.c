@@ -319,7 +319,7 @@ static void test_tile_ops(void)
 }
 
 /* The AVX-512 table's tile product gives the AVX2 one's bits (each element
- * the same fused sum over k in order), on shapes that use its 12 x 16 zmm
+ * the same fused sum over k in order), on shapes that use each of its zmm
  * tiles and every remainder, and both cut the causal blocks alike (mr). */
 static void test_avx512_same_bits(void)
 {
@@ -330,10 +330,13 @@ static void test_avx512_same_bits(void)
     }
     rng_state rng;
     rng_seed(&rng, 21);
-    int ms[] = {12, 24, 13, 30, 64, 5}, ns[] = {16, 32, 17, 64, 40, 8}, ks[] = {1, 9, 32, 64, 100};
+    /* rows: whole tiles of 6 and 12, every kind of ragged end; columns:
+     * blocks of 32 and 16, a masked end, fewer than 16 in all */
+    int ms[] = {12, 24, 13, 30, 64, 5, 6, 1, 11}, ns[] = {16, 32, 17, 64, 40, 8, 1, 63, 48};
+    int ks[] = {1, 9, 32, 64, 100};
     int bad = 0;
-    for (int t = 0; t < 72; t++) {
-        int m = ms[t % 6], n = ns[(t / 6) % 6], k = ks[t % 5], trans = t & 1, acc = (t >> 2) & 1;
+    for (int t = 0; t < 162; t++) {
+        int m = ms[t % 9], n = ns[(t / 9) % 9], k = ks[t % 5], trans = t & 1, acc = (t >> 2) & 1;
         long lda = (trans ? m : k) + 3, ldb = n + 5, ldc = n + 2;
         size_t na = (size_t)lda * (size_t)(trans ? k : m), nb = (size_t)ldb * k, nc = (size_t)ldc * m;
         float *a = malloc(sizeof(float) * na), *b = malloc(sizeof(float) * nb);

@@ -1,58 +1,90 @@
 /* attention_avx512.c - the attention table of the AVX-512 path (see
- * attention_kernel.h): the tile product's full 12-row x 16-column blocks as
- * zmm register tiles (one zmm per row, 12 accumulators), the rest of each
- * product and both softmax passes by the AVX2 table. Every C element is the
- * same fused sum over k in order as the AVX2 tile's, so the two tables give
- * the same bits; the tile rows (mr) stay the AVX2 table's, so the driver's
- * causal blocks are the same too. Compiled for AVX-512F by the target
- * attribute only, chosen at run time. */
+ * attention_kernel.h): the whole tile product on zmm register tiles, both
+ * softmax passes by the AVX2 table. Column blocks of 32 go as tiles of 6
+ * rows x 2 zmm (12 accumulators, two B loads and six broadcasts per 12
+ * FMAs), the rest as tiles of 12 rows x 1 zmm, a last block of fewer than 16
+ * columns masked (AVX-512 masks cost nothing here, unlike AVX2's maskstore
+ * on AMD cores); ragged rows are smaller tiles of the same kind. The causal
+ * driver cuts diagonal tiles into blocks of mr = 6 rows (the AVX2 table's, so
+ * the blocks and the terms they skip are the same), which the 6 x 32 tile
+ * takes whole. Every C element is the same fused sum over k in order as the
+ * AVX2 tile's, so the two tables give the same bits. Compiled for AVX-512F
+ * by the target attribute only, chosen at run time. */
 #include "kernels/cpu/attention_kernel.h"
 
 #include <immintrin.h>
 
-#define ZR 12 /* rows of a zmm register tile */
+#define ZMM_ONLY __attribute__((target("avx512f"), always_inline)) static inline
 
-#define ROW_FMA(r) acc##r = _mm512_fmadd_ps(_mm512_set1_ps(ap[(r) * a_rs]), bv, acc##r)
-#define ROW_STORE(r)                                                        \
-    do {                                                                    \
-        float *cr_ = c + (long)(r) * ldc;                                   \
-        if (accumulate)                                                     \
-            acc##r = _mm512_add_ps(_mm512_loadu_ps(cr_), acc##r);           \
-        _mm512_storeu_ps(cr_, acc##r);                                      \
-    } while (0)
-
-/* C[12 x 16] (=, +=) A[12 x k] B[k x 16]. */
-__attribute__((target("avx512f")))
-static void tile12x16(float *c, long ldc, const float *a, long a_rs, long a_cs, const float *b,
-                      long ldb, int k, int accumulate)
+/* C[mr x 16 nv] (=, +=) A[mr x k] B[k x 16 nv], the last zmm of each row
+ * limited to the lanes of `last`. mr (<= 12 / nv), nv (1 or 2) are constants
+ * at every call, so the loops unroll and the accumulators stay in registers. */
+ZMM_ONLY void ztile(float *c, long ldc, const float *a, long a_rs, long a_cs, const float *b,
+                    long ldb, int k, int accumulate, int mr, int nv, __mmask16 last)
 {
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), acc2 = _mm512_setzero_ps();
-    __m512 acc3 = _mm512_setzero_ps(), acc4 = _mm512_setzero_ps(), acc5 = _mm512_setzero_ps();
-    __m512 acc6 = _mm512_setzero_ps(), acc7 = _mm512_setzero_ps(), acc8 = _mm512_setzero_ps();
-    __m512 acc9 = _mm512_setzero_ps(), acc10 = _mm512_setzero_ps(), acc11 = _mm512_setzero_ps();
+    __m512 acc[12][2];
+    for (int i = 0; i < mr; i++)
+        for (int v = 0; v < nv; v++)
+            acc[i][v] = _mm512_setzero_ps();
     for (int p = 0; p < k; p++) {
-        __m512 bv = _mm512_loadu_ps(b + (long)p * ldb);
+        __m512 bv[2];
+        for (int v = 0; v < nv; v++)
+            bv[v] = v == nv - 1 ? _mm512_maskz_loadu_ps(last, b + 16 * v)
+                                : _mm512_loadu_ps(b + 16 * v);
         const float *ap = a + (long)p * a_cs;
-        ROW_FMA(0); ROW_FMA(1); ROW_FMA(2); ROW_FMA(3); ROW_FMA(4); ROW_FMA(5);
-        ROW_FMA(6); ROW_FMA(7); ROW_FMA(8); ROW_FMA(9); ROW_FMA(10); ROW_FMA(11);
+        for (int i = 0; i < mr; i++) {
+            __m512 av = _mm512_set1_ps(ap[(long)i * a_rs]);
+            for (int v = 0; v < nv; v++)
+                acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
+        }
+        b += ldb;
     }
-    ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3); ROW_STORE(4); ROW_STORE(5);
-    ROW_STORE(6); ROW_STORE(7); ROW_STORE(8); ROW_STORE(9); ROW_STORE(10); ROW_STORE(11);
+    for (int i = 0; i < mr; i++) {
+        float *cr = c + (long)i * ldc;
+        for (int v = 0; v < nv; v++) {
+            __mmask16 mk = v == nv - 1 ? last : 0xFFFF;
+            if (accumulate)
+                acc[i][v] = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, cr + 16 * v), acc[i][v]);
+            _mm512_mask_storeu_ps(cr + 16 * v, mk, acc[i][v]);
+        }
+    }
 }
 
+/* Every row of one column block of 16 nv columns: full tiles of 12 / nv rows,
+ * then one tile of the ragged rows. */
+ZMM_ONLY void zblock(float *c, long ldc, const float *a, long a_rs, long a_cs, const float *b,
+                     long ldb, int m, int k, int accumulate, int nv, __mmask16 last)
+{
+    int tr = 12 / nv, i = 0;
+    for (; i + tr <= m; i += tr)
+        ztile(c + (long)i * ldc, ldc, a + (long)i * a_rs, a_rs, a_cs, b, ldb, k, accumulate, tr, nv,
+              last);
+    c += (long)i * ldc;
+    a += (long)i * a_rs;
+#define ZCASE(r)                                                                      \
+    case r:                                                                           \
+        ztile(c, ldc, a, a_rs, a_cs, b, ldb, k, accumulate, r, nv, last);             \
+        break
+    switch (m - i) {
+        ZCASE(1); ZCASE(2); ZCASE(3); ZCASE(4); ZCASE(5);
+        ZCASE(6); ZCASE(7); ZCASE(8); ZCASE(9); ZCASE(10); ZCASE(11);
+    default: break;
+    }
+#undef ZCASE
+}
+
+__attribute__((target("avx512f")))
 static void mm_avx512(float *c, long ldc, const float *a, long a_rs, long a_cs, const float *b,
                       long ldb, int m, int n, int k, int accumulate)
 {
-    int m12 = m / ZR * ZR, n16 = n / 16 * 16;
-    for (int j = 0; j < n16; j += 16)
-        for (int i = 0; i < m12; i += ZR)
-            tile12x16(c + (long)i * ldc + j, ldc, a + (long)i * a_rs, a_rs, a_cs, b + j, ldb, k,
-                      accumulate);
-    if (m12 < m && n16 > 0)   /* the last rows of the 16-column blocks */
-        att_kernels_avx2.mm(c + (long)m12 * ldc, ldc, a + (long)m12 * a_rs, a_rs, a_cs, b, ldb,
-                            m - m12, n16, k, accumulate);
-    if (n16 < n)              /* the last columns, every row */
-        att_kernels_avx2.mm(c + n16, ldc, a, a_rs, a_cs, b + n16, ldb, m, n - n16, k, accumulate);
+    int j = 0;
+    for (; j + 32 <= n; j += 32)
+        zblock(c + j, ldc, a, a_rs, a_cs, b + j, ldb, m, k, accumulate, 2, 0xFFFF);
+    for (; j + 16 <= n; j += 16)
+        zblock(c + j, ldc, a, a_rs, a_cs, b + j, ldb, m, k, accumulate, 1, 0xFFFF);
+    if (j < n)
+        zblock(c + j, ldc, a, a_rs, a_cs, b + j, ldb, m, k, accumulate, 1,
+               (__mmask16)((1u << (n - j)) - 1));
 }
 
 static void exp_cols_avx512(float *st, int ld, int nk, int nq, const float *mx, float *sum)
