@@ -11,7 +11,9 @@
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/kernel_path.h"
 #include "kernels/cpu/lm_head.h"
+#include "kernels/cpu/lm_head_kernel.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
 
@@ -585,6 +587,45 @@ static void test_lm_head(void)
     kernel_env_restore(&env);
 }
 
+/* The AVX-512 row passes give the AVX2 ones' bits: the max, the sum of
+ * exp(z - max) and the stored exps, the scaled row, for widths around 8 and
+ * 16 lanes (ragged tails of every length) and the model's vocabulary, rows
+ * spanning underflow (-100) to large logits. */
+static void test_lm_head_rows_avx512(void)
+{
+    if (kernel_path_select_now() != CPU_KERNELS_AVX512) {
+        printf("  (no AVX-512 here: not run)\n");
+        return;
+    }
+    rng_state rng;
+    rng_seed(&rng, 17);
+    const lm_head_row_ops *a = &lm_head_row_ops_avx2, *b = &lm_head_row_ops_avx512;
+    int widths[] = {1, 5, 8, 9, 15, 16, 17, 24, 31, 33, 100, 4097};
+    int bad = 0;
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+        for (int rep = 0; rep < 3; rep++) {
+            int V = widths[w];
+            float *z = malloc(sizeof(float) * (size_t)V), *za = malloc(sizeof(float) * (size_t)V);
+            float *zb = malloc(sizeof(float) * (size_t)V);
+            fill_uniform(&rng, z, (size_t)V, rep == 2 ? -100.0f : -8.0f, 8.0f);
+            float ma = a->max(z, V), mb = b->max(z, V);
+            memcpy(za, z, sizeof(float) * (size_t)V);
+            memcpy(zb, z, sizeof(float) * (size_t)V);
+            double sa = a->exp_sum(za, V, ma, 1), sb = b->exp_sum(zb, V, mb, 1);
+            double sa0 = a->exp_sum(z, V, ma, 0), sb0 = b->exp_sum(z, V, mb, 0);
+            int ok = ma == mb && sa == sb && sa0 == sb0 && sa0 == sa &&
+                     memcmp(za, zb, sizeof(float) * (size_t)V) == 0;
+            a->scale(za, V, 0.37f);
+            b->scale(zb, V, 0.37f);
+            ok = ok && memcmp(za, zb, sizeof(float) * (size_t)V) == 0;
+            if (!ok && bad++ < 3)
+                fprintf(stderr, "  V=%d rep %d: AVX-512 row pass differs from AVX2 (max %g %g, sum %.17g %.17g)\n",
+                        V, rep, ma, mb, sa, sb);
+            free(z); free(za); free(zb);
+        }
+    CHECK_MSG(bad == 0, "%d rows differ between the AVX-512 and AVX2 row passes", bad);
+}
+
 /* Zero input => uniform softmax => every loss is log V. */
 static void test_lm_head_uniform(void)
 {
@@ -613,6 +654,7 @@ int main(void)
     RUN(test_activation_paths_agree);
     RUN(test_embedding);
     RUN(test_lm_head);
+    RUN(test_lm_head_rows_avx512);
     RUN(test_lm_head_uniform);
     return test_summary("test_ops");
 }

@@ -231,8 +231,10 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
                       lm_head_workspace *ws)
 {
     int want_grad = dx != NULL;
-    const lm_head_row_ops *ops =
-        kernel_path_avx2() ? &lm_head_row_ops_avx2 : &lm_head_row_ops_portable;
+    cpu_kernel_path path = kernel_path_select_now();
+    const lm_head_row_ops *ops = path == CPU_KERNELS_AVX512 ? &lm_head_row_ops_avx512
+                                 : path >= CPU_KERNELS_AVX2  ? &lm_head_row_ops_avx2
+                                                             : &lm_head_row_ops_portable;
     head_gemms h = {ws, ws ? ws->gemm : NULL, 0, w, C, V};
     int n_chunks = (N + chunk_rows - 1) / chunk_rows;
     if (ws && n_chunks > 1) { /* one chunk: packing first would not pay */

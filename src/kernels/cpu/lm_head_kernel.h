@@ -1,6 +1,7 @@
 /* lm_head_kernel.h - the per-row passes of the head's softmax cross-entropy
  * (internal to lm_head.c), one table per kernel path: lm_head.c holds the
- * plain C table and the row logic, lm_head_avx2.c the AVX2 + FMA one. z is
+ * plain C table and the row logic, lm_head_avx2.c the AVX2 + FMA one,
+ * lm_head_avx512.c the AVX-512 one. z is
  * one row of V logits. */
 #ifndef TEMPO_LM_HEAD_KERNEL_H
 #define TEMPO_LM_HEAD_KERNEL_H
@@ -26,5 +27,8 @@ typedef struct {
 
 extern const lm_head_row_ops lm_head_row_ops_portable;
 extern const lm_head_row_ops lm_head_row_ops_avx2; /* only when kernel_path_avx2() */
+/* Only on the avx512 path: the AVX2 table's results, bit for bit (max,
+ * exp_sum and scale on zmm, the rest the AVX2 table's). */
+extern const lm_head_row_ops lm_head_row_ops_avx512;
 
 #endif
