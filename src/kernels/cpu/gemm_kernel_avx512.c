@@ -37,6 +37,13 @@
     __m512 c18 = _mm512_setzero_ps(), c19 = _mm512_setzero_ps(), c20 = _mm512_setzero_ps(); \
     __m512 c21 = _mm512_setzero_ps(), c22 = _mm512_setzero_ps(), c23 = _mm512_setzero_ps()
 
+/* The 24 zeroed accumulators, and the tile's rows of C asked for while the
+ * sums run (they are read or written once at the end). */
+#define TILE24_BEGIN                                                             \
+    ACCUMULATORS_24;                                                             \
+    for (int r_ = 0; r_ < 4 * GEMM_MR; r_++)                                     \
+        _mm_prefetch((const char *)(c + r_ * ldc), _MM_HINT_T0)
+
 #define STORE_24                                                                 \
     ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3); ROW_STORE(4); ROW_STORE(5);       \
     ROW_STORE(6); ROW_STORE(7); ROW_STORE(8); ROW_STORE(9); ROW_STORE(10); ROW_STORE(11);     \
@@ -49,9 +56,7 @@ void gemm_kernel_avx512_24x16(int kc, const float *restrict a, long a_panel,
                               int accumulate)
 {
     const float *a0 = a, *a1 = a + a_panel, *a2 = a + 2 * a_panel, *a3 = a + 3 * a_panel;
-    ACCUMULATORS_24;
-    for (int r = 0; r < 4 * GEMM_MR; r++)
-        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+    TILE24_BEGIN;
 #pragma GCC unroll 2
     for (int k = 0; k < kc; k++) {
         __m512 b0 = _mm512_load_ps(b + (long)k * GEMM_NR);
@@ -104,9 +109,7 @@ void gemm_kernel_avx512_24x16_rows(int kc, const float *restrict a, long lda,
 {
     const float *p0 = a, *p1 = a + 3 * lda, *p2 = a + 6 * lda, *p3 = a + 9 * lda;
     const float *p4 = a + 12 * lda, *p5 = a + 15 * lda, *p6 = a + 18 * lda, *p7 = a + 21 * lda;
-    ACCUMULATORS_24;
-    for (int r = 0; r < 4 * GEMM_MR; r++)
-        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+    TILE24_BEGIN;
 #pragma GCC unroll 2
     for (int k = 0; k < kc; k++) {
         __m512 b0 = _mm512_load_ps(b + (long)k * GEMM_NR);
@@ -123,9 +126,7 @@ void gemm_kernel_avx512_24x16_cols(int kc, const float *restrict a, long lda,
                                    const float *restrict b, float *restrict c, long ldc,
                                    int accumulate)
 {
-    ACCUMULATORS_24;
-    for (int r = 0; r < 4 * GEMM_MR; r++)
-        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+    TILE24_BEGIN;
 #pragma GCC unroll 2
     for (int k = 0; k < kc; k++) {
         const float *ak = a + k * lda;

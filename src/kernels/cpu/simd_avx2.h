@@ -11,6 +11,20 @@
 
 #define SIMD_AVX2 __attribute__((target("avx2,fma"), always_inline)) static inline
 
+/* The exp's constants, shared with simd_avx512.h's 16-lane copy (which must
+ * stay operation for operation this one, so that both give the same bits). */
+#define SIMD_EXP_LO (-87.33f)
+#define SIMD_EXP_HI 88.3f
+#define SIMD_EXP_LOG2E 1.44269504088896341f
+#define SIMD_EXP_LN2_HI 0.693359375f
+#define SIMD_EXP_LN2_LO (-2.12194440e-4f)
+#define SIMD_EXP_P0 1.9875691500e-4f
+#define SIMD_EXP_P1 1.3981999507e-3f
+#define SIMD_EXP_P2 8.3334519073e-3f
+#define SIMD_EXP_P3 4.1665795894e-2f
+#define SIMD_EXP_P4 1.6666665459e-1f
+#define SIMD_EXP_P5 5.0000001201e-1f
+
 /* e^x for 8 floats. x = n ln2 + r with |r| <= ln2/2 (ln2 split in two parts so
  * n ln2 is exact), e^r by a degree-6 polynomial (1 + r + r^2/2 + ...; the
  * classic minimax coefficients for this interval), 2^n built in the exponent
@@ -19,19 +33,19 @@
  * NaN out. */
 SIMD_AVX2 __m256 simd_exp256(__m256 x)
 {
-    const __m256 lo = _mm256_set1_ps(-87.33f), hi = _mm256_set1_ps(88.3f);
+    const __m256 lo = _mm256_set1_ps(SIMD_EXP_LO), hi = _mm256_set1_ps(SIMD_EXP_HI);
     __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
     __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(SIMD_EXP_LOG2E)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(SIMD_EXP_LN2_HI), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(SIMD_EXP_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(SIMD_EXP_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SIMD_EXP_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SIMD_EXP_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SIMD_EXP_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SIMD_EXP_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SIMD_EXP_P5));
     p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));

@@ -8,25 +8,27 @@
 
 #include <immintrin.h>
 
+#include "kernels/cpu/simd_avx2.h" /* the exp's constants */
+
 #define SIMD_AVX512 __attribute__((target("avx512f"), always_inline)) static inline
 
 /* e^x for 16 floats: simd_exp256's range reduction, polynomial, clamps and
  * NaN handling, in the same order (see there for the accuracy). */
 SIMD_AVX512 __m512 simd_exp512(__m512 x)
 {
-    const __m512 lo = _mm512_set1_ps(-87.33f), hi = _mm512_set1_ps(88.3f);
+    const __m512 lo = _mm512_set1_ps(SIMD_EXP_LO), hi = _mm512_set1_ps(SIMD_EXP_HI);
     __mmask16 underflow = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
     __m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(SIMD_EXP_LOG2E)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(SIMD_EXP_LN2_HI), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(SIMD_EXP_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(SIMD_EXP_P0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(SIMD_EXP_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(SIMD_EXP_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(SIMD_EXP_P3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(SIMD_EXP_P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(SIMD_EXP_P5));
     p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
     __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
