@@ -65,6 +65,7 @@ double model_forward(model *m, const int32_t *tokens, const int32_t *targets, in
     const model_config *c = &m->cfg;
     m->have_targets = 0;
     m->head_dw_ready = 0;
+    m->head_ws.logits_rows = 0; /* an evaluation head below may set it again */
     if (!tokens || B < 1 || B > m->max_batch || T < 1 || T > c->context)
         return NAN;
     int N = B * T, C = c->d_model, V = c->vocab_size, L = c->n_layers;
@@ -181,7 +182,8 @@ void model_backward_rows(model *m, int rows)
         const float *s = m->head_dw;
         OMP_TEAM_FOR(omp_team_worth(n, 65536), size_t, i, n, g[i] += s[i]);
         op_profile_end(m->prof, OP_HEAD_GRAD_ADD, t0);
-    } else { /* evaluation-mode forward (or fewer rows than it staged): run the head's training pass now */
+    } else { /* evaluation-mode forward (or fewer rows than it staged): run the head's training pass
+              * now, on the logits that forward left in head_scratch when it could (one chunk) */
         lm_head_loss_forward_backward(m->losses, m->dxf, m->g_head, m->xf, m->head, m->targets,
                                       N, C, V, c->logit_softcap, 1.0f / (float)N,
                                       m->head_scratch, MODEL_HEAD_CHUNK_ROWS, &m->head_ws);

@@ -626,6 +626,93 @@ static void test_lm_head_rows_avx512(void)
     CHECK_MSG(bad == 0, "%d rows differ between the AVX-512 and AVX2 row passes", bad);
 }
 
+/* An evaluation call that takes all rows in one chunk leaves the logits in
+ * its scratch (logits_rows), and the next training call on the same x and w
+ * takes them instead of the product: the same bits as a training call
+ * alone. White box: with x changed but logits_rows kept, the training call's
+ * losses and dx are the old x's (so the product really was skipped); the
+ * flag is spent by it, and never set by a call of several chunks or with a
+ * soft-cap. The sharpened sum (beta 1.3, log_norm) must leave z alone. */
+static void test_lm_head_reuses_logits(void)
+{
+    enum { N = 6, C = 8, V = 301, CHUNK = 8 };
+    rng_state rng;
+    rng_seed(&rng, 23);
+    float x[N * C], x2[N * C], *w = malloc(sizeof(float) * V * C);
+    fill_uniform(&rng, x, N * C, -1, 1);
+    fill_uniform(&rng, w, (size_t)V * C, -1, 1);
+    for (int i = 0; i < N * C; i++)
+        x2[i] = x[i] + 0.5f;
+    int32_t tg[N] = {0, 5, 300, 17, 42, 99};
+    float *scratch = malloc(sizeof(float) * lm_head_scratch_floats(CHUNK, V));
+    float l0[N], l1[N], l2[N], dx0[N * C], dx1[N * C], dx2[N * C], ln[N];
+    float *dw0 = calloc((size_t)V * C, sizeof(float)), *dw1 = calloc((size_t)V * C, sizeof(float));
+    float *dw2 = calloc((size_t)V * C, sizeof(float));
+    gemm_context gc;
+    gemm_context_init(&gc);
+    lm_head_workspace ws = {.gemm = &gc};
+    omp_set_num_threads(1);
+    lm_head_loss_forward_backward(l0, dx0, dw0, x, w, tg, N, C, V, 0.0f, 0.5f, scratch, CHUNK, &ws);
+    CHECK(ws.logits_rows == 0);
+    ws.log_norm = ln;
+    ws.beta = 1.3f;
+    lm_head_loss_forward(l1, x, w, tg, N, C, V, 0.0f, scratch, CHUNK, &ws);
+    ws.log_norm = NULL;
+    ws.beta = 1;
+    CHECK(ws.logits_rows == N);
+    lm_head_loss_forward_backward(l1, dx1, dw1, x, w, tg, N, C, V, 0.0f, 0.5f, scratch, CHUNK, &ws);
+    CHECK(ws.logits_rows == 0);
+    CHECK(memcmp(l0, l1, sizeof l0) == 0 && memcmp(dx0, dx1, sizeof dx0) == 0);
+    CHECK(memcmp(dw0, dw1, sizeof(float) * V * C) == 0);
+    /* white box: the logits of x, the rest of x2 */
+    lm_head_loss_forward(l2, x, w, tg, N, C, V, 0.0f, scratch, CHUNK, &ws);
+    lm_head_loss_forward_backward(l2, dx2, dw2, x2, w, tg, N, C, V, 0.0f, 0.5f, scratch, CHUNK, &ws);
+    CHECK(memcmp(l0, l2, sizeof l0) == 0 && memcmp(dx0, dx2, sizeof dx0) == 0);
+    CHECK(memcmp(dw0, dw2, sizeof(float) * V * C) != 0);
+    /* several chunks, or a soft-cap: nothing kept */
+    lm_head_loss_forward(l2, x, w, tg, N, C, V, 0.0f, scratch, 4, &ws);
+    CHECK(ws.logits_rows == 0);
+    lm_head_loss_forward(l2, x, w, tg, N, C, V, 2.5f, scratch, CHUNK, &ws);
+    CHECK(ws.logits_rows == 0);
+    omp_set_num_threads(2);
+    lm_head_workspace_free(&ws);
+    gemm_context_free(&gc);
+    free(w); free(scratch); free(dw0); free(dw1); free(dw2);
+}
+
+/* exp_sum_scaled (the sharpened sum of the mixture's log_norm) gives the bits
+ * of scaling the row and summing it, and leaves the row alone, on every
+ * table this CPU runs. */
+static void test_lm_head_scaled_sum(void)
+{
+    const lm_head_row_ops *tables[3] = {&lm_head_row_ops_portable, NULL, NULL};
+    cpu_kernel_path path = kernel_path_select_now();
+    if (path >= CPU_KERNELS_AVX2)
+        tables[1] = &lm_head_row_ops_avx2;
+    if (path == CPU_KERNELS_AVX512)
+        tables[2] = &lm_head_row_ops_avx512;
+    rng_state rng;
+    rng_seed(&rng, 29);
+    int widths[] = {1, 7, 8, 9, 17, 4097};
+    for (int t = 0; t < 3; t++) {
+        if (!tables[t])
+            continue;
+        for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+            int V = widths[i];
+            float *z = malloc(sizeof(float) * (size_t)V), *z2 = malloc(sizeof(float) * (size_t)V);
+            fill_uniform(&rng, z, (size_t)V, -9, 9);
+            memcpy(z2, z, sizeof(float) * (size_t)V);
+            float mx = tables[t]->max(z, V), k = 1.15f;
+            double fused = tables[t]->exp_sum_scaled(z, V, k, k * mx);
+            CHECK(memcmp(z, z2, sizeof(float) * (size_t)V) == 0);
+            tables[t]->scale(z2, V, k);
+            double apart = tables[t]->exp_sum(z2, V, k * mx, 0);
+            CHECK_MSG(fused == apart, "table %d V=%d: %.17g against %.17g", t, V, fused, apart);
+            free(z); free(z2);
+        }
+    }
+}
+
 /* Zero input => uniform softmax => every loss is log V. */
 static void test_lm_head_uniform(void)
 {
@@ -655,6 +742,8 @@ int main(void)
     RUN(test_embedding);
     RUN(test_lm_head);
     RUN(test_lm_head_rows_avx512);
+    RUN(test_lm_head_reuses_logits);
+    RUN(test_lm_head_scaled_sum);
     RUN(test_lm_head_uniform);
     return test_summary("test_ops");
 }

@@ -49,6 +49,16 @@ static double exp_sum_portable(float *z, int V, float mx, int store)
     return sum;
 }
 
+static double exp_sum_scaled_portable(const float *z, int V, float k, float mx)
+{
+    double sum = 0;
+    for (int v = 0; v < V; v++) {
+        float t = z[v] * k;
+        sum += expf(t - mx);
+    }
+    return sum;
+}
+
 static void scale_portable(float *z, int V, float k)
 {
     for (int v = 0; v < V; v++)
@@ -72,8 +82,9 @@ static int index_of_portable(const float *z, int V, float x)
 }
 
 const lm_head_row_ops lm_head_row_ops_portable = {softcap_portable, max_portable,
-                                                  exp_sum_portable, scale_portable,
-                                                  cap_grad_portable, index_of_portable};
+                                                  exp_sum_portable, exp_sum_scaled_portable,
+                                                  scale_portable, cap_grad_portable,
+                                                  index_of_portable};
 
 /* One row n of logits z [V] (raw x.w): returns the loss; if want_grad, rewrites
  * z in place into scale * (softmax - onehot) * dcap. The loss does not depend
@@ -96,13 +107,13 @@ static float row_loss(const lm_head_row_ops *ops, float *z, int V, int target, f
         ws->top_logprob[n] = mx - lse;
     if (ws && ws->log_norm && !want_grad) {
         /* -ln sum_v p_v^beta = beta ln sum_v e^(z_v - mx) - ln sum_v e^(beta (z_v - mx));
-         * z is the caller's scratch and no gradient is asked: scale it in place */
+         * z stays the logits (lm_head_workspace.logits_rows) */
         float beta = ws->beta;
         if (beta == 1.0f || !(beta > 0)) {   /* unset (0) counts as 1 */
             ws->log_norm[n] = 0;
         } else {
-            ops->scale(z, V, beta);
-            ws->log_norm[n] = (float)(beta * log(sum) - log(ops->exp_sum(z, V, beta * mx, 0)));
+            ws->log_norm[n] =
+                (float)(beta * log(sum) - log(ops->exp_sum_scaled(z, V, beta, beta * mx)));
         }
     }
     float mix_a = ws ? ws->mix_a : 1, mix_b = ws && ws->mix_b ? ws->mix_b[n] : -1;
@@ -237,6 +248,10 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
                                                              : &lm_head_row_ops_portable;
     head_gemms h = {ws, ws ? ws->gemm : NULL, 0, w, C, V};
     int n_chunks = (N + chunk_rows - 1) / chunk_rows;
+    /* the last evaluation's logits, still in scratch (lm_head_workspace.logits_rows) */
+    int have_logits = want_grad && ws && n_chunks == 1 && softcap == 0 && ws->logits_rows >= N;
+    if (ws)
+        ws->logits_rows = 0;
     if (ws && n_chunks > 1) { /* one chunk: packing first would not pay */
         tempo_error err;
         h.packed = gemm_packed_b_pack(&ws->w_t, &ws->gemm->cfg, 1, C, V, w, C, &err) == 0 &&
@@ -275,7 +290,8 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
     for (int n0 = 0; n0 < N; n0 += chunk_rows) {
         int R = N - n0 < chunk_rows ? N - n0 : chunk_rows;
         const float *xc = x + (size_t)n0 * C;
-        logits(&h, R, xc, scratch);
+        if (!have_logits)
+            logits(&h, R, xc, scratch);
         OMP_TEAM_FOR(omp_team_worth((size_t)R, 1), int, r, R,
                      losses[n0 + r] = row_loss(ops, scratch + (size_t)r * V, V, targets[n0 + r],
                                                softcap, want_grad, grad_scale, ws, n0 + r));
@@ -284,6 +300,8 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
             weight_grad(&h, R, scratch, xc, dw);
         }
     }
+    if (ws && !want_grad && n_chunks == 1 && softcap == 0) /* the row passes left z as it was */
+        ws->logits_rows = N;
 }
 
 void lm_head_loss_forward(float *losses, const float *x, const float *w,

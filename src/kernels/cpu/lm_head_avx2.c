@@ -67,6 +67,30 @@ static double exp_sum_avx2(float *z, int V, float mx, int store)
            ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }
 
+/* exp_sum_avx2(scale_avx2(z, k), mx, 0) without writing z: the product
+ * rounded as the scaling stores it, lanes past V -inf as exp_sum reads them. */
+__attribute__((target("avx2,fma")))
+static double exp_sum_scaled_avx2(const float *z, int V, float k, float mx)
+{
+    __m256 m = _mm256_set1_ps(mx), kv = _mm256_set1_ps(k), ninf = _mm256_set1_ps(-INFINITY);
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    for (int v = 0; v < V; v += 8) {
+        __m256 t = _mm256_mul_ps(load_fill(z, v, V, _mm256_setzero_ps()), kv);
+        if (V - v < 8) {
+            __m256i tail = simd_tail_mask(V - v);
+            t = _mm256_blendv_ps(ninf, t, _mm256_castsi256_ps(tail));
+        }
+        __m256 e = simd_exp256(_mm256_sub_ps(t, m));
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    double lanes[8];
+    _mm256_storeu_pd(lanes, s0);
+    _mm256_storeu_pd(lanes + 4, s1);
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
 __attribute__((target("avx2,fma")))
 static void scale_avx2(float *z, int V, float k)
 {
@@ -103,5 +127,6 @@ static int index_of_avx2(const float *z, int V, float x)
     return V - 1;
 }
 
-const lm_head_row_ops lm_head_row_ops_avx2 = {softcap_avx2, max_avx2, exp_sum_avx2, scale_avx2,
-                                              cap_grad_avx2, index_of_avx2};
+const lm_head_row_ops lm_head_row_ops_avx2 = {softcap_avx2,  max_avx2,      exp_sum_avx2,
+                                              exp_sum_scaled_avx2, scale_avx2, cap_grad_avx2,
+                                              index_of_avx2};

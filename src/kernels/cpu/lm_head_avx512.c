@@ -1,7 +1,8 @@
 /* lm_head_avx512.c - the head's row passes on the avx512 path (see
  * lm_head_kernel.h): the max, the exp and its sum, and the scaling on 16
- * logits at a time, with masked tails; soft-capping and index_of are the
- * AVX2 table's. Each lane's exp is simd_avx2.h's bit for bit and the sum
+ * logits at a time, with masked tails; soft-capping, the scaled sum (the
+ * mixture's sharpening, once a row in evaluation) and index_of are the AVX2
+ * table's. Each lane's exp is simd_avx2.h's bit for bit and the sum
  * takes the AVX2 pass's double additions in the same order (lanes 0-3 and
  * 4-7 of every 8 logits into their own four accumulators), so the results
  * are the AVX2 table's bits, in half the instructions. Compiled for
@@ -68,10 +69,17 @@ static void cap_grad_avx512(float *z, int V, float lse, float cap, float k)
     lm_head_row_ops_avx2.cap_grad(z, V, lse, cap, k);
 }
 
+static double exp_sum_scaled_avx512(const float *z, int V, float k, float mx)
+{
+    return lm_head_row_ops_avx2.exp_sum_scaled(z, V, k, mx);
+}
+
 static int index_of_avx512(const float *z, int V, float x)
 {
     return lm_head_row_ops_avx2.index_of(z, V, x);
 }
 
-const lm_head_row_ops lm_head_row_ops_avx512 = {softcap_avx512, max_avx512, exp_sum_avx512,
-                                                scale_avx512, cap_grad_avx512, index_of_avx512};
+const lm_head_row_ops lm_head_row_ops_avx512 = {softcap_avx512,        max_avx512,
+                                                exp_sum_avx512,        exp_sum_scaled_avx512,
+                                                scale_avx512,          cap_grad_avx512,
+                                                index_of_avx512};

@@ -15,6 +15,9 @@ typedef struct {
      * when store, z[v] = exp(z[v] - mx) as well. The sum does not depend on
      * store. */
     double (*exp_sum)(float *z, int V, float mx, int store);
+    /* sum over v of exp(k z[v] - mx), k z[v] rounded to float first, z
+     * unchanged: the bits of scale(z, V, k) then exp_sum(z, V, mx, 0). */
+    double (*exp_sum_scaled)(const float *z, int V, float k, float mx);
     /* z[v] *= k */
     void (*scale)(float *z, int V, float k);
     /* soft-capped gradient: t = z[v] (capped logit) ->
