@@ -70,9 +70,18 @@ static void linear_backward(const model_block_dims *d, float *dx, float dx_beta,
         for (int i = 0; i < n; i++)
             gemm_f32_ctx(&d->gemm[0], 0, 0, N, in, g[i].out, g[i].dy, g[i].out, g[i].W, in,
                          i ? 1.0f : dx_beta, dx, in);
-        for (int i = 0; i < n; i++)
-            gemm_f32_ctx(&d->gemm[0], 1, 0, g[i].out, in, N, g[i].dy, g[i].out, x, in, 1.0f,
-                         g[i].dW, in);
+        /* x packed once for the group's dW products (a thread's replica runs here, inside
+         * its region), unless there is no memory for it */
+        int packed = n > 1 && gemm_packed_b_pack(d->xpack, &d->gemm[0].cfg, 0, N, in, x, in,
+                                                 &err) == 0;
+        for (int i = 0; i < n; i++) {
+            if (packed)
+                gemm_f32_packed_b_ctx(&d->gemm[0], 1, g[i].out, g[i].dy, g[i].out, d->xpack, 1.0f,
+                                      g[i].dW, in);
+            else
+                gemm_f32_ctx(&d->gemm[0], 1, 0, g[i].out, in, N, g[i].dy, g[i].out, x, in, 1.0f,
+                             g[i].dW, in);
+        }
     }
     op_profile_end(d->prof, OP_GEMM_BWD, t0);
 }
