@@ -41,7 +41,8 @@ typedef struct {
  * rows are computed with them, nor on the thread count, and the packed-B
  * path sums as the plain one, so the results are bitwise those of the
  * serial order below, which runs on one thread (or inside a parallel
- * region, or when packing x finds no memory). */
+ * region: a thread's replica), x packed once there too unless packing it
+ * finds no memory. */
 static void linear_backward(const model_block_dims *d, float *dx, float dx_beta, const float *x,
                             int N, int in, const lin_grad *g, int n)
 {
