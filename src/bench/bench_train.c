@@ -265,9 +265,9 @@ void bench_train_json(jsonw *w, const run_config *cfg, const bench_train_result 
     jsonw_field_int(w, "vocab", m->vocab_size);
     jsonw_field_uint(w, "params", r->params);
     jsonw_field_int(w, "steps", r->steps);
-    jsonw_field_digits(w, "step_s", r->step_seconds, 4);
-    jsonw_field_digits(w, "best_step_s", r->best_step_seconds, 4);
-    jsonw_field_digits(w, "first_step_s", r->first_step_seconds, 4);
+    jsonw_field_digits(w, "step_s", r->step_seconds, 6);
+    jsonw_field_digits(w, "best_step_s", r->best_step_seconds, 6);
+    jsonw_field_digits(w, "first_step_s", r->first_step_seconds, 6);
     jsonw_field_digits(w, "tokens_per_s", r->tokens_per_second, 1);
     jsonw_field_digits(w, "model_gflops", r->model_gflops, 2);
     jsonw_field_digits(w, "peak_gflops", r->peak_gflops > 0 ? r->peak_gflops : NAN, 2);
