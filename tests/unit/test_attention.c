@@ -354,6 +354,43 @@ static void test_avx512_same_bits(void)
         free(a); free(b); free(c2); free(c5);
     }
     CHECK_MSG(bad == 0, "%d tile products differ between AVX-512 and AVX2", bad);
+    /* the softmax passes: query counts around 8 and 16 lanes, masked (-inf) scores */
+    int nqs[] = {1, 7, 8, 9, 15, 16, 17, 32}, nks[] = {1, 5, 64};
+    int bad_sm = 0;
+    for (size_t a = 0; a < sizeof nqs / sizeof nqs[0]; a++)
+        for (size_t b = 0; b < sizeof nks / sizeof nks[0]; b++) {
+            int nq = nqs[a], nk = nks[b], ld = 32;
+            size_t n = (size_t)nk * ld;
+            float *st = malloc(sizeof(float) * n), *dp = malloc(sizeof(float) * n);
+            float *s2 = malloc(sizeof(float) * n), *s5 = malloc(sizeof(float) * n);
+            float *d2 = malloc(sizeof(float) * n), *d5 = malloc(sizeof(float) * n);
+            float mx[32], lse[32], delta[32], sum2[32], sum5[32];
+            fill_uniform(&rng, st, n, -12, 2);
+            fill_uniform(&rng, dp, n, -1, 1);
+            for (size_t i = 0; i < n; i += 7)
+                st[i] = -INFINITY;
+            fill_uniform(&rng, mx, 32, 0, 2);
+            fill_uniform(&rng, lse, 32, 1, 3);
+            fill_uniform(&rng, delta, 32, -0.5f, 0.5f);
+            fill_uniform(&rng, sum2, 32, 0, 1);
+            memcpy(sum5, sum2, sizeof sum2);
+            memcpy(s2, st, sizeof(float) * n);
+            memcpy(s5, st, sizeof(float) * n);
+            att_kernels_avx2.exp_cols(s2, ld, nk, nq, mx, sum2);
+            att_kernels_avx512.exp_cols(s5, ld, nk, nq, mx, sum5);
+            int ok = memcmp(s2, s5, sizeof(float) * n) == 0 && memcmp(sum2, sum5, sizeof sum2) == 0;
+            memcpy(s2, st, sizeof(float) * n);
+            memcpy(s5, st, sizeof(float) * n);
+            memcpy(d2, dp, sizeof(float) * n);
+            memcpy(d5, dp, sizeof(float) * n);
+            att_kernels_avx2.softmax_grad(s2, d2, ld, nk, nq, lse, delta, 0.13f);
+            att_kernels_avx512.softmax_grad(s5, d5, ld, nk, nq, lse, delta, 0.13f);
+            ok = ok && memcmp(s2, s5, sizeof(float) * n) == 0 && memcmp(d2, d5, sizeof(float) * n) == 0;
+            if (!ok && bad_sm++ < 3)
+                fprintf(stderr, "  nq=%d nk=%d: AVX-512 softmax pass differs from AVX2\n", nq, nk);
+            free(st); free(dp); free(s2); free(s5); free(d2); free(d5);
+        }
+    CHECK_MSG(bad_sm == 0, "%d softmax passes differ between AVX-512 and AVX2", bad_sm);
 }
 
 int main(void)

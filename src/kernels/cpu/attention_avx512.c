@@ -1,18 +1,21 @@
 /* attention_avx512.c - the attention table of the AVX-512 path (see
- * attention_kernel.h): the whole tile product on zmm register tiles, both
- * softmax passes by the AVX2 table. Column blocks of 32 go as tiles of 6
- * rows x 2 zmm (12 accumulators, two B loads and six broadcasts per 12
- * FMAs), the rest as tiles of 12 rows x 1 zmm, a last block of fewer than 16
- * columns masked (AVX-512 masks cost nothing here, unlike AVX2's maskstore
- * on AMD cores); ragged rows are smaller tiles of the same kind. The causal
- * driver cuts diagonal tiles into blocks of mr = 6 rows (the AVX2 table's, so
- * the blocks and the terms they skip are the same), which the 6 x 32 tile
- * takes whole. Every C element is the same fused sum over k in order as the
- * AVX2 tile's, so the two tables give the same bits. Compiled for AVX-512F
+ * attention_kernel.h): the whole tile product on zmm register tiles, and
+ * both softmax passes on 16 queries a vector. Column blocks of 32 go as
+ * tiles of 6 rows x 2 zmm (12 accumulators, two B loads and six broadcasts
+ * per 12 FMAs), the rest as tiles of 12 rows x 1 zmm, a last block of fewer
+ * than 16 columns masked (AVX-512 masks cost nothing here, unlike AVX2's
+ * maskstore on AMD cores); ragged rows are smaller tiles of the same kind.
+ * The causal driver cuts diagonal tiles into blocks of mr = 6 rows (the AVX2
+ * table's, so the blocks and the terms they skip are the same), which the
+ * 6 x 32 tile takes whole. Every C element is the same fused sum over k in
+ * order as the AVX2 tile's, and each softmax lane the AVX2 pass's
+ * operations, so the two tables give the same bits. Compiled for AVX-512F
  * by the target attribute only, chosen at run time. */
 #include "kernels/cpu/attention_kernel.h"
 
 #include <immintrin.h>
+
+#include "kernels/cpu/simd_avx512.h"
 
 #define ZMM_ONLY __attribute__((target("avx512f"), always_inline)) static inline
 
@@ -87,15 +90,41 @@ static void mm_avx512(float *c, long ldc, const float *a, long a_rs, long a_cs, 
                (__mmask16)((1u << (n - j)) - 1));
 }
 
+/* The two softmax passes on 16 queries a vector: each lane runs the AVX2
+ * pass's operations in its order (simd_exp512 is simd_exp256 lane for lane),
+ * so the bits are the same. */
+__attribute__((target("avx512f")))
 static void exp_cols_avx512(float *st, int ld, int nk, int nq, const float *mx, float *sum)
 {
-    att_kernels_avx2.exp_cols(st, ld, nk, nq, mx, sum);
+    for (int i = 0; i < nq; i += 16) {
+        __mmask16 k = simd_tail_mask16(nq - i);
+        __m512 m = _mm512_maskz_loadu_ps(k, mx + i), s = _mm512_setzero_ps();
+        for (int j = 0; j < nk; j++) {
+            float *row = st + (long)j * ld + i;
+            __m512 e = simd_exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, row), m));
+            _mm512_mask_storeu_ps(row, k, e);
+            s = _mm512_add_ps(s, e);
+        }
+        _mm512_mask_storeu_ps(sum + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, sum + i), s));
+    }
 }
 
+__attribute__((target("avx512f")))
 static void softmax_grad_avx512(float *st, float *dpt, int ld, int nk, int nq, const float *lse,
                                 const float *delta, float scale)
 {
-    att_kernels_avx2.softmax_grad(st, dpt, ld, nk, nq, lse, delta, scale);
+    __m512 sc = _mm512_set1_ps(scale);
+    for (int i = 0; i < nq; i += 16) {
+        __mmask16 k = simd_tail_mask16(nq - i);
+        __m512 l = _mm512_maskz_loadu_ps(k, lse + i), dl = _mm512_maskz_loadu_ps(k, delta + i);
+        for (int j = 0; j < nk; j++) {
+            float *srow = st + (long)j * ld + i, *drow = dpt + (long)j * ld + i;
+            __m512 p = simd_exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, srow), l));
+            __m512 dp = _mm512_sub_ps(_mm512_maskz_loadu_ps(k, drow), dl);
+            _mm512_mask_storeu_ps(srow, k, p);
+            _mm512_mask_storeu_ps(drow, k, _mm512_mul_ps(_mm512_mul_ps(p, dp), sc));
+        }
+    }
 }
 
 /* mr: the AVX2 table's 6 (test_attention checks they agree). */
