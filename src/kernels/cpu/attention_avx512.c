@@ -87,7 +87,7 @@ static void mm_avx512(float *c, long ldc, const float *a, long a_rs, long a_cs, 
         zblock(c + j, ldc, a, a_rs, a_cs, b + j, ldb, m, k, accumulate, 1, 0xFFFF);
     if (j < n)
         zblock(c + j, ldc, a, a_rs, a_cs, b + j, ldb, m, k, accumulate, 1,
-               (__mmask16)((1u << (n - j)) - 1));
+               simd_tail_mask16(n - j));
 }
 
 /* The two softmax passes on 16 queries a vector: each lane runs the AVX2

@@ -3,9 +3,9 @@
  * A micro-kernel multiplies one packed A micro-panel (GEMM_MR rows x kc) by
  * one packed B micro-panel (kc x GEMM_NR columns) and writes the
  * GEMM_MR x GEMM_NR tile into C (the AVX-512 ones 2 or 4 A micro-panels at
- * once, or 24 rows of A read unpacked where it is stored). It is the only architecture-specific part of
- * the GEMM; packing and the loops around it are portable C (gemm.c,
- * gemm_pack.c). Packed layouts (see gemm_pack.h):
+ * once, or 24 rows of A read unpacked where it is stored). It is the only
+ * architecture-specific part of the GEMM; packing and the loops around it
+ * are portable C (gemm.c, gemm_pack.c). Packed layouts (see gemm_pack.h):
  *   a[k * GEMM_MR + i] = op(A)(i, k),   b[k * GEMM_NR + j] = op(B)(k, j).
  * b is 64-byte aligned; a is 4-byte aligned (any micro-panel of a block).
  *

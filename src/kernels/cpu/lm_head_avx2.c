@@ -48,47 +48,41 @@ static float max_avx2(const float *z, int V)
     return simd_hmax256(m);
 }
 
-__attribute__((target("avx2,fma")))
-static double exp_sum_avx2(float *z, int V, float mx, int store)
-{
-    __m256 m = _mm256_set1_ps(mx), ninf = _mm256_set1_ps(-INFINITY);
-    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-    for (int v = 0; v < V; v += 8) {
-        __m256 e = simd_exp256(_mm256_sub_ps(load_fill(z, v, V, ninf), m)); /* tail lanes: 0 */
-        if (store)
-            store_part(z, v, V, e);
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-    }
-    double lanes[8];
-    _mm256_storeu_pd(lanes, s0);
-    _mm256_storeu_pd(lanes + 4, s1);
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-}
-
-/* exp_sum_avx2(scale_avx2(z, k), mx, 0) without writing z: the product
- * rounded as the scaling stores it, lanes past V -inf as exp_sum reads them. */
-__attribute__((target("avx2,fma")))
-static double exp_sum_scaled_avx2(const float *z, int V, float k, float mx)
+/* The sum of exp(k z[v] - mx) over the row (k z[v] rounded to float, as the
+ * scaling stores it, when `scaled`), each exp into out[v] when out is set:
+ * lanes past V read as -inf (k > 0 keeps them so), whose exp is 0. `scaled`
+ * is a constant at both calls, so the plain sum has no multiply. */
+SIMD_AVX2 double exp_sum_row(const float *z, float *out, int V, float k, float mx, int scaled)
 {
     __m256 m = _mm256_set1_ps(mx), kv = _mm256_set1_ps(k), ninf = _mm256_set1_ps(-INFINITY);
     __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
     for (int v = 0; v < V; v += 8) {
-        __m256 t = _mm256_mul_ps(load_fill(z, v, V, _mm256_setzero_ps()), kv);
-        if (V - v < 8) {
-            __m256i tail = simd_tail_mask(V - v);
-            t = _mm256_blendv_ps(ninf, t, _mm256_castsi256_ps(tail));
-        }
+        __m256 t = load_fill(z, v, V, ninf);
+        if (scaled)
+            t = _mm256_mul_ps(t, kv);
         __m256 e = simd_exp256(_mm256_sub_ps(t, m));
+        if (out)
+            store_part(out, v, V, e);
         s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
         s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
     }
     double lanes[8];
     _mm256_storeu_pd(lanes, s0);
     _mm256_storeu_pd(lanes + 4, s1);
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    return lm_head_sum8(lanes);
+}
+
+__attribute__((target("avx2,fma")))
+static double exp_sum_avx2(float *z, int V, float mx, int store)
+{
+    return exp_sum_row(z, store ? z : NULL, V, 1.0f, mx, 0);
+}
+
+/* exp_sum_avx2(scale_avx2(z, k), mx, 0) without writing z. */
+__attribute__((target("avx2,fma")))
+static double exp_sum_scaled_avx2(const float *z, int V, float k, float mx)
+{
+    return exp_sum_row(z, NULL, V, k, mx, 1);
 }
 
 __attribute__((target("avx2,fma")))

@@ -19,9 +19,10 @@ static float max_avx512(const float *z, int V)
     int v = 0;
     for (; v + 16 <= V; v += 16)
         m = _mm512_max_ps(m, _mm512_loadu_ps(z + v));
-    if (v < V)
-        m = _mm512_mask_max_ps(m, simd_tail_mask16(V - v), m,
-                               _mm512_maskz_loadu_ps(simd_tail_mask16(V - v), z + v));
+    if (v < V) {
+        __mmask16 tail = simd_tail_mask16(V - v);
+        m = _mm512_mask_max_ps(m, tail, m, _mm512_maskz_loadu_ps(tail, z + v));
+    }
     return _mm512_reduce_max_ps(m);
 }
 
@@ -45,8 +46,7 @@ static double exp_sum_avx512(float *z, int V, float mx, int store)
     }
     double lanes[8];
     _mm512_storeu_pd(lanes, s);
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    return lm_head_sum8(lanes);
 }
 
 __attribute__((target("avx512f")))

@@ -15,8 +15,8 @@ typedef struct {
      * when store, z[v] = exp(z[v] - mx) as well. The sum does not depend on
      * store. */
     double (*exp_sum)(float *z, int V, float mx, int store);
-    /* sum over v of exp(k z[v] - mx), k z[v] rounded to float first, z
-     * unchanged: the bits of scale(z, V, k) then exp_sum(z, V, mx, 0). */
+    /* sum over v of exp(k z[v] - mx) for k > 0, k z[v] rounded to float
+     * first, z unchanged: the bits of scale(z, V, k) then exp_sum(z, V, mx, 0). */
     double (*exp_sum_scaled)(const float *z, int V, float k, float mx);
     /* z[v] *= k */
     void (*scale)(float *z, int V, float k);
@@ -27,6 +27,14 @@ typedef struct {
     /* the first v with z[v] == x (V - 1 when there is none, as for a NaN x) */
     int (*index_of)(const float *z, int V, float x);
 } lm_head_row_ops;
+
+/* The vector passes' 8 partial sums (lanes 0-3 and 4-7 of every 8 logits)
+ * added in their one fixed order. */
+static inline double lm_head_sum8(const double lanes[8])
+{
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
 
 extern const lm_head_row_ops lm_head_row_ops_portable;
 extern const lm_head_row_ops lm_head_row_ops_avx2; /* only when kernel_path_avx2() */
