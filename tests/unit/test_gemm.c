@@ -254,6 +254,71 @@ static void test_avx512_same_bits(void)
     CHECK_MSG(mism == 0, "%d products differ between the AVX-512 and AVX2 paths", mism);
 }
 
+/* Where each thread owns a column chunk of C and packs its B itself
+ * (own_b): the same bits as the shared split at 2 threads and as 1 thread,
+ * and right against the reference, on shapes that take it with more than
+ * one row block (M > MC), several B panels (N > NC, tiny blocking), a
+ * ragged last chunk and last panel, and all four transposes. */
+static void test_owned_b_same_bits(void)
+{
+    cpu_info ci;
+    cpu_info_query(&ci);
+    static const shape shapes[] = {{211, 190, 300}, {400, 150, 150}, {96, 333, 300}};
+    rng_state r;
+    rng_seed(&r, 12);
+    int saved = omp_get_max_threads(), mism = 0, owned = 0;
+    for (int path = 0; path <= CPU_KERNELS_AVX512; path++) {
+        if (!path_runs(path, __func__))
+            continue;
+        for (int tiny = 0; tiny < 2; tiny++) {
+            gemm_config own;
+            if (tiny)
+                own = tiny_config((cpu_kernel_path)path);
+            else
+                gemm_config_from_cpu(&own, &ci, (cpu_kernel_path)path);
+            gemm_config shared = own;
+            shared.own_b = 0;
+            CHECK(own.own_b);
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+                for (int t = 0; t < 4; t++) {
+                    int ta = t >> 1, tb = t & 1, M = shapes[s].M, N = shapes[s].N, K = shapes[s].K;
+                    CHECK_MSG(gemm_split_owns_b(&own, M, N, K, 2) && !gemm_split_owns_b(&shared, M, N, K, 2) &&
+                                  !gemm_split_owns_b(&own, M, N, K, 1),
+                              "%dx%dx%d %s tiny %d: not split by owned columns at 2 threads only", M, N, K,
+                              cpu_kernel_path_name((cpu_kernel_path)path), tiny);
+                    owned++;
+                    float *A = alloc_filled((size_t)M * K, &r), *B = alloc_filled((size_t)K * N, &r);
+                    size_t n = (size_t)M * N;
+                    float *C[3];
+                    C[0] = alloc_filled(n, &r);
+                    for (int i = 1; i < 3; i++) {
+                        C[i] = malloc(n * sizeof(float));
+                        memcpy(C[i], C[0], n * sizeof(float));
+                    }
+                    float beta = (float)(t & 1);
+                    const gemm_config *cfgs[3] = {&own, &shared, &own};
+                    for (int i = 0; i < 3; i++) {
+                        omp_set_num_threads(i < 2 ? 2 : 1);
+                        gemm_f32_with(cfgs[i], ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, beta, C[i], N);
+                    }
+                    if ((memcmp(C[0], C[1], n * sizeof(float)) || memcmp(C[0], C[2], n * sizeof(float))) &&
+                        mism++ < 3)
+                        fprintf(stderr, "  %s tiny %d %dx%dx%d ta%d tb%d: owned columns differ\n",
+                                cpu_kernel_path_name((cpu_kernel_path)path), tiny, M, N, K, ta, tb);
+                    omp_set_num_threads(2);
+                    if (t == 0 || s == 0)
+                        check_case(&own, ta, tb, M, N, K, beta, (int)s, &r);
+                    for (int i = 0; i < 3; i++)
+                        free(C[i]);
+                    free(A); free(B);
+                }
+        }
+    }
+    omp_set_num_threads(saved);
+    CHECK(owned > 0);
+    CHECK_MSG(mism == 0, "%d products differ between owned and shared B", mism);
+}
+
 /* Shapes past the real blocking: K > KC (two slices), M > MC (two blocks
  * even at one thread), at both thread counts. ~300 keeps ASan fast. */
 static void test_larger_than_blocking(void)
@@ -792,6 +857,7 @@ int main(void)
     RUN(test_env_switch);
     RUN(test_context_reserve);
     RUN(test_determinism);
+    RUN(test_owned_b_same_bits);
     RUN(test_inside_parallel);
     RUN(test_packed_b);
     RUN(test_row_column_independence);

@@ -24,7 +24,9 @@
  *           for jr in the item's columns by NR, ir in its rows by MR:
  *             micro-kernel(kc, A panel, B panel) -> C tile
  * Items split C over both M (MC blocks) and N (chunks of the panel) so that
- * skinny shapes still give every thread work. Who computes an item never
+ * skinny shapes still give every thread work. Where C is short or square,
+ * each thread owns a column chunk instead and packs its B itself, slice by
+ * slice (own_b_run, plan_items says why). Who computes an item never
  * changes its sums, so the dynamic split keeps results deterministic. */
 #include "kernels/cpu/gemm.h"
 
@@ -99,6 +101,7 @@ void gemm_config_from_cpu(gemm_config *cfg, const cpu_info *ci, cpu_kernel_path 
     cfg->nc = (int)nc;
     cfg->b_panel_bytes = nc * kc * fsize;
     cfg->direct_a = path == CPU_KERNELS_AVX512;
+    cfg->own_b = 1;
 }
 
 void gemm_config_init(gemm_config *cfg)
@@ -127,6 +130,7 @@ typedef struct {
     int kc, nc, mc;    /* this call's slice depth, panel width, block rows */
     int kb;            /* depth of a packed B panel: a multiple of kc */
     int m_blocks, nw;  /* row blocks; columns per item (multiple of GEMM_NR) */
+    int own_b;         /* thread t packs and multiplies column chunk t alone (own_b_run) */
     float *bpack;      /* kb x nc, shared: kb / kc slices of kc x nc */
     const float *bprepacked;  /* or all of op(B) packed (gemm_packed_b), kb = K */
     float *apack;      /* per thread: apack_stride floats each */
@@ -291,6 +295,35 @@ static void run_item(const gemm_job *j, float *ap, const float *bp, int jc, int 
     }
 }
 
+/* The team's split when each thread owns a column chunk of C (j->own_b):
+ * thread t packs chunk t of every B slice itself, just before multiplying
+ * it by every row block, so no packed line moves between the cores and no
+ * barrier waits. Each C element still sums the slices in order, so the
+ * bits are those of the shared split. */
+static void own_b_run(const gemm_job *j, float *ap)
+{
+    int t = omp_get_thread_num();
+    float *bp = j->bpack + (size_t)t * j->nw * j->kc;
+    for (int jc = 0; jc < j->N; jc += j->nc) {
+        int ncur = min_int(j->nc, j->N - jc), j0 = t * j->nw;
+        if (j0 >= ncur)
+            continue;
+        int wcur = min_int(j->nw, ncur - j0);
+        for (int pc = 0; pc < j->K; pc += j->kc) {
+            int kcur = min_int(j->kc, j->K - pc);
+            j->pack_b(j->trans_b, j->B, j->ldb, pc, kcur, 0, kcur, jc + j0, wcur, bp);
+            for (int ic = 0; ic < j->M; ic += j->mc) {
+                int mcur = min_int(j->mc, j->M - ic);
+                int mdir = j->direct_a ? mcur / (4 * GEMM_MR) * (4 * GEMM_MR) : 0;
+                if (mcur > mdir)
+                    j->pack_a(j->trans_a, j->A, j->lda, ic + mdir, mcur - mdir, pc, kcur, ap);
+                gemm_block(j, ap, bp, ic, mcur, mdir, jc + j0, wcur, pc, kcur,
+                           !(j->store_first && pc == 0));
+            }
+        }
+    }
+}
+
 /* The whole product over the B panels. With team set, run by every thread
  * of a team that does only this (orphaned worksharing): two barriers per B
  * panel (after packing it, before repacking it); with kb deep panels that
@@ -302,6 +335,10 @@ static void run_item(const gemm_job *j, float *ap, const float *bp, int jc, int 
 static void gemm_run(const gemm_job *j, int team)
 {
     float *ap = j->apack + (size_t)(team ? omp_get_thread_num() : 0) * j->apack_stride;
+    if (team && j->own_b) {
+        own_b_run(j, ap);
+        return;
+    }
     for (int jc = 0; jc < j->N; jc += j->nc) {
         int ncur = min_int(j->nc, j->N - jc);
         int items = j->m_blocks * ceil_div(ncur, j->nw);
@@ -363,9 +400,10 @@ static int threads_available(void)
     return omp_get_level() > 0 ? 1 : omp_get_max_threads();
 }
 
-/* Thread count (at most nt) and the items (blocks of C) for j's M and nc;
- * returns the thread count. */
-static int plan_items(gemm_job *j, const gemm_config *cfg, int nt)
+/* Thread count (at most nt) and the items (blocks of C) for j's M and nc,
+ * or the column chunks each thread owns (allow_own_b: B is still to be
+ * packed); returns the thread count. */
+static int plan_items(gemm_job *j, const gemm_config *cfg, int nt, int allow_own_b)
 {
     long fmas = (long)j->M * j->N * j->K;
     long min_fmas = j->wide ? GEMM_MIN_FMAS_PER_THREAD_AVX512 : GEMM_MIN_FMAS_PER_THREAD;
@@ -378,6 +416,24 @@ static int plan_items(gemm_job *j, const gemm_config *cfg, int nt)
      * threads would still idle, down to GEMM_MIN_BLOCK_PANELS. */
     int target = nt > 1 ? GEMM_ITEMS_PER_THREAD * nt : 1;
     int m_panels = ceil_div(j->M, GEMM_MR), n_panels = ceil_div(j->nc, GEMM_NR);
+    /* A short or square C (N at least a quarter of M): each thread owns a
+     * column chunk and packs its B itself (own_b_run). Shared, every thread
+     * would read the B lines the other packed, modified lines that move
+     * between the L2s, where owning costs only each thread reading all of
+     * op(A), lines both L2s hold unmodified. Measured at 2 threads, three
+     * alternations (bench kernels --kernel gemm): cpu-default's dW of wq
+     * 128x128x4096 211-226 -> 261-325 GFLOP/s, the head's logits
+     * 256x4097x128 295-315 -> 350-372, cpu-d512 flop-weighted 348-363 ->
+     * 379-390; tall products such as the head's dW 4097x128x256 keep the
+     * shared split (no gain owned). */
+    j->own_b = 0;
+    if (nt > 1 && cfg->own_b && allow_own_b && 4L * j->N >= j->M && n_panels >= nt) {
+        j->own_b = 1;
+        j->mc = min_int(cfg->mc, m_panels * GEMM_MR);
+        j->m_blocks = ceil_div(j->M, j->mc);
+        j->nw = ceil_div(n_panels, nt) * GEMM_NR;
+        return nt;
+    }
     int m_blocks = ceil_div(m_panels, cfg->mc / GEMM_MR), n_chunks = 1;
     if (m_blocks < target)
         m_blocks = max_int(m_blocks, min_int(target, m_panels / GEMM_ITEM_MIN_PANELS));
@@ -518,7 +574,10 @@ static int plan_job(gemm_job *j, const gemm_config *cfg, int avail, size_t *b_fl
     long kb_slices = cfg->b_panel_bytes / ((long)j->nc * j->kc * (long)sizeof(float));
     j->kb = (int)(kb_slices < 1 ? 1 : kb_slices < n_k ? kb_slices : n_k) * j->kc;
     *b_floats = ((size_t)j->kb * j->nc + 15) / 16 * 16;
-    return plan_items(j, cfg, avail);
+    int nt = plan_items(j, cfg, avail, 1);
+    if (j->own_b && *b_floats < (size_t)nt * j->nw * j->kc)
+        *b_floats = (size_t)nt * j->nw * j->kc;
+    return nt;
 }
 
 static void gemm_blocked(const gemm_config *cfg, gemm_context *ctx, int trans_a, int trans_b,
@@ -539,6 +598,16 @@ static void gemm_blocked(const gemm_config *cfg, gemm_context *ctx, int trans_a,
     }
     run_team(&j, nt);
     free(owned);
+}
+
+int gemm_split_owns_b(const gemm_config *cfg, int M, int N, int K, int threads)
+{
+    if (M <= 0 || N <= 0 || K <= 0)
+        return 0;
+    gemm_job j = {.M = M, .N = N, .K = K, .wide = cfg->path == CPU_KERNELS_AVX512};
+    size_t b_floats;
+    int nt = plan_job(&j, cfg, threads > 0 ? threads : 1, &b_floats);
+    return nt > 1 && j.own_b;
 }
 
 void gemm_f32_with(const gemm_config *cfg, int trans_a, int trans_b, int M, int N, int K,
@@ -679,7 +748,7 @@ static void packed_b_run(const gemm_config *cfg, gemm_context *ctx, int trans_a,
     j.kc = pb->kc;
     j.nc = pb->nc;
     j.kb = ceil_div(K, pb->kc) * pb->kc;
-    int nt = plan_items(&j, cfg, threads_available());
+    int nt = plan_items(&j, cfg, threads_available(), 0);   /* B comes packed: nothing to own */
     float *owned;
     if (job_buffers(&j, nt, 0, ctx, &owned)) {
         j.bprepacked = pb->data;

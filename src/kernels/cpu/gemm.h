@@ -30,7 +30,8 @@ void gemm_f32_ref(int trans_a, int trans_b, int M, int N, int K,
 /* ---- The blocked implementation behind gemm_f32, with its configuration. ----
  *
  * BLIS-style: each NC-column panel of op(B) is packed once (shared by the
- * threads), as deep in K as its L3 share allows (in KC-deep slices), then
+ * threads; where C is short or square, each thread packs the columns it
+ * owns), as deep in K as its L3 share allows (in KC-deep slices), then
  * blocks of MC rows of op(A) are packed per thread, slice by slice, and
  * multiplied micro-tile by micro-tile (GEMM_MR x GEMM_NR = 6 x 16,
  * kernels/cpu/gemm_kernel.h).
@@ -63,6 +64,9 @@ typedef struct {
                       instead of from a packed copy, wherever its row stride
                       spreads the rows over the cache sets (the same bits; set
                       by gemm_config_from_cpu, cleared to test the packed path) */
+    int own_b;     /* a team may split C by columns alone, each thread packing
+                      its own columns of B (the same bits; set by
+                      gemm_config_from_cpu, cleared to test the shared split) */
 } gemm_config;
 
 /* Shares of each cache level the blocking is sized to (the rest holds the
@@ -78,6 +82,11 @@ void gemm_config_from_cpu(gemm_config *cfg, const cpu_info *ci, cpu_kernel_path 
 
 /* cpu_info_query + cpu_kernel_path_select (TEMPO_KERNELS) + gemm_config_from_cpu. */
 void gemm_config_init(gemm_config *cfg);
+
+/* Whether gemm_f32_with(cfg, ...) of an M x N x K product on `threads`
+ * threads gives each thread a column chunk of C and its own packing of B
+ * (cfg->own_b), rather than sharing one packed B (for tests and benches). */
+int gemm_split_owns_b(const gemm_config *cfg, int M, int N, int K, int threads);
 
 /* gemm_f32 with an explicit configuration (same contract as gemm_f32).
  * cfg is only read: one config may be shared by any number of threads.
