@@ -50,9 +50,11 @@ static void linear_backward(const model_block_dims *d, float *dx, float dx_beta,
     int nt = omp_get_level() == 0 ? omp_get_max_threads() : 1;
     nt = nt < d->n_gemm ? nt : d->n_gemm;
     tempo_error err;
-    if (nt > 1 && gemm_packed_b_pack(d->xpack, &d->gemm[0].cfg, 0, N, in, x, in, &err) == 0) {
+    if (nt > 1 && gemm_packed_b_reserve(d->xpack, &d->gemm[0].cfg, 0, N, in, &err) == 0) {
 #pragma omp parallel num_threads(nt)
         {
+            /* x packed by the team in the region that uses it (one team start, not two) */
+            gemm_packed_b_fill_team(d->xpack, &d->gemm[0].cfg, x, in);
             int t = omp_get_thread_num(), team = omp_get_num_threads();
             gemm_context *ctx = &d->gemm[t];
             int r0 = (int)((long)N * t / team), r1 = (int)((long)N * (t + 1) / team);

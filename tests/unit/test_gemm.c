@@ -635,9 +635,12 @@ static void test_packed_b(void)
                     CHECK(gemm_packed_b_pack(&pb, &cfg, tb, K, N, B, ldb, &err) == 0);
                     gemm_f32_with(&cfg, ta, tb, M, N, K, A, lda, B, ldb, 0, C1, ldc);
                     gemm_f32_packed_b_ctx(&ctx, ta, M, A, lda, &pb, 0, C2, ldc);
-                    /* and through a context's reused workspace */
-                    gemm_f32_ctx(&ctx, ta, tb, M, N, K, A, lda, B, ldb, 0, C2, ldc);
                     CHECK(memcmp(C1, C2, (size_t)M * ldc * sizeof *C1) == 0);
+                    /* and through a context's reused workspace */
+                    for (int i = 0; i < M; i++)   /* the product must overwrite this */
+                        for (int c = 0; c < N; c++)
+                            C2[(size_t)i * ldc + c] = NAN;
+                    gemm_f32_ctx(&ctx, ta, tb, M, N, K, A, lda, B, ldb, 0, C2, ldc);
                     CHECK(memcmp(C1, C2, (size_t)M * ldc * sizeof *C1) == 0);
                     free(A); free(B); free(C1); free(C2);
                 }
@@ -650,6 +653,75 @@ static void test_packed_b(void)
     CHECK(pb.data == before);
     gemm_packed_b_free(&pb);
     CHECK(pb.data == NULL);
+}
+
+/* op(B) packed in halves (reserve, then fill_team) gives gemm_f32_with's
+ * bits: by a team of two sharing the work, by a thread in no team, and
+ * (gemm_packed_b_pack) by each thread of a team packing its own B, which
+ * must not share its loop with the other thread. Shapes with several K
+ * slices and, on the tiny blocking, several panels. */
+static void test_packed_b_team(void)
+{
+    rng_state r;
+    rng_seed(&r, 13);
+    const shape shapes[] = {{19, 150, 211}, {40, 37, 600}, {5, 3, 2}};
+    cpu_info ci;
+    cpu_info_query(&ci);
+    int saved = omp_get_max_threads(), bad = 0;
+    omp_set_num_threads(2);
+    for (int tiny = 0; tiny < 2; tiny++) {
+        gemm_config cfg;
+        if (tiny)
+            cfg = tiny_config(have_avx2() ? CPU_KERNELS_AVX2 : CPU_KERNELS_PORTABLE);
+        else
+            gemm_config_from_cpu(&cfg, &ci, have_avx2() ? CPU_KERNELS_AVX2 : CPU_KERNELS_PORTABLE);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int tb = 0; tb < 2; tb++) {
+                int M = shapes[s].M, N = shapes[s].N, K = shapes[s].K;
+                float *A = alloc_filled((size_t)M * K, &r);
+                float *B[2] = {alloc_filled((size_t)K * N, &r), alloc_filled((size_t)K * N, &r)};
+                size_t nc = (size_t)M * N;
+                float *want[2], *got[2];
+                for (int i = 0; i < 2; i++) {
+                    want[i] = malloc(nc * sizeof(float));
+                    got[i] = malloc(nc * sizeof(float));
+                    gemm_f32_with(&cfg, 0, tb, M, N, K, A, K, B[i], tb ? K : N, 0, want[i], N);
+                }
+                int ldb = tb ? K : N;
+                gemm_packed_b pb = {0}, own[2] = {{0}, {0}};
+                tempo_error err;
+                CHECK(gemm_packed_b_reserve(&pb, &cfg, tb, K, N, &err) == 0);
+#pragma omp parallel num_threads(2)
+                gemm_packed_b_fill_team(&pb, &cfg, B[0], ldb);
+                gemm_f32_packed_b(&cfg, 0, M, A, K, &pb, 0, got[0], N);
+                bad += memcmp(want[0], got[0], nc * sizeof(float)) != 0;
+                CHECK(gemm_packed_b_reserve(&pb, &cfg, tb, K, N, &err) == 0);
+                gemm_packed_b_fill_team(&pb, &cfg, B[1], ldb);   /* no team: all of it */
+                gemm_f32_packed_b(&cfg, 0, M, A, K, &pb, 0, got[1], N);
+                bad += memcmp(want[1], got[1], nc * sizeof(float)) != 0;
+                int packed = 0;
+#pragma omp parallel num_threads(2) reduction(+ : packed)
+                {
+                    int t = omp_get_thread_num();
+                    tempo_error e;
+                    packed += gemm_packed_b_pack(&own[t], &cfg, tb, K, N, B[t], ldb, &e) == 0;
+                }
+                CHECK(packed == 2);
+                for (int i = 0; i < 2; i++) {
+                    memset(got[i], 0, nc * sizeof(float));
+                    gemm_f32_packed_b(&cfg, 0, M, A, K, &own[i], 0, got[i], N);
+                    bad += memcmp(want[i], got[i], nc * sizeof(float)) != 0;
+                }
+                gemm_packed_b_free(&pb);
+                for (int i = 0; i < 2; i++) {
+                    gemm_packed_b_free(&own[i]);
+                    free(want[i]); free(got[i]); free(B[i]);
+                }
+                free(A);
+            }
+    }
+    omp_set_num_threads(saved);
+    CHECK_MSG(bad == 0, "%d products from a packing in halves or by a team's threads differ", bad);
 }
 
 /* Degenerate sizes: nothing to write, or only beta * C. */
@@ -860,6 +932,7 @@ int main(void)
     RUN(test_owned_b_same_bits);
     RUN(test_inside_parallel);
     RUN(test_packed_b);
+    RUN(test_packed_b_team);
     RUN(test_row_column_independence);
     RUN(test_bench_helpers);
     return test_summary("test_gemm");

@@ -153,7 +153,7 @@ static void test_rmsnorm_paths_agree(void)
 {
     rng_state rng;
     rng_seed(&rng, 7);
-    int shapes[][2] = {{3, 1}, {5, 7}, {4, 8}, {6, 9}, {600, 33}, {300, 64}, {257, 130}};
+    int shapes[][2] = {{3, 1}, {5, 7}, {4, 8}, {6, 9}, {600, 33}, {300, 64}, {257, 130}, {2053, 130}};
     kernel_env env;
     kernel_env_save(&env);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -332,13 +332,14 @@ static void check_activations(size_t n, rng_state *rng, const char *path)
     free(h); free(u); free(a); free(da); free(dh); free(du); free(h2); free(da2);
 }
 
-/* Sizes: 1, around one AVX2 vector (7, 8, 9), a prime, and two that take the
- * parallel path (one not a multiple of the chunk). Both kernel paths. */
+/* Sizes: 1, around one AVX2 vector (7, 8, 9), a prime, one under the
+ * parallel threshold (OMP_TEAM_MIN_STREAM) and two over it (one not a
+ * multiple of the chunk). Both kernel paths. */
 static void test_activations(void)
 {
     rng_state rng;
     rng_seed(&rng, 4);
-    size_t sizes[] = {1, 7, 8, 9, 37, 40000, 70001};
+    size_t sizes[] = {1, 7, 8, 9, 37, 40000, 270336, 300001};
     kernel_env env;
     kernel_env_save(&env);
     for (int portable = 0; portable < 2; portable++) {

@@ -11,7 +11,6 @@
 
 #include <math.h>
 
-#define ACT_PAR_MIN 32768 /* below this many elements a parallel region costs more */
 #define ACT_CHUNK 16384   /* elements per unit of work */
 
 static void relu2_forward(float *a, const float *h, size_t n)
@@ -50,7 +49,7 @@ static void swiglu_backward(float *dg, float *du, const float *da, const float *
  * large enough. */
 #define FOR_CHUNKS(n, BODY)                                                   \
     do {                                                                      \
-        if (!omp_team_worth((n), ACT_PAR_MIN)) { /* one chunk (core/omp_team.h) */ \
+        if (!omp_team_worth((n), OMP_TEAM_MIN_STREAM)) { /* one chunk (core/omp_team.h) */ \
             size_t lo = 0, len = (n);                                         \
             BODY;                                                             \
             break;                                                            \

@@ -683,8 +683,8 @@ void gemm_f32_ctx(gemm_context *ctx, int trans_a, int trans_b, int M, int N, int
 
 /* ---- op(B) packed once, multiplied many times ---- */
 
-int gemm_packed_b_pack(gemm_packed_b *pb, const gemm_config *cfg, int trans_b, int K, int N,
-                       const float *B, int ldb, tempo_error *err)
+int gemm_packed_b_reserve(gemm_packed_b *pb, const gemm_config *cfg, int trans_b, int K, int N,
+                          tempo_error *err)
 {
     if (K < 1 || N < 1)
         return tempo_fail(err, "gemm: packing a %d x %d matrix", K, N);
@@ -705,26 +705,51 @@ int gemm_packed_b_pack(gemm_packed_b *pb, const gemm_config *cfg, int trans_b, i
     pb->N = N;
     pb->kc = kc;
     pb->nc = nc;
+    return 0;
+}
+
+/* pb's panels from B: with team set, the units of each shared by the
+ * threads of the team the caller is in (orphaned worksharing, a barrier
+ * after each panel); without, all by the calling thread in plain loops
+ * (never a worksharing loop, which would bind to a caller's team). */
+static void packed_b_fill(const gemm_packed_b *pb, const gemm_config *cfg, const float *B, int ldb,
+                          int team)
+{
+    int K = pb->K, N = pb->N, kc = pb->kc, nc = pb->nc, n_k = ceil_div(K, kc);
     gemm_job j = {
         .pack_b = cfg->path >= CPU_KERNELS_AVX2 ? gemm_pack_b_avx2 : gemm_pack_b,
-        .trans_b = trans_b, .B = B, .ldb = ldb, .K = K, .kc = kc,
+        .trans_b = pb->trans_b, .B = B, .ldb = ldb, .K = K, .kc = kc,
     };
     int units = n_k * ceil_div(kc, GEMM_PACK_B_ROWS);
+    for (int jc = 0; jc < N; jc += nc) {
+        j.bpack = pb->data + (size_t)(jc / nc) * n_k * kc * nc;
+        if (!team) {
+            for (int q = 0; q < units; q++)
+                pack_b_unit(&j, 0, jc, min_int(nc, N - jc), q);
+            continue;
+        }
+#pragma omp for schedule(static)
+        for (int q = 0; q < units; q++)
+            pack_b_unit(&j, 0, jc, min_int(nc, N - jc), q);
+    }
+}
+
+void gemm_packed_b_fill_team(const gemm_packed_b *pb, const gemm_config *cfg, const float *B, int ldb)
+{
+    packed_b_fill(pb, cfg, B, ldb, 1);
+}
+
+int gemm_packed_b_pack(gemm_packed_b *pb, const gemm_config *cfg, int trans_b, int K, int N,
+                       const float *B, int ldb, tempo_error *err)
+{
+    if (gemm_packed_b_reserve(pb, cfg, trans_b, K, N, err))
+        return -1;
     int nt = threads_available();
     if (nt > 1) {
-#pragma omp parallel num_threads(nt) firstprivate(j)
-        for (int jc = 0; jc < N; jc += nc) {
-            j.bpack = pb->data + (size_t)(jc / nc) * n_k * kc * nc;
-#pragma omp for schedule(static)
-            for (int q = 0; q < units; q++)
-                pack_b_unit(&j, 0, jc, min_int(nc, N - jc), q);
-        }
+#pragma omp parallel num_threads(nt)
+        packed_b_fill(pb, cfg, B, ldb, 1);
     } else {
-        for (int jc = 0; jc < N; jc += nc) {
-            j.bpack = pb->data + (size_t)(jc / nc) * n_k * kc * nc;
-            for (int q = 0; q < units; q++)
-                pack_b_unit(&j, 0, jc, min_int(nc, N - jc), q);
-        }
+        packed_b_fill(pb, cfg, B, ldb, 0);
     }
     return 0;
 }

@@ -153,6 +153,17 @@ int gemm_packed_b_pack(gemm_packed_b *pb, const gemm_config *cfg, int trans_b, i
                        const float *B, int ldb, tempo_error *err);
 void gemm_packed_b_free(gemm_packed_b *pb);
 
+/* gemm_packed_b_pack in two halves, for a team that packs B and then uses
+ * it in one parallel region: reserve (from serial code: sizes pb for op(B)
+ * of K x N and records the slicing), then every thread of the innermost
+ * team calls fill_team with the same arguments (a worksharing loop: never
+ * from threads that each pack their own B); it returns when the whole
+ * packing is done (the team's barrier). The same packing as
+ * gemm_packed_b_pack. */
+int gemm_packed_b_reserve(gemm_packed_b *pb, const gemm_config *cfg, int trans_b, int K, int N,
+                          tempo_error *err);
+void gemm_packed_b_fill_team(const gemm_packed_b *pb, const gemm_config *cfg, const float *B, int ldb);
+
 /* C[M, pb->N] = beta * C + op(A)[M, pb->K] * op(B), op(B) from pb; cfg as
  * given to gemm_packed_b_pack (its path and mc are used; the slicing is
  * pb's). Allocates the A blocks per call (~0.5 MiB at 2 threads). */

@@ -68,8 +68,7 @@ void rmsnorm_forward(float *y, float *rstd, const float *x, const float *w,
                      int N, int C, float eps)
 {
     const rmsnorm_row_ops *ops = row_ops();
-    /* below 16384 floats a few us of work: less than a region costs */
-    OMP_TEAM_FOR(omp_team_worth((size_t)N * C, 16384), int, n, N,
+    OMP_TEAM_FOR(omp_team_worth((size_t)N * C, OMP_TEAM_MIN_STREAM), int, n, N,
                  rstd[n] = ops->forward_row(y + (size_t)n * C, x + (size_t)n * C, w, C, eps));
 }
 
@@ -77,7 +76,7 @@ void rmsnorm_forward_copy(float *y, float *rstd, float *copy, const float *x, co
                           int N, int C, float eps)
 {
     const rmsnorm_row_ops *ops = row_ops();
-    if (!omp_team_worth((size_t)N * C, 16384)) {
+    if (!omp_team_worth((size_t)N * C, OMP_TEAM_MIN_STREAM)) {
         rmsnorm_forward(y, rstd, x, w, N, C, eps);
         memcpy(copy, x, sizeof(float) * (size_t)N * C);
         return;
@@ -95,7 +94,7 @@ void rmsnorm_backward(float *dx, float *dw, const float *dy, const float *x,
                       int accumulate)
 {
     const rmsnorm_row_ops *ops = row_ops();
-    if (!omp_team_worth((size_t)N * C, 16384)) {
+    if (!omp_team_worth((size_t)N * C, OMP_TEAM_MIN_STREAM)) {
         for (int n = 0; n < N; n++)
             ops->backward_row(dx + (size_t)n * C, dy + (size_t)n * C, x + (size_t)n * C, w, rstd[n], C,
                               accumulate);

@@ -40,8 +40,7 @@ static void rotate(float *x, int B, int T, int n_heads, int D, int pos0,
                    const float *cos_tab, const float *sin_tab, float sign)
 {
     int rows = B * T;
-    /* below 16384 floats a few us of work: less than a region costs */
-    OMP_TEAM_FOR(omp_team_worth((size_t)rows * n_heads * D, 16384), int, r, rows,
+    OMP_TEAM_FOR(omp_team_worth((size_t)rows * n_heads * D, OMP_TEAM_MIN_STREAM), int, r, rows,
                  rotate_row(x, r, T, n_heads, D, pos0, cos_tab, sin_tab, sign));
 }
 
