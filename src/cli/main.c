@@ -37,9 +37,9 @@ static void usage(FILE *f)
  *    under load (d128/L4 step, 2 threads), 6.6 s per step with ACTIVE
  *    against 1.1-2.5 s with PASSIVE. On an idle machine PASSIVE costs the
  *    wake-ups (32-40 us a region on a paravirtualised host): cpu-default at
- *    2 threads trains 6 % slower than with ACTIVE, the learning reader
- *    reads 17-20 % slower than with GOMP_SPINCOUNT=20000 (README, threads;
- *    lab notebook, 2026-12-05).
+ *    2 threads trains 6 % slower than with ACTIVE (lab notebook,
+ *    2026-12-05), the learning reader reads 7-10 % slower than with
+ *    GOMP_SPINCOUNT=20000 (README, threads; 2026-12-06).
  *  - With --pin-threads anywhere on the command line (train, bench train):
  *    OMP_PROC_BIND=close and OMP_PLACES=cores, unless the user set them:
  *    one thread per core, never migrated. */
