@@ -180,7 +180,10 @@ static void run_tempo(void *ctx, const bench_gemm_shape *s, const float *A, int 
 int bench_gemm_measure(gemm_context *ctx, const bench_gemm_shape *s, int threads,
                        double min_seconds, bench_gemm_result *r, tempo_error *err)
 {
-    return bench_gemm_time(run_tempo, ctx, s, threads, min_seconds, r, err);
+    if (bench_gemm_time(run_tempo, ctx, s, threads, min_seconds, r, err))
+        return -1;
+    r->threads_used = gemm_split(&ctx->cfg, s->M, s->N, s->K, threads, &r->owns_b);
+    return 0;
 }
 
 
@@ -195,6 +198,12 @@ void bench_gemm_json(jsonw *w, const bench_gemm_shape *s, int threads, const ben
     jsonw_field_string(w, "shape", shape);
     jsonw_field_string(w, "op", s->op);
     jsonw_field_int(w, "threads", threads);
+    if (r->threads_used > 0) {
+        jsonw_field_int(w, "threads_used", r->threads_used);
+        jsonw_field_string(w, "split", r->threads_used == 1 ? "one thread"
+                                       : r->owns_b          ? "owned columns"
+                                                            : "shared B");
+    }
     jsonw_field_digits(w, "gflops", r->gflops, 2);
     jsonw_field_digits(w, "peak_gflops", peak_gflops > 0 ? peak_gflops : 0, 2);
     jsonw_field_digits(w, "efficiency", peak_gflops > 0 ? r->gflops / peak_gflops : NAN, 3);

@@ -38,6 +38,9 @@ typedef struct {
     int reps;
     double other_load_cores;  /* others' CPU use meanwhile (bench/sysload.h) */
     int contended;
+    int threads_used;         /* tempo's GEMM (bench_gemm_measure): the threads it split the
+                                 product among (gemm_split); 0 when unknown (another library) */
+    int owns_b;               /* ... and whether each owned a column chunk and its part of B */
 } bench_gemm_result;
 
 /* One product C = op(A) op(B) (beta 0) of shape s by some implementation;
@@ -58,7 +61,8 @@ int bench_gemm_measure(gemm_context *ctx, const bench_gemm_shape *s, int threads
 
 /* {"kernel":"gemm","shape":"MxNxK ta tb","op":...,"threads":t,"gflops":...,
  *  "peak_gflops":...,"efficiency":...,"path":...,"other_load_cores":...,
- *  "contended":...} as one value into w. peak_gflops (the hardware
+ *  "contended":...} as one value into w; when r->threads_used > 0 also
+ *  "threads_used" and "split" ("one thread", "shared B" or "owned columns"). peak_gflops (the hardware
  * profile's) <= 0 leaves efficiency null. peak_now_gflops > 0 (an FMA peak
  * measured in the same run: the host's other tenants can lower it) adds
  * "peak_now_gflops" and "efficiency_now". With a peer result (peer != NULL,

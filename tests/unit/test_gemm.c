@@ -258,7 +258,8 @@ static void test_avx512_same_bits(void)
  * (own_b): the same bits as the shared split at 2 threads and as 1 thread,
  * and right against the reference, on shapes that take it with more than
  * one row block (M > MC), several B panels (N > NC, tiny blocking), a
- * ragged last chunk and last panel, and all four transposes. */
+ * ragged last chunk and last panel, and all four transposes; gemm_split
+ * says so (and that a product too small for two threads takes one). */
 static void test_owned_b_same_bits(void)
 {
     cpu_info ci;
@@ -282,8 +283,10 @@ static void test_owned_b_same_bits(void)
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
                 for (int t = 0; t < 4; t++) {
                     int ta = t >> 1, tb = t & 1, M = shapes[s].M, N = shapes[s].N, K = shapes[s].K;
-                    CHECK_MSG(gemm_split_owns_b(&own, M, N, K, 2) && !gemm_split_owns_b(&shared, M, N, K, 2) &&
-                                  !gemm_split_owns_b(&own, M, N, K, 1),
+                    int o2, s2, o1;
+                    int n2 = gemm_split(&own, M, N, K, 2, &o2), ns = gemm_split(&shared, M, N, K, 2, &s2);
+                    int n1 = gemm_split(&own, M, N, K, 1, &o1);
+                    CHECK_MSG(n2 == 2 && o2 && ns == 2 && !s2 && n1 == 1 && !o1,
                               "%dx%dx%d %s tiny %d: not split by owned columns at 2 threads only", M, N, K,
                               cpu_kernel_path_name((cpu_kernel_path)path), tiny);
                     owned++;
@@ -904,14 +907,29 @@ static void test_bench_helpers(void)
     CHECK(json_get_number(v, "peak_now_gflops", 0) == 50 && json_get_number(v, "efficiency_now", 0) > 0);
     CHECK(json_get_number(v, "openblas_gflops", 0) == 2 && json_get_number(v, "ratio", 0) > 0);
     CHECK(json_get_number(v, "other_load_cores", 0) >= 0.5);
+    /* tempo's product says how it split: one thread here (1 available) */
+    CHECK(json_get_number(v, "threads_used", 0) == 1 && strcmp(json_get_string(v, "split"), "one thread") == 0);
     json_free(v);
     strbuf_free(&line);
+    int owns;
+    int used = gemm_split(&ctx.cfg, 400, 150, 150, 2, &owns);
+    const char *want = used == 1 ? "one thread" : owns ? "owned columns" : "shared B";
+    r.threads_used = used;
+    r.owns_b = owns;
+    jsonw_init(&w, &line);
+    bench_gemm_json(&w, &sh, 2, &r, 100, 0, "avx2", NULL);
+    CHECK(jsonw_finish(&w, &err) == 0);
+    CHECK(json_parse(line.data, line.len, &v, &err) == 0);
+    CHECK(json_get_number(v, "threads_used", 0) == used && strcmp(json_get_string(v, "split"), want) == 0);
+    json_free(v);
+    strbuf_free(&line);
+    r.threads_used = 0;   /* another library's figure: nothing said of a split */
     jsonw_init(&w, &line);
     bench_gemm_json(&w, &sh, 1, &r, 0, 0, "avx2", NULL);   /* no peaks, no peer */
     CHECK(jsonw_finish(&w, &err) == 0);
     CHECK(json_parse(line.data, line.len, &v, &err) == 0);
     CHECK(json_get(v, "efficiency")->type == JSON_NULL && json_get(v, "ratio") == NULL);
-    CHECK(json_get(v, "peak_now_gflops") == NULL);
+    CHECK(json_get(v, "peak_now_gflops") == NULL && json_get(v, "threads_used") == NULL && json_get(v, "split") == NULL);
     json_free(v);
     strbuf_free(&line);
     test_gemm_summary();

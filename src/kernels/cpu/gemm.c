@@ -600,14 +600,16 @@ static void gemm_blocked(const gemm_config *cfg, gemm_context *ctx, int trans_a,
     free(owned);
 }
 
-int gemm_split_owns_b(const gemm_config *cfg, int M, int N, int K, int threads)
+int gemm_split(const gemm_config *cfg, int M, int N, int K, int threads, int *owns_b)
 {
+    *owns_b = 0;
     if (M <= 0 || N <= 0 || K <= 0)
-        return 0;
+        return 1;
     gemm_job j = {.M = M, .N = N, .K = K, .wide = cfg->path == CPU_KERNELS_AVX512};
     size_t b_floats;
     int nt = plan_job(&j, cfg, threads > 0 ? threads : 1, &b_floats);
-    return nt > 1 && j.own_b;
+    *owns_b = nt > 1 && j.own_b;
+    return nt;
 }
 
 void gemm_f32_with(const gemm_config *cfg, int trans_a, int trans_b, int M, int N, int K,

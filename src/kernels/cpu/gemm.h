@@ -83,10 +83,12 @@ void gemm_config_from_cpu(gemm_config *cfg, const cpu_info *ci, cpu_kernel_path 
 /* cpu_info_query + cpu_kernel_path_select (TEMPO_KERNELS) + gemm_config_from_cpu. */
 void gemm_config_init(gemm_config *cfg);
 
-/* Whether gemm_f32_with(cfg, ...) of an M x N x K product on `threads`
- * threads gives each thread a column chunk of C and its own packing of B
- * (cfg->own_b), rather than sharing one packed B (for tests and benches). */
-int gemm_split_owns_b(const gemm_config *cfg, int M, int N, int K, int threads);
+/* How gemm_f32_with(cfg, ...) splits an M x N x K product when `threads`
+ * threads are available: returns the threads it uses (fewer when the
+ * product is too small to pay for waking another), and sets *owns_b when
+ * each thread owns a column chunk of C and packs its own part of B
+ * (cfg->own_b) rather than sharing one packed B. For tests and benches. */
+int gemm_split(const gemm_config *cfg, int M, int N, int K, int threads, int *owns_b);
 
 /* gemm_f32 with an explicit configuration (same contract as gemm_f32).
  * cfg is only read: one config may be shared by any number of threads.
