@@ -616,6 +616,8 @@ static void test_lm_head_rows_avx512(void)
             double sa0 = a->exp_sum(z, V, ma, 0), sb0 = b->exp_sum(z, V, mb, 0);
             int ok = ma == mb && sa == sb && sa0 == sb0 && sa0 == sa &&
                      memcmp(za, zb, sizeof(float) * (size_t)V) == 0;
+            double ka = a->exp_sum_scaled(z, V, 1.3f, 1.3f * ma), kb = b->exp_sum_scaled(z, V, 1.3f, 1.3f * mb);
+            ok = ok && ka == kb;
             a->scale(za, V, 0.37f);
             b->scale(zb, V, 0.37f);
             ok = ok && memcmp(za, zb, sizeof(float) * (size_t)V) == 0;
