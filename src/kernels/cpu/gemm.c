@@ -600,15 +600,24 @@ static void gemm_blocked(const gemm_config *cfg, gemm_context *ctx, int trans_a,
     free(owned);
 }
 
+/* plan_job for a shape alone (no operands): what gemm_f32_with would plan
+ * for an M x N x K product (M, N, K >= 1) with `threads` available. */
+static int plan_shape(gemm_job *j, const gemm_config *cfg, int M, int N, int K, int threads,
+                      size_t *b_floats)
+{
+    *j = (gemm_job){.M = M, .N = N, .K = K, .wide = cfg->path == CPU_KERNELS_AVX512};
+    return plan_job(j, cfg, threads > 0 ? threads : 1, b_floats);
+}
+
 int gemm_split(const gemm_config *cfg, int M, int N, int K, int threads, int *owns_b)
 {
     *owns_b = 0;
     if (M <= 0 || N <= 0 || K <= 0)
         return 1;
-    gemm_job j = {.M = M, .N = N, .K = K, .wide = cfg->path == CPU_KERNELS_AVX512};
+    gemm_job j;
     size_t b_floats;
-    int nt = plan_job(&j, cfg, threads > 0 ? threads : 1, &b_floats);
-    *owns_b = nt > 1 && j.own_b;
+    int nt = plan_shape(&j, cfg, M, N, K, threads, &b_floats);
+    *owns_b = j.own_b;   /* set only for a team (plan_items) */
     return nt;
 }
 
@@ -652,9 +661,9 @@ int gemm_context_reserve(gemm_context *ctx, int M, int N, int K, int threads)
 {
     if (M <= 0 || N <= 0 || K <= 0)
         return 0;
-    gemm_job j = {.M = M, .N = N, .K = K, .wide = ctx->cfg.path == CPU_KERNELS_AVX512};
+    gemm_job j;
     size_t b_floats;
-    int nt = plan_job(&j, &ctx->cfg, threads > 0 ? threads : 1, &b_floats);
+    int nt = plan_shape(&j, &ctx->cfg, M, N, K, threads, &b_floats);
     size_t floats = job_floats(&j, nt, b_floats);
     if (ctx->work_floats >= floats)
         return 0;

@@ -248,8 +248,10 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
                                                              : &lm_head_row_ops_portable;
     head_gemms h = {ws, ws ? ws->gemm : NULL, 0, w, C, V};
     int n_chunks = (N + chunk_rows - 1) / chunk_rows;
-    /* the last evaluation's logits, still in scratch (lm_head_workspace.logits_rows) */
-    int have_logits = want_grad && ws && n_chunks == 1 && softcap == 0 && ws->logits_rows >= N;
+    /* one chunk of raw logits: what an evaluation call leaves in scratch and a
+     * training call may take from it (lm_head_workspace.logits_rows) */
+    int raw_chunk = ws && n_chunks == 1 && softcap == 0;
+    int have_logits = want_grad && raw_chunk && ws->logits_rows >= N;
     if (ws)
         ws->logits_rows = 0;
     if (ws && n_chunks > 1) { /* one chunk: packing first would not pay */
@@ -300,7 +302,7 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
             weight_grad(&h, R, scratch, xc, dw);
         }
     }
-    if (ws && !want_grad && n_chunks == 1 && softcap == 0) /* the row passes left z as it was */
+    if (raw_chunk && !want_grad) /* the row passes left z as it was */
         ws->logits_rows = N;
 }
 
