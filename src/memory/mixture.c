@@ -348,7 +348,15 @@ int mixture_score(const mixture_options *o, const mixer *initial, const int32_t 
     }
     mixture_stream s;
     int rc = mixture_stream_init(&s, o, initial, err);
+    /* the cache counts each of the n - 1 tokens once: its tables sized for them now, not doubled on the way */
+    if (!rc && s.present[MIX_CACHE] && o->adapt)
+        rc = ngram_memory_reserve(&s.cache, n - 1, err);
     for (size_t i = 1; i < n && !rc; i++) {
+        if (s.present[MIX_CACHE] && i + 1 < n) {
+            /* the cache's next queries, started now: each is a DRAM miss a step would wait for */
+            int32_t cand[3] = {tokens[i + 1], top ? top[i + 1] : -1, mem ? mem[i + 1].predicted : -1};
+            ngram_memory_prefetch(&s.cache, tokens, i + 1, cand, 3);
+        }
         double p = mixture_stream_step(&s, tokens, i, p_model[i], confidence ? confidence[i] : 0,
                                        top ? top[i] : -1, mem ? &mem[i] : NULL, totals, err);
         if (p < 0) rc = -1;

@@ -148,6 +148,23 @@ int ngram_memory_add(ngram_memory *m, const int32_t *tokens, size_t i, tempo_err
     return 0;
 }
 
+int ngram_memory_reserve(ngram_memory *m, uint64_t n_tokens, tempo_error *err)
+{
+    if (m->shards != 1)
+        return tempo_fail(err, "count memory: incremental counting needs a single shard");
+    for (int n = 1; n <= m->order; n++) {
+        uint64_t grams = n_tokens, ctxs = n_tokens;   /* pow[k] is 0 (unbounded) past the exact orders */
+        if (n <= m->exact_order && m->pow[n] < grams)
+            grams = m->pow[n];
+        if (n - 1 <= m->exact_order && m->pow[n - 1] < ctxs)
+            ctxs = m->pow[n - 1];
+        if (count_table_reserve(&m->grams[n][0], grams) || count_table_reserve(&m->ctxs[n][0], ctxs))
+            return tempo_fail(err, "count memory: out of memory for the counts of %llu tokens at order %d",
+                              (unsigned long long)n_tokens, n);
+    }
+    return 0;
+}
+
 /* One order's step of the estimator: p_n from p_{n-1} given the context stats s and count c. */
 static inline double kn_step(const double *d, const uint32_t *s, uint32_t c, double p_lower)
 {
@@ -210,6 +227,28 @@ double ngram_memory_prob_of(const ngram_memory *m, const int32_t *tokens, size_t
     if (match)
         *match = mt;
     return p;
+}
+
+void ngram_memory_prefetch(const ngram_memory *m, const int32_t *tokens, size_t i, const int32_t *cand, int n)
+{
+    const uint64_t V = (uint64_t)m->vocab, P = (uint64_t)m->shards;
+    uint64_t ctx = 0;
+    for (int o = 1, top = usable_orders(m, i); o <= top; o++) {
+        if (o >= 2)
+            ctx = extend_context(m, ctx, o, tokens[i - (size_t)(o - 1)]);
+        uint64_t h = count_hash(ctx);
+        const count_table *t = &m->ctxs[o][h % P];
+        if (t->capacity == 0)
+            continue;   /* nothing counted at this order yet */
+        count_table_prefetch(t, h);
+        for (int k = 0; k < n; k++)
+            if (cand[k] >= 0 && (uint64_t)cand[k] < V) {
+                uint64_t g = count_hash(ctx * V + (uint64_t)cand[k]);
+                const count_table *c = &m->grams[o][g % P];
+                if (c->capacity)
+                    count_table_prefetch(c, g);
+            }
+    }
 }
 
 double ngram_memory_prob_loo(const ngram_memory *m, const int32_t *tokens, size_t i)

@@ -296,6 +296,75 @@ static void test_against_reference(void)
 }
 
 
+/* A memory reserved for a stream's length counts it with no table growing
+ * (each order's tables keep their slots and capacity through every add),
+ * and an order's room is bounded by what it can hold (V^(n-1) contexts,
+ * V^n n-grams); prefetches before every query (any position, ids out of
+ * range, an empty memory) change nothing: the same counts and the same
+ * probabilities, bit for bit, as a memory counted plainly. Exact orders
+ * (V 6) and hashed ones (V 4097, orders 6 and 7), on a stream with repeats
+ * and on one of distinct n-grams. */
+static void test_reserve_and_prefetch(void)
+{
+    const size_t N = 3000;
+    int32_t *x = malloc(sizeof(int32_t) * N);
+    /* A 0: uniform ids, nearly every n-gram of order 2 and up new (the tables fill to their bound) */
+    struct { int V, A, K; } cases[] = {{6, 6, 4}, {4097, 6, 7}, {4097, 0, 7}};
+    for (int c = 0; c < 3; c++) {
+        const int V = cases[c].V, K = cases[c].K;
+        make_stream(x, N, cases[c].A ? cases[c].A : V, 31 + (uint64_t)c);
+        for (size_t i = 0; i < N && !cases[c].A; i++)
+            x[i] = (int32_t)((i * 2654435761u + 12345u) % (uint32_t)V);
+        ngram_memory plain, r;
+        tempo_error e;
+        CHECK(ngram_memory_init(&plain, V, K, 1, &e) == 0 && ngram_memory_init(&r, V, K, 1, &e) == 0);
+        int32_t odd[4] = {-1, V, INT32_MAX, 0};
+        ngram_memory_prefetch(&r, x, 0, odd, 4);   /* empty tables: nothing to fetch */
+        ngram_memory_prefetch(&r, x, 5, odd, 4);
+        CHECK(ngram_memory_reserve(&r, N, &e) == 0);
+        uint8_t *slots[2][NGRAM_MAX_ORDER + 1];
+        uint64_t cap[2][NGRAM_MAX_ORDER + 1];
+        for (int n = 1; n <= K; n++) {
+            slots[0][n] = r.grams[n][0].slots, cap[0][n] = r.grams[n][0].capacity;
+            slots[1][n] = r.ctxs[n][0].slots, cap[1][n] = r.ctxs[n][0].capacity;
+            CHECK(cap[0][n] > N * 7 / 10 || (n <= r.exact_order && r.pow[n] < N));
+        }
+        /* the bound: order 1 has one context, order 2 at most V; with V 6 order 1 at most 6 n-grams */
+        CHECK(r.ctxs[1][0].capacity <= 32 && r.ctxs[2][0].capacity <= (uint64_t)V * 2 + 16);
+        if (V == 6)
+            CHECK(r.grams[1][0].capacity <= 32 && r.grams[2][0].capacity <= 80);
+        int differ = 0;
+        for (size_t i = 0; i < N; i++) {
+            int32_t cand[4] = {x[i], (x[i] + 1) % V, -1, V};
+            if (i + 1 < N)
+                ngram_memory_prefetch(&r, x, i + 1, cand, 4);
+            ngram_memory_prefetch(&r, x, i, cand, 4);
+            differ += ngram_memory_prob(&r, x, i, NULL) != ngram_memory_prob(&plain, x, i, NULL);
+            differ += ngram_memory_prob_of(&r, x, i, cand[1], NULL) != ngram_memory_prob_of(&plain, x, i, cand[1], NULL);
+            CHECK(ngram_memory_add(&plain, x, i, &e) == 0 && ngram_memory_add(&r, x, i, &e) == 0);
+        }
+        CHECK_MSG(differ == 0, "V %d: %d answers differ from the plain memory's", V, differ);
+        int grew = 0;
+        for (int n = 1; n <= K; n++) {
+            grew += r.grams[n][0].slots != slots[0][n] || r.grams[n][0].capacity != cap[0][n];
+            grew += r.ctxs[n][0].slots != slots[1][n] || r.ctxs[n][0].capacity != cap[1][n];
+            CHECK(r.grams[n][0].count == plain.grams[n][0].count && r.ctxs[n][0].count == plain.ctxs[n][0].count);
+            CHECK(memcmp(r.coc[n], plain.coc[n], sizeof r.coc[n]) == 0);
+        }
+        CHECK_MSG(grew == 0, "V %d: %d tables grew after the reserve", V, grew);
+        CHECK(same_probs(&r, &plain, x, N));
+        ngram_memory_free(&plain);
+        ngram_memory_free(&r);
+    }
+    /* a sharded memory cannot count incrementally: refused, with a message */
+    ngram_memory s;
+    tempo_error e;
+    CHECK(ngram_memory_init(&s, 37, 3, 2, &e) == 0);
+    CHECK(ngram_memory_reserve(&s, 10, &e) == -1 && strstr(e.msg, "single shard"));
+    ngram_memory_free(&s);
+    free(x);
+}
+
 /* The parallel build equals the incremental count at any thread count; every distribution sums to 1. */
 static void test_build_matches_incremental(void)
 {
@@ -594,6 +663,7 @@ int main(void)
     RUN(test_against_reference);
     RUN(test_hashed_orders);
     RUN(test_build_matches_incremental);
+    RUN(test_reserve_and_prefetch);
     RUN(test_build_hashed_top);
     RUN(test_pruning);
     RUN(test_file_round_trip);
