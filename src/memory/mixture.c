@@ -56,9 +56,11 @@ int mixture_stream_reset(mixture_stream *s, const mixer *initial, tempo_error *e
  * Everything here is fixed by tokens[0..i) and the state: the scored token
  * is not read. */
 /* mem: the corpus memory's answer asked ahead (NULL: ask it here); *late
- * (when late is not NULL) is set when the memory had to be asked here. */
+ * (when late is not NULL) is set when the memory had to be asked here;
+ * p_cache_predicted: the cache's probability of the token the match model
+ * predicts (the step asks the cache once for all its tokens). */
 static calib_point calib_prepare(const mixture_stream *s, const int32_t *tokens, size_t i, const double *w,
-                                 const memory_answer *mem, int *late)
+                                 const memory_answer *mem, double p_cache_predicted, int *late)
 {
     calib_point c = calib_point_none(-1);
     if (!s->present[MIX_MATCH] || !s->mx.calib.rows)
@@ -78,7 +80,7 @@ static calib_point calib_prepare(const mixture_stream *s, const int32_t *tokens,
                 *late = 1;
         }
     }
-    if (s->present[MIX_CACHE]) r += w[MIX_CACHE] * ngram_memory_prob_of(&s->cache, tokens, i, c.token, NULL);
+    if (s->present[MIX_CACHE]) r += w[MIX_CACHE] * p_cache_predicted;
     r += w[MIX_MATCH] * q;
     if (!(wr > 0) || !(r / wr < 1 - 1e-12))
         return c;   /* nothing left to move */
@@ -124,8 +126,28 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
         if (mem) { p[MIX_MEMORY] = mem->p; mm = mem->match; }
         else p[MIX_MEMORY] = ngram_memory_prob(s->opt.memory, tokens, i, &mm);
     }
-    if (s->present[MIX_CACHE])
-        p[MIX_CACHE] = ngram_memory_prob(&s->cache, tokens, i, &cm);
+    /* the cache asked once, in one walk, for the true token, the transformer's top token and the token the
+     * match model predicts (the calibration's), each answer the lone query's bits */
+    double pc_top = 0, pc_predicted = 0;
+    if (s->present[MIX_CACHE]) {
+        int32_t predicted = -1, cand[3] = {tokens[i], 0, 0};
+        if (s->present[MIX_MATCH] && s->mx.calib.rows)
+            (void)match_model_predict(&s->match, tokens, &predicted);   /* as calib_prepare will */
+        int nc = 1, kt = 0, kp = 0;
+        if (top >= 0 && top < s->opt.vocab && top != tokens[i])
+            kt = nc, cand[nc++] = top;
+        if (predicted >= 0 && predicted != tokens[i]) {
+            if (kt && predicted == top)
+                kp = kt;
+            else
+                kp = nc, cand[nc++] = predicted;
+        }
+        double q[3];
+        ngram_memory_probs_of(&s->cache, tokens, i, cand, nc, q, &cm);
+        p[MIX_CACHE] = q[0];
+        pc_top = q[kt];
+        pc_predicted = q[kp];
+    }
     if (s->present[MIX_MATCH])
         p[MIX_MATCH] = match_model_prob(&s->match, tokens, i);
     mixer_context ctx = mixer_select(&s->mx, s->present[MIX_MEMORY] ? &mm : NULL, s->present[MIX_CACHE] ? &cm : NULL,
@@ -137,7 +159,7 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
         rest += w[c] * p[c];
     double linear = w[MIX_MODEL] * p_model + rest;
     int late = mem == NULL && s->present[MIX_MEMORY];
-    calib_point cal = calib_prepare(s, tokens, i, w, mem, &late);
+    calib_point cal = calib_prepare(s, tokens, i, w, mem, pc_predicted, &late);
     double pm = w[MIX_MODEL] * p_model + calib_point_apply(&cal, tokens[i], rest);
     calib_point tp = calib_point_none(-1);
     if (top >= 0 && top < s->opt.vocab) {
@@ -146,7 +168,7 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
             rt += w[MIX_MEMORY] * (mem && mem->top == top ? mem->p_top
                                                            : ngram_memory_prob_of(s->opt.memory, tokens, i, top, NULL));
         if (s->present[MIX_CACHE])
-            rt += w[MIX_CACHE] * ngram_memory_prob_of(&s->cache, tokens, i, top, NULL);
+            rt += w[MIX_CACHE] * pc_top;
         if (s->present[MIX_MATCH])
             rt += w[MIX_MATCH] * match_model_prob_of(&s->match, tokens, top);
         tp = top_prepare(s, &cal, top, w[MIX_MODEL], confidence, rt);
@@ -223,7 +245,9 @@ void mixture_stream_dist(const mixture_stream *s, const int32_t *tokens, size_t 
                                      s->present[MIX_MATCH] ? match_model_bin(&s->match) : 0, confidence);
     mixer_weights(&s->mx, &ctx, s->present, &bl);
     const double *w = bl.w;
-    calib_point cal = calib_prepare(s, tokens, i, w, NULL, NULL);
+    double pc_predicted = s->present[MIX_CACHE] && predicted >= 0
+                          ? ngram_memory_prob_of(&s->cache, tokens, i, predicted, NULL) : 0;
+    calib_point cal = calib_prepare(s, tokens, i, w, NULL, pc_predicted, NULL);
     double rest_top = 0;
     for (int t = 0; t < V; t++) {
         double rest = (s->present[MIX_MEMORY] ? w[MIX_MEMORY] * pmem[t] : 0) +
@@ -336,14 +360,18 @@ int mixture_score(const mixture_options *o, const mixer *initial, const int32_t 
         #pragma omp parallel for schedule(static, 4096)
         for (size_t i = 1; i < n; i++) {
             memory_answer *a = &mem[i];
-            a->p = ngram_memory_prob(o->memory, tokens, i, &a->match);
-            a->p_predicted = a->predicted < 0 ? 0
-                             : a->predicted == tokens[i] ? a->p
-                             : ngram_memory_prob_of(o->memory, tokens, i, a->predicted, NULL);
-            a->p_top = a->top < 0 ? 0
-                       : a->top == tokens[i] ? a->p
-                       : a->top == a->predicted ? a->p_predicted
-                       : ngram_memory_prob_of(o->memory, tokens, i, a->top, NULL);
+            /* one walk for the true token, the predicted one and the transformer's top, each asked once */
+            int32_t cand[3] = {tokens[i], 0, 0};
+            int nc = 1, kp = 0, kt = 0;
+            if (a->predicted >= 0 && a->predicted != tokens[i])
+                kp = nc, cand[nc++] = a->predicted;
+            if (a->top >= 0 && a->top != tokens[i])
+                kt = a->top == a->predicted ? kp : (cand[nc] = a->top, nc++);
+            double q[3];
+            ngram_memory_probs_of(o->memory, tokens, i, cand, nc, q, &a->match);
+            a->p = q[0];
+            a->p_predicted = a->predicted < 0 ? 0 : q[kp];
+            a->p_top = a->top < 0 ? 0 : q[kt];
         }
     }
     mixture_stream s;

@@ -210,23 +210,31 @@ double ngram_memory_prob(const ngram_memory *m, const int32_t *tokens, size_t i,
 
 double ngram_memory_prob_of(const ngram_memory *m, const int32_t *tokens, size_t i, int32_t token, ngram_match *match)
 {
+    double p;
+    ngram_memory_probs_of(m, tokens, i, &token, 1, &p, match);
+    return p;
+}
+
+void ngram_memory_probs_of(const ngram_memory *m, const int32_t *tokens, size_t i, const int32_t *cand, int n,
+                           double *p, ngram_match *match)
+{
     const uint64_t V = (uint64_t)m->vocab;
-    const uint64_t w = (uint64_t)token;
-    double p = 1.0 / (double)m->vocab;
+    for (int k = 0; k < n; k++)
+        p[k] = 1.0 / (double)m->vocab;
     uint64_t ctx = 0;
     ngram_match mt = {0, 0, 0};
-    for (int n = 1, top = usable_orders(m, i); n <= top; n++) {
-        const uint32_t *s = next_context(m, tokens, i, n, &ctx);
+    for (int o = 1, top = usable_orders(m, i); o <= top; o++) {
+        const uint32_t *s = next_context(m, tokens, i, o, &ctx);
         if (!s)
             continue;
-        p = kn_step(m->disc[n], s, find_count(m, n, ctx * V + w), p);
-        mt.matched = n;
+        for (int k = 0; k < n; k++)   /* each candidate's steps are a lone query's, in its order */
+            p[k] = kn_step(m->disc[o], s, find_count(m, o, ctx * V + (uint64_t)cand[k]), p[k]);
+        mt.matched = o;
         mt.total = s[0];
         mt.distinct = s[1] + s[2] + s[3];
     }
     if (match)
         *match = mt;
-    return p;
 }
 
 void ngram_memory_prefetch(const ngram_memory *m, const int32_t *tokens, size_t i, const int32_t *cand, int n)

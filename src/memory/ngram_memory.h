@@ -103,6 +103,12 @@ int ngram_memory_add(ngram_memory *m, const int32_t *tokens, size_t i, tempo_err
 double ngram_memory_prob(const ngram_memory *m, const int32_t *tokens, size_t i, ngram_match *match);
 /* The same for any token (0..V-1) after tokens[0..i); tokens[i] is not read. */
 double ngram_memory_prob_of(const ngram_memory *m, const int32_t *tokens, size_t i, int32_t token, ngram_match *match);
+/* ngram_memory_prob_of of each of cand[0..n) (ids 0..V-1) at once, into
+ * p[0..n): one walk over the contexts, which every candidate shares, and
+ * each order's count asked for each candidate; p[k] is bit for bit the
+ * lone query's, and the match (the same for every candidate) its too. */
+void ngram_memory_probs_of(const ngram_memory *m, const int32_t *tokens, size_t i, const int32_t *cand, int n,
+                           double *p, ngram_match *match);
 
 /* Room for n_tokens more calls of ngram_memory_add without any table
  * growing (each call adds at most one key to each order's tables, and an

@@ -296,6 +296,44 @@ static void test_against_reference(void)
 }
 
 
+/* ngram_memory_probs_of answers each candidate bit for bit as a lone
+ * ngram_memory_prob_of, with the lone query's match: exact orders (V 37)
+ * and hashed ones (V 4097, order 7), one to four candidates at every
+ * position, duplicates and the true token among them, and the first
+ * positions, where fewer orders are usable. */
+static void test_probs_of(void)
+{
+    const size_t N = 4000;
+    int32_t *x = malloc(sizeof(int32_t) * N);
+    struct { int V, A, K; } cases[] = {{37, 37, 4}, {4097, 6, 7}};
+    for (int c = 0; c < 2; c++) {
+        const int V = cases[c].V;
+        make_stream(x, N, cases[c].A, 41 + (uint64_t)c);
+        ngram_memory m;
+        tempo_error e;
+        CHECK(ngram_memory_init(&m, V, cases[c].K, 1, &e) == 0);
+        for (size_t i = 0; i < N; i++)
+            ngram_memory_add(&m, x, i, &e);
+        int differ = 0, checked = 0;
+        for (size_t i = 0; i < N; i += i < 16 ? 1 : 7) {
+            int32_t cand[4] = {x[i], (int32_t)(i % (size_t)V), x[i > 3 ? i - 3 : 0], x[i]};
+            for (int n = 1; n <= 4; n++) {
+                double p[4];
+                ngram_match mt, lone_mt;
+                ngram_memory_probs_of(&m, x, i, cand, n, p, &mt);
+                for (int k = 0; k < n; k++) {
+                    double lone = ngram_memory_prob_of(&m, x, i, cand[k], &lone_mt);
+                    differ += p[k] != lone || memcmp(&mt, &lone_mt, sizeof mt) != 0;
+                    checked++;
+                }
+            }
+        }
+        CHECK_MSG(differ == 0, "V %d: %d of %d answers differ from the lone queries'", V, differ, checked);
+        ngram_memory_free(&m);
+    }
+    free(x);
+}
+
 /* A memory reserved for a stream's length counts it with no table growing
  * (each order's tables keep their slots and capacity through every add),
  * and an order's room is bounded by what it can hold (V^(n-1) contexts,
@@ -664,6 +702,7 @@ int main(void)
     RUN(test_hashed_orders);
     RUN(test_build_matches_incremental);
     RUN(test_reserve_and_prefetch);
+    RUN(test_probs_of);
     RUN(test_build_hashed_top);
     RUN(test_pruning);
     RUN(test_file_round_trip);
