@@ -115,14 +115,14 @@ void ngram_memory_probs_of(const ngram_memory *m, const int32_t *tokens, size_t 
  * order's contexts and n-grams cannot outnumber V^(n-1) and V^n): a
  * stream of known length is then counted with no table rebuilt on the way.
  * The counts and every answer are the same with or without it. One shard
- * only. Returns 0, or -1 when out of memory (err set; the tables are then
- * as they were). */
+ * only. Returns 0, or -1 when out of memory (err set; the lower orders may
+ * have their room already, the counts are as they were). */
 int ngram_memory_reserve(ngram_memory *m, uint64_t n_tokens, tempo_error *err);
 
 /* A hint, no more: the slots that queries at position i for the tokens
  * cand[0..n) (any out of range skipped) will probe first, every usable
  * order's context statistics and counts, fetched towards the cache now so
- * that the queries' misses overlap. Reads and changes nothing. */
+ * that the queries' misses overlap. Reads no slot and changes nothing. */
 void ngram_memory_prefetch(const ngram_memory *m, const int32_t *tokens, size_t i, const int32_t *cand, int n);
 
 /* ngram_memory_prob for a position whose own occurrence was counted (a
