@@ -116,6 +116,25 @@ static calib_point top_prepare(const mixture_stream *s, const calib_point *cal, 
     return calib_stage_read(&s->mx.calib_top, mixture_top_row(p_model_top, top, cal->token), top, P, 1);
 }
 
+/* The distinct tokens of {y, a, b} (a or b below 0: not asked) into cand,
+ * y first, for one ngram_memory_probs_of walk; *ka and *kb get the index
+ * of a's and of b's answer (0 when not asked). Returns how many. */
+static int distinct_queries(int32_t y, int32_t a, int32_t b, int32_t cand[3], int *ka, int *kb)
+{
+    int n = 1;
+    cand[0] = y;
+    *ka = *kb = 0;
+    if (a >= 0 && a != y)
+        *ka = n, cand[n++] = a;
+    if (b >= 0 && b != y) {
+        if (b == a)
+            *kb = *ka;   /* a was asked: it is neither negative nor y */
+        else
+            *kb = n, cand[n++] = b;
+    }
+    return n;
+}
+
 double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, double p_model, double confidence,
                            int32_t top, const memory_answer *mem, mixture_totals *totals, tempo_error *err)
 {
@@ -130,18 +149,11 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
      * match model predicts (the calibration's), each answer the lone query's bits */
     double pc_top = 0, pc_predicted = 0;
     if (s->present[MIX_CACHE]) {
-        int32_t predicted = -1, cand[3] = {tokens[i], 0, 0};
+        int32_t predicted = -1, cand[3];
         if (s->present[MIX_MATCH] && s->mx.calib.rows)
             (void)match_model_predict(&s->match, tokens, &predicted);   /* as calib_prepare will */
-        int nc = 1, kt = 0, kp = 0;
-        if (top >= 0 && top < s->opt.vocab && top != tokens[i])
-            kt = nc, cand[nc++] = top;
-        if (predicted >= 0 && predicted != tokens[i]) {
-            if (kt && predicted == top)
-                kp = kt;
-            else
-                kp = nc, cand[nc++] = predicted;
-        }
+        int kt, kp, nc = distinct_queries(tokens[i], top >= 0 && top < s->opt.vocab ? top : -1, predicted, cand,
+                                          &kt, &kp);
         double q[3];
         ngram_memory_probs_of(&s->cache, tokens, i, cand, nc, q, &cm);
         p[MIX_CACHE] = q[0];
@@ -361,12 +373,8 @@ int mixture_score(const mixture_options *o, const mixer *initial, const int32_t 
         for (size_t i = 1; i < n; i++) {
             memory_answer *a = &mem[i];
             /* one walk for the true token, the predicted one and the transformer's top, each asked once */
-            int32_t cand[3] = {tokens[i], 0, 0};
-            int nc = 1, kp = 0, kt = 0;
-            if (a->predicted >= 0 && a->predicted != tokens[i])
-                kp = nc, cand[nc++] = a->predicted;
-            if (a->top >= 0 && a->top != tokens[i])
-                kt = a->top == a->predicted ? kp : (cand[nc] = a->top, nc++);
+            int32_t cand[3];
+            int kp, kt, nc = distinct_queries(tokens[i], a->predicted, a->top, cand, &kp, &kt);
             double q[3];
             ngram_memory_probs_of(o->memory, tokens, i, cand, nc, q, &a->match);
             a->p = q[0];
