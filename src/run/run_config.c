@@ -256,6 +256,9 @@ int run_config_finish(run_config *c, tempo_error *err)
             m->d_ff = 4 * m->d_model;
         }
     }
+    if (c->batch_size < 1 || c->micro_batch < 0)   /* a config read from a file or a bench line can say so */
+        return tempo_usage(err, "batch_size %d and micro_batch %d: batch_size must be at least 1, micro_batch "
+                           "at least 0 (0: the whole batch)", c->batch_size, c->micro_batch);
     if (c->micro_batch == 0 || c->micro_batch > c->batch_size)
         c->micro_batch = c->batch_size;
     if (c->batch_size % c->micro_batch)

@@ -60,6 +60,11 @@ static void test_finish_derives_and_validates(void)
     c.batch_size = 10;
     c.micro_batch = 4;
     CHECK(run_config_finish(&c, &err) == -1 && strstr(err.msg, "micro_batch"));
+    /* a batch of 0 (a bench line can say so: the plan_files fuzz target found it) is refused, not divided by */
+    run_config_defaults(&c);
+    c.batch_size = 0;
+    c.micro_batch = 8;
+    CHECK(run_config_finish(&c, &err) == -1 && strstr(err.msg, "batch_size 0"));
 }
 
 static void test_presets(void)
