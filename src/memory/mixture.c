@@ -116,9 +116,11 @@ static calib_point top_prepare(const mixture_stream *s, const calib_point *cal, 
     return calib_stage_read(&s->mx.calib_top, mixture_top_row(p_model_top, top, cal->token), top, P, 1);
 }
 
-/* The distinct tokens of {y, a, b} (a or b below 0: not asked) into cand,
+/* The tokens of {y, a, b} to ask for (a or b below 0: not asked) into cand,
  * y first, for one ngram_memory_probs_of walk; *ka and *kb get the index
- * of a's and of b's answer (0 when not asked). Returns how many. */
+ * of a's and of b's answer (0 when not asked). An a or b equal to y shares
+ * y's answer; a and b equal to each other are asked twice (rare; the walk
+ * answers each candidate alone). Returns how many. */
 static int distinct_queries(int32_t y, int32_t a, int32_t b, int32_t cand[3], int *ka, int *kb)
 {
     int n = 1;
@@ -126,12 +128,8 @@ static int distinct_queries(int32_t y, int32_t a, int32_t b, int32_t cand[3], in
     *ka = *kb = 0;
     if (a >= 0 && a != y)
         *ka = n, cand[n++] = a;
-    if (b >= 0 && b != y) {
-        if (b == a)
-            *kb = *ka;   /* a was asked: it is neither negative nor y */
-        else
-            *kb = n, cand[n++] = b;
-    }
+    if (b >= 0 && b != y)
+        *kb = n, cand[n++] = b;
     return n;
 }
 
