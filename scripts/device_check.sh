@@ -26,7 +26,11 @@
 #   5. bench peak --device cuda: the bf16/TF32/fp32 matrix rates and copy bandwidth.
 # Each stage has a time limit; a stage that fails is reported and the rest go on.
 # STAGES="2 4" runs only those of stages 2-5 (0 and 1 always run): a short
-# call when little device time is left.
+# call when little device time is left. DC_TRAIN, DC_BENCH and DC_PEAK replace
+# the arguments of stage 3's run, stage 4's preset and stage 5's sizes (their
+# defaults below): tests/e2e/device_check_rehearsal.sh runs this script on the
+# CPU emulator with tiny ones, so a broken stage fails CI, not a device call.
+# scripts/device_prepare.sh builds what a device call carries.
 set -u
 cd "$(dirname "$0")/.."
 out=${1:-device_check_out}
@@ -36,6 +40,10 @@ declare -a rows
 row() { rows+=("$(printf '%-34s %s' "$1" "$2")"); printf '%s\n' "${rows[@]}" >"$out/table.txt"; }
 stage() { echo; echo "=== $* ($((SECONDS - start)) s)"; }
 want() { case " ${STAGES:-2 3 4 5} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+read -ra train_args <<<"${DC_TRAIN:---preset gpu-small --budget 2m}"
+read -ra bench_args <<<"${DC_BENCH:---preset gpu-gpt2s --vocab 8192}"
+read -ra peak_args <<<"${DC_PEAK:-}"
+bench_name=$(sed -n 's/.*--preset \([^ ]*\).*/\1/p' <<<"${bench_args[*]}")
 
 stage "0. the machine"
 {
@@ -121,12 +129,12 @@ if ! want 3; then
     row "train + eval GPU vs CPU" "not asked (STAGES)"
 elif [ -f "$data/train.tok" ] && [ -f "$text" ]; then
     rm -rf "$out/run"
-    timeout 260 "$bin" train --device cuda --data "$data" --preset gpu-small --budget 2m --out "$out/run" \
+    timeout 260 "$bin" train --device cuda --data "$data" "${train_args[@]}" --out "$out/run" \
         >"$out/train.jsonl" 2>"$out/train.err"
     rc=$?
     tail -3 "$out/train.err"; tail -1 "$out/train.jsonl" | cut -c1-400
     r() { python3 -c "import json;d=json.load(open('$out/run/result.json'));print(d.get('$1'))" 2>/dev/null; }
-    row "gpu-small 2 min (bf16)" "rc $rc: val bpb $(r val_bpb), $(r steps) steps, $(r tokens_per_second) tok/s, MFU $(r mfu)"
+    row "GPU run ${train_args[*]} (bf16)" "rc $rc: val bpb $(r val_bpb), $(r steps) steps, $(r tokens_per_second) tok/s, MFU $(r mfu)"
     ev() { timeout 150 "$bin" eval --model "$out/run" --text "$text" "$@" 2>>"$out/eval.err" | tail -1 |
            python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["bpb"])' 2>/dev/null; }
     for mode in "--no-adapt" "--adapt-lr 0.1"; do
@@ -151,11 +159,11 @@ else
 fi
 
 stage "4. bench train --device cuda"
-want 4 && timeout 200 "$bin" bench train --device cuda --preset gpu-gpt2s --vocab 8192 --steps 8 --warmup 2 --vs-torch \
+want 4 && timeout 200 "$bin" bench train --device cuda "${bench_args[@]}" --steps 8 --warmup 2 --vs-torch \
     >"$out/bench_train.jsonl" 2>"$out/bench_train.err"
 rc=$?
 cat "$out/bench_train.jsonl"; tail -3 "$out/bench_train.err"
-want 4 && timeout 120 "$bin" bench train --device cuda --preset gpu-gpt2s --vocab 8192 --steps 8 --warmup 2 --set optimizer=adamw \
+want 4 && timeout 120 "$bin" bench train --device cuda "${bench_args[@]}" --steps 8 --warmup 2 --set optimizer=adamw \
     >"$out/bench_train_adamw.jsonl" 2>"$out/bench_train_adamw.err"
 rc2=$?
 j() { python3 -c "import json,sys
@@ -163,23 +171,23 @@ for l in open('$1'):
     try: d=json.loads(l)
     except Exception: continue
     if d.get('bench')=='$2' and '$3' in d: print(d['$3'])" 2>/dev/null | head -1; }
-row "gpt2s bf16 tempo tokens/s" "$(j "$out/bench_train.jsonl" train tokens_per_s) (rc $rc; MFU $(j "$out/bench_train.jsonl" train mfu) of $(j "$out/bench_train.jsonl" train peak_tflops) TFLOP/s)"
+row "$bench_name bf16 tempo tokens/s" "$(j "$out/bench_train.jsonl" train tokens_per_s) (rc $rc; MFU $(j "$out/bench_train.jsonl" train mfu) of $(j "$out/bench_train.jsonl" train peak_tflops) TFLOP/s)"
 row "  fwd/bwd/norm/opt ms" "$(j "$out/bench_train.jsonl" train forward_ms)/$(j "$out/bench_train.jsonl" train backward_ms)/$(j "$out/bench_train.jsonl" train norm_ms)/$(j "$out/bench_train.jsonl" train optimizer_ms)"
 row "  PyTorch eager bf16 tokens/s" "$(j "$out/bench_train.jsonl" torch_reference_cuda tokens_per_s)"
 row "  tempo (Muon) / torch (AdamW)" "$(j "$out/bench_train.jsonl" train_summary tempo_vs_torch)"
 ta=$(j "$out/bench_train_adamw.jsonl" train tokens_per_s); tt=$(j "$out/bench_train.jsonl" torch_reference_cuda tokens_per_s)
-row "gpt2s bf16 AdamW tokens/s" "$ta (rc $rc2; MFU $(j "$out/bench_train_adamw.jsonl" train mfu)); / torch: $(python3 -c "print(round($ta / $tt, 3))" 2>/dev/null)"
+row "$bench_name bf16 AdamW tokens/s" "$ta (rc $rc2; MFU $(j "$out/bench_train_adamw.jsonl" train mfu)); / torch: $(python3 -c "print(round($ta / $tt, 3))" 2>/dev/null)"
 row "  top kernels (ms/step)" "$(python3 -c "import json
 for l in open('$out/bench_train_adamw.jsonl'):
     d = json.loads(l)
     if d.get('bench') == 'train': print(', '.join('%s %.1f' % kv for kv in list(d['kernels_ms'].items())[:6]))" 2>/dev/null)"
-want 4 && timeout 120 "$bin" bench train --device cuda --preset gpu-gpt2s --vocab 8192 --set batch_size=8 --precision fp32 \
+want 4 && timeout 120 "$bin" bench train --device cuda "${bench_args[@]}" --set batch_size=8 --precision fp32 \
     --steps 4 --warmup 1 >"$out/bench_train_fp32.jsonl" 2>"$out/bench_train_fp32.err"
 rc=$?
-row "gpt2s fp32 (batch 8) tokens/s" "$(j "$out/bench_train_fp32.jsonl" train tokens_per_s) (rc $rc, MFU $(j "$out/bench_train_fp32.jsonl" train mfu))"
+row "$bench_name fp32 (batch 8) tokens/s" "$(j "$out/bench_train_fp32.jsonl" train tokens_per_s) (rc $rc, MFU $(j "$out/bench_train_fp32.jsonl" train mfu))"
 
 stage "5. bench peak --device cuda"
-want 5 && timeout 120 "$bin" bench peak --device cuda >"$out/bench_peak.jsonl" 2>"$out/bench_peak.err"
+want 5 && timeout 120 "$bin" bench peak --device cuda "${peak_args[@]}" >"$out/bench_peak.jsonl" 2>"$out/bench_peak.err"
 rc=$?
 cat "$out/bench_peak.jsonl"
 row "GEMM peak TFLOP/s" "$(python3 -c "import json;d=json.loads(open('$out/bench_peak.jsonl').read());print('bf16',d['bf16_tflops'],'tf32',d['tf32_tflops'],'fp32',d['fp32_tflops'])" 2>/dev/null) (rc $rc)"
