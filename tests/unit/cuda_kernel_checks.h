@@ -257,27 +257,29 @@ static void check_rmsnorm_backward(gpu_dtype t, int N, int C, int accumulate)
     free(x); free(w); free(dy); free(dx0); free(dw0); free(rstd); free(tmp); free(gdx); free(gdw);
 }
 
-static void check_rope(gpu_dtype t, int D)
+/* RoPE over [B, T, H, D] at positions pos0.. against the CPU's (the tables
+ * hold pos0 + T positions, as the inference engine's do) */
+static void check_rope(gpu_dtype t, int B, int T, int D, int H, int pos0)
 {
-    int B = 2, T = 37, H = 3;
+    int P = pos0 + T;
     size_t n = (size_t)B * T * H * D;
-    float *cs = malloc(sizeof(float) * T * D / 2), *sn = malloc(sizeof(float) * T * D / 2);
-    rope_table_init(cs, sn, T, D, 10000.0f);
+    float *cs = malloc(sizeof(float) * P * D / 2), *sn = malloc(sizeof(float) * P * D / 2);
+    rope_table_init(cs, sn, P, D, 10000.0f);
     float *x = ck_random(n, -1, 1);
     if (t == GPU_BF16) ck_round_bf16(x, n);
-    gpu_ptr d_x = ck_up(x, n, t), d_c = ck_up(cs, (size_t)T * D / 2, GPU_F32), d_s = ck_up(sn, (size_t)T * D / 2, GPU_F32);
-    cuda_rope(ck_gpu, t, d_x, B, T, H, D, 0, d_c, d_s, 0);
+    gpu_ptr d_x = ck_up(x, n, t), d_c = ck_up(cs, (size_t)P * D / 2, GPU_F32), d_s = ck_up(sn, (size_t)P * D / 2, GPU_F32);
+    cuda_rope(ck_gpu, t, d_x, B, T, H, D, pos0, d_c, d_s, 0);
     float *ref = malloc(sizeof(float) * n);
     memcpy(ref, x, sizeof(float) * n);
-    rope_forward(ref, B, T, H, D, 0, cs, sn);
+    rope_forward(ref, B, T, H, D, pos0, cs, sn);
     float *got = ck_down(d_x, n, t);
     char name[64];
-    snprintf(name, sizeof name, "rope forward %s D%d", ck_tname(t), D);
+    snprintf(name, sizeof name, "rope forward %s B%d T%d D%d H%d at %d", ck_tname(t), B, T, D, H, pos0);
     ck_report(name, ck_err(got, ref, n), ck_tol(t));
-    cuda_rope(ck_gpu, t, d_x, B, T, H, D, 0, d_c, d_s, 1); /* and back */
+    cuda_rope(ck_gpu, t, d_x, B, T, H, D, pos0, d_c, d_s, 1); /* and back */
     float *back = ck_down(d_x, n, t);
-    rope_backward(got, B, T, H, D, 0, cs, sn);
-    snprintf(name, sizeof name, "rope backward %s D%d", ck_tname(t), D);
+    rope_backward(got, B, T, H, D, pos0, cs, sn);
+    snprintf(name, sizeof name, "rope backward %s B%d T%d D%d H%d at %d", ck_tname(t), B, T, D, H, pos0);
     ck_report(name, ck_err(back, got, n), ck_tol(t));
     ck_sync();
     gpu_free(ck_gpu, d_x); gpu_free(ck_gpu, d_c); gpu_free(ck_gpu, d_s);
@@ -605,8 +607,10 @@ static inline void run_kernel_checks(gpu *g)
         check_rmsnorm_backward(dt, 150, 72, 0);
         check_rmsnorm_backward(dt, 150, 72, 1);
         check_rmsnorm_backward(dt, 40, 30, 1);
-        check_rope(dt, 16);
-        check_rope(dt, 10); /* D/2 odd: one pair per thread */
+        check_rope(dt, 2, 37, 16, 3, 0);
+        check_rope(dt, 2, 37, 10, 3, 0); /* D/2 odd: one pair per thread */
+        check_rope(dt, 2, 37, 128, 9, 5); /* 288 threads' work: a block's threads loop; positions from 5 */
+        check_rope(dt, 65537, 1, 2, 1, 3); /* more sequences than a grid's y extent: two launches */
         check_activations(dt);
         check_attention(dt, 2, 70, 4, 2, 16);
         check_attention(dt, 1, 130, 2, 2, 64);

@@ -97,9 +97,18 @@ void cuda_rope(gpu *g, gpu_dtype t, gpu_ptr x, int B, int T, int H, int D, int p
                gpu_ptr sin_tab, int backward)
 {
     float dir = backward ? -1.0f : 1.0f;
-    void *a[] = {&x, &B, &T, &H, &D, &pos0, &cos_tab, &sin_tab, &dir};
-    size_t units = (size_t)B * T * H * ((D / 2) % 2 ? D / 2 : D / 4); /* rope.cu: two pairs per thread */
-    gpu_launch(g, pick(t, GK_rope_f32, GK_rope_bf16), ew_blocks(g, units), 1, 1, EW_THREADS, 0, a);
+    /* rope.cu: a block per position (T x B), a thread per two pairs of its heads (per pair for odd D/2) */
+    unsigned units = (unsigned)H * (unsigned)((D / 2) % 2 ? D / 2 : D / 4);
+    unsigned threads = (units + 31) / 32 * 32;
+    if (threads > EW_THREADS)
+        threads = EW_THREADS;
+    size_t seq_bytes = (size_t)T * H * D * (t == GPU_BF16 ? 2 : 4);
+    for (int b0 = 0; b0 < B && T > 0; b0 += 65535) { /* a grid's y extent is at most 65,535 */
+        int nb = B - b0 < 65535 ? B - b0 : 65535;
+        gpu_ptr xb = x + (gpu_ptr)b0 * seq_bytes;
+        void *a[] = {&xb, &T, &H, &D, &pos0, &cos_tab, &sin_tab, &dir};
+        gpu_launch(g, pick(t, GK_rope_f32, GK_rope_bf16), (unsigned)T, (unsigned)nb, 1, threads, 0, a);
+    }
 }
 
 void cuda_relu2_forward(gpu *g, gpu_dtype t, gpu_ptr a_out, gpu_ptr h, size_t n)
