@@ -86,7 +86,7 @@ static int bench_setup(gpu *g, const bench_train_cuda_options *o, bench_state *s
     free(host);
     if (!rc) {
         rc = optim_cuda_create(&s->opt, g, &cfg->optim, ts, n, P,
-                               o->precision == MODEL_CUDA_BF16 ? GPU_MATH_TF32 : GPU_MATH_F32, err);
+                               o->precision == MODEL_CUDA_BF16 ? GPU_BF16 : GPU_F32, err);
         s->opt_ready = rc == 0;
     }
     free(ts);

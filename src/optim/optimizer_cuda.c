@@ -10,14 +10,14 @@
 #include "kernels/cuda/gpu_ops.h"
 
 int optim_cuda_create(optim_cuda *o, gpu *g, const optim_config *cfg, const optim_tensor *tensors, int n,
-                      size_t n_params, gpu_math ns_math, tempo_error *err)
+                      size_t n_params, gpu_dtype ns_type, tempo_error *err)
 {
     memset(o, 0, sizeof *o);
     o->g = g;
     o->cfg = *cfg;
     o->n_tensors = n;
     o->n_params = n_params;
-    o->ns_math = ns_math;
+    o->ns_type = ns_type;
     o->tensors = malloc(sizeof *tensors * (size_t)(n ? n : 1));
     if (!o->tensors)
         return tempo_fail(err, "optimizer on the GPU: out of memory");
@@ -111,29 +111,33 @@ int optim_cuda_grad_norm(optim_cuda *o, gpu_ptr grads, double *norm, tempo_error
 }
 
 /* optim_newton_schulz on a batch of updates in place (in v, at each matrix's
- * offset): the same quintic iteration, its products batched */
+ * offset): the same quintic iteration, its products batched; the iterates X,
+ * A, AA and Y of o->ns_type (bf16: every product's operands and result bf16,
+ * its sums fp32) */
 static void newton_schulz_batch(optim_cuda *o, const optim_cuda_ns_batch *bt)
 {
     const float a = 3.4445f, b = -4.7750f, c = 2.0315f;
     gpu *g = o->g;
+    gpu_dtype t = o->ns_type;
+    size_t es = t == GPU_BF16 ? 2 : 4;
     int rows = bt->rows, cols = bt->cols, cnt = bt->count, transposed = rows > cols;
     int r = transposed ? cols : rows, n = transposed ? rows : cols;
     long long rn = (long long)r * n, rr = (long long)r * r;
-    gpu_ptr X = o->ns_work, A = X + (size_t)(cnt * rn) * 4, AA = A + (size_t)(cnt * rr) * 4;
-    gpu_ptr Y = AA + (size_t)(cnt * rr) * 4;
+    gpu_ptr X = o->ns_work, A = X + (size_t)(cnt * rn) * es, AA = A + (size_t)(cnt * rr) * es;
+    gpu_ptr Y = AA + (size_t)(cnt * rr) * es;
     gpu_ptr offs = o->ns_offs + (size_t)bt->first * sizeof(long long);
     cuda_ns_sumsq_batched(g, o->ns_sums, o->sum_partial, o->v, offs, cnt, (size_t)rn);
-    cuda_ns_gather(g, X, o->v, offs, cnt, rows, cols, o->ns_sums, transposed);
+    cuda_ns_gather(g, t, X, o->v, offs, cnt, rows, cols, o->ns_sums, transposed);
     gpu_profile_gemm_label(g, GPU_GEMM_OPTIMIZER);
     for (int s = 0; s < o->cfg.ns_steps; s++) {
-        gpu_mat mX = {X, GPU_F32, n}, mA = {A, GPU_F32, r};
-        gpu_gemm_batched(g, 0, 1, r, r, n, 1.0f, mX, rn, mX, rn, 0.0f, mA, A, rr, cnt, o->ns_math);  /* A = X X^T */
-        gpu_gemm_batched(g, 0, 0, r, r, r, c, mA, rr, mA, rr, b, mA, AA, rr, cnt, o->ns_math);       /* b A + c A A */
-        gpu_mat mB = {AA, GPU_F32, r};
-        gpu_gemm_batched(g, 0, 0, r, n, r, 1.0f, mB, rr, mX, rn, a, mX, Y, rn, cnt, o->ns_math);    /* a X + B X */
-        gpu_ptr t = X; X = Y; Y = t;
+        gpu_mat mX = {X, t, n}, mA = {A, t, r};
+        gpu_gemm_batched(g, 0, 1, r, r, n, 1.0f, mX, rn, mX, rn, 0.0f, mA, A, rr, cnt, GPU_MATH_F32);  /* A = X X^T */
+        gpu_gemm_batched(g, 0, 0, r, r, r, c, mA, rr, mA, rr, b, mA, AA, rr, cnt, GPU_MATH_F32);       /* b A + c A A */
+        gpu_mat mB = {AA, t, r};
+        gpu_gemm_batched(g, 0, 0, r, n, r, 1.0f, mB, rr, mX, rn, a, mX, Y, rn, cnt, GPU_MATH_F32);    /* a X + B X */
+        gpu_ptr tmp = X; X = Y; Y = tmp;
     }
-    cuda_ns_scatter(g, o->v, X, offs, cnt, rows, cols, transposed);
+    cuda_ns_scatter(g, t, o->v, X, offs, cnt, rows, cols, transposed);
 }
 
 void optim_cuda_step(optim_cuda *o, gpu_ptr params, gpu_ptr grads, double grad_norm, double lr_mult)

@@ -4,7 +4,8 @@
  * model's one flat parameter buffer on the device. The same groups, learning
  * rates, bias correction and order of float operations as optim_step
  * (AdamW's and Muon's elementwise updates are bitwise the CPU's; the
- * Newton-Schulz products are fp32 GEMMs, or TF32 where asked). Its state
+ * Newton-Schulz iteration runs in fp32, exactly, or in bf16 where asked:
+ * bf16 operands and iterates, fp32 sums, as Muon is commonly run). Its state
  * (m, v, the step count) is optimizer.h's, so checkpoints move between the
  * two. No sharding: one GPU holds the whole state. */
 #ifndef TEMPO_OPTIMIZER_CUDA_H
@@ -41,14 +42,15 @@ typedef struct {
     gpu_ptr ns_sums;       /* doubles [OPTIM_CUDA_NS_BATCH] */
     gpu_ptr sum_partial;   /* doubles */
     gpu_ptr sums;          /* doubles: [0] the gradient's sum of squares, [1] a matrix's */
-    gpu_math ns_math;
+    gpu_dtype ns_type;
 } optim_cuda;
 
-/* For tensors [0, n) of a buffer of n_params floats on g; ns_math: the
- * Newton-Schulz products' mode (GPU_MATH_F32 exact, GPU_MATH_TF32 fast).
- * State starts at zero. */
+/* For tensors [0, n) of a buffer of n_params floats on g; ns_type: the
+ * Newton-Schulz iteration's type (GPU_F32: fp32 products, exact; GPU_BF16:
+ * bf16 iterates and products with fp32 sums, bf16 mode's: the tensor cores'
+ * bf16 rate is about twice their TF32 rate). State starts at zero. */
 int optim_cuda_create(optim_cuda *o, gpu *g, const optim_config *cfg, const optim_tensor *tensors, int n,
-                      size_t n_params, gpu_math ns_math, tempo_error *err);
+                      size_t n_params, gpu_dtype ns_type, tempo_error *err);
 void optim_cuda_free(optim_cuda *o);
 
 /* The L2 norm of grads [n_params] (double accumulation, deterministic):

@@ -399,7 +399,7 @@ static int start_state(run_ctx *c, const train_options *o, const run_config *cfg
                 "unchecked\n", c->ckpt_path);
     if (c->gm) {   /* the GPU's optimizer, with the host's state (zero, or the checkpoint's) */
         if (optim_cuda_create(&c->gopt, o->gpu, &cfg->optim, c->opt.tensors, c->opt.n_tensors, c->opt.n_params,
-                              o->gpu_bf16 ? GPU_MATH_TF32 : GPU_MATH_F32, err))
+                              o->gpu_bf16 ? GPU_BF16 : GPU_F32, err))
             return -1;
         c->gopt_ready = 1;
         if (host_to_gpu(c, err))

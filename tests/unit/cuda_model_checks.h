@@ -7,7 +7,10 @@
  *     (losses, confidence, top id, -ln sum p^beta);
  *   - k steps of training (AdamW, and Muon with its Newton-Schulz), the
  *     same batches: every step's loss within 1e-3 relative of the CPU's;
- *   - bf16 mode: the loss within 1e-2 and the gradient within 5e-2.
+ *   - bf16 mode: the loss within 1e-2 and the gradient within 5e-2;
+ *   - one Muon step from the CPU's parameters and gradients: the update
+ *     within 1e-4 of the CPU's (Newton-Schulz in fp32) or 5e-2 (in bf16,
+ *     bf16 mode's), norm-wise.
  * Configurations cover SwiGLU + QK-norm + tied head + GQA (cpu-default's
  * family) and ReLU² + untied head + logit soft-cap + mixture objective.
  * Test-only, header-only; include after cuda_kernel_checks.h. */
@@ -168,7 +171,7 @@ static void check_training_steps(gpu *g, int variant, int use_muon, int steps)
     optim_tensor *ts = malloc(sizeof *ts * (size_t)n);
     for (int i = 0; i < n; i++) train_optim_tensors(model_tensor_at(cpu, i), 1, &ts[i]);
     CHECK(train_optimizer_create(&opt, cpu, &oc, &e) == 0);
-    CHECK(optim_cuda_create(&go, g, &oc, ts, n, model_num_params(cpu), GPU_MATH_F32, &e) == 0);
+    CHECK(optim_cuda_create(&go, g, &oc, ts, n, model_num_params(cpu), GPU_F32, &e) == 0);
     rng_state r;
     rng_seed(&r, 5);
     int32_t *in = malloc(sizeof(int32_t) * N), *tg = malloc(sizeof(int32_t) * N);
@@ -216,6 +219,67 @@ static void check_training_steps(gpu *g, int variant, int use_muon, int steps)
     model_free(cpu);
 }
 
+/* One Muon step on the GPU from the CPU's parameters and gradients, the
+ * Newton-Schulz iteration of type ns (fp32 or bf16 mode's bf16): the
+ * parameters' change against the CPU optimizer's, norm-wise, within limit. */
+static void check_muon_step(gpu *g, int variant, gpu_dtype ns, double limit)
+{
+    model_config cfg = mc_config(variant);
+    int B = 2, T = cfg.context, N = B * T;
+    model *cpu;
+    tempo_error e;
+    if (model_create(&cpu, &cfg, B, &e)) {
+        fprintf(stderr, "  %s\n", e.msg);
+        CHECK(0);
+        return;
+    }
+    model_init(cpu, 7);
+    optim_config oc = {.use_muon = 1, .lr = 3e-3f, .lr_embed = 3e-3f, .lr_head = 3e-3f, .lr_scalar = 3e-3f,
+                       .lr_muon = 0.02f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.01f,
+                       .muon_momentum = 0.95f, .ns_steps = 5, .grad_clip = 1.0f};
+    size_t P = model_num_params(cpu);
+    int n = model_num_tensors(cpu);
+    optim_tensor *ts = malloc(sizeof *ts * (size_t)n);
+    for (int i = 0; i < n; i++) train_optim_tensors(model_tensor_at(cpu, i), 1, &ts[i]);
+    rng_state r;
+    rng_seed(&r, 9);
+    int32_t *in = malloc(sizeof(int32_t) * N), *tg = malloc(sizeof(int32_t) * N);
+    mc_batch(&r, in, tg, N, cfg.vocab_size);
+    model_zero_grad(cpu);
+    model_forward(cpu, in, tg, B, T);
+    model_backward(cpu);
+    float *p0 = malloc(sizeof(float) * P), *pg = malloc(sizeof(float) * P);
+    memcpy(p0, model_params(cpu), sizeof(float) * P);
+    gpu_ptr dp = 0, dg = 0;
+    optimizer opt;
+    optim_cuda go;
+    CHECK(train_optimizer_create(&opt, cpu, &oc, &e) == 0);
+    CHECK(optim_cuda_create(&go, g, &oc, ts, n, P, ns, &e) == 0);
+    CHECK(gpu_alloc(g, &dp, P * 4, "params", &e) == 0 && gpu_alloc(g, &dg, P * 4, "grads", &e) == 0);
+    CHECK(gpu_upload(g, dp, p0, P * 4, &e) == 0 && gpu_upload(g, dg, model_grads(cpu), P * 4, &e) == 0);
+    double norm = optim_grad_norm(model_grads(cpu), P);
+    optim_step(&opt, model_params(cpu), model_grads(cpu), norm, 1.0);
+    optim_cuda_step(&go, dp, dg, norm, 1.0);
+    CHECK(gpu_download(g, pg, dp, P * 4, &e) == 0);
+    for (size_t i = 0; i < P; i++) { /* the changes, as each side made them */
+        pg[i] -= p0[i];
+        p0[i] = model_params(cpu)[i] - p0[i];
+    }
+    double moved = 0;
+    for (size_t i = 0; i < P; i++) moved += (double)p0[i] * p0[i];
+    CHECK(moved > 0);
+    char name[96];
+    snprintf(name, sizeof name, "Muon step, Newton-Schulz in %s: the update (config %d)", ns == GPU_BF16 ? "bf16" : "fp32",
+             variant);
+    ck_report(name, ck_err(pg, p0, P), limit);
+    gpu_free(g, dp);
+    gpu_free(g, dg);
+    optim_cuda_free(&go);
+    optim_free(&opt);
+    free(p0); free(pg); free(ts); free(in); free(tg);
+    model_free(cpu);
+}
+
 static inline void run_model_checks(gpu *g, int steps)
 {
     for (int v = 0; v < 2; v++) {
@@ -224,6 +288,10 @@ static inline void run_model_checks(gpu *g, int steps)
     }
     check_training_steps(g, 0, 1, steps);
     check_training_steps(g, 1, 0, steps);
+    for (int v = 0; v < 2; v++) {
+        check_muon_step(g, v, GPU_F32, 1e-4);
+        check_muon_step(g, v, GPU_BF16, 5e-2);
+    }
 }
 
 #endif

@@ -5,7 +5,7 @@
  * ldb, C with ldc. Operand types: fp32, or bf16 (A and B the same type);
  * C fp32 or bf16; accumulation always fp32. GPU_MATH_F32 computes fp32
  * products exactly as fp32 (the exact mode); GPU_MATH_TF32 lets fp32
- * operands go through the tensor cores as TF32 (bf16 mode's Newton-Schulz).
+ * operands go through the tensor cores as TF32 (bench peak's TF32 rate).
  * Each distinct shape's descriptors and algorithm are made once and cached.
  * Queued on the compute stream; errors are the context's pending error
  * (gpu.h). In the emulator the product is a plain loop (double

@@ -274,17 +274,30 @@ void cuda_ns_sumsq_batched(gpu *g, gpu_ptr out, gpu_ptr partial, gpu_ptr base, g
     gpu_launch(g, GK_ns_sumsq_finish, (unsigned)count, 1, 1, 32, 0, b);
 }
 
-void cuda_ns_gather(gpu *g, gpu_ptr X, gpu_ptr base, gpu_ptr offs, int count, int rows, int cols, gpu_ptr sumsq,
-                    int transposed)
+/* optim.cu's gather and scatter: grid (blocks over one matrix, count) */
+static unsigned ns_blocks(gpu *g, int rows, int cols, int count)
 {
-    void *a[] = {&X, &base, &offs, &count, &rows, &cols, &sumsq, &transposed};
-    gpu_launch(g, GK_ns_gather, ew_blocks(g, (size_t)rows * cols * count), 1, 1, EW_THREADS, 0, a);
+    unsigned b = ew_blocks(g, (size_t)rows * cols);
+    unsigned cap = (unsigned)gpu_get_info(g)->sm_count * 16 / (unsigned)(count > 0 ? count : 1);
+    return b < cap ? b : (cap ? cap : 1);
 }
 
-void cuda_ns_scatter(gpu *g, gpu_ptr base, gpu_ptr X, gpu_ptr offs, int count, int rows, int cols, int transposed)
+void cuda_ns_gather(gpu *g, gpu_dtype t, gpu_ptr X, gpu_ptr base, gpu_ptr offs, int count, int rows, int cols,
+                    gpu_ptr sumsq, int transposed)
 {
-    void *a[] = {&base, &X, &offs, &count, &rows, &cols, &transposed};
-    gpu_launch(g, GK_ns_scatter, ew_blocks(g, (size_t)rows * cols * count), 1, 1, EW_THREADS, 0, a);
+    void *a[] = {&X, &base, &offs, &rows, &cols, &sumsq, &transposed};
+    if (count > 0)
+        gpu_launch(g, pick(t, GK_ns_gather_f32, GK_ns_gather_bf16), ns_blocks(g, rows, cols, count), (unsigned)count,
+                   1, EW_THREADS, 0, a);
+}
+
+void cuda_ns_scatter(gpu *g, gpu_dtype t, gpu_ptr base, gpu_ptr X, gpu_ptr offs, int count, int rows, int cols,
+                     int transposed)
+{
+    void *a[] = {&base, &X, &offs, &rows, &cols, &transposed};
+    if (count > 0)
+        gpu_launch(g, pick(t, GK_ns_scatter_f32, GK_ns_scatter_bf16), ns_blocks(g, rows, cols, count),
+                   (unsigned)count, 1, EW_THREADS, 0, a);
 }
 
 size_t cuda_sum_partials(size_t n) { return n ? (n + SUM_CHUNK - 1) / SUM_CHUNK : 1; }

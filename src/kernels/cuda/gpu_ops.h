@@ -89,9 +89,10 @@ void cuda_muon_apply(gpu *g, gpu_ptr p, gpu_ptr upd, size_t n, float step, float
  * scaled (transposed) copies into X [count][rows * cols], and back. */
 /* partial: count * cuda_sum_partials(n) doubles of scratch */
 void cuda_ns_sumsq_batched(gpu *g, gpu_ptr out, gpu_ptr partial, gpu_ptr base, gpu_ptr offs, int count, size_t n);
-void cuda_ns_gather(gpu *g, gpu_ptr X, gpu_ptr base, gpu_ptr offs, int count, int rows, int cols, gpu_ptr sumsq,
-                    int transposed);
-void cuda_ns_scatter(gpu *g, gpu_ptr base, gpu_ptr X, gpu_ptr offs, int count, int rows, int cols, int transposed);
+void cuda_ns_gather(gpu *g, gpu_dtype t, gpu_ptr X, gpu_ptr base, gpu_ptr offs, int count, int rows, int cols,
+                    gpu_ptr sumsq, int transposed);
+void cuda_ns_scatter(gpu *g, gpu_dtype t, gpu_ptr base, gpu_ptr X, gpu_ptr offs, int count, int rows, int cols,
+                     int transposed);
 
 /* out[0] (a double on the GPU) = sum of x[0..n) (square: of x^2), in double,
  * deterministic; partial: cuda_sum_partials(n) doubles of scratch. */

@@ -89,25 +89,55 @@ KERNEL ns_sumsq_finish(double *out, const double *partial, int chunks)
     }
 }
 
-KERNEL ns_gather(float *X, const float *base, const long long *offs, int count, int rows, int cols,
-                 const double *sumsq, int transposed)
+/* The gather and scatter: matrix m = blockIdx.y of the batch, its elements
+ * f over the x blocks in 32-bit math (a matrix holds fewer than 2^31; the
+ * first version's four 64-bit divisions an element cost more than its
+ * bytes), X of type T (fp32, or bf16 mode's bf16). */
+template <typename T>
+DEVICE void ns_gather(T *X, const float *base, const long long *offs, int rows, int cols, const double *sumsq,
+                      int transposed)
 {
-    size_t rc = (size_t)rows * cols, n = rc * count;
-    FOR_EACH(e, n) {
-        size_t m = e / rc, f = e % rc, i = f / cols, j = f % cols;
-        float inv = (float)(1.0 / (tk_sqrt_d(sumsq[m]) + 1e-7));
-        float v = base[offs[m] + f] * inv;
-        X[m * rc + (transposed ? j * rows + i : f)] = v;
+    int m = (int)blockIdx.y;
+    unsigned rc = (unsigned)rows * (unsigned)cols;
+    float inv = (float)(1.0 / (tk_sqrt_d(sumsq[m]) + 1e-7));
+    const float *src = base + offs[m];
+    T *dst = X + (size_t)m * rc;
+    for (unsigned f = blockIdx.x * blockDim.x + threadIdx.x; f < rc; f += gridDim.x * blockDim.x) {
+        unsigned i = f / (unsigned)cols, j = f - i * (unsigned)cols;
+        tk_st(dst, transposed ? (size_t)j * rows + i : (size_t)f, src[f] * inv);
     }
 }
 
-KERNEL ns_scatter(float *base, const float *X, const long long *offs, int count, int rows, int cols, int transposed)
+template <typename T>
+DEVICE void ns_scatter(float *base, const T *X, const long long *offs, int rows, int cols, int transposed)
 {
-    size_t rc = (size_t)rows * cols, n = rc * count;
-    FOR_EACH(e, n) {
-        size_t m = e / rc, f = e % rc, i = f / cols, j = f % cols;
-        base[offs[m] + f] = X[m * rc + (transposed ? j * rows + i : f)];
+    int m = (int)blockIdx.y;
+    unsigned rc = (unsigned)rows * (unsigned)cols;
+    float *dst = base + offs[m];
+    const T *src = X + (size_t)m * rc;
+    for (unsigned f = blockIdx.x * blockDim.x + threadIdx.x; f < rc; f += gridDim.x * blockDim.x) {
+        unsigned i = f / (unsigned)cols, j = f - i * (unsigned)cols;
+        dst[f] = tk_ld(src, transposed ? (size_t)j * rows + i : (size_t)f);
     }
+}
+
+KERNEL ns_gather_f32(float *X, const float *base, const long long *offs, int rows, int cols, const double *sumsq,
+                     int transposed)
+{
+    ns_gather(X, base, offs, rows, cols, sumsq, transposed);
+}
+KERNEL ns_gather_bf16(bf16_t *X, const float *base, const long long *offs, int rows, int cols, const double *sumsq,
+                      int transposed)
+{
+    ns_gather(X, base, offs, rows, cols, sumsq, transposed);
+}
+KERNEL ns_scatter_f32(float *base, const float *X, const long long *offs, int rows, int cols, int transposed)
+{
+    ns_scatter(base, X, offs, rows, cols, transposed);
+}
+KERNEL ns_scatter_bf16(float *base, const bf16_t *X, const long long *offs, int rows, int cols, int transposed)
+{
+    ns_scatter(base, X, offs, rows, cols, transposed);
 }
 
 /* partial[block] = sum over chunk `block` (SUM_CHUNK values) of x or x^2, in
@@ -170,8 +200,10 @@ EMU_KERNEL(muon_momentum)
 EMU_KERNEL(muon_apply)
 EMU_KERNEL(ns_sumsq_partial)
 EMU_KERNEL(ns_sumsq_finish)
-EMU_KERNEL(ns_gather)
-EMU_KERNEL(ns_scatter)
+EMU_KERNEL(ns_gather_f32)
+EMU_KERNEL(ns_gather_bf16)
+EMU_KERNEL(ns_scatter_f32)
+EMU_KERNEL(ns_scatter_bf16)
 EMU_KERNEL(sum_partial)
 EMU_KERNEL(sum_finish)
 EMU_KERNEL(sgd_f32)
