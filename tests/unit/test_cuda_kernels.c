@@ -30,6 +30,35 @@ static void test_errors_are_reported(void)
     gpu_free(emu, p);
 }
 
+/* what a GPU faults on or refuses fails the emulator's launch too: a
+ * 16-byte access at an address that is not 16-byte aligned (here RMSNorm's
+ * vector path on rows offset by one float), and a grid past 65,535 in y.
+ * Each on a fresh context: a failed one stays failed. */
+static void test_hardware_faults_are_reported(void)
+{
+    tempo_error e;
+    gpu *g;
+    CHECK(gpu_open(&g, GPU_EMULATOR, &e) == 0);
+    gpu_ptr x = 0, y = 0, w = 0, r = 0;
+    CHECK(gpu_alloc(g, &x, 256, "x", &e) == 0 && gpu_alloc(g, &y, 256, "y", &e) == 0 &&
+          gpu_alloc(g, &w, 64, "w", &e) == 0 && gpu_alloc(g, &r, 64, "r", &e) == 0);
+    cuda_rmsnorm_forward(g, GPU_F32, GPU_F32, y, r, 0, x, w, 2, 8, 1e-5f);
+    CHECK(gpu_sync(g, &e) == 0); /* aligned: fine */
+    cuda_rmsnorm_forward(g, GPU_F32, GPU_F32, y, r, 0, x + 4, w, 2, 8, 1e-5f);
+    CHECK(gpu_sync(g, &e) == -1 && strstr(e.msg, "rmsnorm_fwd") && strstr(e.msg, "not 16-byte aligned"));
+    gpu_close(g);
+    CHECK(gpu_open(&g, GPU_EMULATOR, &e) == 0);
+    CHECK(gpu_alloc(g, &x, 64, "x", &e) == 0);
+    size_t n = 4;
+    float s = 2;
+    void *a[] = {&x, &n, &s};
+    gpu_launch(g, GK_scale_f32, 1, 65535, 1, 32, 0, a);
+    CHECK(gpu_sync(g, &e) == 0);
+    gpu_launch(g, GK_scale_f32, 1, 65536, 1, 32, 0, a);
+    CHECK(gpu_sync(g, &e) == -1 && strstr(e.msg, "scale_f32") && strstr(e.msg, "limits"));
+    gpu_close(g);
+}
+
 int main(void)
 {
     tempo_error e;
@@ -40,6 +69,7 @@ int main(void)
     printf("gpu: %s\n", gpu_get_info(emu)->name);
     RUN(test_kernels_on_emulator);
     RUN(test_errors_are_reported);
+    RUN(test_hardware_faults_are_reported);
     gpu_close(emu);
     return test_summary("test_cuda_kernels");
 }

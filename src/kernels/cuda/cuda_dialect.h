@@ -216,6 +216,7 @@ DEVICE void tk_mma_bf16(float *d, const unsigned *a, const unsigned *b)
 /* ---- host emulation (emulator.cpp) ---- */
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 struct tk_dim3 {
@@ -230,6 +231,11 @@ double tk_emu_shfl_xor_d(double v, int lane_mask);
 void *tk_emu_dynamic_shared(void);
 void tk_emu_mma_bf16(float *d, const unsigned *a, const unsigned *b);
 void tk_emu_ldmatrix_x4(unsigned *r, const unsigned short *row, int trans);
+/* a vector access of `bytes` at p: the GPU faults unless p is aligned to
+ * them, so the emulator fails the launch (the first such access named) */
+void tk_emu_misaligned(const void *p, int bytes);
+#define TK_EMU_ALIGNED(p, bytes) \
+    do { if ((uintptr_t)(p) % (bytes)) tk_emu_misaligned(p, bytes); } while (0)
 
 #define KERNEL static void
 #define DEVICE static inline
@@ -285,15 +291,25 @@ DEVICE unsigned tk_float_to_bits(float f)
 DEVICE unsigned tk_ld_bf16x2(const bf16_t *p)
 {
     unsigned r;
+    TK_EMU_ALIGNED(p, 4);
     memcpy(&r, p, 4);
     return r;
 }
-DEVICE void tk_st_bf16x2(bf16_t *p, unsigned v) { memcpy(p, &v, 4); }
+DEVICE void tk_st_bf16x2(bf16_t *p, unsigned v)
+{
+    TK_EMU_ALIGNED(p, 4);
+    memcpy(p, &v, 4);
+}
 DEVICE void tk_mma_bf16(float *d, const unsigned *a, const unsigned *b) { tk_emu_mma_bf16(d, a, b); }
 DEVICE void tk_ldmatrix_x4(unsigned *r, const bf16_t *row) { tk_emu_ldmatrix_x4(r, row, 0); }
 DEVICE void tk_ldmatrix_x4_trans(unsigned *r, const bf16_t *row) { tk_emu_ldmatrix_x4(r, row, 1); }
 /* the emulator runs one thread at a time to its barriers: a copy is done when issued */
-DEVICE void tk_cp_async16(bf16_t *dst, const bf16_t *src) { memcpy(dst, src, 16); }
+DEVICE void tk_cp_async16(bf16_t *dst, const bf16_t *src)
+{
+    TK_EMU_ALIGNED(dst, 16);
+    TK_EMU_ALIGNED(src, 16);
+    memcpy(dst, src, 16);
+}
 DEVICE void tk_cp_async_commit(void) {}
 DEVICE void tk_cp_async_wait_all(void) {}
 DEVICE void tk_cp_async_wait_1(void) {}
@@ -342,10 +358,15 @@ DEVICE void tk_st16(void *p, tk_v16 v) { *(tk_v16 *)p = v; }
 DEVICE tk_v16 tk_ld16(const void *p)
 {
     tk_v16 v;
+    TK_EMU_ALIGNED(p, 16);
     memcpy(&v, p, 16);
     return v;
 }
-DEVICE void tk_st16(void *p, tk_v16 v) { memcpy(p, &v, 16); }
+DEVICE void tk_st16(void *p, tk_v16 v)
+{
+    TK_EMU_ALIGNED(p, 16);
+    memcpy(p, &v, 16);
+}
 #endif
 /* the values of a 16-byte piece of storage type T, as floats, and back */
 template <typename T> struct tk_vec;

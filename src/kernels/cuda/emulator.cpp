@@ -156,6 +156,8 @@ struct launch {
     float *mc;         /* [nt][4] */
     unsigned char *dyn;
     size_t dyn_bytes;
+    const void *misaligned; /* the first misaligned vector access, and its width */
+    int misaligned_bytes;
     /* the scheduler's stack, for AddressSanitizer's switch annotations */
     void *sched_fake;
     const void *sched_bottom;
@@ -306,9 +308,19 @@ void tk_emu_mma_bf16(float *d, const unsigned *a, const unsigned *b)
 
 /* ldmatrix x4 for the calling warp: every lane leaves its row address, the
  * warp meets, each lane reads its pairs (cuda_dialect.h), the warp meets. */
+void tk_emu_misaligned(const void *p, int bytes)
+{
+    launch *l = cur_launch;
+    if (l && !l->misaligned) {
+        l->misaligned = p;
+        l->misaligned_bytes = bytes;
+    }
+}
+
 void tk_emu_ldmatrix_x4(unsigned *r, const unsigned short *row, int trans)
 {
     launch *l = cur_launch;
+    TK_EMU_ALIGNED(row, 16); /* each row of an ldmatrix is 16 bytes, 16-byte aligned */
     int t = l->current, w0 = t & ~31, lane = t & 31;
     l->rows[t] = row;
     fiber_yield(F_WARP_BAR);
@@ -394,8 +406,12 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
         return -1;
     }
     unsigned nt = block[0] * block[1] * block[2];
-    if (nt == 0 || nt % 32 || nt > 1024 || !grid[0] || !grid[1] || !grid[2]) {
-        snprintf(err, err_len, "emulator: %s launched with %u threads per block and a %ux%ux%u grid", r->e[idx].name,
+    /* what the driver refuses (grid up to 2^31-1 x 65,535 x 65,535, blocks up to 1,024 threads), and blocks
+     * that are not whole warps (the kernels' shuffles assume them) */
+    if (nt == 0 || nt % 32 || nt > 1024 || !grid[0] || !grid[1] || !grid[2] || grid[0] > 2147483647u ||
+        grid[1] > 65535 || grid[2] > 65535) {
+        snprintf(err, err_len, "emulator: %s launched with %u threads per block and a %ux%ux%u grid: outside the "
+                 "GPU's limits (grid 2^31-1 x 65,535 x 65,535, whole warps up to 1,024 threads)", r->e[idx].name,
                  nt, grid[0], grid[1], grid[2]);
         return -1;
     }
@@ -440,6 +456,11 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
                         rc_ = -1;
                     }
                 }
+        if (!rc_ && l.misaligned) {
+            snprintf(err, err_len, "emulator: %s: a %d-byte access at %p, not %d-byte aligned (a GPU faults on it)",
+                     r->e[idx].name, l.misaligned_bytes, l.misaligned, l.misaligned_bytes);
+            rc_ = -1;
+        }
         cur_launch = NULL;
     }
     free(l.xf);

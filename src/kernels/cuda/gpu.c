@@ -577,10 +577,6 @@ void gpu_launch(gpu *g, gpu_kernel k, unsigned gx, unsigned gy, unsigned gz, uns
         if (shmem > (unsigned)g->info.smem_optin)
             gpu_set_error(g, "gpu emulator: %s asks for %u bytes of shared memory (the limit is %d)", kernel_names[k],
                           shmem, g->info.smem_optin);
-        else if (gx < 1 || gx > 2147483647u || gy < 1 || gy > 65535 || gz < 1 || gz > 65535 || bx < 1 || bx > 1024)
-            /* a launch the driver refuses (CUDA_ERROR_INVALID_VALUE) fails here too */
-            gpu_set_error(g, "gpu emulator: %s launched with grid %ux%ux%u, block %u: outside the GPU's limits "
-                          "(grid 2^31-1 x 65,535 x 65,535, block 1,024)", kernel_names[k], gx, gy, gz, bx);
         else if (tk_emu_launch(g->emu, g->emu_index[k], grid, block, shmem, args, e, sizeof e))
             gpu_set_error(g, "%s", e);
         profile_end(g, k, prof_t0);
