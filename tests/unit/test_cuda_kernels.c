@@ -46,6 +46,7 @@ static void test_hardware_faults_are_reported(void)
     CHECK(gpu_sync(g, &e) == 0); /* aligned: fine */
     cuda_rmsnorm_forward(g, GPU_F32, GPU_F32, y, r, 0, x + 4, w, 2, 8, 1e-5f);
     CHECK(gpu_sync(g, &e) == -1 && strstr(e.msg, "rmsnorm_fwd") && strstr(e.msg, "not 16-byte aligned"));
+    gpu_free(g, x); gpu_free(g, y); gpu_free(g, w); gpu_free(g, r);
     gpu_close(g);
     CHECK(gpu_open(&g, GPU_EMULATOR, &e) == 0);
     CHECK(gpu_alloc(g, &x, 64, "x", &e) == 0);
@@ -56,6 +57,7 @@ static void test_hardware_faults_are_reported(void)
     CHECK(gpu_sync(g, &e) == 0);
     gpu_launch(g, GK_scale_f32, 1, 65536, 1, 32, 0, a);
     CHECK(gpu_sync(g, &e) == -1 && strstr(e.msg, "scale_f32") && strstr(e.msg, "limits"));
+    gpu_free(g, x);
     gpu_close(g);
 }
 
