@@ -375,6 +375,20 @@ static void check_attention(gpu_dtype t, int B, int T, int H, int Hkv, int D)
     ck_report(name, ck_err(gk, dk, nk), ck_tol(t));
     snprintf(name, sizeof name, "attention backward dv %s T%d D%d", ck_tname(t), T, D);
     ck_report(name, ck_err(gv, dv, nk), ck_tol(t));
+    /* delta [B, H, T] = sum_d dout o per row, of the values the GPU holds: fp32 sums in another order */
+    float *gd = ck_down(delta, nl, GPU_F32), *rd = malloc(sizeof(float) * nl);
+    for (int b = 0; b < B; b++)
+        for (int tt = 0; tt < T; tt++)
+            for (int h = 0; h < H; h++) {
+                double acc = 0;
+                size_t at = (((size_t)b * T + tt) * H + h) * D;
+                for (int d = 0; d < D; d++)
+                    acc += (double)dout[at + d] * o[at + d];
+                rd[((size_t)b * H + h) * T + tt] = (float)acc;
+            }
+    snprintf(name, sizeof name, "attention delta %s T%d D%d", ck_tname(t), T, D);
+    ck_report(name, ck_err(gd, rd, nl), 1e-5);
+    free(gd); free(rd);
     ck_sync();
     gpu_ptr ps[] = {d_q, d_k, d_v, d_do, d_o, d_l, d_o2, d_l2, d_dq, d_dk, d_dv, delta};
     for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) gpu_free(ck_gpu, ps[i]);

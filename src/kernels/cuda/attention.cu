@@ -266,6 +266,43 @@ KERNEL attn_delta_bf16(float *delta, const bf16_t *dout, const bf16_t *o, int B,
     attn_delta(delta, dout, o, B, Tn, H, D);
 }
 
+/* The same sums with 16-byte loads: L = D / (16 / sizeof(T)) lanes a row
+ * (L divides 32: 32 / L rows a warp), one 16-byte piece of dout and of o a
+ * lane, summed over the row's L lanes. Where D allows it (gpu_ops.c): the
+ * one-warp-a-row version moves 2- or 4-byte pieces, a few per lane, and
+ * reduces over 32 lanes for 64 values. */
+template <typename T>
+DEVICE void attn_delta_vec(float *delta, const T *dout, const T *o, int B, int Tn, int H, int D, int L)
+{
+    int lane = threadIdx.x & 31, per = 16 / (int)sizeof(T);
+    size_t rows = (size_t)B * Tn * H;
+    size_t row = ((size_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * (size_t)(32 / L) + lane / L;
+    float s = 0;
+    if (row < rows) {
+        float a[8], b[8];
+        size_t at = row * D + (size_t)(lane % L) * per;
+        tk_vec<T>::unpack(tk_ld16(dout + at), a);
+        tk_vec<T>::unpack(tk_ld16(o + at), b);
+        for (int j = 0; j < per; j++)
+            s += a[j] * b[j];
+    }
+    for (int m = L / 2; m > 0; m >>= 1) /* every lane, in or past the rows: a shuffle is the whole warp's */
+        s += tk_shfl_xor(s, m);
+    if (row < rows && lane % L == 0) {
+        unsigned r32 = (unsigned)(row % ((size_t)Tn * H)), h = r32 % (unsigned)H, t = r32 / (unsigned)H;
+        size_t b = row / ((size_t)Tn * H);
+        delta[(b * H + h) * Tn + t] = s;
+    }
+}
+KERNEL attn_delta_vec_f32(float *delta, const float *dout, const float *o, int B, int Tn, int H, int D, int L)
+{
+    attn_delta_vec(delta, dout, o, B, Tn, H, D, L);
+}
+KERNEL attn_delta_vec_bf16(float *delta, const bf16_t *dout, const bf16_t *o, int B, int Tn, int H, int D, int L)
+{
+    attn_delta_vec(delta, dout, o, B, Tn, H, D, L);
+}
+
 #define ATT_EMU(sfx, DM) EMU_KERNEL(attn_fwd_##sfx##_d##DM) EMU_KERNEL(attn_dkdv_##sfx##_d##DM) EMU_KERNEL(attn_dq_##sfx##_d##DM)
 EMU_REGISTER_BEGIN(attention)
 ATT_EMU(f32, 32)
@@ -273,4 +310,6 @@ ATT_EMU(f32, 64)
 ATT_EMU(f32, 128)
 EMU_KERNEL(attn_delta_f32)
 EMU_KERNEL(attn_delta_bf16)
+EMU_KERNEL(attn_delta_vec_f32)
+EMU_KERNEL(attn_delta_vec_bf16)
 EMU_REGISTER_END

@@ -212,8 +212,17 @@ void cuda_attention_backward(gpu *g, gpu_dtype t, gpu_ptr dq, gpu_ptr dk, gpu_pt
         gpu_set_error(g, "gpu: attention head dim %d above 128", D);
         return;
     }
-    void *a[] = {&delta, &dout, &o, &B, &T, &H, &D};
-    gpu_launch(g, pick(t, GK_attn_delta_f32, GK_attn_delta_bf16), cdiv((size_t)B * T * H, 4), 1, 1, 128, 0, a);
+    /* delta: 16-byte pieces, L lanes a row, where a row is whole pieces that a warp's rows divide
+     * (attention.cu: attn_delta_vec; the row starts stay 16-byte aligned), else a warp a row */
+    int per = t == GPU_BF16 ? 8 : 4, L = D % per ? 0 : D / per;
+    if (L > 0 && L <= 32 && 32 % L == 0 && dout % 16 == 0 && o % 16 == 0) {
+        void *a[] = {&delta, &dout, &o, &B, &T, &H, &D, &L};
+        gpu_launch(g, pick(t, GK_attn_delta_vec_f32, GK_attn_delta_vec_bf16),
+                   cdiv((size_t)B * T * H, (size_t)4 * (32 / L)), 1, 1, 128, 0, a);
+    } else {
+        void *a[] = {&delta, &dout, &o, &B, &T, &H, &D};
+        gpu_launch(g, pick(t, GK_attn_delta_f32, GK_attn_delta_bf16), cdiv((size_t)B * T * H, 4), 1, 1, 128, 0, a);
+    }
     void *b[] = {&dk, &dv, &dout, &q, &k, &v, &lse, &delta, &B, &T, &H, &Hkv, &D};
     void *c[] = {&dq, &dout, &q, &k, &v, &lse, &delta, &B, &T, &H, &Hkv, &D};
     if (t == GPU_BF16) {
