@@ -621,6 +621,7 @@ static inline void run_kernel_checks(gpu *g)
         check_rmsnorm_backward(dt, 150, 72, 0);
         check_rmsnorm_backward(dt, 150, 72, 1);
         check_rmsnorm_backward(dt, 40, 30, 1);
+        check_rmsnorm_backward(dt, 2500, 40, 1); /* 40 runs of rows: the gain's reduce loops */
         check_rope(dt, 2, 37, 16, 3, 0);
         check_rope(dt, 2, 37, 10, 3, 0); /* D/2 odd: one pair per thread */
         check_rope(dt, 2, 37, 128, 9, 5); /* 288 threads' work: a block's threads loop; positions from 5 */

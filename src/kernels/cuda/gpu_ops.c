@@ -90,7 +90,7 @@ void cuda_rmsnorm_backward(gpu *g, gpu_dtype t, gpu_ptr dx, gpu_ptr dw, gpu_ptr 
     gpu_launch(g, pick(t, GK_rmsnorm_dw_partial_f32, GK_rmsnorm_dw_partial_bf16), cdiv((size_t)C, 128),
                (unsigned)runs, 1, 128, 0, b);
     void *c[] = {&dw, &partial, &runs, &C};
-    gpu_launch(g, GK_rmsnorm_dw_reduce, cdiv((size_t)C, 128), 1, 1, 128, 0, c);
+    gpu_launch(g, GK_rmsnorm_dw_reduce, cdiv((size_t)C, 32), 1, 1, 1024, 0, c);
 }
 
 void cuda_rope(gpu *g, gpu_dtype t, gpu_ptr x, int B, int T, int H, int D, int pos0, gpu_ptr cos_tab,

@@ -117,15 +117,26 @@ DEVICE void rms_dw_partial(float *partial, const T *dy, const T *x, const float 
     }
 }
 
-/* dw [C] += sum over runs of partial, in run order. */
+/* dw [C] += sum over runs of partial, in a fixed order: a block of 1,024
+ * threads takes 32 columns, its 32 warps the runs g, g + 32, g + 64, ... in
+ * order, then the 32 warps' sums are added in warp order. (One thread a
+ * column over every run took 28 us a call on the H200 for 1.5 MB: 6 blocks
+ * for d_model 768.) */
 KERNEL rmsnorm_dw_reduce(float *dw, const float *partial, int runs, int C)
 {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c < C) {
-        float acc = 0;
-        for (int b = 0; b < runs; b++)
+    TK_SHARED float red[32][33];
+    int col = threadIdx.x & 31, grp = threadIdx.x >> 5, c = blockIdx.x * 32 + col;
+    float acc = 0;
+    if (c < C)
+        for (int b = grp; b < runs; b += 32)
             acc += partial[(size_t)b * C + c];
-        dw[c] += acc;
+    red[grp][col] = acc;
+    SYNC();
+    if (grp == 0 && c < C) {
+        float s = 0;
+        for (int w = 0; w < 32; w++)
+            s += red[w][col];
+        dw[c] += s;
     }
 }
 
