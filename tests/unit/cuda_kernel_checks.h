@@ -573,6 +573,19 @@ static void check_sums(void)
     float *gb = ck_down(db, n, GPU_BF16);
     ck_round_bf16(half, n);
     ck_report("convert to bf16 (round to nearest even)", ck_err(gb, half, n), 0);
+    /* a tail past the pieces of 8, and buffers not 16-byte aligned (one value in): the value-by-value path */
+    for (int shift = 0; shift < 2; shift++) {
+        size_t m = n - 5 - (size_t)shift;
+        gpu_ptr db2 = ck_poisoned(n, GPU_BF16);
+        cuda_convert_bf16(ck_gpu, db2 + 2 * (size_t)shift, dx + 4 * (size_t)shift, m);
+        float *g2 = ck_down(db2, n, GPU_BF16);
+        char name[80];
+        snprintf(name, sizeof name, "convert to bf16, %zu values from %d", m, shift);
+        ck_report(name, ck_err(g2 + shift, half + shift, m), 0);
+        CHECK(isnan(g2[shift + m])); /* nothing written past the end */
+        gpu_free(ck_gpu, db2);
+        free(g2);
+    }
     ck_sync();
     gpu_free(ck_gpu, dx); gpu_free(ck_gpu, out); gpu_free(ck_gpu, part); gpu_free(ck_gpu, db);
     free(x); free(gx); free(half); free(gb);

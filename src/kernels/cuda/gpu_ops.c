@@ -339,5 +339,5 @@ void cuda_sgd(gpu *g, gpu_ptr p, gpu_ptr grad, size_t n, float r)
 void cuda_convert_bf16(gpu *g, gpu_ptr dst, gpu_ptr src, size_t n)
 {
     void *a[] = {&dst, &src, &n};
-    gpu_launch(g, GK_convert_f32_bf16, ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
+    gpu_launch(g, GK_convert_f32_bf16, ew_blocks(g, n / 8 + 1), 1, 1, EW_THREADS, 0, a); /* 8 values a thread */
 }

@@ -188,10 +188,20 @@ KERNEL scale_f32(float *x, size_t n, float s)
         x[i] *= s;
 }
 
+/* dst = src rounded to bf16: pieces of 8 (two 16-byte loads, one 16-byte
+ * store) where both are 16-byte aligned, then the tail one by one (2-byte
+ * stores a value took about 1.5x the bytes' time on the H200) */
 KERNEL convert_f32_bf16(bf16_t *dst, const float *src, size_t n)
 {
-    FOR_EACH(i, n)
-        dst[i] = tk_to_bf16(src[i]);
+    size_t nv = (((tk_u64)dst | (tk_u64)src) & 15) ? 0 : n / 8;
+    FOR_EACH(i, nv) {
+        float f[8];
+        tk_vec<float>::unpack(tk_ld16(src + 8 * i), f);
+        tk_vec<float>::unpack(tk_ld16(src + 8 * i + 4), f + 4);
+        tk_st16(dst + 8 * i, tk_vec<bf16_t>::pack(f));
+    }
+    FOR_EACH(i, n - 8 * nv)
+        dst[8 * nv + i] = tk_to_bf16(src[8 * nv + i]);
 }
 
 EMU_REGISTER_BEGIN(optim)
