@@ -31,9 +31,16 @@ devbin/tempo --version >&2
 if [ ! -f devdata/corpus1/train.tok ] || [ ! -f devdata/val_small.txt ]; then
     echo "device_prepare: preparing devdata/corpus1 (a slice of the corpus)" >&2
     mkdir -p devdata "$tmp/text"
-    xz -dc "$data/corpus/train-000.txt.xz" | head -c 24000000 >"$tmp/text/train.txt" || true
-    xz -dc "$data/corpus/val.txt.xz" | head -c 1000000 >"$tmp/text/val.txt" || true
-    xz -dc "$data/corpus/val.txt.xz" | head -c 32000 >devdata/val_small.txt.tmp || true
+    # the first bytes of a file: xz stopped by head's exit (SIGPIPE, 141) is expected, any other failure is not
+    first() {
+        local rc=0
+        xz -dc "$1" | head -c "$2" >"$3" || rc=$?
+        [ "$rc" = 0 ] || [ "$rc" = 141 ] || { echo "device_prepare: $1: cannot decompress (xz exit $rc)" >&2; exit 1; }
+        [ -s "$3" ] || { echo "device_prepare: $1: no text" >&2; exit 1; }
+    }
+    first "$data/corpus/train-000.txt.xz" 24000000 "$tmp/text/train.txt"
+    first "$data/corpus/val.txt.xz" 1000000 "$tmp/text/val.txt"
+    first "$data/corpus/val.txt.xz" 32000 devdata/val_small.txt.tmp
     rm -rf devdata/corpus1
     devbin/tempo prepare --out devdata/corpus1 --vocab 4096 "$tmp/text/train.txt" --val "$tmp/text/val.txt" >/dev/null
     mv devdata/val_small.txt.tmp devdata/val_small.txt
