@@ -121,7 +121,7 @@ static calib_point top_prepare(const mixture_stream *s, const calib_point *cal, 
  * of a's and of b's answer (0 when not asked). An a or b equal to y shares
  * y's answer; a and b equal to each other are asked twice (rare; the walk
  * answers each candidate alone). Returns how many. */
-static int distinct_queries(int32_t y, int32_t a, int32_t b, int32_t cand[3], int *ka, int *kb)
+static int query_tokens(int32_t y, int32_t a, int32_t b, int32_t cand[3], int *ka, int *kb)
 {
     int n = 1;
     cand[0] = y;
@@ -150,8 +150,8 @@ double mixture_stream_step(mixture_stream *s, const int32_t *tokens, size_t i, d
         int32_t predicted = -1, cand[3];
         if (s->present[MIX_MATCH] && s->mx.calib.rows)
             (void)match_model_predict(&s->match, tokens, &predicted);   /* as calib_prepare will */
-        int kt, kp, nc = distinct_queries(tokens[i], top >= 0 && top < s->opt.vocab ? top : -1, predicted, cand,
-                                          &kt, &kp);
+        int kt, kp, nc = query_tokens(tokens[i], top >= 0 && top < s->opt.vocab ? top : -1, predicted, cand,
+                                      &kt, &kp);
         double q[3];
         ngram_memory_probs_of(&s->cache, tokens, i, cand, nc, q, &cm);
         p[MIX_CACHE] = q[0];
@@ -372,7 +372,7 @@ int mixture_score(const mixture_options *o, const mixer *initial, const int32_t 
             memory_answer *a = &mem[i];
             /* one walk for the true token, the predicted one and the transformer's top, each asked once */
             int32_t cand[3];
-            int kp, kt, nc = distinct_queries(tokens[i], a->predicted, a->top, cand, &kp, &kt);
+            int kp, kt, nc = query_tokens(tokens[i], a->predicted, a->top, cand, &kp, &kt);
             double q[3];
             ngram_memory_probs_of(o->memory, tokens, i, cand, nc, q, &a->match);
             a->p = q[0];

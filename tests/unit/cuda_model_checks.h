@@ -147,6 +147,25 @@ static void check_model_step(gpu *g, int variant, model_cuda_precision prec)
     model_free(cpu);
 }
 
+/* The optimizer both sides of a training check run (Muon for the hidden
+ * matrices or AdamW throughout), and the CPU model's tensors as the
+ * optimizer groups them (malloc'd, model_num_tensors of them). */
+static optim_config mc_optim_config(int use_muon)
+{
+    optim_config oc = {.use_muon = use_muon, .lr = 3e-3f, .lr_embed = 3e-3f, .lr_head = 3e-3f, .lr_scalar = 3e-3f,
+                       .lr_muon = 0.02f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.01f,
+                       .muon_momentum = 0.95f, .ns_steps = 5, .grad_clip = 1.0f};
+    return oc;
+}
+
+static optim_tensor *mc_optim_tensors(model *cpu)
+{
+    int n = model_num_tensors(cpu);
+    optim_tensor *ts = malloc(sizeof *ts * (size_t)n);
+    for (int i = 0; ts && i < n; i++) train_optim_tensors(model_tensor_at(cpu, i), 1, &ts[i]);
+    return ts;
+}
+
 /* steps of training with the optimizer on both sides, the same batches */
 static void check_training_steps(gpu *g, int variant, int use_muon, int steps)
 {
@@ -162,14 +181,11 @@ static void check_training_steps(gpu *g, int variant, int use_muon, int steps)
     }
     model_init(cpu, 3);
     CHECK(model_cuda_set_params(gm, model_params(cpu), &e) == 0);
-    optim_config oc = {.use_muon = use_muon, .lr = 3e-3f, .lr_embed = 3e-3f, .lr_head = 3e-3f, .lr_scalar = 3e-3f,
-                       .lr_muon = 0.02f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.01f,
-                       .muon_momentum = 0.95f, .ns_steps = 5, .grad_clip = 1.0f};
+    optim_config oc = mc_optim_config(use_muon);
     optimizer opt;
     optim_cuda go;
     int n = model_num_tensors(cpu);
-    optim_tensor *ts = malloc(sizeof *ts * (size_t)n);
-    for (int i = 0; i < n; i++) train_optim_tensors(model_tensor_at(cpu, i), 1, &ts[i]);
+    optim_tensor *ts = mc_optim_tensors(cpu);
     CHECK(train_optimizer_create(&opt, cpu, &oc, &e) == 0);
     CHECK(optim_cuda_create(&go, g, &oc, ts, n, model_num_params(cpu), GPU_F32, &e) == 0);
     rng_state r;
@@ -234,13 +250,10 @@ static void check_muon_step(gpu *g, int variant, gpu_dtype ns, double limit)
         return;
     }
     model_init(cpu, 7);
-    optim_config oc = {.use_muon = 1, .lr = 3e-3f, .lr_embed = 3e-3f, .lr_head = 3e-3f, .lr_scalar = 3e-3f,
-                       .lr_muon = 0.02f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.01f,
-                       .muon_momentum = 0.95f, .ns_steps = 5, .grad_clip = 1.0f};
+    optim_config oc = mc_optim_config(1);
     size_t P = model_num_params(cpu);
     int n = model_num_tensors(cpu);
-    optim_tensor *ts = malloc(sizeof *ts * (size_t)n);
-    for (int i = 0; i < n; i++) train_optim_tensors(model_tensor_at(cpu, i), 1, &ts[i]);
+    optim_tensor *ts = mc_optim_tensors(cpu);
     rng_state r;
     rng_seed(&r, 9);
     int32_t *in = malloc(sizeof(int32_t) * N), *tg = malloc(sizeof(int32_t) * N);

@@ -306,8 +306,8 @@ void tk_emu_mma_bf16(float *d, const unsigned *a, const unsigned *b)
     fiber_yield(F_WARP_BAR);
 }
 
-/* ldmatrix x4 for the calling warp: every lane leaves its row address, the
- * warp meets, each lane reads its pairs (cuda_dialect.h), the warp meets. */
+/* a misaligned vector access: the launch's first one kept, reported when the
+ * launch ends (tk_emu_launch) */
 void tk_emu_misaligned(const void *p, int bytes)
 {
     launch *l = cur_launch;
@@ -317,6 +317,8 @@ void tk_emu_misaligned(const void *p, int bytes)
     }
 }
 
+/* ldmatrix x4 for the calling warp: every lane leaves its row address, the
+ * warp meets, each lane reads its pairs (cuda_dialect.h), the warp meets. */
 void tk_emu_ldmatrix_x4(unsigned *r, const unsigned short *row, int trans)
 {
     launch *l = cur_launch;

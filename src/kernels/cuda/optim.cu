@@ -93,6 +93,15 @@ KERNEL ns_sumsq_finish(double *out, const double *partial, int chunks)
  * f over the x blocks in 32-bit math (a matrix holds fewer than 2^31; the
  * first version's four 64-bit divisions an element cost more than its
  * bytes), X of type T (fp32, or bf16 mode's bf16). */
+/* where element f of a rows x cols matrix goes in X: f, or its transpose's place */
+DEVICE size_t ns_at(unsigned f, int rows, int cols, int transposed)
+{
+    if (!transposed)
+        return f;
+    unsigned i = f / (unsigned)cols, j = f - i * (unsigned)cols;
+    return (size_t)j * rows + i;
+}
+
 template <typename T>
 DEVICE void ns_gather(T *X, const float *base, const long long *offs, int rows, int cols, const double *sumsq,
                       int transposed)
@@ -102,10 +111,8 @@ DEVICE void ns_gather(T *X, const float *base, const long long *offs, int rows, 
     float inv = (float)(1.0 / (tk_sqrt_d(sumsq[m]) + 1e-7));
     const float *src = base + offs[m];
     T *dst = X + (size_t)m * rc;
-    for (unsigned f = blockIdx.x * blockDim.x + threadIdx.x; f < rc; f += gridDim.x * blockDim.x) {
-        unsigned i = f / (unsigned)cols, j = f - i * (unsigned)cols;
-        tk_st(dst, transposed ? (size_t)j * rows + i : (size_t)f, src[f] * inv);
-    }
+    for (unsigned f = blockIdx.x * blockDim.x + threadIdx.x; f < rc; f += gridDim.x * blockDim.x)
+        tk_st(dst, ns_at(f, rows, cols, transposed), src[f] * inv);
 }
 
 template <typename T>
@@ -115,10 +122,8 @@ DEVICE void ns_scatter(float *base, const T *X, const long long *offs, int rows,
     unsigned rc = (unsigned)rows * (unsigned)cols;
     float *dst = base + offs[m];
     const T *src = X + (size_t)m * rc;
-    for (unsigned f = blockIdx.x * blockDim.x + threadIdx.x; f < rc; f += gridDim.x * blockDim.x) {
-        unsigned i = f / (unsigned)cols, j = f - i * (unsigned)cols;
-        dst[f] = tk_ld(src, transposed ? (size_t)j * rows + i : (size_t)f);
-    }
+    for (unsigned f = blockIdx.x * blockDim.x + threadIdx.x; f < rc; f += gridDim.x * blockDim.x)
+        dst[f] = tk_ld(src, ns_at(f, rows, cols, transposed));
 }
 
 KERNEL ns_gather_f32(float *X, const float *base, const long long *offs, int rows, int cols, const double *sumsq,
