@@ -55,16 +55,18 @@ int optim_cuda_create(optim_cuda *o, gpu *g, const optim_config *cfg, const opti
         }
     }
     free(done);
+    size_t partials = cuda_sum_partials(n_params);
     for (int k = 0; k < o->n_batches; k++) {
         const optim_cuda_ns_batch *b = &o->batches[k];
-        size_t r = (size_t)(b->rows < b->cols ? b->rows : b->cols);
-        size_t w = (size_t)b->count * (2 * (size_t)b->rows * b->cols + 2 * r * r);
+        size_t r = (size_t)(b->rows < b->cols ? b->rows : b->cols), rc = (size_t)b->rows * b->cols;
+        size_t w = (size_t)b->count * (2 * rc + 2 * r * r), np = cuda_muon_partials(rc, b->count);
         if (w > work) work = w;
+        if (np > partials) partials = np;
     }
     if (gpu_alloc(g, &o->m, n_params * 4, "the optimizer's first moments", err) ||
         gpu_alloc(g, &o->v, n_params * 4, "the optimizer's second moments", err) ||
         gpu_alloc(g, &o->ns_work, (cfg->use_muon ? work : 1) * 4, "Newton-Schulz's scratch", err) ||
-        gpu_alloc(g, &o->sum_partial, (cuda_sum_partials(n_params) + 2 * OPTIM_CUDA_NS_BATCH) * 8,
+        gpu_alloc(g, &o->sum_partial, partials * 8,
                   "a reduction's scratch", err) ||
         gpu_alloc(g, &o->sums, 4 * 8, "a reduction's result", err) ||
         gpu_alloc(g, &o->ns_offs, sizeof(long long) * (size_t)(n_offs ? n_offs : 1), "Muon's offsets", err) ||
@@ -110,11 +112,12 @@ int optim_cuda_grad_norm(optim_cuda *o, gpu_ptr grads, double *norm, tempo_error
     return 0;
 }
 
-/* optim_newton_schulz on a batch of updates in place (in v, at each matrix's
- * offset): the same quintic iteration, its products batched; the iterates X,
- * A, AA and Y of o->ns_type (bf16: every product's operands and result bf16,
- * its sums fp32) */
-static void newton_schulz_batch(optim_cuda *o, const optim_cuda_ns_batch *bt)
+/* Muon for one batch of same-shape matrices: momentum into m, the update
+ * into v (with its norms), optim_newton_schulz's iteration on the batch at
+ * once (the iterates X, A, AA and Y of o->ns_type; bf16: every product's
+ * operands and result bf16, its sums fp32), then the step from its result */
+static void muon_batch(optim_cuda *o, const optim_cuda_ns_batch *bt, gpu_ptr params, gpu_ptr grads, float gscale,
+                       float lr, float wd)
 {
     const float a = 3.4445f, b = -4.7750f, c = 2.0315f;
     gpu *g = o->g;
@@ -126,8 +129,9 @@ static void newton_schulz_batch(optim_cuda *o, const optim_cuda_ns_batch *bt)
     gpu_ptr X = o->ns_work, A = X + (size_t)(cnt * rn) * es, AA = A + (size_t)(cnt * rr) * es;
     gpu_ptr Y = AA + (size_t)(cnt * rr) * es;
     gpu_ptr offs = o->ns_offs + (size_t)bt->first * sizeof(long long);
-    cuda_ns_sumsq_batched(g, o->ns_sums, o->sum_partial, o->v, offs, cnt, (size_t)rn);
-    cuda_ns_gather(g, t, X, o->v, offs, cnt, rows, cols, o->ns_sums, transposed);
+    cuda_muon_momentum_sumsq(g, o->ns_sums, o->sum_partial, o->m, o->v, grads, offs, cnt, (size_t)rn,
+                             o->cfg.muon_momentum, gscale);
+    cuda_ns_gather(g, t, X, o->v, offs, cnt, rows, cols, o->ns_sums);
     gpu_profile_gemm_label(g, GPU_GEMM_OPTIMIZER);
     for (int s = 0; s < o->cfg.ns_steps; s++) {
         gpu_mat mX = {X, t, n}, mA = {A, t, r};
@@ -137,7 +141,8 @@ static void newton_schulz_batch(optim_cuda *o, const optim_cuda_ns_batch *bt)
         gpu_gemm_batched(g, 0, 0, r, n, r, 1.0f, mB, rr, mX, rn, a, mX, Y, rn, cnt, GPU_MATH_F32);    /* a X + B X */
         gpu_ptr tmp = X; X = Y; Y = tmp;
     }
-    cuda_ns_scatter(g, t, o->v, X, offs, cnt, rows, cols, transposed);
+    float scale = sqrtf(fmaxf(1.0f, (float)rows / (float)cols));
+    cuda_muon_apply(g, t, params, o->v, X, offs, cnt, rows, cols, lr * scale, 1.0f - lr * wd);
 }
 
 void optim_cuda_step(optim_cuda *o, gpu_ptr params, gpu_ptr grads, double grad_norm, double lr_mult)
@@ -148,23 +153,10 @@ void optim_cuda_step(optim_cuda *o, gpu_ptr params, gpu_ptr grads, double grad_n
         gscale = (float)(c->grad_clip / grad_norm);
     o->t++;
     double bc1 = 1.0 - pow(c->beta1, (double)o->t), bc2 = 1.0 - pow(c->beta2, (double)o->t);
-    if (c->use_muon) { /* Muon: momentum into v (the update), Newton-Schulz by batches, the steps */
-        for (int i = 0; i < o->n_tensors; i++) {
-            const optim_tensor *t = &o->tensors[i];
-            if (t->group == GROUP_MATRIX)
-                cuda_muon_momentum(o->g, o->m + t->offset * 4, o->v + t->offset * 4, grads + t->offset * 4, t->numel,
-                                   c->muon_momentum, gscale);
-        }
-        for (int k = 0; k < o->n_batches; k++)
-            newton_schulz_batch(o, &o->batches[k]);
+    if (c->use_muon) { /* the 2-D hidden matrices: Muon, by batches of one shape */
         float lr = (float)(c->lr_muon * lr_mult), wd = c->weight_decay;
-        for (int i = 0; i < o->n_tensors; i++) {
-            const optim_tensor *t = &o->tensors[i];
-            if (t->group != GROUP_MATRIX)
-                continue;
-            float scale = sqrtf(fmaxf(1.0f, (float)t->rows / (float)t->cols));
-            cuda_muon_apply(o->g, params + t->offset * 4, o->v + t->offset * 4, t->numel, lr * scale, 1.0f - lr * wd);
-        }
+        for (int k = 0; k < o->n_batches; k++)
+            muon_batch(o, &o->batches[k], params, grads, gscale, lr, wd);
     }
     for (int i = 0; i < o->n_tensors; i++) {
         const optim_tensor *t = &o->tensors[i];

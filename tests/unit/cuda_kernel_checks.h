@@ -74,7 +74,8 @@ static float *ck_random(size_t n, float lo, float hi)
 
 static size_t ck_size(gpu_dtype t) { return t == GPU_BF16 ? 2 : 4; }
 
-/* a device copy of x [n] as type t (bf16: x is rounded in place first) */
+/* a device copy of x [n] as type t (bf16: rounded to nearest even; x itself
+ * is left as it is, ck_round_bf16 gives a reference the same values) */
 static gpu_ptr ck_up(const float *x, size_t n, gpu_dtype t)
 {
     gpu_ptr p = 0;
@@ -507,7 +508,7 @@ static void check_cross_entropy(gpu_dtype t, float cap, int eval, float beta)
     free(z); free(mixb); free(loss); free(top); free(dz); free(lnorm); free(gl); free(gt);
 }
 
-static void check_adamw_muon(void)
+static void check_adamw(void)
 {
     size_t n = 3001;
     float *p = ck_random(n, -1, 1), *g = ck_random(n, -1, 1), *m = ck_random(n, -0.1f, 0.1f);
@@ -521,29 +522,88 @@ static void check_adamw_muon(void)
     int same = !memcmp(gp, p, n * 4) && !memcmp(gm, m, n * 4) && !memcmp(gv, v, n * 4);
     ck_report("adamw (bitwise)", same ? 0.0 : ck_err(gp, p, n) + 1e-30, 0);
     free(gp); free(gm); free(gv);
-    /* Muon's elementwise steps against their formulas (optimizer.c) */
-    float mu = 0.95f, gs = 0.8f, step = 0.02f, decay = 0.999f;
-    float *buf = ck_random(n, -0.1f, 0.1f), *upd = malloc(sizeof(float) * n);
-    gpu_ptr db = ck_up(buf, n, GPU_F32), du = ck_poisoned(n, GPU_F32);
-    cuda_muon_momentum(ck_gpu, db, du, dg, n, mu, gs);
-    for (size_t i = 0; i < n; i++) {
-        float gi = g[i] * gs;
-        buf[i] = mu * buf[i] + gi;
-        upd[i] = gi + mu * buf[i];
-    }
-    float *gb = ck_down(db, n, GPU_F32), *gu = ck_down(du, n, GPU_F32);
-    ck_report("muon momentum (bitwise)", memcmp(gb, buf, n * 4) || memcmp(gu, upd, n * 4) ? 1.0 : 0.0, 0);
-    cuda_muon_apply(ck_gpu, dp, du, n, step, decay);
-    for (size_t i = 0; i < n; i++) p[i] = p[i] * decay - step * upd[i];
-    gp = ck_down(dp, n, GPU_F32);
-    float *gz = ck_down(du, n, GPU_F32);
-    int zero = 1;
-    for (size_t i = 0; i < n; i++) zero &= gz[i] == 0;
-    ck_report("muon apply (bitwise, update zeroed)", memcmp(gp, p, n * 4) || !zero ? 1.0 : 0.0, 0);
     ck_sync();
-    gpu_ptr ps[] = {dp, dg, dm, dv, db, du};
+    gpu_ptr ps[] = {dp, dg, dm, dv};
     for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) gpu_free(ck_gpu, ps[i]);
-    free(p); free(g); free(m); free(v); free(buf); free(upd); free(gb); free(gu); free(gp); free(gz);
+    free(p); free(g); free(m); free(v);
+}
+
+/* Muon's three batched launches (gpu_ops.h) against optimizer.c's formulas:
+ * count rows x cols matrices at offsets with gaps between them (the gaps
+ * must stay as they were), more values than one momentum chunk, shapes off
+ * the transposing tile's 32 */
+static void check_muon_batch(gpu_dtype t, int rows, int cols, int count)
+{
+    size_t rc = (size_t)rows * cols, gap = 37, total = (size_t)count * (rc + gap) + gap;
+    float mu = 0.95f, gs = 0.8f, step = 0.02f, decay = 0.999f;
+    float *p = ck_random(total, -1, 1), *g = ck_random(total, -1, 1), *buf = ck_random(total, -0.1f, 0.1f);
+    float *upd = ck_random(total, -1, 1); /* the gaps' values; the matrices' are overwritten */
+    long long offs[8];
+    for (int k = 0; k < count; k++) offs[k] = (long long)(gap + (size_t)k * (rc + gap));
+    gpu_ptr dp = ck_up(p, total, GPU_F32), dg = ck_up(g, total, GPU_F32), db = ck_up(buf, total, GPU_F32);
+    gpu_ptr du = ck_up(upd, total, GPU_F32), doffs = 0, dsum = 0;
+    gpu_ptr part = ck_poisoned(cuda_muon_partials(rc, count) * 2, GPU_F32);
+    tempo_error e;
+    gpu_alloc(ck_gpu, &doffs, sizeof offs, "offsets", &e);
+    gpu_upload(ck_gpu, doffs, offs, sizeof offs, &e);
+    gpu_alloc(ck_gpu, &dsum, sizeof(double) * (size_t)count, "sums", &e);
+    /* 1. momentum, update and its sums of squares */
+    cuda_muon_momentum_sumsq(ck_gpu, dsum, part, db, du, dg, doffs, count, rc, mu, gs);
+    double ref_sum[8] = {0}, got_sum[8];
+    for (int k = 0; k < count; k++)
+        for (size_t f = 0; f < rc; f++) {
+            size_t i = (size_t)offs[k] + f;
+            float gi = g[i] * gs;
+            buf[i] = mu * buf[i] + gi;
+            upd[i] = gi + mu * buf[i];
+            ref_sum[k] += (double)upd[i] * upd[i];
+        }
+    float *gb = ck_down(db, total, GPU_F32), *gu = ck_down(du, total, GPU_F32);
+    gpu_download(ck_gpu, got_sum, dsum, sizeof(double) * (size_t)count, &e);
+    char name[96];
+    snprintf(name, sizeof name, "muon momentum %dx%d x%d (bitwise)", rows, cols, count);
+    ck_report(name, memcmp(gb, buf, total * 4) || memcmp(gu, upd, total * 4) ? 1.0 : 0.0, 0);
+    double serr = 0;
+    for (int k = 0; k < count; k++) serr = fmax(serr, fabs(got_sum[k] - ref_sum[k]) / ref_sum[k]);
+    snprintf(name, sizeof name, "muon update's sums of squares %dx%d", rows, cols);
+    ck_report(name, serr, 1e-12);
+    /* 2. the gather: X [count][rows * cols] scaled, transposed when rows > cols */
+    int tr = rows > cols;
+    gpu_ptr dX = ck_poisoned((size_t)count * rc, t);
+    cuda_ns_gather(ck_gpu, t, dX, du, doffs, count, rows, cols, dsum);
+    float *X = malloc(sizeof(float) * (size_t)count * rc);
+    for (int k = 0; k < count; k++) {
+        float inv = (float)(1.0 / (sqrt(got_sum[k]) + 1e-7));
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < cols; j++) {
+                size_t at = tr ? (size_t)j * rows + i : (size_t)i * cols + j;
+                X[(size_t)k * rc + at] = upd[(size_t)offs[k] + (size_t)i * cols + j] * inv;
+            }
+    }
+    if (t == GPU_BF16) ck_round_bf16(X, (size_t)count * rc);
+    float *gX = ck_down(dX, (size_t)count * rc, t);
+    snprintf(name, sizeof name, "muon gather %s %dx%d%s (exact)", ck_tname(t), rows, cols, tr ? " transposed" : "");
+    ck_report(name, ck_err(gX, X, (size_t)count * rc), 0);
+    /* 3. the step from a result X' (fresh values of type t) */
+    float *Y = ck_random((size_t)count * rc, -1, 1);
+    if (t == GPU_BF16) ck_round_bf16(Y, (size_t)count * rc);
+    gpu_ptr dY = ck_up(Y, (size_t)count * rc, t);
+    cuda_muon_apply(ck_gpu, t, dp, du, dY, doffs, count, rows, cols, step, decay);
+    for (int k = 0; k < count; k++)
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < cols; j++) {
+                size_t at = tr ? (size_t)j * rows + i : (size_t)i * cols + j;
+                size_t pi = (size_t)offs[k] + (size_t)i * cols + j;
+                p[pi] = p[pi] * decay - step * Y[(size_t)k * rc + at];
+                upd[pi] = 0;
+            }
+    float *gp = ck_down(dp, total, GPU_F32), *gz = ck_down(du, total, GPU_F32);
+    snprintf(name, sizeof name, "muon step %s %dx%d (bitwise, update zeroed)", ck_tname(t), rows, cols);
+    ck_report(name, memcmp(gp, p, total * 4) || memcmp(gz, upd, total * 4) ? 1.0 : 0.0, 0);
+    ck_sync();
+    gpu_ptr ps[] = {dp, dg, db, du, doffs, dsum, part, dX, dY};
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) gpu_free(ck_gpu, ps[i]);
+    free(p); free(g); free(buf); free(upd); free(gb); free(gu); free(X); free(gX); free(Y); free(gp); free(gz);
 }
 
 static void check_sums(void)
@@ -656,7 +716,14 @@ static inline void run_kernel_checks(gpu *g)
     check_attention_decode(3, 1, 12, 9);
     check_cross_entropy(GPU_F32, 0, 1, 1.15f);
     check_cross_entropy(GPU_F32, 0, 1, 1.0f);
-    check_adamw_muon();
+    check_adamw();
+    for (int k = 0; k < 2; k++) {
+        gpu_dtype dt = k ? GPU_BF16 : GPU_F32;
+        check_muon_batch(dt, 100, 67, 3); /* transposed; two momentum chunks a matrix */
+        check_muon_batch(dt, 67, 100, 3);
+        check_muon_batch(dt, 32, 32, 2);  /* whole tiles, one chunk */
+    }
+    check_muon_batch(GPU_F32, 300, 40, 1);
     check_sums();
 }
 

@@ -1,6 +1,7 @@
 /* gpu_ops.c - launch shapes and argument lists of the GPU's kernels (see
  * gpu_ops.h). The constants repeat the .cu files' (ATT_*, RMS_DW_ROWS,
- * CE_THREADS, SUM_CHUNK); the emulator tests catch a mismatch. */
+ * CE_THREADS, SUM_CHUNK, MUON_CHUNK, NS_TILE); the emulator tests catch a
+ * mismatch. */
 #include "kernels/cuda/gpu_ops.h"
 
 #include <string.h>
@@ -13,6 +14,8 @@
 #define RMS_DW_ROWS 64
 #define CE_THREADS 256
 #define SUM_CHUNK 16384
+#define MUON_CHUNK 4096
+#define NS_TILE 32
 #define EW_THREADS 256 /* elementwise kernels' block */
 
 static unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
@@ -262,51 +265,62 @@ void cuda_adamw(gpu *g, gpu_ptr p, gpu_ptr grad, gpu_ptr m, gpu_ptr v, size_t n,
     gpu_launch(g, GK_adamw, ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
 }
 
-void cuda_muon_momentum(gpu *g, gpu_ptr buf, gpu_ptr upd, gpu_ptr grad, size_t n, float mu, float gscale)
-{
-    void *a[] = {&buf, &upd, &grad, &n, &mu, &gscale};
-    gpu_launch(g, GK_muon_momentum, ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
-}
+/* optim.cu's Muon over a batch: grid (chunks of MUON_CHUNK, count) */
+size_t cuda_muon_partials(size_t n, int count) { return (n ? (n + MUON_CHUNK - 1) / MUON_CHUNK : 1) * (size_t)count; }
 
-void cuda_muon_apply(gpu *g, gpu_ptr p, gpu_ptr upd, size_t n, float step, float decay)
+void cuda_muon_momentum_sumsq(gpu *g, gpu_ptr sumsq, gpu_ptr partial, gpu_ptr buf, gpu_ptr upd, gpu_ptr grad,
+                              gpu_ptr offs, int count, size_t n, float mu, float gscale)
 {
-    void *a[] = {&p, &upd, &n, &step, &decay};
-    gpu_launch(g, GK_muon_apply, ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
-}
-
-void cuda_ns_sumsq_batched(gpu *g, gpu_ptr out, gpu_ptr partial, gpu_ptr base, gpu_ptr offs, int count, size_t n)
-{
-    int chunks = (int)cuda_sum_partials(n);
-    void *a[] = {&partial, &base, &offs, &n};
-    gpu_launch(g, GK_ns_sumsq_partial, (unsigned)chunks, (unsigned)count, 1, 256, 0, a);
-    void *b[] = {&out, &partial, &chunks};
+    if (count <= 0)
+        return;
+    int chunks = (int)cuda_muon_partials(n, 1);
+    unsigned un = (unsigned)n;
+    void *a[] = {&partial, &buf, &upd, &grad, &offs, &un, &mu, &gscale};
+    gpu_launch(g, GK_muon_momentum_sumsq, (unsigned)chunks, (unsigned)count, 1, 256, 0, a);
+    void *b[] = {&sumsq, &partial, &chunks};
     gpu_launch(g, GK_ns_sumsq_finish, (unsigned)count, 1, 1, 32, 0, b);
 }
 
-/* optim.cu's gather and scatter: grid (blocks over one matrix, count) */
-static unsigned ns_blocks(gpu *g, int rows, int cols, int count)
+/* the flat kernels' grid: (blocks over one matrix, count) */
+static unsigned ns_blocks(gpu *g, size_t rc, int count)
 {
-    unsigned b = ew_blocks(g, (size_t)rows * cols);
+    unsigned b = ew_blocks(g, rc);
     unsigned cap = (unsigned)gpu_get_info(g)->sm_count * 16 / (unsigned)(count > 0 ? count : 1);
     return b < cap ? b : (cap ? cap : 1);
 }
 
 void cuda_ns_gather(gpu *g, gpu_dtype t, gpu_ptr X, gpu_ptr base, gpu_ptr offs, int count, int rows, int cols,
-                    gpu_ptr sumsq, int transposed)
+                    gpu_ptr sumsq)
 {
-    void *a[] = {&X, &base, &offs, &rows, &cols, &sumsq, &transposed};
-    if (count > 0)
-        gpu_launch(g, pick(t, GK_ns_gather_f32, GK_ns_gather_bf16), ns_blocks(g, rows, cols, count), (unsigned)count,
-                   1, EW_THREADS, 0, a);
+    if (count <= 0)
+        return;
+    if (rows > cols) {
+        void *a[] = {&X, &base, &offs, &rows, &cols, &sumsq};
+        gpu_launch(g, pick(t, GK_ns_gather_t_f32, GK_ns_gather_t_bf16), (unsigned)(cols + NS_TILE - 1) / NS_TILE,
+                   (unsigned)(rows + NS_TILE - 1) / NS_TILE, (unsigned)count, 256, 0, a);
+    } else {
+        unsigned rc = (unsigned)rows * (unsigned)cols;
+        void *a[] = {&X, &base, &offs, &rc, &sumsq};
+        gpu_launch(g, pick(t, GK_ns_gather_f32, GK_ns_gather_bf16), ns_blocks(g, rc, count), (unsigned)count, 1,
+                   EW_THREADS, 0, a);
+    }
 }
 
-void cuda_ns_scatter(gpu *g, gpu_dtype t, gpu_ptr base, gpu_ptr X, gpu_ptr offs, int count, int rows, int cols,
-                     int transposed)
+void cuda_muon_apply(gpu *g, gpu_dtype t, gpu_ptr p, gpu_ptr upd, gpu_ptr X, gpu_ptr offs, int count, int rows,
+                     int cols, float step, float decay)
 {
-    void *a[] = {&base, &X, &offs, &rows, &cols, &transposed};
-    if (count > 0)
-        gpu_launch(g, pick(t, GK_ns_scatter_f32, GK_ns_scatter_bf16), ns_blocks(g, rows, cols, count),
-                   (unsigned)count, 1, EW_THREADS, 0, a);
+    if (count <= 0)
+        return;
+    if (rows > cols) {
+        void *a[] = {&p, &upd, &X, &offs, &rows, &cols, &step, &decay};
+        gpu_launch(g, pick(t, GK_muon_apply_t_f32, GK_muon_apply_t_bf16), (unsigned)(cols + NS_TILE - 1) / NS_TILE,
+                   (unsigned)(rows + NS_TILE - 1) / NS_TILE, (unsigned)count, 256, 0, a);
+    } else {
+        unsigned rc = (unsigned)rows * (unsigned)cols;
+        void *a[] = {&p, &upd, &X, &offs, &rc, &step, &decay};
+        gpu_launch(g, pick(t, GK_muon_apply_f32, GK_muon_apply_bf16), ns_blocks(g, rc, count), (unsigned)count, 1,
+                   EW_THREADS, 0, a);
+    }
 }
 
 size_t cuda_sum_partials(size_t n) { return n ? (n + SUM_CHUNK - 1) / SUM_CHUNK : 1; }

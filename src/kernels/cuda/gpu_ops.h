@@ -81,18 +81,25 @@ void cuda_cross_entropy_rows(gpu *g, gpu_dtype t, gpu_ptr logits, gpu_ptr target
 
 /* optim_kernels.h's AdamW, bitwise. */
 void cuda_adamw(gpu *g, gpu_ptr p, gpu_ptr grad, gpu_ptr m, gpu_ptr v, size_t n, const optim_adamw_coeffs *c);
-/* Muon (optimizer.c): momentum and Nesterov update, then the step. */
-void cuda_muon_momentum(gpu *g, gpu_ptr buf, gpu_ptr upd, gpu_ptr grad, size_t n, float mu, float gscale);
-void cuda_muon_apply(gpu *g, gpu_ptr p, gpu_ptr upd, size_t n, float step, float decay);
-/* Newton-Schulz (optim_newton_schulz) over count same-shape matrices at base + offs[m] floats (offs:
- * count int64 on the GPU): sums of squares into out [count] doubles, the
- * scaled (transposed) copies into X [count][rows * cols], and back. */
-/* partial: count * cuda_sum_partials(n) doubles of scratch */
-void cuda_ns_sumsq_batched(gpu *g, gpu_ptr out, gpu_ptr partial, gpu_ptr base, gpu_ptr offs, int count, size_t n);
+/* Muon (optimizer.c's muon_tensor) over count same-shape rows x cols
+ * matrices at base + offs[m] floats (offs: count int64 on the GPU), in three
+ * launches a batch:
+ * - the momentum (buf = mu buf + g gscale) and Nesterov update (upd = g gscale
+ *   + mu buf) of n = rows * cols values each, with each update's sum of
+ *   squares into sumsq [count] doubles (deterministic; partial:
+ *   cuda_muon_partials(n, count) doubles of scratch);
+ * - the gather: each update scaled by 1 / (sqrt(sumsq) + 1e-7) into X
+ *   [count][rows * cols] of type t, transposed when rows > cols
+ *   (optim_newton_schulz's X);
+ * - after the iteration, the step from X: p = p decay - step x, upd = 0.
+ * The float operations are the CPU's, bitwise. */
+size_t cuda_muon_partials(size_t n, int count);
+void cuda_muon_momentum_sumsq(gpu *g, gpu_ptr sumsq, gpu_ptr partial, gpu_ptr buf, gpu_ptr upd, gpu_ptr grad,
+                              gpu_ptr offs, int count, size_t n, float mu, float gscale);
 void cuda_ns_gather(gpu *g, gpu_dtype t, gpu_ptr X, gpu_ptr base, gpu_ptr offs, int count, int rows, int cols,
-                    gpu_ptr sumsq, int transposed);
-void cuda_ns_scatter(gpu *g, gpu_dtype t, gpu_ptr base, gpu_ptr X, gpu_ptr offs, int count, int rows, int cols,
-                     int transposed);
+                    gpu_ptr sumsq);
+void cuda_muon_apply(gpu *g, gpu_dtype t, gpu_ptr p, gpu_ptr upd, gpu_ptr X, gpu_ptr offs, int count, int rows,
+                     int cols, float step, float decay);
 
 /* out[0] (a double on the GPU) = sum of x[0..n) (square: of x^2), in double,
  * deterministic; partial: cuda_sum_partials(n) doubles of scratch. */

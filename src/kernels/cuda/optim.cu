@@ -1,9 +1,9 @@
 /* optim.cu - the optimizer's elementwise kernels and the reductions on the
  * GPU: the AdamW update (the same float operations in the same order as
  * kernels/cpu/optim_kernels.h, never contracted into FMAs, so the result is
- * bitwise the CPU's), Muon's momentum and update, the Newton-Schulz
- * iteration's batched gather, norms and scatter (its products are batched
- * GEMMs: gpu_gemm.h), sums
+ * bitwise the CPU's), Muon's momentum, the Newton-Schulz iteration's
+ * batched gather and norms, and the step from its result (its products are
+ * batched GEMMs: gpu_gemm.h), sums
  * of squares and sums in double (fixed chunks, fixed order: deterministic),
  * scaling, and the fp32 -> bf16 conversion of bf16 mode's weight copy.
  * Launches: gpu_ops.c. */
@@ -30,42 +30,41 @@ KERNEL adamw(float *p, const float *g, float *m, float *v, size_t n, float b1, f
     }
 }
 
-/* Muon (optimizer.c's muon_tensor): buf = mu buf + g gscale (momentum),
- * upd = g gscale + mu buf (Nesterov) */
-KERNEL muon_momentum(float *buf, float *upd, const float *g, size_t n, float mu, float gscale)
+/* Muon (optimizer.c's muon_tensor) over a batch of same-shape matrices at
+ * base + offs[m] floats, in three launches a batch instead of two a matrix
+ * (the H200's profile of 2026-12-04: 144 momentum and update launches a
+ * gpt2-small step, each about 3.5x its bytes):
+ * 1. momentum and the update's sum of squares in one pass: buf = mu buf +
+ *    g gscale, upd = g gscale + mu buf (Nesterov), and per chunk of
+ *    MUON_CHUNK values the sum of upd^2 in double into partial[m][chunk]
+ *    (ns_sumsq_finish adds a matrix's chunks in order: deterministic);
+ * 2. the gather: upd / (|upd| + 1e-7) into X [count][rows * cols] of type T
+ *    (fp32, or bf16 mode's bf16), transposed when rows > cols;
+ * 3. after the products, the step from X: p = p decay - step x; upd = 0
+ *    (v's Muon slots stay zero, as on the CPU).
+ * The float operations are the CPU's, in its order. Transposed copies go
+ * through a 32 x 32 tile in shared memory so that both sides' accesses are
+ * coalesced (element by element, one side was 32 sectors a warp). Element
+ * indices are 32-bit (a matrix holds fewer than 2^31). */
+#define MUON_CHUNK 4096 /* values per block of the momentum pass (gpu_ops.c repeats it) */
+
+KERNEL muon_momentum_sumsq(double *partial, float *buf_base, float *upd_base, const float *g_base,
+                           const long long *offs, unsigned n, float mu, float gscale)
 {
-    FOR_EACH(i, n) {
+    /* block (c, m): chunk c of matrix m; block of 256 threads */
+    TK_SHARED double red[8];
+    size_t o = (size_t)offs[blockIdx.y];
+    float *buf = buf_base + o, *upd = upd_base + o;
+    const float *g = g_base + o;
+    unsigned lo = blockIdx.x * MUON_CHUNK, hi = n - lo < MUON_CHUNK ? n : lo + MUON_CHUNK;
+    double s = 0;
+    for (unsigned i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         float gi = tk_mul(g[i], gscale);
         float b = tk_add(tk_mul(mu, buf[i]), gi);
+        float u = tk_add(gi, tk_mul(mu, b));
         buf[i] = b;
-        upd[i] = tk_add(gi, tk_mul(mu, b));
-    }
-}
-
-/* p = p decay - step upd; upd = 0 (v's Muon slots stay zero) */
-KERNEL muon_apply(float *p, float *upd, size_t n, float step, float decay)
-{
-    FOR_EACH(i, n) {
-        p[i] = tk_sub(tk_mul(p[i], decay), tk_mul(step, upd[i]));
-        upd[i] = 0;
-    }
-}
-
-/* Newton-Schulz over a batch of same-shape matrices at base + offs[m]
- * (floats): their sums of squares (double, by chunks, then the chunks in
- * order), the
- * scaled (and, when rows > cols, transposed) copies X [count][rows * cols],
- * and the results back. */
-KERNEL ns_sumsq_partial(double *partial, const float *base, const long long *offs, size_t n)
-{
-    /* block (c, m): chunk c of matrix m (SUM_CHUNK values) into partial[m][c] */
-    TK_SHARED double red[8];
-    const float *x = base + offs[blockIdx.y];
-    size_t lo = (size_t)blockIdx.x * SUM_CHUNK, hi = lo + SUM_CHUNK < n ? lo + SUM_CHUNK : n;
-    double s = 0;
-    for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        double v = x[i];
-        s += v * v;
+        upd[i] = u;
+        s += (double)u * u;
     }
     s = tk_warp_sum_d(s);
     if ((threadIdx.x & 31) == 0)
@@ -89,60 +88,127 @@ KERNEL ns_sumsq_finish(double *out, const double *partial, int chunks)
     }
 }
 
-/* The gather and scatter: matrix m = blockIdx.y of the batch, its elements
- * f over the x blocks in 32-bit math (a matrix holds fewer than 2^31; the
- * first version's four 64-bit divisions an element cost more than its
- * bytes), X of type T (fp32, or bf16 mode's bf16). */
-/* where element f of a rows x cols matrix goes in X: f, or its transpose's place */
-DEVICE size_t ns_at(unsigned f, int rows, int cols, int transposed)
+/* the scale that normalises matrix m */
+DEVICE float ns_inv(const double *sumsq, int m) { return (float)(1.0 / (tk_sqrt_d(sumsq[m]) + 1e-7)); }
+
+/* the step from one value of the result */
+DEVICE void muon_step_at(float *p, float *upd, unsigned f, float x, float step, float decay)
 {
-    if (!transposed)
-        return f;
-    unsigned i = f / (unsigned)cols, j = f - i * (unsigned)cols;
-    return (size_t)j * rows + i;
+    p[f] = tk_sub(tk_mul(p[f], decay), tk_mul(step, x));
+    upd[f] = 0;
 }
 
+/* Untransposed (rows <= cols): X is the matrix itself. grid (blocks over a
+ * matrix, count), block 256. */
 template <typename T>
-DEVICE void ns_gather(T *X, const float *base, const long long *offs, int rows, int cols, const double *sumsq,
-                      int transposed)
+DEVICE void ns_gather_flat(T *X, const float *base, const long long *offs, unsigned rc, const double *sumsq)
 {
     int m = (int)blockIdx.y;
-    unsigned rc = (unsigned)rows * (unsigned)cols;
-    float inv = (float)(1.0 / (tk_sqrt_d(sumsq[m]) + 1e-7));
+    float inv = ns_inv(sumsq, m);
     const float *src = base + offs[m];
     T *dst = X + (size_t)m * rc;
     for (unsigned f = blockIdx.x * blockDim.x + threadIdx.x; f < rc; f += gridDim.x * blockDim.x)
-        tk_st(dst, ns_at(f, rows, cols, transposed), src[f] * inv);
+        tk_st(dst, f, src[f] * inv);
 }
 
 template <typename T>
-DEVICE void ns_scatter(float *base, const T *X, const long long *offs, int rows, int cols, int transposed)
+DEVICE void muon_apply_flat(float *p_base, float *upd_base, const T *X, const long long *offs, unsigned rc,
+                            float step, float decay)
 {
     int m = (int)blockIdx.y;
-    unsigned rc = (unsigned)rows * (unsigned)cols;
-    float *dst = base + offs[m];
+    size_t o = (size_t)offs[m];
     const T *src = X + (size_t)m * rc;
     for (unsigned f = blockIdx.x * blockDim.x + threadIdx.x; f < rc; f += gridDim.x * blockDim.x)
-        dst[f] = tk_ld(src, ns_at(f, rows, cols, transposed));
+        muon_step_at(p_base + o, upd_base + o, f, tk_ld(src, f), step, decay);
 }
 
-KERNEL ns_gather_f32(float *X, const float *base, const long long *offs, int rows, int cols, const double *sumsq,
-                     int transposed)
+/* Transposed (rows > cols): X [cols][rows]. Block (bx, by, m) moves the 32 x
+ * 32 tile of matrix m at rows 32 by, columns 32 bx; 256 threads: lane tx =
+ * thread % 32 walks the fast index, ty = thread / 32 eight rows of the tile
+ * at a time. The tile's padding column keeps the transposed reads off one
+ * shared-memory bank. */
+#define NS_TILE 32
+template <typename T>
+DEVICE void ns_gather_tiled(T *X, const float *base, const long long *offs, int rows, int cols, const double *sumsq)
 {
-    ns_gather(X, base, offs, rows, cols, sumsq, transposed);
+    TK_SHARED float tile[NS_TILE][NS_TILE + 1];
+    int m = (int)blockIdx.z, tx = (int)(threadIdx.x & 31), ty = (int)(threadIdx.x >> 5);
+    int i0 = (int)blockIdx.y * NS_TILE, j0 = (int)blockIdx.x * NS_TILE;
+    float inv = ns_inv(sumsq, m);
+    const float *src = base + offs[m];
+    T *dst = X + (size_t)m * ((unsigned)rows * (unsigned)cols);
+    for (int k = ty; k < NS_TILE; k += 8) { /* the matrix's rows i0 + k, columns j0 + tx */
+        int i = i0 + k, j = j0 + tx;
+        if (i < rows && j < cols)
+            tile[k][tx] = src[(unsigned)i * (unsigned)cols + (unsigned)j] * inv;
+    }
+    SYNC();
+    for (int k = ty; k < NS_TILE; k += 8) { /* X's rows j0 + k, columns i0 + tx */
+        int j = j0 + k, i = i0 + tx;
+        if (i < rows && j < cols)
+            tk_st(dst, (unsigned)j * (unsigned)rows + (unsigned)i, tile[tx][k]);
+    }
 }
-KERNEL ns_gather_bf16(bf16_t *X, const float *base, const long long *offs, int rows, int cols, const double *sumsq,
-                      int transposed)
+
+template <typename T>
+DEVICE void muon_apply_tiled(float *p_base, float *upd_base, const T *X, const long long *offs, int rows, int cols,
+                             float step, float decay)
 {
-    ns_gather(X, base, offs, rows, cols, sumsq, transposed);
+    TK_SHARED float tile[NS_TILE][NS_TILE + 1];
+    int m = (int)blockIdx.z, tx = (int)(threadIdx.x & 31), ty = (int)(threadIdx.x >> 5);
+    int i0 = (int)blockIdx.y * NS_TILE, j0 = (int)blockIdx.x * NS_TILE;
+    size_t o = (size_t)offs[m];
+    const T *src = X + (size_t)m * ((unsigned)rows * (unsigned)cols);
+    for (int k = ty; k < NS_TILE; k += 8) { /* X's rows j0 + k, columns i0 + tx */
+        int j = j0 + k, i = i0 + tx;
+        if (i < rows && j < cols)
+            tile[k][tx] = tk_ld(src, (unsigned)j * (unsigned)rows + (unsigned)i);
+    }
+    SYNC();
+    for (int k = ty; k < NS_TILE; k += 8) { /* the matrix's rows i0 + k, columns j0 + tx */
+        int i = i0 + k, j = j0 + tx;
+        if (i < rows && j < cols)
+            muon_step_at(p_base + o, upd_base + o, (unsigned)i * (unsigned)cols + (unsigned)j, tile[tx][k], step,
+                         decay);
+    }
 }
-KERNEL ns_scatter_f32(float *base, const float *X, const long long *offs, int rows, int cols, int transposed)
+
+KERNEL ns_gather_f32(float *X, const float *base, const long long *offs, unsigned rc, const double *sumsq)
 {
-    ns_scatter(base, X, offs, rows, cols, transposed);
+    ns_gather_flat(X, base, offs, rc, sumsq);
 }
-KERNEL ns_scatter_bf16(float *base, const bf16_t *X, const long long *offs, int rows, int cols, int transposed)
+KERNEL ns_gather_bf16(bf16_t *X, const float *base, const long long *offs, unsigned rc, const double *sumsq)
 {
-    ns_scatter(base, X, offs, rows, cols, transposed);
+    ns_gather_flat(X, base, offs, rc, sumsq);
+}
+KERNEL ns_gather_t_f32(float *X, const float *base, const long long *offs, int rows, int cols, const double *sumsq)
+{
+    ns_gather_tiled(X, base, offs, rows, cols, sumsq);
+}
+KERNEL ns_gather_t_bf16(bf16_t *X, const float *base, const long long *offs, int rows, int cols,
+                        const double *sumsq)
+{
+    ns_gather_tiled(X, base, offs, rows, cols, sumsq);
+}
+KERNEL muon_apply_f32(float *p, float *upd, const float *X, const long long *offs, unsigned rc, float step,
+                      float decay)
+{
+    muon_apply_flat(p, upd, X, offs, rc, step, decay);
+}
+KERNEL muon_apply_bf16(float *p, float *upd, const bf16_t *X, const long long *offs, unsigned rc, float step,
+                       float decay)
+{
+    muon_apply_flat(p, upd, X, offs, rc, step, decay);
+}
+KERNEL muon_apply_t_f32(float *p, float *upd, const float *X, const long long *offs, int rows, int cols,
+                        float step, float decay)
+{
+    muon_apply_tiled(p, upd, X, offs, rows, cols, step, decay);
+}
+KERNEL muon_apply_t_bf16(float *p, float *upd, const bf16_t *X, const long long *offs, int rows, int cols,
+                         float step, float decay)
+{
+    muon_apply_tiled(p, upd, X, offs, rows, cols, step, decay);
 }
 
 /* partial[block] = sum over chunk `block` (SUM_CHUNK values) of x or x^2, in
@@ -211,14 +277,16 @@ KERNEL convert_f32_bf16(bf16_t *dst, const float *src, size_t n)
 
 EMU_REGISTER_BEGIN(optim)
 EMU_KERNEL(adamw)
-EMU_KERNEL(muon_momentum)
-EMU_KERNEL(muon_apply)
-EMU_KERNEL(ns_sumsq_partial)
+EMU_KERNEL(muon_momentum_sumsq)
 EMU_KERNEL(ns_sumsq_finish)
 EMU_KERNEL(ns_gather_f32)
 EMU_KERNEL(ns_gather_bf16)
-EMU_KERNEL(ns_scatter_f32)
-EMU_KERNEL(ns_scatter_bf16)
+EMU_KERNEL(ns_gather_t_f32)
+EMU_KERNEL(ns_gather_t_bf16)
+EMU_KERNEL(muon_apply_f32)
+EMU_KERNEL(muon_apply_bf16)
+EMU_KERNEL(muon_apply_t_f32)
+EMU_KERNEL(muon_apply_t_bf16)
 EMU_KERNEL(sum_partial)
 EMU_KERNEL(sum_finish)
 EMU_KERNEL(sgd_f32)
