@@ -436,9 +436,9 @@ static void check_attention_decode(int H, int Hkv, int D, int cap)
 }
 
 /* the head's row pass against lm_head.h's row math in double */
-static void check_cross_entropy(gpu_dtype t, float cap, int eval, float beta)
+static void check_cross_entropy(gpu_dtype t, float cap, int eval, float beta, int V)
 {
-    int R = 9, V = 300;
+    int R = 9;
     size_t n = (size_t)R * V;
     float *z = ck_random(n, -4, 4), *mixb = ck_random(R, 0.01f, 0.5f);
     int32_t tgt[9];
@@ -483,9 +483,9 @@ static void check_cross_entropy(gpu_dtype t, float cap, int eval, float beta)
                             eval ? 0 : d_mix, mix_a, R, V, cap, scale);
     float *gl = ck_down(d_loss, R, GPU_F32), *gt = ck_down(d_top, R, GPU_F32);
     char name[96];
-    snprintf(name, sizeof name, "cross-entropy loss %s cap %g%s", ck_tname(t), cap, eval ? " eval" : "");
+    snprintf(name, sizeof name, "cross-entropy loss %s V %d cap %g%s", ck_tname(t), V, cap, eval ? " eval" : "");
     ck_report(name, ck_err(gl, loss, R), TOL_F32);
-    snprintf(name, sizeof name, "cross-entropy top_logprob cap %g", cap);
+    snprintf(name, sizeof name, "cross-entropy top_logprob V %d cap %g", V, cap);
     ck_report(name, ck_err(gt, top, R), TOL_F32);
     if (eval) {
         int32_t gid[9];
@@ -493,12 +493,12 @@ static void check_cross_entropy(gpu_dtype t, float cap, int eval, float beta)
         gpu_download(ck_gpu, gid, d_id, sizeof gid, &e);
         ck_report("cross-entropy top id", memcmp(gid, topid, sizeof gid) ? 1.0 : 0.0, 0);
         float *gn = ck_down(d_ln, R, GPU_F32);
-        snprintf(name, sizeof name, "cross-entropy log_norm beta %g", beta);
+        snprintf(name, sizeof name, "cross-entropy log_norm V %d beta %g", V, beta);
         ck_report(name, ck_err(gn, lnorm, R), TOL_F32);
         free(gn);
     } else {
         float *gd = ck_down(d_dz, n, t);
-        snprintf(name, sizeof name, "cross-entropy dz (mixture) %s cap %g", ck_tname(t), cap);
+        snprintf(name, sizeof name, "cross-entropy dz (mixture) %s V %d cap %g", ck_tname(t), V, cap);
         ck_report(name, ck_err(gd, dz, n), ck_tol(t));
         free(gd);
     }
@@ -704,8 +704,12 @@ static inline void run_kernel_checks(gpu *g)
         check_attention(dt, 1, 130, 2, 2, 64);
         check_attention(dt, 1, 40, 2, 1, 80);
         check_attention(dt, 1, 33, 2, 1, 12); /* a head dim not a multiple of 8: no 16-byte copies */
-        check_cross_entropy(dt, 0, 0, 1);
-        check_cross_entropy(dt, 15, 0, 1);
+        check_cross_entropy(dt, 0, 0, 1, 300);
+        check_cross_entropy(dt, 15, 0, 1, 300);
+        check_cross_entropy(dt, 15, 0, 1, 5000); /* the row in registers, 160 threads */
+        check_cross_entropy(dt, 15, 0, 1, 20000); /* past the registers: three passes */
+        check_cross_entropy(dt, 0, 0, 1, 8192); /* the registers' largest row */
+        check_cross_entropy(dt, 0, 0, 1, 8193);
         check_gemm(dt, 0, 1, 33, 40, 48, 0, 0);
         check_gemm(dt, 0, 0, 33, 40, 48, 1, 0);
         check_gemm(dt, 1, 0, 24, 40, 57, 1, 0);
@@ -714,8 +718,10 @@ static inline void run_kernel_checks(gpu *g)
     check_attention_decode(4, 2, 16, 40);
     check_attention_decode(2, 2, 64, 300); /* more keys than threads */
     check_attention_decode(3, 1, 12, 9);
-    check_cross_entropy(GPU_F32, 0, 1, 1.15f);
-    check_cross_entropy(GPU_F32, 0, 1, 1.0f);
+    check_cross_entropy(GPU_F32, 0, 1, 1.15f, 300);
+    check_cross_entropy(GPU_F32, 0, 1, 1.0f, 300);
+    check_cross_entropy(GPU_F32, 15, 1, 1.15f, 5000);
+    check_cross_entropy(GPU_F32, 15, 1, 1.15f, 20000);
     check_adamw();
     for (int k = 0; k < 2; k++) {
         gpu_dtype dt = k ? GPU_BF16 : GPU_F32;

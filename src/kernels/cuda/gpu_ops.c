@@ -1,7 +1,7 @@
 /* gpu_ops.c - launch shapes and argument lists of the GPU's kernels (see
  * gpu_ops.h). The constants repeat the .cu files' (ATT_*, RMS_DW_ROWS,
- * CE_THREADS, SUM_CHUNK, MUON_CHUNK, NS_TILE); the emulator tests catch a
- * mismatch. */
+ * CE_THREADS, CE_REG_*, SUM_CHUNK, MUON_CHUNK, NS_TILE); the emulator tests
+ * catch a mismatch. */
 #include "kernels/cuda/gpu_ops.h"
 
 #include <string.h>
@@ -13,6 +13,8 @@
 #define MMA_ROWS 64
 #define RMS_DW_ROWS 64
 #define CE_THREADS 256
+#define CE_REG_PER 32
+#define CE_REG_MAX_THREADS 256
 #define SUM_CHUNK 16384
 #define MUON_CHUNK 4096
 #define NS_TILE 32
@@ -252,6 +254,11 @@ void cuda_cross_entropy_rows(gpu *g, gpu_dtype t, gpu_ptr logits, gpu_ptr target
         return;
     void *a[] = {&logits, &targets, &losses, &top_logprob, &top_id, &log_norm, &beta,
                  &dz,     &mix_b,   &mix_a,  &V,           &softcap, &grad_scale};
+    if (V <= CE_REG_PER * CE_REG_MAX_THREADS) { /* the row in registers: one read */
+        unsigned threads = cdiv(cdiv((size_t)V, CE_REG_PER), 32) * 32;
+        gpu_launch(g, pick(t, GK_ce_rows_reg_f32, GK_ce_rows_reg_bf16), (unsigned)R, 1, 1, threads, 0, a);
+        return;
+    }
     gpu_launch(g, pick(t, GK_ce_rows_f32, GK_ce_rows_bf16), (unsigned)R, 1, 1, CE_THREADS, 0, a);
 }
 

@@ -74,7 +74,8 @@ void cuda_attention_decode(gpu *g, gpu_ptr o, gpu_ptr q, gpu_ptr k, gpu_ptr v, g
 /* The head's row pass over logits [R, V] fp32 (lm_head.h's row math): losses
  * [R]; top_logprob [R] (0: none). Training: dz [R, V] of type t (0:
  * evaluation), mix_b [R] (0: plain cross-entropy). Evaluation: top_id [R],
- * log_norm [R] with beta (each 0: none). */
+ * log_norm [R] with beta (each 0: none). The logits are scratch after it
+ * (capped in place where V > 8,192 and softcap > 0). */
 void cuda_cross_entropy_rows(gpu *g, gpu_dtype t, gpu_ptr logits, gpu_ptr targets, gpu_ptr losses,
                              gpu_ptr top_logprob, gpu_ptr top_id, gpu_ptr log_norm, float beta, gpu_ptr dz,
                              gpu_ptr mix_b, float mix_a, int R, int V, float softcap, float grad_scale);
