@@ -11,7 +11,8 @@
 #define ATT_BKV 64
 #define ATT_BQB 16
 #define MMA_ROWS 64
-#define RMS_DW_ROWS 64
+#define RMS_DW_ROWS 32
+#define RMS_FUSED_SMEM 49152 /* rmsnorm_bwd_dw's shared memory at most: no opt-in needed */
 #define CE_THREADS 256
 #define CE_REG_PER 32
 #define CE_REG_MAX_THREADS 256
@@ -88,12 +89,18 @@ size_t cuda_rmsnorm_partial_floats(int N, int C) { return (size_t)cdiv((size_t)N
 void cuda_rmsnorm_backward(gpu *g, gpu_dtype t, gpu_ptr dx, gpu_ptr dw, gpu_ptr dy, gpu_ptr x, gpu_ptr w,
                            gpu_ptr rstd, int N, int C, int accumulate, gpu_ptr partial)
 {
-    void *a[] = {&dx, &dy, &x, &w, &rstd, &N, &C, &accumulate};
-    gpu_launch(g, pick(t, GK_rmsnorm_bwd_f32, GK_rmsnorm_bwd_bf16), cdiv((size_t)N, 4), 1, 1, 128, 0, a);
     int runs = (int)cdiv((size_t)N, RMS_DW_ROWS);
-    void *b[] = {&partial, &dy, &x, &rstd, &N, &C};
-    gpu_launch(g, pick(t, GK_rmsnorm_dw_partial_f32, GK_rmsnorm_dw_partial_bf16), cdiv((size_t)C, 128),
-               (unsigned)runs, 1, 128, 0, b);
+    if ((size_t)C * 16 <= RMS_FUSED_SMEM) { /* dx and the partial sums in one pass: 4 warps' rows of C floats */
+        void *a[] = {&dx, &partial, &dy, &x, &w, &rstd, &N, &C, &accumulate};
+        gpu_launch(g, pick(t, GK_rmsnorm_bwd_dw_f32, GK_rmsnorm_bwd_dw_bf16), (unsigned)runs, 1, 1, 128,
+                   (unsigned)C * 16, a);
+    } else {
+        void *a[] = {&dx, &dy, &x, &w, &rstd, &N, &C, &accumulate};
+        gpu_launch(g, pick(t, GK_rmsnorm_bwd_f32, GK_rmsnorm_bwd_bf16), cdiv((size_t)N, 4), 1, 1, 128, 0, a);
+        void *b[] = {&partial, &dy, &x, &rstd, &N, &C};
+        gpu_launch(g, pick(t, GK_rmsnorm_dw_partial_f32, GK_rmsnorm_dw_partial_bf16), cdiv((size_t)C, 128),
+                   (unsigned)runs, 1, 128, 0, b);
+    }
     void *c[] = {&dw, &partial, &runs, &C};
     gpu_launch(g, GK_rmsnorm_dw_reduce, cdiv((size_t)C, 32), 1, 1, 1024, 0, c);
 }

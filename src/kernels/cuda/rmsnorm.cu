@@ -4,11 +4,13 @@
  * input, output and gradient storage types are template parameters (the
  * residual stream is fp32, the GEMMs' operands bf16 in bf16 mode). The
  * gain's gradient is a sum over rows, kept deterministic without atomics:
- * each block of rmsnorm_dw_partial sums a fixed run of RMS_DW_ROWS rows per
- * column, then rmsnorm_dw_reduce adds the runs in order. Launches: gpu_ops.c. */
+ * each block of rmsnorm_bwd_dw (or, for widths past its shared memory,
+ * rmsnorm_dw_partial after rmsnorm_bwd) sums a fixed run of RMS_DW_ROWS rows
+ * per column, then rmsnorm_dw_reduce adds the runs in order. Launches:
+ * gpu_ops.c. */
 #include "kernels/cuda/cuda_dialect.h"
 
-#define RMS_DW_ROWS 64 /* rows per partial sum of the gain's gradient (gpu_ops.h repeats it) */
+#define RMS_DW_ROWS 32 /* rows per partial sum of the gain's gradient (gpu_ops.h repeats it) */
 
 /* y [N, C] (Tout), rstd [N] = rmsnorm(x [N, C] (Tin)) * w; copy [N, C] (fp32,
  * may be null) gets x as well. Block of 128 threads: 4 rows. */
@@ -102,6 +104,78 @@ DEVICE void rms_bwd(T *dx, const T *dy, const T *x, const float *w, const float 
     }
 }
 
+/* rms_bwd and rms_dw_partial in one pass over dy and x (the H200's profile
+ * of 2026-12-04: the partial sums' own pass re-read both, 1.7 ms of the
+ * gpt2-small step): block b takes the run of RMS_DW_ROWS rows from b
+ * RMS_DW_ROWS, its warps rows n0 + w, n0 + w + nw, ... in order; each lane
+ * adds dy x rstd of the columns it computes into its warp's row of
+ * acc [nw][C] (dynamic shared memory, no two lanes on one element; with 4
+ * columns a lane, column c at (c % 4) C / 4 + c / 4, so that a warp's 32
+ * stores fall in 32 banks), and the block writes partial[b] = the warps'
+ * rows added in warp order.
+ * grid (runs), block 128, dynamic shared memory 4 C floats. */
+template <typename T>
+DEVICE void rms_bwd_dw(T *dx, float *partial, const T *dy, const T *x, const float *w, const float *rstd, int N,
+                       int C, int accumulate)
+{
+    DYNAMIC_SHARED(float, acc);
+    int lane = threadIdx.x & 31, wp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int c = threadIdx.x; c < nw * C; c += blockDim.x)
+        acc[c] = 0;
+    SYNC();
+    float *mine = acc + wp * C;
+    int n0 = blockIdx.x * RMS_DW_ROWS, n1 = n0 + RMS_DW_ROWS < N ? n0 + RMS_DW_ROWS : N;
+    int vec = (C & 3) == 0 && ((tk_u64)w & 15) == 0;
+    for (int n = n0 + wp; n < n1; n += nw) {
+        size_t base = (size_t)n * C;
+        float r = rstd[n], s = 0;
+        if (vec) { /* 4 columns per lane at a time */
+            float d[4], v[4], g[4], o[4];
+            for (int c = 4 * lane; c < C; c += 128) {
+                tk_ld4(dy + base + c, d);
+                tk_ld4(x + base + c, v);
+                tk_ld4(w + c, g);
+                for (int j = 0; j < 4; j++)
+                    s += d[j] * g[j] * v[j];
+            }
+            s = tk_warp_sum(s);
+            float k = s * r * r * r / (float)C;
+            for (int c = 4 * lane; c < C; c += 128) {
+                tk_ld4(dy + base + c, d);
+                tk_ld4(x + base + c, v);
+                tk_ld4(w + c, g);
+                if (accumulate)
+                    tk_ld4(dx + base + c, o);
+                for (int j = 0; j < 4; j++) {
+                    float q = r * g[j] * d[j] - v[j] * k;
+                    o[j] = accumulate ? o[j] + q : q;
+                    mine[j * (C >> 2) + (c >> 2)] += d[j] * v[j] * r;
+                }
+                tk_st4(dx + base + c, o);
+            }
+        } else {
+            for (int c = lane; c < C; c += 32)
+                s += tk_ld(dy, base + c) * w[c] * tk_ld(x, base + c);
+            s = tk_warp_sum(s);
+            float k = s * r * r * r / (float)C;
+            for (int c = lane; c < C; c += 32) {
+                float d = tk_ld(dy, base + c), v = tk_ld(x, base + c);
+                float g = r * w[c] * d - v * k;
+                tk_st(dx, base + c, accumulate ? tk_ld(dx, base + c) + g : g);
+                mine[c] += d * v * r;
+            }
+        }
+    }
+    SYNC();
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float t = 0;
+        int at = vec ? (c & 3) * (C >> 2) + (c >> 2) : c;
+        for (int k = 0; k < nw; k++)
+            t += acc[k * C + at];
+        partial[(size_t)blockIdx.x * C + c] = t;
+    }
+}
+
 /* partial [ceil(N / RMS_DW_ROWS), C]: row run b's sum of dy x rstd per
  * column. grid (ceil(C / blockDim), runs). */
 template <typename T>
@@ -160,6 +234,11 @@ FWD(bf16_t, bf16_t, bf16_bf16)
                                     int C)                                                            \
     {                                                                                                 \
         rms_dw_partial(partial, dy, x, rstd, N, C);                                                   \
+    }                                                                                                 \
+    KERNEL rmsnorm_bwd_dw_##sfx(T *dx, float *partial, const T *dy, const T *x, const float *w,        \
+                                const float *rstd, int N, int C, int accumulate)                      \
+    {                                                                                                 \
+        rms_bwd_dw(dx, partial, dy, x, w, rstd, N, C, accumulate);                                    \
     }
 BWD(float, f32)
 BWD(bf16_t, bf16)
@@ -172,5 +251,7 @@ EMU_KERNEL(rmsnorm_bwd_f32)
 EMU_KERNEL(rmsnorm_bwd_bf16)
 EMU_KERNEL(rmsnorm_dw_partial_f32)
 EMU_KERNEL(rmsnorm_dw_partial_bf16)
+EMU_KERNEL(rmsnorm_bwd_dw_f32)
+EMU_KERNEL(rmsnorm_bwd_dw_bf16)
 EMU_KERNEL(rmsnorm_dw_reduce)
 EMU_REGISTER_END
