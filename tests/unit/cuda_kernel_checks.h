@@ -217,7 +217,7 @@ static void check_rmsnorm_one(gpu_dtype tin, gpu_dtype tout, int N, int C)
     float *y = malloc(sizeof(float) * N * C), *r = malloc(sizeof(float) * N);
     rmsnorm_forward(y, r, x, w, N, C, 1e-5f);
     float *gy = ck_down(dy, (size_t)N * C, tout), *gr = ck_down(dr, N, GPU_F32);
-    snprintf(name, sizeof name, "rmsnorm forward %s->%s", ck_tname(tin), ck_tname(tout));
+    snprintf(name, sizeof name, "rmsnorm forward %s->%s %dx%d", ck_tname(tin), ck_tname(tout), N, C);
     ck_report(name, ck_err(gy, y, (size_t)N * C), ck_tol(tout));
     snprintf(name, sizeof name, "rmsnorm forward rstd %s", ck_tname(tin));
     ck_report(name, ck_err(gr, r, N), TOL_F32);
@@ -690,6 +690,8 @@ static inline void run_kernel_checks(gpu *g)
         gpu_dtype dt = (gpu_dtype)t;
         check_rmsnorm_one(GPU_F32, dt, 37, 96);
         check_rmsnorm_one(GPU_F32, dt, 21, 90); /* a width not a multiple of 4: the plain path */
+        check_rmsnorm_one(GPU_F32, dt, 9, 1020); /* the row in registers, its last piece partial */
+        check_rmsnorm_one(GPU_F32, dt, 9, 1028); /* past the registers: two reads */
         if (dt == GPU_BF16) check_rmsnorm_one(GPU_BF16, GPU_BF16, 37, 64);
         check_rmsnorm_backward(dt, 150, 72, 0);
         check_rmsnorm_backward(dt, 150, 72, 1);
@@ -697,6 +699,7 @@ static inline void run_kernel_checks(gpu *g)
         check_rmsnorm_backward(dt, 2500, 40, 1); /* 79 runs of rows: the gain's reduce loops */
         check_rmsnorm_backward(dt, 45, 3076, 1); /* past the one-pass kernel's shared memory: two passes */
         check_rmsnorm_backward(dt, 45, 3072, 0); /* the one pass's widest rows */
+        check_rmsnorm_backward(dt, 70, 1020, 1); /* eight pieces a lane, the last partial */
         check_rope(dt, 2, 37, 16, 3, 0);
         check_rope(dt, 2, 37, 10, 3, 0); /* D/2 odd: one pair per thread */
         check_rope(dt, 2, 37, 128, 9, 5); /* 288 threads' work: a block's threads loop; positions from 5 */
