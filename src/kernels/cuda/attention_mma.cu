@@ -213,9 +213,10 @@ DEVICE_INLINE void store_rows(bf16_t *base, size_t stride, int r0, int r1, int T
     }
 }
 
-/* the forward's scores of the key tile from k0, causally masked for rows row0, row1 and scaled
- * by c (log2 domain); *x0, *x1 their maxima over each row (the quad's lanes) */
-template <int BK>
+/* the forward's scores of the key tile from k0, causally masked for rows row0, row1 (MASK 0:
+ * the caller knows that every key of the tile is seen by every row of the warp) and scaled by c
+ * (log2 domain); *x0, *x1 their maxima over each row (the quad's lanes) */
+template <int BK, int MASK>
 DEVICE_INLINE void fwd_mask_scores(float (*s)[4], int k0, int row0, int row1, int Tn, int qd, float c, float *x0_out,
                                    float *x1_out)
 {
@@ -225,8 +226,8 @@ DEVICE_INLINE void fwd_mask_scores(float (*s)[4], int k0, int row0, int row1, in
         UNROLL
         for (int j = 0; j < 2; j++) {
             int key = k0 + nt * 8 + 2 * qd + j;
-            s[nt][j] = key <= row0 && key < Tn ? s[nt][j] * c : tk_neg_inf();
-            s[nt][2 + j] = key <= row1 && key < Tn ? s[nt][2 + j] * c : tk_neg_inf();
+            s[nt][j] = !MASK || (key <= row0 && key < Tn) ? s[nt][j] * c : tk_neg_inf();
+            s[nt][2 + j] = !MASK || (key <= row1 && key < Tn) ? s[nt][2 + j] * c : tk_neg_inf();
             x0 = tk_fmaxf(x0, s[nt][j]);
             x1 = tk_fmaxf(x1, s[nt][2 + j]);
         }
@@ -337,7 +338,10 @@ DEVICE void attn_fwd_mma(bf16_t *o, float *lse, const bf16_t *q, const bf16_t *k
         if (k0 <= qw + 15 && qw < Tn) { /* warp-uniform */
             float s[MMA_BK / 8][4], x0, x1;
             mma_rows<DP, MMA_BK>(s, qf, Ks, LD);
-            fwd_mask_scores<MMA_BK>(s, k0, row0, row1, Tn, qd, c, &x0, &x1);
+            if (k0 + MMA_BK - 1 <= qw && k0 + MMA_BK <= Tn) /* below the diagonal: nothing masked */
+                fwd_mask_scores<MMA_BK, 0>(s, k0, row0, row1, Tn, qd, c, &x0, &x1);
+            else
+                fwd_mask_scores<MMA_BK, 1>(s, k0, row0, row1, Tn, qd, c, &x0, &x1);
             fwd_softmax_step<DP, MMA_BK>(s, acc, x0, x1, &m0, &m1, &l0, &l1);
             mma_cols<DP, MMA_BK>(acc, s, Vs, LD);
         }
@@ -367,8 +371,9 @@ DEVICE_INLINE void dkdv_fetch(bf16_t *sm, float *fl, const bf16_t *q, const bf16
 }
 
 /* P recomputed from the log-sum-exp Ls into st, and dS = P (dP - delta) scale into dp, for the
- * warp's keys key0, key1 against the queries from i0 (a query sees the keys at or before it) */
-template <int BQ>
+ * warp's keys key0, key1 against the queries from i0 (a query sees the keys at or before it;
+ * MASK 0: the caller knows that every query of the tile sees every key of the warp) */
+template <int BQ, int MASK>
 DEVICE_INLINE void dkdv_probs(float (*st)[4], float (*dp)[4], int i0, int key0, int key1, int Tn, int qd,
                               const float *Ls, const float *Ds, float c2, float scale)
 {
@@ -378,8 +383,8 @@ DEVICE_INLINE void dkdv_probs(float (*st)[4], float (*dp)[4], int i0, int key0, 
         for (int j = 0; j < 2; j++) {
             int qi = nt * 8 + 2 * qd + j, qrow = i0 + qi;
             float L = Ls[qi], Dl = Ds[qi];
-            float p0 = qrow >= key0 && qrow < Tn && key0 < Tn ? tk_exp2(st[nt][j] * c2 - L) : 0.0f;
-            float p1 = qrow >= key1 && qrow < Tn && key1 < Tn ? tk_exp2(st[nt][2 + j] * c2 - L) : 0.0f;
+            float p0 = !MASK || (qrow >= key0 && qrow < Tn && key0 < Tn) ? tk_exp2(st[nt][j] * c2 - L) : 0.0f;
+            float p1 = !MASK || (qrow >= key1 && qrow < Tn && key1 < Tn) ? tk_exp2(st[nt][2 + j] * c2 - L) : 0.0f;
             st[nt][j] = p0;
             st[nt][2 + j] = p1;
             dp[nt][j] = p0 * (dp[nt][j] - Dl) * scale;
@@ -451,7 +456,10 @@ DEVICE void attn_dkdv_mma(bf16_t *dk, bf16_t *dv, const bf16_t *dout, const bf16
         if (i0 + BQ - 1 >= kw && kw < Tn) { /* warp-uniform: some query here sees a key of the warp */
             float st[BQ / 8][4], dp[BQ / 8][4];
             mma_rows2<DP, BQ>(st, kf, Qs, dp, vf, Os, LD);
-            dkdv_probs<BQ>(st, dp, i0, key0, key1, Tn, qd, Ls, Ds, c2, scale);
+            if (i0 >= kw + 15 && i0 + BQ <= Tn) /* below the diagonal: nothing masked */
+                dkdv_probs<BQ, 0>(st, dp, i0, key0, key1, Tn, qd, Ls, Ds, c2, scale);
+            else
+                dkdv_probs<BQ, 1>(st, dp, i0, key0, key1, Tn, qd, Ls, Ds, c2, scale);
             mma_cols2<DP, BQ>(dva, st, Os, dka, dp, Qs, LD);
         }
         SYNC();
@@ -461,8 +469,9 @@ DEVICE void attn_dkdv_mma(bf16_t *dk, bf16_t *dv, const bf16_t *dout, const bf16
 }
 
 /* dS = P (dP - delta) scale into s, P recomputed from the rows' log-sum-exp L0, L1, for rows
- * row0, row1 against the key tile from k0 (a query sees the keys at or before it) */
-template <int BK>
+ * row0, row1 against the key tile from k0 (a query sees the keys at or before it; MASK 0: the
+ * caller knows that every row of the warp sees every key of the tile) */
+template <int BK, int MASK>
 DEVICE_INLINE void dq_probs(float (*s)[4], const float (*dp)[4], int k0, int row0, int row1, int Tn, int qd,
                             float L0, float L1, float D0, float D1, float c2, float scale)
 {
@@ -471,8 +480,8 @@ DEVICE_INLINE void dq_probs(float (*s)[4], const float (*dp)[4], int k0, int row
         UNROLL
         for (int j = 0; j < 2; j++) {
             int key = k0 + nt * 8 + 2 * qd + j;
-            float p0 = key <= row0 && key < Tn && row0 < Tn ? tk_exp2(s[nt][j] * c2 - L0) : 0.0f;
-            float p1 = key <= row1 && key < Tn && row1 < Tn ? tk_exp2(s[nt][2 + j] * c2 - L1) : 0.0f;
+            float p0 = !MASK || (key <= row0 && key < Tn && row0 < Tn) ? tk_exp2(s[nt][j] * c2 - L0) : 0.0f;
+            float p1 = !MASK || (key <= row1 && key < Tn && row1 < Tn) ? tk_exp2(s[nt][2 + j] * c2 - L1) : 0.0f;
             s[nt][j] = p0 * (dp[nt][j] - D0) * scale;
             s[nt][2 + j] = p1 * (dp[nt][2 + j] - D1) * scale;
         }
@@ -517,7 +526,10 @@ DEVICE void attn_dq_mma(bf16_t *dq, const bf16_t *dout, const bf16_t *q, const b
         if (k0 <= qw + 15 && qw < Tn) {
             float s[BK / 8][4], dp[BK / 8][4];
             mma_rows2<DP, BK>(s, qf, Ks, dp, of, Vs, LD);
-            dq_probs<BK>(s, dp, k0, row0, row1, Tn, qd, L0, L1, D0, D1, c2, scale);
+            if (k0 + BK - 1 <= qw && qw + 15 < Tn) /* below the diagonal: nothing masked */
+                dq_probs<BK, 0>(s, dp, k0, row0, row1, Tn, qd, L0, L1, D0, D1, c2, scale);
+            else
+                dq_probs<BK, 1>(s, dp, k0, row0, row1, Tn, qd, L0, L1, D0, D1, c2, scale);
             mma_cols<DP, BK>(dqa, s, Ks, LD);
         }
         SYNC();
