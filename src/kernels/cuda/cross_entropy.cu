@@ -138,8 +138,10 @@ DEVICE void ce_rows(float *logits, const int *targets, float *losses, float *top
  * holds values i, i + blockDim, ... (coalesced); the same float operations
  * as ce_rows, the block's sums in another order. The capped logits are not
  * written back (nothing reads them). grid R, block a multiple of 32 up to
- * CE_REG_MAX_THREADS: ptxas gives it about 140 registers a thread (sm_90),
- * so 256 threads is the most a block can launch with (65,536 an SM). */
+ * CE_REG_MAX_THREADS. Left to itself ptxas gave it 139 registers a thread
+ * (sm_90): one block of 256 an SM, which then waits on each row's loads
+ * and reductions in turn; bounded to two blocks an SM it fits 128 without a
+ * spill (three spill). */
 #define CE_REG_PER 32
 #define CE_REG_MAX_THREADS 256
 template <typename T>
@@ -238,13 +240,13 @@ KERNEL ce_rows_bf16(float *logits, const int *targets, float *losses, float *top
     ce_rows(logits, targets, losses, top_logprob, top_id, log_norm, beta, dz, mix_b, mix_a, V, cap, grad_scale);
 }
 
-KERNEL ce_rows_reg_f32(const float *logits, const int *targets, float *losses, float *top_logprob, int *top_id,
+KERNEL LAUNCH_BOUNDS(CE_REG_MAX_THREADS, 2) ce_rows_reg_f32(const float *logits, const int *targets, float *losses, float *top_logprob, int *top_id,
                        float *log_norm, float beta, float *dz, const float *mix_b, float mix_a, int V, float cap,
                        float grad_scale)
 {
     ce_rows_reg(logits, targets, losses, top_logprob, top_id, log_norm, beta, dz, mix_b, mix_a, V, cap, grad_scale);
 }
-KERNEL ce_rows_reg_bf16(const float *logits, const int *targets, float *losses, float *top_logprob, int *top_id,
+KERNEL LAUNCH_BOUNDS(CE_REG_MAX_THREADS, 2) ce_rows_reg_bf16(const float *logits, const int *targets, float *losses, float *top_logprob, int *top_id,
                         float *log_norm, float beta, bf16_t *dz, const float *mix_b, float mix_a, int V, float cap,
                         float grad_scale)
 {

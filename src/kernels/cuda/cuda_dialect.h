@@ -53,6 +53,13 @@ typedef __SIZE_TYPE__ size_t;
 #define DYNAMIC_SHARED(type, name) extern TK_SHARED type name[]
 #define SYNC() __syncthreads()
 #define UNROLL _Pragma("unroll")
+/* a kernel's largest block and the blocks an SM should hold at once: ptxas
+ * keeps its registers within 65,536 / (threads x blocks) */
+#if defined(__clang__) && !defined(__NVCC__)
+#define LAUNCH_BOUNDS(threads, blocks) __attribute__((launch_bounds(threads, blocks)))
+#else
+#define LAUNCH_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)
+#endif
 
 DEVICE float tk_shfl_xor(float v, int lane_mask)
 {
@@ -238,6 +245,7 @@ void tk_emu_misaligned(const void *p, int bytes);
     do { if ((uintptr_t)(p) % (bytes)) tk_emu_misaligned(p, bytes); } while (0)
 
 #define KERNEL static void
+#define LAUNCH_BOUNDS(threads, blocks)
 #define DEVICE static inline
 #define DEVICE_INLINE static inline
 #define MEMBER static inline
