@@ -509,13 +509,16 @@ void model_cuda_forward(model_cuda *m)
     cuda_sum(m->g, m->sums, m->sum_partial, m->losses, (size_t)N, 0);
 }
 
-/* dres in the GEMMs' type (a bf16 copy in bf16 mode) */
-static gpu_ptr dres_operand(model_cuda *m, int N)
+/* dres in the GEMMs' type: in bf16 mode its bf16 copy, which every write
+ * of dres (the residual norms' backward, residual_norm_backward) rewrites */
+static gpu_ptr dres_operand(model_cuda *m) { return m->act == GPU_BF16 ? m->dres_low : m->dres; }
+
+/* dres (= or +=) from a residual norm's backward, and its bf16 copy */
+static void residual_norm_backward(model_cuda *m, gpu_ptr dw, gpu_ptr dy, gpu_ptr x, gpu_ptr w, gpu_ptr rstd, int N,
+                                   int accumulate)
 {
-    if (m->act != GPU_BF16)
-        return m->dres;
-    cuda_convert_bf16(m->g, m->dres_low, m->dres, (size_t)N * m->C);
-    return m->dres_low;
+    cuda_rmsnorm_backward(m->g, GPU_F32, m->dres, dw, dy, x, w, rstd, N, m->C, accumulate, m->partial,
+                          m->act == GPU_BF16 ? m->dres_low : 0);
 }
 
 static void mlp_backward(model_cuda *m, int l, gpu_ptr x_in, int N)
@@ -523,7 +526,7 @@ static void mlp_backward(model_cuda *m, int l, gpu_ptr x_in, int N)
     const layer_offsets *o = &m->lo[l];
     layer_acts *a = &m->acts[l];
     size_t n = (size_t)N * m->F;
-    lin_grad gd = {dres_operand(m, N), o->w_down, m->C};
+    lin_grad gd = {dres_operand(m), o->w_down, m->C};
     linear_backward(m, m->d_act, m->act, 0, a->act, N, m->F, &gd, 1);
     if (m->cfg.mlp == MLP_SWIGLU) {
         cuda_swiglu_backward(m->g, m->act, m->d_act, m->d_up, m->d_act, a->gate, a->up, n); /* d_act -> d_gate */
@@ -534,8 +537,7 @@ static void mlp_backward(model_cuda *m, int l, gpu_ptr x_in, int N)
         lin_grad gu = {m->d_up, o->w_up, m->F};
         linear_backward(m, m->d_xn, GPU_F32, 0, a->xn2, N, m->C, &gu, 1);
     }
-    cuda_rmsnorm_backward(m->g, GPU_F32, m->dres, fgrad(m, o->mlp_norm), m->d_xn, x_in, fparam(m, o->mlp_norm),
-                          a->rstd2, N, m->C, 1, m->partial);
+    residual_norm_backward(m, fgrad(m, o->mlp_norm), m->d_xn, x_in, fparam(m, o->mlp_norm), a->rstd2, N, 1);
 }
 
 static void attn_backward(model_cuda *m, int l, gpu_ptr x_in, int B, int T)
@@ -543,7 +545,7 @@ static void attn_backward(model_cuda *m, int l, gpu_ptr x_in, int B, int T)
     const layer_offsets *o = &m->lo[l];
     layer_acts *a = &m->acts[l];
     int N = B * T;
-    lin_grad go = {dres_operand(m, N), o->wo, m->C};
+    lin_grad go = {dres_operand(m), o->wo, m->C};
     linear_backward(m, m->d_att, m->act, 0, a->att, N, m->HD, &go, 1);
     cuda_attention_backward(m->g, m->act, m->dq, m->dk, m->dv, m->d_att, a->q, a->k, a->v, a->att, a->lse, B, T,
                             m->H, m->Hkv, m->D, m->delta);
@@ -552,16 +554,15 @@ static void attn_backward(model_cuda *m, int l, gpu_ptr x_in, int B, int T)
     gpu_ptr dq = m->dq, dk = m->dk;
     if (m->cfg.qk_norm) {
         cuda_rmsnorm_backward(m->g, m->act, m->dq_raw, fgrad(m, o->q_norm), m->dq, a->q_raw, fparam(m, o->q_norm),
-                              a->q_rstd, N * m->H, m->D, 0, m->partial);
+                              a->q_rstd, N * m->H, m->D, 0, m->partial, 0);
         cuda_rmsnorm_backward(m->g, m->act, m->dk_raw, fgrad(m, o->k_norm), m->dk, a->k_raw, fparam(m, o->k_norm),
-                              a->k_rstd, N * m->Hkv, m->D, 0, m->partial);
+                              a->k_rstd, N * m->Hkv, m->D, 0, m->partial, 0);
         dq = m->dq_raw;
         dk = m->dk_raw;
     }
     lin_grad g3[3] = {{dq, o->wq, m->HD}, {dk, o->wk, m->KD}, {m->dv, o->wv, m->KD}};
     linear_backward(m, m->d_xn, GPU_F32, 0, a->xn1, N, m->C, g3, 3);
-    cuda_rmsnorm_backward(m->g, GPU_F32, m->dres, fgrad(m, o->attn_norm), m->d_xn, x_in, fparam(m, o->attn_norm),
-                          a->rstd1, N, m->C, 1, m->partial);
+    residual_norm_backward(m, fgrad(m, o->attn_norm), m->d_xn, x_in, fparam(m, o->attn_norm), a->rstd1, N, 1);
 }
 
 void model_cuda_backward(model_cuda *m)
@@ -577,8 +578,8 @@ void model_cuda_backward(model_cuda *m)
              fmat(m->dxf, m->C), GPU_MATH_F32);
     gpu_gemm(m->g, 1, 0, m->V, m->C, N, 1.0f, amat(m, m->dz, m->V), amat(m, m->xf, m->C), 1.0f,
              fmat(fgrad(m, m->head), m->C), GPU_MATH_F32);
-    cuda_rmsnorm_backward(m->g, GPU_F32, m->dres, fgrad(m, m->final_norm), m->dxf, residual(m, 2 * m->L),
-                          fparam(m, m->final_norm), m->rstd_f, N, m->C, 0, m->partial);
+    residual_norm_backward(m, fgrad(m, m->final_norm), m->dxf, residual(m, 2 * m->L), fparam(m, m->final_norm),
+                           m->rstd_f, N, 0);
     for (int l = m->L - 1; l >= 0; l--) {
         mlp_backward(m, l, residual(m, 2 * l + 1), N);
         attn_backward(m, l, residual(m, 2 * l), B, T);

@@ -245,11 +245,20 @@ static void check_rmsnorm_backward(gpu_dtype t, int N, int C, int accumulate)
     gpu_ptr d_x = ck_up(x, n, t), d_w = ck_up(w, C, GPU_F32), d_dy = ck_up(dy, n, t), d_r = ck_up(rstd, N, GPU_F32);
     gpu_ptr d_dx = accumulate ? ck_up(dx0, n, t) : ck_poisoned(n, t), d_dw = ck_up(dw0, C, GPU_F32);
     gpu_ptr part = ck_poisoned(cuda_rmsnorm_partial_floats(N, C), GPU_F32);
-    cuda_rmsnorm_backward(ck_gpu, t, d_dx, d_dw, d_dy, d_x, d_w, d_r, N, C, accumulate, part);
+    gpu_ptr d_low = t == GPU_F32 ? ck_poisoned(n, GPU_BF16) : 0; /* fp32 dx's bf16 copy */
+    cuda_rmsnorm_backward(ck_gpu, t, d_dx, d_dw, d_dy, d_x, d_w, d_r, N, C, accumulate, part, d_low);
     rmsnorm_backward(dx0, dw0, dy, x, w, rstd, N, C, accumulate);
     float *gdx = ck_down(d_dx, n, t), *gdw = ck_down(d_dw, C, GPU_F32);
     snprintf(name, sizeof name, "rmsnorm backward dx %s %dx%d%s", ck_tname(t), N, C, accumulate ? " +=" : "");
     ck_report(name, ck_err(gdx, dx0, n), ck_tol(t));
+    if (d_low) {
+        float *glow = ck_down(d_low, n, GPU_BF16);
+        ck_round_bf16(gdx, n); /* the copy is the GPU's own dx rounded */
+        snprintf(name, sizeof name, "rmsnorm backward dx's bf16 copy %dx%d", N, C);
+        ck_report(name, ck_err(glow, gdx, n), 0);
+        free(glow);
+        gpu_free(ck_gpu, d_low);
+    }
     snprintf(name, sizeof name, "rmsnorm backward dw %s %dx%d", ck_tname(t), N, C); /* fp32 sums of the same values */
     ck_report(name, ck_err(gdw, dw0, C), 1e-5);
     ck_sync();

@@ -87,11 +87,11 @@ void cuda_rmsnorm_forward(gpu *g, gpu_dtype tin, gpu_dtype tout, gpu_ptr y, gpu_
 size_t cuda_rmsnorm_partial_floats(int N, int C) { return (size_t)cdiv((size_t)N, RMS_DW_ROWS) * (size_t)C; }
 
 void cuda_rmsnorm_backward(gpu *g, gpu_dtype t, gpu_ptr dx, gpu_ptr dw, gpu_ptr dy, gpu_ptr x, gpu_ptr w,
-                           gpu_ptr rstd, int N, int C, int accumulate, gpu_ptr partial)
+                           gpu_ptr rstd, int N, int C, int accumulate, gpu_ptr partial, gpu_ptr dx_low)
 {
     int runs = (int)cdiv((size_t)N, RMS_DW_ROWS);
     if ((size_t)C * 16 <= RMS_FUSED_SMEM) { /* dx and the partial sums in one pass: 4 warps' rows of C floats */
-        void *a[] = {&dx, &partial, &dy, &x, &w, &rstd, &N, &C, &accumulate};
+        void *a[] = {&dx, &dx_low, &partial, &dy, &x, &w, &rstd, &N, &C, &accumulate};
         gpu_launch(g, pick(t, GK_rmsnorm_bwd_dw_f32, GK_rmsnorm_bwd_dw_bf16), (unsigned)runs, 1, 1, 128,
                    (unsigned)C * 16, a);
     } else {
@@ -100,6 +100,8 @@ void cuda_rmsnorm_backward(gpu *g, gpu_dtype t, gpu_ptr dx, gpu_ptr dw, gpu_ptr 
         void *b[] = {&partial, &dy, &x, &rstd, &N, &C};
         gpu_launch(g, pick(t, GK_rmsnorm_dw_partial_f32, GK_rmsnorm_dw_partial_bf16), cdiv((size_t)C, 128),
                    (unsigned)runs, 1, 128, 0, b);
+        if (dx_low)
+            cuda_convert_bf16(g, dx_low, dx, (size_t)N * C);
     }
     void *c[] = {&dw, &partial, &runs, &C};
     gpu_launch(g, GK_rmsnorm_dw_reduce, cdiv((size_t)C, 32), 1, 1, 1024, 0, c);

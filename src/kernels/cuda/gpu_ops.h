@@ -34,9 +34,11 @@ void cuda_embedding_backward(gpu *g, gpu_ptr demb, gpu_ptr order, gpu_ptr seg, g
 void cuda_rmsnorm_forward(gpu *g, gpu_dtype tin, gpu_dtype tout, gpu_ptr y, gpu_ptr rstd, gpu_ptr copy, gpu_ptr x,
                           gpu_ptr w, int N, int C, float eps);
 /* dx (= or += with accumulate) and dw (+=) as rmsnorm_backward, dy, x, dx all
- * of type t. partial: cuda_rmsnorm_partial_floats(N, C) floats of scratch. */
+ * of type t. partial: cuda_rmsnorm_partial_floats(N, C) floats of scratch.
+ * dx_low: 0, or [N, C] bf16 that gets dx rounded (t fp32: the residual
+ * gradient's copy for bf16 mode's products). */
 void cuda_rmsnorm_backward(gpu *g, gpu_dtype t, gpu_ptr dx, gpu_ptr dw, gpu_ptr dy, gpu_ptr x, gpu_ptr w,
-                           gpu_ptr rstd, int N, int C, int accumulate, gpu_ptr partial);
+                           gpu_ptr rstd, int N, int C, int accumulate, gpu_ptr partial, gpu_ptr dx_low);
 size_t cuda_rmsnorm_partial_floats(int N, int C);
 
 /* rope.h: x [B, T, H, D] rotated in place (backward: rotated back); cos,

@@ -146,11 +146,13 @@ DEVICE void rms_bwd(T *dx, const T *dy, const T *x, const float *w, const float 
  * acc [nw][C] (dynamic shared memory, no two lanes on one element; with 4
  * columns a lane, column c at (c % 4) C / 4 + c / 4, so that a warp's 32
  * stores fall in 32 banks), and the block writes partial[b] = the warps'
- * rows added in warp order.
+ * rows added in warp order. dx_low (may be null): dx rounded to bf16 as
+ * well, the next products' operand in bf16 mode (a conversion's pass of its
+ * own read dx again).
  * grid (runs), block 128, dynamic shared memory 4 C floats. */
 template <typename T>
-DEVICE void rms_bwd_dw(T *dx, float *partial, const T *dy, const T *x, const float *w, const float *rstd, int N,
-                       int C, int accumulate)
+DEVICE void rms_bwd_dw(T *dx, bf16_t *dx_low, float *partial, const T *dy, const T *x, const float *w,
+                       const float *rstd, int N, int C, int accumulate)
 {
     DYNAMIC_SHARED(float, acc);
     int lane = threadIdx.x & 31, wp = threadIdx.x >> 5, nw = blockDim.x >> 5;
@@ -186,6 +188,8 @@ DEVICE void rms_bwd_dw(T *dx, float *partial, const T *dy, const T *x, const flo
                     mine[j * (C >> 2) + (c >> 2)] += d[j] * v[j] * r;
                 }
                 tk_st4(dx + base + c, o);
+                if (dx_low)
+                    tk_st4(dx_low + base + c, o);
             }
         } else {
             for (int c = lane; c < C; c += 32)
@@ -195,7 +199,10 @@ DEVICE void rms_bwd_dw(T *dx, float *partial, const T *dy, const T *x, const flo
             for (int c = lane; c < C; c += 32) {
                 float d = tk_ld(dy, base + c), v = tk_ld(x, base + c);
                 float g = r * w[c] * d - v * k;
-                tk_st(dx, base + c, accumulate ? tk_ld(dx, base + c) + g : g);
+                g = accumulate ? tk_ld(dx, base + c) + g : g;
+                tk_st(dx, base + c, g);
+                if (dx_low)
+                    tk_st(dx_low, base + c, g);
                 mine[c] += d * v * r;
             }
         }
@@ -269,10 +276,10 @@ FWD(bf16_t, bf16_t, bf16_bf16)
     {                                                                                                 \
         rms_dw_partial(partial, dy, x, rstd, N, C);                                                   \
     }                                                                                                 \
-    KERNEL rmsnorm_bwd_dw_##sfx(T *dx, float *partial, const T *dy, const T *x, const float *w,        \
-                                const float *rstd, int N, int C, int accumulate)                      \
+    KERNEL rmsnorm_bwd_dw_##sfx(T *dx, bf16_t *dx_low, float *partial, const T *dy, const T *x,       \
+                                const float *w, const float *rstd, int N, int C, int accumulate)      \
     {                                                                                                 \
-        rms_bwd_dw(dx, partial, dy, x, w, rstd, N, C, accumulate);                                    \
+        rms_bwd_dw(dx, dx_low, partial, dy, x, w, rstd, N, C, accumulate);                            \
     }
 BWD(float, f32)
 BWD(bf16_t, bf16)
