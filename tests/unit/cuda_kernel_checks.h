@@ -615,9 +615,28 @@ static void check_muon_batch(gpu_dtype t, int rows, int cols, int count)
     free(p); free(g); free(buf); free(upd); free(gb); free(gu); free(X); free(gX); free(Y); free(gp); free(gz);
 }
 
+/* sums of n values: more than 32 partial sums past 524,288 (the finish's lanes loop) */
+static void check_big_sum(size_t n)
+{
+    float *x = ck_random(n, -1, 1);
+    gpu_ptr dx = ck_up(x, n, GPU_F32), part = ck_poisoned(cuda_sum_partials(n) * 2, GPU_F32), out = 0;
+    tempo_error e;
+    gpu_alloc(ck_gpu, &out, sizeof(double), "sum", &e);
+    cuda_sum(ck_gpu, out, part, dx, n, 1);
+    double got = NAN, ref = optim_kernel_sum_squares(x, n);
+    gpu_download(ck_gpu, &got, out, sizeof got, &e);
+    char name[80];
+    snprintf(name, sizeof name, "sum of squares of %zu (double)", n);
+    ck_report(name, fabs(got - ref) / ref, 1e-12);
+    ck_sync();
+    gpu_free(ck_gpu, dx); gpu_free(ck_gpu, part); gpu_free(ck_gpu, out);
+    free(x);
+}
+
 static void check_sums(void)
 {
     size_t n = 40000;
+    check_big_sum(16384 * 40 + 5);
     float *x = ck_random(n, -1, 1);
     gpu_ptr dx = ck_up(x, n, GPU_F32), out = ck_poisoned(1, GPU_F32), part = ck_poisoned(cuda_sum_partials(n) * 2, GPU_F32);
     gpu_free(ck_gpu, out);
@@ -744,6 +763,7 @@ static inline void run_kernel_checks(gpu *g)
         check_muon_batch(dt, 32, 32, 2);  /* whole tiles, one chunk */
     }
     check_muon_batch(GPU_F32, 300, 40, 1);
+    check_muon_batch(GPU_F32, 300, 500, 2); /* 37 chunks a matrix: the finish's lanes loop */
     check_sums();
 }
 
