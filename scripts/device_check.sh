@@ -23,13 +23,19 @@
 #      with Muon and with AdamW (PyTorch's optimizer: the like-for-like ratio)
 #      against PyTorch eager bf16 on the same shape, batch and GPU, each with a
 #      per-kernel profile of one step; and the same step in fp32 mode;
-#   5. bench peak --device cuda: the bf16/TF32/fp32 matrix rates and copy bandwidth.
+#   5. bench peak --device cuda: the bf16/TF32/fp32 matrix rates and copy bandwidth;
+#   6. only when asked (STAGES="6", about 3 minutes: a call of its own): the
+#      planner's plan for this chip and budget (DC_PLAN, default 2 minutes on
+#      configs/chips/nvidia-h200-measured.conf), the transformer alone, for
+#      DATA's size and vocabulary, trained on the GPU (bf16); its val bpb and
+#      tokens/s against the plan's prediction and interval.
 # Each stage has a time limit; a stage that fails is reported and the rest go on.
-# STAGES="2 4" runs only those of stages 2-5 (0 and 1 always run): a short
-# call when little device time is left. DC_TRAIN, DC_BENCH and DC_PEAK replace
-# the arguments of stage 3's run, stage 4's preset and stage 5's sizes (their
-# defaults below): tests/e2e/device_check_rehearsal.sh runs this script on the
-# CPU emulator with tiny ones, so a broken stage fails CI, not a device call.
+# STAGES="2 4" runs only those of stages 2-6 (0 and 1 always run; the default
+# is "2 3 4 5"): a short call when little device time is left. DC_TRAIN,
+# DC_BENCH, DC_PEAK and DC_PLAN replace the arguments of stage 3's run, stage
+# 4's preset, stage 5's sizes and stage 6's plan (their defaults below):
+# tests/e2e/device_check_rehearsal.sh runs this script on the CPU emulator
+# with tiny ones, so a broken stage fails CI, not a device call.
 # scripts/device_prepare.sh builds what a device call carries.
 set -u
 cd "$(dirname "$0")/.."
@@ -43,6 +49,7 @@ want() { case " ${STAGES:-2 3 4 5} " in *" $1 "*) return 0 ;; *) return 1 ;; esa
 read -ra train_args <<<"${DC_TRAIN:---preset gpu-small --budget 2m}"
 read -ra bench_args <<<"${DC_BENCH:---preset gpu-gpt2s --vocab 8192}"
 read -ra peak_args <<<"${DC_PEAK:-}"
+read -ra plan_args <<<"${DC_PLAN:---budget 2m --chip configs/chips/nvidia-h200-measured.conf}"
 bench_name=$(sed -n 's/.*--preset \([^ ]*\).*/\1/p' <<<"${bench_args[*]}")
 
 stage "0. the machine"
@@ -192,6 +199,29 @@ rc=$?
 cat "$out/bench_peak.jsonl"
 row "GEMM peak TFLOP/s" "$(python3 -c "import json;d=json.loads(open('$out/bench_peak.jsonl').read());print('bf16',d['bf16_tflops'],'tf32',d['tf32_tflops'],'fp32',d['fp32_tflops'])" 2>/dev/null) (rc $rc)"
 row "copy bandwidth GB/s" "$(python3 -c "import json;print(json.loads(open('$out/bench_peak.jsonl').read())['copy_gbs'])" 2>/dev/null)"
+
+stage "6. the planner's plan, trained on the GPU"
+if ! want 6; then
+    row "planned run" "not asked (STAGES=\"6\": about 3 minutes)"
+elif [ -f "$data/train.tok" ]; then
+    meta() { python3 -c "import json;d=json.load(open('$data/meta.json'));print($1)" 2>/dev/null; }
+    timeout 30 "$bin" plan "${plan_args[@]}" --no-memory --corpus-tokens "$(meta "d['train']['tokens']")" \
+        --vocab "$(meta "d['total_vocab']")" --out "$out/plan.conf" >"$out/plan.txt" 2>"$out/plan.err"
+    rc=$?
+    p() { tail -1 "$out/plan.txt" | python3 -c "import json,sys;d=json.loads(sys.stdin.read());print($1)" 2>/dev/null; }
+    rm -rf "$out/run6"
+    secs=$(p "int(d['budget_seconds'])")
+    timeout $((${secs:-0} + 120)) "$bin" train --device cuda --data "$data" --preset "$out/plan.conf" \
+        --budget "${secs:-0}s" --out "$out/run6" >"$out/train6.jsonl" 2>"$out/train6.err"
+    rc6=$?
+    tail -3 "$out/train6.err"
+    r6() { python3 -c "import json;d=json.load(open('$out/run6/result.json'));print(d.get('$1'))" 2>/dev/null; }
+    row "planned run (plan rc $rc)" "$(p "'d%d x %d, ctx %d, batch %d, %ss' % (d['d_model'], d['n_layers'], d['context'], d['batch_size'], d['budget_seconds'])")"
+    row "  predicted val bpb, tok/s" "$(p "'%.4f (%.4f-%.4f), %.0f'% (d['val_bpb_transformer'], d['val_bpb_lo'], d['val_bpb_hi'], d['tokens_per_second'])")"
+    row "  measured val bpb, tok/s" "rc $rc6: $(r6 val_bpb), $(r6 tokens_per_second) ($(r6 steps) steps)"
+else
+    row "planned run" "NOT RUN: no $data/train.tok (carry devdata)"
+fi
 
 echo
 echo "=== device check table ($((SECONDS - start)) s; logs in $out)"

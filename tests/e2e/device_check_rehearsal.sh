@@ -2,7 +2,7 @@
 # device_check_rehearsal.sh - scripts/device_check.sh run whole on the CPU
 # emulator of the GPU (TEMPO_GPU_EMULATOR=1) with tiny stages: a 3-second
 # tiny-test run on the tiny fixture, the benchmarks on tiny-test, a 64-wide
-# peak. A GPU is lent to a session rarely and for minutes, so the check must
+# peak, the planner's 8-second plan for a CPU chip (stage 6, asked for). A GPU is lent to a session rarely and for minutes, so the check must
 # work on its first call there: every row of its table must hold what the
 # stage measured (a renamed flag or JSON field, a stage that fails, shows
 # here as an empty, "None" or non-zero-rc row). The GPU tests themselves
@@ -15,7 +15,8 @@ head -c 1500 "$DATA/tiny/val.txt" >"$E2E_TMP/val_small.txt"
     >/dev/null 2>"$E2E_TMP/prepare.log" || { cat "$E2E_TMP/prepare.log"; fail "prepare failed"; }
 TEMPO_GPU_EMULATOR=1 DATA="$E2E_TMP/corpus1" TEXT="$E2E_TMP/val_small.txt" \
     DC_TRAIN="--preset tiny-test --budget 3s" DC_BENCH="--preset tiny-test --vocab 256" \
-    DC_PEAK="--n 64 --copy-mb 1 --reps 1" \
+    DC_PEAK="--n 64 --copy-mb 1 --reps 1" DC_PLAN="--budget 8s --chip configs/chips/cpu-avx2-2core.conf" \
+    STAGES="2 3 4 5 6" \
     bash scripts/device_check.sh "$E2E_TMP/dc" >"$E2E_TMP/dc.log" 2>&1 ||
     { tail -30 "$E2E_TMP/dc.log"; fail "device_check.sh exited non-zero"; }
 cat "$E2E_TMP/dc/table.txt"
@@ -41,6 +42,9 @@ want = [
     ("tiny-test fp32 (batch 8) tokens/s", r"%s \(rc 0, MFU %s\)$" % (N, N)),
     ("GEMM peak TFLOP/s", r"bf16 %s tf32 %s fp32 %s \(rc 0\)$" % (N, N, N)),
     ("copy bandwidth GB/s", r"%s$" % N),
+    ("planned run (plan rc 0)", r"d%s x %s, ctx %s, batch %s, 8s$" % (N, N, N, N)),
+    ("  predicted val bpb, tok/s", r"%s \(%s-%s\), %s$" % (N, N, N, N)),
+    ("  measured val bpb, tok/s", r"rc 0: %s, %s \(%s steps\)$" % (N, N, N)),
 ]
 bad = [(p, row(p)) for p, rx in want if not re.match(rx, row(p))]
 nv = [r for r in rows if r.startswith("nvcc sm_90 PTX")]   # only where nvcc is installed
