@@ -53,7 +53,8 @@ for p in /devbin/ /devdata/; do
 done
 du -sh devbin devdata >&2
 cat <<'EOF'
-The device call (run, one call, timeout_s 560; STAGES="2 3" or "4 5" for a short one):
+The device call (run, one call, timeout_s 560; STAGES="2 3" or "4 5" for a short one; STAGES=6, timeout_s 300,
+  trains the planner's plan in a second call):
   carry:   ["devbin", "devdata"]
   command: mkdir -p build/tests && cp devbin/tempo build/tempo && cp devbin/test_cuda_device build/tests/ && bash scripts/device_check.sh $OUT/dc
 EOF
