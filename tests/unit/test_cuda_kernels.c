@@ -32,8 +32,10 @@ static void test_errors_are_reported(void)
 
 /* what a GPU faults on or refuses fails the emulator's launch too: a
  * 16-byte access at an address that is not 16-byte aligned (here RMSNorm's
- * vector path on rows offset by one float), and a grid past 65,535 in y.
- * Each on a fresh context: a failed one stays failed. */
+ * vector path on rows offset by one float), a grid past 65,535 in y, and
+ * more than 48 KiB of dynamic shared memory where gpu_kernel_smem did not
+ * raise the kernel's limit. Each on a fresh context: a failed one stays
+ * failed. */
 static void test_hardware_faults_are_reported(void)
 {
     tempo_error e;
@@ -57,6 +59,19 @@ static void test_hardware_faults_are_reported(void)
     CHECK(gpu_sync(g, &e) == 0);
     gpu_launch(g, GK_scale_f32, 1, 65536, 1, 32, 0, a);
     CHECK(gpu_sync(g, &e) == -1 && strstr(e.msg, "scale_f32") && strstr(e.msg, "limits"));
+    gpu_free(g, x);
+    gpu_close(g);
+    /* dynamic shared memory above 48 KiB only after gpu_kernel_smem, as the driver has it */
+    CHECK(gpu_open(&g, GPU_EMULATOR, &e) == 0);
+    CHECK(gpu_alloc(g, &x, 64, "x", &e) == 0);
+    gpu_launch(g, GK_scale_f32, 1, 1, 1, 32, GPU_SMEM_DEFAULT, a);
+    CHECK(gpu_sync(g, &e) == 0);
+    CHECK(gpu_kernel_smem(g, GK_scale_f32, GPU_SMEM_DEFAULT + 16, &e) == 0);
+    gpu_launch(g, GK_scale_f32, 1, 1, 1, 32, GPU_SMEM_DEFAULT + 16, a);
+    CHECK(gpu_sync(g, &e) == 0);
+    void *b[] = {&x, &x, &n, &s};
+    gpu_launch(g, GK_sgd_f32, 1, 1, 1, 32, GPU_SMEM_DEFAULT + 16, b); /* another kernel: its own limit */
+    CHECK(gpu_sync(g, &e) == -1 && strstr(e.msg, "sgd_f32") && strstr(e.msg, "gpu_kernel_smem"));
     gpu_free(g, x);
     gpu_close(g);
 }

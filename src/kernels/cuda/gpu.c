@@ -577,6 +577,10 @@ void gpu_launch(gpu *g, gpu_kernel k, unsigned gx, unsigned gy, unsigned gz, uns
         if (shmem > (unsigned)g->info.smem_optin)
             gpu_set_error(g, "gpu emulator: %s asks for %u bytes of shared memory (the limit is %d)", kernel_names[k],
                           shmem, g->info.smem_optin);
+        else if (shmem > GPU_SMEM_DEFAULT && shmem > (unsigned)g->smem_set[k]) /* the driver refuses it */
+            gpu_set_error(g, "gpu emulator: %s asks for %u bytes of dynamic shared memory, above the %d a launch gets "
+                          "unless gpu_kernel_smem raised its limit (to %d)", kernel_names[k], shmem, GPU_SMEM_DEFAULT,
+                          g->smem_set[k]);
         else if (tk_emu_launch(g->emu, g->emu_index[k], grid, block, shmem, args, e, sizeof e))
             gpu_set_error(g, "%s", e);
         profile_end(g, k, prof_t0);
@@ -601,6 +605,7 @@ int gpu_kernel_smem(gpu *g, gpu_kernel k, int bytes, tempo_error *err)
     if (bytes > g->info.smem_optin)
         return tempo_fail(err, "cuda: %s needs %d bytes of shared memory per block; %s allows %d", kernel_names[k],
                           bytes, g->info.name, g->info.smem_optin);
+    g->smem_set[k] = bytes;
     if (g->info.backend == GPU_EMULATOR)
         return 0;
     tk_cu_result r = g->cu.cuFuncSetAttribute(g->fn[k], TK_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);

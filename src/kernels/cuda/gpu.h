@@ -94,9 +94,11 @@ int gpu_download(gpu *g, void *dst, gpu_ptr src, size_t bytes, tempo_error *err)
  * as declared; pointers as gpu_ptr). */
 void gpu_launch(gpu *g, gpu_kernel k, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned shmem,
                 void **args);
-/* Sets kernel k's largest dynamic shared memory (bytes above 48 KiB need
- * it). */
+/* Sets kernel k's largest dynamic shared memory: a launch asking for more
+ * than GPU_SMEM_DEFAULT needs it first (the driver refuses it otherwise, and
+ * so does the emulator). */
 int gpu_kernel_smem(gpu *g, gpu_kernel k, int bytes, tempo_error *err);
+#define GPU_SMEM_DEFAULT 49152
 
 /* Waits for both streams. Returns 0, or -1 with the first error since the
  * last gpu_sync ("cuda: attn_fwd_f32_d64: an illegal memory access was

@@ -45,6 +45,7 @@ struct gpu {
     double prof_ms[GK_COUNT + GPU_GEMM_LABELS];   /* [GK_COUNT + label]: the GEMMs */
     int prof_calls[GK_COUNT + GPU_GEMM_LABELS];
     int gemm_label;
+    int smem_set[GK_COUNT]; /* gpu_kernel_smem's bytes per kernel (0: none asked) */
 };
 
 #endif

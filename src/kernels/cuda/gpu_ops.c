@@ -12,7 +12,7 @@
 #define ATT_BQB 16
 #define MMA_ROWS 64
 #define RMS_DW_ROWS 32
-#define RMS_FUSED_SMEM 49152 /* rmsnorm_bwd_dw's shared memory at most: no opt-in needed */
+#define RMS_FUSED_SMEM GPU_SMEM_DEFAULT /* rmsnorm_bwd_dw's shared memory at most: no opt-in needed */
 #define CE_THREADS 256
 #define CE_REG_PER 32
 #define CE_REG_MAX_THREADS 256
