@@ -9,6 +9,8 @@
 
 #include "kernels/cuda/gpu_ops.h"
 
+_Static_assert(GROUP_COUNT == 4, "cuda_adamw_tensors takes four groups' rates");
+
 int optim_cuda_create(optim_cuda *o, gpu *g, const optim_config *cfg, const optim_tensor *tensors, int n,
                       size_t n_params, gpu_dtype ns_type, tempo_error *err)
 {
@@ -55,6 +57,23 @@ int optim_cuda_create(optim_cuda *o, gpu *g, const optim_config *cfg, const opti
         }
     }
     free(done);
+    /* AdamW's tensors: every one Muon does not take */
+    long long *a_offs = malloc(sizeof(long long) * 2 * (size_t)(n ? n : 1));
+    int32_t *a_group = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    if (!a_offs || !a_group) {
+        free(offs); free(a_offs); free(a_group);
+        optim_cuda_free(o);
+        return tempo_fail(err, "optimizer on the GPU: out of memory");
+    }
+    long long *a_numel = a_offs + n;
+    for (int i = 0; i < n; i++) {
+        if (cfg->use_muon && tensors[i].group == GROUP_MATRIX)
+            continue;
+        a_offs[o->n_adam] = (long long)tensors[i].offset;
+        a_numel[o->n_adam] = (long long)tensors[i].numel;
+        a_group[o->n_adam++] = (int32_t)tensors[i].group;
+        if (tensors[i].numel > o->adam_max) o->adam_max = tensors[i].numel;
+    }
     size_t partials = cuda_sum_partials(n_params);
     for (int k = 0; k < o->n_batches; k++) {
         const optim_cuda_ns_batch *b = &o->batches[k];
@@ -70,16 +89,23 @@ int optim_cuda_create(optim_cuda *o, gpu *g, const optim_config *cfg, const opti
                   "a reduction's scratch", err) ||
         gpu_alloc(g, &o->sums, 4 * 8, "a reduction's result", err) ||
         gpu_alloc(g, &o->ns_offs, sizeof(long long) * (size_t)(n_offs ? n_offs : 1), "Muon's offsets", err) ||
-        gpu_alloc(g, &o->ns_sums, sizeof(double) * OPTIM_CUDA_NS_BATCH, "Muon's norms", err)) {
-        free(offs);
+        gpu_alloc(g, &o->ns_sums, sizeof(double) * OPTIM_CUDA_NS_BATCH, "Muon's norms", err) ||
+        gpu_alloc(g, &o->adam_offs, sizeof(long long) * (size_t)(o->n_adam ? o->n_adam : 1), "AdamW's offsets", err) ||
+        gpu_alloc(g, &o->adam_numel, sizeof(long long) * (size_t)(o->n_adam ? o->n_adam : 1), "AdamW's sizes", err) ||
+        gpu_alloc(g, &o->adam_group, sizeof(int32_t) * (size_t)(o->n_adam ? o->n_adam : 1), "AdamW's groups", err)) {
+        free(offs); free(a_offs); free(a_group);
         optim_cuda_free(o);
         return tempo_error_prefix(err, "optimizer on the GPU");
     }
     gpu_upload_async(g, GPU_STREAM_COMPUTE, o->ns_offs, offs, sizeof(long long) * (size_t)n_offs);
-    free(offs);
+    gpu_upload_async(g, GPU_STREAM_COMPUTE, o->adam_offs, a_offs, sizeof(long long) * (size_t)o->n_adam);
+    gpu_upload_async(g, GPU_STREAM_COMPUTE, o->adam_numel, a_numel, sizeof(long long) * (size_t)o->n_adam);
+    gpu_upload_async(g, GPU_STREAM_COMPUTE, o->adam_group, a_group, sizeof(int32_t) * (size_t)o->n_adam);
     gpu_memset_async(g, o->m, 0, n_params * 4);
     gpu_memset_async(g, o->v, 0, n_params * 4);
-    if (gpu_sync(g, err)) {
+    int bad = gpu_sync(g, err); /* the uploads are done: their host arrays can go */
+    free(offs); free(a_offs); free(a_group);
+    if (bad) {
         optim_cuda_free(o);
         return -1;
     }
@@ -96,6 +122,9 @@ void optim_cuda_free(optim_cuda *o)
         gpu_free(o->g, o->sums);
         gpu_free(o->g, o->ns_offs);
         gpu_free(o->g, o->ns_sums);
+        gpu_free(o->g, o->adam_offs);
+        gpu_free(o->g, o->adam_numel);
+        gpu_free(o->g, o->adam_group);
     }
     free(o->tensors);
     free(o->batches);
@@ -158,21 +187,18 @@ void optim_cuda_step(optim_cuda *o, gpu_ptr params, gpu_ptr grads, double grad_n
         for (int k = 0; k < o->n_batches; k++)
             muon_batch(o, &o->batches[k], params, grads, gscale, lr, wd);
     }
-    for (int i = 0; i < o->n_tensors; i++) {
-        const optim_tensor *t = &o->tensors[i];
-        gpu_ptr p = params + t->offset * 4, gr = grads + t->offset * 4;
-        gpu_ptr m = o->m + t->offset * 4, v = o->v + t->offset * 4;
-        if (t->group == GROUP_MATRIX && c->use_muon)
-            continue;
+    optim_adamw_coeffs k = {.beta1 = c->beta1, .beta2 = c->beta2, .eps = c->eps, .inv_bc2 = (float)(1.0 / bc2),
+                            .gscale = gscale};
+    float step[GROUP_COUNT], decay[GROUP_COUNT];
+    for (int grp = 0; grp < GROUP_COUNT; grp++) { /* optim_step's rates, group by group */
         float lr0, wd;
-        optim_group_lr_wd(c, t->group, &lr0, &wd);
+        optim_group_lr_wd(c, (optim_group)grp, &lr0, &wd);
         float lr = (float)(lr0 * lr_mult);
-        optim_adamw_coeffs k = {
-            .beta1 = c->beta1, .beta2 = c->beta2, .eps = c->eps, .step = (float)(lr / bc1),
-            .inv_bc2 = (float)(1.0 / bc2), .decay = 1.0f - lr * wd, .gscale = gscale,
-        };
-        cuda_adamw(o->g, p, gr, m, v, t->numel, &k);
+        step[grp] = (float)(lr / bc1);
+        decay[grp] = 1.0f - lr * wd;
     }
+    cuda_adamw_tensors(o->g, params, grads, o->m, o->v, o->adam_offs, o->adam_numel, o->adam_group, o->n_adam,
+                       o->adam_max, &k, step, decay);
 }
 
 int optim_cuda_get_state(optim_cuda *o, float *m, float *v, int64_t *t, tempo_error *err)

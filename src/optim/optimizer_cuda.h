@@ -43,6 +43,11 @@ typedef struct {
     gpu_ptr sum_partial;   /* doubles */
     gpu_ptr sums;          /* doubles: [0] the gradient's sum of squares, [1] a matrix's */
     gpu_dtype ns_type;
+    /* the tensors AdamW updates (all, or all but Muon's), in one launch */
+    int n_adam;
+    size_t adam_max;       /* the largest one's floats */
+    gpu_ptr adam_offs, adam_numel; /* int64 [n_adam] */
+    gpu_ptr adam_group;    /* int32 [n_adam] */
 } optim_cuda;
 
 /* For tensors [0, n) of a buffer of n_params floats on g; ns_type: the

@@ -517,24 +517,47 @@ static void check_cross_entropy(gpu_dtype t, float cap, int eval, float beta, in
     free(z); free(mixb); free(loss); free(top); free(dz); free(lnorm); free(gl); free(gt);
 }
 
+/* AdamW over several tensors of one buffer in one launch, each group its own
+ * rates, against optim_kernel_adamw tensor by tensor (bitwise); the gaps
+ * between the tensors stay as they were */
 static void check_adamw(void)
 {
-    size_t n = 3001;
-    float *p = ck_random(n, -1, 1), *g = ck_random(n, -1, 1), *m = ck_random(n, -0.1f, 0.1f);
-    float *v = ck_random(n, 0, 0.01f);
-    optim_adamw_coeffs c = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .step = 3e-3f / 0.19f,
-                            .inv_bc2 = 1.0f / 0.0975f, .decay = 1.0f - 3e-3f * 0.1f, .gscale = 0.7f};
-    gpu_ptr dp = ck_up(p, n, GPU_F32), dg = ck_up(g, n, GPU_F32), dm = ck_up(m, n, GPU_F32), dv = ck_up(v, n, GPU_F32);
-    cuda_adamw(ck_gpu, dp, dg, dm, dv, n, &c);
-    optim_kernel_adamw(p, g, m, v, n, &c);
-    float *gp = ck_down(dp, n, GPU_F32), *gm = ck_down(dm, n, GPU_F32), *gv = ck_down(dv, n, GPU_F32);
-    int same = !memcmp(gp, p, n * 4) && !memcmp(gm, m, n * 4) && !memcmp(gv, v, n * 4);
-    ck_report("adamw (bitwise)", same ? 0.0 : ck_err(gp, p, n) + 1e-30, 0);
-    free(gp); free(gm); free(gv);
+    enum { NT = 5 };
+    size_t numel[NT] = {3001, 1, 40000, 17, 700}, gap = 13, total = gap;
+    int32_t group[NT] = {0, 2, 3, 1, 2};
+    long long offs[NT], nl[NT];
+    for (int t = 0; t < NT; t++) {
+        offs[t] = (long long)total;
+        nl[t] = (long long)numel[t];
+        total += numel[t] + gap;
+    }
+    float *p = ck_random(total, -1, 1), *g = ck_random(total, -1, 1), *m = ck_random(total, -0.1f, 0.1f);
+    float *v = ck_random(total, 0, 0.01f);
+    float step[4] = {3e-3f / 0.19f, 1e-3f / 0.19f, 5e-3f / 0.19f, 2e-3f / 0.19f};
+    float decay[4] = {1.0f, 1.0f - 1e-3f * 0.1f, 1.0f, 1.0f - 2e-3f * 0.1f};
+    optim_adamw_coeffs c = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .inv_bc2 = 1.0f / 0.0975f, .gscale = 0.7f};
+    gpu_ptr dp = ck_up(p, total, GPU_F32), dg = ck_up(g, total, GPU_F32), dm = ck_up(m, total, GPU_F32);
+    gpu_ptr dv = ck_up(v, total, GPU_F32), doffs = 0, dnum = 0, dgrp = ck_up_i32(group, NT);
+    tempo_error e;
+    gpu_alloc(ck_gpu, &doffs, sizeof offs, "offsets", &e);
+    gpu_alloc(ck_gpu, &dnum, sizeof nl, "sizes", &e);
+    gpu_upload(ck_gpu, doffs, offs, sizeof offs, &e);
+    gpu_upload(ck_gpu, dnum, nl, sizeof nl, &e);
+    cuda_adamw_tensors(ck_gpu, dp, dg, dm, dv, doffs, dnum, dgrp, NT, 40000, &c, step, decay);
+    for (int t = 0; t < NT; t++) {
+        optim_adamw_coeffs k = c;
+        k.step = step[group[t]];
+        k.decay = decay[group[t]];
+        size_t o = (size_t)offs[t];
+        optim_kernel_adamw(p + o, g + o, m + o, v + o, numel[t], &k);
+    }
+    float *gp = ck_down(dp, total, GPU_F32), *gm = ck_down(dm, total, GPU_F32), *gv = ck_down(dv, total, GPU_F32);
+    int same = !memcmp(gp, p, total * 4) && !memcmp(gm, m, total * 4) && !memcmp(gv, v, total * 4);
+    ck_report("adamw, 5 tensors in 4 groups (bitwise)", same ? 0.0 : ck_err(gp, p, total) + 1e-30, 0);
     ck_sync();
-    gpu_ptr ps[] = {dp, dg, dm, dv};
+    gpu_ptr ps[] = {dp, dg, dm, dv, doffs, dnum, dgrp};
     for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) gpu_free(ck_gpu, ps[i]);
-    free(p); free(g); free(m); free(v);
+    free(p); free(g); free(m); free(v); free(gp); free(gm); free(gv);
 }
 
 /* Muon's three batched launches (gpu_ops.h) against optimizer.c's formulas:

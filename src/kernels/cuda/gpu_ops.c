@@ -273,12 +273,21 @@ void cuda_cross_entropy_rows(gpu *g, gpu_dtype t, gpu_ptr logits, gpu_ptr target
 
 /* ---- optimizer ---- */
 
-void cuda_adamw(gpu *g, gpu_ptr p, gpu_ptr grad, gpu_ptr m, gpu_ptr v, size_t n, const optim_adamw_coeffs *c)
+void cuda_adamw_tensors(gpu *g, gpu_ptr p, gpu_ptr grad, gpu_ptr m, gpu_ptr v, gpu_ptr offs, gpu_ptr numel,
+                        gpu_ptr group, int n, size_t max_numel, const optim_adamw_coeffs *c, const float step[4],
+                        const float decay[4])
 {
-    float b1 = c->beta1, b2 = c->beta2, eps = c->eps, step = c->step, ib = c->inv_bc2, decay = c->decay,
-          gs = c->gscale;
-    void *a[] = {&p, &grad, &m, &v, &n, &b1, &b2, &eps, &step, &ib, &decay, &gs};
-    gpu_launch(g, GK_adamw, ew_blocks(g, n), 1, 1, EW_THREADS, 0, a);
+    if (n <= 0)
+        return;
+    float b1 = c->beta1, b2 = c->beta2, eps = c->eps, ib = c->inv_bc2, gs = c->gscale;
+    float s0 = step[0], s1 = step[1], s2 = step[2], s3 = step[3], d0 = decay[0], d1 = decay[1], d2 = decay[2],
+          d3 = decay[3];
+    void *a[] = {&p,  &grad, &m,  &v,  &offs, &numel, &group, &b1, &b2, &eps, &ib,
+                 &gs, &s0,   &s1, &s2, &s3,   &d0,    &d1,    &d2, &d3};
+    /* the largest tensor's blocks, about 8 values a thread (the others' extra blocks end at once) */
+    unsigned bx = cdiv(max_numel ? max_numel : 1, (size_t)EW_THREADS * 8);
+    unsigned cap = (unsigned)gpu_get_info(g)->sm_count * 8;
+    gpu_launch(g, GK_adamw_tensors, bx < cap ? bx : cap, (unsigned)n, 1, EW_THREADS, 0, a);
 }
 
 /* optim.cu's Muon over a batch: grid (chunks of MUON_CHUNK, count) */

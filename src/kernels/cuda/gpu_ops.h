@@ -82,8 +82,14 @@ void cuda_cross_entropy_rows(gpu *g, gpu_dtype t, gpu_ptr logits, gpu_ptr target
                              gpu_ptr top_logprob, gpu_ptr top_id, gpu_ptr log_norm, float beta, gpu_ptr dz,
                              gpu_ptr mix_b, float mix_a, int R, int V, float softcap, float grad_scale);
 
-/* optim_kernels.h's AdamW, bitwise. */
-void cuda_adamw(gpu *g, gpu_ptr p, gpu_ptr grad, gpu_ptr m, gpu_ptr v, size_t n, const optim_adamw_coeffs *c);
+/* optim_kernels.h's AdamW, bitwise, over n tensors of one buffer in one
+ * launch: tensor t is numel[t] floats at offs[t] of p, grad, m, v (int64
+ * arrays on the GPU) in group group[t] (int32 on the GPU: optimizer.h's
+ * GROUP_*), whose step and decay are step[group], decay[group] (c's own are
+ * not read); max_numel: the largest numel. n <= 65,535. */
+void cuda_adamw_tensors(gpu *g, gpu_ptr p, gpu_ptr grad, gpu_ptr m, gpu_ptr v, gpu_ptr offs, gpu_ptr numel,
+                        gpu_ptr group, int n, size_t max_numel, const optim_adamw_coeffs *c, const float step[4],
+                        const float decay[4]);
 /* Muon (optimizer.c's muon_tensor) over count same-shape rows x cols
  * matrices at base + offs[m] floats (offs: count int64 on the GPU), in three
  * launches a batch:
