@@ -74,6 +74,11 @@ int optim_cuda_create(optim_cuda *o, gpu *g, const optim_config *cfg, const opti
         a_group[o->n_adam++] = (int32_t)tensors[i].group;
         if (tensors[i].numel > o->adam_max) o->adam_max = tensors[i].numel;
     }
+    if (o->n_adam > 65535) { /* a grid row per tensor */
+        free(offs); free(a_offs); free(a_group);
+        optim_cuda_free(o);
+        return tempo_fail(err, "optimizer on the GPU: %d tensors for AdamW, more than 65,535", n);
+    }
     size_t partials = cuda_sum_partials(n_params);
     for (int k = 0; k < o->n_batches; k++) {
         const optim_cuda_ns_batch *b = &o->batches[k];
@@ -85,8 +90,7 @@ int optim_cuda_create(optim_cuda *o, gpu *g, const optim_config *cfg, const opti
     if (gpu_alloc(g, &o->m, n_params * 4, "the optimizer's first moments", err) ||
         gpu_alloc(g, &o->v, n_params * 4, "the optimizer's second moments", err) ||
         gpu_alloc(g, &o->ns_work, (cfg->use_muon ? work : 1) * 4, "Newton-Schulz's scratch", err) ||
-        gpu_alloc(g, &o->sum_partial, partials * 8,
-                  "a reduction's scratch", err) ||
+        gpu_alloc(g, &o->sum_partial, partials * 8, "a reduction's scratch", err) ||
         gpu_alloc(g, &o->sums, 4 * 8, "a reduction's result", err) ||
         gpu_alloc(g, &o->ns_offs, sizeof(long long) * (size_t)(n_offs ? n_offs : 1), "Muon's offsets", err) ||
         gpu_alloc(g, &o->ns_sums, sizeof(double) * OPTIM_CUDA_NS_BATCH, "Muon's norms", err) ||
