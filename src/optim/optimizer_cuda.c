@@ -75,9 +75,10 @@ int optim_cuda_create(optim_cuda *o, gpu *g, const optim_config *cfg, const opti
         if (tensors[i].numel > o->adam_max) o->adam_max = tensors[i].numel;
     }
     if (o->n_adam > 65535) { /* a grid row per tensor */
+        int n_adam = o->n_adam;
         free(offs); free(a_offs); free(a_group);
         optim_cuda_free(o);
-        return tempo_fail(err, "optimizer on the GPU: %d tensors for AdamW, more than 65,535", n);
+        return tempo_fail(err, "optimizer on the GPU: %d tensors for AdamW, more than 65,535", n_adam);
     }
     size_t partials = cuda_sum_partials(n_params);
     for (int k = 0; k < o->n_batches; k++) {
