@@ -56,6 +56,50 @@ DEVICE void block_argmax(float *val, int *idx, float *redv, int *redi)
     *idx = i;
 }
 
+/* The row's parts both kernels share, after its max mx (first at arg), its
+ * target's logit zt and the block's sum of exp(z - mx): the loss,
+ * top_logprob and (evaluation) top_id of row r written by thread 0; returns
+ * the log-sum-exp. */
+DEVICE float ce_row_outputs(int r, float mx, int arg, float zt, double sum, float *losses, float *top_logprob,
+                            int *top_id, int eval)
+{
+    float lse = mx + (float)tk_log((float)sum);
+    if (threadIdx.x == 0) {
+        losses[r] = lse - zt;
+        if (top_logprob)
+            top_logprob[r] = mx - lse;
+        if (eval && top_id)
+            top_id[r] = arg;
+    }
+    return lse;
+}
+
+/* -ln sum p^beta from the block's sums of exp(z - mx) and exp(beta (z - mx)) */
+DEVICE float ce_log_norm(double sum, double sum_beta, float beta)
+{
+    return beta * tk_log((float)sum) - tk_log((float)sum_beta);
+}
+
+/* the gradient's scale: grad_scale, times a p / (a p + mix_b[r]) inside a mixture */
+DEVICE float ce_grad_scale(float grad_scale, const float *mix_b, float mix_a, float zt, float lse, int r)
+{
+    if (!mix_b)
+        return grad_scale;
+    float ap = mix_a * tk_exp(zt - lse);
+    return grad_scale * (ap / (ap + mix_b[r]));
+}
+
+/* one logit's gradient: (softmax - onehot) * dcap * scale */
+DEVICE float ce_grad(float x, float lse, int is_target, float cap, float scale)
+{
+    float d = tk_exp(x - lse) - (is_target ? 1.0f : 0.0f);
+    if (cap > 0) {
+        float u = x / cap;
+        d *= 1.0f - u * u;
+    }
+    return d * scale;
+}
+
 /* logits [R, V]: row r's raw logits (rewritten: capped, when cap > 0).
  * losses [R], top_logprob [R] (may be null). Training (dz non-null): dz [R, V]
  * = grad_scale * (softmax - onehot) * dcap, times a p / (a p + mix_b[r])
@@ -93,41 +137,23 @@ DEVICE void ce_rows(float *logits, const int *targets, float *losses, float *top
     for (int v = threadIdx.x; v < V; v += blockDim.x)
         part += (double)tk_exp(z[v] - mx);
     double sum = block_sum_d(part, redd);
-    float lse = mx + (float)tk_log((float)sum);
-    if (threadIdx.x == 0) {
-        losses[r] = lse - zt;
-        if (top_logprob)
-            top_logprob[r] = mx - lse;
-        if (!dz && top_id)
-            top_id[r] = arg;
-    }
+    float lse = ce_row_outputs(r, mx, arg, zt, sum, losses, top_logprob, top_id, !dz);
     if (!dz && log_norm) {
         float ln = 0;
         if (beta > 0 && beta != 1.0f) {
             double p2 = 0;
             for (int v = threadIdx.x; v < V; v += blockDim.x)
                 p2 += (double)tk_exp(beta * (z[v] - mx));
-            double s2 = block_sum_d(p2, redd);
-            ln = beta * tk_log((float)sum) - tk_log((float)s2);
+            ln = ce_log_norm(sum, block_sum_d(p2, redd), beta);
         }
         if (threadIdx.x == 0)
             log_norm[r] = ln;
     }
     if (dz) {
-        float scale = grad_scale;
-        if (mix_b) {
-            float ap = mix_a * tk_exp(zt - lse);
-            scale *= ap / (ap + mix_b[r]);
-        }
+        float scale = ce_grad_scale(grad_scale, mix_b, mix_a, zt, lse, r);
         T *g = dz + (size_t)r * V;
-        for (int v = threadIdx.x; v < V; v += blockDim.x) {
-            float x = z[v], d = tk_exp(x - lse) - (v == t ? 1.0f : 0.0f);
-            if (cap > 0) {
-                float u = x / cap;
-                d *= 1.0f - u * u;
-            }
-            tk_st(g, v, d * scale);
-        }
+        for (int v = threadIdx.x; v < V; v += blockDim.x)
+            tk_st(g, v, ce_grad(z[v], lse, v == t, cap, scale));
     }
 }
 
@@ -158,7 +184,7 @@ DEVICE void ce_rows_reg(const float *logits, const int *targets, float *losses, 
     float x[CE_REG_PER];
     float mx = tk_neg_inf();
     int arg = V;
-UNROLL
+    UNROLL
     for (int k = 0; k < CE_REG_PER; k++) {
         int v = (int)threadIdx.x + k * nt;
         x[k] = 0;
@@ -178,51 +204,33 @@ UNROLL
     block_argmax(&mx, &arg, redf, redi); /* its barriers publish target_logit */
     float zt = target_logit;
     double part = 0;
-UNROLL
+    UNROLL
     for (int k = 0; k < CE_REG_PER; k++)
         if ((int)threadIdx.x + k * nt < V)
             part += (double)tk_exp(x[k] - mx);
     double sum = block_sum_d(part, redd);
-    float lse = mx + (float)tk_log((float)sum);
-    if (threadIdx.x == 0) {
-        losses[r] = lse - zt;
-        if (top_logprob)
-            top_logprob[r] = mx - lse;
-        if (!dz && top_id)
-            top_id[r] = arg;
-    }
+    float lse = ce_row_outputs(r, mx, arg, zt, sum, losses, top_logprob, top_id, !dz);
     if (!dz && log_norm) {
         float ln = 0;
         if (beta > 0 && beta != 1.0f) {
             double p2 = 0;
-UNROLL
+            UNROLL
             for (int k = 0; k < CE_REG_PER; k++)
                 if ((int)threadIdx.x + k * nt < V)
                     p2 += (double)tk_exp(beta * (x[k] - mx));
-            double s2 = block_sum_d(p2, redd);
-            ln = beta * tk_log((float)sum) - tk_log((float)s2);
+            ln = ce_log_norm(sum, block_sum_d(p2, redd), beta);
         }
         if (threadIdx.x == 0)
             log_norm[r] = ln;
     }
     if (dz) {
-        float scale = grad_scale;
-        if (mix_b) {
-            float ap = mix_a * tk_exp(zt - lse);
-            scale *= ap / (ap + mix_b[r]);
-        }
+        float scale = ce_grad_scale(grad_scale, mix_b, mix_a, zt, lse, r);
         T *g = dz + (size_t)r * V;
-UNROLL
+        UNROLL
         for (int k = 0; k < CE_REG_PER; k++) {
             int v = (int)threadIdx.x + k * nt;
-            if (v < V) {
-                float d = tk_exp(x[k] - lse) - (v == t ? 1.0f : 0.0f);
-                if (cap > 0) {
-                    float u = x[k] / cap;
-                    d *= 1.0f - u * u;
-                }
-                tk_st(g, v, d * scale);
-            }
+            if (v < V)
+                tk_st(g, v, ce_grad(x[k], lse, v == t, cap, scale));
         }
     }
 }

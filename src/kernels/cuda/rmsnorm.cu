@@ -93,16 +93,20 @@ DEVICE void rms_fwd(Tout *y, float *rstd, float *copy, const Tin *x, const float
     }
 }
 
-/* dx [N, C] (= or += when accumulate) from dy, x, w, rstd (rmsnorm.h). */
+/* One row of the backward (rmsnorm.h) by one warp: dx at base (= or += when
+ * accumulate) from dy, x, w and the row's rstd r; dx_low (may be null) gets
+ * dx rounded to bf16; acc (may be null) is the warp's row of the gain
+ * gradient's sums, dy x r added per column (with vec, column c at
+ * (c % 4) C / 4 + c / 4). vec: 4 columns a lane at a time (C a multiple of
+ * 4, w 16-byte aligned), else one. */
 template <typename T>
-DEVICE void rms_bwd(T *dx, const T *dy, const T *x, const float *w, const float *rstd, int N, int C,
-                    int accumulate)
+DEVICE void rms_bwd_row(T *dx, bf16_t *dx_low, float *acc, const T *dy, const T *x, const float *w, float r,
+                        size_t base, int C, int accumulate, int vec)
 {
     int lane = threadIdx.x & 31;
-    int n = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (n < N && (C & 3) == 0 && ((tk_u64)w & 15) == 0) { /* 4 columns per lane at a time */
-        size_t base = (size_t)n * C;
-        float r = rstd[n], s = 0, d[4], v[4], g[4], o[4];
+    float s = 0;
+    if (vec) {
+        float d[4], v[4], g[4], o[4];
         for (int c = 4 * lane; c < C; c += 128) {
             tk_ld4(dy + base + c, d);
             tk_ld4(x + base + c, v);
@@ -121,21 +125,40 @@ DEVICE void rms_bwd(T *dx, const T *dy, const T *x, const float *w, const float 
             for (int j = 0; j < 4; j++) {
                 float q = r * g[j] * d[j] - v[j] * k;
                 o[j] = accumulate ? o[j] + q : q;
+                if (acc)
+                    acc[j * (C >> 2) + (c >> 2)] += d[j] * v[j] * r;
             }
             tk_st4(dx + base + c, o);
+            if (dx_low)
+                tk_st4(dx_low + base + c, o);
         }
-    } else if (n < N) {
-        size_t base = (size_t)n * C;
-        float r = rstd[n], s = 0;
+    } else {
         for (int c = lane; c < C; c += 32)
             s += tk_ld(dy, base + c) * w[c] * tk_ld(x, base + c);
         s = tk_warp_sum(s);
         float k = s * r * r * r / (float)C;
         for (int c = lane; c < C; c += 32) {
-            float g = r * w[c] * tk_ld(dy, base + c) - tk_ld(x, base + c) * k;
-            tk_st(dx, base + c, accumulate ? tk_ld(dx, base + c) + g : g);
+            float d = tk_ld(dy, base + c), v = tk_ld(x, base + c);
+            float g = r * w[c] * d - v * k;
+            g = accumulate ? tk_ld(dx, base + c) + g : g;
+            tk_st(dx, base + c, g);
+            if (dx_low)
+                tk_st(dx_low, base + c, g);
+            if (acc)
+                acc[c] += d * v * r;
         }
     }
+}
+
+/* dx [N, C] (= or += when accumulate) from dy, x, w, rstd: a warp a row. */
+template <typename T>
+DEVICE void rms_bwd(T *dx, const T *dy, const T *x, const float *w, const float *rstd, int N, int C,
+                    int accumulate)
+{
+    int n = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (n < N)
+        rms_bwd_row(dx, (bf16_t *)0, (float *)0, dy, x, w, rstd[n], (size_t)n * C, C, accumulate,
+                    (C & 3) == 0 && ((tk_u64)w & 15) == 0);
 }
 
 /* rms_bwd and rms_dw_partial in one pass over dy and x (the H200's profile
@@ -155,58 +178,15 @@ DEVICE void rms_bwd_dw(T *dx, bf16_t *dx_low, float *partial, const T *dy, const
                        const float *rstd, int N, int C, int accumulate)
 {
     DYNAMIC_SHARED(float, acc);
-    int lane = threadIdx.x & 31, wp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    int wp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     for (int c = threadIdx.x; c < nw * C; c += blockDim.x)
         acc[c] = 0;
     SYNC();
     float *mine = acc + wp * C;
     int n0 = blockIdx.x * RMS_DW_ROWS, n1 = n0 + RMS_DW_ROWS < N ? n0 + RMS_DW_ROWS : N;
     int vec = (C & 3) == 0 && ((tk_u64)w & 15) == 0;
-    for (int n = n0 + wp; n < n1; n += nw) {
-        size_t base = (size_t)n * C;
-        float r = rstd[n], s = 0;
-        if (vec) { /* 4 columns per lane at a time */
-            float d[4], v[4], g[4], o[4];
-            for (int c = 4 * lane; c < C; c += 128) {
-                tk_ld4(dy + base + c, d);
-                tk_ld4(x + base + c, v);
-                tk_ld4(w + c, g);
-                for (int j = 0; j < 4; j++)
-                    s += d[j] * g[j] * v[j];
-            }
-            s = tk_warp_sum(s);
-            float k = s * r * r * r / (float)C;
-            for (int c = 4 * lane; c < C; c += 128) {
-                tk_ld4(dy + base + c, d);
-                tk_ld4(x + base + c, v);
-                tk_ld4(w + c, g);
-                if (accumulate)
-                    tk_ld4(dx + base + c, o);
-                for (int j = 0; j < 4; j++) {
-                    float q = r * g[j] * d[j] - v[j] * k;
-                    o[j] = accumulate ? o[j] + q : q;
-                    mine[j * (C >> 2) + (c >> 2)] += d[j] * v[j] * r;
-                }
-                tk_st4(dx + base + c, o);
-                if (dx_low)
-                    tk_st4(dx_low + base + c, o);
-            }
-        } else {
-            for (int c = lane; c < C; c += 32)
-                s += tk_ld(dy, base + c) * w[c] * tk_ld(x, base + c);
-            s = tk_warp_sum(s);
-            float k = s * r * r * r / (float)C;
-            for (int c = lane; c < C; c += 32) {
-                float d = tk_ld(dy, base + c), v = tk_ld(x, base + c);
-                float g = r * w[c] * d - v * k;
-                g = accumulate ? tk_ld(dx, base + c) + g : g;
-                tk_st(dx, base + c, g);
-                if (dx_low)
-                    tk_st(dx_low, base + c, g);
-                mine[c] += d * v * r;
-            }
-        }
-    }
+    for (int n = n0 + wp; n < n1; n += nw)
+        rms_bwd_row(dx, dx_low, mine, dy, x, w, rstd[n], (size_t)n * C, C, accumulate, vec);
     SYNC();
     for (int c = threadIdx.x; c < C; c += blockDim.x) {
         float t = 0;
