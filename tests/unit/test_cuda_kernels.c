@@ -34,8 +34,8 @@ static void test_errors_are_reported(void)
  * 16-byte access at an address that is not 16-byte aligned (here RMSNorm's
  * vector path on rows offset by one float), a grid past 65,535 in y, and
  * more than 48 KiB of dynamic shared memory where gpu_kernel_smem did not
- * raise the kernel's limit. Each on a fresh context: a failed one stays
- * failed. */
+ * raise the kernel's limit, and a block above a kernel's launch bounds. Each
+ * on a fresh context: a failed one stays failed. */
 static void test_hardware_faults_are_reported(void)
 {
     tempo_error e;
@@ -73,6 +73,23 @@ static void test_hardware_faults_are_reported(void)
     gpu_launch(g, GK_sgd_f32, 1, 1, 1, 32, GPU_SMEM_DEFAULT + 16, b); /* another kernel: its own limit */
     CHECK(gpu_sync(g, &e) == -1 && strstr(e.msg, "sgd_f32") && strstr(e.msg, "gpu_kernel_smem"));
     gpu_free(g, x);
+    gpu_close(g);
+    /* a block above a kernel's launch bounds (the head's register row pass: 256 threads) */
+    CHECK(gpu_open(&g, GPU_EMULATOR, &e) == 0);
+    gpu_ptr z = 0, t = 0, l = 0;
+    CHECK(gpu_alloc(g, &z, 64 * 4, "logits", &e) == 0 && gpu_alloc(g, &t, 4, "target", &e) == 0 &&
+          gpu_alloc(g, &l, 4, "loss", &e) == 0);
+    gpu_memset_async(g, z, 0, 64 * 4);
+    gpu_memset_async(g, t, 0, 4);
+    gpu_ptr none = 0;
+    float beta = 1, mix_a = 1, cap = 0, scale = 1;
+    int V = 64;
+    void *c[] = {&z, &t, &l, &none, &none, &none, &beta, &none, &none, &mix_a, &V, &cap, &scale};
+    gpu_launch(g, GK_ce_rows_reg_f32, 1, 1, 1, 256, 0, c);
+    CHECK(gpu_sync(g, &e) == 0);
+    gpu_launch(g, GK_ce_rows_reg_f32, 1, 1, 1, 288, 0, c);
+    CHECK(gpu_sync(g, &e) == -1 && strstr(e.msg, "ce_rows_reg_f32") && strstr(e.msg, "launch bounds"));
+    gpu_free(g, z); gpu_free(g, t); gpu_free(g, l);
     gpu_close(g);
 }
 

@@ -248,15 +248,17 @@ KERNEL ce_rows_bf16(float *logits, const int *targets, float *losses, float *top
     ce_rows(logits, targets, losses, top_logprob, top_id, log_norm, beta, dz, mix_b, mix_a, V, cap, grad_scale);
 }
 
-KERNEL LAUNCH_BOUNDS(CE_REG_MAX_THREADS, 2) ce_rows_reg_f32(const float *logits, const int *targets, float *losses, float *top_logprob, int *top_id,
-                       float *log_norm, float beta, float *dz, const float *mix_b, float mix_a, int V, float cap,
-                       float grad_scale)
+/* two blocks an SM: 128 registers a thread, no spill (ptx_assemble.sh) */
+#define CE_REG_BOUNDS LAUNCH_BOUNDS(CE_REG_MAX_THREADS, 2)
+KERNEL CE_REG_BOUNDS ce_rows_reg_f32(const float *logits, const int *targets, float *losses, float *top_logprob,
+                                     int *top_id, float *log_norm, float beta, float *dz, const float *mix_b,
+                                     float mix_a, int V, float cap, float grad_scale)
 {
     ce_rows_reg(logits, targets, losses, top_logprob, top_id, log_norm, beta, dz, mix_b, mix_a, V, cap, grad_scale);
 }
-KERNEL LAUNCH_BOUNDS(CE_REG_MAX_THREADS, 2) ce_rows_reg_bf16(const float *logits, const int *targets, float *losses, float *top_logprob, int *top_id,
-                        float *log_norm, float beta, bf16_t *dz, const float *mix_b, float mix_a, int V, float cap,
-                        float grad_scale)
+KERNEL CE_REG_BOUNDS ce_rows_reg_bf16(const float *logits, const int *targets, float *losses, float *top_logprob,
+                                      int *top_id, float *log_norm, float beta, bf16_t *dz, const float *mix_b,
+                                      float mix_a, int V, float cap, float grad_scale)
 {
     ce_rows_reg(logits, targets, losses, top_logprob, top_id, log_norm, beta, dz, mix_b, mix_a, V, cap, grad_scale);
 }
@@ -264,6 +266,6 @@ KERNEL LAUNCH_BOUNDS(CE_REG_MAX_THREADS, 2) ce_rows_reg_bf16(const float *logits
 EMU_REGISTER_BEGIN(cross_entropy)
 EMU_KERNEL(ce_rows_f32)
 EMU_KERNEL(ce_rows_bf16)
-EMU_KERNEL(ce_rows_reg_f32)
-EMU_KERNEL(ce_rows_reg_bf16)
+EMU_KERNEL_BOUNDED(ce_rows_reg_f32, CE_REG_MAX_THREADS)
+EMU_KERNEL_BOUNDED(ce_rows_reg_bf16, CE_REG_MAX_THREADS)
 EMU_REGISTER_END

@@ -475,11 +475,12 @@ DEVICE float tk_warp_max(float v)
 #if TK_DEVICE_CODE
 #define EMU_REGISTER_BEGIN(file)
 #define EMU_KERNEL(name)
+#define EMU_KERNEL_BOUNDED(name, threads)
 #define EMU_REGISTER_END
 #else
 typedef void (*tk_emu_trampoline)(void **args);
 struct tk_emu_registry;
-void tk_emu_add(tk_emu_registry *r, const char *name, tk_emu_trampoline fn);
+void tk_emu_add(tk_emu_registry *r, const char *name, tk_emu_trampoline fn, int max_threads);
 /* Unpacks a launch's argument array (pointers to each argument's value, as
  * cuLaunchKernel takes them) into a call of the kernel. */
 template <typename T> static T tk_emu_arg(void *p)
@@ -503,7 +504,9 @@ template <typename... A> static void tk_emu_invoke(void (*k)(A...), void **args)
     tk_emu_unpack(k, args, typename tk_make_index<sizeof...(A)>::type());
 }
 #define EMU_REGISTER_BEGIN(file) extern "C" void tk_emu_register_##file(tk_emu_registry *r) {
-#define EMU_KERNEL(name) tk_emu_add(r, #name, [](void **a) { tk_emu_invoke(name, a); });
+#define EMU_KERNEL(name) tk_emu_add(r, #name, [](void **a) { tk_emu_invoke(name, a); }, 0);
+/* a kernel with LAUNCH_BOUNDS(threads, ...): the emulator refuses larger blocks, as the driver does */
+#define EMU_KERNEL_BOUNDED(name, threads) tk_emu_add(r, #name, [](void **a) { tk_emu_invoke(name, a); }, threads);
 #define EMU_REGISTER_END }
 #endif
 

@@ -84,13 +84,14 @@ struct tk_emu_registry {
     struct entry {
         char name[64];
         tk_emu_trampoline fn;
+        int max_threads; /* its launch bounds' block (0: the GPU's 1,024) */
     } *e;
     int n, cap, oom;
     fiber *fibers; /* grown to the largest block launched */
     int n_fibers;
 };
 
-void tk_emu_add(tk_emu_registry *r, const char *name, tk_emu_trampoline fn)
+void tk_emu_add(tk_emu_registry *r, const char *name, tk_emu_trampoline fn, int max_threads)
 {
     if (r->n == r->cap) {
         int cap = r->cap ? 2 * r->cap : 64;
@@ -104,6 +105,7 @@ void tk_emu_add(tk_emu_registry *r, const char *name, tk_emu_trampoline fn)
     }
     snprintf(r->e[r->n].name, sizeof r->e[r->n].name, "%s", name);
     r->e[r->n].fn = fn;
+    r->e[r->n].max_threads = max_threads;
     r->n++;
 }
 
@@ -415,6 +417,11 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
         snprintf(err, err_len, "emulator: %s launched with %u threads per block and a %ux%ux%u grid: outside the "
                  "GPU's limits (grid 2^31-1 x 65,535 x 65,535, whole warps up to 1,024 threads)", r->e[idx].name,
                  nt, grid[0], grid[1], grid[2]);
+        return -1;
+    }
+    if (r->e[idx].max_threads && nt > (unsigned)r->e[idx].max_threads) { /* its .maxntid: the driver refuses */
+        snprintf(err, err_len, "emulator: %s launched with %u threads per block, above its launch bounds (%d)",
+                 r->e[idx].name, nt, r->e[idx].max_threads);
         return -1;
     }
     pthread_mutex_lock(&launch_lock);

@@ -30,8 +30,8 @@ int tk_emu_find(const tk_emu_registry *r, const char *name);
  * shared memory; args as cuLaunchKernel takes them (an array of pointers to
  * each argument's value). Launches are serialised (the kernels' static
  * shared arrays are process-wide in the emulation). Returns 0, or -1 with a
- * message in err (a block size that is not a multiple of 32 or above 1024,
- * no threads could be started). */
+ * message in err (a block size that is not a multiple of 32 or above 1024
+ * or the kernel's launch bounds, no threads could be started). */
 int tk_emu_launch(const tk_emu_registry *r, int idx, const unsigned grid[3], const unsigned block[3],
                   size_t shmem, void **args, char *err, size_t err_len);
 
