@@ -21,6 +21,8 @@ endif
 LIB_SRC  := $(shell find src -name '*.c' ! -path 'src/cli/*' | sort)
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
+# C++ tests: kernels of their own in the GPU dialect, run on the emulator
+TEST_CXX_SRC := $(sort $(wildcard tests/unit/test_*.cpp))
 HEADERS  := $(shell find src tests -name '*.h' -o -name '*.def')
 
 # The GPU's kernels (src/kernels/cuda/*.cu) are built twice: by clang to PTX,
@@ -43,8 +45,8 @@ PTX      := $(if $(filter 1,$(HAVE_PTX)),$(CU_SRC:src/kernels/cuda/%.cu=build/pt
 OBJ      := $(LIB_SRC:%.c=build/obj/%.o) $(EMU_SRC:%=build/obj/%.o) build/obj/gen/gpu_ptx.o
 CLI_OBJ  := $(CLI_SRC:%.c=build/obj/%.o)
 SAN_OBJ  := $(LIB_SRC:%.c=build/asan/obj/%.o) $(EMU_SRC:%=build/asan/obj/%.o) build/obj/gen/gpu_ptx.o
-TESTS    := $(TEST_SRC:tests/unit/%.c=build/tests/%)
-SAN_TESTS := $(TEST_SRC:tests/unit/%.c=build/asan/tests/%)
+TESTS    := $(TEST_SRC:tests/unit/%.c=build/tests/%) $(TEST_CXX_SRC:tests/unit/%.cpp=build/tests/%)
+SAN_TESTS := $(TEST_SRC:tests/unit/%.c=build/asan/tests/%) $(TEST_CXX_SRC:tests/unit/%.cpp=build/asan/tests/%)
 
 # Extra link flags of single tests: test_step_alloc counts tempo's own
 # allocations through --wrap (tests/unit/test_step_alloc.c).
@@ -118,6 +120,20 @@ build/asan/tests/%: tests/unit/%.c build/asan/libtempo.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	@echo LD-SAN $@
 	@$(CC) $(BASE) $(SANFLAGS) -Itests $< build/asan/libtempo.a $(LDLIBS) $(TEST_LDFLAGS_$*) -o $@
+
+build/tests/%: tests/unit/%.cpp build/libtempo.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	@echo LD $@
+	@$(CXX_EMU) $(EMU_BASE) $(CFLAGS) -Itests -c $< -o $@.o
+	@$(CC) $(BASE) $(CFLAGS) $@.o build/libtempo.a $(LDLIBS) -o $@
+	@rm -f $@.o
+
+build/asan/tests/%: tests/unit/%.cpp build/asan/libtempo.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	@echo LD-SAN $@
+	@$(CXX_EMU) $(EMU_BASE) $(SANFLAGS) -Itests -c $< -o $@.o
+	@$(CC) $(BASE) $(SANFLAGS) $@.o build/asan/libtempo.a $(LDLIBS) -o $@
+	@rm -f $@.o
 
 # Test tools beside the suite (tests/llama/*.c): programs the e2e scripts run,
 # linked to the normal library.

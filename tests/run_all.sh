@@ -27,8 +27,9 @@ run_one() {  # label, command...
     fi
 }
 # only the programs whose source is still there (a renamed test leaves its old binary in build/)
-for t in build/tests/test_*; do [ -f "tests/unit/$(basename "$t").c" ] && run_one "unit $(basename "$t")" "$t"; done
-for t in build/asan/tests/test_*; do [ -f "tests/unit/$(basename "$t").c" ] && run_one "asan $(basename "$t")" "$t"; done
+unit_source() { [ -f "tests/unit/$1.c" ] || [ -f "tests/unit/$1.cpp" ]; }
+for t in build/tests/test_*; do unit_source "$(basename "$t")" && run_one "unit $(basename "$t")" "$t"; done
+for t in build/asan/tests/test_*; do unit_source "$(basename "$t")" && run_one "asan $(basename "$t")" "$t"; done
 for t in tests/e2e/*.sh; do
     [ -e "$t" ] || continue
     run_one "e2e $(basename "$t" .sh)" bash "$t"

@@ -34,7 +34,8 @@ DEVICE void load_rows(float *dst, const T *src, int row0, int rows, int T_len, s
 template <typename T, int DMAX>
 DEVICE void attn_fwd(T *o, float *lse, const T *q, const T *k, const T *v, int B, int Tn, int H, int Hkv, int D)
 {
-    TK_SHARED float Ks[ATT_BK * (DMAX + 1)], Vs[ATT_BK * (DMAX + 1)];
+    SHARED_ARRAY(float, Ks, [ATT_BK * (DMAX + 1)]);
+    SHARED_ARRAY(float, Vs, [ATT_BK * (DMAX + 1)]);
     int bh = blockIdx.y, b = bh / H, h = bh % H, g = h / (H / Hkv);
     int q0 = blockIdx.x * ATT_BQ, i = q0 + threadIdx.x;
     int valid = i < Tn;

@@ -44,9 +44,9 @@ DEVICE float block_reduce(float *red, float v, int max)
 KERNEL attn_decode_f32(float *o, const float *q, const float *k, const float *v, const long long *kv_off,
                        const int *pos, int H, int Hkv, int D, int kv_stride)
 {
-    TK_SHARED float s[DEC_MAX_KEYS];
-    TK_SHARED float qs[DEC_MAX_D];
-    TK_SHARED float red[DEC_THREADS];
+    SHARED_ARRAY(float, s, [DEC_MAX_KEYS]);
+    SHARED_ARRAY(float, qs, [DEC_MAX_D]);
+    SHARED_ARRAY(float, red, [DEC_THREADS]);
     int r = blockIdx.x, h = blockIdx.y, g = h / (H / Hkv), t = threadIdx.x;
     int n = pos[r] + 1;
     const float *qr = q + ((size_t)r * H + h) * D;

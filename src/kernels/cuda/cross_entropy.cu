@@ -111,9 +111,9 @@ DEVICE void ce_rows(float *logits, const int *targets, float *losses, float *top
                     float *log_norm, float beta, T *dz, const float *mix_b, float mix_a, int V, float cap,
                     float grad_scale)
 {
-    TK_SHARED float redf[CE_THREADS / 32];
-    TK_SHARED double redd[CE_THREADS / 32];
-    TK_SHARED int redi[CE_THREADS / 32];
+    SHARED_ARRAY(float, redf, [CE_THREADS / 32]);
+    SHARED_ARRAY(double, redd, [CE_THREADS / 32]);
+    SHARED_ARRAY(int, redi, [CE_THREADS / 32]);
     int r = blockIdx.x;
     float *z = logits + (size_t)r * V;
     float mx = tk_neg_inf();
@@ -175,10 +175,10 @@ DEVICE void ce_rows_reg(const float *logits, const int *targets, float *losses, 
                         float *log_norm, float beta, T *dz, const float *mix_b, float mix_a, int V, float cap,
                         float grad_scale)
 {
-    TK_SHARED float redf[CE_REG_MAX_THREADS / 32];
-    TK_SHARED double redd[CE_REG_MAX_THREADS / 32];
-    TK_SHARED int redi[CE_REG_MAX_THREADS / 32];
-    TK_SHARED float target_logit;
+    SHARED_ARRAY(float, redf, [CE_REG_MAX_THREADS / 32]);
+    SHARED_ARRAY(double, redd, [CE_REG_MAX_THREADS / 32]);
+    SHARED_ARRAY(int, redi, [CE_REG_MAX_THREADS / 32]);
+    SHARED_VAR(float, target_logit);
     int r = blockIdx.x, nt = (int)blockDim.x, t = targets[r];
     const float *z = logits + (size_t)r * V;
     float x[CE_REG_PER];

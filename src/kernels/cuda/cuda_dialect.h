@@ -4,16 +4,17 @@
  *     only clang's builtin-variable header and NVVM builtins);
  *   - by nvcc (where a toolkit exists, for sm_90 variants);
  *   - by a host C++ compiler as plain functions that the CPU emulator
- *     (emulator.cpp) runs, one POSIX thread per CUDA thread of a block, one
- *     block at a time (so a block's shared memory may be a static array).
+ *     (emulator.cpp) runs, each CUDA thread of a block a fiber, one block at
+ *     a time (a block's shared arrays come from the launch: SHARED_ARRAY).
  * The kernels use only what is below: no CUDA headers, no libdevice. Math
  * that needs the GPU's instructions (exp2, the bf16 conversion, shuffles)
  * lives here once, with the emulator's plain C equivalent beside it.
  *
  * Rules the kernels keep so that the emulator is faithful: every thread of
  * a block reaches every barrier (no early return before one), warp
- * shuffles are called by all 32 lanes together, and blockDim is a multiple
- * of 32. */
+ * shuffles are called by all 32 lanes together, blockDim is a multiple of
+ * 32, and shared memory is declared with DYNAMIC_SHARED, SHARED_ARRAY or
+ * SHARED_VAR (never TK_SHARED itself: the host build has no such word). */
 #ifndef TEMPO_CUDA_DIALECT_H
 #define TEMPO_CUDA_DIALECT_H
 
@@ -51,6 +52,9 @@ typedef __SIZE_TYPE__ size_t;
 #define MEMBER static TK_DEV inline /* a struct's static member function */
 /* dynamic shared memory of a launch (its size is a launch parameter) */
 #define DYNAMIC_SHARED(type, name) extern TK_SHARED type name[]
+/* a block's own shared array (dims: "[n]", "[n][m]") or variable */
+#define SHARED_ARRAY(type, name, dims) TK_SHARED type name dims
+#define SHARED_VAR(type, name) TK_SHARED type name
 #define SYNC() __syncthreads()
 #define UNROLL _Pragma("unroll")
 /* a kernel's largest block and the blocks an SM should hold at once: ptxas
@@ -238,6 +242,10 @@ double tk_emu_shfl_xor_d(double v, int lane_mask);
 void *tk_emu_dynamic_shared(void);
 void tk_emu_mma_bf16(float *d, const unsigned *a, const unsigned *b);
 void tk_emu_ldmatrix_x4(unsigned *r, const unsigned short *row, int trans);
+void tk_emu_cp_async16(void *dst, const void *src);
+void tk_emu_cp_async_commit(void);
+void tk_emu_cp_async_wait(int newest_pending);
+void *tk_emu_static_shared(const void *key, size_t bytes);
 /* a vector access of `bytes` at p: the GPU faults unless p is aligned to
  * them, so the emulator fails the launch (the first such access named) */
 void tk_emu_misaligned(const void *p, int bytes);
@@ -249,8 +257,17 @@ void tk_emu_misaligned(const void *p, int bytes);
 #define DEVICE static inline
 #define DEVICE_INLINE static inline
 #define MEMBER static inline
-#define TK_SHARED static
 #define DYNAMIC_SHARED(type, name) type *name = (type *)tk_emu_dynamic_shared()
+/* a block's shared array or variable: the launch's memory for this
+ * declaration (its address the key), poisoned at the start of every block
+ * (emulator.cpp), so that a block reading what it never wrote shows up; no
+ * TK_SHARED here, so that every declaration goes through these */
+#define SHARED_ARRAY(type, name, dims)                                                                           \
+    static const char name##_emu_key = 0;                                                                        \
+    type(&name) dims = *(type(*) dims)tk_emu_static_shared(&name##_emu_key, sizeof(type dims))
+#define SHARED_VAR(type, name)                                                                                   \
+    static const char name##_emu_key = 0;                                                                        \
+    type &name = *(type *)tk_emu_static_shared(&name##_emu_key, sizeof(type))
 #define SYNC() tk_emu_syncthreads()
 #define UNROLL
 
@@ -311,16 +328,17 @@ DEVICE void tk_st_bf16x2(bf16_t *p, unsigned v)
 DEVICE void tk_mma_bf16(float *d, const unsigned *a, const unsigned *b) { tk_emu_mma_bf16(d, a, b); }
 DEVICE void tk_ldmatrix_x4(unsigned *r, const bf16_t *row) { tk_emu_ldmatrix_x4(r, row, 0); }
 DEVICE void tk_ldmatrix_x4_trans(unsigned *r, const bf16_t *row) { tk_emu_ldmatrix_x4(r, row, 1); }
-/* the emulator runs one thread at a time to its barriers: a copy is done when issued */
+/* the emulator holds each copy back until a wait covers its group, as late
+ * as the hardware may land it (emulator.cpp) */
 DEVICE void tk_cp_async16(bf16_t *dst, const bf16_t *src)
 {
     TK_EMU_ALIGNED(dst, 16);
     TK_EMU_ALIGNED(src, 16);
-    memcpy(dst, src, 16);
+    tk_emu_cp_async16(dst, src);
 }
-DEVICE void tk_cp_async_commit(void) {}
-DEVICE void tk_cp_async_wait_all(void) {}
-DEVICE void tk_cp_async_wait_1(void) {}
+DEVICE void tk_cp_async_commit(void) { tk_emu_cp_async_commit(); }
+DEVICE void tk_cp_async_wait_all(void) { tk_emu_cp_async_wait(0); }
+DEVICE void tk_cp_async_wait_1(void) { tk_emu_cp_async_wait(1); }
 #endif
 
 /* ---- shared by both ---- */

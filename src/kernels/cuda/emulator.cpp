@@ -3,10 +3,12 @@
  * host mode (cuda_dialect.h), each of which registers its kernels here.
  *
  * A launch runs on the calling thread, block after block. Each CUDA thread
- * of a block is a fiber with its own stack; a small scheduler resumes the
- * fibers in thread order until each finishes or waits at a barrier (the
- * block's, or its warp's for a shuffle), then releases a barrier once every
- * fiber it waits for has arrived. A switch is a dozen instructions of
+ * of a block is a fiber with its own stack; a small scheduler runs one warp
+ * at a time, resuming its lanes in turn and releasing the warp's own
+ * barriers (shuffles, mma, ldmatrix) as they fill, until every lane waits
+ * at the block's barrier or has finished, then the next warp (run_block:
+ * every other block in the reverse order), then releases the block's
+ * barrier. A switch is a dozen instructions of
  * x86-64 assembly (tk_emu_switch: callee-saved registers and the stack
  * pointer; no system call, nothing a sanitizer intercepts), so a block costs
  * microseconds, not thread creations.
@@ -72,13 +74,29 @@ EMU_FILES(DECLARE)
 
 enum { F_NEW, F_RUNNABLE, F_BLOCK_BAR, F_WARP_BAR, F_DONE };
 
+/* a cp.async copy issued and not landed yet: its bytes (read when issued)
+ * and its commit group */
+struct pending_copy {
+    void *dst;
+    unsigned char bytes[16];
+    int group;
+};
+
 struct fiber {
     void *sp;        /* saved stack pointer while away */
     char *stack;
     int state;
     tk_dim3 tid;
     void *asan_fake; /* AddressSanitizer's fake stack of this fiber while away */
+    pending_copy *copies; /* its cp.async copies not landed yet, in issue order */
+    int n_copies, cap_copies;
+    int group;            /* its open cp.async group: those before it are committed */
 };
+
+/* A block's own shared arrays (SHARED_ARRAY, SHARED_VAR): the GPU's 48 KiB of
+ * static shared memory, as many declarations as a kernel may have. */
+#define EMU_STATIC_SHARED_BYTES (48u << 10)
+#define EMU_STATIC_SHARED_DECLS 32
 
 struct tk_emu_registry {
     struct entry {
@@ -127,8 +145,10 @@ extern "C" void tk_emu_registry_free(tk_emu_registry *r)
 {
     if (!r)
         return;
-    for (int i = 0; i < r->n_fibers; i++)
+    for (int i = 0; i < r->n_fibers; i++) {
         free(r->fibers[i].stack);
+        free(r->fibers[i].copies);
+    }
     free(r->fibers);
     free(r->e);
     free(r);
@@ -150,6 +170,7 @@ struct launch {
     tk_dim3 grid, block, cur;
     fiber *f;
     int nt, current;
+    int reverse;    /* this block's warps and lanes run last first (every other block) */
     void *sched_sp;
     float *xf;      /* [nt] shuffle slots */
     double *xd;
@@ -158,6 +179,10 @@ struct launch {
     float *mc;         /* [nt][4] */
     unsigned char *dyn;
     size_t dyn_bytes;
+    unsigned char *stat;   /* EMU_STATIC_SHARED_BYTES: the declarations' memory */
+    const void *stat_key[EMU_STATIC_SHARED_DECLS];
+    size_t stat_off[EMU_STATIC_SHARED_DECLS], stat_used;
+    int n_stat;
     const void *misaligned; /* the first misaligned vector access, and its width */
     int misaligned_bytes;
     /* the scheduler's stack, for AddressSanitizer's switch annotations */
@@ -236,6 +261,79 @@ static void run_fiber(launch *l, int i)
 void tk_emu_syncthreads(void) { fiber_yield(F_BLOCK_BAR); }
 
 void *tk_emu_dynamic_shared(void) { return cur_launch->dyn; }
+
+/* The memory of the shared declaration `key` (its address) in this launch:
+ * carved from the launch's arena on first use, poisoned with the rest of
+ * the arena at the start of every block (tk_emu_launch). A kernel past the
+ * GPU's 48 KiB does not compile for one (ptxas fails it); here it stops the
+ * process, naming the kernel, as nothing can carry on from it. */
+void *tk_emu_static_shared(const void *key, size_t bytes)
+{
+    launch *l = cur_launch;
+    for (int i = 0; i < l->n_stat; i++)
+        if (l->stat_key[i] == key)
+            return l->stat + l->stat_off[i];
+    size_t off = (l->stat_used + 15) / 16 * 16;
+    if (l->n_stat == EMU_STATIC_SHARED_DECLS || bytes > EMU_STATIC_SHARED_BYTES - off) {
+        fprintf(stderr, "emulator: a kernel declares more than %u bytes of shared memory or more than %d shared "
+                "arrays (the GPU's limit: 48 KiB)\n", EMU_STATIC_SHARED_BYTES, EMU_STATIC_SHARED_DECLS);
+        abort();
+    }
+    l->stat_key[l->n_stat] = key;
+    l->stat_off[l->n_stat++] = off;
+    l->stat_used = off + bytes;
+    memset(l->stat + off, 0xff, bytes); /* NaN, as the rest of the block's shared memory */
+    return l->stat + off;
+}
+
+/* cp.async: each thread's copies wait in its queue, the source read now,
+ * and land only when a wait covers their group (the latest moment the
+ * hardware may land them), so a thread or block that reads a tile before
+ * its wait and barrier reads the poison there. Copies no wait covered are
+ * dropped at the block's end. Out of memory for the queue: the copy lands
+ * at once. */
+void tk_emu_cp_async16(void *dst, const void *src)
+{
+    launch *l = cur_launch;
+    fiber *f = &l->f[l->current];
+    if (f->n_copies == f->cap_copies) {
+        int cap = f->cap_copies ? 2 * f->cap_copies : 64;
+        void *p = realloc(f->copies, sizeof *f->copies * (size_t)cap);
+        if (!p) {
+            memcpy(dst, src, 16);
+            return;
+        }
+        f->copies = (pending_copy *)p;
+        f->cap_copies = cap;
+    }
+    pending_copy *c = &f->copies[f->n_copies++];
+    c->dst = dst;
+    memcpy(c->bytes, src, 16);
+    c->group = f->group;
+}
+
+void tk_emu_cp_async_commit(void)
+{
+    launch *l = cur_launch;
+    l->f[l->current].group++;
+}
+
+/* cp.async.wait_group n: every committed group but the newest n lands (the
+ * open group's copies do not: a wait covers committed groups only) */
+void tk_emu_cp_async_wait(int newest_pending)
+{
+    launch *l = cur_launch;
+    fiber *f = &l->f[l->current];
+    int k = 0;
+    for (int i = 0; i < f->n_copies; i++) {
+        pending_copy *c = &f->copies[i];
+        if (c->group < f->group - newest_pending)
+            memcpy(c->dst, c->bytes, 16);
+        else
+            f->copies[k++] = *c;
+    }
+    f->n_copies = k;
+}
 
 float tk_emu_shfl_xor(float v, int lane_mask)
 {
@@ -343,46 +441,59 @@ void tk_emu_ldmatrix_x4(unsigned *r, const unsigned short *row, int trans)
     fiber_yield(F_WARP_BAR);
 }
 
-/* One block: rounds of running every runnable fiber, then releasing the
- * barriers that every waiter has reached. 0, or -1 on a deadlock. */
+/* One block, warp after warp (in warp order, or the reverse: l->reverse,
+ * and so each warp's lanes): a warp runs, its lanes in turn and its own
+ * barriers (shuffles, mma, ldmatrix) released as they fill, until every
+ * lane waits at the block's barrier or has finished; then the next warp.
+ * So each warp runs from one block barrier to the next ahead of the
+ * others, as a GPU's warps may: a warp that reads what another writes
+ * with no block barrier between them reads it too early in one of the two
+ * orders. Then the block's barrier is released, and so on. 0, or -1 on a
+ * deadlock. */
 static int run_block(launch *l)
 {
-    for (int i = 0; i < l->nt; i++)
+    int warps = l->nt / 32;
+    for (int i = 0; i < l->nt; i++) {
         l->f[i].state = F_NEW;
+        l->f[i].n_copies = 0;
+        l->f[i].group = 0;
+    }
     for (;;) {
-        for (int i = 0; i < l->nt; i++)
-            if (l->f[i].state == F_NEW || l->f[i].state == F_RUNNABLE)
-                run_fiber(l, i);
-        int done = 0, at_block = 0, released = 0;
+        for (int wk = 0; wk < warps; wk++) {
+            int w = l->reverse ? warps - 1 - wk : wk;
+            for (;;) {
+                for (int k = 0; k < 32; k++) {
+                    int i = 32 * w + (l->reverse ? 31 - k : k);
+                    if (l->f[i].state == F_NEW || l->f[i].state == F_RUNNABLE)
+                        run_fiber(l, i);
+                }
+                int n = 0;
+                for (int i = 32 * w; i < 32 * w + 32; i++)
+                    n += l->f[i].state == F_WARP_BAR;
+                if (n < 32)
+                    break;
+                for (int i = 32 * w; i < 32 * w + 32; i++)
+                    l->f[i].state = F_RUNNABLE;
+            }
+        }
+        int done = 0, at_block = 0;
         for (int i = 0; i < l->nt; i++) {
             done += l->f[i].state == F_DONE;
             at_block += l->f[i].state == F_BLOCK_BAR;
         }
         if (done == l->nt)
             return 0;
-        if (at_block && at_block + done == l->nt) { /* exited threads count as arrived */
-            for (int i = 0; i < l->nt; i++)
-                if (l->f[i].state == F_BLOCK_BAR)
-                    l->f[i].state = F_RUNNABLE;
-            released = 1;
-        }
-        for (int w = 0; w < l->nt / 32; w++) {
-            int n = 0;
-            for (int i = 32 * w; i < 32 * w + 32; i++)
-                n += l->f[i].state == F_WARP_BAR;
-            if (n == 32) {
-                for (int i = 32 * w; i < 32 * w + 32; i++)
-                    l->f[i].state = F_RUNNABLE;
-                released = 1;
-            }
-        }
-        if (!released)
+        if (!at_block || at_block + done < l->nt) /* a warp barrier some lane never reaches */
             return -1;
+        for (int i = 0; i < l->nt; i++) /* exited threads count as arrived */
+            if (l->f[i].state == F_BLOCK_BAR)
+                l->f[i].state = F_RUNNABLE;
     }
 }
 
-/* The kernels' static shared arrays are process-wide here, so one launch
- * runs at a time: the emulator's one lock. */
+/* The kernels reach the launch in progress through one pointer
+ * (cur_launch: the dialect's calls carry no context), so one launch runs at
+ * a time: the emulator's one lock. */
 static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int ensure_fibers(tk_emu_registry *r, int nt)
@@ -394,6 +505,7 @@ static int ensure_fibers(tk_emu_registry *r, int nt)
         return -1;
     r->fibers = f;
     for (; r->n_fibers < nt; r->n_fibers++) {
+        memset(&f[r->n_fibers], 0, sizeof f[r->n_fibers]);
         f[r->n_fibers].stack = (char *)aligned_alloc(64, FIBER_STACK);
         if (!f[r->n_fibers].stack)
             return -1;
@@ -441,7 +553,9 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
     l.rows = (const unsigned short **)malloc(sizeof *l.rows * nt);
     l.dyn_bytes = shmem;
     l.dyn = shmem ? (unsigned char *)aligned_alloc(64, (shmem + 63) / 64 * 64) : NULL;
-    if (!l.xf || !l.xd || !l.ma || !l.mb || !l.mc || !l.rows || (shmem && !l.dyn) || ensure_fibers(r, (int)nt)) {
+    l.stat = (unsigned char *)aligned_alloc(64, EMU_STATIC_SHARED_BYTES);
+    if (!l.xf || !l.xd || !l.ma || !l.mb || !l.mc || !l.rows || (shmem && !l.dyn) || !l.stat ||
+        ensure_fibers(r, (int)nt)) {
         snprintf(err, err_len, "emulator: out of memory launching %s", r->e[idx].name);
         rc_ = -1;
     } else {
@@ -455,8 +569,10 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
             for (unsigned y = 0; y < l.grid.y && !rc_; y++)
                 for (unsigned x = 0; x < l.grid.x && !rc_; x++) {
                     l.cur = {x, y, z};
+                    l.reverse = (int)((x + y + z) & 1); /* every other block: run_block */
                     if (l.dyn_bytes)
                         memset(l.dyn, 0xff, l.dyn_bytes); /* NaN in every float and double */
+                    memset(l.stat, 0xff, l.stat_used);
                     if (run_block(&l)) {
                         snprintf(err, err_len,
                                  "emulator: %s: block (%u,%u,%u) deadlocked (a thread left before a barrier "
@@ -479,6 +595,7 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
     free(l.mc);
     free(l.rows);
     free(l.dyn);
+    free(l.stat);
     pthread_mutex_unlock(&launch_lock);
     return rc_;
 }

@@ -1,11 +1,17 @@
 /* emulator.h - runs tempo's CUDA kernels on the CPU, for tests and for
  * machines without a GPU: the same .cu sources compiled as host C++
- * (cuda_dialect.h), each launch run block after block with one POSIX thread
- * per CUDA thread, barriers and warp shuffles emulated, dynamic shared memory
- * poisoned (NaN bytes) at the start of every block so that a kernel reading
- * what it never wrote shows up. It proves the kernels' logic and the host
- * code around them; it says nothing of speed or of the hardware's own
- * behaviour (memory model, timing), which only the device check tests.
+ * (cuda_dialect.h), each launch run block after block with a fiber per CUDA
+ * thread, barriers and warp shuffles emulated. It is built to make a
+ * kernel's mistakes show: all of a block's shared memory (dynamic and
+ * declared) is poisoned (NaN bytes) at the start of every block, so that a
+ * kernel reading what it never wrote shows up; each warp runs ahead of the
+ * others from one block barrier to the next, every other block in the
+ * reverse order of warps and lanes, so that a missing barrier between a
+ * write and another warp's read shows up in one of the two orders; a
+ * cp.async copy lands only when a wait covers its group. It proves the
+ * kernels' logic and the host code around them; it says nothing of speed
+ * or of the hardware's own behaviour (memory model, timing), which only the
+ * device check tests.
  * Slow: meant for shapes of a few thousand elements. gpu.c's emulator
  * backend is its one user. */
 #ifndef TEMPO_CUDA_EMULATOR_H
@@ -28,8 +34,8 @@ int tk_emu_find(const tk_emu_registry *r, const char *name);
 
 /* Runs kernel idx over grid x block threads with shmem bytes of dynamic
  * shared memory; args as cuLaunchKernel takes them (an array of pointers to
- * each argument's value). Launches are serialised (the kernels' static
- * shared arrays are process-wide in the emulation). Returns 0, or -1 with a
+ * each argument's value). Launches are serialised (the kernels reach the
+ * launch in progress through one pointer). Returns 0, or -1 with a
  * message in err (a block size that is not a multiple of 32 or above 1024
  * or the kernel's launch bounds, no threads could be started). */
 int tk_emu_launch(const tk_emu_registry *r, int idx, const unsigned grid[3], const unsigned block[3],

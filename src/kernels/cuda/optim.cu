@@ -63,7 +63,7 @@ KERNEL muon_momentum_sumsq(double *partial, float *buf_base, float *upd_base, co
                            const long long *offs, unsigned n, float mu, float gscale)
 {
     /* block (c, m): chunk c of matrix m; block of 256 threads */
-    TK_SHARED double red[8];
+    SHARED_ARRAY(double, red, [8]);
     size_t o = (size_t)offs[blockIdx.y];
     float *buf = buf_base + o, *upd = upd_base + o;
     const float *g = g_base + o;
@@ -153,7 +153,7 @@ DEVICE void muon_apply_flat(float *p_base, float *upd_base, const T *X, const lo
 template <typename T>
 DEVICE void ns_gather_tiled(T *X, const float *base, const long long *offs, int rows, int cols, const double *sumsq)
 {
-    TK_SHARED float tile[NS_TILE][NS_TILE + 1];
+    SHARED_ARRAY(float, tile, [NS_TILE][NS_TILE + 1]);
     int m = (int)blockIdx.z, tx = (int)(threadIdx.x & 31), ty = (int)(threadIdx.x >> 5);
     int i0 = (int)blockIdx.y * NS_TILE, j0 = (int)blockIdx.x * NS_TILE;
     float inv = ns_inv(sumsq, m);
@@ -176,7 +176,7 @@ template <typename T>
 DEVICE void muon_apply_tiled(float *p_base, float *upd_base, const T *X, const long long *offs, int rows, int cols,
                              float step, float decay)
 {
-    TK_SHARED float tile[NS_TILE][NS_TILE + 1];
+    SHARED_ARRAY(float, tile, [NS_TILE][NS_TILE + 1]);
     int m = (int)blockIdx.z, tx = (int)(threadIdx.x & 31), ty = (int)(threadIdx.x >> 5);
     int i0 = (int)blockIdx.y * NS_TILE, j0 = (int)blockIdx.x * NS_TILE;
     size_t o = (size_t)offs[m];
@@ -237,7 +237,7 @@ KERNEL muon_apply_t_bf16(float *p, float *upd, const bf16_t *X, const long long 
  * double; block of 256 threads */
 KERNEL sum_partial(double *partial, const float *x, size_t n, int square)
 {
-    TK_SHARED double red[8];
+    SHARED_ARRAY(double, red, [8]);
     size_t lo = (size_t)blockIdx.x * SUM_CHUNK, hi = lo + SUM_CHUNK < n ? lo + SUM_CHUNK : n;
     double s = 0;
     for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {

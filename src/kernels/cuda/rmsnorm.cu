@@ -219,7 +219,7 @@ DEVICE void rms_dw_partial(float *partial, const T *dy, const T *x, const float 
  * for d_model 768.) */
 KERNEL rmsnorm_dw_reduce(float *dw, const float *partial, int runs, int C)
 {
-    TK_SHARED float red[32][33];
+    SHARED_ARRAY(float, red, [32][33]);
     int col = threadIdx.x & 31, grp = threadIdx.x >> 5, c = blockIdx.x * 32 + col;
     float acc = 0;
     if (c < C)

@@ -1,0 +1,170 @@
+/* test_emulator.cpp - the CPU emulator (kernels/cuda/emulator.h) shows the
+ * mistakes a kernel can make that a GPU punishes only sometimes: probe
+ * kernels written here in the dialect (cuda_dialect.h, host mode), each in a
+ * right and a wrong version, launched through the emulator's own registry.
+ * The wrong ones: a read of another warp's write with no barrier between
+ * them, a read of a cp.async copy before its wait covers it (or after a wait
+ * that leaves its group pending), a read of a shared array the block never
+ * wrote. The right ones give exact results; the wrong ones do not, on
+ * every run (the emulator's order is fixed). C++: the probes are kernels. */
+#include "kernels/cuda/cuda_dialect.h"
+#include "kernels/cuda/emulator.h"
+
+#include "test.h"
+
+#define PROBE_THREADS 64 /* two warps */
+
+/* out[block][t] = the value thread t - 32 wrote (warp 1 reads warp 0's),
+ * with or without the barrier between; with a warp shuffle between (each
+ * warp meets itself, not the other warp: no barrier for the block) */
+KERNEL probe_shared_read(float *out, int barrier, int shuffle)
+{
+    SHARED_ARRAY(float, buf, [PROBE_THREADS]);
+    int t = threadIdx.x;
+    buf[t] = (float)(t + 1);
+    float lane = (float)(t & 31);
+    if (shuffle)
+        lane = tk_shfl_xor(lane, 1) - 1.0f + 2.0f * (float)(t & 1); /* its own lane again */
+    if (barrier)
+        SYNC();
+    out[blockIdx.x * PROBE_THREADS + t] = t >= 32 ? buf[(int)lane] : 0.0f;
+}
+
+/* each thread copies 16 bytes of src into shared memory by cp.async and reads
+ * them back after: mode 0 waits for all (right), 1 does not wait, 2 waits
+ * with its only group allowed to stay pending (wait_group 1), 3 waits before
+ * committing (a wait covers committed groups only) */
+KERNEL probe_cp_async(float *out, const float *src, int mode)
+{
+    SHARED_ARRAY(float, buf, [PROBE_THREADS * 4]);
+    int t = threadIdx.x;
+    tk_cp_async16((bf16_t *)(buf + 4 * t), (const bf16_t *)(src + 4 * t));
+    if (mode == 3)
+        tk_cp_async_wait_all();
+    tk_cp_async_commit();
+    if (mode == 0)
+        tk_cp_async_wait_all();
+    else if (mode == 2)
+        tk_cp_async_wait_1();
+    SYNC();
+    for (int i = 0; i < 4; i++)
+        out[blockIdx.x * PROBE_THREADS * 4 + 4 * t + i] = buf[4 * t + i];
+}
+
+/* block 0 writes its shared array and every block reads it (a block that
+ * relies on another's shared memory is wrong: each block has its own) */
+KERNEL probe_unwritten(float *out, int all_write)
+{
+    SHARED_ARRAY(float, buf, [PROBE_THREADS]);
+    int t = threadIdx.x;
+    if (all_write || blockIdx.x == 0)
+        buf[t] = (float)(t + 1);
+    SYNC();
+    out[blockIdx.x * PROBE_THREADS + t] = buf[t];
+}
+
+static void register_probes(tk_emu_registry *r)
+{
+    tk_emu_add(r, "probe_shared_read", [](void **a) { tk_emu_invoke(probe_shared_read, a); }, 0);
+    tk_emu_add(r, "probe_cp_async", [](void **a) { tk_emu_invoke(probe_cp_async, a); }, 0);
+    tk_emu_add(r, "probe_unwritten", [](void **a) { tk_emu_invoke(probe_unwritten, a); }, 0);
+}
+
+static tk_emu_registry *reg;
+
+/* runs probe `name` over `blocks` blocks of PROBE_THREADS; 0 or -1 */
+static int launch(const char *name, int blocks, void **args)
+{
+    unsigned grid[3] = {(unsigned)blocks, 1, 1}, block[3] = {PROBE_THREADS, 1, 1};
+    char err[256];
+    int rc = tk_emu_launch(reg, tk_emu_find(reg, name), grid, block, 0, args, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "  %s\n", err);
+    return rc;
+}
+
+/* the elements of out [n] that differ from want (NaN differs) */
+static int wrong(const float *out, const float *want, int n)
+{
+    int w = 0;
+    for (int i = 0; i < n; i++)
+        w += !(out[i] == want[i]);
+    return w;
+}
+
+/* without the barrier, warp 1 reads before warp 0 wrote in every other
+ * block (the reverse order), and reads the poison; a warp's own meeting (a
+ * shuffle) between them does not hide it (each warp runs on alone) */
+static void test_missing_barrier_shows(void)
+{
+    enum { B = 2, N = B * PROBE_THREADS };
+    float out[N], want[N];
+    for (int i = 0; i < N; i++) {
+        int t = i % PROBE_THREADS;
+        want[i] = t >= 32 ? (float)(t - 31) : 0.0f;
+    }
+    float *o = out;
+    for (int shuffle = 0; shuffle < 2; shuffle++)
+        for (int barrier = 1; barrier >= 0; barrier--) {
+            void *a[] = {&o, &barrier, &shuffle};
+            memset(out, 0, sizeof out);
+            CHECK(launch("probe_shared_read", B, a) == 0);
+            int w = wrong(out, want, N);
+            CHECK_MSG(barrier ? w == 0 : w == 32, "barrier %d shuffle %d: %d of %d wrong", barrier, shuffle, w, N);
+            /* the block that runs warp 0 first reads in time even without the barrier */
+            CHECK(wrong(out, want, PROBE_THREADS) == 0);
+        }
+}
+
+static void test_cp_async_lands_at_its_wait(void)
+{
+    enum { B = 2, N = B * PROBE_THREADS * 4 };
+    float src[PROBE_THREADS * 4] __attribute__((aligned(16))), out[N], want[N];
+    for (int i = 0; i < PROBE_THREADS * 4; i++)
+        src[i] = (float)i + 0.5f;
+    for (int i = 0; i < N; i++)
+        want[i] = src[i % (PROBE_THREADS * 4)];
+    float *o = out, *s = src;
+    for (int mode = 0; mode < 4; mode++) {
+        void *a[] = {&o, &s, &mode};
+        memset(out, 0, sizeof out);
+        CHECK(launch("probe_cp_async", B, a) == 0);
+        int w = wrong(out, want, N);
+        CHECK_MSG(mode == 0 ? w == 0 : w == N, "mode %d: %d of %d wrong", mode, w, N);
+    }
+}
+
+/* each block's shared memory starts poisoned: a block reading what only
+ * another block wrote reads NaN, not the other's values */
+static void test_shared_memory_is_each_blocks_own(void)
+{
+    enum { B = 3, N = B * PROBE_THREADS };
+    float out[N], want[N];
+    for (int i = 0; i < N; i++)
+        want[i] = (float)(i % PROBE_THREADS + 1);
+    float *o = out;
+    for (int all = 1; all >= 0; all--) {
+        void *a[] = {&o, &all};
+        CHECK(launch("probe_unwritten", B, a) == 0);
+        int w = wrong(out, want, N);
+        CHECK_MSG(all ? w == 0 : w == N - PROBE_THREADS, "all_write %d: %d of %d wrong", all, w, N);
+        if (!all)
+            for (int i = PROBE_THREADS; i < N; i++)
+                CHECK(isnan(out[i]));
+    }
+}
+
+int main(void)
+{
+    reg = tk_emu_registry_new();
+    if (!reg) {
+        fprintf(stderr, "test_emulator: out of memory\n");
+        return 1;
+    }
+    register_probes(reg);
+    RUN(test_missing_barrier_shows);
+    RUN(test_cp_async_lands_at_its_wait);
+    RUN(test_shared_memory_is_each_blocks_own);
+    tk_emu_registry_free(reg);
+    return test_summary("test_emulator");
+}
