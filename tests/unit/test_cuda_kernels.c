@@ -93,6 +93,41 @@ static void test_hardware_faults_are_reported(void)
     gpu_close(g);
 }
 
+/* the copy stream's uploads run no earlier than the compute stream's wait
+ * for them (or a sync), reading their source then: a kernel or copy on the
+ * compute stream before the wait sees the poison, a host that rewrote the
+ * source before then has its new bytes copied */
+static void test_copy_stream_runs_late(void)
+{
+    tempo_error e;
+    gpu *g;
+    if (gpu_open(&g, GPU_EMULATOR, &e)) {
+        CHECK_MSG(0, "%s", e.msg);
+        return;
+    }
+    gpu_ptr d = 0;
+    CHECK(gpu_alloc(g, &d, 16, "d", &e) == 0);
+    float src[4] = {1, 2, 3, 4}, got[4] = {0};
+    gpu_upload_async(g, GPU_STREAM_COPY, d, src, sizeof src);
+    gpu_download_async(g, GPU_STREAM_COMPUTE, got, d, sizeof got); /* no wait: too early */
+    CHECK(isnan(got[0]) && isnan(got[3]));
+    src[0] = 5; /* before the copy ran */
+    gpu_compute_waits_for_copy(g);
+    gpu_download_async(g, GPU_STREAM_COMPUTE, got, d, sizeof got);
+    CHECK(gpu_sync(g, &e) == 0);
+    CHECK(got[0] == 5 && got[1] == 2 && got[3] == 4);
+    src[1] = 7;
+    gpu_upload_async(g, GPU_STREAM_COPY, d, src, sizeof src);
+    CHECK(gpu_copy_sync(g, &e) == 0); /* the copy stream's own sync runs it too */
+    CHECK(gpu_download(g, got, d, sizeof got, &e) == 0 && got[1] == 7);
+    /* freeing runs what is queued first, as cuMemFree waits for it (else the sync below would write
+     * into freed memory: AddressSanitizer's build stops there) */
+    gpu_upload_async(g, GPU_STREAM_COPY, d, src, sizeof src);
+    gpu_free(g, d);
+    CHECK(gpu_sync(g, &e) == 0);
+    gpu_close(g);
+}
+
 int main(void)
 {
     tempo_error e;
@@ -104,6 +139,7 @@ int main(void)
     RUN(test_kernels_on_emulator);
     RUN(test_errors_are_reported);
     RUN(test_hardware_faults_are_reported);
+    RUN(test_copy_stream_runs_late);
     gpu_close(emu);
     return test_summary("test_cuda_kernels");
 }

@@ -5,12 +5,24 @@
  * The wrong ones: a read of another warp's write with no barrier between
  * them, a read of a cp.async copy before its wait covers it (or after a wait
  * that leaves its group pending), a read of a shared array the block never
- * wrote. The right ones give exact results; the wrong ones do not, on
+ * wrote, a read of what another block of the same launch writes, and
+ * (AddressSanitizer's build only) a read past a block's shared memory. The right ones give exact results; the wrong ones do not, on
  * every run (the emulator's order is fixed). C++: the probes are kernels. */
 #include "kernels/cuda/cuda_dialect.h"
 #include "kernels/cuda/emulator.h"
 
 #include "test.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PROBE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PROBE_ASAN 1
+#endif
+#endif
 
 #define PROBE_THREADS 64 /* two warps */
 
@@ -63,8 +75,36 @@ KERNEL probe_unwritten(float *out, int all_write)
     out[blockIdx.x * PROBE_THREADS + t] = buf[t];
 }
 
+/* block 1 copies what block 0 wrote to global memory in the same launch
+ * (blocks have no order on a GPU) */
+KERNEL probe_other_block(float *flag, float *out)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        flag[0] = 1.0f;
+    if (threadIdx.x == 0 && blockIdx.x == 1)
+        out[0] = flag[0];
+}
+
+/* reads buf[at] (at = PROBE_THREADS: one float past its shared array; out
+ * of bounds in the sanitizers' build, as on a GPU) or dyn[at] (which = 1:
+ * past the dynamic shared memory asked for, inside the allocation's
+ * rounding to 64 bytes) */
+KERNEL probe_overflow(float *out, int which, int at)
+{
+    SHARED_ARRAY(float, buf, [PROBE_THREADS]);
+    DYNAMIC_SHARED(float, dyn);
+    int t = threadIdx.x;
+    buf[t] = 1.0f;
+    dyn[t] = 1.0f;
+    SYNC();
+    if (t == 0)
+        out[0] = which ? dyn[at] : buf[at];
+}
+
 static void register_probes(tk_emu_registry *r)
 {
+    tk_emu_add(r, "probe_overflow", [](void **a) { tk_emu_invoke(probe_overflow, a); }, 0);
+    tk_emu_add(r, "probe_other_block", [](void **a) { tk_emu_invoke(probe_other_block, a); }, 0);
     tk_emu_add(r, "probe_shared_read", [](void **a) { tk_emu_invoke(probe_shared_read, a); }, 0);
     tk_emu_add(r, "probe_cp_async", [](void **a) { tk_emu_invoke(probe_cp_async, a); }, 0);
     tk_emu_add(r, "probe_unwritten", [](void **a) { tk_emu_invoke(probe_unwritten, a); }, 0);
@@ -154,6 +194,66 @@ static void test_shared_memory_is_each_blocks_own(void)
     }
 }
 
+/* of two launches in a row, one runs its blocks last first: block 1 reads
+ * before block 0 wrote */
+static void test_block_order_alternates(void)
+{
+    float got[2];
+    for (int i = 0; i < 2; i++) {
+        float flag = 0, out = -1, *f = &flag, *o = &out;
+        void *a[] = {&f, &o};
+        CHECK(launch("probe_other_block", 2, a) == 0);
+        got[i] = out;
+    }
+    CHECK_MSG((got[0] == 1 && got[1] == 0) || (got[0] == 0 && got[1] == 1), "block 1 read %g then %g", got[0],
+              got[1]);
+}
+
+#ifdef PROBE_ASAN
+/* the sanitizers' build: a read one float past a declared shared array
+ * (UndefinedBehaviorSanitizer knows its type's bounds, AddressSanitizer the
+ * arena's), or past the dynamic shared memory a launch asked for, stops the
+ * process (run in a child, its report looked for) */
+static void test_shared_overflow_stops_asan(void)
+{
+    for (int which = 0; which < 2; which++) {
+        int fd[2];
+        if (pipe(fd)) {
+            CHECK_MSG(0, "pipe failed");
+            return;
+        }
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            dup2(fd[1], 2);
+            close(fd[0]);
+            float out = 0, *o = &out;
+            int w = which, at = PROBE_THREADS + which; /* dyn: PROBE_THREADS + 1 floats asked */
+            void *a[] = {&o, &w, &at};
+            unsigned grid[3] = {1, 1, 1}, block[3] = {PROBE_THREADS, 1, 1};
+            char err[256];
+            tk_emu_launch(reg, tk_emu_find(reg, "probe_overflow"), grid, block, sizeof(float) * (PROBE_THREADS + 1),
+                          a, err, sizeof err);
+            _exit(0); /* not stopped: the parent fails the test */
+        }
+        close(fd[1]);
+        char buf[4096];
+        size_t n = 0;
+        ssize_t k;
+        while ((k = read(fd[0], buf + n, sizeof buf - 1 - n)) > 0 && n < sizeof buf - 1)
+            n += (size_t)k;
+        buf[n] = 0;
+        close(fd[0]);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        /* the declared array's type bounds it: UndefinedBehaviorSanitizer may see it first */
+        CHECK_MSG(!(WIFEXITED(status) && WEXITSTATUS(status) == 0) &&
+                      (strstr(buf, "AddressSanitizer") || strstr(buf, "out of bounds for type")),
+                  "which %d: the overflow was not reported (status %d): %.300s", which, status, buf);
+    }
+}
+#endif
+
 int main(void)
 {
     reg = tk_emu_registry_new();
@@ -165,6 +265,10 @@ int main(void)
     RUN(test_missing_barrier_shows);
     RUN(test_cp_async_lands_at_its_wait);
     RUN(test_shared_memory_is_each_blocks_own);
+    RUN(test_block_order_alternates);
+#ifdef PROBE_ASAN
+    RUN(test_shared_overflow_stops_asan);
+#endif
     tk_emu_registry_free(reg);
     return test_summary("test_emulator");
 }

@@ -107,6 +107,7 @@ struct tk_emu_registry {
     int n, cap, oom;
     fiber *fibers; /* grown to the largest block launched */
     int n_fibers;
+    unsigned long long launches; /* so far: every other launch runs its blocks last first */
 };
 
 void tk_emu_add(tk_emu_registry *r, const char *name, tk_emu_trampoline fn, int max_threads)
@@ -181,7 +182,7 @@ struct launch {
     size_t dyn_bytes;
     unsigned char *stat;   /* EMU_STATIC_SHARED_BYTES: the declarations' memory */
     const void *stat_key[EMU_STATIC_SHARED_DECLS];
-    size_t stat_off[EMU_STATIC_SHARED_DECLS], stat_used;
+    size_t stat_off[EMU_STATIC_SHARED_DECLS], stat_size[EMU_STATIC_SHARED_DECLS], stat_used;
     int n_stat;
     const void *misaligned; /* the first misaligned vector access, and its width */
     int misaligned_bytes;
@@ -280,8 +281,12 @@ void *tk_emu_static_shared(const void *key, size_t bytes)
         abort();
     }
     l->stat_key[l->n_stat] = key;
-    l->stat_off[l->n_stat++] = off;
+    l->stat_off[l->n_stat] = off;
+    l->stat_size[l->n_stat++] = bytes;
     l->stat_used = off + bytes;
+#ifdef EMU_ASAN
+    ASAN_UNPOISON_MEMORY_REGION(l->stat + off, bytes); /* the rest of the arena stays out of bounds */
+#endif
     memset(l->stat + off, 0xff, bytes); /* NaN, as the rest of the block's shared memory */
     return l->stat + off;
 }
@@ -554,6 +559,14 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
     l.dyn_bytes = shmem;
     l.dyn = shmem ? (unsigned char *)aligned_alloc(64, (shmem + 63) / 64 * 64) : NULL;
     l.stat = (unsigned char *)aligned_alloc(64, EMU_STATIC_SHARED_BYTES);
+#ifdef EMU_ASAN
+    /* under AddressSanitizer, shared memory past what a launch asked for (the dynamic bytes, each declared
+     * array) is out of bounds, as on a GPU */
+    if (l.dyn)
+        ASAN_POISON_MEMORY_REGION(l.dyn + shmem, (shmem + 63) / 64 * 64 - shmem);
+    if (l.stat)
+        ASAN_POISON_MEMORY_REGION(l.stat, EMU_STATIC_SHARED_BYTES);
+#endif
     if (!l.xf || !l.xd || !l.ma || !l.mb || !l.mc || !l.rows || (shmem && !l.dyn) || !l.stat ||
         ensure_fibers(r, (int)nt)) {
         snprintf(err, err_len, "emulator: out of memory launching %s", r->e[idx].name);
@@ -565,22 +578,28 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
         cur_launch = &l;
         blockDim = l.block;
         gridDim = l.grid;
-        for (unsigned z = 0; z < l.grid.z && !rc_; z++)
-            for (unsigned y = 0; y < l.grid.y && !rc_; y++)
-                for (unsigned x = 0; x < l.grid.x && !rc_; x++) {
-                    l.cur = {x, y, z};
-                    l.reverse = (int)((x + y + z) & 1); /* every other block: run_block */
-                    if (l.dyn_bytes)
-                        memset(l.dyn, 0xff, l.dyn_bytes); /* NaN in every float and double */
-                    memset(l.stat, 0xff, l.stat_used);
-                    if (run_block(&l)) {
-                        snprintf(err, err_len,
-                                 "emulator: %s: block (%u,%u,%u) deadlocked (a thread left before a barrier "
-                                 "the others wait at, or a shuffle not called by its whole warp)",
-                                 r->e[idx].name, x, y, z);
-                        rc_ = -1;
-                    }
-                }
+        /* every other launch runs its blocks in the reverse order: a block that reads what another block
+         * of the same launch writes (no order between blocks on a GPU) reads it too early in one of them */
+        unsigned long long n_blocks = (unsigned long long)l.grid.x * l.grid.y * l.grid.z;
+        int reverse_blocks = (int)(r->launches++ & 1);
+        for (unsigned long long b = 0; b < n_blocks && !rc_; b++) {
+            unsigned long long i = reverse_blocks ? n_blocks - 1 - b : b;
+            unsigned x = (unsigned)(i % l.grid.x), y = (unsigned)(i / l.grid.x % l.grid.y),
+                     z = (unsigned)(i / ((unsigned long long)l.grid.x * l.grid.y));
+            l.cur = {x, y, z};
+            l.reverse = (int)((x + y + z) & 1); /* every other block: run_block */
+            if (l.dyn_bytes)
+                memset(l.dyn, 0xff, l.dyn_bytes); /* NaN in every float and double */
+            for (int d = 0; d < l.n_stat; d++)
+                memset(l.stat + l.stat_off[d], 0xff, l.stat_size[d]);
+            if (run_block(&l)) {
+                snprintf(err, err_len,
+                         "emulator: %s: block (%u,%u,%u) deadlocked (a thread left before a barrier the others "
+                         "wait at, or a shuffle not called by its whole warp)",
+                         r->e[idx].name, x, y, z);
+                rc_ = -1;
+            }
+        }
         if (!rc_ && l.misaligned) {
             snprintf(err, err_len, "emulator: %s: a %d-byte access at %p, not %d-byte aligned (a GPU faults on it)",
                      r->e[idx].name, l.misaligned_bytes, l.misaligned, l.misaligned_bytes);
@@ -594,6 +613,12 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
     free(l.mb);
     free(l.mc);
     free(l.rows);
+#ifdef EMU_ASAN
+    if (l.dyn)
+        ASAN_UNPOISON_MEMORY_REGION(l.dyn, (shmem + 63) / 64 * 64);
+    if (l.stat)
+        ASAN_UNPOISON_MEMORY_REGION(l.stat, EMU_STATIC_SHARED_BYTES);
+#endif
     free(l.dyn);
     free(l.stat);
     pthread_mutex_unlock(&launch_lock);

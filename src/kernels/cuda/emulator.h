@@ -7,8 +7,10 @@
  * kernel reading what it never wrote shows up; each warp runs ahead of the
  * others from one block barrier to the next, every other block in the
  * reverse order of warps and lanes, so that a missing barrier between a
- * write and another warp's read shows up in one of the two orders; a
- * cp.async copy lands only when a wait covers its group. It proves the
+ * write and another warp's read shows up in one of the two orders; every
+ * other launch runs its blocks last first, so that a block reading what
+ * another block of the launch writes shows up too; a cp.async copy lands
+ * only when a wait covers its group. It proves the
  * kernels' logic and the host code around them; it says nothing of speed
  * or of the hardware's own behaviour (memory model, timing), which only the
  * device check tests.

@@ -350,6 +350,7 @@ void gpu_close(gpu *g)
     gpu_gemm_cache_free(g);
     if (g->info.backend == GPU_EMULATOR) {
         tk_emu_registry_free(g->emu);
+        free(g->emu_copies);
     } else {
         if (g->ctx_retained) {
             g->cu.cuCtxSetCurrent(g->ctx);
@@ -375,6 +376,35 @@ int gpu_sync_each_launch(const gpu *g) { return g->sync_each_launch; }
 /* ---- memory ---- */
 
 static double gb(size_t b) { return (double)b / 1e9; }
+
+/* The emulator runs the compute stream's work when it is queued, and holds
+ * the copy stream's copies back until the compute stream waits for them
+ * (gpu_compute_waits_for_copy) or a sync, reading their source only then:
+ * the latest a GPU may run them. So a kernel that reads an upload without
+ * the wait, or a host that rewrites a copy's source before gpu_copy_sync,
+ * gets the wrong data here too. A copy the queue has no room for runs at
+ * once. */
+static void emu_copy(gpu *g, void *dst, const void *src, size_t bytes)
+{
+    if (g->n_emu_copies == g->cap_emu_copies) {
+        int cap = g->cap_emu_copies ? 2 * g->cap_emu_copies : 16;
+        void *p = realloc(g->emu_copies, sizeof *g->emu_copies * (size_t)cap);
+        if (!p) {
+            memcpy(dst, src, bytes);
+            return;
+        }
+        g->emu_copies = p;
+        g->cap_emu_copies = cap;
+    }
+    g->emu_copies[g->n_emu_copies++] = (struct gpu_emu_copy){dst, src, bytes};
+}
+
+static void emu_copy_flush(gpu *g)
+{
+    for (int i = 0; i < g->n_emu_copies; i++)
+        memcpy(g->emu_copies[i].dst, g->emu_copies[i].src, g->emu_copies[i].bytes);
+    g->n_emu_copies = 0;
+}
 
 int gpu_alloc(gpu *g, gpu_ptr *p, size_t bytes, const char *what, tempo_error *err)
 {
@@ -404,10 +434,12 @@ void gpu_free(gpu *g, gpu_ptr p)
 {
     if (!p)
         return;
-    if (g->info.backend == GPU_EMULATOR)
+    if (g->info.backend == GPU_EMULATOR) {
+        emu_copy_flush(g); /* as cuMemFree, which waits for the work queued before it */
         free((void *)(uintptr_t)p);
-    else
+    } else {
         g->cu.cuMemFree(p);
+    }
 }
 
 int gpu_host_alloc(gpu *g, void **p, size_t bytes, const char *what, tempo_error *err)
@@ -429,10 +461,12 @@ void gpu_host_free(gpu *g, void *p)
 {
     if (!p)
         return;
-    if (g->info.backend == GPU_EMULATOR)
+    if (g->info.backend == GPU_EMULATOR) {
+        emu_copy_flush(g);
         free(p);
-    else
+    } else {
         g->cu.cuMemFreeHost(p);
+    }
 }
 
 /* ---- copies ---- */
@@ -449,7 +483,9 @@ void gpu_upload_async(gpu *g, int stream, gpu_ptr dst, const void *src, size_t b
 {
     if (g->failed || !bytes)
         return;
-    if (g->info.backend == GPU_EMULATOR)
+    if (g->info.backend == GPU_EMULATOR && stream == GPU_STREAM_COPY)
+        emu_copy(g, (void *)(uintptr_t)dst, src, bytes);
+    else if (g->info.backend == GPU_EMULATOR)
         memcpy((void *)(uintptr_t)dst, src, bytes);
     else
         check(g, g->cu.cuMemcpyHtoDAsync(dst, src, bytes, g->stream[stream]), "copy to the GPU");
@@ -459,7 +495,9 @@ void gpu_download_async(gpu *g, int stream, void *dst, gpu_ptr src, size_t bytes
 {
     if (g->failed || !bytes)
         return;
-    if (g->info.backend == GPU_EMULATOR)
+    if (g->info.backend == GPU_EMULATOR && stream == GPU_STREAM_COPY)
+        emu_copy(g, dst, (const void *)(uintptr_t)src, bytes);
+    else if (g->info.backend == GPU_EMULATOR)
         memcpy(dst, (const void *)(uintptr_t)src, bytes);
     else
         check(g, g->cu.cuMemcpyDtoHAsync(dst, src, bytes, g->stream[stream]), "copy from the GPU");
@@ -617,6 +655,8 @@ int gpu_kernel_smem(gpu *g, gpu_kernel k, int bytes, tempo_error *err)
 
 int gpu_sync(gpu *g, tempo_error *err)
 {
+    if (g->info.backend == GPU_EMULATOR)
+        emu_copy_flush(g);
     if (!g->failed && g->info.backend == GPU_CUDA) {
         for (int s = 0; s < 2 && !g->failed; s++) {
             tk_cu_result r = g->cu.cuStreamSynchronize(g->stream[s]);
@@ -635,6 +675,8 @@ int gpu_sync(gpu *g, tempo_error *err)
 
 int gpu_copy_sync(gpu *g, tempo_error *err)
 {
+    if (g->info.backend == GPU_EMULATOR)
+        emu_copy_flush(g);
     if (!g->failed && g->info.backend == GPU_CUDA)
         check(g, g->cu.cuStreamSynchronize(g->stream[1]), "copy stream");
     return g->failed ? tempo_fail(err, "%s", g->error) : 0;
@@ -642,6 +684,8 @@ int gpu_copy_sync(gpu *g, tempo_error *err)
 
 void gpu_compute_waits_for_copy(gpu *g)
 {
+    if (g->info.backend == GPU_EMULATOR)
+        emu_copy_flush(g);
     if (g->failed || g->info.backend == GPU_EMULATOR)
         return;
     check(g, g->cu.cuEventRecord(g->ev_copy, g->stream[1]), "event record");

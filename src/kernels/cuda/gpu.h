@@ -111,7 +111,8 @@ int gpu_failed(const gpu *g);
 int gpu_copy_sync(gpu *g, tempo_error *err);
 
 /* The copy stream's uploads queued so far must finish before the compute
- * stream's next work (an event between them; a no-op in the emulator). */
+ * stream's next work (an event between them; in the emulator, where the
+ * copy stream's copies wait for it or a sync, they run now). */
 void gpu_compute_waits_for_copy(gpu *g);
 /* The copy stream may not overwrite what the compute stream has queued so
  * far (the reverse wait). */

@@ -34,6 +34,14 @@ struct gpu {
     tk_emu_registry *emu;
     int emu_index[GK_COUNT];
     double emu_t0;
+    /* the copy stream's copies, run as late as they may be: at the compute
+     * stream's wait for them or a sync (gpu.c, emu_copy_flush) */
+    struct gpu_emu_copy {
+        void *dst;
+        const void *src;
+        size_t bytes;
+    } *emu_copies;
+    int n_emu_copies, cap_emu_copies;
     /* both */
     int sync_each_launch;   /* TEMPO_GPU_SYNC=1 */
     int failed;
