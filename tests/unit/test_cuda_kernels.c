@@ -94,9 +94,10 @@ static void test_hardware_faults_are_reported(void)
 }
 
 /* the copy stream's uploads run no earlier than the compute stream's wait
- * for them (or a sync), reading their source then: a kernel or copy on the
- * compute stream before the wait sees the poison, a host that rewrote the
- * source before then has its new bytes copied */
+ * for them (or a sync), reading their source then: the compute stream
+ * reading before the wait sees the poison, a host that rewrote the source
+ * before then has its new bytes copied. A compute-stream download reads
+ * the device in the stream's order but reaches host memory at a sync only. */
 static void test_copy_stream_runs_late(void)
 {
     tempo_error e;
@@ -107,14 +108,16 @@ static void test_copy_stream_runs_late(void)
     }
     gpu_ptr d = 0;
     CHECK(gpu_alloc(g, &d, 16, "d", &e) == 0);
-    float src[4] = {1, 2, 3, 4}, got[4] = {0};
+    float src[4] = {1, 2, 3, 4}, early[4] = {0}, got[4] = {0};
     gpu_upload_async(g, GPU_STREAM_COPY, d, src, sizeof src);
-    gpu_download_async(g, GPU_STREAM_COMPUTE, got, d, sizeof got); /* no wait: too early */
-    CHECK(isnan(got[0]) && isnan(got[3]));
+    gpu_download_async(g, GPU_STREAM_COMPUTE, early, d, sizeof early); /* no wait: too early */
+    CHECK(early[0] == 0 && early[3] == 0);                              /* and not in host memory yet */
     src[0] = 5; /* before the copy ran */
     gpu_compute_waits_for_copy(g);
     gpu_download_async(g, GPU_STREAM_COMPUTE, got, d, sizeof got);
+    CHECK(got[0] == 0);
     CHECK(gpu_sync(g, &e) == 0);
+    CHECK(isnan(early[0]) && isnan(early[3]));
     CHECK(got[0] == 5 && got[1] == 2 && got[3] == 4);
     src[1] = 7;
     gpu_upload_async(g, GPU_STREAM_COPY, d, src, sizeof src);

@@ -350,6 +350,9 @@ void gpu_close(gpu *g)
     gpu_gemm_cache_free(g);
     if (g->info.backend == GPU_EMULATOR) {
         tk_emu_registry_free(g->emu);
+        for (int i = 0; i < g->n_emu_copies; i++)
+            if (g->emu_copies[i].owned)
+                free((void *)g->emu_copies[i].src);
         free(g->emu_copies);
     } else {
         if (g->ctx_retained) {
@@ -382,10 +385,13 @@ static double gb(size_t b) { return (double)b / 1e9; }
  * (gpu_compute_waits_for_copy) or a sync, reading their source only then:
  * the latest a GPU may run them. So a kernel that reads an upload without
  * the wait, or a host that rewrites a copy's source before gpu_copy_sync,
- * gets the wrong data here too. A copy the queue has no room for runs at
- * once. */
-static void emu_copy(gpu *g, void *dst, const void *src, size_t bytes)
+ * gets the wrong data here too. A compute-stream download reads the device
+ * in the stream's order (now) but reaches host memory only at a sync, so a
+ * host that reads it before one reads what was there. A copy the queue (or
+ * a snapshot) has no room for runs at once. */
+static void emu_copy(gpu *g, void *dst, const void *src, size_t bytes, int snapshot)
 {
+    void *own = NULL;
     if (g->n_emu_copies == g->cap_emu_copies) {
         int cap = g->cap_emu_copies ? 2 * g->cap_emu_copies : 16;
         void *p = realloc(g->emu_copies, sizeof *g->emu_copies * (size_t)cap);
@@ -396,13 +402,25 @@ static void emu_copy(gpu *g, void *dst, const void *src, size_t bytes)
         g->emu_copies = p;
         g->cap_emu_copies = cap;
     }
-    g->emu_copies[g->n_emu_copies++] = (struct gpu_emu_copy){dst, src, bytes};
+    if (snapshot) {
+        if (!(own = malloc(bytes))) {
+            memcpy(dst, src, bytes);
+            return;
+        }
+        memcpy(own, src, bytes);
+        src = own;
+    }
+    g->emu_copies[g->n_emu_copies++] = (struct gpu_emu_copy){dst, src, bytes, own != NULL};
 }
 
 static void emu_copy_flush(gpu *g)
 {
-    for (int i = 0; i < g->n_emu_copies; i++)
-        memcpy(g->emu_copies[i].dst, g->emu_copies[i].src, g->emu_copies[i].bytes);
+    for (int i = 0; i < g->n_emu_copies; i++) {
+        struct gpu_emu_copy *c = &g->emu_copies[i];
+        memcpy(c->dst, c->src, c->bytes);
+        if (c->owned)
+            free((void *)c->src);
+    }
     g->n_emu_copies = 0;
 }
 
@@ -484,7 +502,7 @@ void gpu_upload_async(gpu *g, int stream, gpu_ptr dst, const void *src, size_t b
     if (g->failed || !bytes)
         return;
     if (g->info.backend == GPU_EMULATOR && stream == GPU_STREAM_COPY)
-        emu_copy(g, (void *)(uintptr_t)dst, src, bytes);
+        emu_copy(g, (void *)(uintptr_t)dst, src, bytes, 0);
     else if (g->info.backend == GPU_EMULATOR)
         memcpy((void *)(uintptr_t)dst, src, bytes);
     else
@@ -495,10 +513,8 @@ void gpu_download_async(gpu *g, int stream, void *dst, gpu_ptr src, size_t bytes
 {
     if (g->failed || !bytes)
         return;
-    if (g->info.backend == GPU_EMULATOR && stream == GPU_STREAM_COPY)
-        emu_copy(g, dst, (const void *)(uintptr_t)src, bytes);
-    else if (g->info.backend == GPU_EMULATOR)
-        memcpy(dst, (const void *)(uintptr_t)src, bytes);
+    if (g->info.backend == GPU_EMULATOR)
+        emu_copy(g, dst, (const void *)(uintptr_t)src, bytes, stream == GPU_STREAM_COMPUTE);
     else
         check(g, g->cu.cuMemcpyDtoHAsync(dst, src, bytes, g->stream[stream]), "copy from the GPU");
 }
@@ -712,8 +728,10 @@ void gpu_timer_start(gpu *g)
 
 double gpu_timer_stop_ms(gpu *g)
 {
-    if (g->info.backend == GPU_EMULATOR)
+    if (g->info.backend == GPU_EMULATOR) {
+        emu_copy_flush(g); /* it waits for the compute stream, as the event's synchronisation */
         return (timer_now() - g->emu_t0) * 1e3;
+    }
     if (g->failed)
         return -1;
     check(g, g->cu.cuEventRecord(g->ev_t1, g->stream[0]), "event record");

@@ -34,12 +34,15 @@ struct gpu {
     tk_emu_registry *emu;
     int emu_index[GK_COUNT];
     double emu_t0;
-    /* the copy stream's copies, run as late as they may be: at the compute
-     * stream's wait for them or a sync (gpu.c, emu_copy_flush) */
+    /* copies run as late as they may be (gpu.c, emu_copy_flush): the copy
+     * stream's, at the compute stream's wait for them or a sync; the bytes
+     * of the compute stream's downloads (read when queued: owned), into
+     * host memory at a sync */
     struct gpu_emu_copy {
         void *dst;
         const void *src;
         size_t bytes;
+        int owned; /* src is a snapshot of ours: free it once copied */
     } *emu_copies;
     int n_emu_copies, cap_emu_copies;
     /* both */
