@@ -101,8 +101,17 @@ KERNEL probe_overflow(float *out, int which, int at)
         out[0] = which ? dyn[at] : buf[at];
 }
 
+/* declares more shared memory than a GPU has for a block's own arrays */
+KERNEL probe_too_much_shared(float *out)
+{
+    SHARED_ARRAY(float, big, [13 * 1024]); /* 52 KiB */
+    big[threadIdx.x] = 1.0f;
+    out[threadIdx.x] = big[threadIdx.x];
+}
+
 static void register_probes(tk_emu_registry *r)
 {
+    tk_emu_add(r, "probe_too_much_shared", [](void **a) { tk_emu_invoke(probe_too_much_shared, a); }, 0);
     tk_emu_add(r, "probe_overflow", [](void **a) { tk_emu_invoke(probe_overflow, a); }, 0);
     tk_emu_add(r, "probe_other_block", [](void **a) { tk_emu_invoke(probe_other_block, a); }, 0);
     tk_emu_add(r, "probe_shared_read", [](void **a) { tk_emu_invoke(probe_shared_read, a); }, 0);
@@ -209,6 +218,48 @@ static void test_block_order_alternates(void)
               got[1]);
 }
 
+/* Runs probe `name` (args a, shmem bytes of dynamic shared memory) in a
+ * child process; its stderr into buf; returns whether the child stopped
+ * (a non-zero exit or a signal). */
+static int child_stops(const char *name, void **a, size_t shmem, char *buf, size_t cap)
+{
+    int fd[2];
+    buf[0] = 0;
+    if (pipe(fd))
+        return 0;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        close(fd[0]);
+        unsigned grid[3] = {1, 1, 1}, block[3] = {PROBE_THREADS, 1, 1};
+        char err[256];
+        tk_emu_launch(reg, tk_emu_find(reg, name), grid, block, shmem, a, err, sizeof err);
+        _exit(0);
+    }
+    close(fd[1]);
+    size_t n = 0;
+    ssize_t k;
+    while (n < cap - 1 && (k = read(fd[0], buf + n, cap - 1 - n)) > 0)
+        n += (size_t)k;
+    buf[n] = 0;
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* a kernel past the GPU's 48 KiB of declared shared memory (ptxas would
+ * refuse it) stops the emulator with a line naming it */
+static void test_too_much_shared_stops(void)
+{
+    float out[PROBE_THREADS], *o = out;
+    void *a[] = {&o};
+    char buf[4096];
+    CHECK(child_stops("probe_too_much_shared", a, 0, buf, sizeof buf));
+    CHECK_MSG(strstr(buf, "probe_too_much_shared") && strstr(buf, "48 KiB"), "%.300s", buf);
+}
+
 #ifdef PROBE_ASAN
 /* the sanitizers' build: a read one float past a declared shared array
  * (UndefinedBehaviorSanitizer knows its type's bounds, AddressSanitizer the
@@ -217,39 +268,14 @@ static void test_block_order_alternates(void)
 static void test_shared_overflow_stops_asan(void)
 {
     for (int which = 0; which < 2; which++) {
-        int fd[2];
-        if (pipe(fd)) {
-            CHECK_MSG(0, "pipe failed");
-            return;
-        }
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(fd[1], 2);
-            close(fd[0]);
-            float out = 0, *o = &out;
-            int w = which, at = PROBE_THREADS + which; /* dyn: PROBE_THREADS + 1 floats asked */
-            void *a[] = {&o, &w, &at};
-            unsigned grid[3] = {1, 1, 1}, block[3] = {PROBE_THREADS, 1, 1};
-            char err[256];
-            tk_emu_launch(reg, tk_emu_find(reg, "probe_overflow"), grid, block, sizeof(float) * (PROBE_THREADS + 1),
-                          a, err, sizeof err);
-            _exit(0); /* not stopped: the parent fails the test */
-        }
-        close(fd[1]);
+        float out = 0, *o = &out;
+        int w = which, at = PROBE_THREADS + which; /* dyn: PROBE_THREADS + 1 floats asked */
+        void *a[] = {&o, &w, &at};
         char buf[4096];
-        size_t n = 0;
-        ssize_t k;
-        while ((k = read(fd[0], buf + n, sizeof buf - 1 - n)) > 0 && n < sizeof buf - 1)
-            n += (size_t)k;
-        buf[n] = 0;
-        close(fd[0]);
-        int status = 0;
-        waitpid(pid, &status, 0);
+        int stopped = child_stops("probe_overflow", a, sizeof(float) * (PROBE_THREADS + 1), buf, sizeof buf);
         /* the declared array's type bounds it: UndefinedBehaviorSanitizer may see it first */
-        CHECK_MSG(!(WIFEXITED(status) && WEXITSTATUS(status) == 0) &&
-                      (strstr(buf, "AddressSanitizer") || strstr(buf, "out of bounds for type")),
-                  "which %d: the overflow was not reported (status %d): %.300s", which, status, buf);
+        CHECK_MSG(stopped && (strstr(buf, "AddressSanitizer") || strstr(buf, "out of bounds for type")),
+                  "which %d: the overflow was not reported: %.300s", which, buf);
     }
 }
 #endif
@@ -266,6 +292,7 @@ int main(void)
     RUN(test_cp_async_lands_at_its_wait);
     RUN(test_shared_memory_is_each_blocks_own);
     RUN(test_block_order_alternates);
+    RUN(test_too_much_shared_stops);
 #ifdef PROBE_ASAN
     RUN(test_shared_overflow_stops_asan);
 #endif

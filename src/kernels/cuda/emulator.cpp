@@ -166,6 +166,7 @@ extern "C" int tk_emu_find(const tk_emu_registry *r, const char *name)
 /* ---- the running launch (one at a time: see launch_lock) ---- */
 
 struct launch {
+    const char *name; /* the kernel's */
     tk_emu_trampoline fn;
     void **args;
     tk_dim3 grid, block, cur;
@@ -276,8 +277,8 @@ void *tk_emu_static_shared(const void *key, size_t bytes)
             return l->stat + l->stat_off[i];
     size_t off = (l->stat_used + 15) / 16 * 16;
     if (l->n_stat == EMU_STATIC_SHARED_DECLS || bytes > EMU_STATIC_SHARED_BYTES - off) {
-        fprintf(stderr, "emulator: a kernel declares more than %u bytes of shared memory or more than %d shared "
-                "arrays (the GPU's limit: 48 KiB)\n", EMU_STATIC_SHARED_BYTES, EMU_STATIC_SHARED_DECLS);
+        fprintf(stderr, "emulator: %s declares more than %u bytes of shared memory or more than %d shared arrays "
+                "(the GPU's limit: 48 KiB)\n", l->name, EMU_STATIC_SHARED_BYTES, EMU_STATIC_SHARED_DECLS);
         abort();
     }
     l->stat_key[l->n_stat] = key;
@@ -545,6 +546,7 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
     int rc_ = 0;
     launch l;
     memset(&l, 0, sizeof l);
+    l.name = r->e[idx].name;
     l.fn = r->e[idx].fn;
     l.args = args;
     l.grid = {grid[0], grid[1], grid[2]};
