@@ -2,16 +2,20 @@
  * Host C++ only; the kernels themselves come from the .cu files compiled in
  * host mode (cuda_dialect.h), each of which registers its kernels here.
  *
- * A launch runs on the calling thread, block after block. Each CUDA thread
- * of a block is a fiber with its own stack; a small scheduler runs one warp
- * at a time, resuming its lanes in turn and releasing the warp's own
- * barriers (shuffles, mma, ldmatrix) as they fill, until every lane waits
- * at the block's barrier or has finished, then the next warp (run_block:
- * every other block in the reverse order), then releases the block's
- * barrier. A switch is a dozen instructions of
- * x86-64 assembly (tk_emu_switch: callee-saved registers and the stack
- * pointer; no system call, nothing a sanitizer intercepts), so a block costs
- * microseconds, not thread creations.
+ * A launch runs on the calling thread, block after block (every other
+ * launch last block first). Each CUDA thread of a block is a fiber with its
+ * own stack; a small scheduler runs one warp at a time, resuming its lanes
+ * in turn and releasing the warp's own barriers (shuffles, mma, ldmatrix)
+ * as they fill, until every lane waits at the block's barrier or has
+ * finished, then the next warp (run_block: every other block in the
+ * reverse order, a launch's first block too in every other launch), then
+ * releases the block's barrier. Shared memory (the
+ * launch's dynamic bytes, the declared arrays' arena) is poisoned at every
+ * block; cp.async copies wait in their thread's queue for a wait that
+ * covers them. A switch is a dozen instructions of x86-64 assembly
+ * (tk_emu_switch: callee-saved registers and the stack pointer; no system
+ * call, nothing a sanitizer intercepts), so a block costs microseconds, not
+ * thread creations.
  * Under AddressSanitizer the switches are announced to it (the fiber
  * annotations of sanitizer/common_interface_defs.h). A barrier that can
  * never be released (a thread returning before a barrier its block still
@@ -583,13 +587,13 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
         /* every other launch runs its blocks in the reverse order: a block that reads what another block
          * of the same launch writes (no order between blocks on a GPU) reads it too early in one of them */
         unsigned long long n_blocks = (unsigned long long)l.grid.x * l.grid.y * l.grid.z;
-        int reverse_blocks = (int)(r->launches++ & 1);
+        int reverse_blocks = (int)(r->launches++ & 1); /* and a launch of one block alternates its warps' order */
         for (unsigned long long b = 0; b < n_blocks && !rc_; b++) {
             unsigned long long i = reverse_blocks ? n_blocks - 1 - b : b;
             unsigned x = (unsigned)(i % l.grid.x), y = (unsigned)(i / l.grid.x % l.grid.y),
                      z = (unsigned)(i / ((unsigned long long)l.grid.x * l.grid.y));
             l.cur = {x, y, z};
-            l.reverse = (int)((x + y + z) & 1); /* every other block: run_block */
+            l.reverse = (int)((x + y + z + (unsigned)reverse_blocks) & 1); /* every other block: run_block */
             if (l.dyn_bytes)
                 memset(l.dyn, 0xff, l.dyn_bytes); /* NaN in every float and double */
             for (int d = 0; d < l.n_stat; d++)

@@ -6,14 +6,14 @@
  * declared) is poisoned (NaN bytes) at the start of every block, so that a
  * kernel reading what it never wrote shows up; each warp runs ahead of the
  * others from one block barrier to the next, every other block in the
- * reverse order of warps and lanes, so that a missing barrier between a
- * write and another warp's read shows up in one of the two orders; every
- * other launch runs its blocks last first, so that a block reading what
- * another block of the launch writes shows up too; a cp.async copy lands
- * only when a wait covers its group. It proves the
- * kernels' logic and the host code around them; it says nothing of speed
- * or of the hardware's own behaviour (memory model, timing), which only the
- * device check tests.
+ * reverse order of warps and lanes (and a launch's first block in every
+ * other launch), so that a missing barrier between a write and another
+ * warp's read shows up in one of the two orders; every other launch runs
+ * its blocks last first, so that a block reading what another block of the
+ * launch writes shows up too; a cp.async copy lands only when a wait
+ * covers its group. It proves the kernels' logic and the host code around
+ * them; it says nothing of speed or of the hardware's own behaviour (memory
+ * model, timing), which only the device check tests.
  * Slow: meant for shapes of a few thousand elements. gpu.c's emulator
  * backend is its one user. */
 #ifndef TEMPO_CUDA_EMULATOR_H
