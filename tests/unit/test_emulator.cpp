@@ -122,15 +122,17 @@ static void register_probes(tk_emu_registry *r)
 static tk_emu_registry *reg;
 
 /* runs probe `name` over `blocks` blocks of PROBE_THREADS; 0 or -1 */
-static int launch(const char *name, int blocks, void **args)
+static int launch_smem(const char *name, int blocks, size_t shmem, void **args)
 {
     unsigned grid[3] = {(unsigned)blocks, 1, 1}, block[3] = {PROBE_THREADS, 1, 1};
     char err[256];
-    int rc = tk_emu_launch(reg, tk_emu_find(reg, name), grid, block, 0, args, err, sizeof err);
+    int rc = tk_emu_launch(reg, tk_emu_find(reg, name), grid, block, shmem, args, err, sizeof err);
     if (rc)
         fprintf(stderr, "  %s\n", err);
     return rc;
 }
+
+static int launch(const char *name, int blocks, void **args) { return launch_smem(name, blocks, 0, args); }
 
 /* the elements of out [n] that differ from want (NaN differs) */
 static int wrong(const float *out, const float *want, int n)
@@ -246,9 +248,7 @@ static int child_stops(const char *name, void **a, size_t shmem, char *buf, size
     if (pid == 0) {
         dup2(fd[1], 2);
         close(fd[0]);
-        unsigned grid[3] = {1, 1, 1}, block[3] = {PROBE_THREADS, 1, 1};
-        char err[256];
-        tk_emu_launch(reg, tk_emu_find(reg, name), grid, block, shmem, a, err, sizeof err);
+        launch_smem(name, 1, shmem, a);
         _exit(0);
     }
     close(fd[1]);

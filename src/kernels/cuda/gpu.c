@@ -343,16 +343,16 @@ int gpu_open(gpu **out, gpu_backend backend, tempo_error *err)
     return 0;
 }
 
+static void emu_copies_end(gpu *g, int land);
+
 void gpu_close(gpu *g)
 {
     if (!g)
         return;
     gpu_gemm_cache_free(g);
     if (g->info.backend == GPU_EMULATOR) {
+        emu_copies_end(g, 0); /* nobody waits for them any more */
         tk_emu_registry_free(g->emu);
-        for (int i = 0; i < g->n_emu_copies; i++)
-            if (g->emu_copies[i].owned)
-                free((void *)g->emu_copies[i].src);
         free(g->emu_copies);
     } else {
         if (g->ctx_retained) {
@@ -413,16 +413,20 @@ static void emu_copy(gpu *g, void *dst, const void *src, size_t bytes, int snaps
     g->emu_copies[g->n_emu_copies++] = (struct gpu_emu_copy){dst, src, bytes, own != NULL};
 }
 
-static void emu_copy_flush(gpu *g)
+/* Every queued copy run (land) or dropped, its snapshot freed. */
+static void emu_copies_end(gpu *g, int land)
 {
     for (int i = 0; i < g->n_emu_copies; i++) {
         struct gpu_emu_copy *c = &g->emu_copies[i];
-        memcpy(c->dst, c->src, c->bytes);
+        if (land)
+            memcpy(c->dst, c->src, c->bytes);
         if (c->owned)
             free((void *)c->src);
     }
     g->n_emu_copies = 0;
 }
+
+static void emu_copy_flush(gpu *g) { emu_copies_end(g, 1); }
 
 int gpu_alloc(gpu *g, gpu_ptr *p, size_t bytes, const char *what, tempo_error *err)
 {
@@ -501,12 +505,12 @@ void gpu_upload_async(gpu *g, int stream, gpu_ptr dst, const void *src, size_t b
 {
     if (g->failed || !bytes)
         return;
-    if (g->info.backend == GPU_EMULATOR && stream == GPU_STREAM_COPY)
-        emu_copy(g, (void *)(uintptr_t)dst, src, bytes, 0);
-    else if (g->info.backend == GPU_EMULATOR)
-        memcpy((void *)(uintptr_t)dst, src, bytes);
-    else
+    if (g->info.backend == GPU_CUDA)
         check(g, g->cu.cuMemcpyHtoDAsync(dst, src, bytes, g->stream[stream]), "copy to the GPU");
+    else if (stream == GPU_STREAM_COPY)
+        emu_copy(g, (void *)(uintptr_t)dst, src, bytes, 0);
+    else
+        memcpy((void *)(uintptr_t)dst, src, bytes);
 }
 
 void gpu_download_async(gpu *g, int stream, void *dst, gpu_ptr src, size_t bytes)
@@ -700,9 +704,11 @@ int gpu_copy_sync(gpu *g, tempo_error *err)
 
 void gpu_compute_waits_for_copy(gpu *g)
 {
-    if (g->info.backend == GPU_EMULATOR)
+    if (g->info.backend == GPU_EMULATOR) {
         emu_copy_flush(g);
-    if (g->failed || g->info.backend == GPU_EMULATOR)
+        return;
+    }
+    if (g->failed)
         return;
     check(g, g->cu.cuEventRecord(g->ev_copy, g->stream[1]), "event record");
     check(g, g->cu.cuStreamWaitEvent(g->stream[0], g->ev_copy, 0), "stream wait");
