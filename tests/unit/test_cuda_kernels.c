@@ -93,41 +93,134 @@ static void test_hardware_faults_are_reported(void)
     gpu_close(g);
 }
 
-/* the copy stream's uploads run no earlier than the compute stream's wait
- * for them (or a sync), reading their source then: the compute stream
- * reading before the wait sees the poison, a host that rewrote the source
- * before then has its new bytes copied. A compute-stream download reads
- * the device in the stream's order but reaches host memory at a sync only. */
-static void test_copy_stream_runs_late(void)
+/* An emulator of its own, for the stream checks (each counts its syncs). */
+static gpu *open_emulator(void)
 {
     tempo_error e;
     gpu *g;
     if (gpu_open(&g, GPU_EMULATOR, &e)) {
         CHECK_MSG(0, "%s", e.msg);
-        return;
+        return NULL;
     }
+    return g;
+}
+
+/* The emulator holds both streams' work back until the host waits for it:
+ * a launch's arguments are copied when queued, an upload reads pinned
+ * memory when it runs (pageable memory when queued, as the driver stages
+ * it), a download reaches host memory when it runs. */
+static void test_streams_run_when_waited_for(void)
+{
+    tempo_error e;
+    gpu *g = open_emulator();
+    if (!g)
+        return;
     gpu_ptr d = 0;
-    CHECK(gpu_alloc(g, &d, 16, "d", &e) == 0);
-    float src[4] = {1, 2, 3, 4}, early[4] = {0}, got[4] = {0};
-    gpu_upload_async(g, GPU_STREAM_COPY, d, src, sizeof src);
-    gpu_download_async(g, GPU_STREAM_COMPUTE, early, d, sizeof early); /* no wait: too early */
-    CHECK(early[0] == 0 && early[3] == 0);                              /* and not in host memory yet */
-    src[0] = 5; /* before the copy ran */
-    gpu_compute_waits_for_copy(g);
-    gpu_download_async(g, GPU_STREAM_COMPUTE, got, d, sizeof got);
-    CHECK(got[0] == 0);
+    float *pin = NULL, page[4] = {1, 2, 3, 4}, got[4] = {0};
+    CHECK(gpu_alloc(g, &d, 16, "d", &e) == 0 && gpu_host_alloc(g, (void **)&pin, 16, "pin", &e) == 0);
+    for (int i = 0; i < 4; i++)
+        pin[i] = (float)(10 + i);
+    /* pinned staging rewritten before the sync: the new bytes are what the GPU copies */
+    gpu_upload_async(g, GPU_STREAM_COMPUTE, d, pin, 16);
+    pin[0] = 20;
+    gpu_download_async(g, GPU_STREAM_COMPUTE, got, d, 16);
+    CHECK(got[0] == 0 && got[3] == 0); /* nothing has run: not in host memory yet */
     CHECK(gpu_sync(g, &e) == 0);
-    CHECK(isnan(early[0]) && isnan(early[3]));
-    CHECK(got[0] == 5 && got[1] == 2 && got[3] == 4);
-    src[1] = 7;
-    gpu_upload_async(g, GPU_STREAM_COPY, d, src, sizeof src);
-    CHECK(gpu_copy_sync(g, &e) == 0); /* the copy stream's own sync runs it too */
-    CHECK(gpu_download(g, got, d, sizeof got, &e) == 0 && got[1] == 7);
-    /* freeing runs what is queued first, as cuMemFree waits for it (else the sync below would write
-     * into freed memory: AddressSanitizer's build stops there) */
-    gpu_upload_async(g, GPU_STREAM_COPY, d, src, sizeof src);
+    CHECK(got[0] == 20 && got[1] == 11 && got[3] == 13);
+    /* pageable memory is copied when queued */
+    gpu_upload_async(g, GPU_STREAM_COMPUTE, d, page, 16);
+    page[0] = 30;
+    CHECK(gpu_download(g, got, d, 16, &e) == 0 && got[0] == 1 && got[3] == 4);
+    /* a launch's arguments are copied when queued: the kernel scales by 2, not by the 5 set after */
+    size_t n = 4;
+    float s = 2;
+    void *a[] = {&d, &n, &s};
+    gpu_launch(g, GK_scale_f32, 1, 1, 1, 32, 0, a);
+    s = 5;
+    n = 0;
+    CHECK(gpu_download(g, got, d, 16, &e) == 0 && got[0] == 2 && got[3] == 8);
+    /* the copy stream's own sync runs its copies, and the compute stream's work only where they wait for it */
+    pin[0] = 40;
+    gpu_upload_async(g, GPU_STREAM_COMPUTE, d, pin, 16);
+    gpu_copy_waits_for_compute(g);
+    gpu_download_async(g, GPU_STREAM_COPY, got, d, 16);
+    pin[1] = 41;
+    gpu_upload_async(g, GPU_STREAM_COMPUTE, d, pin, 16); /* after the copy's wait: still queued after its sync */
+    CHECK(gpu_copy_sync(g, &e) == 0);
+    CHECK(got[0] == 40 && got[1] == 41 && got[2] == 12);
+    pin[2] = 42;
+    CHECK(gpu_download(g, got, d, 16, &e) == 0 && got[2] == 42);
+    /* a fault is reported by the sync and nothing queued after it runs */
+    gpu_memset_async(g, d, 0, 16);
+    CHECK(gpu_sync(g, &e) == 0);
+    float one = 1;
+    void *bad[] = {&d, &n, &one};
+    n = 4;
+    gpu_launch(g, GK_scale_f32, 1, 1, 1, 32, 64 << 10, bad); /* above 48 KiB without the opt-in: refused now */
+    CHECK(gpu_failed(g));
+    CHECK(gpu_sync(g, &e) == -1 && strstr(e.msg, "scale_f32"));
+    gpu_host_free(g, pin);
     gpu_free(g, d);
+    gpu_close(g);
+}
+
+/* Without a wait between them the two streams run in either order: every
+ * other sync runs the copy stream's work as early as it may run, the others
+ * as late, so a wait left out shows in one of two rounds, and work that
+ * waits is right in both. */
+static void test_streams_missing_waits_show(void)
+{
+    tempo_error e;
+    gpu *g = open_emulator();
+    if (!g)
+        return;
+    gpu_ptr d[2] = {0, 0};
+    float *src = NULL, *src2 = NULL;
+    CHECK(gpu_alloc(g, &d[0], 16, "d0", &e) == 0 && gpu_alloc(g, &d[1], 16, "d1", &e) == 0);
+    CHECK(gpu_host_alloc(g, (void **)&src, 16, "src", &e) == 0);
+    CHECK(gpu_host_alloc(g, (void **)&src2, 16, "src2", &e) == 0);
+    for (int i = 0; i < 4; i++)
+        src[i] = (float)(1 + i);
+    /* the compute stream reads an upload: without gpu_compute_waits_for_copy, one round reads the poison */
+    int early_poison = 0, early_data = 0;
+    for (int r = 0; r < 2; r++) {
+        float early[4] = {0}, late[4] = {0};
+        gpu_upload_async(g, GPU_STREAM_COPY, d[r], src, 16);
+        gpu_download_async(g, GPU_STREAM_COMPUTE, early, d[r], 16); /* no wait */
+        gpu_compute_waits_for_copy(g);
+        gpu_download_async(g, GPU_STREAM_COMPUTE, late, d[r], 16);
+        CHECK(gpu_sync(g, &e) == 0);
+        early_poison += isnan(early[0]);
+        early_data += early[0] == 1;
+        CHECK(late[0] == 1 && late[3] == 4);
+    }
+    CHECK(early_poison == 1 && early_data == 1);
+    /* the copy stream overwrites what the compute stream reads: without gpu_copy_waits_for_compute, one
+     * round reads the new bytes */
+    int overwritten = 0, kept = 0;
+    for (int r = 0; r < 2; r++) { /* one sync a round: the rounds alternate */
+        float before[4] = {0}, waited[4] = {0};
+        gpu_download_async(g, GPU_STREAM_COMPUTE, before, d[0], 16);
+        src[0] = (float)(100 + r);
+        gpu_upload_async(g, GPU_STREAM_COPY, d[0], src, 16); /* no wait */
+        gpu_download_async(g, GPU_STREAM_COMPUTE, waited, d[1], 16);
+        gpu_copy_waits_for_compute(g);
+        src2[0] = (float)(200 + r);
+        gpu_upload_async(g, GPU_STREAM_COPY, d[1], src2, 16);
+        CHECK(gpu_sync(g, &e) == 0);
+        overwritten += before[0] == (float)(100 + r);
+        kept += before[0] == (r == 0 ? 1.0f : 100.0f);
+        CHECK(waited[0] == (r == 0 ? 1.0f : 200.0f)); /* always what the last round left */
+    }
+    CHECK(overwritten == 1 && kept == 1);
+    /* freeing runs what is queued first, as cuMemFree waits for it (else the sync below would write into
+     * freed memory: AddressSanitizer's build stops there) */
+    gpu_upload_async(g, GPU_STREAM_COPY, d[0], src, 16);
+    gpu_free(g, d[0]);
     CHECK(gpu_sync(g, &e) == 0);
+    gpu_host_free(g, src);
+    gpu_host_free(g, src2);
+    gpu_free(g, d[1]);
     gpu_close(g);
 }
 
@@ -142,7 +235,8 @@ int main(void)
     RUN(test_kernels_on_emulator);
     RUN(test_errors_are_reported);
     RUN(test_hardware_faults_are_reported);
-    RUN(test_copy_stream_runs_late);
+    RUN(test_streams_run_when_waited_for);
+    RUN(test_streams_missing_waits_show);
     gpu_close(emu);
     return test_summary("test_cuda_kernels");
 }

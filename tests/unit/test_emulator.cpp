@@ -111,12 +111,12 @@ KERNEL probe_too_much_shared(float *out)
 
 static void register_probes(tk_emu_registry *r)
 {
-    tk_emu_add(r, "probe_too_much_shared", [](void **a) { tk_emu_invoke(probe_too_much_shared, a); }, 0);
-    tk_emu_add(r, "probe_overflow", [](void **a) { tk_emu_invoke(probe_overflow, a); }, 0);
-    tk_emu_add(r, "probe_other_block", [](void **a) { tk_emu_invoke(probe_other_block, a); }, 0);
-    tk_emu_add(r, "probe_shared_read", [](void **a) { tk_emu_invoke(probe_shared_read, a); }, 0);
-    tk_emu_add(r, "probe_cp_async", [](void **a) { tk_emu_invoke(probe_cp_async, a); }, 0);
-    tk_emu_add(r, "probe_unwritten", [](void **a) { tk_emu_invoke(probe_unwritten, a); }, 0);
+    EMU_KERNEL(probe_too_much_shared)
+    EMU_KERNEL(probe_overflow)
+    EMU_KERNEL(probe_other_block)
+    EMU_KERNEL(probe_shared_read)
+    EMU_KERNEL(probe_cp_async)
+    EMU_KERNEL(probe_unwritten)
 }
 
 static tk_emu_registry *reg;

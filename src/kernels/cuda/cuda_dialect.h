@@ -498,7 +498,16 @@ DEVICE float tk_warp_max(float v)
 #else
 typedef void (*tk_emu_trampoline)(void **args);
 struct tk_emu_registry;
-void tk_emu_add(tk_emu_registry *r, const char *name, tk_emu_trampoline fn, int max_threads);
+void tk_emu_add(tk_emu_registry *r, const char *name, tk_emu_trampoline fn, int max_threads, int n_args,
+                const unsigned char *arg_sizes);
+/* A kernel's parameters: how many, and each one's bytes (what a launch's
+ * arguments are copied as when it is queued, as cuLaunchKernel copies them). */
+template <typename... A> static int tk_emu_n_args(void (*)(A...)) { return (int)sizeof...(A); }
+template <typename... A> static const unsigned char *tk_emu_arg_sizes(void (*)(A...))
+{
+    static const unsigned char sizes[sizeof...(A) + 1] = {(unsigned char)sizeof(A)..., 0};
+    return sizes;
+}
 /* Unpacks a launch's argument array (pointers to each argument's value, as
  * cuLaunchKernel takes them) into a call of the kernel. */
 template <typename T> static T tk_emu_arg(void *p)
@@ -522,9 +531,12 @@ template <typename... A> static void tk_emu_invoke(void (*k)(A...), void **args)
     tk_emu_unpack(k, args, typename tk_make_index<sizeof...(A)>::type());
 }
 #define EMU_REGISTER_BEGIN(file) extern "C" void tk_emu_register_##file(tk_emu_registry *r) {
-#define EMU_KERNEL(name) tk_emu_add(r, #name, [](void **a) { tk_emu_invoke(name, a); }, 0);
+#define EMU_KERNEL(name)                                                                                      \
+    tk_emu_add(r, #name, [](void **a) { tk_emu_invoke(name, a); }, 0, tk_emu_n_args(name), tk_emu_arg_sizes(name));
 /* a kernel with LAUNCH_BOUNDS(threads, ...): the emulator refuses larger blocks, as the driver does */
-#define EMU_KERNEL_BOUNDED(name, threads) tk_emu_add(r, #name, [](void **a) { tk_emu_invoke(name, a); }, threads);
+#define EMU_KERNEL_BOUNDED(name, threads)                                                                     \
+    tk_emu_add(r, #name, [](void **a) { tk_emu_invoke(name, a); }, threads, tk_emu_n_args(name),            \
+               tk_emu_arg_sizes(name));
 #define EMU_REGISTER_END }
 #endif
 

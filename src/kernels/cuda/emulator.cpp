@@ -107,6 +107,8 @@ struct tk_emu_registry {
         char name[64];
         tk_emu_trampoline fn;
         int max_threads; /* its launch bounds' block (0: the GPU's 1,024) */
+        int n_args;
+        const unsigned char *arg_sizes; /* each parameter's bytes */
     } *e;
     int n, cap, oom;
     fiber *fibers; /* grown to the largest block launched */
@@ -114,7 +116,8 @@ struct tk_emu_registry {
     unsigned long long launches; /* so far: every other launch runs its blocks last first */
 };
 
-void tk_emu_add(tk_emu_registry *r, const char *name, tk_emu_trampoline fn, int max_threads)
+void tk_emu_add(tk_emu_registry *r, const char *name, tk_emu_trampoline fn, int max_threads, int n_args,
+                const unsigned char *arg_sizes)
 {
     if (r->n == r->cap) {
         int cap = r->cap ? 2 * r->cap : 64;
@@ -129,6 +132,8 @@ void tk_emu_add(tk_emu_registry *r, const char *name, tk_emu_trampoline fn, int 
     snprintf(r->e[r->n].name, sizeof r->e[r->n].name, "%s", name);
     r->e[r->n].fn = fn;
     r->e[r->n].max_threads = max_threads;
+    r->e[r->n].n_args = n_args;
+    r->e[r->n].arg_sizes = arg_sizes;
     r->n++;
 }
 
@@ -523,10 +528,19 @@ static int ensure_fibers(tk_emu_registry *r, int nt)
     return 0;
 }
 
-extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned grid[3], const unsigned block[3],
-                             size_t shmem, void **args, char *err, size_t err_len)
+extern "C" int tk_emu_args(const tk_emu_registry *r, int idx, const unsigned char **sizes)
 {
-    tk_emu_registry *r = (tk_emu_registry *)rc; /* the fiber pool grows; the kernels do not change */
+    if (idx < 0 || idx >= r->n) {
+        *sizes = NULL;
+        return -1;
+    }
+    *sizes = r->e[idx].arg_sizes;
+    return r->e[idx].n_args;
+}
+
+extern "C" int tk_emu_check(const tk_emu_registry *r, int idx, const unsigned grid[3], const unsigned block[3],
+                            char *err, size_t err_len)
+{
     if (idx < 0 || idx >= r->n) {
         snprintf(err, err_len, "emulator: no kernel %d", idx);
         return -1;
@@ -546,6 +560,16 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
                  r->e[idx].name, nt, r->e[idx].max_threads);
         return -1;
     }
+    return 0;
+}
+
+extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned grid[3], const unsigned block[3],
+                             size_t shmem, void **args, char *err, size_t err_len)
+{
+    tk_emu_registry *r = (tk_emu_registry *)rc; /* the fiber pool grows; the kernels do not change */
+    if (tk_emu_check(r, idx, grid, block, err, err_len))
+        return -1;
+    unsigned nt = block[0] * block[1] * block[2];
     pthread_mutex_lock(&launch_lock);
     int rc_ = 0;
     launch l;

@@ -343,17 +343,17 @@ int gpu_open(gpu **out, gpu_backend backend, tempo_error *err)
     return 0;
 }
 
-static void emu_copies_end(gpu *g, int land);
-
 void gpu_close(gpu *g)
 {
     if (!g)
         return;
     gpu_gemm_cache_free(g);
     if (g->info.backend == GPU_EMULATOR) {
-        emu_copies_end(g, 0); /* nobody waits for them any more */
+        gpu_emu_end(g); /* nobody waits for the work queued any more */
+        for (int s = 0; s < 2; s++)
+            free(g->emu_stream[s].op);
+        free(g->emu_pinned);
         tk_emu_registry_free(g->emu);
-        free(g->emu_copies);
     } else {
         if (g->ctx_retained) {
             g->cu.cuCtxSetCurrent(g->ctx);
@@ -379,54 +379,6 @@ int gpu_sync_each_launch(const gpu *g) { return g->sync_each_launch; }
 /* ---- memory ---- */
 
 static double gb(size_t b) { return (double)b / 1e9; }
-
-/* The emulator runs the compute stream's work when it is queued, and holds
- * the copy stream's copies back until the compute stream waits for them
- * (gpu_compute_waits_for_copy) or a sync, reading their source only then:
- * the latest a GPU may run them. So a kernel that reads an upload without
- * the wait, or a host that rewrites a copy's source before gpu_copy_sync,
- * gets the wrong data here too. A compute-stream download reads the device
- * in the stream's order (now) but reaches host memory only at a sync, so a
- * host that reads it before one reads what was there. A copy the queue (or
- * a snapshot) has no room for runs at once. */
-static void emu_copy(gpu *g, void *dst, const void *src, size_t bytes, int snapshot)
-{
-    void *own = NULL;
-    if (g->n_emu_copies == g->cap_emu_copies) {
-        int cap = g->cap_emu_copies ? 2 * g->cap_emu_copies : 16;
-        void *p = realloc(g->emu_copies, sizeof *g->emu_copies * (size_t)cap);
-        if (!p) {
-            memcpy(dst, src, bytes);
-            return;
-        }
-        g->emu_copies = p;
-        g->cap_emu_copies = cap;
-    }
-    if (snapshot) {
-        if (!(own = malloc(bytes))) {
-            memcpy(dst, src, bytes);
-            return;
-        }
-        memcpy(own, src, bytes);
-        src = own;
-    }
-    g->emu_copies[g->n_emu_copies++] = (struct gpu_emu_copy){dst, src, bytes, own != NULL};
-}
-
-/* Every queued copy run (land) or dropped, its snapshot freed. */
-static void emu_copies_end(gpu *g, int land)
-{
-    for (int i = 0; i < g->n_emu_copies; i++) {
-        struct gpu_emu_copy *c = &g->emu_copies[i];
-        if (land)
-            memcpy(c->dst, c->src, c->bytes);
-        if (c->owned)
-            free((void *)c->src);
-    }
-    g->n_emu_copies = 0;
-}
-
-static void emu_copy_flush(gpu *g) { emu_copies_end(g, 1); }
 
 int gpu_alloc(gpu *g, gpu_ptr *p, size_t bytes, const char *what, tempo_error *err)
 {
@@ -457,7 +409,7 @@ void gpu_free(gpu *g, gpu_ptr p)
     if (!p)
         return;
     if (g->info.backend == GPU_EMULATOR) {
-        emu_copy_flush(g); /* as cuMemFree, which waits for the work queued before it */
+        gpu_emu_run(g, 0); /* as cuMemFree, which waits for the work queued before it */
         free((void *)(uintptr_t)p);
     } else {
         g->cu.cuMemFree(p);
@@ -470,6 +422,10 @@ int gpu_host_alloc(gpu *g, void **p, size_t bytes, const char *what, tempo_error
     size_t n = bytes ? bytes : 1;
     if (g->info.backend == GPU_EMULATOR) {
         *p = malloc(n);
+        if (*p && gpu_emu_pinned_add(g, *p, n)) {
+            free(*p);
+            *p = NULL;
+        }
         return *p ? 0 : tempo_fail(err, "gpu emulator: out of memory for %s", what);
     }
     tk_cu_result r = g->cu.cuMemHostAlloc(p, n, TK_CU_MEMHOSTALLOC_PORTABLE);
@@ -484,7 +440,8 @@ void gpu_host_free(gpu *g, void *p)
     if (!p)
         return;
     if (g->info.backend == GPU_EMULATOR) {
-        emu_copy_flush(g);
+        gpu_emu_run(g, 0); /* as cuMemFreeHost */
+        gpu_emu_pinned_remove(g, p);
         free(p);
     } else {
         g->cu.cuMemFreeHost(p);
@@ -507,10 +464,8 @@ void gpu_upload_async(gpu *g, int stream, gpu_ptr dst, const void *src, size_t b
         return;
     if (g->info.backend == GPU_CUDA)
         check(g, g->cu.cuMemcpyHtoDAsync(dst, src, bytes, g->stream[stream]), "copy to the GPU");
-    else if (stream == GPU_STREAM_COPY)
-        emu_copy(g, (void *)(uintptr_t)dst, src, bytes, 0);
     else
-        memcpy((void *)(uintptr_t)dst, src, bytes);
+        gpu_emu_copy(g, stream, (void *)(uintptr_t)dst, src, bytes, 1);
 }
 
 void gpu_download_async(gpu *g, int stream, void *dst, gpu_ptr src, size_t bytes)
@@ -518,7 +473,7 @@ void gpu_download_async(gpu *g, int stream, void *dst, gpu_ptr src, size_t bytes
     if (g->failed || !bytes)
         return;
     if (g->info.backend == GPU_EMULATOR)
-        emu_copy(g, dst, (const void *)(uintptr_t)src, bytes, stream == GPU_STREAM_COMPUTE);
+        gpu_emu_copy(g, stream, dst, (const void *)(uintptr_t)src, bytes, 0);
     else
         check(g, g->cu.cuMemcpyDtoHAsync(dst, src, bytes, g->stream[stream]), "copy from the GPU");
 }
@@ -528,7 +483,7 @@ void gpu_copy_async(gpu *g, gpu_ptr dst, gpu_ptr src, size_t bytes)
     if (g->failed || !bytes)
         return;
     if (g->info.backend == GPU_EMULATOR)
-        memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
+        gpu_emu_copy(g, GPU_STREAM_COMPUTE, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes, 0);
     else
         check(g, g->cu.cuMemcpyDtoDAsync(dst, src, bytes, g->stream[0]), "copy on the GPU");
 }
@@ -538,7 +493,7 @@ void gpu_memset_async(gpu *g, gpu_ptr dst, unsigned char byte, size_t bytes)
     if (g->failed || !bytes)
         return;
     if (g->info.backend == GPU_EMULATOR)
-        memset((void *)(uintptr_t)dst, byte, bytes);
+        gpu_emu_fill(g, (void *)(uintptr_t)dst, byte, bytes);
     else
         check(g, g->cu.cuMemsetD8Async(dst, byte, bytes, g->stream[0]), "memset on the GPU");
 }
@@ -639,8 +594,12 @@ void gpu_launch(gpu *g, gpu_kernel k, unsigned gx, unsigned gy, unsigned gz, uns
             gpu_set_error(g, "gpu emulator: %s asks for %u bytes of dynamic shared memory, above the %d a launch gets "
                           "unless gpu_kernel_smem raised its limit (to %d)", kernel_names[k], shmem, GPU_SMEM_DEFAULT,
                           g->smem_set[k]);
-        else if (tk_emu_launch(g->emu, g->emu_index[k], grid, block, shmem, args, e, sizeof e))
+        else if (tk_emu_check(g->emu, g->emu_index[k], grid, block, e, sizeof e))
             gpu_set_error(g, "%s", e);
+        else
+            gpu_emu_launch(g, k, grid, block, shmem, args);
+        if (g->sync_each_launch)
+            gpu_emu_run(g, 0);
         profile_end(g, k, prof_t0);
         return;
     }
@@ -676,7 +635,7 @@ int gpu_kernel_smem(gpu *g, gpu_kernel k, int bytes, tempo_error *err)
 int gpu_sync(gpu *g, tempo_error *err)
 {
     if (g->info.backend == GPU_EMULATOR)
-        emu_copy_flush(g);
+        gpu_emu_run(g, 0);
     if (!g->failed && g->info.backend == GPU_CUDA) {
         for (int s = 0; s < 2 && !g->failed; s++) {
             tk_cu_result r = g->cu.cuStreamSynchronize(g->stream[s]);
@@ -696,7 +655,7 @@ int gpu_sync(gpu *g, tempo_error *err)
 int gpu_copy_sync(gpu *g, tempo_error *err)
 {
     if (g->info.backend == GPU_EMULATOR)
-        emu_copy_flush(g);
+        gpu_emu_run(g, 1);
     if (!g->failed && g->info.backend == GPU_CUDA)
         check(g, g->cu.cuStreamSynchronize(g->stream[1]), "copy stream");
     return g->failed ? tempo_fail(err, "%s", g->error) : 0;
@@ -705,7 +664,7 @@ int gpu_copy_sync(gpu *g, tempo_error *err)
 void gpu_compute_waits_for_copy(gpu *g)
 {
     if (g->info.backend == GPU_EMULATOR) {
-        emu_copy_flush(g);
+        gpu_emu_wait(g, GPU_STREAM_COMPUTE);
         return;
     }
     if (g->failed)
@@ -716,7 +675,11 @@ void gpu_compute_waits_for_copy(gpu *g)
 
 void gpu_copy_waits_for_compute(gpu *g)
 {
-    if (g->failed || g->info.backend == GPU_EMULATOR)
+    if (g->info.backend == GPU_EMULATOR) {
+        gpu_emu_wait(g, GPU_STREAM_COPY);
+        return;
+    }
+    if (g->failed)
         return;
     check(g, g->cu.cuEventRecord(g->ev_compute, g->stream[0]), "event record");
     check(g, g->cu.cuStreamWaitEvent(g->stream[1], g->ev_compute, 0), "stream wait");
@@ -725,6 +688,7 @@ void gpu_copy_waits_for_compute(gpu *g)
 void gpu_timer_start(gpu *g)
 {
     if (g->info.backend == GPU_EMULATOR) {
+        gpu_emu_run(g, 0); /* the work queued before the start is not timed */
         g->emu_t0 = timer_now();
         return;
     }
@@ -735,7 +699,7 @@ void gpu_timer_start(gpu *g)
 double gpu_timer_stop_ms(gpu *g)
 {
     if (g->info.backend == GPU_EMULATOR) {
-        emu_copy_flush(g); /* it waits for the compute stream, as the event's synchronisation */
+        gpu_emu_run(g, 0); /* it waits for the compute stream, as the event's synchronisation */
         return (timer_now() - g->emu_t0) * 1e3;
     }
     if (g->failed)

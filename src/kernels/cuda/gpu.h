@@ -5,8 +5,10 @@
  *   GPU_CUDA      the NVIDIA driver (libcuda.so.1, by dlopen: no CUDA SDK is
  *                 needed to build), the built-in PTX JIT-compiled for the
  *                 chip at open;
- *   GPU_EMULATOR  the same kernels compiled for the CPU (emulator.h): for
- *                 tests and for machines without a GPU; slow.
+ *   GPU_EMULATOR  the same kernels compiled for the CPU (emulator.h), the
+ *                 streams' work held back until the host waits for it
+ *                 (gpu_emu_stream.c): for tests and for machines without a
+ *                 GPU; slow.
  * Device pointers are gpu_ptr (a CUdeviceptr; a host address in the
  * emulator). Launches and copies marked async are queued on a stream; the
  * first error is kept (with the name of the kernel or copy that failed to
@@ -111,8 +113,7 @@ int gpu_failed(const gpu *g);
 int gpu_copy_sync(gpu *g, tempo_error *err);
 
 /* The copy stream's uploads queued so far must finish before the compute
- * stream's next work (an event between them; in the emulator, where the
- * copy stream's copies wait for it or a sync, they run now). */
+ * stream's next work (an event between them). */
 void gpu_compute_waits_for_copy(gpu *g);
 /* The copy stream may not overwrite what the compute stream has queued so
  * far (the reverse wait). */

@@ -183,6 +183,28 @@ static void gemm_reference(int ta, int tb, int M, int N, int K, float alpha, gpu
 
 static size_t esize(gpu_dtype t) { return t == GPU_BF16 ? 2 : 4; }
 
+/* A batched product, as the emulator's compute stream runs it when its turn comes. */
+typedef struct {
+    int ta, tb, M, N, K, batch;
+    float alpha, beta;
+    gpu_mat A, B, C;
+    gpu_ptr D;
+    long long stride_a, stride_b, stride_c;
+} gemm_call;
+
+static void gemm_call_run(void *ctx)
+{
+    const gemm_call *c = ctx;
+    for (int i = 0; i < c->batch; i++) {
+        gpu_mat a = c->A, b = c->B, m = c->C;
+        a.p += (gpu_ptr)(i * c->stride_a) * esize(c->A.t);
+        b.p += (gpu_ptr)(i * c->stride_b) * esize(c->B.t);
+        m.p += (gpu_ptr)(i * c->stride_c) * esize(c->C.t);
+        gemm_reference(c->ta, c->tb, c->M, c->N, c->K, c->alpha, a, b, c->beta, m,
+                       c->D + (gpu_ptr)(i * c->stride_c) * esize(c->C.t));
+    }
+}
+
 void gpu_gemm_batched(gpu *g, int ta, int tb, int M, int N, int K, float alpha, gpu_mat A, long long stride_a,
                       gpu_mat B, long long stride_b, float beta, gpu_mat C, gpu_ptr D, long long stride_c, int batch,
                       gpu_math math)
@@ -195,13 +217,10 @@ void gpu_gemm_batched(gpu *g, int ta, int tb, int M, int N, int K, float alpha, 
     }
     double prof_t0 = gpu_profile_begin(g);
     if (g->info.backend == GPU_EMULATOR) {
-        for (int i = 0; i < batch; i++) {
-            gpu_mat a = A, b = B, c = C;
-            a.p += (gpu_ptr)(i * stride_a) * esize(A.t);
-            b.p += (gpu_ptr)(i * stride_b) * esize(B.t);
-            c.p += (gpu_ptr)(i * stride_c) * esize(C.t);
-            gemm_reference(ta, tb, M, N, K, alpha, a, b, beta, c, D + (gpu_ptr)(i * stride_c) * esize(C.t));
-        }
+        gemm_call c = {ta, tb, M, N, K, batch, alpha, beta, A, B, C, D, stride_a, stride_b, stride_c};
+        gpu_emu_call(g, "a GEMM", gemm_call_run, &c, sizeof c);
+        if (gpu_sync_each_launch(g))
+            gpu_emu_run(g, 0);
         gpu_profile_end_gemm(g, prof_t0);
         return;
     }

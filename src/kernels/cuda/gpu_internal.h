@@ -1,6 +1,6 @@
 /* gpu_internal.h - struct gpu, shared by the files of the GPU runtime only
- * (gpu.c: context, memory, launches; gpu_gemm.c: cuBLASLt). Everything else
- * uses gpu.h. */
+ * (gpu.c: context, memory, launches; gpu_gemm.c: cuBLASLt; gpu_emu_stream.c:
+ * the emulator's streams). Everything else uses gpu.h. */
 #ifndef TEMPO_GPU_INTERNAL_H
 #define TEMPO_GPU_INTERNAL_H
 
@@ -34,17 +34,18 @@ struct gpu {
     tk_emu_registry *emu;
     int emu_index[GK_COUNT];
     double emu_t0;
-    /* copies run as late as they may be (gpu.c, emu_copy_flush): the copy
-     * stream's, at the compute stream's wait for them or a sync; the bytes
-     * of the compute stream's downloads (read when queued: owned), into
-     * host memory at a sync */
-    struct gpu_emu_copy {
-        void *dst;
-        const void *src;
+    /* the two streams' queued work (gpu_emu_stream.c) */
+    struct gpu_emu_stream {
+        struct gpu_emu_op *op;
+        int n, cap, head; /* ops queued, room, ops run */
+        int wait;         /* the other stream's ops the next op queued runs after */
+    } emu_stream[2];
+    unsigned long long emu_flushes;
+    struct gpu_emu_pinned {
+        void *p;
         size_t bytes;
-        int owned; /* src is a snapshot of ours: free it once copied */
-    } *emu_copies;
-    int n_emu_copies, cap_emu_copies;
+    } *emu_pinned; /* gpu_host_alloc's blocks */
+    int n_emu_pinned, cap_emu_pinned;
     /* both */
     int sync_each_launch;   /* TEMPO_GPU_SYNC=1 */
     int failed;
@@ -58,5 +59,20 @@ struct gpu {
     int gemm_label;
     int smem_set[GK_COUNT]; /* gpu_kernel_smem's bytes per kernel (0: none asked) */
 };
+
+/* The emulator's streams (gpu_emu_stream.c): work queued on them, run by
+ * gpu_emu_run (copy_only: the copy stream's and the compute ops it waits
+ * for). A copy from host memory (from_host) reads pinned memory when it runs,
+ * other memory when queued. gpu_emu_end drops what is queued. */
+void gpu_emu_launch(gpu *g, gpu_kernel k, const unsigned grid[3], const unsigned block[3], unsigned shmem,
+                    void **args);
+void gpu_emu_call(gpu *g, const char *what, void (*fn)(void *ctx), const void *ctx, size_t bytes);
+void gpu_emu_copy(gpu *g, int stream, void *dst, const void *src, size_t bytes, int from_host);
+void gpu_emu_fill(gpu *g, void *dst, unsigned char byte, size_t bytes);
+void gpu_emu_wait(gpu *g, int stream); /* stream's next ops run after the other's queued so far */
+void gpu_emu_run(gpu *g, int copy_only);
+void gpu_emu_end(gpu *g);
+int gpu_emu_pinned_add(gpu *g, void *p, size_t bytes);
+void gpu_emu_pinned_remove(gpu *g, void *p);
 
 #endif
