@@ -2,7 +2,10 @@
  * Each tests/unit/test_*.c is one program: it calls RUN(fn) for each test
  * function and returns test_summary(). A test function fails when any CHECK
  * in it fails; the program prints "<name>: N passed, N failed" and exits 1 on
- * any failure. Counters are per program (static), never shared. */
+ * any failure. A test function a part of which cannot run on this machine
+ * (TEST_SKIP: an instruction set the CPU lacks) counts as skipped, not
+ * passed, and says why on a "PART SKIPPED: " line, which tests/run_all.sh
+ * lists. Counters are per program (static), never shared. */
 #ifndef TEMPO_TEST_H
 #define TEMPO_TEST_H
 
@@ -14,6 +17,18 @@
 static int test_failed_checks_;
 static int test_passed_;
 static int test_failed_;
+static int test_skipped_;
+static int test_part_skipped_; /* the running test function called TEST_SKIP */
+
+/* A part of the running test function that cannot run here, and why (printf
+ * arguments): the function then counts as skipped unless a check failed. */
+#define TEST_SKIP(...)                                                           \
+    do {                                                                         \
+        printf("PART SKIPPED: ");                                                \
+        printf(__VA_ARGS__);                                                     \
+        printf("\n");                                                            \
+        test_part_skipped_ = 1;                                                  \
+    } while (0)
 
 #define CHECK(cond)                                                              \
     do {                                                                         \
@@ -47,8 +62,12 @@ static int test_failed_;
 #define RUN(fn)                                                                  \
     do {                                                                         \
         int before_ = test_failed_checks_;                                       \
+        test_part_skipped_ = 0;                                                  \
         fn();                                                                    \
-        if (test_failed_checks_ == before_) {                                    \
+        if (test_failed_checks_ == before_ && test_part_skipped_) {              \
+            test_skipped_++;                                                     \
+            printf("skipped %s (all or part of it cannot run here)\n", #fn);    \
+        } else if (test_failed_checks_ == before_) {                             \
             test_passed_++;                                                      \
         } else {                                                                 \
             test_failed_++;                                                      \
@@ -58,7 +77,10 @@ static int test_failed_;
 
 static inline int test_summary(const char *name)
 {
-    printf("%s: %d passed, %d failed\n", name, test_passed_, test_failed_);
+    if (test_skipped_)
+        printf("%s: %d passed, %d failed, %d skipped in part\n", name, test_passed_, test_failed_, test_skipped_);
+    else
+        printf("%s: %d passed, %d failed\n", name, test_passed_, test_failed_);
     return test_failed_ ? 1 : 0;
 }
 

@@ -115,6 +115,6 @@ if [ "$(id -u)" != 0 ]; then
         { cat "$J_TMP/last.err" >&2; fail "a folder that cannot be removed: no clear error"; }
     echo "ok: a changed folder that cannot be removed is refused"
 else
-    echo "skip: a folder that cannot be removed (running as root, which removes it anyway)"
+    echo "PART SKIPPED: a folder that cannot be removed: running as root, which removes it anyway"
 fi
 exit 0

@@ -64,7 +64,7 @@ if [ -z "$CHROME" ] && [ "$(id -u)" = 0 ] && [ "${CI:-}" = true ]; then
     CHROME=$(command -v chromium || true)
 fi
 if [ -z "$CHROME" ]; then
-    echo "SKIP: chromium not installed (the browser check of judge_report_html.sh did not run; apt-get install chromium)"
+    echo "PART SKIPPED: chromium not installed: the browser check did not run (apt-get install chromium)"
     exit 0
 fi
 FLAGS=(--headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update

@@ -7,7 +7,7 @@
 # - under metrics.jsonl (/dev/full, and a tmpfs too small for the log): the
 #   run stops with one line naming it instead of training on with a log
 #   that ends on a torn line.
-# The tmpfs parts need root (mount); without it they print SKIP.
+# The tmpfs parts need root (mount); without it they print PART SKIPPED.
 source "$(dirname "$0")/train_common.bash"
 D=$(tiny_data 512)
 ARGS=(--data "$D" --preset tiny-test --threads 2 --no-eval --set checkpoint_every=100000 --set eval_every=0)
@@ -33,7 +33,7 @@ mkdir -p "$mnt"
 # room for the log, the step-0 checkpoint and the model with half a checkpoint to spare: the final
 # checkpoint's temporary (beside the step-0 one it replaces) does not fit
 if ! mount -t tmpfs -o size=$(( (S + 1 + M + C + C / 2) * 4 ))k tmpfs "$mnt" 2>"$E2E_TMP/mount.err"; then
-    echo "SKIP: cannot mount a tmpfs to fill ($(cat "$E2E_TMP/mount.err")); the /dev/full check ran"
+    echo "PART SKIPPED: cannot mount a tmpfs to fill ($(cat "$E2E_TMP/mount.err")): only the /dev/full check ran"
     exit 0
 fi
 trap 'umount "$mnt" 2>/dev/null; rm -rf "$E2E_TMP"' EXIT

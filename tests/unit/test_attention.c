@@ -309,12 +309,14 @@ static void test_tile_ops(void)
     if (kernel_path_avx2()) {
         test_tile_mm(&att_kernels_avx2, "avx2");
         test_tile_exp(&att_kernels_avx2, "avx2");
+    } else {
+        TEST_SKIP("tile ops: no AVX2 on this CPU, its tile product not run");
     }
     if (kernel_path_select_now() == CPU_KERNELS_AVX512) {
         test_tile_mm(&att_kernels_avx512, "avx512");
         test_tile_exp(&att_kernels_avx512, "avx512");
     } else {
-        printf("  (no AVX-512 here: its tile product not run)\n");
+        TEST_SKIP("tile ops: no AVX-512 on this CPU, its tile product not run");
     }
 }
 
@@ -325,7 +327,7 @@ static void test_avx512_same_bits(void)
 {
     CHECK(att_kernels_avx512.mr == att_kernels_avx2.mr);
     if (kernel_path_select_now() != CPU_KERNELS_AVX512) {
-        printf("  (no AVX-512 here: not run)\n");
+        TEST_SKIP("AVX-512 tile product against AVX2: no AVX-512 on this CPU");
         return;
     }
     rng_state rng;

@@ -82,8 +82,7 @@ static int path_runs(int path, const char *test)
     int ok = path == CPU_KERNELS_PORTABLE || (path == CPU_KERNELS_AVX2 && have_avx2()) ||
              (path == CPU_KERNELS_AVX512 && have_avx512());
     if (!ok)
-        printf("  (%s: no %s on this CPU, its cases not run)\n", test,
-               cpu_kernel_path_name((cpu_kernel_path)path));
+        TEST_SKIP("%s: no %s on this CPU, its cases not run", test, cpu_kernel_path_name((cpu_kernel_path)path));
     return ok;
 }
 
@@ -166,7 +165,7 @@ static void test_small_tiny_blocking(void)
     gemm_config p = tiny_config(CPU_KERNELS_PORTABLE);
     CHECK(p.kc == 16 && p.mc == 12 && p.nc == 32);
     run_small_cases(&p, 1);
-    if (have_avx2()) {
+    if (path_runs(CPU_KERNELS_AVX2, "small shapes, tiny blocking")) {
         gemm_config a = tiny_config(CPU_KERNELS_AVX2);
         run_small_cases(&a, 2);
     }
@@ -183,7 +182,7 @@ static void test_small_real_blocking(void)
     gemm_config p;
     gemm_config_from_cpu(&p, &ci, CPU_KERNELS_PORTABLE);
     run_small_cases(&p, 3);
-    if (have_avx2()) {
+    if (path_runs(CPU_KERNELS_AVX2, "small shapes, real blocking")) {
         gemm_config a;
         gemm_config_from_cpu(&a, &ci, CPU_KERNELS_AVX2);
         run_small_cases(&a, 4);

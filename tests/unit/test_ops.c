@@ -595,7 +595,7 @@ static void test_lm_head(void)
 static void test_lm_head_rows_avx512(void)
 {
     if (kernel_path_select_now() != CPU_KERNELS_AVX512) {
-        printf("  (no AVX-512 here: not run)\n");
+        TEST_SKIP("the head's AVX-512 row passes: no AVX-512 on this CPU");
         return;
     }
     rng_state rng;
@@ -692,8 +692,12 @@ static void test_lm_head_scaled_sum(void)
     cpu_kernel_path path = kernel_path_select_now();
     if (path >= CPU_KERNELS_AVX2)
         tables[1] = &lm_head_row_ops_avx2;
+    else
+        TEST_SKIP("the scaled sum's AVX2 table: no AVX2 on this CPU");
     if (path == CPU_KERNELS_AVX512)
         tables[2] = &lm_head_row_ops_avx512;
+    else
+        TEST_SKIP("the scaled sum's AVX-512 table: no AVX-512 on this CPU");
     rng_state rng;
     rng_seed(&rng, 29);
     int widths[] = {1, 7, 8, 9, 17, 4097};
