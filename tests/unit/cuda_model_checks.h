@@ -147,6 +147,57 @@ static void check_model_step(gpu *g, int variant, model_cuda_precision prec)
     model_free(cpu);
 }
 
+/* Two micro-batches, the second staged while the first one's work is still
+ * queued (no loss read between them): the gradient is the CPU's sum of both,
+ * with the emulator running the copy stream as early and as late as it may
+ * (gpu_emulator_order), so that set_batch's waits on the copy stream are
+ * needed: without them the second batch's upload overtakes the first's
+ * forward, or the staging is rewritten before its copy ran. fp32. */
+static void check_queued_batches(gpu *g)
+{
+    model_config cfg = mc_config(0);
+    int B = 2, T = cfg.context, N = B * T;
+    model *cpu;
+    model_cuda *gm;
+    tempo_error e;
+    if (model_create(&cpu, &cfg, B, &e) || model_cuda_create(&gm, g, &cfg, B, MODEL_CUDA_FP32, &e)) {
+        fprintf(stderr, "  %s\n", e.msg);
+        CHECK(0);
+        return;
+    }
+    model_init(cpu, 11);
+    size_t P = model_num_params(cpu);
+    CHECK(model_cuda_set_params(gm, model_params(cpu), &e) == 0);
+    rng_state r;
+    rng_seed(&r, 5);
+    int32_t *in = malloc(sizeof(int32_t) * 2 * N), *tg = malloc(sizeof(int32_t) * 2 * N);
+    float *grad = malloc(sizeof(float) * P);
+    mc_batch(&r, in, tg, 2 * N, cfg.vocab_size);
+    model_zero_grad(cpu);
+    for (int k = 0; k < 2; k++) {
+        model_forward(cpu, in + k * N, tg + k * N, B, T);
+        model_backward(cpu);
+    }
+    int orders[2] = {GPU_EMU_COPIES_EARLY, GPU_EMU_COPIES_LATE};
+    for (int o = 0; o < 2; o++) {
+        gpu_emulator_order(g, orders[o]);
+        model_cuda_zero_grad(gm);
+        for (int k = 0; k < 2; k++) {
+            CHECK(model_cuda_set_batch(gm, in + k * N, tg + k * N, B, T, NULL, 1, &e) == 0);
+            model_cuda_forward(gm);
+            model_cuda_backward(gm);
+        }
+        CHECK(model_cuda_get_grads(gm, grad, &e) == 0);
+        char name[96];
+        snprintf(name, sizeof name, "two queued micro-batches' gradient (copies %s)", o ? "late" : "early");
+        ck_report(name, ck_err(grad, model_grads(cpu), P), 1e-4);
+    }
+    gpu_emulator_order(g, GPU_EMU_ALTERNATE);
+    free(in); free(tg); free(grad);
+    model_cuda_free(gm);
+    model_free(cpu);
+}
+
 /* The optimizer both sides of a training check run (Muon for the hidden
  * matrices or AdamW throughout), and the CPU model's tensors as the
  * optimizer groups them (malloc'd, model_num_tensors of them). */
@@ -299,6 +350,7 @@ static inline void run_model_checks(gpu *g, int steps)
         check_model_step(g, v, MODEL_CUDA_FP32);
         check_model_step(g, v, MODEL_CUDA_BF16);
     }
+    check_queued_batches(g);
     check_training_steps(g, 0, 1, steps);
     check_training_steps(g, 1, 0, steps);
     for (int v = 0; v < 2; v++) {

@@ -112,6 +112,13 @@ int gpu_failed(const gpu *g);
 /* Waits for the copy stream only (its pinned sources may then be reused). */
 int gpu_copy_sync(gpu *g, tempo_error *err);
 
+/* The emulator's order for the two streams' work where no wait joins them
+ * (gpu_emu_stream.c), for tests that check each: GPU_EMU_ALTERNATE (the
+ * default: the copy stream early at every other sync, late at the others),
+ * GPU_EMU_COPIES_EARLY, GPU_EMU_COPIES_LATE. Nothing on a GPU. */
+enum { GPU_EMU_ALTERNATE = 0, GPU_EMU_COPIES_EARLY = 1, GPU_EMU_COPIES_LATE = 2 };
+void gpu_emulator_order(gpu *g, int order);
+
 /* The copy stream's uploads queued so far must finish before the compute
  * stream's next work (an event between them). */
 void gpu_compute_waits_for_copy(gpu *g);

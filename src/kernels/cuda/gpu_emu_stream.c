@@ -166,6 +166,12 @@ void gpu_emu_fill(gpu *g, void *dst, unsigned char byte, size_t bytes)
     o->bytes = bytes;
 }
 
+void gpu_emulator_order(gpu *g, int order)
+{
+    if (g->info.backend == GPU_EMULATOR)
+        g->emu_order = order;
+}
+
 void gpu_emu_wait(gpu *g, int s) { g->emu_stream[s].wait = g->emu_stream[!s].n; }
 
 static void run_op(gpu *g, struct gpu_emu_op *o)
@@ -198,7 +204,8 @@ static int ready(const gpu *g, int s)
 void gpu_emu_run(gpu *g, int copy_only)
 {
     struct gpu_emu_stream *q = g->emu_stream;
-    int copies_first = (int)(g->emu_flushes++ & 1);
+    int copies_first = g->emu_order == GPU_EMU_ALTERNATE ? (int)(g->emu_flushes++ & 1)
+                                                         : g->emu_order == GPU_EMU_COPIES_EARLY;
     while (!g->failed && (q[1].head < q[1].n || (!copy_only && q[0].head < q[0].n))) {
         int c = ready(g, 0), k = ready(g, 1);
         if (!c && !k) { /* each op waits only for ops queued before it: one of the two can always run */

@@ -41,6 +41,7 @@ struct gpu {
         int wait;         /* the other stream's ops the next op queued runs after */
     } emu_stream[2];
     unsigned long long emu_flushes;
+    int emu_order; /* gpu_emulator_order's */
     struct gpu_emu_pinned {
         void *p;
         size_t bytes;
