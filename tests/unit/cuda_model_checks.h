@@ -62,6 +62,32 @@ static void mc_batch(rng_state *r, int32_t *in, int32_t *tg, int N, int V)
 
 static double mc_rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
 
+/* The CPU model and the GPU one of config `variant` for B rows, the CPU's
+ * initialisation (seed) copied to the GPU: 0, or -1 (reported) with neither
+ * made. */
+static int mc_models(gpu *g, int variant, int B, model_cuda_precision prec, uint64_t seed, model **cpu,
+                     model_cuda **gm)
+{
+    model_config cfg = mc_config(variant);
+    tempo_error e;
+    *gm = NULL;
+    if (model_create(cpu, &cfg, B, &e)) {
+        fprintf(stderr, "  %s\n", e.msg);
+        CHECK(0);
+        return -1;
+    }
+    if (model_cuda_create(gm, g, &cfg, B, prec, &e)) {
+        fprintf(stderr, "  %s\n", e.msg);
+        CHECK(0);
+        model_free(*cpu);
+        return -1;
+    }
+    model_init(*cpu, seed);
+    CHECK(model_cuda_num_params(*gm) == model_num_params(*cpu));
+    CHECK(model_cuda_set_params(*gm, model_params(*cpu), &e) == 0);
+    return 0;
+}
+
 /* One forward/backward on both, same parameters; then evaluation outputs. */
 static void check_model_step(gpu *g, int variant, model_cuda_precision prec)
 {
@@ -70,15 +96,9 @@ static void check_model_step(gpu *g, int variant, model_cuda_precision prec)
     model *cpu;
     model_cuda *gm;
     tempo_error e;
-    if (model_create(&cpu, &cfg, B, &e) || model_cuda_create(&gm, g, &cfg, B, prec, &e)) {
-        fprintf(stderr, "  %s\n", e.msg);
-        CHECK(0);
+    if (mc_models(g, variant, B, prec, 7 + (uint64_t)variant, &cpu, &gm))
         return;
-    }
-    model_init(cpu, 7 + (uint64_t)variant);
     size_t P = model_num_params(cpu);
-    CHECK(model_cuda_num_params(gm) == P);
-    CHECK(model_cuda_set_params(gm, model_params(cpu), &e) == 0);
     rng_state r;
     rng_seed(&r, 99);
     int32_t *in = malloc(sizeof(int32_t) * N), *tg = malloc(sizeof(int32_t) * N);
@@ -160,14 +180,9 @@ static void check_queued_batches(gpu *g)
     model *cpu;
     model_cuda *gm;
     tempo_error e;
-    if (model_create(&cpu, &cfg, B, &e) || model_cuda_create(&gm, g, &cfg, B, MODEL_CUDA_FP32, &e)) {
-        fprintf(stderr, "  %s\n", e.msg);
-        CHECK(0);
+    if (mc_models(g, 0, B, MODEL_CUDA_FP32, 11, &cpu, &gm))
         return;
-    }
-    model_init(cpu, 11);
     size_t P = model_num_params(cpu);
-    CHECK(model_cuda_set_params(gm, model_params(cpu), &e) == 0);
     rng_state r;
     rng_seed(&r, 5);
     int32_t *in = malloc(sizeof(int32_t) * 2 * N), *tg = malloc(sizeof(int32_t) * 2 * N);
@@ -225,13 +240,8 @@ static void check_training_steps(gpu *g, int variant, int use_muon, int steps)
     model *cpu;
     model_cuda *gm;
     tempo_error e;
-    if (model_create(&cpu, &cfg, B, &e) || model_cuda_create(&gm, g, &cfg, B, MODEL_CUDA_FP32, &e)) {
-        fprintf(stderr, "  %s\n", e.msg);
-        CHECK(0);
+    if (mc_models(g, variant, B, MODEL_CUDA_FP32, 3, &cpu, &gm))
         return;
-    }
-    model_init(cpu, 3);
-    CHECK(model_cuda_set_params(gm, model_params(cpu), &e) == 0);
     optim_config oc = mc_optim_config(use_muon);
     optimizer opt;
     optim_cuda go;
