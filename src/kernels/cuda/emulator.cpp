@@ -29,15 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define EMU_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define EMU_ASAN 1
-#endif
-#endif
-#ifdef EMU_ASAN
-#include <sanitizer/asan_interface.h>
+#include "core/sanitizer.h"
+#ifdef TEMPO_ASAN
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -70,7 +63,7 @@ thread_local tk_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define DECLARE(f) extern "C" void tk_emu_register_##f(tk_emu_registry *r);
 EMU_FILES(DECLARE)
 
-#ifdef EMU_ASAN
+#ifdef TEMPO_ASAN
 #define FIBER_STACK (64u << 10)
 #else
 #define FIBER_STACK (64u << 10)
@@ -208,7 +201,7 @@ static launch *cur_launch;
 /* announce a switch to AddressSanitizer (nothing without it) */
 static inline void asan_leave(void **fake, const void *bottom, size_t size)
 {
-#ifdef EMU_ASAN
+#ifdef TEMPO_ASAN
     __sanitizer_start_switch_fiber(fake, bottom, size);
 #else
     (void)fake; (void)bottom; (void)size;
@@ -217,7 +210,7 @@ static inline void asan_leave(void **fake, const void *bottom, size_t size)
 
 static inline void asan_arrive(void *fake, const void **bottom, size_t *size)
 {
-#ifdef EMU_ASAN
+#ifdef TEMPO_ASAN
     __sanitizer_finish_switch_fiber(fake, bottom, size);
 #else
     (void)fake; (void)bottom; (void)size;
@@ -253,7 +246,7 @@ static void run_fiber(launch *l, int i)
     threadIdx = f->tid;
     blockIdx = l->cur;
     if (f->state == F_NEW) {
-#ifdef EMU_ASAN
+#ifdef TEMPO_ASAN
         ASAN_UNPOISON_MEMORY_REGION(f->stack, FIBER_STACK); /* what an earlier fiber left poisoned */
 #endif
         uintptr_t *sp = (uintptr_t *)(f->stack + FIBER_STACK - 64); /* 16-byte aligned */
@@ -294,7 +287,7 @@ void *tk_emu_static_shared(const void *key, size_t bytes)
     l->stat_off[l->n_stat] = off;
     l->stat_size[l->n_stat++] = bytes;
     l->stat_used = off + bytes;
-#ifdef EMU_ASAN
+#ifdef TEMPO_ASAN
     ASAN_UNPOISON_MEMORY_REGION(l->stat + off, bytes); /* the rest of the arena stays out of bounds */
 #endif
     memset(l->stat + off, 0xff, bytes); /* NaN, as the rest of the block's shared memory */
@@ -589,7 +582,7 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
     l.dyn_bytes = shmem;
     l.dyn = shmem ? (unsigned char *)aligned_alloc(64, (shmem + 63) / 64 * 64) : NULL;
     l.stat = (unsigned char *)aligned_alloc(64, EMU_STATIC_SHARED_BYTES);
-#ifdef EMU_ASAN
+#ifdef TEMPO_ASAN
     /* under AddressSanitizer, shared memory past what a launch asked for (the dynamic bytes, each declared
      * array) is out of bounds, as on a GPU */
     if (l.dyn)
@@ -643,7 +636,7 @@ extern "C" int tk_emu_launch(const tk_emu_registry *rc, int idx, const unsigned 
     free(l.mb);
     free(l.mc);
     free(l.rows);
-#ifdef EMU_ASAN
+#ifdef TEMPO_ASAN
     if (l.dyn)
         ASAN_UNPOISON_MEMORY_REGION(l.dyn, (shmem + 63) / 64 * 64);
     if (l.stat)

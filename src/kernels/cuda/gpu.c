@@ -9,20 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sanitizer.h"
 #include "core/timer.h"
 #include "kernels/cuda/gpu_gemm.h"
 #include "kernels/cuda/gpu_ptx.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define GPU_EMU_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GPU_EMU_ASAN 1
-#endif
-#endif
-#ifdef GPU_EMU_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
 
 /* PTX ISA 7.2 (what clang 14 emits for sm_80) needs a CUDA 11.2 driver */
 #define GPU_MIN_DRIVER 11020
@@ -400,7 +390,7 @@ int gpu_alloc(gpu *g, gpu_ptr *p, size_t bytes, const char *what, tempo_error *e
         if (!h)
             return tempo_fail(err, "gpu emulator: out of memory for %s (%.3g GB)", what, gb(bytes));
         memset(h, 0xff, (n + 255) / 256 * 256); /* memory is not zeroed: NaN until written */
-#ifdef GPU_EMU_ASAN
+#ifdef TEMPO_ASAN
         /* in the sanitizers' build, the bytes past the size asked for are out of bounds (a kernel reading
          * past its buffer reads another's on a GPU) */
         ASAN_POISON_MEMORY_REGION((char *)h + n, (n + 255) / 256 * 256 - n);
