@@ -2,6 +2,8 @@
  * emulator (kernels/cuda/emulator.h): the kernels' logic and the host code
  * that launches them, on every machine. What the hardware itself does is
  * test_cuda_device's (skipped where there is no GPU). */
+#include "child_stops.h"
+#include "core/sanitizer.h"
 #include "cuda_kernel_checks.h"
 
 static gpu *emu;
@@ -224,16 +226,22 @@ static void test_streams_missing_waits_show(void)
     gpu_close(g);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_ASAN 1
-#endif
-#endif
-#ifdef TEST_ASAN
-#include <sys/wait.h>
-#include <unistd.h>
+#ifdef TEMPO_ASAN
+/* The child of the check below: a launch reading one float past a 20-byte buffer. */
+static void read_past_buffer(void *unused)
+{
+    (void)unused;
+    tempo_error e;
+    gpu *g;
+    gpu_ptr d = 0;
+    if (gpu_open(&g, GPU_EMULATOR, &e) || gpu_alloc(g, &d, 20, "d", &e))
+        _exit(3);
+    size_t n = 6; /* 24 bytes */
+    float s = 2;
+    void *a[] = {&d, &n, &s};
+    gpu_launch(g, GK_scale_f32, 1, 1, 1, 32, 0, a);
+    _exit(gpu_sync(g, &e) ? 4 : 0);
+}
 
 /* The sanitizers' build: a kernel reading one float past the 20 bytes a
  * buffer was allocated with (the emulator's allocation is rounded up to 256)
@@ -241,36 +249,9 @@ static void test_streams_missing_waits_show(void)
  * not (run in a child, AddressSanitizer's report looked for). */
 static void test_device_overflow_stops_asan(void)
 {
-    int fd[2];
-    CHECK(pipe(fd) == 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fd[1], 2);
-        close(fd[0]);
-        tempo_error e;
-        gpu *g;
-        gpu_ptr d = 0;
-        if (gpu_open(&g, GPU_EMULATOR, &e) || gpu_alloc(g, &d, 20, "d", &e))
-            _exit(3);
-        size_t n = 6; /* 24 bytes */
-        float s = 2;
-        void *a[] = {&d, &n, &s};
-        gpu_launch(g, GK_scale_f32, 1, 1, 1, 32, 0, a);
-        _exit(gpu_sync(g, &e) ? 4 : 0);
-    }
-    close(fd[1]);
     char buf[8192];
-    size_t got = 0;
-    ssize_t k;
-    while (got < sizeof buf - 1 && (k = read(fd[0], buf + got, sizeof buf - 1 - got)) > 0)
-        got += (size_t)k;
-    buf[got] = 0;
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    CHECK_MSG(!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && strstr(buf, "AddressSanitizer") &&
-                  strstr(buf, "scale_f32"),
+    int stopped = child_stops(read_past_buffer, NULL, buf, sizeof buf);
+    CHECK_MSG(stopped && strstr(buf, "AddressSanitizer") && strstr(buf, "scale_f32"),
               "the overflow was not reported: %.300s", buf);
 }
 #endif
@@ -288,7 +269,7 @@ int main(void)
     RUN(test_hardware_faults_are_reported);
     RUN(test_streams_run_when_waited_for);
     RUN(test_streams_missing_waits_show);
-#ifdef TEST_ASAN
+#ifdef TEMPO_ASAN
     RUN(test_device_overflow_stops_asan);
 #endif
     gpu_close(emu);

@@ -11,18 +11,10 @@
 #include "kernels/cuda/cuda_dialect.h"
 #include "kernels/cuda/emulator.h"
 
+#include "child_stops.h"
 #include "test.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#if defined(__SANITIZE_ADDRESS__)
-#define PROBE_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PROBE_ASAN 1
-#endif
-#endif
+#include "core/sanitizer.h"
 
 #define PROBE_THREADS 64 /* two warps */
 
@@ -234,33 +226,26 @@ static void test_block_order_alternates(void)
               got[1]);
 }
 
-/* Runs probe `name` (args a, shmem bytes of dynamic shared memory) in a
- * child process; its stderr into buf; returns whether the child stopped
- * (a non-zero exit or a signal). */
-static int child_stops(const char *name, void **a, size_t shmem, char *buf, size_t cap)
+/* A probe launch for child_stops: one block of probe `name` with its
+ * arguments and dynamic shared memory. */
+struct probe_launch {
+    const char *name;
+    void **args;
+    size_t shmem;
+};
+
+static void run_probe(void *ctx)
 {
-    int fd[2];
-    buf[0] = 0;
-    if (pipe(fd))
-        return 0;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fd[1], 2);
-        close(fd[0]);
-        launch_smem(name, 1, shmem, a);
-        _exit(0);
-    }
-    close(fd[1]);
-    size_t n = 0;
-    ssize_t k;
-    while (n < cap - 1 && (k = read(fd[0], buf + n, cap - 1 - n)) > 0)
-        n += (size_t)k;
-    buf[n] = 0;
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    const probe_launch *p = (const probe_launch *)ctx;
+    launch_smem(p->name, 1, p->shmem, p->args);
+}
+
+/* Whether probe `name` (args a, shmem bytes of dynamic shared memory) stops
+ * a child process; its stderr into buf. */
+static int probe_stops(const char *name, void **a, size_t shmem, char *buf, size_t cap)
+{
+    probe_launch p = {name, a, shmem};
+    return child_stops(run_probe, &p, buf, cap);
 }
 
 /* a kernel past the GPU's 48 KiB of declared shared memory (ptxas would
@@ -270,11 +255,11 @@ static void test_too_much_shared_stops(void)
     float out[PROBE_THREADS], *o = out;
     void *a[] = {&o};
     char buf[4096];
-    CHECK(child_stops("probe_too_much_shared", a, 0, buf, sizeof buf));
+    CHECK(probe_stops("probe_too_much_shared", a, 0, buf, sizeof buf));
     CHECK_MSG(strstr(buf, "probe_too_much_shared") && strstr(buf, "48 KiB"), "%.300s", buf);
 }
 
-#ifdef PROBE_ASAN
+#ifdef TEMPO_ASAN
 /* the sanitizers' build: a read one float past a declared shared array
  * (UndefinedBehaviorSanitizer knows its type's bounds, AddressSanitizer the
  * arena's), or past the dynamic shared memory a launch asked for, stops the
@@ -286,7 +271,7 @@ static void test_shared_overflow_stops_asan(void)
         int w = which, at = PROBE_THREADS + which; /* dyn: PROBE_THREADS + 1 floats asked */
         void *a[] = {&o, &w, &at};
         char buf[4096];
-        int stopped = child_stops("probe_overflow", a, sizeof(float) * (PROBE_THREADS + 1), buf, sizeof buf);
+        int stopped = probe_stops("probe_overflow", a, sizeof(float) * (PROBE_THREADS + 1), buf, sizeof buf);
         /* the declared array's type bounds it: UndefinedBehaviorSanitizer may see it first */
         CHECK_MSG(stopped && (strstr(buf, "AddressSanitizer") || strstr(buf, "out of bounds for type")),
                   "which %d: the overflow was not reported: %.300s", which, buf);
@@ -307,7 +292,7 @@ int main(void)
     RUN(test_shared_memory_is_each_blocks_own);
     RUN(test_block_order_alternates);
     RUN(test_too_much_shared_stops);
-#ifdef PROBE_ASAN
+#ifdef TEMPO_ASAN
     RUN(test_shared_overflow_stops_asan);
 #endif
     tk_emu_registry_free(reg);
