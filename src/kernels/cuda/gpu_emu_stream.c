@@ -43,32 +43,37 @@ struct gpu_emu_op {
     unsigned char byte;
 };
 
-/* A new op at the end of stream s (its fields zero but `after`), or NULL
- * with the error set. */
-static struct gpu_emu_op *push(gpu *g, int s, const char *what)
+static struct gpu_emu_op *out_of_memory(gpu *g, const char *what)
+{
+    gpu_set_error(g, "gpu emulator: out of memory queueing %s", what);
+    return NULL;
+}
+
+/* A new op of this kind at the end of stream s, owning mem_bytes of memory
+ * (o->mem; none for 0), its other fields zero but `after`; or NULL with the
+ * error set. */
+static struct gpu_emu_op *push(gpu *g, int s, int kind, size_t mem_bytes, const char *what)
 {
     struct gpu_emu_stream *q = &g->emu_stream[s];
+    void *mem = mem_bytes ? malloc(mem_bytes) : NULL;
+    if (mem_bytes && !mem)
+        return out_of_memory(g, what);
     if (q->n == q->cap) {
         int cap = q->cap ? 2 * q->cap : 64;
         void *p = realloc(q->op, sizeof *q->op * (size_t)cap);
         if (!p) {
-            gpu_set_error(g, "gpu emulator: out of memory queueing %s", what);
-            return NULL;
+            free(mem);
+            return out_of_memory(g, what);
         }
         q->op = p;
         q->cap = cap;
     }
     struct gpu_emu_op *o = &q->op[q->n++];
     memset(o, 0, sizeof *o);
+    o->kind = kind;
     o->after = q->wait;
+    o->mem = mem;
     return o;
-}
-
-/* The op just pushed on stream s, taken back (its memory could not be had). */
-static void pop_failed(gpu *g, int s, const char *what)
-{
-    g->emu_stream[s].n--;
-    gpu_set_error(g, "gpu emulator: out of memory queueing %s", what);
 }
 
 void gpu_emu_launch(gpu *g, gpu_kernel k, const unsigned grid[3], const unsigned block[3], unsigned shmem,
@@ -81,17 +86,13 @@ void gpu_emu_launch(gpu *g, gpu_kernel k, const unsigned grid[3], const unsigned
         gpu_set_error(g, "gpu emulator: %s is not registered", name);
         return;
     }
-    struct gpu_emu_op *o = push(g, GPU_STREAM_COMPUTE, name);
-    if (!o)
-        return;
     size_t bytes = sizeof(void *) * (size_t)(n + 1);
     for (int i = 0; i < n; i++)
         bytes += (sizes[i] + 7u) / 8 * 8;
-    unsigned char *mem = malloc(bytes);
-    if (!mem) {
-        pop_failed(g, GPU_STREAM_COMPUTE, name);
+    struct gpu_emu_op *o = push(g, GPU_STREAM_COMPUTE, OP_LAUNCH, bytes, name);
+    if (!o)
         return;
-    }
+    unsigned char *mem = o->mem;
     void **copy = (void **)mem;
     unsigned char *v = mem + sizeof(void *) * (size_t)(n + 1);
     for (int i = 0; i < n; i++) { /* each value copied now: the caller's may change before the launch runs */
@@ -100,8 +101,6 @@ void gpu_emu_launch(gpu *g, gpu_kernel k, const unsigned grid[3], const unsigned
         v += (sizes[i] + 7u) / 8 * 8;
     }
     copy[n] = NULL;
-    o->kind = OP_LAUNCH;
-    o->mem = mem;
     o->args = copy;
     o->k = k;
     memcpy(o->grid, grid, sizeof o->grid);
@@ -111,15 +110,10 @@ void gpu_emu_launch(gpu *g, gpu_kernel k, const unsigned grid[3], const unsigned
 
 void gpu_emu_call(gpu *g, const char *what, void (*fn)(void *ctx), const void *ctx, size_t bytes)
 {
-    struct gpu_emu_op *o = push(g, GPU_STREAM_COMPUTE, what);
+    struct gpu_emu_op *o = push(g, GPU_STREAM_COMPUTE, OP_CALL, bytes ? bytes : 1, what);
     if (!o)
         return;
-    if (!(o->mem = malloc(bytes ? bytes : 1))) {
-        pop_failed(g, GPU_STREAM_COMPUTE, what);
-        return;
-    }
     memcpy(o->mem, ctx, bytes);
-    o->kind = OP_CALL;
     o->fn = fn;
 }
 
@@ -137,19 +131,14 @@ static int pinned(const gpu *g, const void *p, size_t bytes)
 
 void gpu_emu_copy(gpu *g, int s, void *dst, const void *src, size_t bytes, int from_host)
 {
-    const char *what = from_host ? "a copy to the GPU" : "a copy";
-    struct gpu_emu_op *o = push(g, s, what);
+    int staged = from_host && !pinned(g, src, bytes); /* pageable: the driver stages it before the call returns */
+    struct gpu_emu_op *o = push(g, s, OP_COPY, staged ? bytes : 0, from_host ? "a copy to the GPU" : "a copy");
     if (!o)
         return;
-    o->kind = OP_COPY;
     o->dst = dst;
     o->src = src;
     o->bytes = bytes;
-    if (from_host && !pinned(g, src, bytes)) { /* pageable: the driver has staged it before the call returns */
-        if (!(o->mem = malloc(bytes))) {
-            pop_failed(g, s, what);
-            return;
-        }
+    if (staged) {
         memcpy(o->mem, src, bytes);
         o->src = o->mem;
     }
@@ -157,10 +146,9 @@ void gpu_emu_copy(gpu *g, int s, void *dst, const void *src, size_t bytes, int f
 
 void gpu_emu_fill(gpu *g, void *dst, unsigned char byte, size_t bytes)
 {
-    struct gpu_emu_op *o = push(g, GPU_STREAM_COMPUTE, "a memset");
+    struct gpu_emu_op *o = push(g, GPU_STREAM_COMPUTE, OP_FILL, 0, "a memset");
     if (!o)
         return;
-    o->kind = OP_FILL;
     o->dst = dst;
     o->byte = byte;
     o->bytes = bytes;
