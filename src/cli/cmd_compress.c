@@ -12,6 +12,7 @@
 #include "core/fileio.h"
 #include "core/json_write.h"
 #include "core/number.h"
+#include "core/progress.h"
 #include "core/timer.h"
 #include "eval/compress.h"
 #include "eval/eval_run.h"
@@ -53,24 +54,10 @@ static void usage(FILE *f, int decompress)
             "ms_per_token. docs/hybrid_model.md says more.\n");
 }
 
-typedef struct {
-    const char *verb;
-    double t0, last;
-} progress_state;
-
-/* A line on stderr every 10 s: tokens done, the rate, the time left. */
+/* A line on stderr every 10 s: tokens done, the time so far, the time left (core/progress.h). */
 static void progress(void *user, size_t done, size_t total)
 {
-    progress_state *ps = user;
-    double now = timer_now();
-    if (now - ps->last < 10 && done < total)
-        return;
-    if (done == total && ps->last == ps->t0)
-        return;   /* short enough to need none */
-    ps->last = now;
-    double per = (now - ps->t0) / (double)(done ? done : 1);
-    fprintf(stderr, "%s: %zu of %zu tokens, %.2f ms a token, %.0f s left\n", ps->verb, done, total, per * 1e3,
-            per * (double)(total - done));
+    progress_meter_update(user, NULL, done, total);
 }
 
 typedef struct {
@@ -241,8 +228,8 @@ static int run(int argc, char **argv, int decompress)
         free(data);
         return cli_report(&err);
     }
-    progress_state ps = {decompress ? "decompress" : "compress", timer_now(), 0};
-    ps.last = ps.t0;
+    progress_meter ps;
+    progress_meter_start(&ps, stderr, decompress ? "decompress" : "compress", "tokens", 10);
     cm.progress = progress;
     cm.user = &ps;
     uint8_t *result;

@@ -82,7 +82,7 @@ static int eval_bpb(const char *model_path, model *m, tokenizer *tok, const run_
                     tempo_error *err)
 {
     hybrid_bpb_result r;
-    if (eval_run_bpb(model_path, m, tok, cfg, data_dir, text, stride, batch, use, &r, err))
+    if (eval_run_bpb(model_path, m, tok, cfg, data_dir, text, stride, batch, use, stderr, &r, err))
         return -1;
     if (bpb)
         *bpb = r.mixture.bpb;

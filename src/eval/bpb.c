@@ -9,8 +9,8 @@
 #include "core/timer.h"
 
 static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride,
-                            int batch, int part, int parts, double lr, const bpb_token_out *out, bpb_result *res,
-                            tempo_error *err);
+                            int batch, int part, int parts, double lr, const bpb_token_out *out,
+                            progress_meter *progress, bpb_result *res, tempo_error *err);
 
 int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, const bpb_options *o,
                  bpb_result *res, tempo_error *err)
@@ -21,7 +21,7 @@ int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_by
     const int parts = o->parts > 1 ? o->parts : 1;
     if (o->lr == 0)
         return evaluate_windows(m, tokens, n_tokens, n_bytes, o->stride, o->batch, parts > 1 ? o->part : 0, parts,
-                                0, o->out, res, err);
+                                0, o->out, o->progress, res, err);
     if (!(o->lr > 0) || !isfinite(o->lr))
         return tempo_fail(err, "evaluation: the reading learning rate must be a finite number >= 0, not %g", o->lr);
     if (model_params_save(m, err))
@@ -30,7 +30,8 @@ int bpb_evaluate(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_by
     /* the windows between two steps read as one batch (the step's window first, its backward on that
      * row alone: bpb_adapt_step); on a GPU one at a time (its backward covers the whole forward) */
     int batch = model_device(m) ? 1 : o->batch < model_max_batch(m) ? o->batch : model_max_batch(m);
-    int rc = evaluate_windows(m, tokens, n_tokens, n_bytes, o->stride, batch, 0, 1, o->lr, o->out, res, err);
+    int rc = evaluate_windows(m, tokens, n_tokens, n_bytes, o->stride, batch, 0, 1, o->lr, o->out, o->progress,
+                              res, err);
     tempo_error e2;
     if (model_params_restore(m, rc ? &e2 : err))   /* the model as it was trained */
         rc = -1;
@@ -249,8 +250,8 @@ static uint64_t rows_record(const window_models *w, int used, const window_rows 
 /* The windows of part `part` of `parts`; with lr > 0 (one part, one window
  * per forward) the model learns as it reads (bpb_evaluate with lr > 0). */
 static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride,
-                            int batch, int part, int parts, double lr, const bpb_token_out *out, bpb_result *res,
-                            tempo_error *err)
+                            int batch, int part, int parts, double lr, const bpb_token_out *out,
+                            progress_meter *progress, bpb_result *res, tempo_error *err)
 {
     static const bpb_token_out none = {NULL, NULL, NULL, NULL, 0};
     if (!out)
@@ -290,6 +291,8 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
             bpb_adapt_step(m, lr);
             learned_end = win.end;
         }
+        if (progress)
+            progress_meter_update(progress, "the transformer", win.end, win.last);
     }
     model_set_training(m, 1);
     models_free(&w);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "data/tokenizer.h"
 #include "eval/bpb_result.h"
 #include "model/model.h"
@@ -44,6 +45,8 @@ typedef struct {
                                  * The parts' token arrays, summed from zeros, are the whole reading's. */
     double lr;                  /* > 0: the model learns as it reads (below); 0: frozen */
     const bpb_token_out *out;   /* the per-token outputs wanted, or NULL */
+    progress_meter *progress;   /* told the targets scored after each forward (stage "the transformer"),
+                                 * or NULL */
 } bpb_options;
 
 /* The bits per byte of tokens[0..n_tokens) (n_bytes of text) under m, read

@@ -384,7 +384,7 @@ int compress_text(const compress_model *cm, const uint8_t *text, size_t len, con
     if (!rc && cm->eval_batch > 0 && n >= 2 && r->document_bytes > 0) {
         hybrid_bpb_result hr;
         rc = hybrid_bpb_evaluate(NULL, cm->m, cm->h, cm->adapt, ids, n, r->document_bytes, cm->stride,
-                                 cm->eval_batch, NULL, &hr, err);
+                                 cm->eval_batch, NULL, NULL, &hr, err);
         r->eval_bits = hr.mixture.bits;
         r->eval_bpb = hr.mixture.bpb;
     }

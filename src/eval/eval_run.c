@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/fileio.h"
+#include "core/progress.h"
 #include "data/token_store.h"
 #include "eval/hybrid_bpb.h"
 
@@ -39,8 +40,8 @@ static int read_val(const char *data_dir, int vocab, int32_t **ids, size_t *n, u
 }
 
 int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_config *cfg, const char *data_dir,
-                 const char *text, int stride, int batch, run_parts_use use, hybrid_bpb_result *r,
-                 tempo_error *err)
+                 const char *text, int stride, int batch, run_parts_use use, FILE *progress,
+                 hybrid_bpb_result *r, tempo_error *err)
 {
     memset(r, 0, sizeof *r);
     int32_t *ids = NULL;
@@ -52,9 +53,13 @@ int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_
     memset(&h, 0, sizeof h);
     if (!rc)
         rc = run_parts_load(run_dir, cfg, tok, use, &h, err);
+    char what[300];
+    snprintf(what, sizeof what, "eval: bpb of %s", text ? text : data_dir);
+    progress_meter pm;
+    progress_meter_start(&pm, progress, what, "tokens", 10);
     if (!rc)
         rc = hybrid_bpb_evaluate(NULL, m, &h, use.adapt, ids, n, n_bytes, eval_run_stride(cfg, stride), batch,
-                                 NULL, r, err);
+                                 NULL, &pm, r, err);
     free(ids);
     hybrid_parts_free(&h);
     if (rc)

@@ -7,6 +7,8 @@
 #ifndef TEMPO_EVAL_RUN_H
 #define TEMPO_EVAL_RUN_H
 
+#include <stdio.h>
+
 #include "core/error.h"
 #include "data/tokenizer.h"
 #include "eval/eval_result.h"
@@ -23,10 +25,11 @@ int eval_run_stride(const run_config *cfg, int stride);
  * is non-NULL), scored with the run's parts from run_dir as `use` takes
  * them (run/run_parts.h: what tempo compress codes with too). stride 0 =
  * context / 2. r->documents are the text's, r->source points at data_dir
- * or text: r is the phase-1 line (eval_bpb_json). */
+ * or text: r is the phase-1 line (eval_bpb_json). progress (may be NULL):
+ * where a long reading says how far it is, a line every 10 s (core/progress.h). */
 int eval_run_bpb(const char *run_dir, model *m, const tokenizer *tok, const run_config *cfg, const char *data_dir,
-                 const char *text, int stride, int batch, run_parts_use use, hybrid_bpb_result *r,
-                 tempo_error *err);
+                 const char *text, int stride, int batch, run_parts_use use, FILE *progress,
+                 hybrid_bpb_result *r, tempo_error *err);
 
 /* The scorecard's figures from its parts: bpb_json (eval_bpb_json's
  * text, or NULL when no text was scored), the ICL summary and its JSON. The

@@ -11,11 +11,13 @@
  * windows, or with lr > 0 (the learning reader, a sequence) all of them on
  * part 0 and none elsewhere. */
 static int model_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes, int stride, int batch,
-                      int part, int parts, double lr, const bpb_token_out *out, bpb_result *r, tempo_error *err)
+                      int part, int parts, double lr, const bpb_token_out *out, progress_meter *progress,
+                      bpb_result *r, tempo_error *err)
 {
     if (lr > 0 && part != 0)
         return 0;   /* the learning reader is one sequence: all of it on part 0 */
-    bpb_options o = {.stride = stride, .batch = batch, .part = part, .parts = parts, .lr = lr, .out = out};
+    bpb_options o = {.stride = stride, .batch = batch, .part = part, .parts = parts, .lr = lr, .out = out,
+                     .progress = progress};
     return bpb_evaluate(m, tokens, n_tokens, n_bytes, &o, r, err);
 }
 
@@ -24,8 +26,8 @@ static int model_part(model *m, const int32_t *tokens, size_t n_tokens, uint64_t
  * from one rank), and the totals recomputed in token order, as one process
  * sums them. */
 static int model_part_ranks(dist_context *dist, model *m, const int32_t *tokens, size_t n_tokens, uint64_t n_bytes,
-                            int stride, int batch, double lr, const bpb_token_out *out, bpb_result *r,
-                            tempo_error *err)
+                            int stride, int batch, double lr, const bpb_token_out *out, progress_meter *progress,
+                            bpb_result *r, tempo_error *err)
 {
     double *nats = out->nats;
     memset(nats, 0, sizeof(double) * n_tokens);
@@ -33,7 +35,8 @@ static int model_part_ranks(dist_context *dist, model *m, const int32_t *tokens,
     memset(out->top_id, 0, sizeof(int32_t) * n_tokens);
     memset(out->log_norm, 0, sizeof(float) * n_tokens);
     double t0 = timer_now();
-    if (model_part(m, tokens, n_tokens, n_bytes, stride, batch, dist->rank, dist->world, lr, out, r, err) ||
+    if (model_part(m, tokens, n_tokens, n_bytes, stride, batch, dist->rank, dist->world, lr, out, progress, r,
+                   err) ||
         dist_allreduce_sum_f64(dist, nats, n_tokens, err) || dist_allreduce_sum_f32(dist, out->top, n_tokens, err) ||
         dist_allreduce_sum_f32(dist, out->log_norm, n_tokens, err))
         return -1;
@@ -133,7 +136,7 @@ static int read_mixture(const hybrid_parts *h, int adapt, const int32_t *tokens,
 
 int hybrid_bpb_evaluate(dist_context *dist, model *m, const hybrid_parts *h, int adapt, const int32_t *tokens,
                         size_t n_tokens, uint64_t n_bytes, int stride, int batch, mixer *fitted,
-                        hybrid_bpb_result *res, tempo_error *err)
+                        progress_meter *progress, hybrid_bpb_result *res, tempo_error *err)
 {
     if (dist && dist->world <= 1)
         dist = NULL;
@@ -152,8 +155,10 @@ int hybrid_bpb_evaluate(dist_context *dist, model *m, const hybrid_parts *h, int
     }
     /* the transformer as the mixture takes it: sharpened by the mixer's beta */
     out.beta = (float)(hybrid_parts_any(h) || fitted ? h->mx.beta : 1);
-    int rc = dist ? model_part_ranks(dist, m, tokens, n_tokens, n_bytes, stride, batch, lr, &out, &res->model, err)
-                  : model_part(m, tokens, n_tokens, n_bytes, stride, batch, 0, 1, lr, &out, &res->model, err);
+    int rc = dist ? model_part_ranks(dist, m, tokens, n_tokens, n_bytes, stride, batch, lr, &out, progress,
+                                     &res->model, err)
+                  : model_part(m, tokens, n_tokens, n_bytes, stride, batch, 0, 1, lr, &out, progress, &res->model,
+                               err);
     if (rc) {
         FREE_ALL();
         return -1;
@@ -170,7 +175,13 @@ int hybrid_bpb_evaluate(dist_context *dist, model *m, const hybrid_parts *h, int
         model_alone(res, t0);
         return 0;
     }
+    static const char mixing[] = "the count memory, cache and mixer";
+    uint64_t targets = n_tokens > 0 ? n_tokens - 1 : 0;
+    if (progress)
+        progress_meter_update(progress, mixing, 0, targets);
     rc = read_mixture(h, adapt, tokens, n_tokens, n_bytes, &out, confidence, fitted, res, err);
+    if (progress && !rc)
+        progress_meter_update(progress, mixing, targets, targets);
     FREE_ALL();
 #undef FREE_ALL
     if (rc)

@@ -17,7 +17,9 @@
  * unused), and its figures in res are the learning reader's. res says
  * which parts read (from h); documents and source are left for the caller.
  * fitted (may be NULL) receives the mixer as it ended: the trainer fits the
- * initial weights this way on held-out training tokens.
+ * initial weights this way on held-out training tokens. progress (may be
+ * NULL) is told the transformer's targets as they are scored, then the
+ * mixture's stage ("the count memory, cache and mixer") as it starts and ends.
  * dist NULL (or a world of 1): one process. With ranks (a data-parallel job; every
  * rank must call it), every rank runs the transformer on its share of the
  * windows (bpb_options.part and parts), the per-token figures are summed
@@ -27,6 +29,6 @@
  * as it reads runs on rank 0 alone (its windows are a sequence). */
 int hybrid_bpb_evaluate(dist_context *dist, model *m, const hybrid_parts *h, int adapt, const int32_t *tokens,
                         size_t n_tokens, uint64_t n_bytes, int stride, int batch, mixer *fitted,
-                        hybrid_bpb_result *res, tempo_error *err);
+                        progress_meter *progress, hybrid_bpb_result *res, tempo_error *err);
 
 #endif

@@ -362,7 +362,8 @@ int memory_stage_fit_mixer(memory_stage *ms, model *m, const run_config *cfg, co
     int rc = memory_stage_parts(ms, cfg, (int)train->vocab_size, &h, err);
     /* bytes only scale the figure, which nobody reads: the fit needs the weights */
     if (!rc)
-        rc = hybrid_bpb_evaluate(NULL, m, &h, 1, ids, n, 1, cfg->model.context / 2, batch, &fitted, &r, err);
+        rc = hybrid_bpb_evaluate(NULL, m, &h, 1, ids, n, 1, cfg->model.context / 2, batch, &fitted, NULL, &r,
+                                 err);
     free(ids);
     hybrid_parts_free(&h);
     if (rc)

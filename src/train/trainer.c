@@ -10,6 +10,7 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/procfs.h"
+#include "core/progress.h"
 #include "core/sha256.h"
 #include "core/strbuf.h"
 #include "core/timer.h"
@@ -965,12 +966,14 @@ static int final_validation(run_ctx *c, const train_options *o, const run_config
     }
     if (o->progress)
         fprintf(o->progress, "evaluating val bpb on %llu tokens (stride %d)...\n", (unsigned long long)n_val, stride);
+    progress_meter pm;   /* a line every 30 s on a long reading */
+    progress_meter_start(&pm, o->progress, "val bpb", "tokens", 30);
     hybrid_parts h;
     hybrid_bpb_result hr;
     int rc = 0;
     if (memory_stage_parts(&c->mem, cfg, (int)c->train.vocab_size, &h, err) ||
         hybrid_bpb_evaluate(c->dist, c->m, &h, 1, c->val_tokens, n_val, val_bytes, stride, cfg->micro_batch,
-                                  NULL, &hr, err)) {
+                            NULL, &pm, &hr, err)) {
         rc = -1;
     } else {
         res->val = hr;

@@ -64,7 +64,7 @@ static void check_beta(double beta)
         text[i] = stream[500 + i];
     uint64_t n_bytes = 100;
     hybrid_bpb_result res;
-    CHECK_MSG(hybrid_bpb_evaluate(NULL, m, &h, 1, text, T + 1, n_bytes, T, 1, NULL, &res, &err) == 0, "%s", err.msg);
+    CHECK_MSG(hybrid_bpb_evaluate(NULL, m, &h, 1, text, T + 1, n_bytes, T, 1, NULL, NULL, &res, &err) == 0, "%s", err.msg);
     bpb_result own;
     CHECK(bpb_evaluate(m, text, T + 1, n_bytes, &(bpb_options){.stride = T, .batch = 1}, &own, &err) == 0);
     CHECK_MSG(res.bpb_component[MIX_MODEL] == own.bpb, "beta %g: the transformer alone %.9f, its own figure %.9f",
@@ -127,8 +127,8 @@ static void test_learning_reader_wired(void)
     h.model_lr = 0.3;
     hybrid_bpb_result learning, frozen;
     bpb_result own, own_frozen;
-    CHECK(hybrid_bpb_evaluate(NULL, m, &h, 1, text, N, 500, T / 2, 4, NULL, &learning, &err) == 0);
-    CHECK(hybrid_bpb_evaluate(NULL, m, &h, 0, text, N, 500, T / 2, 4, NULL, &frozen, &err) == 0);
+    CHECK(hybrid_bpb_evaluate(NULL, m, &h, 1, text, N, 500, T / 2, 4, NULL, NULL, &learning, &err) == 0);
+    CHECK(hybrid_bpb_evaluate(NULL, m, &h, 0, text, N, 500, T / 2, 4, NULL, NULL, &frozen, &err) == 0);
     CHECK(bpb_evaluate(m, text, N, 500, &(bpb_options){.stride = T / 2, .lr = 0.3}, &own, &err) == 0);
     CHECK(bpb_evaluate(m, text, N, 500, &(bpb_options){.stride = T / 2, .batch = 4}, &own_frozen, &err) == 0);
     CHECK_MSG(learning.bpb_component[MIX_MODEL] == own.bpb, "%.9f against %.9f", learning.bpb_component[MIX_MODEL],
@@ -142,7 +142,7 @@ static void test_learning_reader_wired(void)
     memset(&none, 0, sizeof none);
     none.vocab = V;
     hybrid_bpb_result alone;
-    CHECK(hybrid_bpb_evaluate(NULL, m, &none, 0, text, N, 500, T / 2, 4, NULL, &alone, &err) == 0);
+    CHECK(hybrid_bpb_evaluate(NULL, m, &none, 0, text, N, 500, T / 2, 4, NULL, NULL, &alone, &err) == 0);
     CHECK(alone.mixture.bpb == own_frozen.bpb && alone.mixture.bits == own_frozen.bits &&
           alone.bpb_linear == own_frozen.bpb && alone.model.bpb == own_frozen.bpb &&
           isnan(alone.bpb_component[MIX_CACHE]));
