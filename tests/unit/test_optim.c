@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpu_info.h"
 #include "core/rng.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/optim_kernels.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 
@@ -119,6 +122,89 @@ static void test_newton_schulz_orthogonalises(void)
     check_orthogonal(16, 16);
     check_orthogonal(12, 40);
     check_orthogonal(40, 12);
+}
+
+/* Newton-Schulz as it was before the half products: every product whole,
+ * the elementwise steps over every element; the reference for the bits. */
+static void ns_whole_products(float *G, int rows, int cols, int steps, gemm_context *ctx)
+{
+    const float a = 3.4445f, b = -4.7750f, c = 2.0315f;
+    int transposed = rows > cols;
+    int r = transposed ? cols : rows, n = transposed ? rows : cols;
+    size_t rn = (size_t)r * n, rr = (size_t)r * r;
+    float *X = malloc(sizeof(float) * (2 * rn + 2 * rr)), *A = X + rn, *AA = A + rr, *Y = AA + rr;
+    float inv = (float)(1.0 / (sqrt(optim_kernel_sum_squares(G, rn)) + 1e-7));
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            if (transposed)
+                X[(size_t)j * n + i] = G[(size_t)i * cols + j] * inv;
+            else
+                X[(size_t)i * n + j] = G[(size_t)i * cols + j] * inv;
+    for (int s = 0; s < steps; s++) {
+        gemm_f32_ctx(ctx, 0, 1, r, r, n, X, n, X, n, 0.0f, A, r);
+        gemm_f32_ctx(ctx, 0, 0, r, r, r, A, r, A, r, 0.0f, AA, r);
+        for (size_t i = 0; i < rr; i++)
+            A[i] = b * A[i] + c * AA[i];
+        gemm_f32_ctx(ctx, 0, 0, r, n, r, A, r, X, n, 0.0f, Y, n);
+        for (size_t i = 0; i < rn; i++)
+            X[i] = a * X[i] + Y[i];
+    }
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            G[(size_t)i * cols + j] = transposed ? X[(size_t)j * n + i] : X[(size_t)i * n + j];
+    free(X);
+}
+
+/* Newton-Schulz computes the upper triangles of X X^T and A A and copies
+ * the lower ones: the same bits as the whole products (they are symmetric
+ * bit for bit), on shapes of one, several and ragged 24-row blocks, wide and
+ * tall, on every kernel path this CPU runs, with the real blocking and with
+ * a tiny one (kc 16: K cut into many slices). */
+static void test_newton_schulz_half_products_same_bits(void)
+{
+    static const int shapes[][2] = {{128, 128}, {128, 352}, {352, 128}, {12, 40}, {40, 12}, {50, 70},
+                                    {30, 30}, {100, 300}, {7, 5}, {1, 9}};
+    cpu_info ci;
+    cpu_info_query(&ci);
+    int mism = 0, runs = 0;
+    for (int path = 0; path <= CPU_KERNELS_AVX512; path++) {
+        if ((path == CPU_KERNELS_AVX2 && !(ci.avx2 && ci.fma)) ||
+            (path == CPU_KERNELS_AVX512 && !(ci.avx2 && ci.fma && ci.avx512f))) {
+            TEST_SKIP("no %s on this CPU: its cases not run", cpu_kernel_path_name((cpu_kernel_path)path));
+            continue;
+        }
+        for (int tiny = 0; tiny < 2; tiny++) {
+            cpu_info c2 = ci;
+            if (tiny) {
+                c2.l1d_bytes = 2048;   /* kc 16 */
+                c2.l2_bytes = 1536;
+                c2.l3_bytes = 8192;
+            }
+            gemm_context ctx;
+            gemm_context_init(&ctx);
+            gemm_config_from_cpu(&ctx.cfg, &c2, (cpu_kernel_path)path);
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                int rows = shapes[s][0], cols = shapes[s][1];
+                size_t n = (size_t)rows * cols;
+                rng_state r;
+                rng_seed(&r, 77 + s);
+                float *G = malloc(sizeof(float) * n), *R = malloc(sizeof(float) * n);
+                float *work = malloc(sizeof(float) * optim_ns_work_len(rows, cols));
+                for (size_t i = 0; i < n; i++)
+                    G[i] = R[i] = (float)rng_normal(&r);
+                optim_newton_schulz(G, rows, cols, 5, work, &ctx);
+                ns_whole_products(R, rows, cols, 5, &ctx);
+                if (memcmp(G, R, sizeof(float) * n) != 0 && mism++ < 3)
+                    fprintf(stderr, "  %s%s %dx%d: differs from the whole products\n",
+                            cpu_kernel_path_name((cpu_kernel_path)path), tiny ? " tiny" : "", rows, cols);
+                runs++;
+                free(G); free(R); free(work);
+            }
+            gemm_context_free(&ctx);
+        }
+    }
+    CHECK_MSG(mism == 0, "%d of %d Newton-Schulz results differ from the whole products'", mism, runs);
+    CHECK(runs >= 20);
 }
 
 static void test_muon_step_direction(void)
@@ -266,6 +352,7 @@ int main(void)
     RUN(test_adamw_matches_formula);
     RUN(test_grad_clip);
     RUN(test_newton_schulz_orthogonalises);
+    RUN(test_newton_schulz_half_products_same_bits);
     RUN(test_muon_step_direction);
     RUN(test_muon_every_matrix_any_threads);
     RUN(test_schedule_shape);
