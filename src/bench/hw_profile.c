@@ -3,6 +3,7 @@
 #include "bench/hw_profile.h"
 
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,57 @@
 #include "core/json.h"
 
 /* ---- measuring ---- */
+
+int hw_physical_cores(int fallback)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return fallback;
+    enum { MAX = 1024 };
+    _Static_assert(CPU_SETSIZE <= MAX, "room for every CPU of a mask");
+    long seen[MAX];   /* package << 20 | core of each physical core found */
+    int n = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &set))
+            continue;
+        long id[2];
+        static const char *const file[2] = {"physical_package_id", "core_id"};
+        for (int k = 0; k < 2; k++) {
+            char path[96];
+            snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/%s", cpu, file[k]);
+            FILE *f = fopen(path, "r");
+            int ok = f && fscanf(f, "%ld", &id[k]) == 1 && id[k] >= 0 && id[k] < (1L << 20);
+            if (f)
+                fclose(f);
+            if (!ok)
+                return fallback;
+        }
+        long key = id[0] << 20 | id[1];
+        int dup = 0;
+        for (int i = 0; i < n && !dup; i++)
+            dup = seen[i] == key;
+        if (!dup)
+            seen[n++] = key;
+    }
+    return n > 0 ? n : fallback;
+}
+
+int hw_profile_scaling_short(const hw_profile *p, int physical)
+{
+    const hw_point *one = NULL, *most = NULL;
+    for (int i = 0; i < p->n_peak; i++) {
+        const hw_point *q = &p->peak_gflops[i];
+        if (q->threads == 1)
+            one = q;
+        if (!most || q->threads > most->threads)
+            most = q;
+    }
+    if (!one || !most || most->threads <= 1 || !(one->value > 0))
+        return 0;
+    int cores = most->threads < physical ? most->threads : physical;
+    return cores > 1 && most->value < HW_PEAK_SCALING_MIN * cores * one->value;
+}
 
 static void add_point(hw_point *pts, int *n, int threads, double value)
 {
@@ -61,7 +113,7 @@ int hw_profile_measure(hw_profile *p, const hw_measure_options *o, tempo_error *
     sysload_since(&start, &load);
     p->seconds = load.wall_s;
     p->other_load_cores = load.other_cores;
-    p->contended = load.contended;
+    p->contended = load.contended || hw_profile_scaling_short(p, hw_physical_cores(ci.cores));
 
     time_t now = time(NULL);
     struct tm tm;
@@ -274,7 +326,7 @@ int hw_profile_load_or_measure(hw_profile *p, tempo_error *err)
         if (hw_profile_load(&cached, path, err))
             return -1;
         if (hw_profile_fits_here(&cached)) {
-            if (!cached.contended) {
+            if (!cached.contended && !hw_profile_scaling_short(&cached, hw_physical_cores(cached.cores))) {
                 *p = cached;
                 return 0;
             }

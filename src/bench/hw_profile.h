@@ -79,11 +79,25 @@ int hw_profile_path(char *out, size_t n, tempo_error *err);
  * the AVX-512 GEMM runs) would misstate every MFU. */
 int hw_profile_fits_here(const hw_profile *p);
 
+/* An FMA peak scales with the physical cores: 1 when p's peak at its most
+ * threads is below HW_PEAK_SCALING_MIN of that many (at most `physical`)
+ * times its one-thread peak, as when the threads shared a core (a process
+ * bound to fewer cores than the profile says, or a vCPU the hypervisor
+ * took: 102.7 and 102.5 GFLOP/s at 1 and 2 threads, with no load the guest
+ * could see). Such a measurement counts as contended. 0 with one point. */
+#define HW_PEAK_SCALING_MIN 0.75
+int hw_profile_scaling_short(const hw_profile *p, int physical);
+
+/* Physical cores among the CPUs this process may run on (SMT siblings once),
+ * from /sys's topology; `fallback` when it cannot be read. */
+int hw_physical_cores(int fallback);
+
 /* The profile the trainer uses for MFU: loaded from hw_profile_path() when
  * that file exists and fits this machine (hw_profile_fits_here; a file that
  * does not parse is an error naming it); otherwise the FMA peak alone is
  * measured (~0.5 s) and saved there atomically, replacing a profile that did
- * not fit. A cached profile measured under load (contended) is measured
+ * not fit. A cached profile measured under load (contended, or its peak
+ * short of the cores' scaling: hw_profile_scaling_short) is measured
  * again each time it is asked for; the higher peak of the two stands and is
  * saved (an MFU against a peak measured beside a busy loop read 88 %).
  * Saving is best-effort: an unwritable cache still returns the measured

@@ -235,6 +235,32 @@ static void test_peak_lookup(void)
     CHECK(hw_profile_peak_gflops(&p, 1) == 0);
 }
 
+/* An FMA peak scales with the physical cores: a profile whose peak at its
+ * most threads falls short of 0.75 x min(threads, physical) x the
+ * one-thread peak is short (the threads shared cores), capped by the
+ * physical cores (SMT siblings share the FMA units); one point never is. */
+static void test_peak_scaling(void)
+{
+    hw_profile p = sample_profile();   /* 94.25 at 1, 187.5 at 2 */
+    CHECK(!hw_profile_scaling_short(&p, 2));
+    p.peak_gflops[1].value = 102.5;    /* as measured with the second vCPU gone */
+    CHECK(hw_profile_scaling_short(&p, 2));
+    CHECK(!hw_profile_scaling_short(&p, 1));   /* one physical core: no more to expect */
+    p.peak_gflops[1].value = 0.75 * 2 * 94.25;
+    CHECK(!hw_profile_scaling_short(&p, 2));
+    p.peak_gflops[1].value = 0.74 * 2 * 94.25;
+    CHECK(hw_profile_scaling_short(&p, 2));
+    p.peak_gflops[1] = (hw_point){4, 160};   /* 4 threads on 2 physical cores: 2 cores' worth expected */
+    CHECK(!hw_profile_scaling_short(&p, 2));
+    CHECK(hw_profile_scaling_short(&p, 4));
+    p.n_peak = 1;
+    CHECK(!hw_profile_scaling_short(&p, 2));
+    int phys = hw_physical_cores(-1);
+    cpu_info ci;
+    cpu_info_query(&ci);
+    CHECK_MSG(phys == -1 || (phys >= 1 && phys <= ci.cores), "%d physical cores of %d", phys, ci.cores);
+}
+
 static void test_load_or_measure(void)
 {
     char dir[] = "/tmp/tempo_test_hw_XXXXXX";
@@ -251,6 +277,8 @@ static void test_load_or_measure(void)
     CHECK(p.n_bandwidth == 0 && p.cores >= 1);
     CHECK(path_exists(path));
     p.contended = 0;   /* as measured on a quiet machine (this one may be busy): used as it is */
+    for (int i = 1; i < p.n_peak; i++)   /* and with its threads on cores of their own */
+        p.peak_gflops[i].value = p.peak_gflops[0].value * p.peak_gflops[i].threads;
     CHECK(hw_profile_save(&p, path, &err) == 0);
     CHECK(hw_profile_load_or_measure(&q, &err) == 0);     /* loads */
     CHECK(q.peak_gflops[0].value == p.peak_gflops[0].value);
@@ -307,6 +335,21 @@ static void test_load_or_measure(void)
         CHECK(q.peak_gflops[0].value < 1e9 && hw_profile_load(&saved, path, &err) == 0 &&
               saved.peak_gflops[0].value == q.peak_gflops[0].value);
 
+    /* A quiet profile whose second thread added nothing (the threads shared a core) is measured again too. */
+    if (p.n_peak >= 2 && hw_physical_cores(1) >= 2) {
+        hw_profile shared = p;
+        shared.contended = 0;
+        for (int i = 0; i < shared.n_peak; i++)
+            shared.peak_gflops[i].value = 1e-3;   /* no scaling at all, and below any measurement */
+        snprintf(shared.measured_at, sizeof shared.measured_at, "2000-01-01T00:00:00Z");
+        CHECK(hw_profile_save(&shared, path, &err) == 0);
+        CHECK(hw_profile_load_or_measure(&q, &err) == 0);
+        CHECK_MSG(strcmp(q.measured_at, "2000-01-01T00:00:00Z") != 0,
+                  "a profile whose peak did not scale with the cores was used as it was");
+    } else {
+        TEST_SKIP("one physical core here: a profile short of the cores' scaling cannot be made");
+    }
+
     /* A corrupt file is an error naming the file, never silently replaced. */
     CHECK(file_write_atomic(path, "{\"peak_gflops\":", 15, &err) == 0);
     tempo_error_clear(&err);
@@ -330,6 +373,7 @@ int main(void)
     RUN(test_profile_roundtrip);
     RUN(test_profile_errors);
     RUN(test_peak_lookup);
+    RUN(test_peak_scaling);
     RUN(test_load_or_measure);
     return test_summary("test_cpu_info");
 }
