@@ -8,8 +8,10 @@
  * Every run still builds and times its own memory inside its budget; the
  * store only trades its bytes on disk for a link afterwards. A run's file is
  * only ever replaced by an atomic rename of a link to a copy of the same
- * identity whose every byte matches its checksum (memory_file_verify), so
- * the run's memory.bin is whole at every instant. Deleting a run folder
+ * identity whose every byte matches its checksum (memory_file_verify; read
+ * again unless IDENTITY.verified, written when it was last read whole or
+ * written, still holds its inode, size and modification time), so the
+ * run's memory.bin is whole at every instant. Deleting a run folder
  * leaves the others' links intact (the bytes go when the last link does);
  * a store entry no run links any more (link count 1) is removed by the next
  * share. The shared file is made read-only: every link would see an edit

@@ -6,7 +6,9 @@
 # working when the others are deleted; an entry no run links is removed by
 # the next share, and nothing else in the folder; a damaged entry is
 # replaced, never linked; --memory-store none, an unusable store and another
-# file system leave the run its own copy, with a reason.
+# file system leave the run its own copy, with a reason. An entry read whole (or
+# written) once carries a stamp (<identity>.verified: its inode, size and time),
+# so the next share does not read it again; an edit in place is still caught.
 source "$(dirname "$0")/train_common.bash"
 D=$(tiny_data 512)
 S="$E2E_TMP/store"
@@ -19,6 +21,7 @@ run() {   # run NAME ORDER [more flags]: train into $E2E_TMP/NAME, stderr in NAM
 }
 inode() { stat -c %i "$1"; }
 entries() { find "$S" -maxdepth 1 -name '*.bin' | wc -l; }
+stamps() { find "$S" -maxdepth 1 -name '*.verified' | wc -l; }
 
 run a 4
 run b 4
@@ -36,7 +39,8 @@ grep -q "^count memory: added to the store as $E" "$E2E_TMP/a.err" || { cat "$E2
 grep -q "^count memory: the same as $E" "$E2E_TMP/b.err" || { cat "$E2E_TMP/b.err" >&2; fail "run b did not say it shares"; }
 grep -q "^count memory: order 4 over" "$E2E_TMP/b.err" || fail "run b did not build its own memory"
 [ "$(json_field "$E2E_TMP/b/result.json" memory_seconds)" != 0 ] || fail "run b charged no build"
-echo "ok: two runs, one copy ($(stat -c %s "$E") bytes, 3 links)"
+[ -f "${E%.bin}.verified" ] || fail "the entry has no stamp"
+echo "ok: two runs, one copy ($(stat -c %s "$E") bytes, 3 links), stamped"
 
 # another setting: another entry
 run c 3
@@ -62,7 +66,8 @@ run d 2
 grep -q "^count memory: 1 store entry that no run links any more removed" "$E2E_TMP/d.err" ||
     { cat "$E2E_TMP/d.err" >&2; fail "run d did not say it removed c's orphaned entry"; }
 ED=$(json_field "$E2E_TMP/d/result.json" memory_store)
-echo "ok: orphaned entries pruned, other files kept"
+[ "$(stamps)" = 1 ] && [ -f "${ED%.bin}.verified" ] || { ls -l "$S" >&2; fail "the stamps of removed entries were left"; }
+echo "ok: orphaned entries pruned with their stamps, other files kept"
 
 # a damaged entry is replaced, never linked: run e gets a whole memory, run d keeps its own
 cp "$ED" "$E2E_TMP/bad" && chmod u+w "$E2E_TMP/bad"
@@ -74,6 +79,16 @@ grep -q "a damaged copy there replaced" "$E2E_TMP/e.err" || { cat "$E2E_TMP/e.er
 "$TEMPO" eval --model "$E2E_TMP/e" --data "$D" >/dev/null 2>&1 || fail "eval of run e failed"
 "$TEMPO" eval --model "$E2E_TMP/d" --data "$D" >/dev/null 2>&1 || fail "eval of run d failed"
 echo "ok: a damaged entry replaced"
+
+# an entry edited in place (the same inode: its stamp's time no longer matches) is read again and replaced
+chmod u+w "$ED"
+printf '\x55' | dd of="$ED" bs=1 seek=9000 conv=notrunc 2>/dev/null
+chmod 444 "$ED"
+run f 2
+grep -q "a damaged copy there replaced" "$E2E_TMP/f.err" || { cat "$E2E_TMP/f.err" >&2; fail "an entry edited in place was linked"; }
+"$TEMPO" eval --model "$E2E_TMP/f" --data "$D" >/dev/null 2>&1 || fail "eval of run f failed"
+echo "ok: an entry edited in place replaced"
+
 
 # the same text prepared again elsewhere (another folder, the sources copied with another mtime) is
 # the same data: its run shares run d's entry (the data's id is meta.json's content_id)
@@ -112,4 +127,18 @@ if [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$(stat -c %d /dev/shm)" != "$(stat -
 else
     echo "ok: none and an unusable store keep the run's own copy (no second file system to try)"
 fi
+# an entry whose stamp still matches (damaged in place with its time put back) is not read again: that is
+# what the stamp saves; the next load of the memory (eval) finds the damage and says so (last: it
+# leaves that entry damaged)
+EF=$(json_field "$E2E_TMP/f/result.json" memory_store)
+touch -r "$EF" "$E2E_TMP/times"
+chmod u+w "$EF"
+printf '\x55' | dd of="$EF" bs=1 seek=9000 conv=notrunc 2>/dev/null
+chmod 444 "$EF"
+touch -r "$E2E_TMP/times" "$EF"
+run g 2
+grep -q "^count memory: the same as $EF" "$E2E_TMP/g.err" || { cat "$E2E_TMP/g.err" >&2; fail "a stamped entry was read again"; }
+"$TEMPO" eval --model "$E2E_TMP/g" --data "$D" >"$E2E_TMP/g.eval" 2>&1 && fail "eval of a damaged memory succeeded"
+grep -q "memory.bin: corrupt" "$E2E_TMP/g.eval" || { cat "$E2E_TMP/g.eval" >&2; fail "eval did not name the damaged memory"; }
+echo "ok: a stamped entry is not read again; eval finds damage the stamp hid"
 echo "ok: train_memory_store"
