@@ -12,7 +12,7 @@ void progress_meter_start(progress_meter *p, FILE *to, const char *what, const c
     p->what = what ? what : "";
     p->unit = unit ? unit : "";
     p->every_s = every_s > 0 ? every_s : 0;
-    p->t0 = p->stage_t0 = p->last = timer_now();
+    p->stage_t0 = p->last = timer_now();
 }
 
 static void print_line(progress_meter *p, const char *stage, uint64_t done, uint64_t total, double now)

@@ -16,7 +16,8 @@ typedef struct {
     const char *unit;     /* what is counted: "tokens" */
     double every_s;       /* the least seconds between two lines */
     const char *stage;    /* the stage being timed (NULL before the first update) */
-    double t0, stage_t0, last;
+    double stage_t0;      /* when the stage began (the meter's start before the first) */
+    double last;          /* when the last line was printed (the start before any) */
     int lines;            /* lines printed so far */
     int stage_closed;     /* the stage's done == total line was printed */
 } progress_meter;
