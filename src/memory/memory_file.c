@@ -84,9 +84,11 @@ static void put_u64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 static uint32_t get_u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static uint64_t get_u64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 
-int memory_file_save(const ngram_memory *m, const char *path, tempo_error *err)
+int memory_file_header(const ngram_memory *m, memory_header *hd, const char *path, tempo_error *err)
 {
     const int K = m->order, P = m->shards;
+    hd->bytes = NULL;
+    hd->size = 0;
     if (K > m->exact_order + 1)
         return tempo_fail(err, "%s: a count memory of more than one hashed order (above %d) cannot be saved", path,
                           m->exact_order);
@@ -128,10 +130,46 @@ int memory_file_save(const ngram_memory *m, const char *path, tempo_error *err)
             }
     put_u64(h + 48, checksum_final(&ck));
     put_u64(h + 56, off);
+    hd->bytes = h;
+    hd->size = hb;
+    return 0;
+}
+
+/* The identity of a header (memory_file_identity's digest of a file that begins with it): its
+ * sha256 with the build's seconds zeroed (a timing, not the memory), then put back. */
+static void header_digest(uint8_t *h, uint64_t hb, uint8_t digest[32])
+{
+    uint8_t seconds[8];
+    int id = get_u32(h + 8) >= VERSION_EXACT_ID;
+    if (id) {
+        memcpy(seconds, h + FIXED_BYTES + 32, 8);
+        memset(h + FIXED_BYTES + 32, 0, 8);
+    }
+    sha256(h, hb, digest);
+    if (id)
+        memcpy(h + FIXED_BYTES + 32, seconds, 8);
+}
+
+void memory_header_identity(memory_header *hd, uint8_t digest[32])
+{
+    header_digest(hd->bytes, hd->size, digest);
+}
+
+void memory_header_free(memory_header *hd)
+{
+    free(hd->bytes);
+    hd->bytes = NULL;
+    hd->size = 0;
+}
+
+int memory_file_write(const ngram_memory *m, const memory_header *hd, const char *path, tempo_error *err)
+{
+    const int K = m->order, P = m->shards;
     atomic_file af;
     int rc = atomic_open_direct(&af, path, err);   /* gigabytes, read back by mapping later */
-    if (!rc)
-        rc = atomic_write(&af, h, hb, err);
+    if (rc)
+        return -1;
+    rc = atomic_write(&af, hd->bytes, hd->size, err);
     static const uint8_t zero[8] = {0};
     for (int n = 1; n <= K && !rc; n++)
         for (int s = 0; s < P && !rc; s++)
@@ -142,12 +180,21 @@ int memory_file_save(const ngram_memory *m, const char *path, tempo_error *err)
                 rc = atomic_write(&af, t->slots, b, err);
                 if (!rc && b % 8) rc = atomic_write(&af, zero, 8 - b % 8, err);
             }
-    free(h);
     if (rc) {
         atomic_abort(&af);
         return -1;
     }
     return atomic_commit(&af, err);
+}
+
+int memory_file_save(const ngram_memory *m, const char *path, tempo_error *err)
+{
+    memory_header hd;
+    if (memory_file_header(m, &hd, path, err))
+        return -1;
+    int rc = memory_file_write(m, &hd, path, err);
+    memory_header_free(&hd);
+    return rc;
 }
 
 /* Check one mapped table: occupied slots = count < capacity, keys in range, totals positive. */
@@ -350,9 +397,7 @@ int memory_file_identity(const char *path, uint8_t digest[32], tempo_error *err)
         free(h);
         return tempo_fail(err, "%s: truncated header", path);
     }
-    if (version >= VERSION_EXACT_ID)
-        memset(h + FIXED_BYTES + 32, 0, 8);   /* the build's seconds: a timing, not the memory */
-    sha256(h, hb, digest);
+    header_digest(h, hb, digest);
     free(h);
     return 0;
 }

@@ -176,24 +176,50 @@ int memory_store_prune(const char *store_dir)
     return removed;
 }
 
+/* The store's file for identity id: STORE/<hex>.bin. */
+static int entry_path(const char *store_dir, const uint8_t id[32], char *out, size_t n, tempo_error *err)
+{
+    char hex[65], name[80];
+    sha256_hex(id, hex);
+    snprintf(name, sizeof name, "%s.bin", hex);
+    if (!path_join(out, n, store_dir, name))
+        return tempo_fail(err, "%s: path too long", store_dir);
+    return 0;
+}
+
+int memory_store_link_existing(const char *store_dir, const uint8_t id[32], const char *run_file,
+                               memory_store_result *r, tempo_error *err)
+{
+    memset(r, 0, sizeof *r);
+    struct stat st;
+    if (entry_path(store_dir, id, r->entry, sizeof r->entry, err))
+        return -1;
+    if (stat(r->entry, &st) || !S_ISREG(st.st_mode) || !entry_valid(r->entry, id))
+        return 0;
+    r->bytes = (uint64_t)st.st_size;
+    if (link_over(r->entry, run_file)) {
+        if (errno == ENOENT)   /* pruned meanwhile by another process: the run writes its own */
+            return 0;
+        return tempo_fail(err, "%s: cannot link it to %s: %s", run_file, r->entry,
+                          errno == EXDEV ? "the store is on another file system" : strerror(errno));
+    }
+    r->reused = 1;
+    r->pruned = memory_store_prune(store_dir);
+    return 1;
+}
+
 int memory_store_share(const char *store_dir, const char *run_file, memory_store_result *r, tempo_error *err)
 {
     memset(r, 0, sizeof *r);
     uint8_t id[32];
-    char hex[65];
     struct stat run_st, entry_st;
     if (stat(run_file, &run_st))
         return tempo_fail(err, "%s: %s", run_file, strerror(errno));
     r->bytes = (uint64_t)run_st.st_size;
     if (memory_file_identity(run_file, id, err))
         return -1;
-    sha256_hex(id, hex);
-    if (dir_create(store_dir, err))
+    if (dir_create(store_dir, err) || entry_path(store_dir, id, r->entry, sizeof r->entry, err))
         return -1;
-    char name[80];
-    snprintf(name, sizeof name, "%s.bin", hex);
-    if (!path_join(r->entry, sizeof r->entry, store_dir, name))
-        return tempo_fail(err, "%s: path too long", store_dir);
     int have = stat(r->entry, &entry_st) == 0;
     if (have && entry_st.st_dev == run_st.st_dev && entry_st.st_ino == run_st.st_ino) {
         r->pruned = memory_store_prune(store_dir);   /* shared already */

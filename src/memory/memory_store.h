@@ -6,7 +6,9 @@
  * and one setting make the same memory, so ten such runs now hold one copy.
  *
  * Every run still builds and times its own memory inside its budget; the
- * store only trades its bytes on disk for a link afterwards. A run's file is
+ * store only trades its bytes on disk for a link afterwards, and a run
+ * whose memory the store holds already links it without writing its own
+ * (memory_store_link_existing: 5.47 GB less written beside the training). A run's file is
  * only ever replaced by an atomic rename of a link to a copy of the same
  * identity whose every byte matches its checksum (memory_file_verify; read
  * again unless IDENTITY.verified, written when it was last read whole or
@@ -38,6 +40,16 @@ typedef struct {
  * the entries no run links. 0, or -1 with err saying why the run keeps its
  * own copy (the run's file is then untouched and still valid). */
 int memory_store_share(const char *store_dir, const char *run_file, memory_store_result *r, tempo_error *err);
+
+/* Before a run writes its memory (of identity id: memory_header_identity):
+ * when store_dir holds a valid copy of it (its stamp matches, or every byte
+ * is read and checked), make run_file a link to it at once, so the run
+ * never writes its gigabytes beside its training, and remove the entries
+ * no run links. 1 when linked (r->reused), 0 when the store holds no valid
+ * copy (the run writes run_file and calls memory_store_share), -1 with err
+ * when the link failed (run_file is untouched). */
+int memory_store_link_existing(const char *store_dir, const uint8_t id[32], const char *run_file,
+                               memory_store_result *r, tempo_error *err);
 
 /* Remove the store's entries that no run links (link count 1) and the
  * temporaries of dead processes; how many entries were removed (0 when the

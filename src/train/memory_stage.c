@@ -26,7 +26,25 @@ static void *save_thread(void *arg)
 {
     memory_stage *ms = arg;
     double t0 = timer_now();
-    ms->save_rc = memory_file_save(&ms->memory, ms->path, &ms->save_err);
+    memory_header hd;
+    ms->save_rc = memory_file_header(&ms->memory, &hd, ms->path, &ms->save_err);
+    if (!ms->save_rc && ms->store_dir[0]) {
+        /* the store holds this memory already (another run of this data and setting): link it, write nothing */
+        uint8_t id[32];
+        tempo_error e;
+        tempo_error_clear(&e);
+        memory_header_identity(&hd, id);
+        if (memory_store_link_existing(ms->store_dir, id, ms->path, &ms->store, &e) == 1) {
+            ms->shared = ms->linked_unwritten = 1;
+            ms->save_s = ms->share_s = timer_now() - t0;
+            memory_header_free(&hd);
+            atomic_store_explicit(&ms->save_done, 1, memory_order_release);
+            return NULL;
+        }
+    }
+    if (!ms->save_rc)
+        ms->save_rc = memory_file_write(&ms->memory, &hd, ms->path, &ms->save_err);
+    memory_header_free(&hd);
     ms->save_s = timer_now() - t0;
     if (!ms->save_rc && ms->store_dir[0]) {   /* one copy on disk for the runs that built this memory */
         double t1 = timer_now();
@@ -265,7 +283,9 @@ static void report_store(memory_stage *ms)
     else
         fprintf(ms->progress, "count memory: %s %s (%.2f GB%s%s; %.1f s)\n",
                 ms->store.reused ? "the same as" : "added to the store as", ms->store.entry,
-                (double)ms->store.bytes / 1e9, ms->store.reused ? ", one copy kept, RUN_DIR/memory.bin links it" : "",
+                (double)ms->store.bytes / 1e9,
+                ms->linked_unwritten ? ", one copy kept, RUN_DIR/memory.bin links it, nothing written"
+                : ms->store.reused ? ", one copy kept, RUN_DIR/memory.bin links it" : "",
                 ms->store.replaced_bad ? ", a damaged copy there replaced" : "", ms->share_s);
     if (ms->shared && ms->store.pruned)
         fprintf(ms->progress, "count memory: %d store entr%s that no run links any more removed\n",

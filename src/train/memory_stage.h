@@ -37,6 +37,7 @@ typedef struct {
     tempo_error save_err;
     char store_dir[1100];     /* the shared store (memory_store.h), "" = none */
     int shared;               /* 1: memory.bin is a link to the store's copy (store says which) */
+    int linked_unwritten;     /* 1: the store held it before the save: memory.bin was linked, never written */
     memory_store_result store;
     char store_why[600];      /* why not shared */
     double share_s;
@@ -62,7 +63,9 @@ int memory_stage_check(const run_config *cfg, const token_file *train, tempo_err
  * start saving it (with data_id and the build's seconds), saying on progress
  * why a file there was not reused. A saved memory is then shared through
  * store_dir (not NULL or ""; memory_store.h): RUN_DIR/memory.bin becomes a
- * link to the store's one copy, said on progress after the save. With mixer_holdout > 0 (and a memory or a
+ * link to the store's one copy, said on progress after the save (when the
+ * store holds a valid copy already, the link is made first and nothing is
+ * written). With mixer_holdout > 0 (and a memory or a
  * cache) the tail of cfg->mixer_holdout tokens is held out. Nothing to do
  * otherwise. data_id may be NULL (unknown).
  * With ranks (dist not NULL, world > 1) every rank calls it: rank 0 decides

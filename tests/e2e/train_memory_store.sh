@@ -9,6 +9,8 @@
 # file system leave the run its own copy, with a reason. An entry read whole (or
 # written) once carries a stamp (<identity>.verified: its inode, size and time),
 # so the next share does not read it again; an edit in place is still caught.
+# A run whose memory the store holds already links it before writing: it
+# writes none of its own.
 source "$(dirname "$0")/train_common.bash"
 D=$(tiny_data 512)
 S="$E2E_TMP/store"
@@ -36,7 +38,9 @@ E=$(json_field "$E2E_TMP/a/result.json" memory_store)
 [ ! -w "$E" ] || [ "$(id -u)" = 0 ] || fail "the shared copy is writable"
 [ "$(stat -c %a "$E")" = 444 ] || fail "the shared copy's mode is $(stat -c %a "$E"), not 444"
 grep -q "^count memory: added to the store as $E" "$E2E_TMP/a.err" || { cat "$E2E_TMP/a.err" >&2; fail "run a did not say it added the memory"; }
-grep -q "^count memory: the same as $E" "$E2E_TMP/b.err" || { cat "$E2E_TMP/b.err" >&2; fail "run b did not say it shares"; }
+grep -q "^count memory: the same as $E .*links it, nothing written" "$E2E_TMP/b.err" ||
+    { cat "$E2E_TMP/b.err" >&2; fail "run b did not say it linked the store's copy without writing its own"; }
+grep -q "nothing written" "$E2E_TMP/a.err" && fail "run a, the first of its memory, says it wrote nothing"
 grep -q "^count memory: order 4 over" "$E2E_TMP/b.err" || fail "run b did not build its own memory"
 [ "$(json_field "$E2E_TMP/b/result.json" memory_seconds)" != 0 ] || fail "run b charged no build"
 [ -f "${E%.bin}.verified" ] || fail "the entry has no stamp"

@@ -642,6 +642,25 @@ static void test_file_round_trip(void)
     uint8_t id1[32], id2[32];
     CHECK(memory_file_verify(p1, &e) == 0);
     CHECK(memory_file_identity(p1, id1, &e) == 0 && memory_file_identity(p2, id2, &e) == 0 && !memcmp(id1, id2, 32));
+    /* the identity known before any write (the store links a copy it holds instead of writing one) is the
+     * file's, whatever the build's seconds; the header in memory keeps its own seconds */
+    memory_header hd;
+    uint8_t idh[32];
+    b.build_seconds = 7.25;
+    CHECK(memory_file_header(&b, &hd, p2, &e) == 0 && hd.size < n2 && hd.size % 64 == 0);
+    memory_header_identity(&hd, idh);
+    CHECK(!memcmp(idh, id1, 32));
+    double kept;
+    memcpy(&kept, hd.bytes + 744, 8);
+    CHECK(kept == 7.25);
+    CHECK(!memcmp(hd.bytes, f2, 744) && !memcmp(hd.bytes + 752, f2 + 752, hd.size - 752));
+    memory_header_free(&hd);
+    b.tokens++;   /* another memory: another identity */
+    CHECK(memory_file_header(&b, &hd, p2, &e) == 0);
+    memory_header_identity(&hd, idh);
+    CHECK(memcmp(idh, id1, 32) != 0);
+    memory_header_free(&hd);
+    b.tokens--;
     double other_s = 99;
     memcpy(f2 + 744, &other_s, 8);
     write_file(bad, f2, n2);
