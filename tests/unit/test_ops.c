@@ -634,8 +634,9 @@ static void test_lm_head_rows_avx512(void)
  * takes them instead of the product: the same bits as a training call
  * alone. White box: with x changed but logits_rows kept, the training call's
  * losses and dx are the old x's (so the product really was skipped); the
- * flag is spent by it, and never set by a call of several chunks or with a
- * soft-cap. The sharpened sum (beta 1.3, log_norm) must leave z alone. */
+ * flag is spent by it. A call of several chunks keeps its first chunk's
+ * (it runs them last to first), on one thread and on two; one with a
+ * soft-cap keeps none. The sharpened sum (beta 1.3, log_norm) must leave z alone. */
 static void test_lm_head_reuses_logits(void)
 {
     enum { N = 6, C = 8, V = 301, CHUNK = 8 };
@@ -672,9 +673,25 @@ static void test_lm_head_reuses_logits(void)
     lm_head_loss_forward_backward(l2, dx2, dw2, x2, w, tg, N, C, V, 0.0f, 0.5f, scratch, CHUNK, &ws);
     CHECK(memcmp(l0, l2, sizeof l0) == 0 && memcmp(dx0, dx2, sizeof dx0) == 0);
     CHECK(memcmp(dw0, dw2, sizeof(float) * V * C) != 0);
-    /* several chunks, or a soft-cap: nothing kept */
-    lm_head_loss_forward(l2, x, w, tg, N, C, V, 0.0f, scratch, 4, &ws);
-    CHECK(ws.logits_rows == 0);
+    /* several chunks (packed products, 1 and 2 threads): the first chunk's logits are kept, and a
+     * training call on those rows takes them, with the bits of one alone; a soft-cap: nothing kept */
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        float l3[N], dx3[N * C];
+        float *dw3 = calloc((size_t)V * C, sizeof(float)), *dw4 = calloc((size_t)V * C, sizeof(float));
+        lm_head_loss_forward_backward(l3, dx3, dw3, x, w, tg, 2, C, V, 0.0f, 0.5f, scratch, 2, &ws);
+        lm_head_loss_forward(l2, x, w, tg, N, C, V, 0.0f, scratch, 2, &ws);
+        CHECK_MSG(ws.logits_rows == 2, "%d threads: %d rows kept", threads, ws.logits_rows);
+        CHECK(memcmp(l2, l1, sizeof l2) == 0);   /* the order of the chunks changed no loss */
+        lm_head_loss_forward_backward(l2, dx2, dw4, x2, w, tg, 2, C, V, 0.0f, 0.5f, scratch, 2, &ws);
+        CHECK_MSG(memcmp(l2, l3, 2 * sizeof(float)) == 0 && memcmp(dx2, dx3, 2 * C * sizeof(float)) == 0,
+                  "%d threads: the first chunk's kept logits are not the product's", threads);
+        lm_head_loss_forward(l2, x, w, tg, N, C, V, 0.0f, scratch, 2, &ws);
+        lm_head_loss_forward_backward(l2, dx2, dw4, x, w, tg, 3, C, V, 0.0f, 0.5f, scratch, 2, &ws);
+        CHECK(ws.logits_rows == 0);   /* a training call of two chunks computes its own */
+        free(dw3); free(dw4);
+    }
+    omp_set_num_threads(1);
     lm_head_loss_forward(l2, x, w, tg, N, C, V, 2.5f, scratch, CHUNK, &ws);
     CHECK(ws.logits_rows == 0);
     omp_set_num_threads(2);

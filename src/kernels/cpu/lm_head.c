@@ -222,7 +222,10 @@ static void chunks_on_thread(const head_gemms *h, const lm_head_row_ops *ops, in
                              float *z, int chunk_rows)
 {
     int C = h->C, V = h->V;
-    for (int c = c0; c < c1; c++) {
+    /* evaluation: the chunks last to first, so that z ends holding the first chunk's logits (the
+     * order changes no bits: an evaluation chunk's losses depend on its rows alone) */
+    for (int i = c0; i < c1; i++) {
+        int c = dx ? i : c1 - 1 - (i - c0);
         int n0 = c * chunk_rows, R = N - n0 < chunk_rows ? N - n0 : chunk_rows;
         const float *xc = x + (size_t)n0 * C;
         logits(h, R, xc, z);
@@ -248,10 +251,10 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
                                                              : &lm_head_row_ops_portable;
     head_gemms h = {ws, ws ? ws->gemm : NULL, 0, w, C, V};
     int n_chunks = (N + chunk_rows - 1) / chunk_rows;
-    /* one chunk of raw logits: what an evaluation call leaves in scratch and a
-     * training call may take from it (lm_head_workspace.logits_rows) */
-    int raw_chunk = ws && n_chunks == 1 && softcap == 0;
-    int have_logits = want_grad && raw_chunk && ws->logits_rows >= N;
+    /* the first chunk's raw logits: what an evaluation call leaves in scratch (its chunks run last
+     * to first) and a training call of one chunk may take from it (lm_head_workspace.logits_rows) */
+    int raw_chunk = ws && softcap == 0;
+    int have_logits = want_grad && raw_chunk && n_chunks == 1 && ws->logits_rows >= N;
     if (ws)
         ws->logits_rows = 0;
     if (ws && n_chunks > 1) { /* one chunk: packing first would not pay */
@@ -287,9 +290,12 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
                 }
             }
         }
+        if (raw_chunk && !want_grad) /* thread 0's scratch: its chunks ran last to first, the first last */
+            ws->logits_rows = chunk_rows;
         return;
     }
-    for (int n0 = 0; n0 < N; n0 += chunk_rows) {
+    for (int i = 0; i < n_chunks; i++) {
+        int n0 = (want_grad ? i : n_chunks - 1 - i) * chunk_rows;   /* evaluation: last to first, as above */
         int R = N - n0 < chunk_rows ? N - n0 : chunk_rows;
         const float *xc = x + (size_t)n0 * C;
         if (!have_logits)
@@ -303,7 +309,7 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
         }
     }
     if (raw_chunk && !want_grad) /* the row passes left z as it was */
-        ws->logits_rows = N;
+        ws->logits_rows = N < chunk_rows ? N : chunk_rows;
 }
 
 void lm_head_loss_forward(float *losses, const float *x, const float *w,

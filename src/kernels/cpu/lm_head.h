@@ -69,11 +69,14 @@ typedef struct {
     float *log_norm;
     float beta;
     /* Rows of logits (raw x.w) the scratch holds from the last evaluation
-     * call with this workspace that took all its rows in one chunk without a
-     * soft-cap; 0 after any other call. A training call with N <= this many
-     * rows and the same scratch takes them as its logits instead of
-     * computing them again (the same bits): the caller sets it to 0 whenever
-     * x or w may have changed since (model.c: every forward). */
+     * call with this workspace without a soft-cap: its first chunk's (an
+     * evaluation runs its chunks last to first, so the first one's logits
+     * stay); 0 after any other call. A training call of one chunk with N <=
+     * this many rows and the same scratch takes them as its logits instead
+     * of computing them again (the same bits): the learning reader's step
+     * on the first window of the batch it scored (eval/bpb.h). The caller
+     * sets it to 0 whenever x or w may have changed since (model.c: every
+     * forward). */
     int logits_rows;
 } lm_head_workspace;
 void lm_head_workspace_free(lm_head_workspace *ws); /* all but *gemm */
