@@ -14,11 +14,12 @@
 /* Append (M, N, K, ta, tb) named `what`, or join the name onto an equal
  * shape already listed. */
 static void add_shape(bench_gemm_shape *out, int *n, int max, const char *preset, int M, int N,
-                      int K, int ta, int tb, const char *what)
+                      int K, int ta, int tb, char batch_dim, const char *what)
 {
     for (int i = 0; i < *n; i++) {
         bench_gemm_shape *s = &out[i];
-        if (s->M == M && s->N == N && s->K == K && s->trans_a == ta && s->trans_b == tb) {
+        if (s->M == M && s->N == N && s->K == K && s->trans_a == ta && s->trans_b == tb &&
+            s->batch_dim == batch_dim) {
             size_t len = strlen(s->op);
             if (strstr(s->op, what))
                 return; /* the same product of another layer shape */
@@ -30,7 +31,7 @@ static void add_shape(bench_gemm_shape *out, int *n, int max, const char *preset
     if (*n >= max)
         return;
     bench_gemm_shape *s = &out[(*n)++];
-    *s = (bench_gemm_shape){.M = M, .N = N, .K = K, .trans_a = ta, .trans_b = tb};
+    *s = (bench_gemm_shape){.M = M, .N = N, .K = K, .trans_a = ta, .trans_b = tb, .batch_dim = batch_dim};
     snprintf(s->op, sizeof s->op, "%s %s", preset, what);
 }
 
@@ -52,23 +53,23 @@ int bench_gemm_preset_shapes(const run_config *cfg, bench_gemm_shape *out, int m
         if (!strcmp(w[i].name, "w_gate") && c->mlp != MLP_SWIGLU)
             continue;
         snprintf(what, sizeof what, "fwd %s", w[i].name);
-        add_shape(out, &n, max, p, T, w[i].out, w[i].in, 0, 1, what);
+        add_shape(out, &n, max, p, T, w[i].out, w[i].in, 0, 1, 'M', what);
     }
     for (int i = 0; i < nw; i++) {
         if (!strcmp(w[i].name, "w_gate") && c->mlp != MLP_SWIGLU)
             continue;
         snprintf(what, sizeof what, "dx %s", w[i].name);
-        add_shape(out, &n, max, p, T, w[i].in, w[i].out, 0, 0, what);
+        add_shape(out, &n, max, p, T, w[i].in, w[i].out, 0, 0, 'M', what);
     }
     for (int i = 0; i < nw; i++) {
         if (!strcmp(w[i].name, "w_gate") && c->mlp != MLP_SWIGLU)
             continue;
         snprintf(what, sizeof what, "dW %s", w[i].name);
-        add_shape(out, &n, max, p, w[i].out, w[i].in, T, 1, 0, what);
+        add_shape(out, &n, max, p, w[i].out, w[i].in, T, 1, 0, 'K', what);
     }
-    add_shape(out, &n, max, p, R, V, C, 0, 1, "head chunk logits");
-    add_shape(out, &n, max, p, R, C, V, 0, 0, "head chunk dx");
-    add_shape(out, &n, max, p, V, C, R, 1, 0, "head chunk dW");
+    add_shape(out, &n, max, p, R, V, C, 0, 1, 0, "head chunk logits");
+    add_shape(out, &n, max, p, R, C, V, 0, 0, 0, "head chunk dx");
+    add_shape(out, &n, max, p, V, C, R, 1, 0, 0, "head chunk dW");
     if (cfg->optim.use_muon)
         for (int i = 0; i < nw; i++) {
             if (!strcmp(w[i].name, "w_gate") && c->mlp != MLP_SWIGLU)
@@ -76,13 +77,23 @@ int bench_gemm_preset_shapes(const run_config *cfg, bench_gemm_shape *out, int m
             int r = w[i].out < w[i].in ? w[i].out : w[i].in;
             int m = w[i].out < w[i].in ? w[i].in : w[i].out;
             snprintf(what, sizeof what, "muon X X^T %dx%d", r, m);
-            add_shape(out, &n, max, p, r, r, m, 0, 1, what);
+            add_shape(out, &n, max, p, r, r, m, 0, 1, 0, what);
             snprintf(what, sizeof what, "muon A A %dx%d", r, m);
-            add_shape(out, &n, max, p, r, r, r, 0, 0, what);
+            add_shape(out, &n, max, p, r, r, r, 0, 0, 0, what);
             snprintf(what, sizeof what, "muon B X %dx%d", r, m);
-            add_shape(out, &n, max, p, r, m, r, 0, 0, what);
+            add_shape(out, &n, max, p, r, m, r, 0, 0, 0, what);
         }
     return n;
+}
+
+bench_gemm_shape bench_gemm_per_thread(const bench_gemm_shape *s, int threads)
+{
+    bench_gemm_shape p = *s;
+    if (threads > 1 && s->batch_dim == 'M')
+        p.M = (s->M + threads - 1) / threads;
+    else if (threads > 1 && s->batch_dim == 'K')
+        p.K = (s->K + threads - 1) / threads;
+    return p;
 }
 
 int bench_gemm_parse_shape(const char *text, bench_gemm_shape *s, tempo_error *err)
@@ -92,6 +103,7 @@ int bench_gemm_parse_shape(const char *text, bench_gemm_shape *s, tempo_error *e
     char buf[96], *piece[5];
     int n = 0;
     snprintf(s->op, sizeof s->op, "custom");
+    s->batch_dim = 0;
     int fits = snprintf(buf, sizeof buf, "%s", text) < (int)sizeof buf;
     piece[n++] = buf;
     for (char *p = buf; fits && *p && n <= 5; p++)
@@ -170,6 +182,65 @@ int bench_gemm_time(bench_gemm_fn fn, void *ctx, const bench_gemm_shape *s, int 
     return 0;
 }
 
+/* Every thread's own product, `inner` times over, in one region. */
+typedef struct {
+    bench_gemm_fn fn;
+    void *const *ctxs;
+    const bench_gemm_shape *s;
+    float **A, **B, **C;
+    int lda, ldb, threads, inner;
+} replicas_call;
+
+static void run_replicas(void *p)
+{
+    const replicas_call *c = p;
+#pragma omp parallel num_threads(c->threads)
+    {
+        int t = omp_get_thread_num();
+        for (int i = 0; i < c->inner; i++)
+            c->fn(c->ctxs[t], c->s, c->A[t], c->lda, c->B[t], c->ldb, c->C[t], c->s->N);
+    }
+}
+
+int bench_gemm_time_replicas(bench_gemm_fn fn, void *const *ctxs, const bench_gemm_shape *s, int threads,
+                             double min_seconds, bench_gemm_result *r, tempo_error *err)
+{
+    memset(r, 0, sizeof *r);
+    if (threads < 1 || threads > BENCH_GEMM_REPLICAS_MAX)
+        return tempo_fail(err, "gemm replicas: %d threads (1 to %d)", threads, BENCH_GEMM_REPLICAS_MAX);
+    size_t na = (size_t)s->M * s->K, nb = (size_t)s->K * s->N, nc = (size_t)s->M * s->N;
+    float **A = calloc((size_t)threads, sizeof *A), **B = calloc((size_t)threads, sizeof *B);
+    float **C = calloc((size_t)threads, sizeof *C);
+    int ok = A && B && C;
+    rng_state rng;
+    rng_seed(&rng, 1);
+    for (int t = 0; ok && t < threads; t++) {
+        A[t] = random_floats(na, &rng);
+        B[t] = random_floats(nb, &rng);
+        C[t] = random_floats(nc, &rng);
+        ok = ok && A[t] && B[t] && C[t];
+    }
+    double flops = 2.0 * s->M * s->N * (double)s->K;
+    double inner = ceil(2e8 / flops);   /* a millisecond or more of products a region */
+    replicas_call call = {fn, ctxs, s, A, B, C, s->trans_a ? s->M : s->K, s->trans_b ? s->K : s->N, threads,
+                          inner > 1000 ? 1000 : (int)inner};
+    if (ok) {
+        bench_timing tm;
+        bench_time_best(run_replicas, &call, min_seconds, &tm);
+        r->best_s = tm.best_s / call.inner;
+        r->reps = tm.reps;
+        r->gflops = r->best_s > 0 ? threads * flops / r->best_s * 1e-9 : 0;
+        r->other_load_cores = tm.other_load_cores;
+        r->contended = tm.contended;
+        r->threads_used = 1;
+    }
+    for (int t = 0; t < threads && A && B && C; t++) {
+        free(A[t]); free(B[t]); free(C[t]);
+    }
+    free(A); free(B); free(C);
+    return ok ? 0 : tempo_fail(err, "gemm %dx%dx%d on %d threads: out of memory", s->M, s->N, s->K, threads);
+}
+
 static void run_tempo(void *ctx, const bench_gemm_shape *s, const float *A, int lda,
                       const float *B, int ldb, float *C, int ldc)
 {
@@ -186,10 +257,33 @@ int bench_gemm_measure(gemm_context *ctx, const bench_gemm_shape *s, int threads
     return 0;
 }
 
+int bench_gemm_measure_replicas(const bench_gemm_shape *s, int threads, double min_seconds,
+                                bench_gemm_result *r, tempo_error *err)
+{
+    memset(r, 0, sizeof *r);
+    if (threads < 1 || threads > BENCH_GEMM_REPLICAS_MAX)
+        return tempo_fail(err, "gemm replicas: %d threads (1 to %d)", threads, BENCH_GEMM_REPLICAS_MAX);
+    gemm_context *ctx = calloc((size_t)threads, sizeof *ctx);
+    void **ctxs = calloc((size_t)threads, sizeof *ctxs);
+    if (!ctx || !ctxs) {
+        free(ctx); free(ctxs);
+        return tempo_fail(err, "gemm replicas: out of memory");
+    }
+    for (int t = 0; t < threads; t++) {
+        gemm_context_init(&ctx[t]);
+        ctxs[t] = &ctx[t];
+    }
+    int rc = bench_gemm_time_replicas(run_tempo, ctxs, s, threads, min_seconds, r, err);
+    for (int t = 0; t < threads; t++)
+        gemm_context_free(&ctx[t]);
+    free(ctx); free(ctxs);
+    return rc;
+}
+
 
 void bench_gemm_json(jsonw *w, const bench_gemm_shape *s, int threads, const bench_gemm_result *r,
                      double peak_gflops, double peak_now_gflops, const char *path,
-                     const bench_gemm_result *peer)
+                     const bench_gemm_result *peer, const bench_gemm_as_trained *at)
 {
     char shape[80];
     snprintf(shape, sizeof shape, "%dx%dx%d %d %d", s->M, s->N, s->K, s->trans_a, s->trans_b);
@@ -215,13 +309,45 @@ void bench_gemm_json(jsonw *w, const bench_gemm_shape *s, int threads, const ben
         jsonw_field_digits(w, "openblas_gflops", peer->gflops, 2);
         jsonw_field_digits(w, "ratio", r->gflops / peer->gflops, 3);
     }
+    if (at) {
+        const bench_gemm_shape *p = &at->per_thread;
+        char each[80];
+        snprintf(each, sizeof each, "%dx%dx%d %d %d", p->M, p->N, p->K, p->trans_a, p->trans_b);
+        jsonw_key(w, "as_trained");
+        jsonw_object_begin(w);
+        jsonw_field_string(w, "split", s->batch_dim ? "a replica's rows a thread" : "a product a thread");
+        jsonw_field_string(w, "shape", each);
+        jsonw_field_digits(w, "gflops", at->r.gflops, 2);
+        jsonw_field_digits(w, "efficiency", peak_gflops > 0 ? at->r.gflops / peak_gflops : NAN, 3);
+        if (at->peer_gflops > 0) {
+            jsonw_field_digits(w, "openblas_gflops", at->peer_gflops, 2);
+            jsonw_field_string(w, "openblas_way", at->peer_way ? at->peer_way : "");
+            jsonw_field_digits(w, "ratio", at->r.gflops / at->peer_gflops, 3);
+        }
+        jsonw_object_end(w);
+    }
     jsonw_field_string(w, "path", path);
     double load = r->other_load_cores;
     if (peer && peer->other_load_cores > load)
         load = peer->other_load_cores;
+    if (at && at->r.other_load_cores > load)
+        load = at->r.other_load_cores;
     jsonw_field_digits(w, "other_load_cores", load, 2);
-    jsonw_field_bool(w, "contended", r->contended || (peer && peer->contended));
+    jsonw_field_bool(w, "contended", r->contended || (peer && peer->contended) || (at && at->r.contended));
     jsonw_object_end(w);
+}
+
+void bench_gemm_summary_add_trained(bench_gemm_summary *sum, int t, const bench_gemm_shape *s,
+                                    const bench_gemm_as_trained *at)
+{
+    double flops = 2.0 * s->M * s->N * (double)s->K;
+    if (at->r.gflops <= 0)
+        return;
+    sum->at_flops[t] += flops;
+    sum->at_seconds[t] += flops / (at->r.gflops * 1e9);
+    if (at->peer_gflops > 0)
+        sum->at_peer_seconds[t] += flops / (at->peer_gflops * 1e9);
+    sum->contended |= at->r.contended;
 }
 
 void bench_gemm_summary_add(bench_gemm_summary *sum, int t, const bench_gemm_shape *s,
@@ -260,6 +386,19 @@ void bench_gemm_summary_json(jsonw *w, const bench_gemm_summary *sum, const char
             double gb = sum->flops[t] / sum->peer_seconds[t] * 1e-9;
             jsonw_field_digits(w, "openblas_gflops", gb, 2);
             jsonw_field_digits(w, "ratio", g / gb, 3);
+        }
+        if (sum->at_seconds[t] > 0) {
+            double ga = sum->at_flops[t] / sum->at_seconds[t] * 1e-9;
+            jsonw_key(w, "as_trained");
+            jsonw_object_begin(w);
+            jsonw_field_digits(w, "gflops", ga, 2);
+            jsonw_field_digits(w, "efficiency", peak > 0 ? ga / peak : NAN, 3);
+            if (sum->at_peer_seconds[t] > 0) {
+                double gp = sum->at_flops[t] / sum->at_peer_seconds[t] * 1e-9;
+                jsonw_field_digits(w, "openblas_gflops", gp, 2);
+                jsonw_field_digits(w, "ratio", ga / gp, 3);
+            }
+            jsonw_object_end(w);
         }
         jsonw_object_end(w);
     }

@@ -17,6 +17,9 @@
 typedef struct {
     int M, N, K, trans_a, trans_b;
     char op[96];   /* what the product is in the model, e.g. "cpu-default fwd wq/wk/wv/wo" */
+    char batch_dim; /* 'M' or 'K': the dimension that counts the step's batch rows, which training
+                       splits over the threads' replicas; 0: none (a head chunk, a Muon matrix,
+                       a --shape) */
 } bench_gemm_shape;
 
 /* The distinct GEMM shapes of one training step of cfg (finished: vocab
@@ -28,6 +31,13 @@ typedef struct {
  * transposition are listed once with their names joined. Writes at most max;
  * returns the count. */
 int bench_gemm_preset_shapes(const run_config *cfg, bench_gemm_shape *out, int max);
+
+/* The product one thread of `threads` runs when training runs s: training
+ * splits no product between threads (each thread's replica of the model
+ * runs its share of the batch's rows, and the optimizer gives each matrix's
+ * Newton-Schulz to one thread), so a step product's batch dimension is
+ * divided by the threads, and any other product is whole. */
+bench_gemm_shape bench_gemm_per_thread(const bench_gemm_shape *s, int threads);
 
 /* Parse "MxNxK" or "MxNxK:ta:tb" (ta, tb 0 or 1; default 0 0). */
 int bench_gemm_parse_shape(const char *text, bench_gemm_shape *s, tempo_error *err);
@@ -54,6 +64,30 @@ typedef void (*bench_gemm_fn)(void *ctx, const bench_gemm_shape *s, const float 
 int bench_gemm_time(bench_gemm_fn fn, void *ctx, const bench_gemm_shape *s, int threads,
                     double min_seconds, bench_gemm_result *r, tempo_error *err);
 
+/* Time per_thread as training runs it at `threads` threads: every thread its
+ * own product on its own operands (ctxs[t] its fn context), one thread
+ * each, back to back inside one parallel region (as a replica's step or the
+ * optimizer's matrices run; a region's start, tens of microseconds on this
+ * host, is spread over at least a millisecond of products). r->best_s is
+ * the best time of one product on every thread at once, r->gflops all
+ * threads' FLOPs over it. */
+#define BENCH_GEMM_REPLICAS_MAX 4096
+int bench_gemm_time_replicas(bench_gemm_fn fn, void *const *ctxs, const bench_gemm_shape *per_thread,
+                             int threads, double min_seconds, bench_gemm_result *r, tempo_error *err);
+/* bench_gemm_time_replicas of tempo's GEMM, a gemm_context per thread. */
+int bench_gemm_measure_replicas(const bench_gemm_shape *per_thread, int threads, double min_seconds,
+                                bench_gemm_result *r, tempo_error *err);
+
+/* A shape measured the way training runs it (threads > 1): the per-thread
+ * product, tempo's figure, and the peer's best of its own threading of the
+ * whole product and of this way (peer_gflops 0: no peer). */
+typedef struct {
+    bench_gemm_shape per_thread;
+    bench_gemm_result r;
+    double peer_gflops;
+    const char *peer_way;   /* "its threads" or "a product a thread" */
+} bench_gemm_as_trained;
+
 /* bench_gemm_time of gemm_f32_ctx(ctx, ...): the path a hot caller uses
  * (config and packing workspace held, so no per-call query or allocation). */
 int bench_gemm_measure(gemm_context *ctx, const bench_gemm_shape *s, int threads,
@@ -67,10 +101,13 @@ int bench_gemm_measure(gemm_context *ctx, const bench_gemm_shape *s, int threads
  * measured in the same run: the host's other tenants can lower it) adds
  * "peak_now_gflops" and "efficiency_now". With a peer result (peer != NULL,
  * e.g. OpenBLAS), also "openblas_gflops":..., "ratio": gflops /
- * openblas_gflops. */
+ * openblas_gflops. With at (not NULL), "as_trained": {"split" ("a
+ * replica's rows a thread" or "a product a thread"), "shape" (each
+ * thread's), "gflops", "efficiency", with a peer "openblas_gflops",
+ * "openblas_way", "ratio"}. */
 void bench_gemm_json(jsonw *w, const bench_gemm_shape *s, int threads, const bench_gemm_result *r,
                      double peak_gflops, double peak_now_gflops, const char *path,
-                     const bench_gemm_result *peer);
+                     const bench_gemm_result *peer, const bench_gemm_as_trained *at);
 
 #define BENCH_GEMM_MAX_THREADS 8
 
@@ -85,6 +122,9 @@ typedef struct {
     double peak_now_gflops[BENCH_GEMM_MAX_THREADS];
     double flops[BENCH_GEMM_MAX_THREADS], seconds[BENCH_GEMM_MAX_THREADS];
     double peer_seconds[BENCH_GEMM_MAX_THREADS];   /* 0: no peer measured */
+    /* the shapes as training runs them (bench_gemm_summary_add_trained; 0 when not measured) */
+    double at_flops[BENCH_GEMM_MAX_THREADS], at_seconds[BENCH_GEMM_MAX_THREADS];
+    double at_peer_seconds[BENCH_GEMM_MAX_THREADS];
     int n_shapes;                                  /* distinct shapes added */
     int contended;                                 /* any measurement was */
 } bench_gemm_summary;
@@ -93,9 +133,15 @@ typedef struct {
 void bench_gemm_summary_add(bench_gemm_summary *sum, int t, const bench_gemm_shape *s,
                             const bench_gemm_result *r, const bench_gemm_result *peer);
 
+/* Adds shape s's measurement as training runs it at thread index t: the
+ * same FLOPs as s at the speed measured (its peer's best way, when it has one). */
+void bench_gemm_summary_add_trained(bench_gemm_summary *sum, int t, const bench_gemm_shape *s,
+                                    const bench_gemm_as_trained *at);
 /* {"kernel":"gemm","summary":true,"shapes":n,"path":...,"threads":{"<t>":
  *  {"gflops","peak_gflops","efficiency" (null when the peak is unknown),
- *  "peak_now_gflops", with a peer "openblas_gflops","ratio"},...},
+ *  "peak_now_gflops", with a peer "openblas_gflops","ratio"; where measured
+ *  "as_trained": {"gflops","efficiency", with a peer "openblas_gflops",
+ *  "ratio"}},...},
  *  "contended":...} as one value into w. */
 void bench_gemm_summary_json(jsonw *w, const bench_gemm_summary *sum, const char *path);
 

@@ -2,6 +2,7 @@
 #include "bench/openblas.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -68,5 +69,38 @@ int bench_openblas_compare(gemm_context *ctx, bench_openblas *ob, const bench_ge
     nanosleep(&pause, NULL);
     int rc = bench_openblas_measure(ob, s, threads, min_seconds, peer, err);
     nanosleep(&pause, NULL);
+    return rc;
+}
+
+int bench_openblas_compare_trained(bench_openblas *ob, const bench_gemm_shape *s, int threads,
+                                   double min_seconds, const bench_gemm_result *whole,
+                                   bench_gemm_as_trained *at, tempo_error *err)
+{
+    memset(at, 0, sizeof *at);
+    at->per_thread = bench_gemm_per_thread(s, threads);
+    if (bench_gemm_measure_replicas(&at->per_thread, threads, min_seconds, &at->r, err))
+        return -1;
+    if (whole && whole->gflops > 0) {
+        at->peer_gflops = whole->gflops;
+        at->peer_way = "its threads";
+    }
+    if (!ob || !ob->handle || !ob->set_num_threads)
+        return 0;
+    const struct timespec pause = {0, 150 * 1000 * 1000};
+    void **ctxs = calloc((size_t)threads, sizeof *ctxs);
+    if (!ctxs)
+        return tempo_fail(err, "gemm replicas: out of memory");
+    for (int t = 0; t < threads; t++)
+        ctxs[t] = ob;
+    bench_gemm_result rb;
+    nanosleep(&pause, NULL);
+    ob->set_num_threads(1);   /* each call on its caller's thread */
+    int rc = bench_gemm_time_replicas(run_openblas, ctxs, &at->per_thread, threads, min_seconds, &rb, err);
+    nanosleep(&pause, NULL);
+    free(ctxs);
+    if (!rc && rb.gflops > at->peer_gflops) {
+        at->peer_gflops = rb.gflops;
+        at->peer_way = "a product a thread";
+    }
     return rc;
 }

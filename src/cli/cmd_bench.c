@@ -38,8 +38,11 @@ static void bench_usage(FILE *f)
             "           activation, RoPE, head + cross-entropy, AdamW at the presets'\n"
             "           shapes, also as GB/s against the triad bandwidth; --kernel gemm:\n"
             "           every GEMM of the presets' steps (each line: the threads the product\n"
-            "           used and how it split them: one thread, shared B, owned columns),\n"
-            "           then the flop-weighted summary;\n"
+            "           used and how it split them: one thread, shared B, owned columns;\n"
+            "           at more than one thread also \"as_trained\": the product as training\n"
+            "           runs it, a product a thread on each thread's share of the batch rows\n"
+            "           or a whole Muon or head product, against OpenBLAS's better of its own\n"
+            "           threads and that way), then the flop-weighted summary;\n"
             "           all (default): both. --presets: whose step to run (default\n"
             "           cpu-default,cpu-d256,cpu-d512; vocab --vocab, default 4097);\n"
             "           --threads: counts to run (default 1 and all); --seconds: per case\n"
@@ -252,13 +255,22 @@ static int kernels_gemm(const kernels_args *k, const kernels_job *job, const hw_
                                         &r, &rb, &err);
             if (rc)
                 break;
+            bench_gemm_as_trained at;   /* more than one thread: also as training runs it */
+            int trained = k->threads[t] > 1;
+            if (trained && bench_openblas_compare_trained(have_ob ? &ob : NULL, &job->shapes[s], k->threads[t],
+                                                          k->seconds, have_ob ? &rb : NULL, &at, &err)) {
+                rc = -1;
+                break;
+            }
             strbuf line = {0};
             jsonw w;
             jsonw_init(&w, &line);
             bench_gemm_json(&w, &job->shapes[s], k->threads[t], &r, sum.peak_gflops[t], sum.peak_now_gflops[t],
-                            path, have_ob ? &rb : NULL);
+                            path, have_ob ? &rb : NULL, trained ? &at : NULL);
             rc = cli_emit_jsonw(&w, &err);
             bench_gemm_summary_add(&sum, t, &job->shapes[s], &r, have_ob ? &rb : NULL);
+            if (trained)
+                bench_gemm_summary_add_trained(&sum, t, &job->shapes[s], &at);
         }
     if (have_ob)
         bench_openblas_close(&ob);

@@ -49,6 +49,24 @@ lines = [json.loads(l) for l in open(sys.argv[1])]
 assert lines[-1]["summary"] and len(lines) == lines[-1]["shapes"] + 1
 assert all(l["op"].startswith("tiny-test ") and l["gflops"] > 0 for l in lines[:-1])
 PY
+# at two threads each line also says how the product runs in training (a product a thread)
+"$TEMPO" bench kernels --kernel gemm --presets tiny-test --threads 1,2 --seconds 0.01 --no-openblas >"$OUT" 2>/dev/null \
+    || fail "bench kernels --threads 1,2 failed"
+python3 - "$OUT" <<'PY' || fail "bench kernels' as_trained figures are wrong: $(head -3 "$OUT")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert all(("as_trained" in l) == (l["threads"] == 2) for l in lines[:-1])
+for l in lines[:-1]:
+    if l["threads"] == 2:
+        a = l["as_trained"]
+        assert a["gflops"] > 0 and a["split"] in ("a replica's rows a thread", "a product a thread"), a
+        M, N, K = map(int, l["shape"].split()[0].split("x"))
+        m, n, k = map(int, a["shape"].split()[0].split("x"))
+        halved = "fwd" in l["op"] or " dx w" in l["op"] or " dW w" in l["op"]
+        assert (m * k * 2 in (M * K, (M + 1) * K, M * (K + 1))) == halved and n == N, (l["op"], l["shape"], a)
+s = lines[-1]["threads"]
+assert "as_trained" in s["2"] and "as_trained" not in s["1"] and s["2"]["as_trained"]["gflops"] > 0
+PY
 "$TEMPO" bench kernels --kernel ops --presets tiny-test --threads 1,2 --seconds 0.01 >"$OUT" 2>/dev/null \
     || fail "bench kernels --kernel ops failed"
 python3 - "$OUT" <<'PY' || fail "bench kernels --kernel ops output is wrong: $(head -3 "$OUT")"

@@ -807,6 +807,11 @@ static void test_gemm_summary(void)
     bench_gemm_summary_add(&sum, 0, &b, &rb, &pb);
     bench_gemm_summary_add(&sum, 1, &a, &ra, NULL);
     bench_gemm_summary_add(&sum, 1, &b, &rb, NULL);
+    /* as trained at 2 threads: 1e9 FLOPs at 4 GFLOP/s and 2e9 at 1 (2.25 s): 3e9 / 2.25; OpenBLAS's
+     * best ways 2 and 2 (1.5 s): 2; ratio 2 / 3 */
+    bench_gemm_as_trained ta = {.r = {.gflops = 4}, .peer_gflops = 2}, tb = {.r = {.gflops = 1}, .peer_gflops = 2};
+    bench_gemm_summary_add_trained(&sum, 1, &a, &ta);
+    bench_gemm_summary_add_trained(&sum, 1, &b, &tb);
     strbuf line = {0};
     jsonw w;
     jsonw_init(&w, &line);
@@ -824,13 +829,18 @@ static void test_gemm_summary(void)
         CHECK(t1 && json_get_number(t1, "openblas_gflops", 0) == 1.5 && json_get_number(t1, "ratio", 0) == 2);
         CHECK(t2 && json_get(t2, "efficiency")->type == JSON_NULL && json_get(t2, "ratio") == NULL);
         CHECK(t2 && json_get_number(t2, "peak_now_gflops", 0) == 2.5);
+        const json_value *at2 = t2 ? json_get(t2, "as_trained") : NULL;
+        CHECK(t1 && json_get(t1, "as_trained") == NULL);
+        CHECK_MSG(at2 && fabs(json_get_number(at2, "gflops", 0) - 3 / 2.25) < 0.01 &&
+                  json_get_number(at2, "openblas_gflops", 0) == 2 && fabs(json_get_number(at2, "ratio", 0) - 1 / 1.5) < 0.01,
+                  "as trained: %s", line.data);
         json_free(v);
     }
     strbuf_free(&line);
     /* a line's figures print rounded: 2/3 GFLOP/s as 0.67 */
     bench_gemm_result third = {.gflops = 2.0 / 3, .best_s = 1, .other_load_cores = 1.0 / 7};
     jsonw_init(&w, &line);
-    bench_gemm_json(&w, &a, 1, &third, 1.0 / 3, 0, "avx2", NULL);
+    bench_gemm_json(&w, &a, 1, &third, 1.0 / 3, 0, "avx2", NULL, NULL);
     CHECK(jsonw_finish(&w, &err) == 0);
     CHECK_MSG(printed_decimals(line.data, "gflops") == 2 && printed_decimals(line.data, "efficiency") == 0 &&
               printed_decimals(line.data, "other_load_cores") == 2, "%s", line.data);
@@ -884,6 +894,21 @@ static void test_bench_helpers(void)
     }
     CHECK(found_dw_up && found_head);
     CHECK(bench_gemm_preset_shapes(&rc, set, 4) == 4);
+    /* as training runs them on 2 threads: a step product's batch rows halved (M of fwd and dx, K of dW),
+     * a head chunk and a Muon product whole; 1 thread changes nothing */
+    for (int i = 0; i < n; i++) {
+        bench_gemm_shape p2 = bench_gemm_per_thread(&set[i], 2), p1 = bench_gemm_per_thread(&set[i], 1);
+        int step = strstr(set[i].op, "fwd") || strstr(set[i].op, "dx w") || strstr(set[i].op, "dW w");
+        CHECK_MSG(set[i].batch_dim == (!step ? 0 : strstr(set[i].op, "dW") ? 'K' : 'M'), "%s", set[i].op);
+        CHECK_MSG(p2.M == (set[i].batch_dim == 'M' ? 48 : set[i].M) && p2.N == set[i].N &&
+                  p2.K == (set[i].batch_dim == 'K' ? 48 : set[i].K), "%s: %dx%dx%d", set[i].op, p2.M, p2.N, p2.K);
+        CHECK(p1.M == set[i].M && p1.N == set[i].N && p1.K == set[i].K);
+    }
+    CHECK(bench_gemm_parse_shape("20x30x40:1:1", &sh, &err) == 0 && sh.batch_dim == 0);
+    bench_gemm_result rr;
+    CHECK(bench_gemm_measure_replicas(&sh, 2, 0.001, &rr, &err) == 0);
+    CHECK(rr.gflops > 0 && rr.best_s > 0 && rr.reps >= 3 && rr.threads_used == 1);
+    CHECK(bench_gemm_measure_replicas(&sh, 0, 0.001, &rr, &err) == -1 && rr.gflops == 0);
 
     gemm_context ctx;
     gemm_context_init(&ctx);
@@ -895,7 +920,7 @@ static void test_bench_helpers(void)
     strbuf line = {0};
     jsonw w;
     jsonw_init(&w, &line);
-    bench_gemm_json(&w, &sh, 1, &r, 100, 50, "avx2", &peer);
+    bench_gemm_json(&w, &sh, 1, &r, 100, 50, "avx2", &peer, NULL);
     CHECK(jsonw_finish(&w, &err) == 0);
     json_value *v = NULL;
     CHECK(json_parse(line.data, line.len, &v, &err) == 0);
@@ -916,7 +941,7 @@ static void test_bench_helpers(void)
     r.threads_used = used;
     r.owns_b = owns;
     jsonw_init(&w, &line);
-    bench_gemm_json(&w, &sh, 2, &r, 100, 0, "avx2", NULL);
+    bench_gemm_json(&w, &sh, 2, &r, 100, 0, "avx2", NULL, NULL);
     CHECK(jsonw_finish(&w, &err) == 0);
     CHECK(json_parse(line.data, line.len, &v, &err) == 0);
     CHECK(json_get_number(v, "threads_used", 0) == used && strcmp(json_get_string(v, "split"), want) == 0);
@@ -924,11 +949,27 @@ static void test_bench_helpers(void)
     strbuf_free(&line);
     r.threads_used = 0;   /* another library's figure: nothing said of a split */
     jsonw_init(&w, &line);
-    bench_gemm_json(&w, &sh, 1, &r, 0, 0, "avx2", NULL);   /* no peaks, no peer */
+    bench_gemm_json(&w, &sh, 1, &r, 0, 0, "avx2", NULL, NULL);   /* no peaks, no peer */
     CHECK(jsonw_finish(&w, &err) == 0);
     CHECK(json_parse(line.data, line.len, &v, &err) == 0);
     CHECK(json_get(v, "efficiency")->type == JSON_NULL && json_get(v, "ratio") == NULL);
     CHECK(json_get(v, "peak_now_gflops") == NULL && json_get(v, "threads_used") == NULL && json_get(v, "split") == NULL);
+    CHECK(json_get(v, "as_trained") == NULL);
+    json_free(v);
+    strbuf_free(&line);
+    /* as trained: each thread's shape, its figure against the peak and the peer's best way */
+    bench_gemm_as_trained at = {.per_thread = {.M = 10, .N = 30, .K = 40}, .r = {.gflops = 80},
+                                .peer_gflops = 64, .peer_way = "a product a thread"};
+    sh.batch_dim = 'M';
+    jsonw_init(&w, &line);
+    bench_gemm_json(&w, &sh, 2, &r, 100, 0, "avx2", NULL, &at);
+    CHECK(jsonw_finish(&w, &err) == 0);
+    CHECK(json_parse(line.data, line.len, &v, &err) == 0);
+    const json_value *a = json_get(v, "as_trained");
+    CHECK(a && strcmp(json_get_string(a, "split"), "a replica's rows a thread") == 0);
+    CHECK(a && strcmp(json_get_string(a, "shape"), "10x30x40 0 0") == 0 && json_get_number(a, "gflops", 0) == 80);
+    CHECK(a && json_get_number(a, "efficiency", 0) == 0.8 && json_get_number(a, "openblas_gflops", 0) == 64);
+    CHECK(a && json_get_number(a, "ratio", 0) == 1.25 && !strcmp(json_get_string(a, "openblas_way"), "a product a thread"));
     json_free(v);
     strbuf_free(&line);
     test_gemm_summary();
