@@ -13,6 +13,12 @@ cd "$(dirname "$0")/.."
 export TEMPO_DATA="${TEMPO_DATA:-$(cd .. && pwd)/shared/data}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+# The hardware profile that MFU reads: the suite's own, never the user's (~/.cache/tempo/hardware.json).
+# A test that needs a peak measures it into this file under the suite's load and its kernel caps
+# (TEMPO_KERNELS=portable); written to the user's cache, that peak stood for the machine afterwards.
+suite_tmp=$(mktemp -d "${TMPDIR:-/tmp}/tempo-suite.XXXXXX") || { echo "run_all.sh: cannot make a temporary folder" >&2; exit 1; }
+trap 'rm -rf "$suite_tmp"' EXIT
+export TEMPO_HW_PROFILE="${TEMPO_HW_PROFILE:-$suite_tmp/hardware.json}"
 passed=0; failed=0; failures=(); skipped=(); partly=()
 run_one() {  # label, command...
     local label=$1; shift

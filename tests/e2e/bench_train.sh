@@ -83,6 +83,16 @@ expect_error 2 "^tempo: --kernel nope: expected gemm, ops or all$" "$TEMPO" benc
     || fail "bench train --pin-threads failed"
 python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); assert d["pinned"] is True and len(d["thread_cpus"]) == 1 and d["thread_cpus"][0] >= 0, d' "$OUT" \
     || fail "--pin-threads did not pin: $(head -1 "$OUT")"
+# the hardware profile MFU reads and writes is TEMPO_HW_PROFILE's when it is set, never the home
+# folder's (tests/run_all.sh and train_common.bash give the tests their own, so a peak measured
+# under the suite's load never stands for the machine)
+mkdir -p "$E2E_TMP/home"
+HOME="$E2E_TMP/home" XDG_CACHE_HOME= TEMPO_HW_PROFILE="$E2E_TMP/own.json" "$TEMPO" bench train --preset tiny-test \
+    --threads 1 --steps 1 >"$OUT" 2>/dev/null || fail "bench train with TEMPO_HW_PROFILE failed"
+[ -s "$E2E_TMP/own.json" ] && [ ! -e "$E2E_TMP/home/.cache/tempo/hardware.json" ] ||
+    fail "TEMPO_HW_PROFILE was not the profile written ($(ls -R "$E2E_TMP/home" | tr '\n' ' '))"
+python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); assert d["mfu"] > 0, d' "$OUT" ||
+    fail "bench train gave no MFU from its own profile: $(head -1 "$OUT")"
 expect_error 2 "preset nope" "$TEMPO" bench train --preset nope
 expect_error 2 "^tempo: --steps: 0 is out of range" "$TEMPO" bench train --steps 0
 # numbers beyond their type (issue 9)

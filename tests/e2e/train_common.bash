@@ -6,6 +6,9 @@ TEMPO=${TEMPO:-build/tempo}
 DATA=${TEMPO_DATA:-../shared/data}
 E2E_TMP=$(mktemp -d "${TMPDIR:-/tmp}/tempo-e2e.XXXXXX")
 trap 'rm -rf "$E2E_TMP"' EXIT
+# the hardware profile MFU reads: run_all.sh's for the suite, else this script's own; never the
+# user's ~/.cache/tempo/hardware.json, which a peak measured beside the tests would replace
+export TEMPO_HW_PROFILE="${TEMPO_HW_PROFILE:-$E2E_TMP/hardware.json}"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
