@@ -189,14 +189,17 @@ typedef struct {
     const bench_gemm_shape *s;
     float **A, **B, **C;
     int lda, ldb, threads, inner;
+    int team;   /* the threads the region got (OMP_THREAD_LIMIT can give fewer) */
 } replicas_call;
 
 static void run_replicas(void *p)
 {
-    const replicas_call *c = p;
+    replicas_call *c = p;
 #pragma omp parallel num_threads(c->threads)
     {
         int t = omp_get_thread_num();
+        if (t == 0)
+            c->team = omp_get_num_threads();
         for (int i = 0; i < c->inner; i++)
             c->fn(c->ctxs[t], c->s, c->A[t], c->lda, c->B[t], c->ldb, c->C[t], c->s->N);
     }
@@ -223,10 +226,12 @@ int bench_gemm_time_replicas(bench_gemm_fn fn, void *const *ctxs, const bench_ge
     double flops = 2.0 * s->M * s->N * (double)s->K;
     double inner = ceil(2e8 / flops);   /* a millisecond or more of products a region */
     replicas_call call = {fn, ctxs, s, A, B, C, s->trans_a ? s->M : s->K, s->trans_b ? s->K : s->N, threads,
-                          inner > 1000 ? 1000 : (int)inner};
+                          inner > 1000 ? 1000 : (int)inner, 0};
+    int short_team = 0;
     if (ok) {
         bench_timing tm;
         bench_time_best(run_replicas, &call, min_seconds, &tm);
+        short_team = call.team != threads;
         r->best_s = tm.best_s / call.inner;
         r->reps = tm.reps;
         r->gflops = r->best_s > 0 ? threads * flops / r->best_s * 1e-9 : 0;
@@ -238,6 +243,11 @@ int bench_gemm_time_replicas(bench_gemm_fn fn, void *const *ctxs, const bench_ge
         free(A[t]); free(B[t]); free(C[t]);
     }
     free(A); free(B); free(C);
+    if (ok && short_team) {
+        memset(r, 0, sizeof *r);
+        return tempo_fail(err, "gemm %dx%dx%d: OpenMP gave %d of the %d threads asked for (OMP_THREAD_LIMIT?)",
+                          s->M, s->N, s->K, call.team, threads);
+    }
     return ok ? 0 : tempo_fail(err, "gemm %dx%dx%d on %d threads: out of memory", s->M, s->N, s->K, threads);
 }
 

@@ -67,6 +67,9 @@ for l in lines[:-1]:
 s = lines[-1]["threads"]
 assert "as_trained" in s["2"] and "as_trained" not in s["1"] and s["2"]["as_trained"]["gflops"] > 0
 PY
+# fewer threads than asked for (OMP_THREAD_LIMIT): an error, not a figure for threads that never ran
+expect_error 1 "OpenMP gave 1 of the 2 threads" env OMP_THREAD_LIMIT=1 "$TEMPO" bench kernels --kernel gemm \
+    --shape 64x64x64 --threads 2 --seconds 0.01 --no-openblas
 "$TEMPO" bench kernels --kernel ops --presets tiny-test --threads 1,2 --seconds 0.01 >"$OUT" 2>/dev/null \
     || fail "bench kernels --kernel ops failed"
 python3 - "$OUT" <<'PY' || fail "bench kernels --kernel ops output is wrong: $(head -3 "$OUT")"
