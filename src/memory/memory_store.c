@@ -187,28 +187,44 @@ static int entry_path(const char *store_dir, const uint8_t id[32], char *out, si
     return 0;
 }
 
-int memory_store_link_existing(const char *store_dir, const uint8_t id[32], const char *run_file,
-                               memory_store_result *r, tempo_error *err)
+/* Make run_file a link to r->entry when that is a valid copy of identity id (entry_valid), unless
+ * the caller found it damaged already (known_bad). 1 when linked (r->reused, r->bytes, the store
+ * pruned); 0 when there is no valid copy (*bad: a damaged one is there) or another process pruned
+ * it meanwhile; -1 with err when the link failed (run_file untouched). */
+static int link_to_entry(const char *store_dir, const uint8_t id[32], const char *run_file, int known_bad,
+                         memory_store_result *r, int *bad, tempo_error *err)
 {
-    memset(r, 0, sizeof *r);
     struct stat st;
-    if (entry_path(store_dir, id, r->entry, sizeof r->entry, err))
-        return -1;
-    if (stat(r->entry, &st) || !S_ISREG(st.st_mode) || !entry_valid(r->entry, id))
+    *bad = 0;
+    if (stat(r->entry, &st))
         return 0;
-    r->bytes = (uint64_t)st.st_size;
+    if (known_bad || !S_ISREG(st.st_mode) || !entry_valid(r->entry, id)) {
+        *bad = 1;
+        return 0;
+    }
     if (link_over(r->entry, run_file)) {
-        if (errno == ENOENT)   /* pruned meanwhile by another process: the run writes its own */
+        if (errno == ENOENT)   /* pruned meanwhile by another process: the run's own copy goes in */
             return 0;
         return tempo_fail(err, "%s: cannot link it to %s: %s", run_file, r->entry,
                           errno == EXDEV ? "the store is on another file system" : strerror(errno));
     }
+    r->bytes = (uint64_t)st.st_size;
     r->reused = 1;
     r->pruned = memory_store_prune(store_dir);
     return 1;
 }
 
-int memory_store_share(const char *store_dir, const char *run_file, memory_store_result *r, tempo_error *err)
+int memory_store_link_existing(const char *store_dir, const uint8_t id[32], const char *run_file,
+                               memory_store_result *r, tempo_error *err)
+{
+    memset(r, 0, sizeof *r);
+    if (entry_path(store_dir, id, r->entry, sizeof r->entry, err))
+        return -1;
+    return link_to_entry(store_dir, id, run_file, 0, r, &r->found_bad, err);
+}
+
+int memory_store_share(const char *store_dir, const char *run_file, int known_bad, memory_store_result *r,
+                       tempo_error *err)
 {
     memset(r, 0, sizeof *r);
     uint8_t id[32];
@@ -225,18 +241,11 @@ int memory_store_share(const char *store_dir, const char *run_file, memory_store
         r->pruned = memory_store_prune(store_dir);   /* shared already */
         return 0;
     }
-    if (have && entry_valid(r->entry, id)) {
-        /* the store's copy replaces the run's; if another process pruned it meanwhile, add the run's below */
-        if (link_over(r->entry, run_file) == 0) {
-            r->reused = 1;
-            r->pruned = memory_store_prune(store_dir);
-            return 0;
-        }
-        if (errno != ENOENT)
-            return tempo_fail(err, "%s: cannot link it to %s: %s", run_file, r->entry, strerror(errno));
-    } else if (have) {
-        r->replaced_bad = 1;
-    }
+    /* the store's valid copy replaces the run's; else (none, a damaged one, or one another process
+     * pruned meanwhile) the run's is added */
+    int linked = have ? link_to_entry(store_dir, id, run_file, known_bad, r, &r->replaced_bad, err) : 0;
+    if (linked)
+        return linked < 0 ? -1 : 0;
     if (link_over(run_file, r->entry))
         return tempo_fail(err, "%s: cannot add it to the store (%s): %s", run_file, store_dir,
                           errno == EXDEV ? "the store is on another file system" : strerror(errno));

@@ -30,23 +30,28 @@ typedef struct {
     char entry[1200];      /* the store's file for this memory */
     int reused;            /* 1: the store held this memory already; the run's own copy was dropped */
     int replaced_bad;      /* 1: the store's copy failed its check and was replaced by the run's */
+    int found_bad;         /* memory_store_link_existing: 1 when the store's copy failed its check */
     uint64_t bytes;        /* the memory file's size */
     int pruned;            /* store entries no run linked, removed */
 } memory_store_result;
 
 /* Make run_file (a count memory just written, e.g. RUN_DIR/memory.bin) a
  * hard link to the store's copy of it in store_dir (created if missing),
- * adding the run's file as that copy when the store has none; then remove
- * the entries no run links. 0, or -1 with err saying why the run keeps its
- * own copy (the run's file is then untouched and still valid). */
-int memory_store_share(const char *store_dir, const char *run_file, memory_store_result *r, tempo_error *err);
+ * adding the run's file as that copy when the store has none or a damaged
+ * one (known_bad: memory_store_link_existing found it damaged a moment ago,
+ * so its gigabytes are not read again); then remove the entries no run
+ * links. 0, or -1 with err saying why the run keeps its own copy (the run's
+ * file is then untouched and still valid). */
+int memory_store_share(const char *store_dir, const char *run_file, int known_bad, memory_store_result *r,
+                       tempo_error *err);
 
 /* Before a run writes its memory (of identity id: memory_header_identity):
  * when store_dir holds a valid copy of it (its stamp matches, or every byte
  * is read and checked), make run_file a link to it at once, so the run
  * never writes its gigabytes beside its training, and remove the entries
  * no run links. 1 when linked (r->reused), 0 when the store holds no valid
- * copy (the run writes run_file and calls memory_store_share), -1 with err
+ * copy (r->found_bad when it holds a damaged one; the run writes run_file
+ * and calls memory_store_share, passing found_bad on), -1 with err
  * when the link failed (run_file is untouched). */
 int memory_store_link_existing(const char *store_dir, const uint8_t id[32], const char *run_file,
                                memory_store_result *r, tempo_error *err);

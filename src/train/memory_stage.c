@@ -27,6 +27,7 @@ static void *save_thread(void *arg)
     memory_stage *ms = arg;
     double t0 = timer_now();
     memory_header hd;
+    int store_bad = 0;   /* the store's copy was found damaged before the write */
     ms->save_rc = memory_file_header(&ms->memory, &hd, ms->path, &ms->save_err);
     if (!ms->save_rc && ms->store_dir[0]) {
         /* the store holds this memory already (another run of this data and setting): link it, write nothing */
@@ -41,6 +42,7 @@ static void *save_thread(void *arg)
             atomic_store_explicit(&ms->save_done, 1, memory_order_release);
             return NULL;
         }
+        store_bad = ms->store.found_bad;
     }
     if (!ms->save_rc)
         ms->save_rc = memory_file_write(&ms->memory, &hd, ms->path, &ms->save_err);
@@ -50,7 +52,7 @@ static void *save_thread(void *arg)
         double t1 = timer_now();
         tempo_error e;
         tempo_error_clear(&e);
-        ms->shared = memory_store_share(ms->store_dir, ms->path, &ms->store, &e) == 0;
+        ms->shared = memory_store_share(ms->store_dir, ms->path, store_bad, &ms->store, &e) == 0;
         if (!ms->shared)
             snprintf(ms->store_why, sizeof ms->store_why, "%s", e.msg);
         ms->share_s = timer_now() - t1;
