@@ -291,12 +291,18 @@ int bench_gemm_measure_replicas(const bench_gemm_shape *s, int threads, double m
 }
 
 
+/* "MxNxK ta tb", as the JSON lines name a shape. */
+static void shape_text(const bench_gemm_shape *s, char *out, size_t n)
+{
+    snprintf(out, n, "%dx%dx%d %d %d", s->M, s->N, s->K, s->trans_a, s->trans_b);
+}
+
 void bench_gemm_json(jsonw *w, const bench_gemm_shape *s, int threads, const bench_gemm_result *r,
                      double peak_gflops, double peak_now_gflops, const char *path,
                      const bench_gemm_result *peer, const bench_gemm_as_trained *at)
 {
     char shape[80];
-    snprintf(shape, sizeof shape, "%dx%dx%d %d %d", s->M, s->N, s->K, s->trans_a, s->trans_b);
+    shape_text(s, shape, sizeof shape);
     jsonw_object_begin(w);
     jsonw_field_string(w, "kernel", "gemm");
     jsonw_field_string(w, "shape", shape);
@@ -320,9 +326,8 @@ void bench_gemm_json(jsonw *w, const bench_gemm_shape *s, int threads, const ben
         jsonw_field_digits(w, "ratio", r->gflops / peer->gflops, 3);
     }
     if (at) {
-        const bench_gemm_shape *p = &at->per_thread;
         char each[80];
-        snprintf(each, sizeof each, "%dx%dx%d %d %d", p->M, p->N, p->K, p->trans_a, p->trans_b);
+        shape_text(&at->per_thread, each, sizeof each);
         jsonw_key(w, "as_trained");
         jsonw_object_begin(w);
         jsonw_field_string(w, "split", s->batch_dim ? "a replica's rows a thread" : "a product a thread");
