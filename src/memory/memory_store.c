@@ -104,9 +104,15 @@ static void dir_of(const char *path, char *out, size_t n)
 
 /* Put a hard link to `from` at `to`, atomically (a link at to.tmp.<pid>,
  * renamed over `to`): `to` is the old file or the new one, never missing
- * or torn. 0, or -1 with errno set. */
+ * or torn. A `to` that is already `from` is left as it is: rename() of two
+ * links to one file does nothing and would leave the temporary link behind
+ * (a run folder trained again kept a memory.bin.tmp.<pid> that way). 0, or
+ * -1 with errno set. */
 static int link_over(const char *from, const char *to)
 {
+    struct stat sf, st;
+    if (!stat(from, &sf) && !lstat(to, &st) && sf.st_dev == st.st_dev && sf.st_ino == st.st_ino)
+        return 0;
     char tmp[1300];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", to, (long)getpid()) >= (int)sizeof tmp) {
         errno = ENAMETOOLONG;
@@ -121,6 +127,7 @@ static int link_over(const char *from, const char *to)
         errno = e;
         return -1;
     }
+    unlink(tmp); /* still there only when `to` became `from` meanwhile (rename did nothing) */
     char dir[1300];
     dir_of(to, dir, sizeof dir);
     sync_dir(dir);

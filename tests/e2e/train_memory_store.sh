@@ -10,7 +10,8 @@
 # written) once carries a stamp (<identity>.verified: its inode, size and time),
 # so the next share does not read it again; an edit in place is still caught.
 # A run whose memory the store holds already links it before writing: it
-# writes none of its own.
+# writes none of its own, and a run trained again into its folder leaves no
+# temporary link there.
 source "$(dirname "$0")/train_common.bash"
 D=$(tiny_data 512)
 S="$E2E_TMP/store"
@@ -45,6 +46,14 @@ grep -q "^count memory: order 4 over" "$E2E_TMP/b.err" || fail "run b did not bu
 [ "$(json_field "$E2E_TMP/b/result.json" memory_seconds)" != 0 ] || fail "run b charged no build"
 [ -f "${E%.bin}.verified" ] || fail "the entry has no stamp"
 echo "ok: two runs, one copy ($(stat -c %s "$E") bytes, 3 links), stamped"
+
+# a run trained again into its folder, whose memory.bin is the entry already, leaves no temporary link
+# (rename() of two links to one file does nothing: memory.bin.tmp.<pid> stayed beside memory.bin)
+run b 4
+LEFT=$(cd "$E2E_TMP/b" && ls -d memory.bin.tmp.* 2>/dev/null || true)
+[ -z "$LEFT" ] || fail "run b trained again left $LEFT in its folder"
+[ "$(stat -c %h "$E")" = 3 ] || fail "after run b again the entry has $(stat -c %h "$E") links, not 3"
+echo "ok: a run trained again into its folder leaves no temporary link"
 
 # another setting: another entry
 run c 3
