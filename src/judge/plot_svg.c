@@ -13,6 +13,17 @@
 #define MARGIN_T 24.0
 #define MARGIN_B 36.0
 
+/* Values are drawn clamped to +-PLOT_LIMIT: a submission's metrics.jsonl may
+ * hold any finite number, and the frame's arithmetic (a range, its 5 % pad)
+ * overflowed to inf and drew NaN coordinates for values near 1e308; a loss
+ * of 1e20 still shows as a spike to the top. */
+#define PLOT_LIMIT 1e15
+
+static double plotted(double x)
+{
+    return x > PLOT_LIMIT ? PLOT_LIMIT : x < -PLOT_LIMIT ? -PLOT_LIMIT : x;
+}
+
 typedef struct {
     double x0, y0;           /* panel origin in the svg */
     double xmin, xmax, ymin, ymax;
@@ -21,12 +32,14 @@ typedef struct {
 static double px(const frame *f, double t)
 {
     double w = PANEL_W - MARGIN_L - MARGIN_R;
+    t = plotted(t);
     return f->x0 + MARGIN_L + (f->xmax > f->xmin ? (t - f->xmin) / (f->xmax - f->xmin) : 0.5) * w;
 }
 
 static double py(const frame *f, double v)
 {
     double h = PANEL_H - MARGIN_T - MARGIN_B;
+    v = plotted(v);
     return f->y0 + MARGIN_T + (f->ymax > f->ymin ? (f->ymax - v) / (f->ymax - f->ymin) : 0.5) * h;
 }
 
@@ -36,6 +49,7 @@ static void range_of(const judge_series *s, double *lo, double *hi, int use_t)
         double x = use_t ? s->t[i] : s->v[i];
         if (!isfinite(x))
             continue;
+        x = plotted(x);
         if (x < *lo)
             *lo = x;
         if (x > *hi)
@@ -50,8 +64,8 @@ static void panel(strbuf *o, double x0, const char *title, const judge_series *s
     range_of(s, &f.xmin, &f.xmax, 1);
     range_of(s, &f.ymin, &f.ymax, 0);
     if (isfinite(mark_t) && isfinite(mark_v)) {
-        f.xmin = fmin(f.xmin, mark_t), f.xmax = fmax(f.xmax, mark_t);
-        f.ymin = fmin(f.ymin, mark_v), f.ymax = fmax(f.ymax, mark_v);
+        f.xmin = fmin(f.xmin, plotted(mark_t)), f.xmax = fmax(f.xmax, plotted(mark_t));
+        f.ymin = fmin(f.ymin, plotted(mark_v)), f.ymax = fmax(f.ymax, plotted(mark_v));
     }
     if (!(f.xmin <= f.xmax))
         f.xmin = 0, f.xmax = 1;

@@ -174,6 +174,22 @@ static void test_curves(void)
     CHECK(strstr(judged ? judged : "", "judged val bpb 2.5000") != NULL);
     strbuf_free(&svg);
     judge_curves_free(&c);
+
+    /* a submission's finite extremes (+-1e308: the range and its pad overflowed to inf) draw no NaN or
+     * inf coordinate; the points stay inside the panel (found by tests/fuzz/fuzz_curves.c) */
+    judge_series_push(&c.train_loss, 1e308, 1e308);
+    judge_series_push(&c.train_loss, -1e308, -1e308);
+    judge_series_push(&c.val_bpb, 0, 1.5);
+    judge_series_push(&c.val_bpb, 1e300, -1e300);
+    judge_svg_run_plot(&svg, &c, 1e308, 1e308, "z");
+    CHECK_MSG(svg.data && !strstr(svg.data, "nan") && !strstr(svg.data, "inf"), "%s", svg.data ? svg.data : "");
+    const char *pts = svg.data ? strstr(svg.data, "points=\"") : NULL;
+    double x0 = -1, y0 = -1, x1 = -1, y1 = -1;
+    CHECK(pts && sscanf(pts, "points=\"%lf,%lf %lf,%lf", &x0, &y0, &x1, &y1) == 4);
+    CHECK_MSG(x0 >= 52 && x0 <= 318 && x1 >= 52 && x1 <= 318 && y0 >= 24 && y0 <= 184 && y1 >= 24 && y1 <= 184,
+              "points (%g, %g) (%g, %g)", x0, y0, x1, y1);
+    strbuf_free(&svg);
+    judge_curves_free(&c);
 }
 
 static void test_thin_and_ticks(void)
