@@ -185,6 +185,9 @@ static int read_points(const json_value *obj, const char *key, hw_point *pts, in
             return tempo_fail(err, "%s: thread count '%s' is not a positive integer", key, v->keys[i]);
         if (v->items[i].type != JSON_NUMBER || !(v->items[i].number > 0))
             return tempo_fail(err, "%s.%s: not a positive number", key, v->keys[i]);
+        for (int j = 0; j < *n; j++)
+            if (pts[j].threads == (int)t)
+                return tempo_fail(err, "%s: thread count %ld given twice", key, t);
         add_point(pts, n, (int)t, v->items[i].number);
     }
     return 0;

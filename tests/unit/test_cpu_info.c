@@ -209,6 +209,8 @@ static void test_profile_errors(void)
         "{}",
         "{\"peak_gflops\":{}}",
         "{\"peak_gflops\":{\"1\":-3}}",
+        "{\"peak_gflops\":{\"1\":1e999}}",   /* beyond a double: never an infinite peak (MFU 0) */
+        "{\"peak_gflops\":{\"1\":3,\"2\":5,\"2\":6}}",   /* which one would MFU use? */
         "{\"peak_gflops\":{\"one\":3}}",
         "{\"peak_gflops\":{\"1\":3}",
         "{\"peak_gflops\":{\"1\":3},\"avx2\":yes}",
