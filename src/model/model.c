@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/rng.h"
 #include "kernels/cpu/lm_head.h"
@@ -190,12 +191,32 @@ static void carve(model *m, arena_cursor *a)
     m->targets = (int32_t *)take(a, N);
 }
 
+/* Buffers of a huge page or more (the activations' arena: 190 MB for
+ * cpu-default's batch; the parameters and gradients) are aligned to 2 MB and
+ * advised for transparent huge pages, which these machines give only on
+ * request (THP "madvise"): the step streams its activations, and with 4 KB
+ * pages every 4 KB of a stream is a TLB entry. Measured on cpu-default's
+ * step (Zen 3): RMSNorm 10.6-11.0 against 11.3-12.5 ms, the one-thread step
+ * 0.6-0.7 % faster in eight of eight alternations, two threads 2.6 % faster
+ * in five and level in four more (lab notebook, 2026-12-07). */
+#define HUGE_PAGE ((size_t)2 << 20)
+
 static float *alloc_floats(size_t n)
 {
     size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-    float *p = aligned_alloc(64, bytes ? bytes : 64);
+    float *p;
+    if (bytes >= HUGE_PAGE) {
+        bytes = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+        p = aligned_alloc(HUGE_PAGE, bytes);
+#ifdef MADV_HUGEPAGE
+        if (p)
+            madvise(p, bytes, MADV_HUGEPAGE); /* advice: without it, ordinary pages */
+#endif
+    } else {
+        p = aligned_alloc(64, bytes ? bytes : 64);
+    }
     if (p)
-        memset(p, 0, bytes);
+        memset(p, 0, bytes); /* after the advice: the first touch faults in huge pages */
     return p;
 }
 
