@@ -186,6 +186,10 @@ int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_e
     int rc = -1;
     if (model_create(&s.m, &cfg->model, cfg->micro_batch, err))
         goto out;
+    if (cfg->model.bf16_products && !model_products_bf16(s.m)) {
+        tempo_usage(err, "bench train: bf16_products=1 needs a CPU with AVX-512 BF16 and the avx512 kernel path");
+        goto out;
+    }
     model_init(s.m, o->seed);
     if (train_optimizer_create(&s.opt, s.m, &cfg->optim, err))
         goto out;

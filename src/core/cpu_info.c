@@ -122,6 +122,8 @@ void cpu_info_query_features(cpu_info *ci)
     ci->avx2 = __builtin_cpu_supports("avx2") != 0;
     ci->fma = __builtin_cpu_supports("fma") != 0;
     ci->avx512f = __builtin_cpu_supports("avx512f") != 0;
+    ci->avx512bf16 = ci->avx512f && __builtin_cpu_supports("avx512bf16") != 0 &&
+                     __builtin_cpu_supports("avx512bw") != 0 && __builtin_cpu_supports("avx512vl") != 0;
 #ifdef __clang__
     ci->f16c = 0;   /* clang 14 has no "f16c" for __builtin_cpu_supports: the fuzz build only */
 #else

@@ -19,6 +19,7 @@
 typedef struct {
     int avx2, fma, f16c;   /* 1 when the CPU (and OS) support the feature */
     int avx512f;           /* AVX-512 Foundation (zmm state enabled by the OS) */
+    int avx512bf16;        /* AVX-512 BF16 (vdpbf16ps; with BW and VL): gemm's bf16 mode */
     int cores;             /* CPUs this process may run on (affinity), >= 1 */
     long l1d_bytes;        /* per-core L1 data cache, > 0 */
     long l2_bytes;         /* per-core (or per-cluster) L2, > 0 */

@@ -32,8 +32,9 @@ int model_config_validate(const model_config *c, tempo_error *err)
                            c->d_model / c->n_heads);
     if (c->mlp != MLP_RELU2 && c->mlp != MLP_SWIGLU)
         return tempo_usage(err, "%s: unknown mlp kind %d", w, (int)c->mlp);
-    if ((c->qk_norm != 0 && c->qk_norm != 1) || (c->tied_head != 0 && c->tied_head != 1))
-        return tempo_usage(err, "%s: qk_norm and tied_head must be 0 or 1", w);
+    if ((c->qk_norm != 0 && c->qk_norm != 1) || (c->tied_head != 0 && c->tied_head != 1) ||
+        (c->bf16_products != 0 && c->bf16_products != 1))
+        return tempo_usage(err, "%s: qk_norm, tied_head and bf16_products must be 0 or 1", w);
     if (!isfinite(c->logit_softcap) || c->logit_softcap < 0)
         return tempo_usage(err, "%s: logit_softcap %g must be 0 (off) or positive", w,
                            (double)c->logit_softcap);

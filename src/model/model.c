@@ -279,6 +279,12 @@ static int create(model **out, const model_config *cfg, int max_batch, int host_
         free(m);
         return tempo_fail(err, "model: out of memory");
     }
+    /* bf16 products where the CPU can (model_products_bf16 says whether) */
+    for (int t = 0; cfg->bf16_products && t < m->n_gemm; t++) {
+        tempo_error ignored;
+        if (gemm_config_set_bf16(&m->gemm[t].cfg, 1, &ignored))
+            break;
+    }
     m->dims.gemm = m->gemm;
     m->dims.n_gemm = m->n_gemm;
     m->head_ws.gemm = &m->gemm[0];
@@ -358,6 +364,11 @@ const float *model_token_losses(const model *m) { return m->losses; }
 const float *model_token_top_logprob(const model *m) { return m->top_logprob; }
 const int32_t *model_token_top_id(const model *m) { return m->top_id; }
 const float *model_token_log_norm(const model *m) { return m->log_norm; }
+int model_products_bf16(const model *m)
+{
+    return m->n_gemm > 0 && m->gemm[0].cfg.bf16;
+}
+
 void model_set_training(model *m, int training) { m->training = training != 0; }
 
 void model_set_profile(model *m, op_profile *prof)

@@ -101,6 +101,12 @@ void model_init(model *m, uint64_t seed);
  * keeps them for model_backward. With 0 (evaluation) the forward computes
  * losses only, ~3x cheaper in the head; a model_backward after such a
  * forward recomputes the head pass, so results are the same either way. */
+/* Whether m's products run on bf16 operands: cfg.bf16_products on a CPU
+ * with AVX-512 BF16 (and the avx512 kernel path); with bf16_products set
+ * elsewhere they run in fp32 (a trainer refuses that, an evaluation reads
+ * on). */
+int model_products_bf16(const model *m);
+
 void model_set_training(model *m, int training);
 
 /* Train inside a mixture (the hybrid model, docs/hybrid_model.md): until set

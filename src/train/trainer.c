@@ -362,6 +362,9 @@ static int create_model(run_ctx *c, const train_options *o, const run_config *cf
     if (o->gpu ? model_create_for_device(&c->m, &cfg->model, cfg->micro_batch, err)
                : model_create(&c->m, &cfg->model, cfg->micro_batch, err))
         return -1;
+    if (!o->gpu && cfg->model.bf16_products && !model_products_bf16(c->m))
+        return tempo_usage(err, "train: bf16_products=1 needs a CPU with AVX-512 BF16 and the avx512 kernel "
+                                "path; this one runs them in fp32 (leave bf16_products at 0)");
     model_init(c->m, o->seed);
     if (o->gpu) {
         if (model_cuda_create(&c->gm, o->gpu, &cfg->model, cfg->micro_batch,
@@ -891,7 +894,7 @@ static void fill_result(const run_ctx *c, const train_options *o, const run_conf
 {
     res->world_size = c->world;
     snprintf(res->device, sizeof res->device, "%s", o->gpu ? gpu_get_info(o->gpu)->name : "cpu");
-    res->precision = o->gpu && o->gpu_bf16 ? "bf16" : "fp32";
+    res->precision = (o->gpu ? o->gpu_bf16 : model_products_bf16(c->m)) ? "bf16" : "fp32";
     res->memory_order = c->mem.has_memory ? c->mem.memory.order : 0;
     res->cache_order = cfg->cache_order;
     res->match_length = cfg->match_length;

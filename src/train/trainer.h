@@ -115,7 +115,7 @@ typedef struct {
                                          rank (a multi-rank job can end without an abort) */
     double comm_seconds;              /* of phase_seconds.steps: averaging gradients over ranks */
     char device[160];                 /* "cpu", or the GPU's name */
-    const char *precision;            /* "fp32" on the CPU; "bf16" or "fp32" on a GPU */
+    const char *precision;            /* the products' operands: "bf16" or "fp32" (the CPU's bf16_products) */
 } train_result;
 
 int train_run(const train_options *opt, train_result *res, tempo_error *err);

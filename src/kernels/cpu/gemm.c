@@ -102,6 +102,19 @@ void gemm_config_from_cpu(gemm_config *cfg, const cpu_info *ci, cpu_kernel_path 
     cfg->b_panel_bytes = nc * kc * fsize;
     cfg->direct_a = path == CPU_KERNELS_AVX512;
     cfg->own_b = 1;
+    cfg->can_bf16 = path == CPU_KERNELS_AVX512 && ci->avx512bf16;
+    cfg->bf16 = 0;
+}
+
+int gemm_config_set_bf16(gemm_config *cfg, int on, tempo_error *err)
+{
+    if (on && !cfg->can_bf16)
+        return tempo_fail(err, "gemm: bf16 products need AVX-512 BF16 and the avx512 kernel path (this "
+                               "CPU or TEMPO_KERNELS gives %s%s)",
+                          cpu_kernel_path_name(cfg->path),
+                          cfg->path == CPU_KERNELS_AVX512 ? " without BF16" : "");
+    cfg->bf16 = on != 0;
+    return 0;
 }
 
 void gemm_config_init(gemm_config *cfg)
@@ -112,6 +125,7 @@ void gemm_config_init(gemm_config *cfg)
 }
 
 typedef void (*gemm_pack_a_fn)(int, const float *, int, int, int, int, int, float *);
+typedef void (*gemm_wide_fn)(int, const float *, long, const float *, float *, long, int);
 typedef void (*gemm_pack_b_fn)(int, const float *, int, int, int, int, int, int, int, float *);
 
 /* Everything one call's threads share; read-only once the team starts
@@ -119,6 +133,7 @@ typedef void (*gemm_pack_b_fn)(int, const float *, int, int, int, int, int, int,
 typedef struct {
     gemm_microkernel_fn kernel;
     int wide;          /* AVX-512: full 16-column micro-tiles go 4 or 2 A micro-panels at a time */
+    gemm_wide_fn wide24, wide12;   /* those tiles' kernels (fp32 or bf16) */
     int direct_a;      /* AVX-512: whole 24-row groups of op(A) read in place, not packed */
     gemm_pack_a_fn pack_a;
     gemm_pack_b_fn pack_b;
@@ -156,22 +171,20 @@ static void put_tile(float *c, long ldc, const float *tile, int rows, int cols, 
  * AVX-512 kernels, a last 7 to 11 rows (two panels, the second zero-padded
  * by the packing) through a 12-row scratch tile; returns the rows done (at
  * most 6 are left, for the 6 x 16 kernel). */
-static int wide_rows(int kcur, const float *ap, const float *b, float *c, long ldc, int mcur,
-                     int accumulate)
+static int wide_rows(const gemm_job *j, int kcur, const float *ap, const float *b, float *c,
+                     long ldc, int mcur, int accumulate)
 {
     long a_panel = (long)GEMM_MR * kcur;
     int ir = 0;
     for (; ir + 4 * GEMM_MR <= mcur; ir += 4 * GEMM_MR)
-        gemm_kernel_avx512_24x16(kcur, ap + (size_t)ir * kcur, a_panel, b, c + (size_t)ir * ldc, ldc,
-                                 accumulate);
+        j->wide24(kcur, ap + (size_t)ir * kcur, a_panel, b, c + (size_t)ir * ldc, ldc, accumulate);
     if (ir + 2 * GEMM_MR <= mcur) {
-        gemm_kernel_avx512_12x16(kcur, ap + (size_t)ir * kcur, a_panel, b, c + (size_t)ir * ldc, ldc,
-                                 accumulate);
+        j->wide12(kcur, ap + (size_t)ir * kcur, a_panel, b, c + (size_t)ir * ldc, ldc, accumulate);
         ir += 2 * GEMM_MR;
     }
     if (mcur - ir > GEMM_MR) {
         float tile[2 * GEMM_MR * GEMM_NR] __attribute__((aligned(64)));
-        gemm_kernel_avx512_12x16(kcur, ap + (size_t)ir * kcur, a_panel, b, tile, GEMM_NR, 0);
+        j->wide12(kcur, ap + (size_t)ir * kcur, a_panel, b, tile, GEMM_NR, 0);
         put_tile(c + (size_t)ir * ldc, ldc, tile, mcur - ir, GEMM_NR, accumulate);
         ir = mcur;
     }
@@ -237,7 +250,7 @@ static void gemm_block(const gemm_job *j, const float *ap, const float *bp, int 
         const float *b = bp + (size_t)jr * kcur;
         int ir0 = mdir;
         if (j->wide && cols == GEMM_NR)
-            ir0 += wide_rows(kcur, ap, b, cb + (size_t)mdir * j->ldc + jr, j->ldc, mcur - mdir,
+            ir0 += wide_rows(j, kcur, ap, b, cb + (size_t)mdir * j->ldc + jr, j->ldc, mcur - mdir,
                              accumulate);
         for (int ir = ir0; ir < mcur; ir += GEMM_MR) {
             int rows = min_int(GEMM_MR, mcur - ir);
@@ -512,18 +525,23 @@ static int direct_a_spreads(int trans_a, int lda)
     return 1;
 }
 
-static void job_init(gemm_job *j, const gemm_config *cfg, int trans_a, int trans_b,
+/* bf16: the bf16 mode's packings and kernels (cfg allows it); otherwise
+ * fp32 on cfg's path. */
+static void job_init(gemm_job *j, const gemm_config *cfg, int bf16, int trans_a, int trans_b,
                      int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                      float beta, float *C, int ldc)
 {
     int avx2 = cfg->path >= CPU_KERNELS_AVX2;
+    bf16 = bf16 && cfg->can_bf16;
     *j = (gemm_job){
-        .kernel = avx2 ? gemm_kernel_avx2_6x16 : gemm_kernel_portable_6x16,
+        .kernel = bf16 ? gemm_kernel_bf16_6x16 : avx2 ? gemm_kernel_avx2_6x16 : gemm_kernel_portable_6x16,
         .wide = cfg->path == CPU_KERNELS_AVX512,
-        .direct_a = cfg->direct_a && cfg->path == CPU_KERNELS_AVX512 &&
+        .wide24 = bf16 ? gemm_kernel_bf16_24x16 : gemm_kernel_avx512_24x16,
+        .wide12 = bf16 ? gemm_kernel_bf16_12x16 : gemm_kernel_avx512_12x16,
+        .direct_a = !bf16 && cfg->direct_a && cfg->path == CPU_KERNELS_AVX512 &&
                     direct_a_spreads(trans_a, lda),
-        .pack_a = avx2 ? gemm_pack_a_avx2 : gemm_pack_a,
-        .pack_b = avx2 ? gemm_pack_b_avx2 : gemm_pack_b,
+        .pack_a = bf16 ? gemm_pack_a_bf16 : avx2 ? gemm_pack_a_avx2 : gemm_pack_a,
+        .pack_b = bf16 ? gemm_pack_b_bf16 : avx2 ? gemm_pack_b_avx2 : gemm_pack_b,
         .trans_a = trans_a, .trans_b = trans_b, .M = M, .N = N, .K = K,
         .A = A, .B = B, .lda = lda, .ldb = ldb, .ldc = ldc, .C = C,
         .store_first = beta == 0,
@@ -587,7 +605,7 @@ static void gemm_blocked(const gemm_config *cfg, gemm_context *ctx, int trans_a,
     if (prologue(M, N, K, &beta, C, ldc))
         return;
     gemm_job j;
-    job_init(&j, cfg, trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    job_init(&j, cfg, cfg->bf16, trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
     size_t b_floats;
     int nt = plan_job(&j, cfg, threads_available(), &b_floats);
     float *owned;
@@ -716,6 +734,7 @@ int gemm_packed_b_reserve(gemm_packed_b *pb, const gemm_config *cfg, int trans_b
     pb->N = N;
     pb->kc = kc;
     pb->nc = nc;
+    pb->bf16 = cfg->bf16 && cfg->can_bf16;
     return 0;
 }
 
@@ -728,7 +747,7 @@ static void packed_b_fill(const gemm_packed_b *pb, const gemm_config *cfg, const
 {
     int K = pb->K, N = pb->N, kc = pb->kc, nc = pb->nc, n_k = ceil_div(K, kc);
     gemm_job j = {
-        .pack_b = cfg->path >= CPU_KERNELS_AVX2 ? gemm_pack_b_avx2 : gemm_pack_b,
+        .pack_b = pb->bf16 ? gemm_pack_b_bf16 : cfg->path >= CPU_KERNELS_AVX2 ? gemm_pack_b_avx2 : gemm_pack_b,
         .trans_b = pb->trans_b, .B = B, .ldb = ldb, .K = K, .kc = kc,
     };
     int units = n_k * ceil_div(kc, GEMM_PACK_B_ROWS);
@@ -780,7 +799,7 @@ static void packed_b_run(const gemm_config *cfg, gemm_context *ctx, int trans_a,
     if (prologue(M, N, K, &beta, C, ldc))
         return;
     gemm_job j;
-    job_init(&j, cfg, trans_a, pb->trans_b, M, N, K, A, lda, NULL, 0, beta, C, ldc);
+    job_init(&j, cfg, pb->bf16, trans_a, pb->trans_b, M, N, K, A, lda, NULL, 0, beta, C, ldc);
     j.kc = pb->kc;
     j.nc = pb->nc;
     j.kb = ceil_div(K, pb->kc) * pb->kc;

@@ -67,6 +67,15 @@ typedef struct {
     int own_b;     /* a team may split C by columns alone, each thread packing
                       its own columns of B (the same bits; set by
                       gemm_config_from_cpu, cleared to test the shared split) */
+    int can_bf16;  /* the CPU has AVX-512 BF16 and path is avx512 (gemm_config_from_cpu) */
+    int bf16;      /* the bf16 mode (gemm_config_set_bf16): operands rounded to
+                      bfloat16 as they are packed (to nearest even, denormals
+                      to zero), products summed in fp32 by vdpbf16ps, two per
+                      instruction. Deterministic as the fp32 mode (the sums
+                      follow the KC slices, each slice's pairs in order), but
+                      not its bits: about 3 significant digits per operand.
+                      A gemm_packed_b takes the mode of the config it is
+                      reserved with. 0 by default */
 } gemm_config;
 
 /* Shares of each cache level the blocking is sized to (the rest holds the
@@ -79,6 +88,10 @@ typedef struct {
  * kc is a multiple of 8 in [16, 1024], mc a multiple of GEMM_MR >= GEMM_MR,
  * nc a multiple of GEMM_NR >= GEMM_NR. */
 void gemm_config_from_cpu(gemm_config *cfg, const cpu_info *ci, cpu_kernel_path path);
+
+/* Turn cfg's bf16 mode on or off: fails, naming why, where the CPU or the
+ * kernel path cannot (cfg->can_bf16 == 0). */
+int gemm_config_set_bf16(gemm_config *cfg, int on, tempo_error *err);
 
 /* cpu_info_query + cpu_kernel_path_select (TEMPO_KERNELS) + gemm_config_from_cpu. */
 void gemm_config_init(gemm_config *cfg);
@@ -144,6 +157,7 @@ void gemm_f32_ctx(gemm_context *ctx, int trans_a, int trans_b, int M, int N, int
 typedef struct {
     int trans_b, K, N;   /* op(B) is K x N */
     int kc, nc;          /* the slicing it was packed with */
+    int bf16;            /* packed for the bf16 mode (the config's, at reserve) */
     float *data;         /* NULL until packed; owned */
     size_t floats;       /* capacity of data */
 } gemm_packed_b;

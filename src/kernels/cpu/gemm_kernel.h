@@ -45,6 +45,20 @@ void gemm_kernel_avx512_24x16_rows(int kc, const float *a, long lda, const float
 void gemm_kernel_avx512_24x16_cols(int kc, const float *a, long lda, const float *b,
                                    float *c, long ldc, int accumulate);
 
+/* AVX-512 BF16 (target attribute; call only when the CPU has it): the bf16
+ * mode's tiles, 24 x 16 and 12 x 16 as the AVX-512 ones take their panels,
+ * 6 x 16 as the AVX2 one. a and b hold the bf16 pair layout of
+ * gemm_kernel_bf16.c (packed by gemm_pack_a_bf16 / gemm_pack_b_bf16) in the
+ * fp32 panels' places; kc is the slice's depth in k (odd: the last pair's
+ * second value is zero). Each element is summed from 0 over the pairs in
+ * order, each pair's two products added by one vdpbf16ps. */
+void gemm_kernel_bf16_24x16(int kc, const float *a, long a_panel, const float *b,
+                            float *c, long ldc, int accumulate);
+void gemm_kernel_bf16_12x16(int kc, const float *a, long a_panel, const float *b,
+                            float *c, long ldc, int accumulate);
+void gemm_kernel_bf16_6x16(int kc, const float *a, const float *b, float *c, long ldc,
+                           int accumulate);
+
 /* Plain C, same shape and order, for any CPU (not fused). */
 void gemm_kernel_portable_6x16(int kc, const float *a, const float *b,
                                float *c, long ldc, int accumulate);

@@ -33,4 +33,16 @@ void gemm_pack_a_avx2(int trans_a, const float *A, int lda, int i0, int rows,
 void gemm_pack_b_avx2(int trans_b, const float *B, int ldb, int k0, int kc,
                       int k_lo, int k_hi, int j0, int cols, float *dst);
 
+/* The bf16 mode's packings (AVX-512 BF16; call only when the CPU has it):
+ * the same blocks, in the same places, as pair rows of bf16 words
+ * (gemm_kernel_bf16.c): A panel r's word p * GEMM_MR + i holds op(A) at
+ * depths 2p and 2p + 1 of its row i, B panel q's word p * GEMM_NR + j
+ * op(B) at depths 2p and 2p + 1 of its column j; zero past the edges and
+ * past kc. For B, pair rows k_lo / 2 up to (k_hi + 1) / 2 are written:
+ * k_lo must be even, and k_hi too unless it is kc. */
+void gemm_pack_a_bf16(int trans_a, const float *A, int lda, int i0, int rows,
+                      int k0, int kc, float *dst);
+void gemm_pack_b_bf16(int trans_b, const float *B, int ldb, int k0, int kc,
+                      int k_lo, int k_hi, int j0, int cols, float *dst);
+
 #endif

@@ -1,0 +1,125 @@
+/* gemm_pack_bf16.c - packing of A blocks and B slices for the bf16 mode
+ * (see gemm_pack.h and gemm_kernel_bf16.c for the layout: pair rows of
+ * 32-bit words, two bf16 values of consecutive k each, in the fp32 panel's
+ * place). Values are rounded by the CPU's own conversion (vcvtne2ps2bf16:
+ * to nearest even, denormals to zero), the same in every case, so a value
+ * gets the same bf16 whichever operand it is and whichever thread packs it.
+ * Compiled for AVX-512 (F, BW, VL, BF16) by the target attribute only,
+ * called only after cpuid said so. */
+#include "kernels/cpu/gemm_pack.h"
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/cpu/gemm_kernel.h"
+
+#define PACK_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+static inline int min_int(int a, int b) { return a < b ? a : b; }
+
+/* n (0..32) consecutive floats from src, zero past n, as 16 pair words
+ * (word q: the values 2q and 2q + 1). Reads nothing past n. */
+static inline PACK_TARGET __m512i row_pairs(const float *src, int n)
+{
+    __mmask16 m0 = (__mmask16)(n >= 16 ? 0xffff : (1u << n) - 1);
+    __mmask16 m1 = (__mmask16)(n >= 32 ? 0xffff : n <= 16 ? 0 : (1u << (n - 16)) - 1);
+    __m512 lo = _mm512_maskz_loadu_ps(m0, src);
+    __m512 hi = _mm512_maskz_loadu_ps(m1, src + 16);
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);   /* bf16 element e = value e */
+}
+
+/* n (0..16) consecutive floats of r0 and of r1 (NULL: zeros), zero past n,
+ * as 16 pair words (word j: (r0[j], r1[j])). */
+static inline PACK_TARGET __m512i two_rows_pairs(const float *r0, const float *r1, int n)
+{
+    const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+                                                24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
+                                                16, 0);
+    __mmask16 m = (__mmask16)(n >= 16 ? 0xffff : (1u << n) - 1);
+    __m512 a = _mm512_maskz_loadu_ps(m, r0);
+    __m512 b = r1 ? _mm512_maskz_loadu_ps(m, r1) : _mm512_setzero_ps();
+    __m512i both = (__m512i)_mm512_cvtne2ps_pbh(b, a);   /* a's 16, then b's 16 */
+    return _mm512_permutexvar_epi16(interleave, both);
+}
+
+PACK_TARGET void gemm_pack_a_bf16(int trans_a, const float *A, int lda, int i0, int rows, int k0,
+                                  int kc, float *dst)
+{
+    int panels = (rows + GEMM_MR - 1) / GEMM_MR, pairs = (kc + 1) / 2;
+    for (int r = 0; r < panels; r++) {
+        uint32_t *d = (uint32_t *)(void *)(dst + (size_t)r * GEMM_MR * kc);
+        int n = min_int(GEMM_MR, rows - r * GEMM_MR);
+        if (trans_a) {
+            /* A stored K x M: rows 2p and 2p + 1 hold the panel's values of
+             * one pair, side by side. */
+            const float *src = A + (size_t)k0 * lda + i0 + r * GEMM_MR;
+            for (int p = 0; p < pairs; p++) {
+                const float *r0 = src + (size_t)(2 * p) * lda;
+                __m512i w = two_rows_pairs(r0, 2 * p + 1 < kc ? r0 + lda : NULL, n);
+                _mm512_mask_storeu_epi32(d + (size_t)p * GEMM_MR, (__mmask16)((1u << GEMM_MR) - 1), w);
+            }
+            continue;
+        }
+        /* A stored M x K: each row read along k, 32 values a step, its pair
+         * words scattered down the panel. */
+        for (int i = 0; i < GEMM_MR; i++) {
+            if (i >= n) {
+                for (int p = 0; p < pairs; p++)
+                    d[(size_t)p * GEMM_MR + i] = 0;
+                continue;
+            }
+            const float *src = A + (size_t)(i0 + r * GEMM_MR + i) * lda + k0;
+            for (int k = 0; k < kc; k += 32) {
+                uint32_t w[16] __attribute__((aligned(64)));
+                _mm512_store_si512(w, row_pairs(src + k, min_int(32, kc - k)));
+                int q_end = min_int(16, (kc - k + 1) / 2);
+                uint32_t *dk = d + (size_t)(k / 2) * GEMM_MR + i;
+                for (int q = 0; q < q_end; q++)
+                    dk[(size_t)q * GEMM_MR] = w[q];
+            }
+        }
+    }
+}
+
+PACK_TARGET void gemm_pack_b_bf16(int trans_b, const float *B, int ldb, int k0, int kc, int k_lo,
+                                  int k_hi, int j0, int cols, float *dst)
+{
+    int panels = (cols + GEMM_NR - 1) / GEMM_NR;
+    int p_lo = k_lo / 2, p_hi = (k_hi + 1) / 2;   /* k_lo is even (gemm_pack.h) */
+    if (!trans_b) {
+        /* B stored K x N: rows 2p and 2p + 1 interleaved, 16 columns a store. */
+        for (int p = p_lo; p < p_hi; p++) {
+            const float *r0 = B + (size_t)(k0 + 2 * p) * ldb + j0;
+            const float *r1 = 2 * p + 1 < kc ? r0 + ldb : NULL;
+            for (int q = 0; q < panels; q++) {
+                int n = min_int(GEMM_NR, cols - q * GEMM_NR);
+                __m512i w = two_rows_pairs(r0 + q * GEMM_NR, r1 ? r1 + q * GEMM_NR : NULL, n);
+                _mm512_store_si512(dst + (size_t)q * GEMM_NR * kc + (size_t)p * GEMM_NR, w);
+            }
+        }
+        return;
+    }
+    /* B stored N x K: column j of op(B) is row j of B, read along k, its
+     * pair words scattered down the panel. */
+    for (int q = 0; q < panels; q++) {
+        uint32_t *d = (uint32_t *)(void *)(dst + (size_t)q * GEMM_NR * kc);
+        int n = min_int(GEMM_NR, cols - q * GEMM_NR);
+        for (int j = 0; j < GEMM_NR; j++) {
+            if (j >= n) {
+                for (int p = p_lo; p < p_hi; p++)
+                    d[(size_t)p * GEMM_NR + j] = 0;
+                continue;
+            }
+            const float *src = B + (size_t)(j0 + q * GEMM_NR + j) * ldb + k0;
+            for (int k = k_lo; k < k_hi; k += 32) {
+                uint32_t w[16] __attribute__((aligned(64)));
+                _mm512_store_si512(w, row_pairs(src + k, min_int(32, k_hi - k)));
+                int q_end = min_int(16, (k_hi - k + 1) / 2);
+                uint32_t *dk = d + (size_t)(k / 2) * GEMM_NR + j;
+                for (int t = 0; t < q_end; t++)
+                    dk[(size_t)t * GEMM_NR] = w[t];
+            }
+        }
+    }
+}
