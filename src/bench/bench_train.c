@@ -276,6 +276,8 @@ void bench_train_json(jsonw *w, const run_config *cfg, const bench_train_result 
     jsonw_field_digits(w, "model_gflops", r->model_gflops, 2);
     jsonw_field_digits(w, "peak_gflops", r->peak_gflops > 0 ? r->peak_gflops : NAN, 2);
     jsonw_field_digits(w, "mfu", r->mfu, 3);
+    /* the products' operands, and so which peak the MFU is against */
+    jsonw_field_string(w, "precision", m->bf16_products ? "bf16" : "fp32");
     jsonw_field_bool(w, "pinned", r->pinned);
     jsonw_key(w, "thread_cpus");
     jsonw_array_begin(w);

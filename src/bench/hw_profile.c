@@ -100,6 +100,8 @@ int hw_profile_measure(hw_profile *p, const hw_measure_options *o, tempo_error *
     for (int i = 0; i < n_counts; i++)
         add_point(p->peak_gflops, &p->n_peak, counts[i],
                   peak_fma_gflops(path, counts[i], fma_s));
+    for (int i = 0; ci.avx512bf16 && path == CPU_KERNELS_AVX512 && i < n_counts; i++)
+        add_point(p->peak_bf16_gflops, &p->n_peak_bf16, counts[i], peak_bf16_gflops(counts[i], fma_s));
     if (o->bandwidth) {
         peak_triad_arrays t;
         if (peak_triad_alloc(&t, o->triad_array_bytes, ci.cores, err))
@@ -141,6 +143,7 @@ void hw_profile_write(jsonw *w, const hw_profile *p)
 {
     jsonw_object_begin(w);
     points_json(w, "peak_gflops", p->peak_gflops, p->n_peak);
+    points_json(w, "peak_bf16_gflops", p->peak_bf16_gflops, p->n_peak_bf16);
     points_json(w, "bandwidth_gbs", p->bandwidth_gbs, p->n_bandwidth);
     jsonw_field_int(w, "cores", p->cores);
     jsonw_field_int(w, "l1d_bytes", p->l1d_bytes);
@@ -232,6 +235,7 @@ int hw_profile_from_json(hw_profile *p, const char *text, size_t len, tempo_erro
         goto done;
     }
     if (read_points(root, "peak_gflops", p->peak_gflops, &p->n_peak, err) ||
+        read_points(root, "peak_bf16_gflops", p->peak_bf16_gflops, &p->n_peak_bf16, err) ||
         read_points(root, "bandwidth_gbs", p->bandwidth_gbs, &p->n_bandwidth, err) ||
         read_bool(root, "avx2", &p->avx2, err) || read_bool(root, "fma", &p->fma, err) ||
         read_bool(root, "f16c", &p->f16c, err) || read_bool(root, "contended", &p->contended, err))
@@ -314,7 +318,10 @@ int hw_profile_fits_here(const hw_profile *p)
 {
     cpu_info ci;
     cpu_info_query(&ci);
-    return !strcmp(p->kernels, cpu_kernel_path_name(cpu_kernel_path_select(&ci))) &&
+    cpu_kernel_path path = cpu_kernel_path_select(&ci);
+    /* a profile from before the bf16 peak was measured lacks it: measure again */
+    int wants_bf16 = ci.avx512bf16 && path == CPU_KERNELS_AVX512;
+    return !strcmp(p->kernels, cpu_kernel_path_name(path)) && (p->n_peak_bf16 > 0) == wants_bf16 &&
            p->cores == ci.cores && p->l1d_bytes == ci.l1d_bytes && p->l2_bytes == ci.l2_bytes &&
            p->l3_bytes == ci.l3_bytes && !strcmp(p->cpu, ci.model);
 }
@@ -349,14 +356,15 @@ int hw_profile_load_or_measure(hw_profile *p, tempo_error *err)
     return 0;
 }
 
-double hw_profile_peak_gflops(const hw_profile *p, int threads)
+/* A peak at `threads` from measured points (see hw_profile_peak_gflops). */
+static double peak_at(const hw_point *pts, int n, int threads)
 {
-    if (p->n_peak < 1)
+    if (n < 1)
         return 0;
-    const hw_point *low = &p->peak_gflops[0];
+    const hw_point *low = &pts[0];
     double top = 0;
-    for (int i = 0; i < p->n_peak; i++) {
-        const hw_point *q = &p->peak_gflops[i];
+    for (int i = 0; i < n; i++) {
+        const hw_point *q = &pts[i];
         if (q->threads == threads)
             return q->value;
         if (q->threads < low->threads)
@@ -368,6 +376,17 @@ double hw_profile_peak_gflops(const hw_profile *p, int threads)
         return top;
     double est = low->value / low->threads * threads;
     return est < top ? est : top;
+}
+
+double hw_profile_peak_gflops(const hw_profile *p, int threads)
+{
+    return peak_at(p->peak_gflops, p->n_peak, threads);
+}
+
+double hw_profile_matrix_gflops(const hw_profile *p, int threads, int bf16)
+{
+    return bf16 && p->n_peak_bf16 > 0 ? peak_at(p->peak_bf16_gflops, p->n_peak_bf16, threads)
+                                      : hw_profile_peak_gflops(p, threads);
 }
 
 double hw_profile_bandwidth_gbs(const hw_profile *p, int threads)

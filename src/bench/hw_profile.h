@@ -3,13 +3,16 @@
  * it (cores, caches, model, SIMD features), as a JSON file that MFU and the
  * presets read:
  *
- *   {"peak_gflops": {"1": 94.1, "2": 187.2}, "bandwidth_gbs": {"1": 11.5, "2": 17},
+ *   {"peak_gflops": {"1": 94.1, "2": 187.2}, "peak_bf16_gflops": {},
+ *    "bandwidth_gbs": {"1": 11.5, "2": 17},
  *    "cores": 2, "l1d_bytes": 32768, "l2_bytes": 524288, "l3_bytes": 33554432,
  *    "cpu": "AMD EPYC", "avx2": true, "fma": true, "f16c": true,
  *    "kernels": "avx2", "measured_at": "2025-01-31T12:00:00Z", "seconds": 4.1,
  *    "other_load_cores": 0.02, "contended": false}
  *
- * bandwidth_gbs is {} when only the quick FMA measurement was made. The
+ * bandwidth_gbs is {} when only the quick FMA measurement was made;
+ * peak_bf16_gflops (AVX-512 BF16's dot product, the rate of gemm's bf16
+ * mode) is {} on a CPU without it, and may be absent (older files). The
  * measurements themselves live in bench/peak.h; the load accounting in
  * bench/sysload.h. */
 #ifndef TEMPO_HW_PROFILE_H
@@ -30,6 +33,8 @@ typedef struct {
 typedef struct {
     int n_peak;                                 /* points in peak_gflops (>= 1 when valid) */
     hw_point peak_gflops[HW_PROFILE_MAX_POINTS];
+    int n_peak_bf16;                            /* points in peak_bf16_gflops (0: no AVX-512 BF16) */
+    hw_point peak_bf16_gflops[HW_PROFILE_MAX_POINTS];   /* vdpbf16ps: gemm's bf16 mode */
     int n_bandwidth;                            /* points in bandwidth_gbs (0: not measured) */
     hw_point bandwidth_gbs[HW_PROFILE_MAX_POINTS];
     int cores;
@@ -108,6 +113,9 @@ int hw_profile_load_or_measure(hw_profile *p, tempo_error *err);
  * else the 1-thread (or smallest) point scaled linearly, capped at the
  * largest measured value. 0 when the profile has no points. */
 double hw_profile_peak_gflops(const hw_profile *p, int threads);
+/* The matrix products' peak for MFU: the bf16 dot product's (by the same
+ * rule) when bf16 is set and p has it, else hw_profile_peak_gflops. */
+double hw_profile_matrix_gflops(const hw_profile *p, int threads, int bf16);
 
 /* Triad bandwidth (GB/s) at `threads`: the measured point if there is one,
  * else the largest measured at fewer threads (bandwidth does not scale

@@ -34,17 +34,11 @@ float peak_fma_loop_portable(long iters)
     return s;
 }
 
-/* The loop of the widest FMA the path has. */
-static float fma_loop(cpu_kernel_path path, long iters)
-{
-    return path == CPU_KERNELS_AVX512 ? peak_fma_loop_avx512(iters)
-         : path == CPU_KERNELS_AVX2   ? peak_fma_loop_avx2(iters)
-                                      : peak_fma_loop_portable(iters);
-}
+typedef float (*peak_loop_fn)(long iters);
 
 /* One repetition: every thread runs `iters`; returns the wall time from a
  * common start to the last thread's end. */
-static double fma_rep(cpu_kernel_path path, int threads, long iters, float *sink)
+static double loop_rep(peak_loop_fn loop, int threads, long iters, float *sink)
 {
     double t0 = 0, t1 = 0;
     float total = 0;
@@ -53,7 +47,7 @@ static double fma_rep(cpu_kernel_path path, int threads, long iters, float *sink
 #pragma omp barrier
 #pragma omp master
         t0 = timer_now();
-        total += fma_loop(path, iters);
+        total += loop(iters);
 #pragma omp barrier
 #pragma omp master
         t1 = timer_now();
@@ -62,11 +56,9 @@ static double fma_rep(cpu_kernel_path path, int threads, long iters, float *sink
     return t1 - t0;
 }
 
-double peak_fma_gflops(cpu_kernel_path path, int threads, double seconds)
+/* The best rate of `loop` on `threads` threads within about `seconds`. */
+static double loop_gflops(peak_loop_fn loop, double flops_per_iter, int threads, double seconds)
 {
-    double flops_per_iter = path == CPU_KERNELS_AVX512 ? PEAK_FMA_AVX512_FLOPS_PER_ITER
-                            : path == CPU_KERNELS_AVX2 ? PEAK_FMA_AVX2_FLOPS_PER_ITER
-                                                       : PEAK_FMA_PORTABLE_FLOPS_PER_ITER;
     float sink = 0;
     /* Calibrate on the calling thread alone (a team's start-up latency, large
      * on a busy machine, must not shrink the work): grow it until one
@@ -76,7 +68,7 @@ double peak_fma_gflops(cpu_kernel_path path, int threads, double seconds)
     double t;
     for (;;) {
         double t0 = timer_now();
-        sink += fma_loop(path, iters);
+        sink += loop(iters);
         t = timer_now() - t0;
         if (t >= rep_s / 4 || iters >= (1L << 40))
             break;
@@ -86,7 +78,7 @@ double peak_fma_gflops(cpu_kernel_path path, int threads, double seconds)
         iters = (long)(iters * (rep_s / t)) + 1;
     double best = 0, end = timer_now() + seconds;
     for (int rep = 0; rep < 3 || timer_now() < end; rep++) {
-        t = fma_rep(path, threads, iters, &sink);
+        t = loop_rep(loop, threads, iters, &sink);
         double g = t > 0 ? threads * (double)iters * flops_per_iter / t * 1e-9 : 0;
         if (g > best)
             best = g;
@@ -97,6 +89,25 @@ double peak_fma_gflops(cpu_kernel_path path, int threads, double seconds)
     if (sink != sink)
         best = 0;
     return best;
+}
+
+double peak_fma_gflops(cpu_kernel_path path, int threads, double seconds)
+{
+    /* the widest FMA the path has */
+    if (path == CPU_KERNELS_AVX512)
+        return loop_gflops(peak_fma_loop_avx512, PEAK_FMA_AVX512_FLOPS_PER_ITER, threads, seconds);
+    if (path == CPU_KERNELS_AVX2)
+        return loop_gflops(peak_fma_loop_avx2, PEAK_FMA_AVX2_FLOPS_PER_ITER, threads, seconds);
+    return loop_gflops(peak_fma_loop_portable, PEAK_FMA_PORTABLE_FLOPS_PER_ITER, threads, seconds);
+}
+
+double peak_bf16_gflops(int threads, double seconds)
+{
+    cpu_info ci = {0};
+    cpu_info_query_features(&ci);
+    if (!ci.avx512bf16)
+        return 0;
+    return loop_gflops(peak_bf16_loop_avx512, PEAK_BF16_AVX512_FLOPS_PER_ITER, threads, seconds);
 }
 
 int peak_triad_alloc(peak_triad_arrays *t, size_t bytes_per_array, int threads, tempo_error *err)

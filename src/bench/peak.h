@@ -21,6 +21,11 @@
  * build target reaches (multiply + add, counted as 2 FLOPs). */
 double peak_fma_gflops(cpu_kernel_path path, int threads, double seconds);
 
+/* The same for AVX-512 BF16's dot product (vdpbf16ps, two bf16 products a
+ * lane, counted as 4 FLOPs): the rate of gemm's bf16 mode. 0 on a CPU
+ * without it. */
+double peak_bf16_gflops(int threads, double seconds);
+
 /* Three arrays for the triad a[i] = b[i] + s * c[i], first touched by
  * `threads` threads with the same static split the measurement uses. */
 typedef struct {

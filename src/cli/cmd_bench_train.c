@@ -26,7 +26,8 @@ static void usage(FILE *f)
             "  Times the training step of a preset exactly as `tempo train` runs it\n"
             "  (forward, backward, gradient norm, optimizer update) on random tokens and\n"
             "  prints one JSON line per thread count: tokens/s, model GFLOP/s, MFU against\n"
-            "  the hardware profile's FMA peak (tempo bench peak), the time share of each\n"
+            "  the hardware profile's FMA peak (tempo bench peak; with --set\n"
+            "  bf16_products=1 its bf16 dot-product peak, \"precision\": \"bf16\"), the time share of each\n"
             "  op, CPU utilisation and the share of the step on one thread, peak RSS,\n"
             "  and page faults per step after warm-up (about 0 when no step allocates).\n"
             "  Then a summary line (the second thread's speed-up when 1 and 2 ran).\n"
@@ -215,7 +216,8 @@ int bench_train_main(int argc, char **argv)
     bench_train_summary sum;
     memset(&sum, 0, sizeof sum);
     for (int k = 0; k < t.n_threads; k++)
-        if (train_at(&t, k, &cfg, have_hw ? hw_profile_peak_gflops(&hw, t.threads[k]) : 0, &sum, &err))
+        if (train_at(&t, k, &cfg, have_hw ? hw_profile_matrix_gflops(&hw, t.threads[k], cfg.model.bf16_products) : 0,
+                     &sum, &err))
             return cli_report(&err);
     if (t.vs_torch) {
         sum.torch_threads = t.threads[t.n_threads - 1];

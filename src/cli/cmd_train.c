@@ -143,7 +143,7 @@ static int setup_device(train_options *o, const char *device, const char *precis
     }
     hw_profile hw;
     if (hw_profile_load_or_measure(&hw, err) == 0)
-        o->peak_gflops = hw_profile_peak_gflops(&hw, o->threads);
+        o->peak_gflops = hw_profile_matrix_gflops(&hw, o->threads, o->cfg.model.bf16_products);
     else
         fprintf(stderr, "tempo: note: no hardware profile (%s); mfu will be null\n", err->msg);
     return 0;

@@ -30,6 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (hw_profile_from_json(&p, (const char *)data, size, &err))
         return 0;
     if (p.n_peak < 1 || !points_ok(p.peak_gflops, p.n_peak) || !points_ok(p.bandwidth_gbs, p.n_bandwidth) ||
+        !points_ok(p.peak_bf16_gflops, p.n_peak_bf16) || !(hw_profile_matrix_gflops(&p, 2, 1) > 0) ||
         p.cores < 1 || p.l1d_bytes < 0 || p.l2_bytes < 0 || p.l3_bytes < 0 || !isfinite(p.seconds) ||
         !isfinite(p.other_load_cores))
         __builtin_trap();
@@ -40,12 +41,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hw_profile q;
     if (hw_profile_to_json(&p, &sb, &err) == 0) {
         if (hw_profile_from_json(&q, sb.data, sb.len, &err) || q.n_peak != p.n_peak ||
-            q.n_bandwidth != p.n_bandwidth || q.cores != p.cores || q.l2_bytes != p.l2_bytes ||
+            q.n_bandwidth != p.n_bandwidth || q.n_peak_bf16 != p.n_peak_bf16 || q.cores != p.cores ||
+            q.l2_bytes != p.l2_bytes ||
             q.contended != p.contended)
             __builtin_trap();
         for (int i = 0; i < p.n_peak; i++)
             if (q.peak_gflops[i].threads != p.peak_gflops[i].threads ||
                 q.peak_gflops[i].value != p.peak_gflops[i].value)
+                __builtin_trap();
+        for (int i = 0; i < p.n_peak_bf16; i++)
+            if (q.peak_bf16_gflops[i].threads != p.peak_bf16_gflops[i].threads ||
+                q.peak_bf16_gflops[i].value != p.peak_bf16_gflops[i].value)
                 __builtin_trap();
         for (int i = 0; i < p.n_bandwidth; i++)
             if (q.bandwidth_gbs[i].threads != p.bandwidth_gbs[i].threads ||

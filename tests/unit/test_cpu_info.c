@@ -113,6 +113,13 @@ static void test_peak_sane(void)
     } else {
         TEST_SKIP("no AVX-512 on this CPU: its peak loop not run");
     }
+    if (ci.avx512bf16) {   /* two products a lane: at most twice the widest FMA's bound */
+        double v = peak_bf16_gflops(1, 0.02);
+        CHECK_MSG(v > AVX2_MIN_GFLOPS && v <= 2 * AVX512_MAX_GFLOPS, "AVX-512 BF16 %.1f GFLOP/s", v);
+    } else {
+        CHECK(peak_bf16_gflops(1, 0.02) == 0);
+        TEST_SKIP("no AVX-512 BF16 on this CPU: its peak loop not run");
+    }
     peak_triad_arrays t;
     tempo_error err;
     tempo_error_clear(&err);
@@ -185,6 +192,13 @@ static void test_profile_roundtrip(void)
     CHECK(q.avx2 == 1 && q.fma == 1 && q.f16c == 0 && q.contended == 1);
     CHECK(strcmp(q.kernels, "avx2") == 0 && strcmp(q.measured_at, p.measured_at) == 0);
     CHECK(q.seconds == 4.125 && q.other_load_cores == 0.5);
+    CHECK(q.n_peak_bf16 == 0);   /* written as {} */
+    strbuf_free(&sb);
+    p.n_peak_bf16 = 1;
+    p.peak_bf16_gflops[0] = (hw_point){1, 222.5};
+    sb = (strbuf){0};
+    CHECK(hw_profile_to_json(&p, &sb, &err) == 0 && hw_profile_from_json(&q, sb.data, sb.len, &err) == 0);
+    CHECK(q.n_peak_bf16 == 1 && q.peak_bf16_gflops[0].threads == 1 && q.peak_bf16_gflops[0].value == 222.5);
     strbuf_free(&sb);
 
     /* Unknown keys of any shape are skipped; an empty bandwidth is fine. */
@@ -212,6 +226,8 @@ static void test_profile_errors(void)
         "{\"peak_gflops\":{\"1\":1e999}}",   /* beyond a double: never an infinite peak (MFU 0) */
         "{\"peak_gflops\":{\"1\":3,\"2\":5,\"2\":6}}",   /* which one would MFU use? */
         "{\"peak_gflops\":{\"one\":3}}",
+        "{\"peak_gflops\":{\"1\":3},\"peak_bf16_gflops\":{\"1\":0}}",
+        "{\"peak_gflops\":{\"1\":3},\"peak_bf16_gflops\":[6]}",
         "{\"peak_gflops\":{\"1\":3}",
         "{\"peak_gflops\":{\"1\":3},\"avx2\":yes}",
         "{\"peak_gflops\":{\"1\":3},\"cpu\":\"unterminated}",
@@ -235,6 +251,14 @@ static void test_peak_lookup(void)
     CHECK(hw_profile_peak_gflops(&p, 3) == 94.25);   /* only one point: cap is itself */
     p.n_peak = 0;
     CHECK(hw_profile_peak_gflops(&p, 1) == 0);
+    /* the matrix peak: bf16's where asked for and measured, else the FMA's */
+    p = sample_profile();
+    CHECK(hw_profile_matrix_gflops(&p, 2, 1) == 187.5 && hw_profile_matrix_gflops(&p, 2, 0) == 187.5);
+    p.n_peak_bf16 = 2;
+    p.peak_bf16_gflops[0] = (hw_point){1, 200};
+    p.peak_bf16_gflops[1] = (hw_point){2, 390};
+    CHECK(hw_profile_matrix_gflops(&p, 2, 1) == 390 && hw_profile_matrix_gflops(&p, 1, 1) == 200);
+    CHECK(hw_profile_matrix_gflops(&p, 4, 1) == 390 && hw_profile_matrix_gflops(&p, 2, 0) == 187.5);
 }
 
 /* An FMA peak scales with the physical cores: a profile whose peak at its
@@ -288,16 +312,22 @@ static void test_load_or_measure(void)
     CHECK(hw_profile_fits_here(&q));
 
     /* A profile of another kernel path or machine is measured again and
-     * replaced (an AVX2 peak must not stand for the AVX-512 GEMM's). */
-    const char *change[3] = {"kernels", "cores", "cpu"};
-    for (int c = 0; c < 3; c++) {
+     * replaced (an AVX2 peak must not stand for the AVX-512 GEMM's), and
+     * so is one whose bf16 peak is missing where the CPU has one, or
+     * present where it has none. */
+    const char *change[4] = {"kernels", "cores", "cpu", "bf16 peak"};
+    for (int c = 0; c < 4; c++) {
         hw_profile other = p;
+        if (c == 3)
+            other.n_peak_bf16 = p.n_peak_bf16 ? 0 : 1;
+        if (c == 3 && other.n_peak_bf16)
+            other.peak_bf16_gflops[0] = (hw_point){1, 10};
         if (c == 0)
             snprintf(other.kernels, sizeof other.kernels, "%s",
                      strcmp(p.kernels, "portable") ? "portable" : "avx2");
         else if (c == 1)
             other.cores = p.cores + 1;
-        else
+        else if (c == 2)
             snprintf(other.cpu, sizeof other.cpu, "another CPU");
         other.peak_gflops[0].value = 12345;
         snprintf(other.measured_at, sizeof other.measured_at, "2000-01-01T00:00:00Z");
