@@ -43,6 +43,35 @@ static inline PACK_TARGET __m512i two_rows_pairs(const float *r0, const float *r
     return _mm512_permutexvar_epi16(interleave, both);
 }
 
+/* Six rows' 16 pair words each (r[i]: row i's pairs p = 0..15) into the
+ * panel's order, word p * 6 + i, as 6 zmm stored at d (96 words): output
+ * word w of zmm o (w = 16 o + t) is row w % 6's pair w / 6. Each output
+ * takes the three row pairs' permutes by one index (pair p, from the pair's
+ * second row when i is odd: p + 16) and keeps each lane's pair by mask
+ * (rows 2-3, rows 4-5). The tables follow from that rule. */
+static const uint32_t PANEL6_IDX[GEMM_MR][16] __attribute__((aligned(64))) = {
+    {0, 16, 0, 16, 0, 16, 1, 17, 1, 17, 1, 17, 2, 18, 2, 18},
+    {2, 18, 3, 19, 3, 19, 3, 19, 4, 20, 4, 20, 4, 20, 5, 21},
+    {5, 21, 5, 21, 6, 22, 6, 22, 6, 22, 7, 23, 7, 23, 7, 23},
+    {8, 24, 8, 24, 8, 24, 9, 25, 9, 25, 9, 25, 10, 26, 10, 26},
+    {10, 26, 11, 27, 11, 27, 11, 27, 12, 28, 12, 28, 12, 28, 13, 29},
+    {13, 29, 13, 29, 14, 30, 14, 30, 14, 30, 15, 31, 15, 31, 15, 31},
+};
+static const uint16_t PANEL6_ROWS23[GEMM_MR] = {0xc30c, 0x0c30, 0x30c3, 0xc30c, 0x0c30, 0x30c3};
+static const uint16_t PANEL6_ROWS45[GEMM_MR] = {0x0c30, 0x30c3, 0xc30c, 0x0c30, 0x30c3, 0xc30c};
+
+static inline PACK_TARGET void panel_transpose6(const __m512i r[GEMM_MR], uint32_t *d)
+{
+#pragma GCC unroll 6
+    for (int o = 0; o < GEMM_MR; o++) {
+        __m512i idx = _mm512_load_si512(PANEL6_IDX[o]);
+        __m512i v = _mm512_permutex2var_epi32(r[0], idx, r[1]);
+        v = _mm512_mask_blend_epi32(PANEL6_ROWS23[o], v, _mm512_permutex2var_epi32(r[2], idx, r[3]));
+        v = _mm512_mask_blend_epi32(PANEL6_ROWS45[o], v, _mm512_permutex2var_epi32(r[4], idx, r[5]));
+        _mm512_storeu_si512(d + 16 * o, v);
+    }
+}
+
 PACK_TARGET void gemm_pack_a_bf16(int trans_a, const float *A, int lda, int i0, int rows, int k0,
                                   int kc, float *dst)
 {
@@ -61,16 +90,27 @@ PACK_TARGET void gemm_pack_a_bf16(int trans_a, const float *A, int lda, int i0, 
             }
             continue;
         }
-        /* A stored M x K: each row read along k, 32 values a step, its pair
-         * words scattered down the panel. */
+        /* A stored M x K: each row read along k, 32 values a step; six
+         * rows' pairs transposed into the panel's order, 16 pair rows a
+         * step while whole, the rest scattered word by word. */
+        int k_whole = kc / 32 * 32;
+        for (int k = 0; k < k_whole; k += 32) {
+            __m512i rows_w[GEMM_MR];
+            for (int i = 0; i < GEMM_MR; i++)
+                rows_w[i] = i < n ? row_pairs(A + (size_t)(i0 + r * GEMM_MR + i) * lda + k0 + k, 32)
+                                  : _mm512_setzero_si512();
+            panel_transpose6(rows_w, d + (size_t)(k / 2) * GEMM_MR);
+        }
+        if (k_whole == kc)
+            continue;
         for (int i = 0; i < GEMM_MR; i++) {
             if (i >= n) {
-                for (int p = 0; p < pairs; p++)
+                for (int p = k_whole / 2; p < pairs; p++)
                     d[(size_t)p * GEMM_MR + i] = 0;
                 continue;
             }
             const float *src = A + (size_t)(i0 + r * GEMM_MR + i) * lda + k0;
-            for (int k = 0; k < kc; k += 32) {
+            for (int k = k_whole; k < kc; k += 32) {
                 uint32_t w[16] __attribute__((aligned(64)));
                 _mm512_store_si512(w, row_pairs(src + k, min_int(32, kc - k)));
                 int q_end = min_int(16, (kc - k + 1) / 2);
