@@ -249,6 +249,9 @@ static int kernels_gemm(const kernels_args *k, const kernels_job *job, const hw_
     int have_ob = k->use_openblas && bench_openblas_open(&ob) == 0;
     if (have_ob)
         fprintf(stderr, "bench kernels: comparing with OpenBLAS (%s)\n", ob.config);
+    else if (k->use_openblas)
+        fprintf(stderr, "bench kernels: no libopenblas.so.0 here: no OpenBLAS figures (Debian: apt-get install "
+                        "libopenblas0)\n");
     int rc = 0;
     for (int s = 0; s < job->n_shapes && !rc; s++)
         for (int t = 0; t < k->n_threads && !rc; t++) {

@@ -1,7 +1,8 @@
 /* cpu_info.c - CPU features, cores, caches and model name (see cpu_info.h).
  * Features come from cpuid via __builtin_cpu_supports (which also checks that
- * the OS saves ymm state); cores from the affinity mask (with OpenMP's
- * threads bound, the CPUs of all its places); caches from
+ * the OS saves ymm state), the FMA units' width from the vendor and family;
+ * cores from the affinity mask (with OpenMP's threads bound, the CPUs of all
+ * its places); caches from
  * /sys/devices/system/cpu/cpu0/cache/index*; the model from /proc/cpuinfo. */
 #include "core/cpu_info.h"
 #include "core/thread_pin.h"
@@ -122,6 +123,10 @@ void cpu_info_query_features(cpu_info *ci)
     ci->avx2 = __builtin_cpu_supports("avx2") != 0;
     ci->fma = __builtin_cpu_supports("fma") != 0;
     ci->avx512f = __builtin_cpu_supports("avx512f") != 0;
+    /* AMD's AVX-512 before family 0x1a (Zen 4) runs a zmm FMA on two 256-bit
+     * pipes. From the data __builtin_cpu_init read once: a cpuid here would
+     * be a VM exit on every call (this runs per decode step: 11x slower) */
+    ci->fma512_full = ci->avx512f && !__builtin_cpu_is("amdfam19h");
     ci->avx512bf16 = ci->avx512f && __builtin_cpu_supports("avx512bf16") != 0 &&
                      __builtin_cpu_supports("avx512bw") != 0 && __builtin_cpu_supports("avx512vl") != 0;
 #ifdef __clang__

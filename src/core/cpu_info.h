@@ -20,6 +20,11 @@ typedef struct {
     int avx2, fma, f16c;   /* 1 when the CPU (and OS) support the feature */
     int avx512f;           /* AVX-512 Foundation (zmm state enabled by the OS) */
     int avx512bf16;        /* AVX-512 BF16 (vdpbf16ps; with BW and VL): gemm's bf16 mode */
+    int fma512_full;       /* avx512f with FMA units 512 bits wide, so a zmm FMA is twice a ymm
+                              one's work at the same rate: not so on AMD before family 0x1a
+                              (Zen 4 runs a zmm FMA on both 256-bit pipes); by vendor and family
+                              (__builtin_cpu_is), assumed wide elsewhere. Only the GEMM's thread
+                              split reads it */
     int cores;             /* CPUs this process may run on (affinity), >= 1 */
     long l1d_bytes;        /* per-core L1 data cache, > 0 */
     long l2_bytes;         /* per-core (or per-cluster) L2, > 0 */

@@ -763,6 +763,24 @@ static void test_config_from_caches(void)
     ci.l3_bytes = 32L << 20;
     gemm_config_from_cpu(&cfg, &ci, CPU_KERNELS_AVX2);
     CHECK(cfg.kc == 256 && cfg.mc == 252 && cfg.nc == 8192);
+    CHECK(cfg.wide_fma == 0 && cfg.can_bf16 == 0);   /* neither on the AVX2 path */
+    /* The second thread's threshold: 4 x the multiply-adds on 512-bit FMA
+     * units only. Muon's 128 x 128 x 128 (2 M) takes two threads where zmm
+     * FMAs run on 256-bit pipes (Zen 4) and one where they are 512 bits
+     * wide (Zen 5); 256 x 256 x 128 (8 M) two either way. */
+    int owns;
+    ci.avx512f = 1;
+    ci.fma512_full = 0;
+    gemm_config_from_cpu(&cfg, &ci, CPU_KERNELS_AVX512);
+    CHECK(cfg.wide_fma == 0 && gemm_split(&cfg, 128, 128, 128, 2, &owns) == 2);
+    ci.fma512_full = 1;
+    gemm_config_from_cpu(&cfg, &ci, CPU_KERNELS_AVX512);
+    CHECK(cfg.wide_fma == 1 && gemm_split(&cfg, 128, 128, 128, 2, &owns) == 1);
+    CHECK(gemm_split(&cfg, 256, 256, 128, 2, &owns) == 2);
+    /* what cpuid says here is consistent: no wide FMA without AVX-512 */
+    cpu_info_query(&ci);
+    CHECK(ci.avx512f || !ci.fma512_full);
+    CHECK(ci.avx512f || !ci.avx512bf16);
 }
 
 /* The benchmark's shape parsing, shape sets and JSON line (no timing is

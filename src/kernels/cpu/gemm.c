@@ -41,11 +41,14 @@
 /* Below this many multiply-adds per thread, a second thread costs more to
  * wake than it saves. AVX2: ~20 us of work at the 1-thread peak; measured
  * at 2 threads on 192x192x192: 86 GFLOP/s at 1 << 22 (one thread), 101-111
- * at 1 << 20 (two). AVX-512 does a thread's share in half the time, while
- * waking the other thread costs the same (a passive libgomp worker: 32-40 us
- * a region on this paravirtualised host): 4 x as many. Measured on Zen 5,
- * 2 threads against 1: 128x128x128 113-118 against 153-165 GFLOP/s,
- * 128x352x128 113 against 150, 512x512x512 199-243 against 167-175. */
+ * at 1 << 20 (two). AVX-512 on 512-bit FMA units (cfg->wide_fma) does a
+ * thread's share in half the time, while waking the other thread costs the
+ * same (a passive libgomp worker: 32-40 us a region on this paravirtualised
+ * host): 4 x as many. Measured on Zen 5, 2 threads against 1: 128x128x128
+ * 113-118 against 153-165 GFLOP/s, 128x352x128 113 against 150, 512x512x512
+ * 199-243 against 167-175. On Zen 4 (zmm FMAs on 256-bit pipes) the AVX2
+ * figure holds: Muon's 128-wide products 104-105 GFLOP/s on one thread,
+ * 124-193 on two. */
 #define GEMM_MIN_FMAS_PER_THREAD (1L << 20)
 #define GEMM_MIN_FMAS_PER_THREAD_AVX512 (1L << 22)
 /* Aim for this many items per thread so the dynamic split can even out a
@@ -102,6 +105,7 @@ void gemm_config_from_cpu(gemm_config *cfg, const cpu_info *ci, cpu_kernel_path 
     cfg->b_panel_bytes = nc * kc * fsize;
     cfg->direct_a = path == CPU_KERNELS_AVX512;
     cfg->own_b = 1;
+    cfg->wide_fma = path == CPU_KERNELS_AVX512 && ci->fma512_full;
     cfg->can_bf16 = path == CPU_KERNELS_AVX512 && ci->avx512bf16;
     cfg->bf16 = 0;
 }
@@ -419,7 +423,7 @@ static int threads_available(void)
 static int plan_items(gemm_job *j, const gemm_config *cfg, int nt, int allow_own_b)
 {
     long fmas = (long)j->M * j->N * j->K;
-    long min_fmas = j->wide ? GEMM_MIN_FMAS_PER_THREAD_AVX512 : GEMM_MIN_FMAS_PER_THREAD;
+    long min_fmas = j->wide && cfg->wide_fma ? GEMM_MIN_FMAS_PER_THREAD_AVX512 : GEMM_MIN_FMAS_PER_THREAD;
     if (fmas / min_fmas < nt)
         nt = max_int(1, (int)(fmas / min_fmas));
     /* Split M into blocks of <= MC rows; when that gives too few items for

@@ -67,6 +67,9 @@ typedef struct {
     int own_b;     /* a team may split C by columns alone, each thread packing
                       its own columns of B (the same bits; set by
                       gemm_config_from_cpu, cleared to test the shared split) */
+    int wide_fma;  /* path avx512 on 512-bit FMA units (cpu_info.fma512_full): a thread's
+                      share takes half the time, so a second thread pays off only
+                      from 4 x as many multiply-adds; the split only, never the bits */
     int can_bf16;  /* the CPU has AVX-512 BF16 and path is avx512 (gemm_config_from_cpu) */
     int bf16;      /* the bf16 mode (gemm_config_set_bf16): operands rounded to
                       bfloat16 as they are packed (to nearest even, denormals
