@@ -18,6 +18,7 @@
 #include "proc/self.h"
 #include "kernels/cuda/gpu.h"
 #include "train/run_result.h"
+#include "model/model.h"
 #include "train/trainer.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -69,7 +70,9 @@ static void usage(FILE *f)
         "                    at startup. The CUDA path passed the device check on an H200 on 2026-12-04; the\n"
         "                    kernels changed since have run on the emulator only, and its speed is not yet\n"
         "                    tuned (docs/gpu.md lists both).\n"
-        "  --precision bf16|fp32  on a GPU: bf16 operands with fp32 master weights (default), or fp32 throughout\n"
+        "  --precision bf16|fp32  on a GPU: bf16 operands with fp32 master weights (default), or fp32 throughout.\n"
+        "                    On a CPU: the config key bf16_products (fp32 by default; bf16: the matrix products'\n"
+        "                    operands in bf16, fp32 sums, on CPUs with AVX-512 BF16 only; elsewhere refused)\n"
         "SIGINT/SIGTERM: the run checkpoints and stops; --resume continues it. A new run checkpoints at step 0\n"
         "  too (before the count memory), so a run killed before its first checkpoint_every resumes from the\n"
         "  start, reusing RUN_DIR/memory.bin when it was built from the same data and settings.\n"
@@ -214,7 +217,7 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
     o.final_eval = 1;
     const char *preset = NULL; /* the built-in defaults are cpu-default */
     const char *sets[256];
-    const char *device = "cpu", *precision = "bf16";
+    const char *device = "cpu", *precision = NULL;   /* NULL: the device's default */
     int n_sets = 0, pin = 0, other_world = 0, no_eval = 0;
     long long steps = 0, seed = 1, val_limit = 0, stop_at = 0, nan_at = 0;
     tempo_error err;
@@ -254,9 +257,20 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
     if (!o.out_dir) return cli_usage_error("train: --out RUN_DIR is required");
     if (o.budget_s <= 0 && o.max_steps <= 0 && !o.resume)
         return cli_usage_error("train: --budget DURATION or --steps N is required");
+    /* On a CPU --precision is the config key bf16_products, applied after any --set */
+    if (precision && strcmp(device, "cuda")) {
+        if (n_sets >= 256)
+            return cli_usage_error("train: too many --set");
+        sets[n_sets++] = strcmp(precision, "bf16") ? "bf16_products=0" : "bf16_products=1";
+    }
+    if (!precision)
+        precision = "bf16";
     char commit[128];
     if (load_config(&o, preset, sets, n_sets, commit, sizeof commit, &err))
         return cli_report(&err);
+    if (strcmp(device, "cuda") && o.cfg.model.bf16_products && !model_bf16_available())
+        return cli_usage_error("train: bf16_products=1 (--precision bf16) needs a CPU with AVX-512 BF16 and the avx512 "
+                               "kernel path; this one has not (leave it at 0)");
     int pinned = setup_threads(&o, dist, pin);
     gpu *g = NULL;
     int rc = setup_device(&o, device, precision, dist, &g, &err);

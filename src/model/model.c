@@ -364,6 +364,13 @@ const float *model_token_losses(const model *m) { return m->losses; }
 const float *model_token_top_logprob(const model *m) { return m->top_logprob; }
 const int32_t *model_token_top_id(const model *m) { return m->top_id; }
 const float *model_token_log_norm(const model *m) { return m->log_norm; }
+int model_bf16_available(void)
+{
+    gemm_config g;
+    gemm_config_init(&g);
+    return g.can_bf16;
+}
+
 int model_products_bf16(const model *m)
 {
     return m->n_gemm > 0 && m->gemm[0].cfg.bf16;

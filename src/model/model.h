@@ -106,6 +106,8 @@ void model_init(model *m, uint64_t seed);
  * elsewhere they run in fp32 (a trainer refuses that, an evaluation reads
  * on). */
 int model_products_bf16(const model *m);
+/* Whether this CPU (and TEMPO_KERNELS) would run bf16_products in bf16. */
+int model_bf16_available(void);
 
 void model_set_training(model *m, int training);
 

@@ -27,6 +27,11 @@ expect_error 2 "^tempo: --val-limit: 1 is out of range" tr --steps 2 --val-limit
 expect_error 2 "^tempo: --val-limit: 99999999999999999999 is out of range" tr --steps 2 --val-limit 99999999999999999999
 expect_error 2 "^tempo: --stop-at-step: 99999999999999999999 is out of range" tr --steps 2 --stop-at-step 99999999999999999999
 expect_error 2 "^tempo: --inject-nan-at-step: -1 is out of range" tr --steps 2 --inject-nan-at-step -1
+# bf16 products where the CPU (here, the kernel path) cannot: refused before anything is made
+TEMPO_KERNELS=avx2 expect_error 2 "^tempo: train: bf16_products=1 \(--precision bf16\) needs a CPU with AVX-512 BF16" \
+    tr --steps 2 --precision bf16
+TEMPO_KERNELS=avx2 expect_error 2 "needs a CPU with AVX-512 BF16" tr --steps 2 --set bf16_products=1
+expect_error 2 "bf16_products" tr --steps 2 --set bf16_products=2
 [ ! -e "$O" ] || fail "a rejected command created $O"
 expect_error 2 "preset nope" "$TEMPO" train --data "$D" --out "$O" --budget 5s --preset nope
 expect_error 2 "^tempo: preset /nonexistent.conf: no such file$" "$TEMPO" train --data "$D" --out "$O" --budget 5s --preset /nonexistent.conf
