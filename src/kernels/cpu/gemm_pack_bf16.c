@@ -76,20 +76,35 @@ PACK_TARGET void gemm_pack_a_bf16(int trans_a, const float *A, int lda, int i0, 
                                   int kc, float *dst)
 {
     int panels = (rows + GEMM_MR - 1) / GEMM_MR, pairs = (kc + 1) / 2;
+    if (trans_a) {
+        /* A stored K x M: rows 2p and 2p + 1 hold every panel's values of
+         * one pair, side by side, read along the rows (pair by pair, panel
+         * by panel: the reads stream); per panel 256-bit loads of six, one
+         * conversion, one interleave, and an 8-word store whose last two
+         * words the next pair row overwrites (a 6-word masked store where
+         * that would pass the panel's space, 6 kc words). */
+        const __m256i interleave = _mm256_set_epi16(15, 7, 14, 6, 13, 5, 12, 4, 11, 3, 10, 2, 9, 1, 8, 0);
+        for (int p = 0; p < pairs; p++) {
+            const float *r0 = A + (size_t)(k0 + 2 * p) * lda + i0;
+            int second = 2 * p + 1 < kc, whole = (p + 1) * GEMM_MR + 2 <= GEMM_MR * kc;
+            for (int r = 0; r < panels; r++) {
+                int n = min_int(GEMM_MR, rows - r * GEMM_MR);
+                const __mmask8 m = (__mmask8)((1u << n) - 1);
+                __m256 a = _mm256_maskz_loadu_ps(m, r0 + r * GEMM_MR);
+                __m256 b = second ? _mm256_maskz_loadu_ps(m, r0 + lda + r * GEMM_MR) : _mm256_setzero_ps();
+                __m256i w = _mm256_permutexvar_epi16(interleave, (__m256i)_mm256_cvtne2ps_pbh(b, a));
+                uint32_t *dp = (uint32_t *)(void *)(dst + (size_t)r * GEMM_MR * kc) + (size_t)p * GEMM_MR;
+                if (whole)
+                    _mm256_storeu_si256((__m256i *)(void *)dp, w);
+                else
+                    _mm256_mask_storeu_epi32(dp, (__mmask8)((1u << GEMM_MR) - 1), w);
+            }
+        }
+        return;
+    }
     for (int r = 0; r < panels; r++) {
         uint32_t *d = (uint32_t *)(void *)(dst + (size_t)r * GEMM_MR * kc);
         int n = min_int(GEMM_MR, rows - r * GEMM_MR);
-        if (trans_a) {
-            /* A stored K x M: rows 2p and 2p + 1 hold the panel's values of
-             * one pair, side by side. */
-            const float *src = A + (size_t)k0 * lda + i0 + r * GEMM_MR;
-            for (int p = 0; p < pairs; p++) {
-                const float *r0 = src + (size_t)(2 * p) * lda;
-                __m512i w = two_rows_pairs(r0, 2 * p + 1 < kc ? r0 + lda : NULL, n);
-                _mm512_mask_storeu_epi32(d + (size_t)p * GEMM_MR, (__mmask16)((1u << GEMM_MR) - 1), w);
-            }
-            continue;
-        }
         /* A stored M x K: each row read along k, 32 values a step; six
          * rows' pairs transposed into the panel's order, 16 pair rows a
          * step while whole, the rest scattered word by word. */
