@@ -20,8 +20,9 @@ typedef struct {
     float rope_theta;    /* e.g. 10000 */
     float norm_eps;      /* e.g. 1e-5 */
     float init_std;      /* e.g. 0.02; wo and w_down use init_std / sqrt(2 * n_layers) */
-    int bf16_products;   /* bool: the blocks' and head's matrix products on bf16 operands
-                            (gemm.h's bf16 mode) where the CPU has AVX-512 BF16; fp32 elsewhere */
+    int bf16_products;   /* bool: the blocks' and head's matrix products (and in training
+                            Muon's) on bf16 operands (gemm.h's bf16 mode) where the CPU has
+                            AVX-512 BF16; fp32 elsewhere */
 } model_config;
 
 /* Checks every field: vocab >= 2, context >= 1, positive sizes, d_model

@@ -48,8 +48,8 @@ static const key_def KEYS[] = {
     {"norm_eps", K_FLOAT, F(model.norm_eps), 0, 1, 1e-5, "RMSNorm epsilon"},
     {"init_std", K_FLOAT, F(model.init_std), 0, 10, 0.02, "initial weight standard deviation"},
     {"bf16_products", K_BOOL, F(model.bf16_products), 0, 1, 0,
-     "the transformer's matrix products on bf16 operands, fp32 sums (needs AVX-512 BF16 to train; "
-     "fp32 products elsewhere)"},
+     "the transformer's and Muon's matrix products on bf16 operands, fp32 sums (needs AVX-512 BF16 to "
+     "train; fp32 products elsewhere)"},
     {"optimizer", K_OPTIMIZER, F(optim.use_muon), 0, 0, 1, "adamw | muon (Muon for hidden matrices)"},
     {"lr", K_FLOAT, F(optim.lr), 0, 1e9, 3e-3, "AdamW lr of hidden matrices"},
     {"lr_embed", K_FLOAT, F(optim.lr_embed), 0, 1e9, 3e-3, "AdamW lr of the token embedding"},

@@ -51,6 +51,10 @@ int train_optimizer_create_shard(optimizer *opt, const model *m, const optim_con
                  ? tempo_fail(err, "optimizer: the model's tensors are not contiguous; cannot shard them")
                  : optim_create_shard(opt, cfg, ts, n, model_num_params(m), b, e, err);
     free(ts);
+    /* Muon's Newton-Schulz products in bf16 where the model's are (bf16_products) */
+    for (int t = 0; rc == 0 && model_products_bf16(m) && t < opt->n_workers; t++)
+        if (gemm_config_set_bf16(&opt->gemm[t].cfg, 1, err))
+            rc = -1;
     return rc;
 }
 

@@ -211,11 +211,49 @@ static void test_no_replicas(void)
     model_free(a);
 }
 
+/* bf16_products: the model's products and Muon's Newton-Schulz products run
+ * in the GEMM's bf16 mode where the CPU has it, its replicas' too; in fp32
+ * elsewhere, and then never a half-set optimizer. */
+static void test_bf16_products(void)
+{
+    model_config c = config();
+    c.bf16_products = 1;
+    model *m = NULL, *r = NULL;
+    tempo_error err;
+    CHECK_MSG(model_create(&m, &c, 2, &err) == 0, "%s", err.msg);
+    if (!m)
+        return;
+    CHECK(model_products_bf16(m) == model_bf16_available());
+    CHECK(model_create_replica(&r, m, 2, &err) == 0 && r && model_products_bf16(r) == model_products_bf16(m));
+    optim_config oc;
+    memset(&oc, 0, sizeof oc);
+    oc.use_muon = 1;
+    oc.lr = oc.lr_muon = 0.01f;
+    oc.beta1 = 0.9f;
+    oc.beta2 = 0.95f;
+    oc.eps = 1e-8f;
+    oc.muon_momentum = 0.95f;
+    oc.ns_steps = 5;
+    optimizer o;
+    CHECK(train_optimizer_create(&o, m, &oc, &err) == 0);
+    for (int t = 0; t < o.n_workers; t++)
+        CHECK(o.gemm[t].cfg.bf16 == model_products_bf16(m));
+    optim_free(&o);
+    model_free(r);
+    model_free(m);
+    c.bf16_products = 0;
+    CHECK(model_create(&m, &c, 2, &err) == 0 && m && !model_products_bf16(m));
+    model_free(m);
+    if (!model_bf16_available())
+        TEST_SKIP("no AVX-512 BF16 on this CPU: bf16 products checked to fall back to fp32 only");
+}
+
 int main(void)
 {
     RUN(test_replica_reads_base_params);
     RUN(test_replicas_equal_one_model);
     RUN(test_replicas_exact_sum);
     RUN(test_no_replicas);
+    RUN(test_bf16_products);
     return test_summary("test_train_step");
 }
