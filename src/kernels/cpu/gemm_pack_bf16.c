@@ -29,6 +29,21 @@ static inline PACK_TARGET __m512i row_pairs(const float *src, int n)
     return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);   /* bf16 element e = value e */
 }
 
+/* Values k .. k_end - 1 of one row of op(A) or column of op(B), stored
+ * contiguously from src[0] (= value 0), as pair words down a panel: word
+ * p goes to d[p * stride] (p = k / 2 ..); zero past k_end. k is even. */
+static inline PACK_TARGET void pairs_down(const float *src, int k, int k_end, uint32_t *d, int stride)
+{
+    for (; k < k_end; k += 32) {
+        uint32_t w[16] __attribute__((aligned(64)));
+        _mm512_store_si512(w, row_pairs(src + k, min_int(32, k_end - k)));
+        int q_end = min_int(16, (k_end - k + 1) / 2);
+        uint32_t *dk = d + (size_t)(k / 2) * stride;
+        for (int q = 0; q < q_end; q++)
+            dk[(size_t)q * stride] = w[q];
+    }
+}
+
 /* n (0..16) consecutive floats of r0 and of r1 (NULL: zeros), zero past n,
  * as 16 pair words (word j: (r0[j], r1[j])). */
 static inline PACK_TARGET __m512i two_rows_pairs(const float *r0, const float *r1, int n)
@@ -124,15 +139,7 @@ PACK_TARGET void gemm_pack_a_bf16(int trans_a, const float *A, int lda, int i0, 
                     d[(size_t)p * GEMM_MR + i] = 0;
                 continue;
             }
-            const float *src = A + (size_t)(i0 + r * GEMM_MR + i) * lda + k0;
-            for (int k = k_whole; k < kc; k += 32) {
-                uint32_t w[16] __attribute__((aligned(64)));
-                _mm512_store_si512(w, row_pairs(src + k, min_int(32, kc - k)));
-                int q_end = min_int(16, (kc - k + 1) / 2);
-                uint32_t *dk = d + (size_t)(k / 2) * GEMM_MR + i;
-                for (int q = 0; q < q_end; q++)
-                    dk[(size_t)q * GEMM_MR] = w[q];
-            }
+            pairs_down(A + (size_t)(i0 + r * GEMM_MR + i) * lda + k0, k_whole, kc, d + i, GEMM_MR);
         }
     }
 }
@@ -166,15 +173,7 @@ PACK_TARGET void gemm_pack_b_bf16(int trans_b, const float *B, int ldb, int k0, 
                     d[(size_t)p * GEMM_NR + j] = 0;
                 continue;
             }
-            const float *src = B + (size_t)(j0 + q * GEMM_NR + j) * ldb + k0;
-            for (int k = k_lo; k < k_hi; k += 32) {
-                uint32_t w[16] __attribute__((aligned(64)));
-                _mm512_store_si512(w, row_pairs(src + k, min_int(32, k_hi - k)));
-                int q_end = min_int(16, (k_hi - k + 1) / 2);
-                uint32_t *dk = d + (size_t)(k / 2) * GEMM_NR + j;
-                for (int t = 0; t < q_end; t++)
-                    dk[(size_t)t * GEMM_NR] = w[t];
-            }
+            pairs_down(B + (size_t)(j0 + q * GEMM_NR + j) * ldb + k0, k_lo, k_hi, d + j, GEMM_NR);
         }
     }
 }
