@@ -100,7 +100,7 @@ int hw_profile_measure(hw_profile *p, const hw_measure_options *o, tempo_error *
     for (int i = 0; i < n_counts; i++)
         add_point(p->peak_gflops, &p->n_peak, counts[i],
                   peak_fma_gflops(path, counts[i], fma_s));
-    for (int i = 0; ci.avx512bf16 && path == CPU_KERNELS_AVX512 && i < n_counts; i++)
+    for (int i = 0; cpu_kernel_path_bf16(&ci, path) && i < n_counts; i++)
         add_point(p->peak_bf16_gflops, &p->n_peak_bf16, counts[i], peak_bf16_gflops(counts[i], fma_s));
     if (o->bandwidth) {
         peak_triad_arrays t;
@@ -320,8 +320,8 @@ int hw_profile_fits_here(const hw_profile *p)
     cpu_info_query(&ci);
     cpu_kernel_path path = cpu_kernel_path_select(&ci);
     /* a profile from before the bf16 peak was measured lacks it: measure again */
-    int wants_bf16 = ci.avx512bf16 && path == CPU_KERNELS_AVX512;
-    return !strcmp(p->kernels, cpu_kernel_path_name(path)) && (p->n_peak_bf16 > 0) == wants_bf16 &&
+    return !strcmp(p->kernels, cpu_kernel_path_name(path)) &&
+           (p->n_peak_bf16 > 0) == cpu_kernel_path_bf16(&ci, path) &&
            p->cores == ci.cores && p->l1d_bytes == ci.l1d_bytes && p->l2_bytes == ci.l2_bytes &&
            p->l3_bytes == ci.l3_bytes && !strcmp(p->cpu, ci.model);
 }

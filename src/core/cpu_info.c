@@ -157,6 +157,11 @@ cpu_kernel_path cpu_kernel_path_select(const cpu_info *ci)
     return CPU_KERNELS_AVX512;
 }
 
+int cpu_kernel_path_bf16(const cpu_info *ci, cpu_kernel_path path)
+{
+    return path == CPU_KERNELS_AVX512 && ci->avx512bf16;
+}
+
 const char *cpu_kernel_path_name(cpu_kernel_path path)
 {
     return path == CPU_KERNELS_AVX512 ? "avx512" : path == CPU_KERNELS_AVX2 ? "avx2" : "portable";

@@ -61,4 +61,8 @@ cpu_kernel_path cpu_kernel_path_select(const cpu_info *ci);
 /* "portable", "avx2" or "avx512". */
 const char *cpu_kernel_path_name(cpu_kernel_path path);
 
+/* Whether path runs the GEMM's bf16 mode on this CPU: the avx512 path and
+ * AVX-512 BF16. The one rule for the mode, its peak and the MFU against it. */
+int cpu_kernel_path_bf16(const cpu_info *ci, cpu_kernel_path path);
+
 #endif

@@ -51,6 +51,8 @@ static float *alloc_filled(size_t n, rng_state *r)
     return x;
 }
 
+/* A bf16 config on the real blocking or the tiny one; 0 (saying skip) on a
+ * CPU without AVX-512 BF16. */
 static int bf16_config(gemm_config *cfg, int tiny)
 {
     cpu_info ci;
@@ -62,7 +64,10 @@ static int bf16_config(gemm_config *cfg, int tiny)
     }
     gemm_config_from_cpu(cfg, &ci, CPU_KERNELS_AVX512);
     tempo_error err;
-    return ci.avx2 && ci.fma && ci.avx512f && gemm_config_set_bf16(cfg, 1, &err) == 0;
+    if (ci.avx2 && ci.fma && ci.avx512f && gemm_config_set_bf16(cfg, 1, &err) == 0)
+        return 1;
+    TEST_SKIP("no AVX-512 BF16 on this CPU: the bf16 products not run");
+    return 0;
 }
 
 /* One case through gemm_f32_with against the rounded reference; also
@@ -140,10 +145,8 @@ static void test_against_reference(void)
 {
     for (int tiny = 0; tiny < 2; tiny++) {
         gemm_config cfg;
-        if (!bf16_config(&cfg, tiny)) {
-            TEST_SKIP("no AVX-512 BF16 on this CPU: the bf16 products not run");
+        if (!bf16_config(&cfg, tiny))
             return;
-        }
         rng_state r;
         rng_seed(&r, 40 + (uint64_t)tiny);
         int rounded = 0;
@@ -160,10 +163,8 @@ static void test_against_reference(void)
 static void test_threads_and_splits(void)
 {
     gemm_config cfg;
-    if (!bf16_config(&cfg, 0)) {
-        TEST_SKIP("no AVX-512 BF16 on this CPU: the bf16 products not run");
+    if (!bf16_config(&cfg, 0))
         return;
-    }
     rng_state r;
     rng_seed(&r, 47);
     int saved = omp_get_max_threads();
@@ -200,10 +201,8 @@ static void test_threads_and_splits(void)
 static void test_packed_b(void)
 {
     gemm_config cfg;
-    if (!bf16_config(&cfg, 0)) {
-        TEST_SKIP("no AVX-512 BF16 on this CPU: the bf16 products not run");
+    if (!bf16_config(&cfg, 0))
         return;
-    }
     rng_state r;
     rng_seed(&r, 53);
     int saved = omp_get_max_threads();

@@ -106,7 +106,7 @@ void gemm_config_from_cpu(gemm_config *cfg, const cpu_info *ci, cpu_kernel_path 
     cfg->direct_a = path == CPU_KERNELS_AVX512;
     cfg->own_b = 1;
     cfg->wide_fma = path == CPU_KERNELS_AVX512 && ci->fma512_full;
-    cfg->can_bf16 = path == CPU_KERNELS_AVX512 && ci->avx512bf16;
+    cfg->can_bf16 = cpu_kernel_path_bf16(ci, path);
     cfg->bf16 = 0;
 }
 

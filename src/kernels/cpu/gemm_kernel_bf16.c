@@ -35,10 +35,9 @@ tile_bf16(int panels, int kc, const float *a, long a_panel, const float *b, floa
     for (int r = 0; r < rows; r++)
         acc[r] = _mm512_setzero_ps();
     const uint32_t *aw = (const uint32_t *)(const void *)a;
-    const float *bw = b;
     int pairs = (kc + 1) / 2;
     for (int p = 0; p < pairs; p++) {
-        __m512bh bv = (__m512bh)_mm512_load_ps(bw + (long)p * GEMM_NR);
+        __m512bh bv = (__m512bh)_mm512_load_ps(b + (long)p * GEMM_NR);
 #pragma GCC unroll 24
         for (int r = 0; r < rows; r++) {
             const uint32_t *ap = aw + (long)(r / GEMM_MR) * a_panel + (long)p * GEMM_MR + r % GEMM_MR;
