@@ -6,6 +6,7 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/fileio.h"
 #include "core/json.h"
@@ -51,6 +52,7 @@ typedef struct {
     train_state snap_state;
     metrics_log metrics;         /* rank 0 only (not open elsewhere) */
     char ckpt_path[1100], model_path[1100];
+    int made_out_dir;            /* the run folder did not exist before this run (rank 0) */
     dist_context *dist;          /* NULL: one process */
     int rank, world;
     /* ZeRO-1 (shard_optimizer with world > 1): this rank's optimizer holds
@@ -293,6 +295,7 @@ static void progress(const train_options *o, const train_state *st, double budge
 /* The run folder, emptied of killed runs' temporaries (rank 0), and the paths in it. */
 static int prepare_out_dir(run_ctx *c, const train_options *o, tempo_error *err)
 {
+    c->made_out_dir = c->rank == 0 && !path_exists(o->out_dir);
     if (dir_create(o->out_dir, err))
         return -1;
     if (c->rank == 0) {
@@ -1002,6 +1005,8 @@ int train_run(const train_options *o, train_result *res, tempo_error *err)
     loop_state ls;
     if (start_run(&c, o, &cfg, &st, res, &ls, err)) {
         res->failed_in_setup = err->code == 2;   /* usage errors only: a file may fail on one rank alone */
+        if (c.made_out_dir)
+            rmdir(o->out_dir);   /* a refused run leaves no empty folder; one with files in it stays */
         ctx_free(&c);
         return -1;
     }

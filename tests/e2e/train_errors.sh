@@ -33,6 +33,9 @@ TEMPO_KERNELS=avx2 expect_error 2 "^tempo: train: bf16_products=1 \(--precision 
 TEMPO_KERNELS=avx2 expect_error 2 "needs a CPU with AVX-512 BF16" tr --steps 2 --set bf16_products=1
 expect_error 2 "bf16_products" tr --steps 2 --set bf16_products=2
 [ ! -e "$O" ] || fail "a rejected command created $O"
+# a config the trainer refuses after it made the run folder: the folder goes again
+expect_error 2 "not divisible by n_heads 3" tr --steps 2 --set n_heads=3
+[ ! -e "$O" ] || fail "a config refused in the trainer left the run folder $O"
 expect_error 2 "preset nope" "$TEMPO" train --data "$D" --out "$O" --budget 5s --preset nope
 expect_error 2 "^tempo: preset /nonexistent.conf: no such file$" "$TEMPO" train --data "$D" --out "$O" --budget 5s --preset /nonexistent.conf
 expect_error 2 "^tempo: preset configs/nope: no such file$" "$TEMPO" train --data "$D" --out "$O" --budget 5s --preset configs/nope
