@@ -186,7 +186,7 @@ int bench_train_run(const bench_train_options *o, bench_train_result *r, tempo_e
     int rc = -1;
     if (model_create(&s.m, &cfg->model, cfg->micro_batch, err))
         goto out;
-    if (cfg->model.bf16_products && !model_products_bf16(s.m)) {
+    if (cfg->model.bf16_products == MODEL_PRODUCTS_BF16 && !model_products_bf16(s.m)) {
         tempo_usage(err, "bench train: bf16_products=1 needs a CPU with AVX-512 BF16 and the avx512 kernel path");
         goto out;
     }
@@ -277,7 +277,7 @@ void bench_train_json(jsonw *w, const run_config *cfg, const bench_train_result 
     jsonw_field_digits(w, "peak_gflops", r->peak_gflops > 0 ? r->peak_gflops : NAN, 2);
     jsonw_field_digits(w, "mfu", r->mfu, 3);
     /* the products' operands, and so which peak the MFU is against */
-    jsonw_field_string(w, "precision", m->bf16_products ? "bf16" : "fp32");
+    jsonw_field_string(w, "precision", model_config_products_bf16(m) ? "bf16" : "fp32");
     jsonw_field_bool(w, "pinned", r->pinned);
     jsonw_key(w, "thread_cpus");
     jsonw_array_begin(w);

@@ -70,9 +70,12 @@ static void usage(FILE *f)
         "                    at startup. The CUDA path passed the device check on an H200 on 2026-12-04; the\n"
         "                    kernels changed since have run on the emulator only, and its speed is not yet\n"
         "                    tuned (docs/gpu.md lists both).\n"
-        "  --precision bf16|fp32  on a GPU: bf16 operands with fp32 master weights (default), or fp32 throughout.\n"
-        "                    On a CPU: the config key bf16_products (fp32 by default; bf16: the matrix products'\n"
-        "                    operands in bf16, fp32 sums, on CPUs with AVX-512 BF16 only; elsewhere refused)\n"
+        "  --precision bf16|fp32|auto  on a GPU: bf16 operands with fp32 master weights (default; auto), or fp32\n"
+        "                    throughout. On a CPU: the config key bf16_products (the preset's when not given;\n"
+        "                    cpu-default's is auto): bf16 puts the matrix products' operands in bf16 with fp32\n"
+        "                    sums, on CPUs with AVX-512 BF16 only (elsewhere refused); auto does so where the\n"
+        "                    CPU can and runs fp32 elsewhere, saying which; fp32 never does. result.json's\n"
+        "                    \"precision\" says what ran\n"
         "SIGINT/SIGTERM: the run checkpoints and stops; --resume continues it. A new run checkpoints at step 0\n"
         "  too (before the count memory), so a run killed before its first checkpoint_every resumes from the\n"
         "  start, reusing RUN_DIR/memory.bin when it was built from the same data and settings.\n"
@@ -146,7 +149,7 @@ static int setup_device(train_options *o, const char *device, const char *precis
     }
     hw_profile hw;
     if (hw_profile_load_or_measure(&hw, err) == 0)
-        o->peak_gflops = hw_profile_matrix_gflops(&hw, o->threads, o->cfg.model.bf16_products);
+        o->peak_gflops = hw_profile_matrix_gflops(&hw, o->threads, model_config_products_bf16(&o->cfg.model));
     else
         fprintf(stderr, "tempo: note: no hardware profile (%s); mfu will be null\n", err->msg);
     return 0;
@@ -237,7 +240,7 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
         CLI_F_INT64("--stop-at-step", &stop_at, 1, NUMBER_MAX_STEPS),
         CLI_F_INT64("--inject-nan-at-step", &nan_at, 0, NUMBER_MAX_STEPS),
         CLI_F_CHOICE("--device", &device, "cpu|cuda"),
-        CLI_F_CHOICE("--precision", &precision, "bf16|fp32"),
+        CLI_F_CHOICE("--precision", &precision, "bf16|fp32|auto"),
         CLI_F_SWITCH("--resume", &o.resume),
         CLI_F_SWITCH("--resume-other-world", &other_world),
         CLI_F_SWITCH("--no-eval", &no_eval),
@@ -261,14 +264,15 @@ static int train_command(int argc, char **argv, dist_context *dist, int *same_ev
     if (precision && strcmp(device, "cuda")) {
         if (n_sets >= 256)
             return cli_usage_error("train: too many --set");
-        sets[n_sets++] = strcmp(precision, "bf16") ? "bf16_products=0" : "bf16_products=1";
+        sets[n_sets++] = !strcmp(precision, "bf16") ? "bf16_products=1"
+                         : !strcmp(precision, "fp32") ? "bf16_products=0" : "bf16_products=auto";
     }
-    if (!precision)
+    if (!precision || !strcmp(precision, "auto"))
         precision = "bf16";
     char commit[128];
     if (load_config(&o, preset, sets, n_sets, commit, sizeof commit, &err))
         return cli_report(&err);
-    if (strcmp(device, "cuda") && o.cfg.model.bf16_products && !model_bf16_available())
+    if (strcmp(device, "cuda") && o.cfg.model.bf16_products == MODEL_PRODUCTS_BF16 && !model_bf16_available())
         return cli_usage_error("train: bf16_products=1 (--precision bf16) needs a CPU with AVX-512 BF16 and the avx512 "
                                "kernel path; this one has not (leave it at 0)");
     int pinned = setup_threads(&o, dist, pin);

@@ -32,9 +32,11 @@ int model_config_validate(const model_config *c, tempo_error *err)
                            c->d_model / c->n_heads);
     if (c->mlp != MLP_RELU2 && c->mlp != MLP_SWIGLU)
         return tempo_usage(err, "%s: unknown mlp kind %d", w, (int)c->mlp);
-    if ((c->qk_norm != 0 && c->qk_norm != 1) || (c->tied_head != 0 && c->tied_head != 1) ||
-        (c->bf16_products != 0 && c->bf16_products != 1))
-        return tempo_usage(err, "%s: qk_norm, tied_head and bf16_products must be 0 or 1", w);
+    if ((c->qk_norm != 0 && c->qk_norm != 1) || (c->tied_head != 0 && c->tied_head != 1))
+        return tempo_usage(err, "%s: qk_norm and tied_head must be 0 or 1", w);
+    if (c->bf16_products < MODEL_PRODUCTS_FP32 || c->bf16_products > MODEL_PRODUCTS_AUTO)
+        return tempo_usage(err, "%s: bf16_products %d must be 0 (fp32), 1 (bf16) or 2 (auto)", w,
+                           c->bf16_products);
     if (!isfinite(c->logit_softcap) || c->logit_softcap < 0)
         return tempo_usage(err, "%s: logit_softcap %g must be 0 (off) or positive", w,
                            (double)c->logit_softcap);

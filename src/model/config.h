@@ -20,10 +20,15 @@ typedef struct {
     float rope_theta;    /* e.g. 10000 */
     float norm_eps;      /* e.g. 1e-5 */
     float init_std;      /* e.g. 0.02; wo and w_down use init_std / sqrt(2 * n_layers) */
-    int bf16_products;   /* bool: the blocks' and head's matrix products (and in training
-                            Muon's) on bf16 operands (gemm.h's bf16 mode) where the CPU has
-                            AVX-512 BF16; fp32 elsewhere */
+    int bf16_products;   /* MODEL_PRODUCTS_*: the blocks' and head's matrix products (and in
+                            training Muon's) on bf16 operands (gemm.h's bf16 mode) where the
+                            CPU has AVX-512 BF16; fp32 elsewhere */
 } model_config;
+
+/* bf16_products' values. Every one but FP32 runs bf16 where the CPU can and fp32
+ * elsewhere; BF16 asks for it, and training refuses it where the CPU cannot; AUTO
+ * takes what the CPU has, without a word. */
+enum { MODEL_PRODUCTS_FP32 = 0, MODEL_PRODUCTS_BF16 = 1, MODEL_PRODUCTS_AUTO = 2 };
 
 /* Checks every field: vocab >= 2, context >= 1, positive sizes, d_model
  * divisible by n_heads, n_kv_heads dividing n_heads, an even head dim (RoPE),

@@ -371,6 +371,11 @@ int model_bf16_available(void)
     return g.can_bf16;
 }
 
+int model_config_products_bf16(const model_config *c)
+{
+    return c->bf16_products != MODEL_PRODUCTS_FP32 && model_bf16_available();
+}
+
 int model_products_bf16(const model *m)
 {
     return m->n_gemm > 0 && m->gemm[0].cfg.bf16;

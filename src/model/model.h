@@ -108,6 +108,9 @@ void model_init(model *m, uint64_t seed);
 int model_products_bf16(const model *m);
 /* Whether this CPU (and TEMPO_KERNELS) would run bf16_products in bf16. */
 int model_bf16_available(void);
+/* Whether a model of config c would run its products in bf16 on this CPU: bf16_products
+ * not MODEL_PRODUCTS_FP32 and model_bf16_available(). */
+int model_config_products_bf16(const model_config *c);
 
 void model_set_training(model *m, int training);
 

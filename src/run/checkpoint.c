@@ -165,9 +165,11 @@ static int config_from_file(const safetensors_file *sf, run_config *cfg, tempo_e
     /* A key the config lacks predates it: the checkpoint was written before
      * the hybrid model's components existed, so they were off (the defaults,
      * cpu-default, have them on); so was learning while reading (adapt_lr),
-     * so an older run reads as it was scored. Every other later key defaults
-     * to the value it had in effect before it was added (beta1, beta2). */
+     * so an older run reads as it was scored; and so were bf16 products. Every
+     * other later key defaults to the value it had in effect before it was
+     * added (beta1, beta2). */
     run_config_defaults(cfg);
+    cfg->model.bf16_products = MODEL_PRODUCTS_FP32;
     cfg->memory_order = cfg->cache_order = cfg->match_length = 0;
     cfg->memory_train_weight = 0;
     cfg->adapt_lr = 0;

@@ -95,6 +95,7 @@ int gguf_import_config(const gguf_file *g, run_config *cfg, export_arch *arch, t
     m->logit_softcap = 0;
     m->rope_theta = (float)theta;
     m->norm_eps = (float)eps;
+    m->bf16_products = MODEL_PRODUCTS_FP32;   /* read in F32, as llama.cpp reads the file */
     cfg->memory_order = cfg->cache_order = cfg->match_length = 0;
     cfg->adapt_lr = 0;   /* a GGUF holds the transformer only, read as llama.cpp reads it: frozen */
     snprintf(cfg->preset, sizeof cfg->preset, "gguf");

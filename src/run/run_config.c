@@ -20,7 +20,7 @@
 #include "core/json_write.h"
 #include "memory/mixer.h"
 
-typedef enum { K_INT, K_FLOAT, K_DOUBLE, K_BOOL, K_MLP, K_OPTIMIZER } key_type;
+typedef enum { K_INT, K_FLOAT, K_DOUBLE, K_BOOL, K_MLP, K_OPTIMIZER, K_PRODUCTS } key_type;
 
 typedef struct {
     const char *name;
@@ -47,9 +47,9 @@ static const key_def KEYS[] = {
     {"rope_theta", K_FLOAT, F(model.rope_theta), 1, 1e9, 10000, "rotary base"},
     {"norm_eps", K_FLOAT, F(model.norm_eps), 0, 1, 1e-5, "RMSNorm epsilon"},
     {"init_std", K_FLOAT, F(model.init_std), 0, 10, 0.02, "initial weight standard deviation"},
-    {"bf16_products", K_BOOL, F(model.bf16_products), 0, 1, 0,
-     "the transformer's and Muon's matrix products on bf16 operands, fp32 sums (needs AVX-512 BF16 to "
-     "train; fp32 products elsewhere)"},
+    {"bf16_products", K_PRODUCTS, F(model.bf16_products), 0, 0, MODEL_PRODUCTS_AUTO,
+     "false | true | auto: the transformer's and Muon's matrix products on bf16 operands, fp32 sums (true "
+     "needs AVX-512 BF16 to train; auto: bf16 where the CPU has it, fp32 elsewhere)"},
     {"optimizer", K_OPTIMIZER, F(optim.use_muon), 0, 0, 1, "adamw | muon (Muon for hidden matrices)"},
     {"lr", K_FLOAT, F(optim.lr), 0, 1e9, 3e-3, "AdamW lr of hidden matrices"},
     {"lr_embed", K_FLOAT, F(optim.lr_embed), 0, 1e9, 3e-3, "AdamW lr of the token embedding"},
@@ -105,7 +105,7 @@ static void store(run_config *c, const key_def *k, double x)
 {
     char *p = (char *)c + k->offset;
     switch (k->type) {
-    case K_INT: case K_BOOL: case K_OPTIMIZER: *(int *)(void *)p = (int)x; break;
+    case K_INT: case K_BOOL: case K_OPTIMIZER: case K_PRODUCTS: *(int *)(void *)p = (int)x; break;
     case K_MLP: *(mlp_kind *)(void *)p = x ? MLP_SWIGLU : MLP_RELU2; break;
     case K_FLOAT: *(float *)(void *)p = (float)x; break;
     case K_DOUBLE: *(double *)(void *)p = x; break;
@@ -146,6 +146,15 @@ int run_config_set(run_config *c, const char *key, const char *value, tempo_erro
         if (!strcmp(v, "adamw")) *(int *)(void *)p = 0;
         else if (!strcmp(v, "muon")) *(int *)(void *)p = 1;
         else return tempo_usage(err, "--set %s=%s: expected adamw or muon", key, value);
+        return 0;
+    }
+    if (k->type == K_PRODUCTS) {
+        if (!strcmp(v, "auto")) *(int *)(void *)p = MODEL_PRODUCTS_AUTO;
+        else if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "bf16"))
+            *(int *)(void *)p = MODEL_PRODUCTS_BF16;
+        else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "fp32"))
+            *(int *)(void *)p = MODEL_PRODUCTS_FP32;
+        else return tempo_usage(err, "--set %s=%s: expected true, false or auto", key, value);
         return 0;
     }
     if (k->type == K_BOOL) {
@@ -289,6 +298,10 @@ int run_config_to_json(const run_config *c, strbuf *out, tempo_error *err)
         case K_DOUBLE: jsonw_number(&w, *(const double *)(const void *)p); break;
         case K_MLP: jsonw_string(&w, *(const mlp_kind *)(const void *)p == MLP_SWIGLU ? "swiglu" : "relu2"); break;
         case K_OPTIMIZER: jsonw_string(&w, *(const int *)(const void *)p ? "muon" : "adamw"); break;
+        case K_PRODUCTS:   /* a bool as before auto existed, so older readers take 0 and 1 */
+            if (*(const int *)(const void *)p == MODEL_PRODUCTS_AUTO) jsonw_string(&w, "auto");
+            else jsonw_bool(&w, *(const int *)(const void *)p);
+            break;
         }
     }
     jsonw_field_string(&w, "preset", c->preset);
@@ -334,6 +347,8 @@ void run_config_print_keys(FILE *f)
         if (k->type == K_MLP) snprintf(def, sizeof def, "%s", k->def ? "swiglu" : "relu2");
         else if (k->type == K_OPTIMIZER) snprintf(def, sizeof def, "%s", k->def ? "muon" : "adamw");
         else if (k->type == K_BOOL) snprintf(def, sizeof def, "%s", k->def ? "true" : "false");
+        else if (k->type == K_PRODUCTS)
+            snprintf(def, sizeof def, "%s", k->def == MODEL_PRODUCTS_AUTO ? "auto" : k->def ? "true" : "false");
         else snprintf(def, sizeof def, "%g", k->def);
         fprintf(f, "  %-19s %-8s %s\n", k->name, def, k->help);
     }

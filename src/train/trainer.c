@@ -365,9 +365,13 @@ static int create_model(run_ctx *c, const train_options *o, const run_config *cf
     if (o->gpu ? model_create_for_device(&c->m, &cfg->model, cfg->micro_batch, err)
                : model_create(&c->m, &cfg->model, cfg->micro_batch, err))
         return -1;
-    if (!o->gpu && cfg->model.bf16_products && !model_products_bf16(c->m))
+    if (!o->gpu && cfg->model.bf16_products == MODEL_PRODUCTS_BF16 && !model_products_bf16(c->m))
         return tempo_usage(err, "train: bf16_products=1 needs a CPU with AVX-512 BF16 and the avx512 kernel "
                                 "path; this one runs them in fp32 (leave bf16_products at 0)");
+    if (!o->gpu && cfg->model.bf16_products == MODEL_PRODUCTS_AUTO && c->rank == 0 && o->progress)
+        fprintf(o->progress, "products: %s (bf16_products auto: this CPU %s)\n",
+                model_products_bf16(c->m) ? "bf16 operands, fp32 sums" : "fp32",
+                model_products_bf16(c->m) ? "has AVX-512 BF16" : "or TEMPO_KERNELS has no AVX-512 BF16 path");
     model_init(c->m, o->seed);
     if (o->gpu) {
         if (model_cuda_create(&c->gm, o->gpu, &cfg->model, cfg->micro_batch,

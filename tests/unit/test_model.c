@@ -159,8 +159,8 @@ static void test_config_validate(void)
     CHECK(model_config_validate(&good, &err) == 0);
     model_config d = mid_config(4097);
     CHECK(model_config_validate(&d, &err) == 0);
-    struct { model_config c; const char *want; } bad[8];
-    for (int i = 0; i < 8; i++)
+    struct { model_config c; const char *want; } bad[10];
+    for (int i = 0; i < 10; i++)
         bad[i].c = good;
     bad[0].c.d_model = 100, bad[0].c.n_heads = 3, bad[0].want = "d_model 100 not divisible by n_heads 3";
     bad[1].c.vocab_size = 1, bad[1].want = "vocab_size 1";
@@ -170,7 +170,9 @@ static void test_config_validate(void)
     bad[5].c.mlp = (mlp_kind)7, bad[5].want = "mlp";
     bad[6].c.context = 0, bad[6].want = "context";
     bad[7].c.norm_eps = 0, bad[7].want = "norm_eps";
-    for (int i = 0; i < 8; i++) {
+    bad[8].c.bf16_products = 3, bad[8].want = "bf16_products 3";
+    bad[9].c.bf16_products = -1, bad[9].want = "bf16_products -1";
+    for (int i = 0; i < 10; i++) {
         tempo_error_clear(&err);
         CHECK_MSG(model_config_validate(&bad[i].c, &err) == -1, "case %d", i);
         CHECK_MSG(err.code == 2 && strstr(err.msg, bad[i].want) && strstr(err.msg, "model config"),

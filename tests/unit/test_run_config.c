@@ -25,8 +25,19 @@ static void test_set_and_errors(void)
     CHECK(run_config_set_pair(&c, "optimizer=muon", &err) == 0 && c.optim.use_muon == 1);
     CHECK(run_config_set_pair(&c, "qk_norm=true", &err) == 0 && c.model.qk_norm == 1);
     CHECK(run_config_set_pair(&c, "lr=0.01", &err) == 0 && fabsf(c.optim.lr - 0.01f) < 1e-9f);
+    /* bf16_products: false | true | auto (and 0 | 1, fp32 | bf16 as --precision says them) */
+    const struct { const char *v; int want; } products[] = {
+        {"auto", MODEL_PRODUCTS_AUTO}, {"true", MODEL_PRODUCTS_BF16}, {"0", MODEL_PRODUCTS_FP32},
+        {"bf16", MODEL_PRODUCTS_BF16}, {"false", MODEL_PRODUCTS_FP32}, {"1", MODEL_PRODUCTS_BF16},
+        {"fp32", MODEL_PRODUCTS_FP32}, {" auto", MODEL_PRODUCTS_AUTO}};
+    for (size_t i = 0; i < sizeof products / sizeof products[0]; i++) {
+        char pair[64];
+        snprintf(pair, sizeof pair, "bf16_products=%s", products[i].v);
+        CHECK_MSG(run_config_set_pair(&c, pair, &err) == 0 && c.model.bf16_products == products[i].want, "%s", pair);
+    }
     const char *bad[] = {"nonsense=1", "d_model=abc", "d_model=1.5", "d_model=-4", "mlp=gelu", "=3", "lr",
-                         "qk_norm=maybe", "warmup=2"};
+                         "qk_norm=maybe", "warmup=2", "bf16_products=2", "bf16_products=autox",
+                         "bf16_products=", "qk_norm=auto"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tempo_error_clear(&err);
         CHECK_MSG(run_config_set_pair(&c, bad[i], &err) == -1, "%s", bad[i]);
@@ -206,6 +217,7 @@ static void test_json_round_trip(void)
     CHECK(run_config_set_pair(&a, "mlp=swiglu", &err) == 0);
     CHECK(run_config_set_pair(&a, "optimizer=muon", &err) == 0);
     CHECK(run_config_set_pair(&a, "warmdown=0.33", &err) == 0);
+    CHECK(run_config_set_pair(&a, "bf16_products=auto", &err) == 0);
     a.model.vocab_size = 4097;
     snprintf(a.preset, sizeof a.preset, "x");
     strbuf s = {0};
@@ -216,6 +228,16 @@ static void test_json_round_trip(void)
     CHECK(run_config_to_json(&b, &t, &err) == 0);
     CHECK(s.len == t.len && !memcmp(s.data, t.data, s.len));
     CHECK(b.optim.lr == a.optim.lr && b.schedule.warmdown == a.schedule.warmdown && b.model.vocab_size == 4097);
+    CHECK(b.model.bf16_products == MODEL_PRODUCTS_AUTO && strstr(s.data, "\"bf16_products\":\"auto\"") != NULL);
+    /* 0 and 1 as JSON bools, as before auto existed: older readers take them */
+    for (int v = MODEL_PRODUCTS_FP32; v <= MODEL_PRODUCTS_BF16; v++) {
+        strbuf u = {0};
+        a.model.bf16_products = v;
+        CHECK(run_config_to_json(&a, &u, &err) == 0);
+        CHECK(strstr(u.data, v ? "\"bf16_products\":true" : "\"bf16_products\":false") != NULL);
+        CHECK(run_config_from_json(&b, u.data, u.len, &err) == 0 && b.model.bf16_products == v);
+        strbuf_free(&u);
+    }
     strbuf_free(&s);
     strbuf_free(&t);
     CHECK(run_config_from_json(&b, "{\"bogus\":1}", 11, &err) == -1);
@@ -251,13 +273,14 @@ static int rewrite_meta(const char *src, const char *dst, const char *key, const
 
 /* A checkpoint written before the hybrid model's keys existed (its config
  * lacks memory_order, cache_order, match_length, memory_train_weight,
- * adapt_lr) reads with those components off, as it was trained and scored,
- * not with the defaults' (on). */
+ * adapt_lr, bf16_products) reads with those components off, as it was
+ * trained and scored, not with the defaults' (on; bf16_products auto). */
 static void check_old_config(const char *src, const char *dst, const run_config *c)
 {
     strbuf js = {0}, old = {0};
     CHECK(run_config_to_json(c, &js, NULL) == 0);
-    const char *later[] = {"memory_order", "cache_order", "match_length", "memory_train_weight", "adapt_lr"};
+    const char *later[] = {"memory_order", "cache_order", "match_length", "memory_train_weight", "adapt_lr",
+                           "bf16_products"};
     for (const char *k = js.data + 1; *k;) { /* copy the object, leaving out the later keys */
         const char *end = strchr(k, ',');
         size_t n = end ? (size_t)(end - k) : strlen(k);
@@ -278,6 +301,7 @@ static void check_old_config(const char *src, const char *dst, const run_config 
     CHECK_MSG(checkpoint_read_config(dst, &back, &err) == 0, "%s", err.msg);
     CHECK(back.memory_order == 0 && back.cache_order == 0 && back.match_length == 0 &&
           back.memory_train_weight == 0 && back.adapt_lr == 0 && back.model.d_model == 64);
+    CHECK(back.model.bf16_products == MODEL_PRODUCTS_FP32);   /* the defaults' is auto */
     strbuf_free(&js);
     strbuf_free(&old);
 }
