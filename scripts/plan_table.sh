@@ -9,6 +9,7 @@ TEMPO=${1:-build/tempo}
 rows=(
     "cpu-avx2-2core 2m 1" "cpu-avx2-2core 10m 1" "cpu-avx2-2core 30m 1" "cpu-avx2-2core 4h 1"
     "cpu-avx512-2core 2m 1" "cpu-avx512-2core 10m 1" "cpu-avx512-2core 30m 1" "cpu-avx512-2core 4h 1"
+    "cpu-zen4-2core 2m 1" "cpu-zen4-2core 10m 1" "cpu-zen4-2core 30m 1" "cpu-zen4-2core 4h 1"
     "nvidia-h200-measured 30m 1" "nvidia-h200-measured 4h 1" "nvidia-h200-measured 4h 8"
     "aws-trainium2 30m 1" "aws-trainium2 4h 1" "aws-trainium2 4h 16"
 )

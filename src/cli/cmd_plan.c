@@ -43,9 +43,10 @@ static void usage(FILE *f)
         "  more than that difference's own uncertainty (paired over the law's bootstrap, plus each\n"
         "  run's scatter): a measured configuration is not traded for a gain the law cannot resolve.\n"
         "  --budget D      wall-clock training budget (90s, 10m, 4h)\n"
-        "  --chip FILE     a chip profile (default: this machine kind, configs/chips/cpu-avx512-2core.conf\n"
-        "                  where the CPU kernels run AVX-512, else configs/chips/cpu-avx2-2core.conf;\n"
-        "                  TEMPO_KERNELS=avx2 picks the latter)\n"
+        "  --chip FILE     a chip profile (default: this machine kind: configs/chips/cpu-zen4-2core.conf\n"
+        "                  where the CPU kernels run AVX-512 on 256-bit FMA pipes with AVX-512 BF16 (bf16\n"
+        "                  products, as the default trains there), cpu-avx512-2core.conf on other AVX-512,\n"
+        "                  else cpu-avx2-2core.conf; TEMPO_KERNELS=avx2 picks the last)\n"
         "  --ranks N       data-parallel chips (ring all-reduce over the chip's link_gbs)\n"
         "  --memory GB     memory per chip to plan within (default: the chip's memory_gb)\n"
         "  --no-memory     the transformer alone (no count memory, cache or match model)\n"
@@ -76,7 +77,8 @@ static void usage(FILE *f)
         "                  file's last `tempo bench train --device cuda` line (run on the GPU; this fit\n"
         "                  runs anywhere), against --chip's measured peak and bandwidth\n"
         "  --calibrate PRESETS comma list: `bench train` each and write the per-op efficiencies\n"
-        "                  (the chip-file fragment configs/scaling/op_efficiency_*.conf)\n"
+        "                  (the chip-file fragment configs/scaling/op_efficiency_*.conf); a CPU chip's\n"
+        "                  presets run with the products its train_dtype says (bf16: bf16_products=1)\n"
         "  --plot FILE     write an SVG of the plan's predicted bpb (with its interval, and its\n"
         "                  transformer alone dashed) against budgets 1m to 24h, one line per chip:\n"
         "                  the --chip files (a comma list), or every configs/chips/*.conf; --budget\n"
@@ -180,7 +182,12 @@ static int measure_presets(const char *list, const chip_profile *chip, int vocab
         if (n == 16)
             return cli_usage_error("plan: at most 16 presets");
         run_config c;
-        if (cli_load_preset(p, NULL, 0, vocab, &c, &err) || throughput_measure(&c, chip, threads, steps, &m[n], &err))
+        if (cli_load_preset(p, NULL, 0, vocab, &c, &err))
+            return cli_report(&err);
+        /* a CPU's products as its chip file describes them (train_dtype), whatever the preset says */
+        if (!strcmp(chip->kind, "cpu"))
+            c.model.bf16_products = strcmp(chip->train_dtype, "bf16") ? MODEL_PRODUCTS_FP32 : MODEL_PRODUCTS_BF16;
+        if (throughput_measure(&c, chip, threads, steps, &m[n], &err))
             return cli_report(&err);
         cfgs[n] = c;
         fprintf(stderr, "plan: %s measured %.0f tokens/s, predicted %.0f\n", p, m[n].measured_tokens_per_s,

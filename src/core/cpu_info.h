@@ -23,8 +23,8 @@ typedef struct {
     int fma512_full;       /* avx512f with FMA units 512 bits wide, so a zmm FMA is twice a ymm
                               one's work at the same rate: not so on AMD before family 0x1a
                               (Zen 4 runs a zmm FMA on both 256-bit pipes); by vendor and family
-                              (__builtin_cpu_is), assumed wide elsewhere. Only the GEMM's thread
-                              split reads it */
+                              (__builtin_cpu_is), assumed wide elsewhere. The GEMM's thread
+                              split and the planner's default chip read it */
     int cores;             /* CPUs this process may run on (affinity), >= 1 */
     long l1d_bytes;        /* per-core L1 data cache, > 0 */
     long l2_bytes;         /* per-core (or per-cluster) L2, > 0 */

@@ -27,8 +27,14 @@ const char *chip_default_file(void)
 {
     cpu_info ci = {0};
     cpu_info_query_features(&ci);
-    return cpu_kernel_path_select(&ci) == CPU_KERNELS_AVX512 ? "chips/cpu-avx512-2core.conf"
-                                                              : "chips/cpu-avx2-2core.conf";
+    cpu_kernel_path path = cpu_kernel_path_select(&ci);
+    if (path != CPU_KERNELS_AVX512)
+        return "chips/cpu-avx2-2core.conf";
+    /* AVX-512 on 256-bit pipes with AVX-512 BF16 (Zen 4): measured training as the default
+     * does there, with bf16 products */
+    if (!ci.fma512_full && cpu_kernel_path_bf16(&ci, path))
+        return "chips/cpu-zen4-2core.conf";
+    return "chips/cpu-avx512-2core.conf";
 }
 
 int chip_op_is_compute(op_kind k)

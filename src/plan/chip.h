@@ -61,8 +61,10 @@ int chip_parse(chip_profile *c, const char *text, size_t len, const char *path, 
 int chip_op_is_compute(op_kind k);
 
 /* The chip file that describes this machine kind, relative to configs/:
- * "chips/cpu-avx512-2core.conf" where the CPU kernels run their AVX-512 path
- * (cpu_kernel_path_select, so TEMPO_KERNELS=avx2 caps it), else
+ * "chips/cpu-zen4-2core.conf" where the CPU kernels run their AVX-512 path
+ * (cpu_kernel_path_select, so TEMPO_KERNELS=avx2 caps it) on 256-bit FMA pipes
+ * with AVX-512 BF16 (cpu_info's fma512_full and cpu_kernel_path_bf16: Zen 4),
+ * "chips/cpu-avx512-2core.conf" on any other AVX-512 path, else
  * "chips/cpu-avx2-2core.conf". The default `--chip` of `tempo plan` and
  * `tempo bench scale`. */
 const char *chip_default_file(void);

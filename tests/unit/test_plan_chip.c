@@ -106,10 +106,12 @@ static void test_committed_chips(void)
 }
 
 /* The default chip follows the kernel path: AVX-512 only where the CPU has it
- * and TEMPO_KERNELS does not cap it; the file it names loads. */
+ * and TEMPO_KERNELS does not cap it, Zen 4's where its FMAs are 256 bits wide
+ * and it has AVX-512 BF16; the file it names loads. */
 static void test_default_chip(void)
 {
-    const char *avx2 = "chips/cpu-avx2-2core.conf", *avx512 = "chips/cpu-avx512-2core.conf";
+    const char *avx2 = "chips/cpu-avx2-2core.conf", *avx512 = "chips/cpu-avx512-2core.conf",
+               *zen4 = "chips/cpu-zen4-2core.conf";
     cpu_info ci = {0};
     cpu_info_query_features(&ci);
     const char *saved = getenv("TEMPO_KERNELS");
@@ -121,7 +123,7 @@ static void test_default_chip(void)
     setenv("TEMPO_KERNELS", "portable", 1);
     CHECK(!strcmp(chip_default_file(), avx2));
     setenv("TEMPO_KERNELS", "auto", 1);
-    const char *want = ci.avx2 && ci.fma && ci.avx512f ? avx512 : avx2;
+    const char *want = !(ci.avx2 && ci.fma && ci.avx512f) ? avx2 : !ci.fma512_full && ci.avx512bf16 ? zen4 : avx512;
     CHECK_MSG(!strcmp(chip_default_file(), want), "%s, want %s", chip_default_file(), want);
     if (saved)
         setenv("TEMPO_KERNELS", keep, 1);
