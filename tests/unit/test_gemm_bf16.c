@@ -141,6 +141,22 @@ static void test_refused_without_bf16(void)
     CHECK(cfg.can_bf16 == (ci.avx512f && ci.avx512bf16) && cfg.bf16 == 0);
 }
 
+/* The bf16 mode slices K twice as deep (a word holds two k: the same bytes),
+ * up to 1024, and turning it off gives the fp32 slicing back. */
+static void test_slice_depth(void)
+{
+    for (int tiny = 0; tiny < 2; tiny++) {
+        gemm_config cfg;
+        if (!bf16_config(&cfg, tiny))
+            return;
+        int want = 2 * cfg.kc_fp32 > 1024 ? 1024 : 2 * cfg.kc_fp32;
+        CHECK_MSG(cfg.kc == want && cfg.kc % 8 == 0, "kc %d, fp32 %d", cfg.kc, cfg.kc_fp32);
+        tempo_error err;
+        CHECK(gemm_config_set_bf16(&cfg, 1, &err) == 0 && cfg.kc == want);   /* twice on: once */
+        CHECK(gemm_config_set_bf16(&cfg, 0, &err) == 0 && cfg.kc == cfg.kc_fp32 && cfg.bf16 == 0);
+    }
+}
+
 static void test_against_reference(void)
 {
     for (int tiny = 0; tiny < 2; tiny++) {
@@ -230,6 +246,7 @@ static void test_packed_b(void)
 int main(void)
 {
     RUN(test_refused_without_bf16);
+    RUN(test_slice_depth);
     RUN(test_against_reference);
     RUN(test_threads_and_splits);
     RUN(test_packed_b);

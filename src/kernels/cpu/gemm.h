@@ -55,7 +55,10 @@ void gemm_f32_ref(int trans_a, int trans_b, int M, int N, int K,
 typedef struct {
     cpu_kernel_path path;  /* which micro-kernels (avx512: the AVX2 ones and the wide tiles) */
     int kc;   /* depth of a packed slice: a KC x GEMM_NR B micro-panel fills
-                 GEMM_L1_SHARE_B of L1d and is reused from L1 by every A panel */
+                 GEMM_L1_SHARE_B of L1d and is reused from L1 by every A panel;
+                 in the bf16 mode twice kc_fp32 (up to 1024): a word holds two k,
+                 so the slice takes the same bytes */
+    int kc_fp32;   /* kc of the fp32 mode (gemm_config_from_cpu) */
     int mc;   /* rows per packed A block: MC x KC fills GEMM_L2_SHARE_A of L2 */
     int nc;   /* columns per packed B panel: KC x NC fills GEMM_L3_SHARE_B of L3 */
     long b_panel_bytes;  /* that share: a call packs as many KC slices of its
