@@ -79,12 +79,14 @@ static void usage(FILE *f)
 
 /* The phase-1 result line of a model on a text or val split, into js. */
 static int eval_bpb(const char *model_path, model *m, tokenizer *tok, const run_config *cfg, const char *data_dir,
-                    const char *text, int stride, int batch, run_parts_use use, strbuf *js, double *bpb,
-                    tempo_error *err)
+                    const char *text, int stride, int batch, run_parts_use use, const char *gpu_precision,
+                    strbuf *js, double *bpb, tempo_error *err)
 {
     hybrid_bpb_result r;
     if (eval_run_bpb(model_path, m, tok, cfg, data_dir, text, stride, batch, use, stderr, &r, err))
         return -1;
+    /* on a GPU the products are --precision's; on a CPU the model's bf16_products where the CPU has them */
+    r.precision = model_device(m) ? gpu_precision : model_products_bf16(m) ? "bf16" : "fp32";
     if (bpb)
         *bpb = r.mixture.bpb;
     return eval_bpb_json(&r, js, err);
@@ -149,8 +151,8 @@ static int eval_phase2(const char *model_path, const char *data_dir, const char 
     int rc = 0;
     if (data_dir || text) {
         fprintf(stderr, "eval: bpb of %s\n", text ? text : data_dir);
-        rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, run_parts_all(), &bpb, &bpb_value,
-                      &err);
+        rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, run_parts_all(), precision, &bpb,
+                      &bpb_value, &err);
     }
     icl_summary s;
     if (!rc)
@@ -246,7 +248,7 @@ int cmd_eval(int argc, char **argv)
     if (cli_load_model("eval", model_path, batch, device, precision, &cfg, &m, &tok, &dev, &err))
         return cli_report(&err);
     strbuf js = {0};
-    int rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, use, &js, NULL, &err);
+    int rc = eval_bpb(model_path, m, tok, &cfg, data_dir, text, stride, batch, use, precision, &js, NULL, &err);
     cli_free_model(m, tok, &dev);
     if (rc) {
         strbuf_free(&js);

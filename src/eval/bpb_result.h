@@ -43,6 +43,7 @@ typedef struct {
     int mixer_fitted;              /* 1: the mixer started from RUN_DIR/mixer.json, 0: from equal weights */
     uint64_t documents;            /* the text's documents (eval_run_bpb sets them; 0: not counted) */
     const char *source;            /* the text file or data folder read (eval_run_bpb; NULL: not said) */
+    const char *precision;         /* the transformer's products as read: "fp32" or "bf16" (NULL: not said) */
 } hybrid_bpb_result;
 
 #endif

@@ -46,6 +46,8 @@ int eval_bpb_json(const hybrid_bpb_result *r, strbuf *out, tempo_error *err)
     }
     jsonw_object_end(&w);
     jsonw_field_string(&w, "first_separator", "given");
+    if (r->precision)
+        jsonw_field_string(&w, "precision", r->precision);
     jsonw_field_string(&w, "source", r->source ? r->source : "");
     jsonw_object_end(&w);
     return jsonw_finish(&w, err) ? tempo_error_prefix(err, "eval result") : 0;

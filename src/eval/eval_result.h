@@ -9,7 +9,9 @@
  *   "memory_order", "cache_order", "match_length", "adapt", "adapt_lr"
  *   (the transformer's rate while reading; 0: it read frozen), "mixer",
  *   "bpb_linear" (the mixture before its calibration stage),
- *   "components": {name: {"bpb", "weight"}}, "first_separator", "source"}
+ *   "components": {name: {"bpb", "weight"}}, "first_separator", "precision"
+ *   (the transformer's products: "fp32", or "bf16" where the model's
+ *   bf16_products and the CPU, or --precision on a GPU, had them), "source"}
  * phase 2: {"phase": 2, "bpb", "core", "core_label", "core_entries",
  *   "core_of", "icl_limit", "decode_tokens_per_s", "prefill_tokens_per_s",
  *   "time_to_first_token_s", "best_batch", "best_decode_tokens_per_s",

@@ -41,6 +41,13 @@ else
     check_auto here fp32
 fi
 train flag --precision auto || fail "--precision auto failed"
+# eval says how it read: the model's products where the CPU has them, fp32 where not
+here=$(json_field "$E2E_TMP/auto-here/result.json" precision)
+ev() { "$TEMPO" eval --model "$E2E_TMP/$1" --text "$DATA/tiny/val.txt" --threads 1 2>/dev/null | tail -1 |
+       python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["precision"])'; }
+[ "$(ev auto-here)" = "$here" ] || fail "eval of the auto run read in $(ev auto-here), trained in $here"
+[ "$(TEMPO_KERNELS=avx2 ev auto-here)" = fp32 ] || fail "eval on the avx2 path did not say fp32"
+[ "$(ev fp32-avx2)" = fp32 ] || fail "eval of an fp32 run did not say fp32"
 [ "$(losses flag)" = "$(losses auto-here)" ] || fail "--precision auto differs from --set bf16_products=auto"
 # the default preset says auto; tiny-test and the GPU presets say fp32
 grep -Eq '^bf16_products *= *auto' configs/cpu-default.conf || fail "cpu-default.conf does not say bf16_products = auto"
