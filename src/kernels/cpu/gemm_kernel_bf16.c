@@ -11,8 +11,8 @@
  * even k), zero past kc:
  *   A panel: word[p * GEMM_MR + i] = (op(A)(i, 2p), op(A)(i, 2p + 1))
  *   B panel: word[p * GEMM_NR + j] = (op(B)(2p, j), op(B)(2p + 1, j))
- * Per pair row: one load of the B row (16 words), one broadcast of an A
- * word per row, one vdpbf16ps per row. Each element is summed from 0 over
+ * Per pair row: one load of the B row (16 words), and per row one vdpbf16ps
+ * whose memory operand is the A word, broadcast by the load ({1to16}). Each element is summed from 0 over
  * the pair rows in order. Compiled for AVX-512F+BF16 by the target
  * attribute only, called only after cpuid said so. */
 #include "kernels/cpu/gemm_kernel.h"
@@ -41,8 +41,10 @@ tile_bf16(int panels, int kc, const float *a, long a_panel, const float *b, floa
 #pragma GCC unroll 24
         for (int r = 0; r < rows; r++) {
             const uint32_t *ap = aw + (long)(r / GEMM_MR) * a_panel + (long)p * GEMM_MR + r % GEMM_MR;
-            __m512bh av = (__m512bh)_mm512_set1_epi32((int)*ap);
-            acc[r] = _mm512_dpbf16_ps(acc[r], bv, av);   /* the broadcast as the memory operand */
+            /* the A word as the instruction's broadcast memory operand ({1to16}): the load
+             * unit broadcasts it, where a separate vpbroadcastd takes a vector pipe
+             * (GCC 12 does not fold the intrinsic's broadcast into vdpbf16ps) */
+            __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc[r]) : "v"(bv), "m"(*ap));
         }
     }
 #pragma GCC unroll 24
