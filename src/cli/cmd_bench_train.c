@@ -217,7 +217,8 @@ int bench_train_main(int argc, char **argv)
     bench_train_summary sum;
     memset(&sum, 0, sizeof sum);
     for (int k = 0; k < t.n_threads; k++)
-        if (train_at(&t, k, &cfg, have_hw ? hw_profile_matrix_gflops(&hw, t.threads[k], model_config_products_bf16(&cfg.model)) : 0,
+        if (train_at(&t, k, &cfg,
+                     have_hw ? hw_profile_matrix_gflops(&hw, t.threads[k], model_config_products_bf16(&cfg.model)) : 0,
                      &sum, &err))
             return cli_report(&err);
     if (t.vs_torch) {

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "core/cpu_info.h"
 #include "core/rng.h"
 #include "kernels/cpu/lm_head.h"
 #include "kernels/cpu/optim_kernels.h"
@@ -366,9 +367,10 @@ const int32_t *model_token_top_id(const model *m) { return m->top_id; }
 const float *model_token_log_norm(const model *m) { return m->log_norm; }
 int model_bf16_available(void)
 {
-    gemm_config g;
-    gemm_config_init(&g);
-    return g.can_bf16;
+    /* the GEMM's own rule (its can_bf16), from the features alone: no cache sizes from sysfs */
+    cpu_info ci;
+    cpu_info_query_features(&ci);
+    return cpu_kernel_path_bf16(&ci, cpu_kernel_path_select(&ci));
 }
 
 int model_config_products_bf16(const model_config *c)

@@ -128,6 +128,14 @@ static const key_def *find_key(const char *name)
     return NULL;
 }
 
+/* 1 for 1 | true | yes, 0 for 0 | false | no, else -1. */
+static int bool_word(const char *v)
+{
+    return !strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes")  ? 1
+           : !strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no") ? 0
+                                                                         : -1;
+}
+
 int run_config_set(run_config *c, const char *key, const char *value, tempo_error *err)
 {
     const key_def *k = find_key(key);
@@ -148,19 +156,19 @@ int run_config_set(run_config *c, const char *key, const char *value, tempo_erro
         else return tempo_usage(err, "--set %s=%s: expected adamw or muon", key, value);
         return 0;
     }
-    if (k->type == K_PRODUCTS) {
-        if (!strcmp(v, "auto")) *(int *)(void *)p = MODEL_PRODUCTS_AUTO;
-        else if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "bf16"))
-            *(int *)(void *)p = MODEL_PRODUCTS_BF16;
-        else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "fp32"))
-            *(int *)(void *)p = MODEL_PRODUCTS_FP32;
-        else return tempo_usage(err, "--set %s=%s: expected true, false or auto", key, value);
+    if (k->type == K_PRODUCTS) {   /* a bool (bf16 | fp32 too, as --precision says them), or auto */
+        int b = !strcmp(v, "auto") ? MODEL_PRODUCTS_AUTO : !strcmp(v, "bf16") ? 1 : !strcmp(v, "fp32") ? 0
+                                                                                         : bool_word(v);
+        if (b < 0)
+            return tempo_usage(err, "--set %s=%s: expected true, false or auto", key, value);
+        *(int *)(void *)p = b;   /* MODEL_PRODUCTS_FP32 0, _BF16 1, _AUTO */
         return 0;
     }
     if (k->type == K_BOOL) {
-        if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes")) *(int *)(void *)p = 1;
-        else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no")) *(int *)(void *)p = 0;
-        else return tempo_usage(err, "--set %s=%s: expected true or false", key, value);
+        int b = bool_word(v);
+        if (b < 0)
+            return tempo_usage(err, "--set %s=%s: expected true or false", key, value);
+        *(int *)(void *)p = b;
         return 0;
     }
     errno = 0;

@@ -121,7 +121,7 @@ int gemm_config_set_bf16(gemm_config *cfg, int on, tempo_error *err)
         cfg->bf16 = on != 0;
         /* twice as deep a slice in the same bytes: half the passes over C per product
          * (1024^3 on one Zen 4 thread: 149 -> 183 GFLOP/s) */
-        cfg->kc = cfg->bf16 ? (2 * cfg->kc_fp32 > 1024 ? 1024 : 2 * cfg->kc_fp32) : cfg->kc_fp32;
+        cfg->kc = cfg->bf16 ? min_int(2 * cfg->kc_fp32, 1024) : cfg->kc_fp32;
     }
     return 0;
 }

@@ -12,9 +12,10 @@
  *   A panel: word[p * GEMM_MR + i] = (op(A)(i, 2p), op(A)(i, 2p + 1))
  *   B panel: word[p * GEMM_NR + j] = (op(B)(2p, j), op(B)(2p + 1, j))
  * Per pair row: one load of the B row (16 words), and per row one vdpbf16ps
- * whose memory operand is the A word, broadcast by the load ({1to16}). Each element is summed from 0 over
- * the pair rows in order. Compiled for AVX-512F+BF16 by the target
- * attribute only, called only after cpuid said so. */
+ * whose memory operand is the A word, broadcast by the load ({1to16}). Each
+ * element is summed from 0 over the pair rows in order. Compiled for
+ * AVX-512F+BF16 by the target attribute only, called only after cpuid said
+ * so. */
 #include "kernels/cpu/gemm_kernel.h"
 
 #include <immintrin.h>
