@@ -264,10 +264,11 @@ int bench_gemm_measure(gemm_context *ctx, const bench_gemm_shape *s, int threads
     if (bench_gemm_time(run_tempo, ctx, s, threads, min_seconds, r, err))
         return -1;
     r->threads_used = gemm_split(&ctx->cfg, s->M, s->N, s->K, threads, &r->owns_b);
+    r->bf16 = ctx->cfg.bf16;
     return 0;
 }
 
-int bench_gemm_measure_replicas(const bench_gemm_shape *s, int threads, double min_seconds,
+int bench_gemm_measure_replicas(const bench_gemm_shape *s, int threads, int bf16, double min_seconds,
                                 bench_gemm_result *r, tempo_error *err)
 {
     memset(r, 0, sizeof *r);
@@ -279,11 +280,17 @@ int bench_gemm_measure_replicas(const bench_gemm_shape *s, int threads, double m
         free(ctx); free(ctxs);
         return tempo_fail(err, "gemm replicas: out of memory");
     }
+    int rc = 0;
     for (int t = 0; t < threads; t++) {
         gemm_context_init(&ctx[t]);
         ctxs[t] = &ctx[t];
+        if (!rc)
+            rc = gemm_config_set_bf16(&ctx[t].cfg, bf16, err);
     }
-    int rc = bench_gemm_time_replicas(run_tempo, ctxs, s, threads, min_seconds, r, err);
+    if (!rc)
+        rc = bench_gemm_time_replicas(run_tempo, ctxs, s, threads, min_seconds, r, err);
+    if (!rc)
+        r->bf16 = bf16 != 0;
     for (int t = 0; t < threads; t++)
         gemm_context_free(&ctx[t]);
     free(ctx); free(ctxs);
@@ -308,6 +315,7 @@ void bench_gemm_json(jsonw *w, const bench_gemm_shape *s, int threads, const ben
     jsonw_field_string(w, "shape", shape);
     jsonw_field_string(w, "op", s->op);
     jsonw_field_int(w, "threads", threads);
+    jsonw_field_string(w, "precision", r->bf16 ? "bf16" : "fp32");
     if (r->threads_used > 0) {
         jsonw_field_int(w, "threads_used", r->threads_used);
         jsonw_field_string(w, "split", r->threads_used == 1 ? "one thread"
@@ -384,6 +392,7 @@ void bench_gemm_summary_json(jsonw *w, const bench_gemm_summary *sum, const char
     jsonw_field_bool(w, "summary", 1);
     jsonw_field_int(w, "shapes", sum->n_shapes);
     jsonw_field_string(w, "path", path);
+    jsonw_field_string(w, "precision", sum->bf16 ? "bf16" : "fp32");
     jsonw_key(w, "threads");
     jsonw_object_begin(w);
     for (int t = 0; t < sum->n_threads; t++) {

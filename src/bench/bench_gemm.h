@@ -51,6 +51,8 @@ typedef struct {
     int threads_used;         /* tempo's GEMM (bench_gemm_measure): the threads it split the
                                  product among (gemm_split); 0 when unknown (another library) */
     int owns_b;               /* ... and whether each owned a column chunk and its part of B */
+    int bf16;                 /* tempo's GEMM in its bf16 mode (gemm_config.bf16): operands rounded to
+                                 bf16, fp32 sums; 0: fp32 (and any other library's sgemm) */
 } bench_gemm_result;
 
 /* One product C = op(A) op(B) (beta 0) of shape s by some implementation;
@@ -74,8 +76,9 @@ int bench_gemm_time(bench_gemm_fn fn, void *ctx, const bench_gemm_shape *s, int 
 #define BENCH_GEMM_REPLICAS_MAX 4096
 int bench_gemm_time_replicas(bench_gemm_fn fn, void *const *ctxs, const bench_gemm_shape *per_thread,
                              int threads, double min_seconds, bench_gemm_result *r, tempo_error *err);
-/* bench_gemm_time_replicas of tempo's GEMM, a gemm_context per thread. */
-int bench_gemm_measure_replicas(const bench_gemm_shape *per_thread, int threads, double min_seconds,
+/* bench_gemm_time_replicas of tempo's GEMM, a gemm_context per thread, in
+ * the bf16 mode when bf16 is set (-1 with err where the CPU has none). */
+int bench_gemm_measure_replicas(const bench_gemm_shape *per_thread, int threads, int bf16, double min_seconds,
                                 bench_gemm_result *r, tempo_error *err);
 
 /* A shape measured the way training runs it (threads > 1): the per-thread
@@ -89,13 +92,15 @@ typedef struct {
 } bench_gemm_as_trained;
 
 /* bench_gemm_time of gemm_f32_ctx(ctx, ...): the path a hot caller uses
- * (config and packing workspace held, so no per-call query or allocation). */
+ * (config and packing workspace held, so no per-call query or allocation),
+ * in the mode ctx->cfg is set to (r->bf16 says which). */
 int bench_gemm_measure(gemm_context *ctx, const bench_gemm_shape *s, int threads,
                        double min_seconds, bench_gemm_result *r, tempo_error *err);
 
 /* {"kernel":"gemm","shape":"MxNxK ta tb","op":...,"threads":t,"gflops":...,
  *  "peak_gflops":...,"efficiency":...,"path":...,"other_load_cores":...,
- *  "contended":...} as one value into w; when r->threads_used > 0 also
+ *  "contended":...} as one value into w, "precision" ("fp32" or "bf16": r->bf16)
+ *  after "threads"; when r->threads_used > 0 also
  *  "threads_used" and "split" ("one thread", "shared B" or "owned columns"). peak_gflops (the hardware
  * profile's) <= 0 leaves efficiency null. peak_now_gflops > 0 (an FMA peak
  * measured in the same run: the host's other tenants can lower it) adds
@@ -126,6 +131,7 @@ typedef struct {
     double at_flops[BENCH_GEMM_MAX_THREADS], at_seconds[BENCH_GEMM_MAX_THREADS];
     double at_peer_seconds[BENCH_GEMM_MAX_THREADS];
     int n_shapes;                                  /* distinct shapes added */
+    int bf16;                                      /* tempo's products were bf16 ("precision") */
     int contended;                                 /* any measurement was */
 } bench_gemm_summary;
 
@@ -137,7 +143,7 @@ void bench_gemm_summary_add(bench_gemm_summary *sum, int t, const bench_gemm_sha
  * same FLOPs as s at the speed measured (its peer's best way, when it has one). */
 void bench_gemm_summary_add_trained(bench_gemm_summary *sum, int t, const bench_gemm_shape *s,
                                     const bench_gemm_as_trained *at);
-/* {"kernel":"gemm","summary":true,"shapes":n,"path":...,"threads":{"<t>":
+/* {"kernel":"gemm","summary":true,"shapes":n,"path":...,"precision":...,"threads":{"<t>":
  *  {"gflops","peak_gflops","efficiency" (null when the peak is unknown),
  *  "peak_now_gflops", with a peer "openblas_gflops","ratio"; where measured
  *  "as_trained": {"gflops","efficiency", with a peer "openblas_gflops",

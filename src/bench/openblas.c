@@ -72,13 +72,13 @@ int bench_openblas_compare(gemm_context *ctx, bench_openblas *ob, const bench_ge
     return rc;
 }
 
-int bench_openblas_compare_trained(bench_openblas *ob, const bench_gemm_shape *s, int threads,
+int bench_openblas_compare_trained(bench_openblas *ob, const bench_gemm_shape *s, int threads, int bf16,
                                    double min_seconds, const bench_gemm_result *whole,
                                    bench_gemm_as_trained *at, tempo_error *err)
 {
     memset(at, 0, sizeof *at);
     at->per_thread = bench_gemm_per_thread(s, threads);
-    if (bench_gemm_measure_replicas(&at->per_thread, threads, min_seconds, &at->r, err))
+    if (bench_gemm_measure_replicas(&at->per_thread, threads, bf16, min_seconds, &at->r, err))
         return -1;
     if (whole && whole->gflops > 0) {
         at->peer_gflops = whole->gflops;

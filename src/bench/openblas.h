@@ -35,11 +35,11 @@ int bench_openblas_compare(gemm_context *ctx, bench_openblas *ob, const bench_ge
 
 /* Shape s as training runs it at threads > 1 (bench_gemm_as_trained): tempo's
  * GEMM with a product a thread (bench_gemm_measure_replicas of
- * bench_gemm_per_thread), then, when ob is open and can be held to one
+ * bench_gemm_per_thread; in its bf16 mode when bf16 is set), then, when ob is open and can be held to one
  * thread a call, OpenBLAS the same way; the peer's figure is the better of
  * that and `whole` (OpenBLAS's own threading of s, measured before; NULL or
  * 0 GFLOP/s: none). Pauses as bench_openblas_compare. */
-int bench_openblas_compare_trained(bench_openblas *ob, const bench_gemm_shape *s, int threads,
+int bench_openblas_compare_trained(bench_openblas *ob, const bench_gemm_shape *s, int threads, int bf16,
                                    double min_seconds, const bench_gemm_result *whole,
                                    bench_gemm_as_trained *at, tempo_error *err);
 

@@ -3,7 +3,7 @@
  *
  *   tempo bench peak [--out FILE] [--seconds S]
  *   tempo bench kernels [--kernel gemm] [--presets LIST | --shape MxNxK[:ta:tb]]
- *                       [--threads LIST] [--seconds S]
+ *                       [--threads LIST] [--seconds S] [--precision fp32|bf16|auto]
  *   tempo bench train [--preset NAME] [...]  (cmd_bench_train.c)
  *   tempo bench infer --model RUN_DIR [...]   (cmd_bench_infer.c)
  */
@@ -25,7 +25,7 @@ static void bench_usage(FILE *f)
             "usage: tempo bench peak [--out FILE] [--seconds S]\n"
             "       tempo bench kernels [--kernel gemm|ops|all] [--presets A,B,...] [--vocab N]\n"
             "                           [--shape MxNxK[:ta:tb]] [--threads 1,2] [--seconds S]\n"
-            "                           [--no-openblas]\n"
+            "                           [--no-openblas] [--precision fp32|bf16|auto]\n"
             "  peak     fp32 FMA peak and triad memory bandwidth at 1 and all threads (and\n"
             "           on AVX-512 BF16 the bf16 dot product's peak, peak_bf16_gflops: what\n"
             "           MFU is against with bf16_products=1);\n"
@@ -50,6 +50,11 @@ static void bench_usage(FILE *f)
             "           --threads: counts to run (default 1 and all); --seconds: per case\n"
             "           (default 0.3, best repetition kept). When libopenblas is installed,\n"
             "           each line also has cblas_sgemm's figure and the ratio tempo/openblas.\n"
+            "           --precision: the GEMM's products (default fp32; bf16: its bf16 mode,\n"
+            "           as training runs with bf16_products, efficiency against the profile's\n"
+            "           bf16 peak, refused where the CPU has no AVX-512 BF16; auto: bf16 where\n"
+            "           the CPU has it). OpenBLAS (Debian's build has no bf16 GEMM) stays\n"
+            "           cblas_sgemm, fp32: its ratio is then the bf16 mode against fp32.\n"
             "       tempo bench peak|train --device cuda [...]\n"
             "  the GPU's ceilings and training step; see tempo bench train --device cuda --help\n"
             "       tempo bench train [--preset NAME] [--threads 1,2] [--vs-torch] [...]\n"
@@ -129,6 +134,7 @@ typedef struct {
     int vocab;
     int threads[BENCH_GEMM_MAX_THREADS], n_threads;
     int run_gemm, run_ops, use_openblas;
+    int bf16;              /* --precision: the GEMM's bf16 mode */
     int have_shape;
     bench_gemm_shape one;  /* --shape */
 } kernels_args;
@@ -136,7 +142,7 @@ typedef struct {
 /* -1: go on; else the exit code (0 after --help). */
 static int kernels_parse(int argc, char **argv, kernels_args *k)
 {
-    const char *kernel = "all", *shape = NULL, *threads = NULL;
+    const char *kernel = "all", *shape = NULL, *threads = NULL, *precision = "fp32";
     int no_openblas = 0;
     memset(k, 0, sizeof *k);
     k->presets = "cpu-default,cpu-d256,cpu-d512";
@@ -150,6 +156,7 @@ static int kernels_parse(int argc, char **argv, kernels_args *k)
         CLI_F_STRING("--threads", &threads),
         CLI_F_REAL("--seconds", &k->seconds, 0, 1e6, 1),
         CLI_F_SWITCH("--no-openblas", &no_openblas),
+        CLI_F_CHOICE("--precision", &precision, "fp32|bf16|auto"),
     };
     int help, bad = cli_parse_flags("bench kernels", argc, argv, flags, (int)(sizeof flags / sizeof flags[0]), &help);
     if (bad) return bad;
@@ -168,6 +175,16 @@ static int kernels_parse(int argc, char **argv, kernels_args *k)
         return cli_usage_error("bench kernels: --shape is a GEMM shape; use --kernel gemm");
     if (k->n_threads == 0)
         k->n_threads = cli_default_thread_list(k->threads);
+    if (strcmp(precision, "fp32")) {
+        gemm_config cfg;
+        gemm_config_init(&cfg);
+        if (!strcmp(precision, "auto"))
+            k->bf16 = cfg.can_bf16;
+        else if (gemm_config_set_bf16(&cfg, 1, &err))
+            return cli_usage_error("bench kernels: --precision bf16: %s", err.msg);
+        else
+            k->bf16 = 1;
+    }
     return -1;
 }
 
@@ -231,24 +248,31 @@ static int kernels_gemm(const kernels_args *k, const kernels_job *job, const hw_
     tempo_error_clear(&err);
     gemm_context ctx;
     gemm_context_init(&ctx);
+    if (gemm_config_set_bf16(&ctx.cfg, k->bf16, &err)) {   /* kernels_parse checked it can */
+        gemm_context_free(&ctx);
+        return cli_report(&err);
+    }
     const char *path = cpu_kernel_path_name(ctx.cfg.path);
-    fprintf(stderr, "bench kernels: gemm, %s kernel, kc %d mc %d nc %d%s, %d shapes\n", path,
-            ctx.cfg.kc, ctx.cfg.mc, ctx.cfg.nc,
+    fprintf(stderr, "bench kernels: gemm, %s kernel, %s products, kc %d mc %d nc %d%s, %d shapes\n", path,
+            k->bf16 ? "bf16" : "fp32", ctx.cfg.kc, ctx.cfg.mc, ctx.cfg.nc,
             ctx.cfg.direct_a ? ", A read in place where its rows spread" : "", job->n_shapes);
     /* The FMA peak now, per thread count: other tenants of the host can
      * lower it below the profile's, which the efficiency_now figures show. */
     bench_gemm_summary sum;
     memset(&sum, 0, sizeof sum);
     sum.n_threads = k->n_threads;
+    sum.bf16 = k->bf16;
     for (int t = 0; t < k->n_threads; t++) {
         sum.threads[t] = k->threads[t];
-        sum.peak_gflops[t] = prof ? hw_profile_peak_gflops(prof, k->threads[t]) : 0;
-        sum.peak_now_gflops[t] = peak_fma_gflops(ctx.cfg.path, k->threads[t], 0.3);
+        sum.peak_gflops[t] = prof ? hw_profile_matrix_gflops(prof, k->threads[t], k->bf16) : 0;
+        sum.peak_now_gflops[t] = k->bf16 ? peak_bf16_gflops(k->threads[t], 0.3)
+                                         : peak_fma_gflops(ctx.cfg.path, k->threads[t], 0.3);
     }
     bench_openblas ob;
     int have_ob = k->use_openblas && bench_openblas_open(&ob) == 0;
     if (have_ob)
-        fprintf(stderr, "bench kernels: comparing with OpenBLAS (%s)\n", ob.config);
+        fprintf(stderr, "bench kernels: comparing with OpenBLAS (%s)%s\n", ob.config,
+                k->bf16 ? ", its sgemm in fp32 (no bf16 GEMM in it)" : "");
     else if (k->use_openblas)
         fprintf(stderr, "bench kernels: no libopenblas.so.0 here: no OpenBLAS figures (Debian: apt-get install "
                         "libopenblas0)\n");
@@ -263,7 +287,7 @@ static int kernels_gemm(const kernels_args *k, const kernels_job *job, const hw_
             bench_gemm_as_trained at;   /* more than one thread: also as training runs it */
             int trained = k->threads[t] > 1;
             if (trained && bench_openblas_compare_trained(have_ob ? &ob : NULL, &job->shapes[s], k->threads[t],
-                                                          k->seconds, have_ob ? &rb : NULL, &at, &err)) {
+                                                          k->bf16, k->seconds, have_ob ? &rb : NULL, &at, &err)) {
                 rc = -1;
                 break;
             }

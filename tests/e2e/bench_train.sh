@@ -67,6 +67,26 @@ for l in lines[:-1]:
 s = lines[-1]["threads"]
 assert "as_trained" in s["2"] and "as_trained" not in s["1"] and s["2"]["as_trained"]["gflops"] > 0
 PY
+# --precision: fp32 by default; bf16 where the CPU has AVX-512 BF16 (refused, naming why, where not);
+# auto runs everywhere and says which it took
+"$TEMPO" bench kernels --kernel gemm --shape 64x64x64 --threads 1 --seconds 0.01 --no-openblas >"$OUT" 2>/dev/null \
+    || fail "bench kernels --shape failed"
+grep -q '"precision": *"fp32"' "$OUT" || fail "bench kernels' default lines do not say fp32: $(head -1 "$OUT")"
+if "$TEMPO" bench kernels --kernel gemm --shape 64x64x64 --threads 1,2 --seconds 0.01 --no-openblas \
+    --precision bf16 >"$OUT" 2>"$E2E_TMP/err"; then
+    [ "$(grep -c '"precision": *"bf16"' "$OUT")" = 3 ] || fail "bench kernels --precision bf16: $(cat "$OUT")"
+    want=bf16
+else
+    [ $? = 2 ] && grep -q "precision bf16: .*BF16" "$E2E_TMP/err" \
+        || fail "bench kernels --precision bf16 without BF16 was not refused clearly: $(cat "$E2E_TMP/err")"
+    echo "PART SKIPPED: bench kernels in bf16 (this CPU has no AVX-512 BF16)"
+    want=fp32
+fi
+"$TEMPO" bench kernels --kernel gemm --shape 64x64x64 --threads 1 --seconds 0.01 --no-openblas --precision auto \
+    >"$OUT" 2>/dev/null || fail "bench kernels --precision auto failed"
+grep -q "\"precision\": *\"$want\"" "$OUT" || fail "bench kernels --precision auto did not take $want: $(head -1 "$OUT")"
+expect_error 2 "precision bf16: gemm: bf16 products need AVX-512 BF16" env TEMPO_KERNELS=avx2 "$TEMPO" bench \
+    kernels --kernel gemm --shape 64x64x64 --threads 1 --seconds 0.01 --no-openblas --precision bf16
 # fewer threads than asked for (OMP_THREAD_LIMIT): an error, not a figure for threads that never ran
 expect_error 1 "OpenMP gave 1 of the 2 threads" env OMP_THREAD_LIMIT=1 "$TEMPO" bench kernels --kernel gemm \
     --shape 64x64x64 --threads 2 --seconds 0.01 --no-openblas

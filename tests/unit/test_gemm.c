@@ -833,6 +833,7 @@ static void test_gemm_summary(void)
     strbuf line = {0};
     jsonw w;
     jsonw_init(&w, &line);
+    sum.bf16 = 1;   /* the products' precision is the caller's to say */
     bench_gemm_summary_json(&w, &sum, "avx2");
     tempo_error err;
     CHECK(jsonw_finish(&w, &err) == 0);
@@ -843,6 +844,7 @@ static void test_gemm_summary(void)
          * OpenBLAS the same in 2 s: 1.5, ratio 2 */
         const json_value *t1 = json_get(json_get(v, "threads"), "1"), *t2 = json_get(json_get(v, "threads"), "2");
         CHECK(json_get_number(v, "shapes", 0) == 2 && json_get(v, "contended")->boolean == 1);
+        CHECK(strcmp(json_get_string(v, "precision"), "bf16") == 0);
         CHECK(t1 && json_get_number(t1, "gflops", 0) == 3 && json_get_number(t1, "efficiency", 0) == 1);
         CHECK(t1 && json_get_number(t1, "openblas_gflops", 0) == 1.5 && json_get_number(t1, "ratio", 0) == 2);
         CHECK(t2 && json_get(t2, "efficiency")->type == JSON_NULL && json_get(t2, "ratio") == NULL);
@@ -924,9 +926,34 @@ static void test_bench_helpers(void)
     }
     CHECK(bench_gemm_parse_shape("20x30x40:1:1", &sh, &err) == 0 && sh.batch_dim == 0);
     bench_gemm_result rr;
-    CHECK(bench_gemm_measure_replicas(&sh, 2, 0.001, &rr, &err) == 0);
+    CHECK(bench_gemm_measure_replicas(&sh, 2, 0, 0.001, &rr, &err) == 0);
     CHECK(rr.gflops > 0 && rr.best_s > 0 && rr.reps >= 3 && rr.threads_used == 1);
-    CHECK(bench_gemm_measure_replicas(&sh, 0, 0.001, &rr, &err) == -1 && rr.gflops == 0);
+    CHECK(bench_gemm_measure_replicas(&sh, 0, 0, 0.001, &rr, &err) == -1 && rr.gflops == 0);
+    CHECK(rr.bf16 == 0);
+    {
+        /* the bf16 mode: measured and said where the CPU has it, refused with the reason where not */
+        gemm_context bc;
+        gemm_context_init(&bc);
+        bench_gemm_result rb;
+        if (bc.cfg.can_bf16) {
+            CHECK(gemm_config_set_bf16(&bc.cfg, 1, &err) == 0);
+            CHECK(bench_gemm_measure(&bc, &sh, 1, 0.001, &rb, &err) == 0 && rb.bf16 == 1 && rb.gflops > 0);
+            CHECK(bench_gemm_measure_replicas(&sh, 2, 1, 0.001, &rr, &err) == 0 && rr.bf16 == 1 && rr.gflops > 0);
+            strbuf bl = {0};
+            jsonw bw;
+            jsonw_init(&bw, &bl);
+            bench_gemm_json(&bw, &sh, 1, &rb, 100, 0, "avx512", NULL, NULL);
+            json_value *bv = NULL;
+            CHECK(jsonw_finish(&bw, &err) == 0 && json_parse(bl.data, bl.len, &bv, &err) == 0);
+            CHECK(bv && strcmp(json_get_string(bv, "precision"), "bf16") == 0);
+            json_free(bv);
+            strbuf_free(&bl);
+        } else {
+            printf("  (no AVX-512 BF16 here: only the bf16 mode's refusal checked)\n");
+            CHECK(bench_gemm_measure_replicas(&sh, 2, 1, 0.001, &rr, &err) == -1 && strstr(err.msg, "BF16"));
+        }
+        gemm_context_free(&bc);
+    }
 
     gemm_context ctx;
     gemm_context_init(&ctx);
@@ -949,6 +976,7 @@ static void test_bench_helpers(void)
     CHECK(json_get_number(v, "peak_now_gflops", 0) == 50 && json_get_number(v, "efficiency_now", 0) > 0);
     CHECK(json_get_number(v, "openblas_gflops", 0) == 2 && json_get_number(v, "ratio", 0) > 0);
     CHECK(json_get_number(v, "other_load_cores", 0) >= 0.5);
+    CHECK(strcmp(json_get_string(v, "precision"), "fp32") == 0);
     /* tempo's product says how it split: one thread here (1 available) */
     CHECK(json_get_number(v, "threads_used", 0) == 1 && strcmp(json_get_string(v, "split"), "one thread") == 0);
     json_free(v);
