@@ -1,6 +1,7 @@
 /* block.c - forward and backward of the attention and MLP halves of a layer
  * (see block.h): RMSNorm, the projections by gemm_f32 (y = x W^T, weights
- * [out, in]), QK-norm, RoPE, attention, activations; residual adds are fused
+ * [out, in]), QK-norm, RoPE, attention (its tile products in bf16 where the
+ * projections run the GEMM's bf16 mode), activations; residual adds are fused
  * into the output projection (x_in is copied to x_out by the norm's pass over
  * it, then the projection accumulates into x_out, GEMM beta = 1). */
 #include "model/block.h"
@@ -112,8 +113,10 @@ void model_block_attn_forward(const model_block_dims *d, const model_layer_weigh
                      rope_forward(a->q, B, T, d->H, d->D, 0, d->rope_cos, d->rope_sin));
     OP_PROFILE_TIMED(d->prof, OP_ROPE,
                      rope_forward(a->k, B, T, d->Hkv, d->D, 0, d->rope_cos, d->rope_sin));
+    /* attention's tile products in bf16 where the projections' are (the model's bf16_products) */
     OP_PROFILE_TIMED(d->prof, OP_ATTN_FWD,
-                     attention_forward(a->att, a->lse, a->q, a->k, a->v, B, T, d->H, d->Hkv, d->D));
+                     (d->gemm[0].cfg.bf16 ? attention_forward_bf16 : attention_forward)(
+                         a->att, a->lse, a->q, a->k, a->v, B, T, d->H, d->Hkv, d->D));
     linear(d, x_out, a->att, w->wo, N, HD, C, 1.0f); /* x_out = x_in (copied above) + ... */
 }
 
@@ -143,8 +146,9 @@ void model_block_attn_backward(const model_block_dims *d, const model_layer_weig
     lin_grad go = {dx, w->wo, g->wo, C};
     linear_backward(d, s->d_att, 0, a->att, N, HD, &go, 1);
     OP_PROFILE_TIMED(d->prof, OP_ATTN_BWD,
-                     attention_backward(s->dq, s->dk, s->dv, s->d_att, a->q, a->k, a->v, a->att, a->lse, B, T,
-                       d->H, d->Hkv, d->D));
+                     (d->gemm[0].cfg.bf16 ? attention_backward_bf16 : attention_backward)(
+                         s->dq, s->dk, s->dv, s->d_att, a->q, a->k, a->v, a->att, a->lse, B, T, d->H, d->Hkv,
+                         d->D));
     OP_PROFILE_TIMED(d->prof, OP_ROPE,
                      rope_backward(s->dq, B, T, d->H, d->D, 0, d->rope_cos, d->rope_sin));
     OP_PROFILE_TIMED(d->prof, OP_ROPE,

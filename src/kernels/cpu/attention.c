@@ -270,6 +270,182 @@ static void head_backward_tiled(const att_kernels *kern, float *dq, float *dk, f
     }
 }
 
+/* ---------------- the bf16 mode's tiled head kernels ---------------- */
+
+/* The loops above with every tile product on pair words (attention_kernel.h,
+ * attention_bf16.c): q, k, v, dout and the probability and score-gradient
+ * tiles rounded to bf16 as each product needs them, paired along its depth;
+ * the softmax passes, the running max and sum, lse and every accumulator in
+ * fp32. A key tile's K and V are converted at each visit (no workspace: a
+ * query tile's products are 2 x 64 x 32 x D multiply-adds against 2 x 64 x D
+ * conversions). Where a product's depth starts or ends on an odd index, the
+ * pair's other half is a term the causal mask makes zero (a hidden
+ * probability or score gradient) or a padding zero, so no term is added that
+ * the fp32 loops skip with a nonzero value. D even and at most
+ * ATT_BF16_MAX_D (the stack buffers); att_head_bf16_ok says when. */
+#define ATT_BF16_MAX_D 128
+
+static int att_head_bf16_ok(int Tq, int D)
+{
+    return D % 2 == 0 && D <= ATT_BF16_MAX_D && Tq > ATT_ROWS_MAX_Q;
+}
+
+/* st [nk x nq] = K rows kr [nk x Dp words] by the query pairs qtp [Dp x
+ * ATT_BQ words], the diagonal tile's key blocks skipping hidden columns. */
+static void scores_bf16(float *st, const uint32_t *kr, const uint32_t *qtp, int nk, int nq, int Dp,
+                        int mr, int diag, int rel)
+{
+    if (!diag) {
+        att_bf16_mm(st, ATT_BQ, kr, Dp, 1, qtp, ATT_BQ, nk, nq, Dp, 0);
+        return;
+    }
+    for (int jj = 0; jj < nk; jj += mr) {
+        int r = min_int(mr, nk - jj);
+        int c0 = (jj + rel > 0 ? jj + rel : 0) & ~7;
+        att_bf16_mm(st + jj * ATT_BQ + c0, ATT_BQ, kr + (size_t)jj * Dp, Dp, 1, qtp + c0, ATT_BQ, r,
+                    nq - c0, Dp, 0);
+    }
+}
+
+/* C [nq x D] (+)= X [nq x nk] B [nk x D], X's key pairs xp [ceil(nk/2) x
+ * ATT_BQ words], B's bp [ceil(nk/2) x D words]; on the diagonal each query
+ * block stops at the pair of the last key it can see. */
+static void queries_bf16(float *c, int cs, const uint32_t *xp, const uint32_t *bp, int nq, int nk, int D,
+                         int mr, int diag, int rel, int accumulate)
+{
+    if (!diag) {
+        att_bf16_mm(c, cs, xp, 1, ATT_BQ, bp, D, nq, D, (nk + 1) / 2, accumulate);
+        return;
+    }
+    for (int ii = 0; ii < nq; ii += mr) {
+        int r = min_int(mr, nq - ii);
+        int kend = min_int(nk, ii + r - rel);
+        if (kend > 0)
+            att_bf16_mm(c + (size_t)ii * cs, cs, xp + ii, 1, ATT_BQ, bp, D, r, D, (kend + 1) / 2, accumulate);
+    }
+}
+
+/* C [nk x D] += Xt [nk x nq] B [nq x D], Xt's rows paired along the queries
+ * xr [nk x ATT_BQ / 2 words], B's query pairs bp [ceil(nq/2) x D words]; on
+ * the diagonal each key block starts at the pair of the first query that can
+ * see it. */
+static void keys_bf16(float *c, int cs, const uint32_t *xr, const uint32_t *bp, int nk, int nq, int D,
+                      int mr, int diag, int rel)
+{
+    const int w = ATT_BQ / 2, kp = (nq + 1) / 2;
+    if (!diag) {
+        att_bf16_mm(c, cs, xr, w, 1, bp, D, nk, D, kp, 1);
+        return;
+    }
+    for (int jj = 0; jj < nk; jj += mr) {
+        int r = min_int(mr, nk - jj);
+        int p0 = (jj + rel > 0 ? jj + rel : 0) / 2;
+        att_bf16_mm(c + (size_t)jj * cs, cs, xr + (size_t)jj * w + p0, w, 1, bp + (size_t)p0 * D, D, r, D,
+                    kp - p0, 1);
+    }
+}
+
+static void head_forward_tiled_bf16(const att_kernels *kern, float *o, float *lse, const float *q,
+                                    const float *k, const float *v, int qs, int ks, int Tq, int Tk,
+                                    int D, float scale)
+{
+    float qt[ATT_BF16_MAX_D * ATT_BQ], st[ATT_BK * ATT_BQ];
+    uint32_t qtp[ATT_BF16_MAX_D / 2 * ATT_BQ], kr[ATT_BK * ATT_BF16_MAX_D / 2];
+    uint32_t vp[ATT_BK / 2 * ATT_BF16_MAX_D], stp[ATT_BK / 2 * ATT_BQ];
+    float m[ATT_BQ], l[ATT_BQ];
+    int off = Tk - Tq, Dp = D / 2;
+    for (int i0 = 0; i0 < Tq; i0 += ATT_BQ) {
+        int nq = min_int(ATT_BQ, Tq - i0), qpos0 = off + i0;
+        float *ot = o + (size_t)i0 * qs;
+        pack_transposed(qt, q + (size_t)i0 * qs, qs, nq, D, scale);
+        att_bf16_pairs(qtp, ATT_BQ, qt, ATT_BQ, D, nq);
+        prefetch_rows(q, qs, i0 + nq, min_int(Tq, i0 + nq + ATT_BQ), D);
+        for (int ii = 0; ii < nq; ii++) {
+            m[ii] = -INFINITY;
+            l[ii] = 0;
+        }
+        int kend = qpos0 + nq;
+        for (int j0 = 0; j0 < kend; j0 += ATT_BK) {
+            int nk = min_int(ATT_BK, kend - j0), diag = j0 + nk - 1 > qpos0, rel = j0 - qpos0;
+            att_bf16_rows(kr, Dp, k + (size_t)j0 * ks, ks, nk, D);
+            att_bf16_pairs(vp, D, v + (size_t)j0 * ks, ks, nk, D);
+            scores_bf16(st, kr, qtp, nk, nq, Dp, kern->mr, diag, rel);
+            if (diag)
+                mask_tile(st, NULL, nk, nq, j0, qpos0);
+            float mnew[ATT_BQ];
+            memcpy(mnew, m, sizeof(float) * (size_t)nq);
+            for (int jj = 0; jj < nk; jj++)
+                for (int ii = 0; ii < nq; ii++)
+                    mnew[ii] = st[jj * ATT_BQ + ii] > mnew[ii] ? st[jj * ATT_BQ + ii] : mnew[ii];
+            if (j0 > 0)
+                for (int ii = 0; ii < nq; ii++) {
+                    float corr = expf(m[ii] - mnew[ii]);
+                    l[ii] *= corr;
+                    if (corr != 1.0f)
+                        vec_scale(ot + (size_t)ii * qs, corr, D);
+                }
+            memcpy(m, mnew, sizeof(float) * (size_t)nq);
+            kern->exp_cols(st, ATT_BQ, nk, nq, m, l);
+            att_bf16_pairs(stp, ATT_BQ, st, ATT_BQ, nk, nq);
+            queries_bf16(ot, qs, stp, vp, nq, nk, D, kern->mr, diag, rel, j0 > 0);
+        }
+        for (int ii = 0; ii < nq; ii++) {
+            vec_scale(ot + (size_t)ii * qs, 1.0f / l[ii], D);
+            lse[i0 + ii] = m[ii] + logf(l[ii]);
+        }
+    }
+}
+
+static void head_backward_tiled_bf16(const att_kernels *kern, float *dq, float *dk, float *dv,
+                                     const float *dout, const float *q, const float *k, const float *v,
+                                     const float *o, const float *lse, int qs, int ks, int Tq, int Tk,
+                                     int D, float scale)
+{
+    float qt[ATT_BF16_MAX_D * ATT_BQ], dot[ATT_BF16_MAX_D * ATT_BQ];
+    float st[ATT_BK * ATT_BQ], dpt[ATT_BK * ATT_BQ], delta[ATT_BQ];
+    uint32_t qtp[ATT_BF16_MAX_D / 2 * ATT_BQ], dotp[ATT_BF16_MAX_D / 2 * ATT_BQ];
+    uint32_t qp[ATT_BQ / 2 * ATT_BF16_MAX_D], dop[ATT_BQ / 2 * ATT_BF16_MAX_D];
+    uint32_t kr[ATT_BK * ATT_BF16_MAX_D / 2], vr[ATT_BK * ATT_BF16_MAX_D / 2];
+    uint32_t kp[ATT_BK / 2 * ATT_BF16_MAX_D];
+    uint32_t sr[ATT_BK * ATT_BQ / 2], dsr[ATT_BK * ATT_BQ / 2], dsp[ATT_BK / 2 * ATT_BQ];
+    int off = Tk - Tq, Dp = D / 2, mr = kern->mr;
+    for (int i0 = 0; i0 < Tq; i0 += ATT_BQ) {
+        int nq = min_int(ATT_BQ, Tq - i0), qpos0 = off + i0;
+        size_t r0 = (size_t)i0 * qs;
+        pack_transposed(qt, q + r0, qs, nq, D, scale);
+        pack_transposed(dot, dout + r0, qs, nq, D, 1.0f);
+        att_bf16_pairs(qtp, ATT_BQ, qt, ATT_BQ, D, nq);
+        att_bf16_pairs(dotp, ATT_BQ, dot, ATT_BQ, D, nq);
+        att_bf16_pairs(qp, D, q + r0, qs, nq, D);
+        att_bf16_pairs(dop, D, dout + r0, qs, nq, D);
+        int next0 = i0 + nq, next1 = min_int(Tq, i0 + nq + ATT_BQ);
+        prefetch_rows(q, qs, next0, next1, D);
+        prefetch_rows(dout, qs, next0, next1, D);
+        prefetch_rows(o, qs, next0, next1, D);
+        for (int ii = 0; ii < nq; ii++)
+            delta[ii] = vec_dot(dout + r0 + (size_t)ii * qs, o + r0 + (size_t)ii * qs, D);
+        int kend = qpos0 + nq;
+        for (int j0 = 0; j0 < kend; j0 += ATT_BK) {
+            int nk = min_int(ATT_BK, kend - j0), rel = j0 - qpos0, diag = j0 + nk - 1 > qpos0;
+            size_t rk = (size_t)j0 * ks;
+            att_bf16_rows(kr, Dp, k + rk, ks, nk, D);
+            att_bf16_rows(vr, Dp, v + rk, ks, nk, D);
+            att_bf16_pairs(kp, D, k + rk, ks, nk, D);
+            scores_bf16(st, kr, qtp, nk, nq, Dp, mr, diag, rel);    /* S^T = K Qt */
+            scores_bf16(dpt, vr, dotp, nk, nq, Dp, mr, diag, rel);  /* dP^T = V dOt */
+            if (diag)
+                mask_tile(st, dpt, nk, nq, j0, qpos0);
+            kern->softmax_grad(st, dpt, ATT_BQ, nk, nq, lse + i0, delta, scale);
+            att_bf16_rows(sr, ATT_BQ / 2, st, ATT_BQ, nk, nq);
+            att_bf16_rows(dsr, ATT_BQ / 2, dpt, ATT_BQ, nk, nq);
+            att_bf16_pairs(dsp, ATT_BQ, dpt, ATT_BQ, nk, nq);
+            keys_bf16(dv + rk, ks, sr, dop, nk, nq, D, mr, diag, rel);              /* dV += P^T dO */
+            keys_bf16(dk + rk, ks, dsr, qp, nk, nq, D, mr, diag, rel);             /* dK += dS^T Q */
+            queries_bf16(dq + r0, qs, dsp, kp, nq, nk, D, mr, diag, rel, 1);       /* dQ += dS K */
+        }
+    }
+}
+
 /* ---------------- row kernels (head dims above ATT_MAX_D) ---------------- */
 
 static void head_forward_rows(float *o, float *lse, const float *q, const float *k,
@@ -370,6 +546,7 @@ void attention_head_backward(float *dq, float *dk, float *dv, const float *dout,
 /* One call's tensors and shapes, shared by its (batch, head) units. */
 typedef struct {
     const att_kernels *kern;
+    int bf16;          /* the tiled heads' products on pair words (att_head_bf16_ok) */
     float *o, *lse, *dq, *dk, *dv;
     const float *q, *k, *v, *dout, *o_in, *lse_in;  /* o_in, lse_in: the forward's, for the backward */
     int T, H, Hkv, D, group;
@@ -390,8 +567,12 @@ static void forward_unit(const att_call *a, int u)
     int b = u / a->H, h = u % a->H, T = a->T;
     size_t qoff = (size_t)b * T * a->qs + (size_t)h * a->D;
     size_t koff = (size_t)b * T * a->ks + (size_t)(h / a->group) * a->D;
-    head_forward_with(a->kern, a->o + qoff, a->lse + ((size_t)b * a->H + h) * T, a->q + qoff,
-                      a->k + koff, a->v + koff, (int)a->qs, (int)a->ks, T, T, a->D, a->scale);
+    if (a->bf16)
+        head_forward_tiled_bf16(a->kern, a->o + qoff, a->lse + ((size_t)b * a->H + h) * T, a->q + qoff,
+                                a->k + koff, a->v + koff, (int)a->qs, (int)a->ks, T, T, a->D, a->scale);
+    else
+        head_forward_with(a->kern, a->o + qoff, a->lse + ((size_t)b * a->H + h) * T, a->q + qoff,
+                          a->k + koff, a->v + koff, (int)a->qs, (int)a->ks, T, T, a->D, a->scale);
 }
 
 /* Zeroes T rows of D values at the given stride. */
@@ -412,10 +593,10 @@ static void backward_unit(const att_call *a, int u)
     for (int h = g * a->group; h < (g + 1) * a->group; h++) {
         size_t qoff = (size_t)b * T * a->qs + (size_t)h * a->D;
         zero_rows(a->dq + qoff, T, a->qs, a->D);
-        head_backward_with(a->kern, a->dq + qoff, a->dk + koff, a->dv + koff, a->dout + qoff,
-                           a->q + qoff, a->k + koff, a->v + koff, a->o_in + qoff,
-                           a->lse_in + ((size_t)b * a->H + h) * T, (int)a->qs, (int)a->ks, T, T, a->D,
-                           a->scale);
+        (a->bf16 ? head_backward_tiled_bf16 : head_backward_with)(
+            a->kern, a->dq + qoff, a->dk + koff, a->dv + koff, a->dout + qoff, a->q + qoff, a->k + koff,
+            a->v + koff, a->o_in + qoff, a->lse_in + ((size_t)b * a->H + h) * T, (int)a->qs, (int)a->ks, T, T,
+            a->D, a->scale);
     }
 }
 
@@ -435,12 +616,37 @@ static void run_units(const att_call *a, int units, void (*unit)(const att_call 
         unit(a, u);
 }
 
-void attention_forward(float *o, float *lse, const float *q, const float *k,
-                       const float *v, int B, int T, int H, int Hkv, int D)
+/* The bf16 loops where asked for and possible: this CPU and path have
+ * AVX-512 BF16 and the heads suit them. */
+static int call_bf16(int bf16, int T, int D)
+{
+    return bf16 && att_head_bf16_ok(T, D) && kernel_path_bf16_now();
+}
+
+static void forward_call(float *o, float *lse, const float *q, const float *k, const float *v, int B, int T,
+                         int H, int Hkv, int D, int bf16)
 {
     att_call a = att_call_init(T, H, Hkv, D);
     a.o = o, a.lse = lse, a.q = q, a.k = k, a.v = v;
+    a.bf16 = call_bf16(bf16, T, D);
     run_units(&a, B * H, forward_unit);
+}
+
+static void backward_call(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                          const float *v, const float *o, const float *lse, int B, int T, int H, int Hkv,
+                          int D, int bf16)
+{
+    att_call a = att_call_init(T, H, Hkv, D);
+    a.dq = dq, a.dk = dk, a.dv = dv, a.dout = dout, a.q = q, a.k = k, a.v = v, a.o_in = o;
+    a.lse_in = lse;
+    a.bf16 = call_bf16(bf16, T, D);
+    run_units(&a, B * Hkv, backward_unit);
+}
+
+void attention_forward(float *o, float *lse, const float *q, const float *k,
+                       const float *v, int B, int T, int H, int Hkv, int D)
+{
+    forward_call(o, lse, q, k, v, B, T, H, Hkv, D, 0);
 }
 
 void attention_backward(float *dq, float *dk, float *dv, const float *dout,
@@ -448,10 +654,25 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout,
                         const float *o, const float *lse, int B, int T, int H,
                         int Hkv, int D)
 {
-    att_call a = att_call_init(T, H, Hkv, D);
-    a.dq = dq, a.dk = dk, a.dv = dv, a.dout = dout, a.q = q, a.k = k, a.v = v, a.o_in = o;
-    a.lse_in = lse;
-    run_units(&a, B * Hkv, backward_unit);
+    backward_call(dq, dk, dv, dout, q, k, v, o, lse, B, T, H, Hkv, D, 0);
+}
+
+int attention_bf16_runs(int T, int D)
+{
+    return call_bf16(1, T, D);
+}
+
+void attention_forward_bf16(float *o, float *lse, const float *q, const float *k, const float *v, int B,
+                            int T, int H, int Hkv, int D)
+{
+    forward_call(o, lse, q, k, v, B, T, H, Hkv, D, 1);
+}
+
+void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                             const float *k, const float *v, const float *o, const float *lse, int B,
+                             int T, int H, int Hkv, int D)
+{
+    backward_call(dq, dk, dv, dout, q, k, v, o, lse, B, T, H, Hkv, D, 1);
 }
 
 void attention_forward_ref(float *o, float *lse, const float *q, const float *k,

@@ -50,6 +50,21 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout,
                         const float *o, const float *lse, int B, int T, int H,
                         int Hkv, int D);
 
+/* The same contracts with the tile products in bf16, as the GEMM's bf16 mode
+ * (gemm.h): q, k, v, dout and each tile of probabilities and score gradients
+ * rounded to bfloat16 where a product reads them, the products summed in
+ * fp32 by AVX-512 BF16's dot product; the softmax, lse and every sum kept in
+ * fp32. Where attention_bf16_runs(T, D) is 0 (no AVX-512 BF16 on this CPU or
+ * path, an odd head dim or one above 128, or T <= 2) they are
+ * attention_forward and attention_backward, bit for bit. Deterministic and
+ * independent of the thread count, as those. */
+int attention_bf16_runs(int T, int D);
+void attention_forward_bf16(float *o, float *lse, const float *q, const float *k, const float *v, int B,
+                            int T, int H, int Hkv, int D);
+void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                             const float *k, const float *v, const float *o, const float *lse, int B,
+                             int T, int H, int Hkv, int D);
+
 /* Plain single-threaded references of the whole-batch contracts: two passes
  * per query row (max, then exp-sum and weighted sum), no tiling. */
 void attention_forward_ref(float *o, float *lse, const float *q, const float *k,

@@ -11,6 +11,8 @@
 #ifndef TEMPO_ATTENTION_KERNEL_H
 #define TEMPO_ATTENTION_KERNEL_H
 
+#include <stdint.h>
+
 typedef struct {
     /* Rows per register tile of mm: the driver cuts diagonal tiles into blocks
      * of this many rows so that each block's product can skip the terms the
@@ -43,5 +45,22 @@ extern const att_kernels att_kernels_avx512;
 
 /* The table for the current path (kernel_path.h, honours TEMPO_KERNELS). */
 const att_kernels *att_kernels_select(void);
+
+/* The bf16 mode's operations (attention_bf16.c; use only where
+ * kernel_path_bf16_now() says so). A pair word holds two bf16 values of
+ * consecutive k, the even k in its lower half; a value past the end is 0.
+ *   att_bf16_rows:  dst[r * dst_ld + q] = (src[r * src_ld + 2q], src[.. + 2q + 1])
+ *                   for r < rows, q < ceil(n / 2): each row's values paired along it;
+ *   att_bf16_pairs: dst[p * dst_ld + j] = (src[2p * src_ld + j], src[(2p + 1) * src_ld + j])
+ *                   for 2p < rows, j < n: two rows paired value by value;
+ *   att_bf16_mm:    C[m x n] (=, or += when accumulate) sum over p < kp of
+ *                   A(i, p) . B(p, j), A(i, p) = a[i * a_rs + p * a_cs] and
+ *                   B(p, j) = b[p * ldb + j] pair words, "." the pair's two
+ *                   products (exact in fp32) added to the sum, p in increasing
+ *                   order, the sums in fp32. kp >= 1. */
+void att_bf16_rows(uint32_t *dst, long dst_ld, const float *src, long src_ld, int rows, int n);
+void att_bf16_pairs(uint32_t *dst, long dst_ld, const float *src, long src_ld, int rows, int n);
+void att_bf16_mm(float *c, long ldc, const uint32_t *a, long a_rs, long a_cs, const uint32_t *b, long ldb,
+                 int m, int n, int kp, int accumulate);
 
 #endif

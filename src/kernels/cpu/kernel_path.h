@@ -17,6 +17,15 @@ static inline cpu_kernel_path kernel_path_select_now(void)
     return cpu_kernel_path_select(&ci);
 }
 
+/* 1 when AVX-512 BF16's kernels may run now: the avx512 path on a CPU with
+ * BF16 (cpu_kernel_path_bf16, the rule of the GEMM's bf16 mode). */
+static inline int kernel_path_bf16_now(void)
+{
+    cpu_info ci = {0};
+    cpu_info_query_features(&ci);
+    return cpu_kernel_path_bf16(&ci, cpu_kernel_path_select(&ci));
+}
+
 /* 1 when the AVX2 + FMA variants may run now, 0 for the portable C ones. */
 static inline int kernel_path_avx2(void)
 {
