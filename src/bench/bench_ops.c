@@ -28,6 +28,7 @@ typedef struct {
     float *head_w, *head_dw, *losses, *head_scratch;   /* head */
     int32_t *targets;
     float *p, *m2, *v2;                                /* AdamW over V x C */
+    int bf16;                                          /* attention's products in bf16 */
     gemm_context gemm;
     lm_head_workspace ws;
 } op_bufs;
@@ -107,12 +108,13 @@ typedef void (*op_fn)(op_bufs *b);
 
 static void run_attn_fwd(op_bufs *b)
 {
-    attention_forward(b->o, b->lse, b->q, b->k, b->v, b->B, b->T, b->H, b->Hkv, b->D);
+    (b->bf16 ? attention_forward_bf16 : attention_forward)(b->o, b->lse, b->q, b->k, b->v, b->B, b->T, b->H,
+                                                           b->Hkv, b->D);
 }
 static void run_attn_bwd(op_bufs *b)
 {
-    attention_backward(b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->o, b->lse, b->B, b->T,
-                       b->H, b->Hkv, b->D);
+    (b->bf16 ? attention_backward_bf16 : attention_backward)(b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v,
+                                                             b->o, b->lse, b->B, b->T, b->H, b->Hkv, b->D);
 }
 static void run_norm_fwd(op_bufs *b)
 {
@@ -178,7 +180,7 @@ static void time_op(op_bufs *b, op_fn fn, double min_seconds, bench_op_result *r
     r->contended = t.contended;
 }
 
-int bench_ops_run(const run_config *cfg, int threads, double min_seconds, bench_op_emit emit,
+int bench_ops_run(const run_config *cfg, int threads, int bf16, double min_seconds, bench_op_emit emit,
                   void *emit_ctx, tempo_error *err)
 {
     op_bufs b;
@@ -186,6 +188,11 @@ int bench_ops_run(const run_config *cfg, int threads, double min_seconds, bench_
         bufs_free(&b);
         return tempo_fail(err, "bench kernels: out of memory for the %s shapes", cfg->preset);
     }
+    if (gemm_config_set_bf16(&b.gemm.cfg, bf16, err)) {
+        bufs_free(&b);
+        return -1;
+    }
+    b.bf16 = bf16 != 0;
     int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
     double B = b.B, T = b.T, N = b.N, C = b.C, H = b.H, Hkv = b.Hkv, D = b.D, F = b.F, V = b.V;
@@ -216,6 +223,8 @@ int bench_ops_run(const run_config *cfg, int threads, double min_seconds, bench_
         r.kernel = ops[i].name;
         r.flops = ops[i].flops;
         r.bytes = ops[i].bytes;
+        r.bf16 = (ops[i].shape == 0 && b.bf16 && attention_bf16_runs(b.T, b.D)) ||
+                 (ops[i].shape == 4 && b.bf16);
         switch (ops[i].shape) {
         case 0: snprintf(r.shape, sizeof r.shape, "B%d T%d H%d Hkv%d D%d", b.B, b.T, b.H, b.Hkv, b.D); break;
         case 1: snprintf(r.shape, sizeof r.shape, "N%d C%d", b.N, b.C); break;
@@ -243,6 +252,7 @@ void bench_op_json(jsonw *w, const char *preset, int threads, const bench_op_res
     jsonw_field_string(w, "shape", r->shape);
     jsonw_field_string(w, "op", preset);
     jsonw_field_int(w, "threads", threads);
+    jsonw_field_string(w, "precision", r->bf16 ? "bf16" : "fp32");
     jsonw_field_digits(w, "gflops", gflops, 2);
     jsonw_field_digits(w, "peak_gflops", peak_gflops > 0 ? peak_gflops : NAN, 2);
     jsonw_field_digits(w, "efficiency", peak_gflops > 0 ? gflops / peak_gflops : NAN, 3);

@@ -24,18 +24,23 @@ typedef struct {
     int reps;
     double other_load_cores; /* others' CPU use meanwhile (bench/sysload.h) */
     int contended;
+    int bf16;                /* its products ran in bf16 (attention's and the head's, asked for and
+                                possible here); the caller's MFU then is against the bf16 peak */
 } bench_op_result;
 
 typedef void (*bench_op_emit)(void *ctx, const bench_op_result *r);
 
 /* Times every kernel above at cfg's shapes (micro_batch x context tokens)
  * with `threads` threads, each for at least min_seconds (>= 3 repetitions,
- * after one warm-up call), and calls emit once per kernel. Restores the
- * thread count. Fails only when out of memory. */
-int bench_ops_run(const run_config *cfg, int threads, double min_seconds, bench_op_emit emit,
+ * after one warm-up call), and calls emit once per kernel. With bf16, the
+ * products of attention and the head run in bf16 (attention_forward_bf16,
+ * the GEMM's bf16 mode), as a model with bf16 products trains; refused where
+ * the CPU has no AVX-512 BF16. Restores the thread count. Fails when out of
+ * memory or refused. */
+int bench_ops_run(const run_config *cfg, int threads, int bf16, double min_seconds, bench_op_emit emit,
                   void *emit_ctx, tempo_error *err);
 
-/* {"kernel":...,"shape":...,"op":"<preset>","threads":...,"gflops":...,
+/* {"kernel":...,"shape":...,"op":"<preset>","threads":...,"precision":...,"gflops":...,
  *  "peak_gflops":...,"efficiency":...,"gbps":...,"bandwidth_gbs":...,
  *  "bw_efficiency":...,"us":...,"other_load_cores":...,"contended":...} as
  * one value into w; a peak or bandwidth <= 0 is null and so is its

@@ -50,11 +50,12 @@ static void bench_usage(FILE *f)
             "           --threads: counts to run (default 1 and all); --seconds: per case\n"
             "           (default 0.3, best repetition kept). When libopenblas is installed,\n"
             "           each line also has cblas_sgemm's figure and the ratio tempo/openblas.\n"
-            "           --precision: the GEMM's products (default fp32; bf16: its bf16 mode,\n"
-            "           as training runs with bf16_products, efficiency against the profile's\n"
-            "           bf16 peak, refused where the CPU has no AVX-512 BF16; auto: bf16 where\n"
-            "           the CPU has it). OpenBLAS (Debian's build has no bf16 GEMM) stays\n"
-            "           cblas_sgemm, fp32: its ratio is then the bf16 mode against fp32.\n"
+            "           --precision: the products of the GEMMs, attention and the head\n"
+            "           (default fp32; bf16: as training runs them with bf16_products,\n"
+            "           efficiency against the profile's bf16 peak, refused where the CPU has\n"
+            "           no AVX-512 BF16; auto: bf16 where the CPU has it). OpenBLAS (Debian's\n"
+            "           build has no bf16 GEMM) stays cblas_sgemm, fp32: its ratio is then the\n"
+            "           bf16 mode against fp32.\n"
             "       tempo bench peak|train --device cuda [...]\n"
             "  the GPU's ceilings and training step; see tempo bench train --device cuda --help\n"
             "       tempo bench train [--preset NAME] [--threads 1,2] [--vs-torch] [...]\n"
@@ -110,7 +111,7 @@ static int bench_peak(int argc, char **argv)
 typedef struct {
     const char *preset;
     int threads;
-    double peak, bandwidth;
+    double peak, peak_bf16, bandwidth;   /* the FMA and bf16 peaks: a line's by its precision */
     int failed;          /* a line could not be written; err says why */
     tempo_error err;
 } ops_emit_ctx;
@@ -121,7 +122,7 @@ static void emit_op(void *ctx, const bench_op_result *r)
     strbuf line = {0};
     jsonw w;
     jsonw_init(&w, &line);
-    bench_op_json(&w, e->preset, e->threads, r, e->peak, e->bandwidth);
+    bench_op_json(&w, e->preset, e->threads, r, r->bf16 ? e->peak_bf16 : e->peak, e->bandwidth);
     if (!e->failed && cli_emit_jsonw(&w, &e->err))
         e->failed = 1;
     strbuf_free(&line);
@@ -231,8 +232,9 @@ static int kernels_ops(const kernels_args *k, const kernels_job *job, const hw_p
         for (int t = 0; t < k->n_threads; t++) {
             int th = k->threads[t];
             ops_emit_ctx e = {job->cfgs[c].preset, th, prof ? hw_profile_peak_gflops(prof, th) : 0,
+                              prof ? hw_profile_matrix_gflops(prof, th, 1) : 0,
                               prof ? hw_profile_bandwidth_gbs(prof, th) : 0, 0, {{0}, 0}};
-            if (bench_ops_run(&job->cfgs[c], th, k->seconds, emit_op, &e, &err))
+            if (bench_ops_run(&job->cfgs[c], th, k->bf16, k->seconds, emit_op, &e, &err))
                 return cli_report(&err);
             if (e.failed)
                 return cli_report(&e.err);

@@ -99,6 +99,19 @@ kernels = {l["kernel"] for l in lines}
 assert {"attention_fwd", "attention_bwd", "rmsnorm_fwd", "head_xent_train", "adamw"} <= kernels, kernels
 assert len(lines) == 2 * len(kernels) and all(l["gflops"] > 0 and l["gbps"] > 0 for l in lines)
 PY
+# ops in bf16 (where the GEMM's bf16 ran above): attention and the head say bf16, the rest fp32
+if [ "$want" = bf16 ]; then
+    "$TEMPO" bench kernels --kernel ops --presets tiny-test --threads 1 --seconds 0.01 --precision bf16 >"$OUT" \
+        2>/dev/null || fail "bench kernels --kernel ops --precision bf16 failed"
+    python3 - "$OUT" <<'PY' || fail "bench kernels --kernel ops --precision bf16 is wrong: $(cat "$OUT")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+bf = {l["kernel"] for l in lines if l["precision"] == "bf16"}
+assert bf == {"attention_fwd", "attention_bwd", "head_xent_train"}, bf
+assert all(l["gflops"] > 0 for l in lines)
+PY
+fi
+grep -q '"precision": *"fp32"' "$OUT" || fail "bench kernels --kernel ops lines do not say their precision"
 expect_error 2 "GEMM shape" "$TEMPO" bench kernels --kernel ops --shape 8x8x8
 expect_error 2 "^tempo: --kernel nope: expected gemm, ops or all$" "$TEMPO" bench kernels --kernel nope
 # --pin-threads binds each thread to its own core (read back from the OS)
