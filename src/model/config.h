@@ -21,8 +21,9 @@ typedef struct {
     float norm_eps;      /* e.g. 1e-5 */
     float init_std;      /* e.g. 0.02; wo and w_down use init_std / sqrt(2 * n_layers) */
     int bf16_products;   /* MODEL_PRODUCTS_*: the blocks' and head's matrix products (and in
-                            training Muon's) on bf16 operands (gemm.h's bf16 mode) where the
-                            CPU has AVX-512 BF16; fp32 elsewhere */
+                            training Muon's) on bf16 operands (gemm.h's bf16 mode), attention's
+                            tile products too (attention_forward_bf16), where the CPU has
+                            AVX-512 BF16; fp32 elsewhere */
 } model_config;
 
 /* bf16_products' values. Every one but FP32 runs bf16 where the CPU can and fp32
