@@ -45,7 +45,7 @@ struct model {
     float *top_logprob;         /* [N]: log of each position's largest next-token probability */
     int32_t *top_id;            /* [N]: its id (evaluation forwards only) */
     float *log_norm;            /* [N]: -ln sum_v p_v^beta (model_forward_eval only) */
-    float *head_scratch;        /* [MODEL_HEAD_CHUNK_ROWS, V] */
+    float *head_scratch;        /* lm_head_scratch_floats(MODEL_HEAD_CHUNK_ROWS, V) */
     float *head_dw;             /* [V, C] head weight gradient staged by a training forward */
     int32_t *tokens, *targets;  /* [N] copies of the last forward's inputs */
 

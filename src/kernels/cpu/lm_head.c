@@ -16,9 +16,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The logits' row stride in the scratch: V rounded up to whole 64-byte
+ * lines, so that every row starts on a line (at V = 4097 a C tile's 16-float
+ * stores straddled two lines; bf16, one Zen 4 thread, `bench kernels --shape
+ * 256xNx128:0:1`: N = 4097 188 GFLOP/s, 4112 195-197). */
+static int logits_ld(int V)
+{
+    return (V + 15) / 16 * 16;
+}
+
 size_t lm_head_scratch_floats(int chunk_rows, int V)
 {
-    return (size_t)chunk_rows * (size_t)V;
+    return (size_t)chunk_rows * (size_t)logits_ld(V);
 }
 
 /* ---- the plain C row passes (the portable table) ---- */
@@ -164,7 +173,8 @@ static int ensure_thread_state(lm_head_workspace *ws, int nt, size_t scratch, si
         partial = ws->partial_floats;
     free_thread_state(ws);
     ws->thread_gemm = gemm_context_array_new(nt, &ws->gemm->cfg); /* configs as the packings' */
-    ws->thread_scratch = malloc(sizeof(float) * scratch * (size_t)(nt - 1));
+    /* 64-byte aligned, as the caller's (the model's arena): the rows start on lines (logits_ld) */
+    ws->thread_scratch = aligned_alloc(64, (sizeof(float) * scratch * (size_t)(nt - 1) + 63) / 64 * 64);
     ws->dw_partial = partial ? malloc(sizeof(float) * partial * (size_t)(nt - 1)) : NULL;
     if (!ws->thread_gemm || !ws->thread_scratch || (partial && !ws->dw_partial)) {
         free_thread_state(ws);
@@ -184,34 +194,35 @@ typedef struct {
     int packed; /* ws->w_t (and w_n when training) hold w */
     const float *w;
     int C, V;
+    int ldz; /* the logits' row stride (logits_ld) */
 } head_gemms;
 
 static void logits(const head_gemms *h, int R, const float *xc, float *z)
 {
     if (h->packed)
-        gemm_f32_packed_b_ctx(h->gemm, 0, R, xc, h->C, &h->ws->w_t, 0.0f, z, h->V);
+        gemm_f32_packed_b_ctx(h->gemm, 0, R, xc, h->C, &h->ws->w_t, 0.0f, z, h->ldz);
     else if (h->ws)
-        gemm_f32_ctx(h->gemm, 0, 1, R, h->V, h->C, xc, h->C, h->w, h->C, 0.0f, z, h->V);
+        gemm_f32_ctx(h->gemm, 0, 1, R, h->V, h->C, xc, h->C, h->w, h->C, 0.0f, z, h->ldz);
     else
-        gemm_f32(0, 1, R, h->V, h->C, xc, h->C, h->w, h->C, 0.0f, z, h->V);
+        gemm_f32(0, 1, R, h->V, h->C, xc, h->C, h->w, h->C, 0.0f, z, h->ldz);
 }
 
 static void input_grad(const head_gemms *h, int R, const float *dz, float *dxc)
 {
     if (h->packed)
-        gemm_f32_packed_b_ctx(h->gemm, 0, R, dz, h->V, &h->ws->w_n, 0.0f, dxc, h->C);
+        gemm_f32_packed_b_ctx(h->gemm, 0, R, dz, h->ldz, &h->ws->w_n, 0.0f, dxc, h->C);
     else if (h->ws)
-        gemm_f32_ctx(h->gemm, 0, 0, R, h->C, h->V, dz, h->V, h->w, h->C, 0.0f, dxc, h->C);
+        gemm_f32_ctx(h->gemm, 0, 0, R, h->C, h->V, dz, h->ldz, h->w, h->C, 0.0f, dxc, h->C);
     else
-        gemm_f32(0, 0, R, h->C, h->V, dz, h->V, h->w, h->C, 0.0f, dxc, h->C);
+        gemm_f32(0, 0, R, h->C, h->V, dz, h->ldz, h->w, h->C, 0.0f, dxc, h->C);
 }
 
 static void weight_grad(const head_gemms *h, int R, const float *dz, const float *xc, float *dw)
 {
     if (h->ws)
-        gemm_f32_ctx(h->gemm, 1, 0, h->V, h->C, R, dz, h->V, xc, h->C, 1.0f, dw, h->C);
+        gemm_f32_ctx(h->gemm, 1, 0, h->V, h->C, R, dz, h->ldz, xc, h->C, 1.0f, dw, h->C);
     else
-        gemm_f32(1, 0, h->V, h->C, R, dz, h->V, xc, h->C, 1.0f, dw, h->C);
+        gemm_f32(1, 0, h->V, h->C, R, dz, h->ldz, xc, h->C, 1.0f, dw, h->C);
 }
 
 /* Chunks [c0, c1) on the calling thread alone: z is its logits scratch, dw
@@ -230,7 +241,7 @@ static void chunks_on_thread(const head_gemms *h, const lm_head_row_ops *ops, in
         const float *xc = x + (size_t)n0 * C;
         logits(h, R, xc, z);
         for (int r = 0; r < R; r++)
-            losses[n0 + r] = row_loss(ops, z + (size_t)r * V, V, targets[n0 + r], softcap,
+            losses[n0 + r] = row_loss(ops, z + (size_t)r * h->ldz, V, targets[n0 + r], softcap,
                                       dx != NULL, grad_scale, h->ws, n0 + r);
         if (dx) {
             input_grad(h, R, z, dx + (size_t)n0 * C);
@@ -249,7 +260,7 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
     const lm_head_row_ops *ops = path == CPU_KERNELS_AVX512 ? &lm_head_row_ops_avx512
                                  : path >= CPU_KERNELS_AVX2  ? &lm_head_row_ops_avx2
                                                              : &lm_head_row_ops_portable;
-    head_gemms h = {ws, ws ? ws->gemm : NULL, 0, w, C, V};
+    head_gemms h = {ws, ws ? ws->gemm : NULL, 0, w, C, V, logits_ld(V)};
     int n_chunks = (N + chunk_rows - 1) / chunk_rows;
     /* the first chunk's raw logits: what an evaluation call leaves in scratch (its chunks run last
      * to first) and a training call of one chunk may take from it (lm_head_workspace.logits_rows) */
@@ -301,7 +312,7 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
         if (!have_logits)
             logits(&h, R, xc, scratch);
         OMP_TEAM_FOR(omp_team_worth((size_t)R, 1), int, r, R,
-                     losses[n0 + r] = row_loss(ops, scratch + (size_t)r * V, V, targets[n0 + r],
+                     losses[n0 + r] = row_loss(ops, scratch + (size_t)r * h.ldz, V, targets[n0 + r],
                                                softcap, want_grad, grad_scale, ws, n0 + r));
         if (want_grad) {
             input_grad(&h, R, scratch, dx + (size_t)n0 * C);

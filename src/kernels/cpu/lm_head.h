@@ -18,7 +18,8 @@
 
 #include "kernels/cpu/gemm.h"
 
-/* Floats of scratch the functions below need for a given chunk size. */
+/* Floats of scratch the functions below need for a given chunk size (the
+ * logits' rows padded to whole 64-byte lines: give it 64-byte aligned). */
 size_t lm_head_scratch_floats(int chunk_rows, int V);
 
 /* What a hot caller (the model) keeps between calls so that the head's GEMMs
