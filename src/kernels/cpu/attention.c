@@ -172,6 +172,38 @@ static void keys_diag(const att_kernels *kern, float *c, int cs, const float *xt
     }
 }
 
+/* One key tile of the forward's online softmax: the running max m over the
+ * tile's scores st, what was summed so far (l, and the output rows ot) scaled
+ * down to it when rescale (not the first tile), then st = exp(st - m) with
+ * l += its columns' sums. */
+static void online_softmax(const att_kernels *kern, float *st, int nk, int nq, float *m, float *l, float *ot,
+                           int qs, int D, int rescale)
+{
+    float mnew[ATT_BQ];
+    memcpy(mnew, m, sizeof(float) * (size_t)nq);
+    for (int jj = 0; jj < nk; jj++)
+        for (int ii = 0; ii < nq; ii++)
+            mnew[ii] = st[jj * ATT_BQ + ii] > mnew[ii] ? st[jj * ATT_BQ + ii] : mnew[ii];
+    if (rescale)
+        for (int ii = 0; ii < nq; ii++) {
+            float corr = expf(m[ii] - mnew[ii]);
+            l[ii] *= corr;
+            if (corr != 1.0f)
+                vec_scale(ot + (size_t)ii * qs, corr, D);
+        }
+    memcpy(m, mnew, sizeof(float) * (size_t)nq);
+    kern->exp_cols(st, ATT_BQ, nk, nq, m, l);
+}
+
+/* A query tile's output rows divided by their sums, and their log-sum-exp. */
+static void finish_rows(float *ot, int qs, float *lse, const float *m, const float *l, int nq, int D)
+{
+    for (int ii = 0; ii < nq; ii++) {
+        vec_scale(ot + (size_t)ii * qs, 1.0f / l[ii], D);
+        lse[ii] = m[ii] + logf(l[ii]);
+    }
+}
+
 static void head_forward_tiled(const att_kernels *kern, float *o, float *lse, const float *q,
                                const float *k, const float *v, int qs, int ks, int Tq, int Tk,
                                int D, float scale)
@@ -198,31 +230,14 @@ static void head_forward_tiled(const att_kernels *kern, float *o, float *lse, co
             } else {
                 kern->mm(st, ATT_BQ, kt, ks, 1, qt, ATT_BQ, nk, nq, D, 0);
             }
-            /* online softmax: new running max, rescale what was summed so far */
-            float mnew[ATT_BQ];
-            memcpy(mnew, m, sizeof(float) * (size_t)nq);
-            for (int jj = 0; jj < nk; jj++)
-                for (int ii = 0; ii < nq; ii++)
-                    mnew[ii] = st[jj * ATT_BQ + ii] > mnew[ii] ? st[jj * ATT_BQ + ii] : mnew[ii];
-            if (j0 > 0)
-                for (int ii = 0; ii < nq; ii++) {
-                    float corr = expf(m[ii] - mnew[ii]);
-                    l[ii] *= corr;
-                    if (corr != 1.0f)
-                        vec_scale(ot + (size_t)ii * qs, corr, D);
-                }
-            memcpy(m, mnew, sizeof(float) * (size_t)nq);
-            kern->exp_cols(st, ATT_BQ, nk, nq, m, l);
+            online_softmax(kern, st, nk, nq, m, l, ot, qs, D, j0 > 0);
             /* O [nq x D] (+)= P [nq x nk] V, P read from the transposed tile */
             if (diag)
                 queries_diag(kern, ot, qs, st, vt, ks, nq, nk, D, j0 - qpos0, j0 > 0);
             else
                 kern->mm(ot, qs, st, 1, ATT_BQ, vt, ks, nq, D, nk, j0 > 0);
         }
-        for (int ii = 0; ii < nq; ii++) {
-            vec_scale(ot + (size_t)ii * qs, 1.0f / l[ii], D);
-            lse[i0 + ii] = m[ii] + logf(l[ii]);
-        }
+        finish_rows(ot, qs, lse + i0, m, l, nq, D);
     }
 }
 
@@ -372,27 +387,11 @@ static void head_forward_tiled_bf16(const att_kernels *kern, float *o, float *ls
             scores_bf16(st, kr, qtp, nk, nq, Dp, kern->mr, diag, rel);
             if (diag)
                 mask_tile(st, NULL, nk, nq, j0, qpos0);
-            float mnew[ATT_BQ];
-            memcpy(mnew, m, sizeof(float) * (size_t)nq);
-            for (int jj = 0; jj < nk; jj++)
-                for (int ii = 0; ii < nq; ii++)
-                    mnew[ii] = st[jj * ATT_BQ + ii] > mnew[ii] ? st[jj * ATT_BQ + ii] : mnew[ii];
-            if (j0 > 0)
-                for (int ii = 0; ii < nq; ii++) {
-                    float corr = expf(m[ii] - mnew[ii]);
-                    l[ii] *= corr;
-                    if (corr != 1.0f)
-                        vec_scale(ot + (size_t)ii * qs, corr, D);
-                }
-            memcpy(m, mnew, sizeof(float) * (size_t)nq);
-            kern->exp_cols(st, ATT_BQ, nk, nq, m, l);
+            online_softmax(kern, st, nk, nq, m, l, ot, qs, D, j0 > 0);
             att_bf16_pairs(stp, ATT_BQ, st, ATT_BQ, nk, nq);
             queries_bf16(ot, qs, stp, vp, nq, nk, D, kern->mr, diag, rel, j0 > 0);
         }
-        for (int ii = 0; ii < nq; ii++) {
-            vec_scale(ot + (size_t)ii * qs, 1.0f / l[ii], D);
-            lse[i0 + ii] = m[ii] + logf(l[ii]);
-        }
+        finish_rows(ot, qs, lse + i0, m, l, nq, D);
     }
 }
 
