@@ -46,7 +46,7 @@ expect_error 2 "--data" "$TEMPO" train --out "$O" --budget 5s
 expect_error 1 "missing/train.tok" "$TEMPO" train --data "$E2E_TMP/missing" --out "$O" --budget 5s
 # truncated and foreign token files
 mkdir -p "$E2E_TMP/bad"
-cp "$D"/* "$E2E_TMP/bad/"
+for f in "$D"/*; do [ -f "$f" ] && cp "$f" "$E2E_TMP/bad/"; done   # the files (not the memory store)
 head -c 1000 "$D/train.tok" > "$E2E_TMP/bad/train.tok"
 expect_error 1 "train.tok.*truncated" "$TEMPO" train --data "$E2E_TMP/bad" --out "$O" --budget 5s
 echo "not tokens at all, just text" > "$E2E_TMP/bad/train.tok"
