@@ -241,6 +241,21 @@ static void head_forward_tiled(const att_kernels *kern, float *o, float *lse, co
     }
 }
 
+/* A backward query tile's row terms: delta_i = sum_d dout * o = sum_j p_ij
+ * dp_ij (the softmax backward's), and the next tile's q, dout and o rows
+ * asked into cache. */
+static void backward_rows(const float *q, const float *dout, const float *o, int qs, int i0, int nq, int Tq,
+                          int D, float *delta)
+{
+    size_t r0 = (size_t)i0 * qs;
+    int next0 = i0 + nq, next1 = min_int(Tq, i0 + nq + ATT_BQ);
+    prefetch_rows(q, qs, next0, next1, D);
+    prefetch_rows(dout, qs, next0, next1, D);
+    prefetch_rows(o, qs, next0, next1, D);
+    for (int ii = 0; ii < nq; ii++)
+        delta[ii] = vec_dot(dout + r0 + (size_t)ii * qs, o + r0 + (size_t)ii * qs, D);
+}
+
 static void head_backward_tiled(const att_kernels *kern, float *dq, float *dk, float *dv,
                                 const float *dout, const float *q, const float *k,
                                 const float *v, const float *o, const float *lse, int qs,
@@ -254,13 +269,7 @@ static void head_backward_tiled(const att_kernels *kern, float *dq, float *dk, f
         size_t r0 = (size_t)i0 * qs;
         pack_transposed(qt, q + r0, qs, nq, D, scale);
         pack_transposed(dot, dout + r0, qs, nq, D, 1.0f);
-        int next0 = i0 + nq, next1 = min_int(Tq, i0 + nq + ATT_BQ);
-        prefetch_rows(q, qs, next0, next1, D);
-        prefetch_rows(dout, qs, next0, next1, D);
-        prefetch_rows(o, qs, next0, next1, D);
-        /* delta_i = sum_d dout*o = sum_j p_ij dp_ij, the softmax backward's row term */
-        for (int ii = 0; ii < nq; ii++)
-            delta[ii] = vec_dot(dout + r0 + (size_t)ii * qs, o + r0 + (size_t)ii * qs, D);
+        backward_rows(q, dout, o, qs, i0, nq, Tq, D, delta);
         int kend = qpos0 + nq;
         for (int j0 = 0; j0 < kend; j0 += ATT_BK) {
             int nk = min_int(ATT_BK, kend - j0), rel = j0 - qpos0;
@@ -417,12 +426,7 @@ static void head_backward_tiled_bf16(const att_kernels *kern, float *dq, float *
         att_bf16_pairs(dotp, ATT_BQ, dot, ATT_BQ, D, nq);
         att_bf16_pairs(qp, D, q + r0, qs, nq, D);
         att_bf16_pairs(dop, D, dout + r0, qs, nq, D);
-        int next0 = i0 + nq, next1 = min_int(Tq, i0 + nq + ATT_BQ);
-        prefetch_rows(q, qs, next0, next1, D);
-        prefetch_rows(dout, qs, next0, next1, D);
-        prefetch_rows(o, qs, next0, next1, D);
-        for (int ii = 0; ii < nq; ii++)
-            delta[ii] = vec_dot(dout + r0 + (size_t)ii * qs, o + r0 + (size_t)ii * qs, D);
+        backward_rows(q, dout, o, qs, i0, nq, Tq, D, delta);
         int kend = qpos0 + nq;
         for (int j0 = 0; j0 < kend; j0 += ATT_BK) {
             int nk = min_int(ATT_BK, kend - j0), rel = j0 - qpos0, diag = j0 + nk - 1 > qpos0;
