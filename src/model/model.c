@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "core/cpu_info.h"
 #include "core/rng.h"
+#include "kernels/cpu/kernel_path.h"
 #include "kernels/cpu/lm_head.h"
 #include "kernels/cpu/optim_kernels.h"
 #include "kernels/cpu/rope.h"
@@ -367,10 +367,7 @@ const int32_t *model_token_top_id(const model *m) { return m->top_id; }
 const float *model_token_log_norm(const model *m) { return m->log_norm; }
 int model_bf16_available(void)
 {
-    /* the GEMM's own rule (its can_bf16), from the features alone: no cache sizes from sysfs */
-    cpu_info ci;
-    cpu_info_query_features(&ci);
-    return cpu_kernel_path_bf16(&ci, cpu_kernel_path_select(&ci));
+    return kernel_path_bf16_now();   /* the GEMM's own rule (its can_bf16), from cpuid alone */
 }
 
 int model_config_products_bf16(const model_config *c)
