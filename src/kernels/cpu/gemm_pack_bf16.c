@@ -87,6 +87,37 @@ static inline PACK_TARGET void panel_transpose6(const __m512i r[GEMM_MR], uint32
     }
 }
 
+/* Sixteen rows' 16 pair words each (r[j]: row j's pairs p = 0..15) as 16
+ * pair rows of a B panel: word p * 16 + j = r[j]'s word p, a 16 x 16
+ * transpose of 32-bit words. Interleaving words, then word pairs, gives
+ * t[4i + c]'s 128-bit lane L = rows 4i..4i+3 at pair 4L + c; two lane
+ * shuffles gather pair p = 4L + c's four lanes from t[c], t[4 + c],
+ * t[8 + c], t[12 + c]. */
+static inline PACK_TARGET void panel_transpose16(__m512i r[GEMM_NR], uint32_t *d)
+{
+    __m512i a[GEMM_NR], t[GEMM_NR];
+    for (int i = 0; i < GEMM_NR; i += 2) {
+        a[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        a[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < GEMM_NR; i += 4) {
+        t[i] = _mm512_unpacklo_epi64(a[i], a[i + 2]);
+        t[i + 1] = _mm512_unpackhi_epi64(a[i], a[i + 2]);
+        t[i + 2] = _mm512_unpacklo_epi64(a[i + 1], a[i + 3]);
+        t[i + 3] = _mm512_unpackhi_epi64(a[i + 1], a[i + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        __m512i e0 = _mm512_shuffle_i32x4(t[c], t[4 + c], 0x44);       /* lanes 0, 1 of each */
+        __m512i e1 = _mm512_shuffle_i32x4(t[c], t[4 + c], 0xee);       /* lanes 2, 3 */
+        __m512i f0 = _mm512_shuffle_i32x4(t[8 + c], t[12 + c], 0x44);
+        __m512i f1 = _mm512_shuffle_i32x4(t[8 + c], t[12 + c], 0xee);
+        _mm512_storeu_si512(d + (size_t)(0 + c) * GEMM_NR, _mm512_shuffle_i32x4(e0, f0, 0x88));
+        _mm512_storeu_si512(d + (size_t)(4 + c) * GEMM_NR, _mm512_shuffle_i32x4(e0, f0, 0xdd));
+        _mm512_storeu_si512(d + (size_t)(8 + c) * GEMM_NR, _mm512_shuffle_i32x4(e1, f1, 0x88));
+        _mm512_storeu_si512(d + (size_t)(12 + c) * GEMM_NR, _mm512_shuffle_i32x4(e1, f1, 0xdd));
+    }
+}
+
 PACK_TARGET void gemm_pack_a_bf16(int trans_a, const float *A, int lda, int i0, int rows, int k0,
                                   int kc, float *dst)
 {
@@ -162,18 +193,31 @@ PACK_TARGET void gemm_pack_b_bf16(int trans_b, const float *B, int ldb, int k0, 
         }
         return;
     }
-    /* B stored N x K: column j of op(B) is row j of B, read along k, its
-     * pair words scattered down the panel. */
+    /* B stored N x K: column j of op(B) is row j of B, read along k. A
+     * whole panel's 16 rows go 32 values (16 pair words) a step, the 16 x 16
+     * words transposed into 16 pair rows; the rest (a partial panel, the
+     * last k short of 32) is scattered word by word. */
     for (int q = 0; q < panels; q++) {
         uint32_t *d = (uint32_t *)(void *)(dst + (size_t)q * GEMM_NR * kc);
-        int n = min_int(GEMM_NR, cols - q * GEMM_NR);
+        const float *bq = B + (size_t)(j0 + q * GEMM_NR) * ldb + k0;
+        int n = min_int(GEMM_NR, cols - q * GEMM_NR), k = k_lo;
+        if (n == GEMM_NR) {
+            for (; k + 32 <= k_hi; k += 32) {
+                __m512i r[GEMM_NR];
+                for (int j = 0; j < GEMM_NR; j++)
+                    r[j] = row_pairs(bq + (size_t)j * ldb + k, 32);
+                panel_transpose16(r, d + (size_t)(k / 2) * GEMM_NR);
+            }
+        }
+        if (k == k_hi)
+            continue;
         for (int j = 0; j < GEMM_NR; j++) {
             if (j >= n) {
-                for (int p = p_lo; p < p_hi; p++)
+                for (int p = k / 2; p < p_hi; p++)
                     d[(size_t)p * GEMM_NR + j] = 0;
                 continue;
             }
-            pairs_down(B + (size_t)(j0 + q * GEMM_NR + j) * ldb + k0, k_lo, k_hi, d + j, GEMM_NR);
+            pairs_down(bq + (size_t)j * ldb, k, k_hi, d + j, GEMM_NR);
         }
     }
 }
