@@ -82,7 +82,7 @@ void bpb_adapt_step(model *m, double lr)
 /* One forward's rows: windows in order, every `parts`-th one from `part`. */
 typedef struct {
     int32_t *in, *tg;   /* [batch][T] inputs and targets */
-    size_t *first;      /* per row: the row offset of its first new target */
+    int32_t *first;     /* per row: the row offset of its first new target (the head reads from there) */
     size_t *row_start;  /* per row: the stream index of its first input */
 } window_rows;
 
@@ -95,7 +95,7 @@ static int rows_alloc(window_rows *r, int batch, int T, tempo_error *err)
 {
     r->in = malloc(sizeof(int32_t) * (size_t)batch * T);
     r->tg = malloc(sizeof(int32_t) * (size_t)batch * T);
-    r->first = malloc(sizeof(size_t) * (size_t)batch);
+    r->first = malloc(sizeof(int32_t) * (size_t)batch);
     r->row_start = malloc(sizeof(size_t) * (size_t)batch);
     if (r->in && r->tg && r->first && r->row_start)
         return 0;
@@ -108,7 +108,7 @@ static void rows_put(window_rows *r, int k, int T, const int32_t *tokens, size_t
 {
     memcpy(r->in + (size_t)k * T, tokens + start, sizeof(int32_t) * (size_t)T);
     memcpy(r->tg + (size_t)k * T, tokens + start + 1, sizeof(int32_t) * (size_t)T);
-    r->first[k] = from - 1 - start;            /* row offset of target `from` */
+    r->first[k] = (int32_t)(from - 1 - start);   /* row offset of target `from` (< T) */
     r->row_start[k] = start;
 }
 
@@ -199,18 +199,19 @@ static void models_init(window_models *w, model *m, int batch)
 
 /* The forward of rows r[0, rows): shared out among w's models when there
  * are enough rows, else on m alone. Returns how many models ran. */
-static int models_forward(window_models *w, const int32_t *in, const int32_t *tg, int rows, int T, float beta)
+static int models_forward(window_models *w, const int32_t *in, const int32_t *tg, const int32_t *from, int rows,
+                          int T, float beta)
 {
     int n = w->n < rows ? w->n : rows;
     if (n < 2) {
-        model_forward_eval(w->rep[0], in, tg, rows, T, beta);
+        model_forward_eval(w->rep[0], in, tg, rows, T, beta, from);
         return 1;
     }
 #pragma omp parallel for schedule(static, 1) num_threads(n)
     for (int s = 0; s < n; s++) {
         int a, b;
         model_replica_share(rows, s, n, &a, &b);
-        model_forward_eval(w->rep[s], in + (size_t)a * T, tg + (size_t)a * T, b - a, T, beta);
+        model_forward_eval(w->rep[s], in + (size_t)a * T, tg + (size_t)a * T, b - a, T, beta, from + a);
     }
     return n;
 }
@@ -283,7 +284,7 @@ static int evaluate_windows(model *m, const int32_t *tokens, size_t n_tokens, ui
                           : rows_fill(&r, &win, tokens, batch, part, parts, &window);
         if (rows == 0)
             break;   /* the remaining windows were all another part's */
-        int used = models_forward(&w, r.in, r.tg, rows, T, out->beta);
+        int used = models_forward(&w, r.in, r.tg, r.first, rows, T, out->beta);
         scored += rows_record(&w, used, &r, rows, T, due, out, &nats);
         /* score first, then learn: the step reads the window just scored (row 0, targets up to
          * win.end), every target of which is scored now */

@@ -154,8 +154,14 @@ const float *model_token_log_norm(const model *m);
 /* model_forward in evaluation mode (model_set_training(m, 0)) whose head
  * also gives model_token_log_norm for the sharpening beta (<= 0: 1). The
  * losses, top probabilities and ids are model_forward's; beta reaches the
- * head for this call only. */
-double model_forward_eval(model *m, const int32_t *tokens, const int32_t *targets, int B, int T, float beta);
+ * head for this call only. score_from (B entries, or NULL: all) says which
+ * positions the caller reads: position t of row b when t >= score_from[b]
+ * (a sliding window's targets scored by the window before). On the CPU the
+ * head skips the others (their figures are 0; their logits are computed
+ * later by a model_backward that needs them), and the mean returned is the
+ * read positions' (0 when none); a GPU computes every position. */
+double model_forward_eval(model *m, const int32_t *tokens, const int32_t *targets, int B, int T, float beta,
+                          const int32_t *score_from);
 
 /* Sets all gradients to 0. */
 void model_zero_grad(model *m);

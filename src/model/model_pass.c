@@ -110,11 +110,29 @@ double model_forward(model *m, const int32_t *tokens, const int32_t *targets, in
     return sum / N;
 }
 
-double model_forward_eval(model *m, const int32_t *tokens, const int32_t *targets, int B, int T, float beta)
+double model_forward_eval(model *m, const int32_t *tokens, const int32_t *targets, int B, int T, float beta,
+                          const int32_t *score_from)
 {
     m->head_ws.beta = beta > 0 ? beta : 1;   /* the head's (and the device's) for this forward */
+    int skips = score_from && !m->device && !m->training;
+    for (int b = 0; skips && b < B; b++)
+        if (score_from[b] < 0 || score_from[b] > T)
+            skips = 0;   /* out of range: every position, as without */
+    if (skips) {
+        m->head_ws.row_from = score_from;
+        m->head_ws.row_group = T;
+    }
     double loss = model_forward(m, tokens, targets, B, T);
     m->head_ws.beta = 1;
+    m->head_ws.row_from = NULL;
+    if (skips && isfinite(loss)) {   /* the mean of the read positions */
+        double sum = 0;
+        long n = 0;
+        for (int b = 0; b < B; b++)
+            for (int t = score_from[b]; t < T; t++, n++)
+                sum += m->losses[(size_t)b * T + t];
+        loss = n ? sum / (double)n : 0.0;
+    }
     return loss;
 }
 

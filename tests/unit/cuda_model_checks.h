@@ -135,7 +135,7 @@ static void check_model_step(gpu *g, int variant, model_cuda_precision prec)
     if (prec == MODEL_CUDA_FP32) {
         model_set_mixture(cpu, NULL, 1);
         model_set_training(cpu, 0);
-        model_forward_eval(cpu, in, tg, B, T, 1.15f);
+        model_forward_eval(cpu, in, tg, B, T, 1.15f, NULL);
         model_cuda_set_training(gm, 0);
         model_cuda_set_eval_beta(gm, 1.15f);
         CHECK(model_cuda_set_batch(gm, in, tg, B, T, NULL, 1, &e) == 0);

@@ -396,6 +396,30 @@ static void test_accumulation(void)
         model_backward_rows(m, 3);
         CHECK(memcmp(g2, model_grads(m), sizeof(float) * P) == 0);
     }
+    /* an evaluation that reads only positions t >= from[b]: those losses are the full forward's, the
+     * others 0, the mean is theirs, and the first row's backward still has g2's bits (the head computes
+     * the logits the forward skipped) */
+    float full[10];
+    model_forward_eval(m, tok, tg, 2, T, 1.3f, NULL);
+    memcpy(full, model_token_losses(m), sizeof full);
+    const int32_t from[2] = {2, 4};
+    model_zero_grad(m);
+    double lr = model_forward_eval(m, tok, tg, 2, T, 1.3f, from);
+    const float *ls = model_token_losses(m);
+    double sum = 0;
+    int bad = 0;
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < T; t++) {
+            float want = t >= from[b] ? full[b * T + t] : 0.0f;
+            bad += memcmp(&ls[b * T + t], &want, sizeof want) != 0;
+            sum += t >= from[b] ? full[b * T + t] : 0;
+        }
+    CHECK_MSG(bad == 0, "%d positions wrong after score_from", bad);
+    CHECK_NEAR(lr, sum / 4, 1e-12);
+    model_backward_rows(m, 1);
+    CHECK_MSG(memcmp(g2, model_grads(m), sizeof(float) * P) == 0, "rows 1 of 2 after score_from");
+    const int32_t none[2] = {T, T};
+    CHECK(model_forward_eval(m, tok, tg, 2, T, 1.3f, none) == 0.0);
     model_set_training(m, 1);
     free(g1);
     free(g2);

@@ -700,6 +700,99 @@ static void test_lm_head_reuses_logits(void)
     free(w); free(scratch); free(dw0); free(dw1); free(dw2);
 }
 
+/* An evaluation that wants only some rows (row_from: windows of 4 rows,
+ * their first targets scored before): the wanted rows' loss, top_logprob,
+ * top_id and log_norm are the bits of an evaluation of every row, the others
+ * 0 (poisoned before); the first chunk's logits are held from its first
+ * wanted row only (white box: the scratch before it keeps its poison), and
+ * the training call that takes them computes the rows before itself: the
+ * bits of a training call alone. One chunk and several (packed products),
+ * one thread and two; a window with no wanted row; every row wanted. */
+static void test_lm_head_wanted_rows(void)
+{
+    enum { N = 12, C = 8, V = 301, G = 4 };
+    rng_state rng;
+    rng_seed(&rng, 31);
+    float x[N * C], *w = malloc(sizeof(float) * V * C);
+    fill_uniform(&rng, x, N * C, -1, 1);
+    fill_uniform(&rng, w, (size_t)V * C, -1, 1);
+    int32_t tg[N];
+    for (int n = 0; n < N; n++)
+        tg[n] = (int32_t)((n * 37 + 5) % V);
+    const int32_t froms[3][N / G] = {{2, 1, 3}, {4, 2, 0}, {0, 0, 0}};
+    const int chunks[2] = {N, G};   /* one chunk; a chunk a window */
+    float *scratch = malloc(sizeof(float) * lm_head_scratch_floats(N, V));
+    gemm_context gc;
+    gemm_context_init(&gc);
+    int saved = omp_get_max_threads();
+    for (int threads = 1; threads <= 2; threads++)
+        for (int ci = 0; ci < 2; ci++)
+            for (int fi = 0; fi < 3; fi++) {
+                omp_set_num_threads(threads);
+                int chunk = chunks[ci];
+                const int32_t *from = froms[fi];
+                float l_all[N], t_all[N], n_all[N], l[N], t[N], ln[N];
+                int32_t id_all[N], id[N];
+                lm_head_workspace ws = {.gemm = &gc, .beta = 1.3f};
+                ws.top_logprob = t_all;
+                ws.top_id = id_all;
+                ws.log_norm = n_all;
+                lm_head_loss_forward(l_all, x, w, tg, N, C, V, 0.0f, scratch, chunk, &ws);
+                for (int n = 0; n < N; n++) {
+                    l[n] = t[n] = ln[n] = NAN;
+                    id[n] = -7;
+                }
+                ws.top_logprob = t;
+                ws.top_id = id;
+                ws.log_norm = ln;
+                ws.row_from = from;
+                ws.row_group = G;
+                size_t zf = lm_head_scratch_floats(chunk, V);
+                for (size_t i = 0; i < zf; i++)
+                    scratch[i] = NAN;
+                lm_head_loss_forward(l, x, w, tg, N, C, V, 0.0f, scratch, chunk, &ws);
+                int bad = 0;
+                for (int n = 0; n < N; n++) {
+                    int wanted = n % G >= from[n / G];
+                    if (wanted)
+                        bad += memcmp(&l[n], &l_all[n], sizeof(float)) || memcmp(&t[n], &t_all[n], sizeof(float)) ||
+                               id[n] != id_all[n] || memcmp(&ln[n], &n_all[n], sizeof(float));
+                    else
+                        bad += l[n] != 0 || t[n] != 0 || id[n] != 0 || ln[n] != 0;
+                }
+                CHECK_MSG(bad == 0, "%d threads, chunk %d, from %d: %d rows wrong", threads, chunk, fi, bad);
+                int first = 0;   /* chunk 0's first wanted row */
+                while (first < chunk && first % G < from[first / G])
+                    first++;
+                CHECK_MSG(ws.logits_rows == chunk && ws.logits_from == first, "held %d from %d, want %d from %d",
+                          ws.logits_rows, ws.logits_from, chunk, first);
+                int poisoned = 1;   /* (one chunk: several share the scratch, the first last) */
+                for (int r = 0; ci == 0 && r < first; r++)
+                    poisoned = poisoned && isnan(scratch[(size_t)r * (zf / (size_t)chunk)]);
+                CHECK_MSG(poisoned, "chunk %d, from %d: a row before the first wanted one was computed", chunk, fi);
+                /* the training call on chunk 0's rows takes the held logits and computes the rest */
+                float l1[N], dx1[N * C], l2[N], dx2[N * C];
+                float *dw1 = calloc((size_t)V * C, sizeof(float)), *dw2 = calloc((size_t)V * C, sizeof(float));
+                ws.row_from = NULL;
+                ws.top_logprob = NULL;
+                ws.top_id = NULL;
+                ws.log_norm = NULL;
+                lm_head_loss_forward_backward(l1, dx1, dw1, x, w, tg, chunk, C, V, 0.0f, 0.5f, scratch, chunk, &ws);
+                CHECK(ws.logits_rows == 0 && ws.logits_from == 0);
+                lm_head_loss_forward_backward(l2, dx2, dw2, x, w, tg, chunk, C, V, 0.0f, 0.5f, scratch, chunk, &ws);
+                CHECK_MSG(!memcmp(l1, l2, sizeof(float) * (size_t)chunk) &&
+                              !memcmp(dx1, dx2, sizeof(float) * (size_t)chunk * C) &&
+                              !memcmp(dw1, dw2, sizeof(float) * (size_t)V * C),
+                          "%d threads, chunk %d, from %d: the training call on held logits differs", threads, chunk,
+                          fi);
+                free(dw1); free(dw2);
+                lm_head_workspace_free(&ws);
+            }
+    omp_set_num_threads(saved);
+    gemm_context_free(&gc);
+    free(w); free(scratch);
+}
+
 /* exp_sum_scaled (the sharpened sum of the mixture's log_norm) gives the bits
  * of scaling the row and summing it, and leaves the row alone, on every
  * table this CPU runs. */
@@ -767,6 +860,7 @@ int main(void)
     RUN(test_lm_head);
     RUN(test_lm_head_rows_avx512);
     RUN(test_lm_head_reuses_logits);
+    RUN(test_lm_head_wanted_rows);
     RUN(test_lm_head_scaled_sum);
     RUN(test_lm_head_uniform);
     return test_summary("test_ops");

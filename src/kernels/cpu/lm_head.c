@@ -225,29 +225,76 @@ static void weight_grad(const head_gemms *h, int R, const float *dz, const float
         gemm_f32(1, 0, h->V, h->C, R, dz, h->ldz, xc, h->C, 1.0f, dw, h->C);
 }
 
-/* Chunks [c0, c1) on the calling thread alone: z is its logits scratch, dw
- * its gradient accumulator. */
-static void chunks_on_thread(const head_gemms *h, const lm_head_row_ops *ops, int c0, int c1,
-                             float *losses, float *dx, float *dw, const float *x,
-                             const int32_t *targets, int N, float softcap, float grad_scale,
-                             float *z, int chunk_rows)
+/* An evaluation's wanted rows (lm_head_workspace.row_from): whether row n is one. */
+static int row_wanted(const lm_head_workspace *ws, int n)
 {
-    int C = h->C, V = h->V;
+    return !ws || !ws->row_from || n % ws->row_group >= ws->row_from[n / ws->row_group];
+}
+
+/* The first wanted row of rows [n0, n0 + R), as an offset from n0 (R when none). */
+static int first_wanted(const lm_head_workspace *ws, int n0, int R)
+{
+    int r = 0;
+    while (r < R && !row_wanted(ws, n0 + r))
+        r++;
+    return r;
+}
+
+/* A row not wanted: its figures 0. */
+static void row_skipped(const lm_head_workspace *ws, float *losses, int n)
+{
+    losses[n] = 0;
+    if (ws->top_logprob)
+        ws->top_logprob[n] = 0;
+    if (ws->top_id)
+        ws->top_id[n] = 0;
+    if (ws->log_norm)
+        ws->log_norm[n] = 0;
+}
+
+/* An evaluation chunk's rows [n0, n0 + R): their logits into z from the
+ * first wanted row on, then each row's pass (or its figures 0 when not
+ * wanted). Returns that first wanted row's offset (R when none). */
+static int eval_chunk(const head_gemms *h, const lm_head_row_ops *ops, float *losses, const float *x,
+                      const int32_t *targets, int n0, int R, float softcap, float *z)
+{
+    int lo = first_wanted(h->ws, n0, R);
+    if (lo < R)
+        logits(h, R - lo, x + (size_t)(n0 + lo) * h->C, z + (size_t)lo * h->ldz);
+    OMP_TEAM_FOR(omp_team_worth((size_t)R, 1), int, r, R,
+                 if (r < lo || !row_wanted(h->ws, n0 + r)) row_skipped(h->ws, losses, n0 + r);
+                 else losses[n0 + r] = row_loss(ops, z + (size_t)r * h->ldz, h->V, targets[n0 + r], softcap, 0,
+                                                0.0f, h->ws, n0 + r));
+    return lo;
+}
+
+/* Chunks [c0, c1) on the calling thread alone: z is its logits scratch, dw
+ * its gradient accumulator. Returns, in an evaluation, the first wanted row
+ * of chunk c0 (the one whose logits z keeps). */
+static int chunks_on_thread(const head_gemms *h, const lm_head_row_ops *ops, int c0, int c1,
+                            float *losses, float *dx, float *dw, const float *x,
+                            const int32_t *targets, int N, float softcap, float grad_scale,
+                            float *z, int chunk_rows)
+{
+    int C = h->C, V = h->V, lo = 0;
     /* evaluation: the chunks last to first, so that z ends holding the first chunk's logits (the
      * order changes no bits: an evaluation chunk's losses depend on its rows alone) */
     for (int i = c0; i < c1; i++) {
         int c = dx ? i : c1 - 1 - (i - c0);
         int n0 = c * chunk_rows, R = N - n0 < chunk_rows ? N - n0 : chunk_rows;
         const float *xc = x + (size_t)n0 * C;
+        if (!dx) {
+            lo = eval_chunk(h, ops, losses, x, targets, n0, R, softcap, z);
+            continue;
+        }
         logits(h, R, xc, z);
         for (int r = 0; r < R; r++)
             losses[n0 + r] = row_loss(ops, z + (size_t)r * h->ldz, V, targets[n0 + r], softcap,
-                                      dx != NULL, grad_scale, h->ws, n0 + r);
-        if (dx) {
-            input_grad(h, R, z, dx + (size_t)n0 * C);
-            weight_grad(h, R, z, xc, dw);
-        }
+                                      1, grad_scale, h->ws, n0 + r);
+        input_grad(h, R, z, dx + (size_t)n0 * C);
+        weight_grad(h, R, z, xc, dw);
     }
+    return lo;
 }
 
 static void head_pass(float *losses, float *dx, float *dw, const float *x,
@@ -266,8 +313,9 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
      * to first) and a training call of one chunk may take from it (lm_head_workspace.logits_rows) */
     int raw_chunk = ws && softcap == 0;
     int have_logits = want_grad && raw_chunk && n_chunks == 1 && ws->logits_rows >= N;
+    int held_from = have_logits ? ws->logits_from : 0;   /* rows before it: not held */
     if (ws)
-        ws->logits_rows = 0;
+        ws->logits_rows = ws->logits_from = 0;
     if (ws && n_chunks > 1) { /* one chunk: packing first would not pay */
         tempo_error err;
         h.packed = gemm_packed_b_pack(&ws->w_t, &ws->gemm->cfg, 1, C, V, w, C, &err) == 0 &&
@@ -277,6 +325,7 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
     }
     int nt = omp_get_level() > 0 ? 1 : omp_get_max_threads();
     nt = nt < n_chunks ? nt : n_chunks;
+    int lo0 = 0;   /* an evaluation: chunk 0's first wanted row (its logits are held from there) */
     size_t zf = lm_head_scratch_floats(chunk_rows, V), pf = want_grad ? (size_t)V * C : 0;
     if (ws && nt > 1 && ensure_thread_state(ws, nt, zf, pf)) {
 #pragma omp parallel num_threads(nt)
@@ -288,8 +337,10 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
             float *dwt = t == 0 || !want_grad ? dw : ws->dw_partial + (size_t)(t - 1) * pf;
             if (t > 0 && want_grad)
                 memset(dwt, 0, sizeof(float) * pf);
-            chunks_on_thread(&ht, ops, t * n_chunks / nt, (t + 1) * n_chunks / nt, losses, dx,
-                             dwt, x, targets, N, softcap, grad_scale, z, chunk_rows);
+            int lo = chunks_on_thread(&ht, ops, t * n_chunks / nt, (t + 1) * n_chunks / nt, losses, dx,
+                                      dwt, x, targets, N, softcap, grad_scale, z, chunk_rows);
+            if (t == 0)
+                lo0 = lo;
 #pragma omp barrier
             if (want_grad) {
 #pragma omp for schedule(static)
@@ -301,26 +352,34 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
                 }
             }
         }
-        if (raw_chunk && !want_grad) /* thread 0's scratch: its chunks ran last to first, the first last */
+        if (raw_chunk && !want_grad) { /* thread 0's scratch: its chunks ran last to first, the first last */
             ws->logits_rows = chunk_rows;
+            ws->logits_from = lo0;
+        }
         return;
     }
     for (int i = 0; i < n_chunks; i++) {
         int n0 = (want_grad ? i : n_chunks - 1 - i) * chunk_rows;   /* evaluation: last to first, as above */
         int R = N - n0 < chunk_rows ? N - n0 : chunk_rows;
         const float *xc = x + (size_t)n0 * C;
+        if (!want_grad) {
+            lo0 = eval_chunk(&h, ops, losses, x, targets, n0, R, softcap, scratch);
+            continue;
+        }
         if (!have_logits)
             logits(&h, R, xc, scratch);
+        else if (held_from > 0)   /* the rows the evaluation skipped */
+            logits(&h, held_from, xc, scratch);
         OMP_TEAM_FOR(omp_team_worth((size_t)R, 1), int, r, R,
                      losses[n0 + r] = row_loss(ops, scratch + (size_t)r * h.ldz, V, targets[n0 + r],
-                                               softcap, want_grad, grad_scale, ws, n0 + r));
-        if (want_grad) {
-            input_grad(&h, R, scratch, dx + (size_t)n0 * C);
-            weight_grad(&h, R, scratch, xc, dw);
-        }
+                                               softcap, 1, grad_scale, ws, n0 + r));
+        input_grad(&h, R, scratch, dx + (size_t)n0 * C);
+        weight_grad(&h, R, scratch, xc, dw);
     }
-    if (raw_chunk && !want_grad) /* the row passes left z as it was */
+    if (raw_chunk && !want_grad) { /* the row passes left z as it was */
         ws->logits_rows = N < chunk_rows ? N : chunk_rows;
+        ws->logits_from = lo0;
+    }
 }
 
 void lm_head_loss_forward(float *losses, const float *x, const float *w,

@@ -77,8 +77,21 @@ typedef struct {
      * of computing them again (the same bits): the learning reader's step
      * on the first window of the batch it scored (eval/bpb.h). The caller
      * sets it to 0 whenever x or w may have changed since (model.c: every
-     * forward). */
-    int logits_rows;
+     * forward). Only rows logits_from .. logits_rows - 1 are held when the
+     * evaluation skipped the rows before (row_from below): the training call
+     * computes rows 0 .. logits_from - 1 itself (a GEMM's rows do not depend
+     * on the others computed with them: the same bits). */
+    int logits_rows, logits_from;
+    /* Evaluation only, when set: the rows come in groups of row_group (the
+     * windows of a batch) and row n is wanted when n % row_group >=
+     * row_from[n / row_group] (a window's targets scored before are not
+     * wanted again). A row not wanted gets no row pass: its loss,
+     * top_logprob, top_id and log_norm are written 0. A chunk computes its
+     * logits from its first wanted row on (none when it has none), so a
+     * row not wanted after a wanted one in the same chunk still costs its
+     * product. NULL: every row wanted. */
+    const int32_t *row_from;
+    int row_group;
 } lm_head_workspace;
 void lm_head_workspace_free(lm_head_workspace *ws); /* all but *gemm */
 
