@@ -182,7 +182,8 @@ int predictor_learn(predictor *p, const int32_t *tokens, size_t i, tempo_error *
         const int T = p->win.T;
         memcpy(p->in, tokens + p->start, sizeof(int32_t) * (size_t)T);
         memcpy(p->tg, tokens + p->start + 1, sizeof(int32_t) * (size_t)T);
-        if (!isfinite(model_forward_eval(p->m, p->in, p->tg, 1, T, p->beta, NULL)))
+        const int32_t none = T;   /* every target scored already: the step's backward computes the logits */
+        if (!isfinite(model_forward_eval(p->m, p->in, p->tg, 1, T, p->beta, &none)))
             return tempo_fail(err, "predictor: the transformer's loss is not finite at token %zu", i);
         bpb_adapt_step(p->m, p->lr);
         p->learned_end = p->end;
