@@ -118,6 +118,33 @@ static inline PACK_TARGET void panel_transpose16(__m512i r[GEMM_NR], uint32_t *d
     }
 }
 
+/* One pair row of A stored K x M (trans_a), 48 values of each of its two
+ * rows (r1 NULL: zeros) into 8 whole panels: 3 x 16 pair words (one
+ * conversion and one interleave each), then each panel's 6 words gathered
+ * from the two vectors they fall in and stored at d + q * panel_words (8
+ * words, the last two overwritten by the next pair row; 6, masked, where
+ * that would pass the panel: whole == 0). The words of the 256-bit path. */
+static inline PACK_TARGET void pair_row_48(const float *r0, const float *r1, uint32_t *d, size_t panel_words,
+                                           int whole)
+{
+    __m512i w[4];
+    for (int c = 0; c < 3; c++)
+        w[c] = two_rows_pairs(r0 + 16 * c, r1 ? r1 + 16 * c : NULL, 16);
+    w[3] = w[2];   /* the 8-word stores' last two words past the 48th: never kept */
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; q++) {
+        int s = 6 * q, lo = s / 16, off = s % 16;
+        const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(off),
+                                             _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
+        __m256i v = _mm512_castsi512_si256(_mm512_permutex2var_epi32(w[lo], idx, w[lo + 1]));
+        uint32_t *dq = d + (size_t)q * panel_words;
+        if (whole)
+            _mm256_storeu_si256((__m256i *)(void *)dq, v);
+        else
+            _mm256_mask_storeu_epi32(dq, (__mmask8)((1u << GEMM_MR) - 1), v);
+    }
+}
+
 PACK_TARGET void gemm_pack_a_bf16(int trans_a, const float *A, int lda, int i0, int rows, int k0,
                                   int kc, float *dst)
 {
@@ -130,10 +157,18 @@ PACK_TARGET void gemm_pack_a_bf16(int trans_a, const float *A, int lda, int i0, 
          * words the next pair row overwrites (a 6-word masked store where
          * that would pass the panel's space, 6 kc words). */
         const __m256i interleave = _mm256_set_epi16(15, 7, 14, 6, 13, 5, 12, 4, 11, 3, 10, 2, 9, 1, 8, 0);
-        for (int p = 0; p < pairs; p++) {
+        const int groups = rows / 48;   /* runs of 8 whole panels, 48 values of each row */
+        for (int g = 0; g < groups; g++)
+            for (int p = 0; p < pairs; p++) {
+                const float *r0 = A + (size_t)(k0 + 2 * p) * lda + i0 + 48 * g;
+                pair_row_48(r0, 2 * p + 1 < kc ? r0 + lda : NULL,
+                            (uint32_t *)(void *)(dst + (size_t)8 * g * GEMM_MR * kc) + (size_t)p * GEMM_MR,
+                            (size_t)GEMM_MR * kc, (p + 1) * GEMM_MR + 2 <= GEMM_MR * kc);
+            }
+        for (int p = 0; p < pairs && 8 * groups < panels; p++) {
             const float *r0 = A + (size_t)(k0 + 2 * p) * lda + i0;
             int second = 2 * p + 1 < kc, whole = (p + 1) * GEMM_MR + 2 <= GEMM_MR * kc;
-            for (int r = 0; r < panels; r++) {
+            for (int r = 8 * groups; r < panels; r++) {
                 int n = min_int(GEMM_MR, rows - r * GEMM_MR);
                 const __mmask8 m = (__mmask8)((1u << n) - 1);
                 __m256 a = _mm256_maskz_loadu_ps(m, r0 + r * GEMM_MR);
