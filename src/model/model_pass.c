@@ -125,7 +125,7 @@ double model_forward_eval(model *m, const int32_t *tokens, const int32_t *target
     double loss = model_forward(m, tokens, targets, B, T);
     m->head_ws.beta = 1;
     m->head_ws.row_from = NULL;
-    if (skips && isfinite(loss)) {   /* the mean of the read positions */
+    if (skips && targets && isfinite(loss)) {   /* the mean of the read positions */
         double sum = 0;
         long n = 0;
         for (int b = 0; b < B; b++)
