@@ -151,23 +151,27 @@ PACK_TARGET void gemm_pack_a_bf16(int trans_a, const float *A, int lda, int i0, 
     int panels = (rows + GEMM_MR - 1) / GEMM_MR, pairs = (kc + 1) / 2;
     if (trans_a) {
         /* A stored K x M: rows 2p and 2p + 1 hold every panel's values of
-         * one pair, side by side, read along the rows (pair by pair, panel
-         * by panel: the reads stream); per panel 256-bit loads of six, one
-         * conversion, one interleave, and an 8-word store whose last two
-         * words the next pair row overwrites (a 6-word masked store where
-         * that would pass the panel's space, 6 kc words). */
+         * one pair, side by side. Each pair row goes to a panel as an 8-word
+         * store whose last two words the next pair row overwrites (a 6-word
+         * masked store where that would pass the panel's space, 6 kc words:
+         * from pair row whole_pairs on). Panels lie 6 kc words apart, a
+         * multiple of 4 KiB at kc 512, so they share an L1 set: a run of 8
+         * whole panels takes every pair row before the next run (pair_row_48),
+         * never more than 8 lines in flight; the panels after the last run go
+         * pair by pair, panel by panel, on 256-bit loads of six. */
         const __m256i interleave = _mm256_set_epi16(15, 7, 14, 6, 13, 5, 12, 4, 11, 3, 10, 2, 9, 1, 8, 0);
         const int groups = rows / 48;   /* runs of 8 whole panels, 48 values of each row */
+        const int whole_pairs = (GEMM_MR * kc - 2) / GEMM_MR;   /* (p + 1) 6 + 2 <= 6 kc */
         for (int g = 0; g < groups; g++)
             for (int p = 0; p < pairs; p++) {
                 const float *r0 = A + (size_t)(k0 + 2 * p) * lda + i0 + 48 * g;
                 pair_row_48(r0, 2 * p + 1 < kc ? r0 + lda : NULL,
                             (uint32_t *)(void *)(dst + (size_t)8 * g * GEMM_MR * kc) + (size_t)p * GEMM_MR,
-                            (size_t)GEMM_MR * kc, (p + 1) * GEMM_MR + 2 <= GEMM_MR * kc);
+                            (size_t)GEMM_MR * kc, p < whole_pairs);
             }
         for (int p = 0; p < pairs && 8 * groups < panels; p++) {
             const float *r0 = A + (size_t)(k0 + 2 * p) * lda + i0;
-            int second = 2 * p + 1 < kc, whole = (p + 1) * GEMM_MR + 2 <= GEMM_MR * kc;
+            int second = 2 * p + 1 < kc, whole = p < whole_pairs;
             for (int r = 8 * groups; r < panels; r++) {
                 int n = min_int(GEMM_MR, rows - r * GEMM_MR);
                 const __mmask8 m = (__mmask8)((1u << n) - 1);
