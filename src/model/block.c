@@ -14,6 +14,7 @@
 #include "kernels/cpu/rope.h"
 
 #include <omp.h>
+#include <string.h>
 
 /* y [N, out] = x [N, in] W^T, W [out, in] */
 static void linear(const model_block_dims *d, float *y, const float *x, const float *W, int N,
@@ -30,6 +31,33 @@ typedef struct {
     float *dW;
     int out;
 } lin_grad;
+
+/* dx [N, in] (= when dx_beta is 0, += when 1) sum_i dy_i W_i, on the
+ * calling thread (its context is gemm[0]). */
+static void input_grads(const model_block_dims *d, float *dx, float dx_beta, int N, int in,
+                        const lin_grad *g, int n)
+{
+    for (int i = 0; i < n; i++)
+        gemm_f32_ctx(&d->gemm[0], 0, 0, N, in, g[i].out, g[i].dy, g[i].out, g[i].W, in,
+                     i ? 1.0f : dx_beta, dx, in);
+}
+
+/* dW_i += dy_i^T x on the calling thread, through ctx: x packed once for
+ * the group's products (a thread's replica runs here, inside its region;
+ * so does the two-lane backward's weight lane), unless there is no memory
+ * for it (the plain products give the same sums). */
+static void weight_grads(const model_block_dims *d, gemm_context *ctx, const float *x, int N, int in,
+                         const lin_grad *g, int n)
+{
+    tempo_error err;
+    int packed = n > 1 && gemm_packed_b_pack(d->xpack, &ctx->cfg, 0, N, in, x, in, &err) == 0;
+    for (int i = 0; i < n; i++) {
+        if (packed)
+            gemm_f32_packed_b_ctx(ctx, 1, g[i].out, g[i].dy, g[i].out, d->xpack, 1.0f, g[i].dW, in);
+        else
+            gemm_f32_ctx(ctx, 1, 0, g[i].out, in, N, g[i].dy, g[i].out, x, in, 1.0f, g[i].dW, in);
+    }
+}
 
 /* The backward of n projections of the same input x [N, in]:
  *   dx [N, in] (= when dx_beta is 0, += when 1) sum_i dy_i W_i,
@@ -71,21 +99,8 @@ static void linear_backward(const model_block_dims *d, float *dx, float dx_beta,
             }
         }
     } else {
-        for (int i = 0; i < n; i++)
-            gemm_f32_ctx(&d->gemm[0], 0, 0, N, in, g[i].out, g[i].dy, g[i].out, g[i].W, in,
-                         i ? 1.0f : dx_beta, dx, in);
-        /* x packed once for the group's dW products (a thread's replica runs here, inside
-         * its region), unless there is no memory for it */
-        int packed = n > 1 && gemm_packed_b_pack(d->xpack, &d->gemm[0].cfg, 0, N, in, x, in,
-                                                 &err) == 0;
-        for (int i = 0; i < n; i++) {
-            if (packed)
-                gemm_f32_packed_b_ctx(&d->gemm[0], 1, g[i].out, g[i].dy, g[i].out, d->xpack, 1.0f,
-                                      g[i].dW, in);
-            else
-                gemm_f32_ctx(&d->gemm[0], 1, 0, g[i].out, in, N, g[i].dy, g[i].out, x, in, 1.0f,
-                             g[i].dW, in);
-        }
+        input_grads(d, dx, dx_beta, N, in, g, n);
+        weight_grads(d, &d->gemm[0], x, N, in, g, n);
     }
     op_profile_end(d->prof, OP_GEMM_BWD, t0);
 }
@@ -137,6 +152,38 @@ void model_block_mlp_forward(const model_block_dims *d, const model_layer_weight
     linear(d, x_out, a->act, w->w_down, N, F, C, 1.0f); /* x_out = x_in (copied above) + ... */
 }
 
+/* Where attention's backward writes dq and dk: s->dq, s->dk with QK-norm
+ * (its backward then writes dq_out, dk_out), else dq_out, dk_out. */
+static float *attn_dq(const model_block_dims *d, const model_block_scratch *s, float *dq_out)
+{
+    return d->qk_norm ? s->dq : dq_out;
+}
+
+static float *attn_dk(const model_block_dims *d, const model_block_scratch *s, float *dk_out)
+{
+    return d->qk_norm ? s->dk : dk_out;
+}
+
+/* After attention's backward: RoPE's and QK-norm's, leaving the projections'
+ * output gradients in dq_out, dk_out. */
+static void attn_rope_norm_backward(const model_block_dims *d, const model_layer_weights *w,
+                                    const model_layer_weights *g, const model_layer_acts *a,
+                                    const model_block_scratch *s, float *dq_out, float *dk_out, int B, int T)
+{
+    int N = B * T;
+    float *dq = attn_dq(d, s, dq_out), *dk = attn_dk(d, s, dk_out);
+    OP_PROFILE_TIMED(d->prof, OP_ROPE, rope_backward(dq, B, T, d->H, d->D, 0, d->rope_cos, d->rope_sin));
+    OP_PROFILE_TIMED(d->prof, OP_ROPE, rope_backward(dk, B, T, d->Hkv, d->D, 0, d->rope_cos, d->rope_sin));
+    if (d->qk_norm) {
+        OP_PROFILE_TIMED(d->prof, OP_NORM,
+                         rmsnorm_backward(dq_out, g->q_norm, dq, a->q_raw, w->q_norm, a->q_rstd, N * d->H,
+                                          d->D, 0));
+        OP_PROFILE_TIMED(d->prof, OP_NORM,
+                         rmsnorm_backward(dk_out, g->k_norm, dk, a->k_raw, w->k_norm, a->k_rstd, N * d->Hkv,
+                                          d->D, 0));
+    }
+}
+
 void model_block_attn_backward(const model_block_dims *d, const model_layer_weights *w,
                                const model_layer_weights *g, const model_layer_acts *a,
                                const model_block_scratch *s, const float *x_in, float *dx,
@@ -145,25 +192,12 @@ void model_block_attn_backward(const model_block_dims *d, const model_layer_weig
     int N = B * T, C = d->C, HD = d->H * d->D, KD = d->Hkv * d->D;
     lin_grad go = {dx, w->wo, g->wo, C};
     linear_backward(d, s->d_att, 0, a->att, N, HD, &go, 1);
+    float *dq = d->qk_norm ? s->dq_raw : s->dq, *dk = d->qk_norm ? s->dk_raw : s->dk;
     OP_PROFILE_TIMED(d->prof, OP_ATTN_BWD,
                      (d->gemm[0].cfg.bf16 ? attention_backward_bf16 : attention_backward)(
-                         s->dq, s->dk, s->dv, s->d_att, a->q, a->k, a->v, a->att, a->lse, B, T, d->H, d->Hkv,
-                         d->D));
-    OP_PROFILE_TIMED(d->prof, OP_ROPE,
-                     rope_backward(s->dq, B, T, d->H, d->D, 0, d->rope_cos, d->rope_sin));
-    OP_PROFILE_TIMED(d->prof, OP_ROPE,
-                     rope_backward(s->dk, B, T, d->Hkv, d->D, 0, d->rope_cos, d->rope_sin));
-    const float *dq = s->dq, *dk = s->dk;
-    if (d->qk_norm) {
-        OP_PROFILE_TIMED(d->prof, OP_NORM,
-                         rmsnorm_backward(s->dq_raw, g->q_norm, s->dq, a->q_raw, w->q_norm, a->q_rstd, N * d->H,
-                         d->D, 0));
-        OP_PROFILE_TIMED(d->prof, OP_NORM,
-                         rmsnorm_backward(s->dk_raw, g->k_norm, s->dk, a->k_raw, w->k_norm, a->k_rstd,
-                         N * d->Hkv, d->D, 0));
-        dq = s->dq_raw;
-        dk = s->dk_raw;
-    }
+                         attn_dq(d, s, dq), attn_dk(d, s, dk), s->dv, s->d_att, a->q, a->k, a->v, a->att, a->lse,
+                         B, T, d->H, d->Hkv, d->D));
+    attn_rope_norm_backward(d, w, g, a, s, dq, dk, B, T);
     lin_grad gqkv[3] = {{dq, w->wq, g->wq, HD}, {dk, w->wk, g->wk, KD}, {s->dv, w->wv, g->wv, KD}};
     linear_backward(d, s->d_xn, 0, a->xn1, N, C, gqkv, 3);
     OP_PROFILE_TIMED(d->prof, OP_NORM,
@@ -192,4 +226,86 @@ void model_block_mlp_backward(const model_block_dims *d, const model_layer_weigh
     }
     OP_PROFILE_TIMED(d->prof, OP_NORM,
                      rmsnorm_backward(dx, g->mlp_norm, s->d_xn, x_in, w->mlp_norm, a->rstd2, N, C, 1));
+}
+
+/* ---- the same halves in two lanes (block.h: model_layer_dys) ---- */
+
+void model_block_mlp_backward_dx(const model_block_dims *d, const model_layer_weights *w,
+                                 const model_layer_weights *g, const model_layer_acts *a,
+                                 const model_block_scratch *s, const model_layer_dys *y,
+                                 const float *x_in, float *dx, int N, lane_signal *sig)
+{
+    int C = d->C, F = d->F, glu = d->mlp == MLP_SWIGLU;
+    size_t n = (size_t)N * F;
+    memcpy(y->dy_down, dx, sizeof(float) * (size_t)N * C);
+    lane_signal_post(sig);
+    float *d_act = glu ? y->d_gate : s->d_act;   /* SwiGLU: d_act becomes d_gate in place */
+    lin_grad gd = {dx, w->w_down, NULL, C};
+    input_grads(d, d_act, 0, N, F, &gd, 1);
+    if (glu)
+        act_swiglu_backward(y->d_gate, y->d_up, y->d_gate, a->gate, a->up, n);
+    else
+        act_relu2_backward(y->d_up, d_act, a->up, n);
+    lane_signal_post(sig);
+    lin_grad gug[2] = {{y->d_up, w->w_up, NULL, F}, {y->d_gate, w->w_gate, NULL, F}};
+    input_grads(d, s->d_xn, 0, N, C, gug, glu ? 2 : 1);
+    rmsnorm_backward(dx, g->mlp_norm, s->d_xn, x_in, w->mlp_norm, a->rstd2, N, C, 1);
+}
+
+void model_block_mlp_backward_dw(const model_block_dims *d, gemm_context *ctx, const model_layer_weights *g,
+                                 const model_layer_acts *a, const model_layer_dys *y, int N,
+                                 lane_signal *sig, int after)
+{
+    int C = d->C, F = d->F, glu = d->mlp == MLP_SWIGLU;
+    lane_signal_wait(sig, after + 1);
+    lin_grad gd = {y->dy_down, NULL, g->w_down, C};
+    weight_grads(d, ctx, a->act, N, F, &gd, 1);
+    lane_signal_wait(sig, after + 2);
+    lin_grad gug[2] = {{y->d_up, NULL, g->w_up, F}, {y->d_gate, NULL, g->w_gate, F}};
+    weight_grads(d, ctx, a->xn2, N, C, gug, glu ? 2 : 1);
+}
+
+void model_block_attn_backward_units(const model_block_dims *d, const model_layer_acts *a,
+                                     const model_block_scratch *s, const model_layer_dys *y, int B, int T,
+                                     int u0, int u1)
+{
+    attention_backward_part(attn_dq(d, s, y->dq), attn_dk(d, s, y->dk), y->dv, s->d_att, a->q, a->k, a->v, a->att,
+                            a->lse, B, T, d->H, d->Hkv, d->D, d->gemm[0].cfg.bf16, u0, u1);
+}
+
+void model_block_attn_backward_dx(const model_block_dims *d, const model_layer_weights *w,
+                                  const model_layer_weights *g, const model_layer_acts *a,
+                                  const model_block_scratch *s, const model_layer_dys *y,
+                                  const float *x_in, float *dx, int B, int T, int units, lane_signal *sig,
+                                  lane_signal *back, int back_after)
+{
+    int N = B * T, C = d->C, HD = d->H * d->D, KD = d->Hkv * d->D;
+    memcpy(y->dy_o, dx, sizeof(float) * (size_t)N * C);
+    lane_signal_post(sig);
+    lin_grad go = {dx, w->wo, NULL, C};
+    input_grads(d, s->d_att, 0, N, HD, &go, 1);
+    lane_signal_post(sig);
+    model_block_attn_backward_units(d, a, s, y, B, T, 0, units);
+    lane_signal_wait(back, back_after + 1);   /* the other lane's units */
+    attn_rope_norm_backward(d, w, g, a, s, y->dq, y->dk, B, T);
+    lane_signal_post(sig);
+    lin_grad gqkv[3] = {{y->dq, w->wq, NULL, HD}, {y->dk, w->wk, NULL, KD}, {y->dv, w->wv, NULL, KD}};
+    input_grads(d, s->d_xn, 0, N, C, gqkv, 3);
+    rmsnorm_backward(dx, g->attn_norm, s->d_xn, x_in, w->attn_norm, a->rstd1, N, C, 1);
+}
+
+void model_block_attn_backward_dw(const model_block_dims *d, gemm_context *ctx, const model_layer_weights *g,
+                                  const model_layer_acts *a, const model_block_scratch *s,
+                                  const model_layer_dys *y, int B, int T, int units, lane_signal *sig,
+                                  int after, lane_signal *back)
+{
+    int N = B * T, C = d->C, HD = d->H * d->D, KD = d->Hkv * d->D;
+    lane_signal_wait(sig, after + 2);   /* the chain waits for these units: first */
+    model_block_attn_backward_units(d, a, s, y, B, T, units, B * d->Hkv);
+    lane_signal_post(back);
+    lin_grad go = {y->dy_o, NULL, g->wo, C};   /* posted before d_att */
+    weight_grads(d, ctx, a->att, N, HD, &go, 1);
+    lane_signal_wait(sig, after + 3);
+    lin_grad gqkv[3] = {{y->dq, NULL, g->wq, HD}, {y->dk, NULL, g->wk, KD}, {y->dv, NULL, g->wv, KD}};
+    weight_grads(d, ctx, a->xn1, N, C, gqkv, 3);
 }

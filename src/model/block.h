@@ -9,6 +9,7 @@
 #ifndef TEMPO_MODEL_BLOCK_H
 #define TEMPO_MODEL_BLOCK_H
 
+#include "core/lane_signal.h"
 #include "core/op_profile.h"
 #include "kernels/cpu/gemm.h"
 #include "model/config.h"
@@ -71,5 +72,47 @@ void model_block_mlp_backward(const model_block_dims *d, const model_layer_weigh
                               const model_layer_weights *g, const model_layer_acts *a,
                               const model_block_scratch *s, const float *x_in, float *dx,
                               int N);
+
+/* The same two backward halves split in two lanes, for a backward that
+ * runs on two threads at once (model/model_backward_lanes.c): the chain of
+ * input gradients (..._dx, on the thread whose GEMM context is gemm[0]) and
+ * the weight gradients (..._dw, on another thread, through ctx, with
+ * d->xpack its own). The chain writes into y what the weight gradients read
+ * and posts sig after each stage: the MLP half twice (once w_down's output
+ * gradient is copied to y, once d_up and d_gate are there), the attention
+ * half three times (wo's output gradient copied, attention's input gradient
+ * in s->d_att, dq, dk, dv in y). Attention's backward is shared: the chain
+ * runs units [0, units) of its B * Hkv (model_block_attn_backward_units),
+ * the weight lane the others, posting `back` when done, which the chain
+ * waits for (back_after + 1 posts) before RoPE's backward. ..._dw waits for
+ * after + 1, + 2 (+ 3) posts of sig before each of its stages. On one
+ * thread the chain's half first, then the weights' (the waits met), except
+ * that an attention half's units must then be run in one go: units = B *
+ * Hkv. Either way the same bits as the halves above, each product whole on
+ * one thread. */
+typedef struct {
+    float *dy_o, *dq, *dk, *dv;       /* [N, C] wo's output gradient; [N, H*D], [N, Hkv*D] x 2 */
+    float *dy_down, *d_up, *d_gate;   /* [N, C] w_down's; [N, F] x 2 (d_gate: SwiGLU only) */
+} model_layer_dys;
+
+void model_block_mlp_backward_dx(const model_block_dims *d, const model_layer_weights *w,
+                                 const model_layer_weights *g, const model_layer_acts *a,
+                                 const model_block_scratch *s, const model_layer_dys *y,
+                                 const float *x_in, float *dx, int N, lane_signal *sig);
+void model_block_mlp_backward_dw(const model_block_dims *d, gemm_context *ctx, const model_layer_weights *g,
+                                 const model_layer_acts *a, const model_layer_dys *y, int N,
+                                 lane_signal *sig, int after);
+void model_block_attn_backward_units(const model_block_dims *d, const model_layer_acts *a,
+                                     const model_block_scratch *s, const model_layer_dys *y, int B, int T,
+                                     int u0, int u1);
+void model_block_attn_backward_dx(const model_block_dims *d, const model_layer_weights *w,
+                                  const model_layer_weights *g, const model_layer_acts *a,
+                                  const model_block_scratch *s, const model_layer_dys *y,
+                                  const float *x_in, float *dx, int B, int T, int units, lane_signal *sig,
+                                  lane_signal *back, int back_after);
+void model_block_attn_backward_dw(const model_block_dims *d, gemm_context *ctx, const model_layer_weights *g,
+                                  const model_layer_acts *a, const model_block_scratch *s,
+                                  const model_layer_dys *y, int B, int T, int units, lane_signal *sig,
+                                  int after, lane_signal *back);
 
 #endif

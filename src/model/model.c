@@ -350,6 +350,8 @@ void model_free(model *m)
     lm_head_workspace_free(&m->head_ws);
     gemm_context_array_free(m->gemm, m->n_gemm);
     gemm_packed_b_free(&m->xpack);
+    free(m->lane_buf);
+    free(m->lane_dys);
     free(m);
 }
 

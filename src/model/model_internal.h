@@ -48,6 +48,10 @@ struct model {
     float *head_scratch;        /* lm_head_scratch_floats(MODEL_HEAD_CHUNK_ROWS, V) */
     float *head_dw;             /* [V, C] head weight gradient staged by a training forward */
     int32_t *tokens, *targets;  /* [N] copies of the last forward's inputs */
+    /* the two-lane backward's hand-over buffers (model_backward_lanes.c), for up to
+     * MODEL_HEAD_CHUNK_ROWS rows, made on its first use; NULL before */
+    float *lane_buf;
+    model_layer_dys *lane_dys;  /* [n_layers] views into lane_buf */
 
     /* A GPU that runs the passes (model_attach_device), or NULL. The host
      * buffers then hold the per-token outputs, the inputs and, after
@@ -63,5 +67,13 @@ struct model {
     int have_targets;   /* last forward succeeded with targets */
     int head_dw_ready;  /* head_dw and dxf hold the last forward's head gradients */
 };
+
+/* The backward of the last forward's first `rows` sequences on two threads
+ * (model_backward_lanes.c) when it applies: a CPU model, called from serial
+ * code with two threads or more, at most MODEL_HEAD_CHUNK_ROWS rows (the
+ * head in one chunk), no op profile and no gradient hand-over attached.
+ * Returns 0 when it ran it (the same bits as the serial backward), -1 when
+ * it did not apply (or found no memory): nothing done then. */
+int model_backward_lanes(model *m, int rows);
 
 #endif

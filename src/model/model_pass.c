@@ -189,6 +189,8 @@ void model_backward_rows(model *m, int rows)
             model_cuda_backward(m->device);
         return;
     }
+    if (model_backward_lanes(m, rows) == 0)   /* a short forward on two threads */
+        return;
     const model_config *c = &m->cfg;
     /* every activation is [B, ...] with the sequences outermost: the first `rows` of them are the
      * first rows * T positions of each buffer, as if the forward had held only them */

@@ -11,6 +11,7 @@
 #include "ref_ops.h"
 
 #include "model/model.h"
+#include "model/model_internal.h"   /* lane_buf: whether the two-lane backward ran */
 
 #include <omp.h>
 
@@ -595,6 +596,70 @@ static void test_grad_spans(void)
     }
 }
 
+/* The backward of a short forward on two threads (model_backward_lanes.c:
+ * the chain of input gradients and the weight gradients as two lanes, the
+ * attention units and the head's rows and weight gradient shared) has the
+ * serial backward's bits: each configuration, fp32 and bf16 products, each
+ * way the forward may leave the head (a training forward's staged
+ * gradients; an evaluation's logits for every row, for the rows it read,
+ * or none under a soft-cap), one sequence of two and both. */
+static void test_backward_lanes_bits(void)
+{
+    struct {
+        mlp_kind mlp;
+        int tied, qk;
+        float cap;
+        int H, Hkv;
+    } cfgs[] = {{MLP_SWIGLU, 1, 1, 0, 2, 2}, {MLP_RELU2, 0, 0, 0, 2, 2}, {MLP_SWIGLU, 0, 1, 0, 4, 1},
+                {MLP_RELU2, 1, 0, 5.0f, 4, 2}};
+    enum { T = 40 };
+    for (int k = 0; k < (int)(sizeof cfgs / sizeof cfgs[0]); k++)
+        for (int bf16 = 0; bf16 <= model_bf16_available(); bf16++) {
+            model_config c = tiny_config(cfgs[k].mlp, cfgs[k].tied, cfgs[k].qk, cfgs[k].cap, cfgs[k].H, cfgs[k].Hkv);
+            c.context = T;
+            c.d_model = 16;
+            c.bf16_products = bf16;
+            model *m = make_model(&c, 2, 40 + k);
+            size_t P = model_num_params(m);
+            rng_state rng;
+            rng_seed(&rng, 50 + k);
+            int32_t tok[2 * T], tg[2 * T];
+            random_ids(&rng, tok, 2 * T, c.vocab_size);
+            random_ids(&rng, tg, 2 * T, c.vocab_size);
+            const int32_t from[2] = {7, 21};
+            float *g1 = malloc(sizeof(float) * P), *l1 = malloc(sizeof(float) * 2 * T);
+            for (int mode = 0; mode < 3; mode++)   /* training forward; evaluation; evaluation from `from` */
+                for (int rows = 1; rows <= 2; rows++) {
+                    int bad_g = 0, bad_l = 0;
+                    for (int threads = 1; threads <= 2; threads++) {
+                        omp_set_num_threads(threads);
+                        model_set_training(m, mode == 0);
+                        if (mode == 0)
+                            model_forward(m, tok, tg, 2, T);
+                        else
+                            model_forward_eval(m, tok, tg, 2, T, 1.0f, mode == 2 ? from : NULL);
+                        model_zero_grad(m);
+                        model_backward_rows(m, rows);
+                        if (threads == 1) {
+                            memcpy(g1, model_grads(m), sizeof(float) * P);
+                            memcpy(l1, model_token_losses(m), sizeof(float) * 2 * T);
+                        } else {
+                            bad_g = memcmp(g1, model_grads(m), sizeof(float) * P) != 0;
+                            bad_l = memcmp(l1, model_token_losses(m), sizeof(float) * rows * T) != 0;
+                        }
+                    }
+                    CHECK_MSG(!bad_g && !bad_l, "config %d, bf16 %d, mode %d, rows %d: %s differ on two threads", k,
+                              bf16, mode, rows, bad_g ? "gradients" : "losses");
+                }
+            CHECK_MSG(m->lane_buf != NULL, "config %d: the two-lane backward never ran", k);
+            model_set_training(m, 1);
+            free(g1);
+            free(l1);
+            model_free(m);
+        }
+    omp_set_num_threads(2);
+}
+
 int main(void)
 {
     omp_set_num_threads(2);
@@ -608,6 +673,7 @@ int main(void)
     RUN(test_accumulation);
     RUN(test_grad_spans);
     RUN(test_determinism);
+    RUN(test_backward_lanes_bits);
     RUN(test_zero_params_uniform);
     RUN(test_bad_inputs);
     RUN(test_flops);

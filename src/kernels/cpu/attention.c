@@ -646,6 +646,18 @@ static void backward_call(float *dq, float *dk, float *dv, const float *dout, co
     run_units(&a, B * Hkv, backward_unit);
 }
 
+void attention_backward_part(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                             const float *k, const float *v, const float *o, const float *lse, int B,
+                             int T, int H, int Hkv, int D, int bf16, int u0, int u1)
+{
+    att_call a = att_call_init(T, H, Hkv, D);
+    a.dq = dq, a.dk = dk, a.dv = dv, a.dout = dout, a.q = q, a.k = k, a.v = v, a.o_in = o;
+    a.lse_in = lse;
+    a.bf16 = call_bf16(bf16, T, D);
+    for (int u = u0 < 0 ? 0 : u0; u < u1 && u < B * Hkv; u++)
+        backward_unit(&a, u);
+}
+
 void attention_forward(float *o, float *lse, const float *q, const float *k,
                        const float *v, int B, int T, int H, int Hkv, int D)
 {

@@ -65,6 +65,16 @@ void attention_backward_bf16(float *dq, float *dk, float *dv, const float *dout,
                              const float *k, const float *v, const float *o, const float *lse, int B,
                              int T, int H, int Hkv, int D);
 
+/* Part of a backward on the calling thread alone: units [u0, u1) of the
+ * B * Hkv (sequence, kv head) units, unit b * Hkv + g writing only its own
+ * columns of dq, dk, dv (those of kv head g and its query heads, in
+ * sequence b); bf16 as the _bf16 call (0: attention_backward's products).
+ * The units of a call split between two threads this way give the whole
+ * call's bits (the model's two-lane backward). */
+void attention_backward_part(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                             const float *k, const float *v, const float *o, const float *lse, int B,
+                             int T, int H, int Hkv, int D, int bf16, int u0, int u1);
+
 /* Plain single-threaded references of the whole-batch contracts: two passes
  * per query row (max, then exp-sum and weighted sum), no tiling. */
 void attention_forward_ref(float *o, float *lse, const float *q, const float *k,

@@ -186,8 +186,9 @@ static int ensure_thread_state(lm_head_workspace *ws, int nt, size_t scratch, si
     return 1;
 }
 
-/* The three products of a chunk, through gemm (not NULL when there is a
- * workspace) and ws's packings when it has them. */
+/* The three products of a chunk, through gemm (when not NULL: there is a
+ * workspace, or the caller gave its thread's context) and ws's packings
+ * when it has them. */
 typedef struct {
     lm_head_workspace *ws;
     gemm_context *gemm;
@@ -201,7 +202,7 @@ static void logits(const head_gemms *h, int R, const float *xc, float *z)
 {
     if (h->packed)
         gemm_f32_packed_b_ctx(h->gemm, 0, R, xc, h->C, &h->ws->w_t, 0.0f, z, h->ldz);
-    else if (h->ws)
+    else if (h->gemm)
         gemm_f32_ctx(h->gemm, 0, 1, R, h->V, h->C, xc, h->C, h->w, h->C, 0.0f, z, h->ldz);
     else
         gemm_f32(0, 1, R, h->V, h->C, xc, h->C, h->w, h->C, 0.0f, z, h->ldz);
@@ -211,7 +212,7 @@ static void input_grad(const head_gemms *h, int R, const float *dz, float *dxc)
 {
     if (h->packed)
         gemm_f32_packed_b_ctx(h->gemm, 0, R, dz, h->ldz, &h->ws->w_n, 0.0f, dxc, h->C);
-    else if (h->ws)
+    else if (h->gemm)
         gemm_f32_ctx(h->gemm, 0, 0, R, h->C, h->V, dz, h->ldz, h->w, h->C, 0.0f, dxc, h->C);
     else
         gemm_f32(0, 0, R, h->C, h->V, dz, h->ldz, h->w, h->C, 0.0f, dxc, h->C);
@@ -219,7 +220,7 @@ static void input_grad(const head_gemms *h, int R, const float *dz, float *dxc)
 
 static void weight_grad(const head_gemms *h, int R, const float *dz, const float *xc, float *dw)
 {
-    if (h->ws)
+    if (h->gemm)
         gemm_f32_ctx(h->gemm, 1, 0, h->V, h->C, R, dz, h->ldz, xc, h->C, 1.0f, dw, h->C);
     else
         gemm_f32(1, 0, h->V, h->C, R, dz, h->ldz, xc, h->C, 1.0f, dw, h->C);
@@ -268,6 +269,20 @@ static int eval_chunk(const head_gemms *h, const lm_head_row_ops *ops, float *lo
     return lo;
 }
 
+/* A training chunk's rows [n0, n0 + R) up to their logit gradients: the
+ * logits of rows [0, from) computed into z (the rows from `from` on are
+ * held there already: R when none are), then each row's pass, which leaves
+ * dz in z in place of its logits. */
+static void chunk_dz(const head_gemms *h, const lm_head_row_ops *ops, float *losses, const float *xc,
+                     const int32_t *targets, int n0, int R, int from, float softcap, float grad_scale, float *z)
+{
+    if (from > 0)
+        logits(h, from, xc, z);
+    OMP_TEAM_FOR(omp_team_worth((size_t)R, 1), int, r, R,
+                 losses[n0 + r] = row_loss(ops, z + (size_t)r * h->ldz, h->V, targets[n0 + r], softcap, 1,
+                                           grad_scale, h->ws, n0 + r));
+}
+
 /* Chunks [c0, c1) on the calling thread alone: z is its logits scratch, dw
  * its gradient accumulator. Returns, in an evaluation, the first wanted row
  * of chunk c0 (the one whose logits z keeps). */
@@ -276,7 +291,7 @@ static int chunks_on_thread(const head_gemms *h, const lm_head_row_ops *ops, int
                             const int32_t *targets, int N, float softcap, float grad_scale,
                             float *z, int chunk_rows)
 {
-    int C = h->C, V = h->V, lo = 0;
+    int C = h->C, lo = 0;
     /* evaluation: the chunks last to first, so that z ends holding the first chunk's logits (the
      * order changes no bits: an evaluation chunk's losses depend on its rows alone) */
     for (int i = c0; i < c1; i++) {
@@ -287,10 +302,7 @@ static int chunks_on_thread(const head_gemms *h, const lm_head_row_ops *ops, int
             lo = eval_chunk(h, ops, losses, x, targets, n0, R, softcap, z);
             continue;
         }
-        logits(h, R, xc, z);
-        for (int r = 0; r < R; r++)
-            losses[n0 + r] = row_loss(ops, z + (size_t)r * h->ldz, V, targets[n0 + r], softcap,
-                                      1, grad_scale, h->ws, n0 + r);
+        chunk_dz(h, ops, losses, xc, targets, n0, R, R, softcap, grad_scale, z);
         input_grad(h, R, z, dx + (size_t)n0 * C);
         weight_grad(h, R, z, xc, dw);
     }
@@ -366,13 +378,8 @@ static void head_pass(float *losses, float *dx, float *dw, const float *x,
             lo0 = eval_chunk(&h, ops, losses, x, targets, n0, R, softcap, scratch);
             continue;
         }
-        if (!have_logits)
-            logits(&h, R, xc, scratch);
-        else if (held_from > 0)   /* the rows the evaluation skipped */
-            logits(&h, held_from, xc, scratch);
-        OMP_TEAM_FOR(omp_team_worth((size_t)R, 1), int, r, R,
-                     losses[n0 + r] = row_loss(ops, scratch + (size_t)r * h.ldz, V, targets[n0 + r],
-                                               softcap, 1, grad_scale, ws, n0 + r));
+        /* the logits held from an evaluation (have_logits) but for the rows it skipped */
+        chunk_dz(&h, ops, losses, xc, targets, n0, R, have_logits ? held_from : R, softcap, grad_scale, scratch);
         input_grad(&h, R, scratch, dx + (size_t)n0 * C);
         weight_grad(&h, R, scratch, xc, dw);
     }
@@ -399,6 +406,54 @@ void lm_head_loss_forward_backward(float *losses, float *dx, float *dw,
 {
     head_pass(losses, dx, dw, x, w, targets, N, C, V, softcap, grad_scale, scratch, chunk_rows,
               ws);
+}
+
+/* ---- one chunk's training pass in pieces (lm_head.h) ---- */
+
+int lm_head_split_begin(lm_head_workspace *ws, int N, float softcap, int chunk_rows)
+{
+    if (!ws || !ws->gemm || N < 1 || N > chunk_rows)
+        return -1;
+    int fresh = softcap == 0 && ws->logits_rows >= N ? ws->logits_from : N;
+    ws->logits_rows = ws->logits_from = 0;
+    return fresh;
+}
+
+static const lm_head_row_ops *row_ops_now(void)
+{
+    cpu_kernel_path path = kernel_path_select_now();
+    return path == CPU_KERNELS_AVX512 ? &lm_head_row_ops_avx512
+           : path >= CPU_KERNELS_AVX2  ? &lm_head_row_ops_avx2
+                                       : &lm_head_row_ops_portable;
+}
+
+void lm_head_dz_rows(float *losses, const float *x, const float *w, const int32_t *targets, int r0, int r1,
+                     int fresh, int C, int V, float softcap, float grad_scale, float *scratch,
+                     lm_head_workspace *ws, gemm_context *ctx)
+{
+    if (r1 <= r0)
+        return;
+    head_gemms h = {ws, ctx, 0, w, C, V, logits_ld(V)};
+    int from = fresh - r0 < 0 ? 0 : fresh - r0 > r1 - r0 ? r1 - r0 : fresh - r0;
+    chunk_dz(&h, row_ops_now(), losses, x + (size_t)r0 * C, targets, r0, r1 - r0, from, softcap, grad_scale,
+             scratch + (size_t)r0 * h.ldz);
+}
+
+void lm_head_dx_rows(float *dx, const float *w, int r0, int r1, int C, int V, const float *scratch,
+                     gemm_context *ctx)
+{
+    if (r1 <= r0)
+        return;
+    head_gemms h = {NULL, ctx, 0, w, C, V, logits_ld(V)};
+    input_grad(&h, r1 - r0, scratch + (size_t)r0 * h.ldz, dx + (size_t)r0 * C);
+}
+
+void lm_head_dw_rows(float *dw, const float *x, int N, int v0, int v1, int C, int V, const float *scratch,
+                     gemm_context *ctx)
+{
+    if (v1 <= v0)
+        return;
+    gemm_f32_ctx(ctx, 1, 0, v1 - v0, C, N, scratch + v0, logits_ld(V), x, C, 1.0f, dw + (size_t)v0 * C, C);
 }
 
 void lm_head_loss_ref(float *losses, float *dx, float *dw, const float *x,

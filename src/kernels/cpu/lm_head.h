@@ -112,6 +112,32 @@ void lm_head_loss_forward_backward(float *losses, float *dx, float *dw,
                                    float softcap, float grad_scale, float *scratch,
                                    int chunk_rows, lm_head_workspace *ws);
 
+/* One chunk's training pass (N <= chunk_rows rows) in pieces that two
+ * threads can share (the model's two-lane backward, model/model_backward_lanes.c),
+ * each piece on the calling thread alone, through ctx (that thread's GEMM
+ * context, configured as the workspace's):
+ *  - lm_head_split_begin, first and once: returns `fresh`, the rows [0,
+ *    fresh) whose logits the pass computes (the others are held from an
+ *    evaluation: logits_rows above), and forgets the held logits as a
+ *    training call does; -1 when the pass cannot be split (no workspace or
+ *    GEMM context, N outside 1..chunk_rows): nothing done;
+ *  - lm_head_dz_rows: rows [r0, r1): the logits of those below fresh, then
+ *    each row's pass: its loss, and its logit gradients dz in scratch in
+ *    place of its logits;
+ *  - lm_head_dx_rows: dx rows [r0, r1) = dz W (OVERWRITTEN);
+ *  - lm_head_dw_rows: rows [v0, v1) of dw += dz^T x over rows [0, N).
+ * Each piece writes only its own rows. Over partitions of the rows and of
+ * the vocabulary, with a row's dz before its dx and every row's before any
+ * dw, they give lm_head_loss_forward_backward's bits. */
+int lm_head_split_begin(lm_head_workspace *ws, int N, float softcap, int chunk_rows);
+void lm_head_dz_rows(float *losses, const float *x, const float *w, const int32_t *targets, int r0, int r1,
+                     int fresh, int C, int V, float softcap, float grad_scale, float *scratch,
+                     lm_head_workspace *ws, gemm_context *ctx);
+void lm_head_dx_rows(float *dx, const float *w, int r0, int r1, int C, int V, const float *scratch,
+                     gemm_context *ctx);
+void lm_head_dw_rows(float *dw, const float *x, int N, int v0, int v1, int C, int V, const float *scratch,
+                     gemm_context *ctx);
+
 /* Plain reference of lm_head_loss_forward_backward (dx, dw may be NULL for
  * losses only): one row at a time, double accumulators, scratch of V floats. */
 void lm_head_loss_ref(float *losses, float *dx, float *dw, const float *x,
