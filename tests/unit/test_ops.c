@@ -793,6 +793,85 @@ static void test_lm_head_wanted_rows(void)
     free(w); free(scratch);
 }
 
+/* One chunk's training pass in pieces (lm_head_split_begin, lm_head_dz_rows,
+ * lm_head_dx_rows, lm_head_dw_rows), the rows and the vocabulary split at
+ * odd places and the pieces run through two GEMM contexts, has the bits of
+ * lm_head_loss_forward_backward: with no logits held, with an evaluation's
+ * held from its first read row on, and under a soft-cap (which holds none);
+ * fp32 and bf16 products. */
+static void test_lm_head_split_pieces(void)
+{
+    enum { N = 12, C = 8, V = 301, G = 6 };
+    rng_state rng;
+    rng_seed(&rng, 37);
+    float x[N * C], *w = malloc(sizeof(float) * V * C);
+    fill_uniform(&rng, x, N * C, -1, 1);
+    fill_uniform(&rng, w, (size_t)V * C, -1, 1);
+    int32_t tg[N];
+    for (int n = 0; n < N; n++)
+        tg[n] = (int32_t)((n * 53 + 11) % V);
+    const int32_t from[N / G] = {3, 2};   /* an evaluation that reads rows 3.. and 8.. */
+    size_t zf = lm_head_scratch_floats(N, V);
+    float *scratch = malloc(sizeof(float) * zf), *ev = malloc(sizeof(float) * N);
+    float *dw1 = malloc(sizeof(float) * V * C), *dw2 = malloc(sizeof(float) * V * C);
+    if (!kernel_path_bf16_now())
+        TEST_SKIP("the head's pieces with bf16 products: no AVX-512 BF16 on this CPU");
+    for (int bf16 = 0; bf16 <= kernel_path_bf16_now(); bf16++) {
+        gemm_context gc[2];
+        tempo_error err;
+        for (int k = 0; k < 2; k++) {
+            gemm_context_init(&gc[k]);
+            if (bf16)
+                CHECK(gemm_config_set_bf16(&gc[k].cfg, 1, &err) == 0);
+        }
+        for (int held = 0; held < 3; held++) {   /* none; an evaluation's from row 3; a soft-cap */
+            float cap = held == 2 ? 4.0f : 0.0f;
+            float l1[N], dx1[N * C], l2[N], dx2[N * C];
+            int fresh = -2;
+            for (int way = 0; way < 2; way++) {
+                lm_head_workspace ws = {.gemm = &gc[0], .beta = 1};
+                if (held) {   /* what the evaluation leaves in the scratch */
+                    ws.row_from = from;
+                    ws.row_group = G;
+                    lm_head_loss_forward(ev, x, w, tg, N, C, V, cap, scratch, N, &ws);
+                    ws.row_from = NULL;
+                }
+                float *dw = way ? dw2 : dw1, *l = way ? l2 : l1, *dx = way ? dx2 : dx1;
+                for (size_t i = 0; i < (size_t)V * C; i++)
+                    dw[i] = 0.25f;   /* accumulated into */
+                if (!way) {
+                    lm_head_loss_forward_backward(l, dx, dw, x, w, tg, N, C, V, cap, 0.5f, scratch, N, &ws);
+                } else {
+                    fresh = lm_head_split_begin(&ws, N, cap, N);
+                    CHECK(ws.logits_rows == 0 && ws.logits_from == 0);
+                    int s = 5;   /* thread 1's rows [0, 5), thread 0's [5, N) */
+                    lm_head_dz_rows(l, x, w, tg, s, N, fresh, C, V, cap, 0.5f, scratch, &ws, &gc[0]);
+                    lm_head_dz_rows(l, x, w, tg, 0, s, fresh, C, V, cap, 0.5f, scratch, &ws, &gc[1]);
+                    lm_head_dx_rows(dx, w, s, N, C, V, scratch, &gc[0]);
+                    lm_head_dx_rows(dx, w, 0, s, C, V, scratch, &gc[1]);
+                    lm_head_dw_rows(dw, x, N, 0, 97, C, V, scratch, &gc[1]);
+                    lm_head_dw_rows(dw, x, N, 97, 250, C, V, scratch, &gc[0]);
+                    lm_head_dw_rows(dw, x, N, 250, V, C, V, scratch, &gc[1]);
+                }
+                lm_head_workspace_free(&ws);
+            }
+            int want_fresh = held == 1 ? 3 : N;   /* the first read row of the evaluation's first window */
+            CHECK_MSG(fresh == want_fresh, "bf16 %d, held %d: fresh %d, want %d", bf16, held, fresh, want_fresh);
+            CHECK_MSG(!memcmp(l1, l2, sizeof l1) && !memcmp(dx1, dx2, sizeof dx1) &&
+                          !memcmp(dw1, dw2, sizeof(float) * V * C),
+                      "bf16 %d, held %d: the pieces differ from the whole pass", bf16, held);
+        }
+        lm_head_workspace no_gemm = {0};
+        CHECK(lm_head_split_begin(&no_gemm, N, 0, N) == -1);
+        lm_head_workspace ws = {.gemm = &gc[0]};
+        CHECK(lm_head_split_begin(&ws, N + 1, 0, N) == -1 && lm_head_split_begin(&ws, 0, 0, N) == -1);
+        CHECK(lm_head_split_begin(NULL, N, 0, N) == -1);
+        for (int k = 0; k < 2; k++)
+            gemm_context_free(&gc[k]);
+    }
+    free(w); free(scratch); free(ev); free(dw1); free(dw2);
+}
+
 /* exp_sum_scaled (the sharpened sum of the mixture's log_norm) gives the bits
  * of scaling the row and summing it, and leaves the row alone, on every
  * table this CPU runs. */
@@ -861,6 +940,7 @@ int main(void)
     RUN(test_lm_head_rows_avx512);
     RUN(test_lm_head_reuses_logits);
     RUN(test_lm_head_wanted_rows);
+    RUN(test_lm_head_split_pieces);
     RUN(test_lm_head_scaled_sum);
     RUN(test_lm_head_uniform);
     return test_summary("test_ops");

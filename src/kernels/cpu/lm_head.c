@@ -309,16 +309,22 @@ static int chunks_on_thread(const head_gemms *h, const lm_head_row_ops *ops, int
     return lo;
 }
 
+/* The row passes of the kernel path this thread runs now. */
+static const lm_head_row_ops *row_ops_now(void)
+{
+    cpu_kernel_path path = kernel_path_select_now();
+    return path == CPU_KERNELS_AVX512 ? &lm_head_row_ops_avx512
+           : path >= CPU_KERNELS_AVX2  ? &lm_head_row_ops_avx2
+                                       : &lm_head_row_ops_portable;
+}
+
 static void head_pass(float *losses, float *dx, float *dw, const float *x,
                       const float *w, const int32_t *targets, int N, int C, int V,
                       float softcap, float grad_scale, float *scratch, int chunk_rows,
                       lm_head_workspace *ws)
 {
     int want_grad = dx != NULL;
-    cpu_kernel_path path = kernel_path_select_now();
-    const lm_head_row_ops *ops = path == CPU_KERNELS_AVX512 ? &lm_head_row_ops_avx512
-                                 : path >= CPU_KERNELS_AVX2  ? &lm_head_row_ops_avx2
-                                                             : &lm_head_row_ops_portable;
+    const lm_head_row_ops *ops = row_ops_now();
     head_gemms h = {ws, ws ? ws->gemm : NULL, 0, w, C, V, logits_ld(V)};
     int n_chunks = (N + chunk_rows - 1) / chunk_rows;
     /* the first chunk's raw logits: what an evaluation call leaves in scratch (its chunks run last
@@ -417,14 +423,6 @@ int lm_head_split_begin(lm_head_workspace *ws, int N, float softcap, int chunk_r
     int fresh = softcap == 0 && ws->logits_rows >= N ? ws->logits_from : N;
     ws->logits_rows = ws->logits_from = 0;
     return fresh;
-}
-
-static const lm_head_row_ops *row_ops_now(void)
-{
-    cpu_kernel_path path = kernel_path_select_now();
-    return path == CPU_KERNELS_AVX512 ? &lm_head_row_ops_avx512
-           : path >= CPU_KERNELS_AVX2  ? &lm_head_row_ops_avx2
-                                       : &lm_head_row_ops_portable;
 }
 
 void lm_head_dz_rows(float *losses, const float *x, const float *w, const int32_t *targets, int r0, int r1,
