@@ -3,7 +3,9 @@
  * [out, in]), QK-norm, RoPE, attention (its tile products in bf16 where the
  * projections run the GEMM's bf16 mode), activations; residual adds are fused
  * into the output projection (x_in is copied to x_out by the norm's pass over
- * it, then the projection accumulates into x_out, GEMM beta = 1). */
+ * it, then the projection accumulates into x_out, GEMM beta = 1). The
+ * backward halves also come split in two lanes (the input gradients' chain,
+ * the weight gradients) for a backward on two threads at once (block.h). */
 #include "model/block.h"
 
 

@@ -2,14 +2,14 @@
  * chunk of rows: the learning reader's step on one window) on two threads
  * at once, as two lanes in one parallel region (lane_signal.h hands the
  * stages over; no barrier, no second region).
- *  - The chain (thread 0): the head's row passes for the rows whose logits
- *    the forward left, dx of the head, the final norm, then each layer's
- *    halves from the top (block.h: ..._dx) with half of each attention
- *    backward.
- *  - The weights (thread 1): the head's logits and row passes for the rows
- *    the forward skipped, then each half's weight gradients (..._dw) and the
- *    other half of each attention backward, as soon as the chain has posted
- *    their inputs.
+ *  - The chain (thread 0): the head's last rows (their row passes, and the
+ *    logits of those the forward did not leave), the head's dx, the final
+ *    norm, then each layer's halves from the top (block.h: ..._dx) with half
+ *    of each attention backward.
+ *  - The weights (thread 1): the head's first rows (most of those whose
+ *    logits the forward skipped: their logits and row passes), then each
+ *    half's weight gradients (..._dw) and the other half of each attention
+ *    backward, as soon as the chain has posted their inputs.
  *  - The head's weight gradient, the largest product and the one nothing
  *    waits for, goes in slices to whichever lane is idle: the weight lane
  *    while it waits for the chain, then both once their own work is done.
