@@ -708,17 +708,26 @@ static void test_lm_head_reuses_logits(void)
  * the training call that takes them computes the rows before itself: the
  * bits of a training call alone. One chunk and several (packed products),
  * one thread and two; a window with no wanted row; every row wanted. */
+/* A head's inputs for the tests below: x [N, C] then w [V, C] (returned,
+ * malloc'd) uniform in [-1, 1) from seed, and targets (n * mul + add) % V. */
+static float *head_inputs(uint64_t seed, float *x, int N, int C, int V, int32_t *tg, int mul, int add)
+{
+    rng_state rng;
+    rng_seed(&rng, seed);
+    float *w = malloc(sizeof(float) * (size_t)V * C);
+    fill_uniform(&rng, x, (size_t)N * C, -1, 1);
+    fill_uniform(&rng, w, (size_t)V * C, -1, 1);
+    for (int n = 0; n < N; n++)
+        tg[n] = (int32_t)((n * mul + add) % V);
+    return w;
+}
+
 static void test_lm_head_wanted_rows(void)
 {
     enum { N = 12, C = 8, V = 301, G = 4 };
-    rng_state rng;
-    rng_seed(&rng, 31);
-    float x[N * C], *w = malloc(sizeof(float) * V * C);
-    fill_uniform(&rng, x, N * C, -1, 1);
-    fill_uniform(&rng, w, (size_t)V * C, -1, 1);
+    float x[N * C];
     int32_t tg[N];
-    for (int n = 0; n < N; n++)
-        tg[n] = (int32_t)((n * 37 + 5) % V);
+    float *w = head_inputs(31, x, N, C, V, tg, 37, 5);
     const int32_t froms[3][N / G] = {{2, 1, 3}, {4, 2, 0}, {0, 0, 0}};
     const int chunks[2] = {N, G};   /* one chunk; a chunk a window */
     float *scratch = malloc(sizeof(float) * lm_head_scratch_floats(N, V));
@@ -802,14 +811,9 @@ static void test_lm_head_wanted_rows(void)
 static void test_lm_head_split_pieces(void)
 {
     enum { N = 12, C = 8, V = 301, G = 6 };
-    rng_state rng;
-    rng_seed(&rng, 37);
-    float x[N * C], *w = malloc(sizeof(float) * V * C);
-    fill_uniform(&rng, x, N * C, -1, 1);
-    fill_uniform(&rng, w, (size_t)V * C, -1, 1);
+    float x[N * C];
     int32_t tg[N];
-    for (int n = 0; n < N; n++)
-        tg[n] = (int32_t)((n * 53 + 11) % V);
+    float *w = head_inputs(37, x, N, C, V, tg, 53, 11);
     const int32_t from[N / G] = {3, 2};   /* an evaluation that reads rows 3.. and 8.. */
     size_t zf = lm_head_scratch_floats(N, V);
     float *scratch = malloc(sizeof(float) * zf), *ev = malloc(sizeof(float) * N);
