@@ -154,16 +154,11 @@ void model_block_mlp_forward(const model_block_dims *d, const model_layer_weight
     linear(d, x_out, a->act, w->w_down, N, F, C, 1.0f); /* x_out = x_in (copied above) + ... */
 }
 
-/* Where attention's backward writes dq and dk: s->dq, s->dk with QK-norm
- * (its backward then writes dq_out, dk_out), else dq_out, dk_out. */
-static float *attn_dq(const model_block_dims *d, const model_block_scratch *s, float *dq_out)
+/* Where attention's backward writes dq (or dk): with QK-norm the scratch
+ * (its backward then writes out), else out itself. */
+static float *attn_grad_at(const model_block_dims *d, float *scratch, float *out)
 {
-    return d->qk_norm ? s->dq : dq_out;
-}
-
-static float *attn_dk(const model_block_dims *d, const model_block_scratch *s, float *dk_out)
-{
-    return d->qk_norm ? s->dk : dk_out;
+    return d->qk_norm ? scratch : out;
 }
 
 /* After attention's backward: RoPE's and QK-norm's, leaving the projections'
@@ -173,7 +168,7 @@ static void attn_rope_norm_backward(const model_block_dims *d, const model_layer
                                     const model_block_scratch *s, float *dq_out, float *dk_out, int B, int T)
 {
     int N = B * T;
-    float *dq = attn_dq(d, s, dq_out), *dk = attn_dk(d, s, dk_out);
+    float *dq = attn_grad_at(d, s->dq, dq_out), *dk = attn_grad_at(d, s->dk, dk_out);
     OP_PROFILE_TIMED(d->prof, OP_ROPE, rope_backward(dq, B, T, d->H, d->D, 0, d->rope_cos, d->rope_sin));
     OP_PROFILE_TIMED(d->prof, OP_ROPE, rope_backward(dk, B, T, d->Hkv, d->D, 0, d->rope_cos, d->rope_sin));
     if (d->qk_norm) {
@@ -197,8 +192,8 @@ void model_block_attn_backward(const model_block_dims *d, const model_layer_weig
     float *dq = d->qk_norm ? s->dq_raw : s->dq, *dk = d->qk_norm ? s->dk_raw : s->dk;
     OP_PROFILE_TIMED(d->prof, OP_ATTN_BWD,
                      (d->gemm[0].cfg.bf16 ? attention_backward_bf16 : attention_backward)(
-                         attn_dq(d, s, dq), attn_dk(d, s, dk), s->dv, s->d_att, a->q, a->k, a->v, a->att, a->lse,
-                         B, T, d->H, d->Hkv, d->D));
+                         attn_grad_at(d, s->dq, dq), attn_grad_at(d, s->dk, dk), s->dv, s->d_att, a->q, a->k,
+                         a->v, a->att, a->lse, B, T, d->H, d->Hkv, d->D));
     attn_rope_norm_backward(d, w, g, a, s, dq, dk, B, T);
     lin_grad gqkv[3] = {{dq, w->wq, g->wq, HD}, {dk, w->wk, g->wk, KD}, {s->dv, w->wv, g->wv, KD}};
     linear_backward(d, s->d_xn, 0, a->xn1, N, C, gqkv, 3);
@@ -271,8 +266,8 @@ void model_block_attn_backward_units(const model_block_dims *d, const model_laye
                                      const model_block_scratch *s, const model_layer_dys *y, int B, int T,
                                      int u0, int u1)
 {
-    attention_backward_part(attn_dq(d, s, y->dq), attn_dk(d, s, y->dk), y->dv, s->d_att, a->q, a->k, a->v, a->att,
-                            a->lse, B, T, d->H, d->Hkv, d->D, d->gemm[0].cfg.bf16, u0, u1);
+    attention_backward_part(attn_grad_at(d, s->dq, y->dq), attn_grad_at(d, s->dk, y->dk), y->dv, s->d_att, a->q,
+                            a->k, a->v, a->att, a->lse, B, T, d->H, d->Hkv, d->D, d->gemm[0].cfg.bf16, u0, u1);
 }
 
 void model_block_attn_backward_dx(const model_block_dims *d, const model_layer_weights *w,

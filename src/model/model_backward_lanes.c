@@ -31,12 +31,6 @@
 /* The head's weight gradient in this many slices of the vocabulary. */
 #define HEAD_DW_SLICES 16
 
-/* Residual stream after half-layer i (as model_pass.c's). */
-static float *residual(const model *m, int i)
-{
-    return m->res + (size_t)i * m->max_batch * m->cfg.context * m->cfg.d_model;
-}
-
 /* The hand-over buffers, for MODEL_HEAD_CHUNK_ROWS rows: 0, or -1 without memory. */
 static int lanes_reserve(model *m)
 {
@@ -128,12 +122,12 @@ static void chain_lane(lanes *ln, lane_signal *back)
     } else {
         lane_signal_post(&ln->chain);
     }
-    rmsnorm_backward(m->dres, m->g_final_norm, m->dxf, residual(m, 2 * L), m->final_norm, m->rstd_f, N, C, 0);
+    rmsnorm_backward(m->dres, m->g_final_norm, m->dxf, model_residual(m, 2 * L), m->final_norm, m->rstd_f, N, C, 0);
     for (int l = L - 1; l >= 0; l--) {
         model_block_mlp_backward_dx(&m->dims, &m->lw[l], &m->lg[l], &m->acts[l], &m->scratch, &m->lane_dys[l],
-                                    residual(m, 2 * l + 1), m->dres, N, &ln->chain);
+                                    model_residual(m, 2 * l + 1), m->dres, N, &ln->chain);
         model_block_attn_backward_dx(&m->dims, &m->lw[l], &m->lg[l], &m->acts[l], &m->scratch, &m->lane_dys[l],
-                                     residual(m, 2 * l), m->dres, ln->B, ln->T, ln->units,
+                                     model_residual(m, 2 * l), m->dres, ln->B, ln->T, ln->units,
                                      &ln->chain, back, 1 + (L - 1 - l));
     }
 }

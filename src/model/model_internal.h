@@ -68,6 +68,13 @@ struct model {
     int head_dw_ready;  /* head_dw and dxf hold the last forward's head gradients */
 };
 
+/* Residual stream after half-layer i (0 = embeddings, 2l+1 after layer l's
+ * attention, 2l+2 after its MLP): [N, C] at a stride of max_batch*context rows. */
+static inline float *model_residual(const model *m, int i)
+{
+    return m->res + (size_t)i * m->max_batch * m->cfg.context * m->cfg.d_model;
+}
+
 /* The backward of the last forward's first `rows` sequences on two threads
  * (model_backward_lanes.c) when it applies: a CPU model, called from serial
  * code with two threads or more, at most MODEL_HEAD_CHUNK_ROWS rows (the

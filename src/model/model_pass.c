@@ -16,13 +16,6 @@
 #include "kernels/cpu/rmsnorm.h"
 #include "model/model_cuda.h"
 
-/* Residual stream after half-layer i (0 = embeddings, 2l+1 after layer l's
- * attention, 2l+2 after its MLP): [N, C] at a stride of max_batch*context rows. */
-static float *residual(const model *m, int i)
-{
-    return m->res + (size_t)i * m->max_batch * m->cfg.context * m->cfg.d_model;
-}
-
 static int ids_ok(const int32_t *ids, int N, int V)
 {
     for (int n = 0; n < N; n++)
@@ -79,15 +72,15 @@ double model_forward(model *m, const int32_t *tokens, const int32_t *targets, in
     if (m->host_only)
         return NAN; /* built for a GPU that is not attached */
     OP_PROFILE_TIMED(m->prof, OP_EMBEDDING,
-                     embedding_forward(residual(m, 0), tokens, m->tok_emb, N, C));
+                     embedding_forward(model_residual(m, 0), tokens, m->tok_emb, N, C));
     for (int l = 0; l < L; l++) {
-        model_block_attn_forward(&m->dims, &m->lw[l], &m->acts[l], residual(m, 2 * l),
-                                 residual(m, 2 * l + 1), B, T);
-        model_block_mlp_forward(&m->dims, &m->lw[l], &m->acts[l], residual(m, 2 * l + 1),
-                                residual(m, 2 * l + 2), N);
+        model_block_attn_forward(&m->dims, &m->lw[l], &m->acts[l], model_residual(m, 2 * l),
+                                 model_residual(m, 2 * l + 1), B, T);
+        model_block_mlp_forward(&m->dims, &m->lw[l], &m->acts[l], model_residual(m, 2 * l + 1),
+                                model_residual(m, 2 * l + 2), N);
     }
     OP_PROFILE_TIMED(m->prof, OP_NORM,
-          rmsnorm_forward(m->xf, m->rstd_f, residual(m, 2 * L), m->final_norm, N, C, c->norm_eps));
+          rmsnorm_forward(m->xf, m->rstd_f, model_residual(m, 2 * L), m->final_norm, N, C, c->norm_eps));
     if (!targets)
         return 0.0;
     memcpy(m->targets, targets, sizeof(int32_t) * (size_t)N);
@@ -210,14 +203,14 @@ void model_backward_rows(model *m, int rows)
         op_profile_end(m->prof, OP_HEAD, t0);
     }
     OP_PROFILE_TIMED(m->prof, OP_NORM,
-                     rmsnorm_backward(m->dres, m->g_final_norm, m->dxf, residual(m, 2 * L),
+                     rmsnorm_backward(m->dres, m->g_final_norm, m->dxf, model_residual(m, 2 * L),
                                        m->final_norm, m->rstd_f, N, C, 0));
     span_ready(m, 0);
     for (int l = L - 1; l >= 0; l--) {
         model_block_mlp_backward(&m->dims, &m->lw[l], &m->lg[l], &m->acts[l], &m->scratch,
-                                 residual(m, 2 * l + 1), m->dres, N);
+                                 model_residual(m, 2 * l + 1), m->dres, N);
         model_block_attn_backward(&m->dims, &m->lw[l], &m->lg[l], &m->acts[l], &m->scratch,
-                                  residual(m, 2 * l), m->dres, B, T);
+                                  model_residual(m, 2 * l), m->dres, B, T);
         span_ready(m, L - l);
     }
     OP_PROFILE_TIMED(m->prof, OP_EMBEDDING,

@@ -635,14 +635,23 @@ static void forward_call(float *o, float *lse, const float *q, const float *k, c
     run_units(&a, B * H, forward_unit);
 }
 
-static void backward_call(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
-                          const float *v, const float *o, const float *lse, int B, int T, int H, int Hkv,
-                          int D, int bf16)
+/* A backward's call: its B * Hkv units run by backward_unit. */
+static att_call backward_att_call(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                                  const float *k, const float *v, const float *o, const float *lse, int T, int H,
+                                  int Hkv, int D, int bf16)
 {
     att_call a = att_call_init(T, H, Hkv, D);
     a.dq = dq, a.dk = dk, a.dv = dv, a.dout = dout, a.q = q, a.k = k, a.v = v, a.o_in = o;
     a.lse_in = lse;
     a.bf16 = call_bf16(bf16, T, D);
+    return a;
+}
+
+static void backward_call(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                          const float *v, const float *o, const float *lse, int B, int T, int H, int Hkv,
+                          int D, int bf16)
+{
+    att_call a = backward_att_call(dq, dk, dv, dout, q, k, v, o, lse, T, H, Hkv, D, bf16);
     run_units(&a, B * Hkv, backward_unit);
 }
 
@@ -650,10 +659,7 @@ void attention_backward_part(float *dq, float *dk, float *dv, const float *dout,
                              const float *k, const float *v, const float *o, const float *lse, int B,
                              int T, int H, int Hkv, int D, int bf16, int u0, int u1)
 {
-    att_call a = att_call_init(T, H, Hkv, D);
-    a.dq = dq, a.dk = dk, a.dv = dv, a.dout = dout, a.q = q, a.k = k, a.v = v, a.o_in = o;
-    a.lse_in = lse;
-    a.bf16 = call_bf16(bf16, T, D);
+    att_call a = backward_att_call(dq, dk, dv, dout, q, k, v, o, lse, T, H, Hkv, D, bf16);
     for (int u = u0 < 0 ? 0 : u0; u < u1 && u < B * Hkv; u++)
         backward_unit(&a, u);
 }

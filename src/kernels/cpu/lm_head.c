@@ -451,7 +451,8 @@ void lm_head_dw_rows(float *dw, const float *x, int N, int v0, int v1, int C, in
 {
     if (v1 <= v0)
         return;
-    gemm_f32_ctx(ctx, 1, 0, v1 - v0, C, N, scratch + v0, logits_ld(V), x, C, 1.0f, dw + (size_t)v0 * C, C);
+    head_gemms h = {NULL, ctx, 0, NULL, C, v1 - v0, logits_ld(V)};   /* the vocabulary's rows [v0, v1) */
+    weight_grad(&h, N, scratch + v0, x, dw + (size_t)v0 * C);
 }
 
 void lm_head_loss_ref(float *losses, float *dx, float *dw, const float *x,
