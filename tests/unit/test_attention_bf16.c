@@ -98,6 +98,33 @@ static void test_convert(void)
             free(src);
             free(d);
         }
+    /* rows paired along them, times mul, stored transposed (a query tile's q and dout): up to two
+     * blocks of 16 rows, whole and partial */
+    const int col_rows[] = {1, 5, 15, 16, 17, 31, 32};
+    const float muls[] = {1.0f, 0.125f, 0.3f};
+    for (int ri = 0; ri < (int)(sizeof col_rows / sizeof col_rows[0]); ri++)
+        for (int n = 1; n <= 70; n += (n < 35 ? 1 : 7)) {
+            int rows = col_rows[ri], ld = n + 5, wpr = (n + 1) / 2, dld = 40;
+            float mul = muls[(ri + n) % 3];
+            float *src = malloc(sizeof(float) * (size_t)rows * ld);
+            fill_uniform(&rng, src, (size_t)rows * ld, -2, 2);
+            uint32_t *d = malloc(sizeof(uint32_t) * (size_t)(wpr + 1) * dld);
+            for (int i = 0; i < (wpr + 1) * dld; i++)
+                d[i] = SENTINEL;
+            att_bf16_cols(d, dld, src, ld, rows, n, mul);
+            for (int q = 0; q < wpr + 1; q++)
+                for (int r = 0; r < dld; r++) {
+                    const float *sr = src + (size_t)r * ld;
+                    uint32_t want = SENTINEL;
+                    if (q < wpr && r < rows)
+                        want = word(mul * sr[2 * q], 2 * q + 1 < n ? mul * sr[2 * q + 1] : 0);
+                    if (d[(size_t)q * dld + r] != want && bad++ < 3)
+                        fprintf(stderr, "  cols: rows %d n %d mul %g: word %d row %d %08x, want %08x\n", rows, n,
+                                (double)mul, q, r, d[(size_t)q * dld + r], want);
+                }
+            free(src);
+            free(d);
+        }
     CHECK_MSG(bad == 0, "%d converted words wrong", bad);
 }
 

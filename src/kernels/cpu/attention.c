@@ -373,7 +373,7 @@ static void head_forward_tiled_bf16(const att_kernels *kern, float *o, float *ls
                                     const float *k, const float *v, int qs, int ks, int Tq, int Tk,
                                     int D, float scale)
 {
-    float qt[ATT_BF16_MAX_D * ATT_BQ], st[ATT_BK * ATT_BQ];
+    float st[ATT_BK * ATT_BQ];
     uint32_t qtp[ATT_BF16_MAX_D / 2 * ATT_BQ], kr[ATT_BK * ATT_BF16_MAX_D / 2];
     uint32_t vp[ATT_BK / 2 * ATT_BF16_MAX_D], stp[ATT_BK / 2 * ATT_BQ];
     float m[ATT_BQ], l[ATT_BQ];
@@ -381,8 +381,7 @@ static void head_forward_tiled_bf16(const att_kernels *kern, float *o, float *ls
     for (int i0 = 0; i0 < Tq; i0 += ATT_BQ) {
         int nq = min_int(ATT_BQ, Tq - i0), qpos0 = off + i0;
         float *ot = o + (size_t)i0 * qs;
-        pack_transposed(qt, q + (size_t)i0 * qs, qs, nq, D, scale);
-        att_bf16_pairs(qtp, ATT_BQ, qt, ATT_BQ, D, nq);
+        att_bf16_cols(qtp, ATT_BQ, q + (size_t)i0 * qs, qs, nq, D, scale);
         prefetch_rows(q, qs, i0 + nq, min_int(Tq, i0 + nq + ATT_BQ), D);
         for (int ii = 0; ii < nq; ii++) {
             m[ii] = -INFINITY;
@@ -409,7 +408,6 @@ static void head_backward_tiled_bf16(const att_kernels *kern, float *dq, float *
                                      const float *o, const float *lse, int qs, int ks, int Tq, int Tk,
                                      int D, float scale)
 {
-    float qt[ATT_BF16_MAX_D * ATT_BQ], dot[ATT_BF16_MAX_D * ATT_BQ];
     float st[ATT_BK * ATT_BQ], dpt[ATT_BK * ATT_BQ], delta[ATT_BQ];
     uint32_t qtp[ATT_BF16_MAX_D / 2 * ATT_BQ], dotp[ATT_BF16_MAX_D / 2 * ATT_BQ];
     uint32_t qp[ATT_BQ / 2 * ATT_BF16_MAX_D], dop[ATT_BQ / 2 * ATT_BF16_MAX_D];
@@ -420,10 +418,8 @@ static void head_backward_tiled_bf16(const att_kernels *kern, float *dq, float *
     for (int i0 = 0; i0 < Tq; i0 += ATT_BQ) {
         int nq = min_int(ATT_BQ, Tq - i0), qpos0 = off + i0;
         size_t r0 = (size_t)i0 * qs;
-        pack_transposed(qt, q + r0, qs, nq, D, scale);
-        pack_transposed(dot, dout + r0, qs, nq, D, 1.0f);
-        att_bf16_pairs(qtp, ATT_BQ, qt, ATT_BQ, D, nq);
-        att_bf16_pairs(dotp, ATT_BQ, dot, ATT_BQ, D, nq);
+        att_bf16_cols(qtp, ATT_BQ, q + r0, qs, nq, D, scale);
+        att_bf16_cols(dotp, ATT_BQ, dout + r0, qs, nq, D, 1.0f);
         att_bf16_pairs(qp, D, q + r0, qs, nq, D);
         att_bf16_pairs(dop, D, dout + r0, qs, nq, D);
         backward_rows(q, dout, o, qs, i0, nq, Tq, D, delta);

@@ -63,6 +63,34 @@ BF16_TARGET void att_bf16_pairs(uint32_t *dst, long dst_ld, const float *src, lo
     }
 }
 
+BF16_TARGET void att_bf16_cols(uint32_t *dst, long dst_ld, const float *src, long src_ld, int rows, int n,
+                               float mul)
+{
+    const __m512 mv = _mm512_set1_ps(mul);
+    /* 16 rows at a time, 32 values of each a step: each row's 16 pair words, then the 16 x 16 words
+     * transposed, each word row stored for the block's rows */
+    for (int r0 = 0; r0 < rows; r0 += 16) {
+        int nr = min_int(16, rows - r0);
+        for (int k = 0; k < n; k += 32) {
+            int left = min_int(32, n - k);
+            __m512i w[16], t[16];
+            for (int j = 0; j < 16; j++) {
+                if (j >= nr) {
+                    w[j] = _mm512_setzero_si512();
+                    continue;
+                }
+                const float *s = src + (long)(r0 + j) * src_ld + k;
+                __m512 lo = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes(left), s), mv);
+                __m512 hi = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes(left - 16 > 0 ? left - 16 : 0), s + 16), mv);
+                w[j] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);   /* word q = (value 2q, value 2q + 1) */
+            }
+            simd_transpose16_epi32(w, t);
+            for (int q = 0; q < (left + 1) / 2; q++)
+                _mm512_mask_storeu_epi32(dst + (long)(k / 2 + q) * dst_ld + r0, lanes(nr), t[q]);
+        }
+    }
+}
+
 /* C[mr x 16 nv] (=, +=) sum over kp pair rows of A's words by B's, the last
  * zmm of each row limited to the lanes of `last`; mr (<= 12 / nv) and nv (1
  * or 2) are constants at every call, so the accumulators stay in registers. */

@@ -53,6 +53,9 @@ const att_kernels *att_kernels_select(void);
  *                   for r < rows, q < ceil(n / 2): each row's values paired along it;
  *   att_bf16_pairs: dst[p * dst_ld + j] = (src[2p * src_ld + j], src[(2p + 1) * src_ld + j])
  *                   for 2p < rows, j < n: two rows paired value by value;
+ *   att_bf16_cols:  dst[q * dst_ld + r] = (mul src[r * src_ld + 2q], mul src[.. + 2q + 1])
+ *                   for r < rows, q < ceil(n / 2): att_bf16_rows of mul times the
+ *                   rows (each product rounded to fp32 first), stored transposed;
  *   att_bf16_mm:    C[m x n] (=, or += when accumulate) sum over p < kp of
  *                   A(i, p) . B(p, j), A(i, p) = a[i * a_rs + p * a_cs] and
  *                   B(p, j) = b[p * ldb + j] pair words, "." the pair's two
@@ -60,6 +63,7 @@ const att_kernels *att_kernels_select(void);
  *                   order, the sums in fp32. kp >= 1. */
 void att_bf16_rows(uint32_t *dst, long dst_ld, const float *src, long src_ld, int rows, int n);
 void att_bf16_pairs(uint32_t *dst, long dst_ld, const float *src, long src_ld, int rows, int n);
+void att_bf16_cols(uint32_t *dst, long dst_ld, const float *src, long src_ld, int rows, int n, float mul);
 void att_bf16_mm(float *c, long ldc, const uint32_t *a, long a_rs, long a_cs, const uint32_t *b, long ldb,
                  int m, int n, int kp, int accumulate);
 

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "kernels/cpu/gemm_kernel.h"
+#include "kernels/cpu/simd_avx512.h"
 
 #define PACK_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
@@ -84,37 +85,6 @@ static inline PACK_TARGET void panel_transpose6(const __m512i r[GEMM_MR], uint32
         v = _mm512_mask_blend_epi32(PANEL6_ROWS23[o], v, _mm512_permutex2var_epi32(r[2], idx, r[3]));
         v = _mm512_mask_blend_epi32(PANEL6_ROWS45[o], v, _mm512_permutex2var_epi32(r[4], idx, r[5]));
         _mm512_storeu_si512(d + 16 * o, v);
-    }
-}
-
-/* Sixteen rows' 16 pair words each (r[j]: row j's pairs p = 0..15) as 16
- * pair rows of a B panel: word p * 16 + j = r[j]'s word p, a 16 x 16
- * transpose of 32-bit words. Interleaving words, then word pairs, gives
- * t[4i + c]'s 128-bit lane L = rows 4i..4i+3 at pair 4L + c; two lane
- * shuffles gather pair p = 4L + c's four lanes from t[c], t[4 + c],
- * t[8 + c], t[12 + c]. */
-static inline PACK_TARGET void panel_transpose16(__m512i r[GEMM_NR], uint32_t *d)
-{
-    __m512i a[GEMM_NR], t[GEMM_NR];
-    for (int i = 0; i < GEMM_NR; i += 2) {
-        a[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-        a[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < GEMM_NR; i += 4) {
-        t[i] = _mm512_unpacklo_epi64(a[i], a[i + 2]);
-        t[i + 1] = _mm512_unpackhi_epi64(a[i], a[i + 2]);
-        t[i + 2] = _mm512_unpacklo_epi64(a[i + 1], a[i + 3]);
-        t[i + 3] = _mm512_unpackhi_epi64(a[i + 1], a[i + 3]);
-    }
-    for (int c = 0; c < 4; c++) {
-        __m512i e0 = _mm512_shuffle_i32x4(t[c], t[4 + c], 0x44);       /* lanes 0, 1 of each */
-        __m512i e1 = _mm512_shuffle_i32x4(t[c], t[4 + c], 0xee);       /* lanes 2, 3 */
-        __m512i f0 = _mm512_shuffle_i32x4(t[8 + c], t[12 + c], 0x44);
-        __m512i f1 = _mm512_shuffle_i32x4(t[8 + c], t[12 + c], 0xee);
-        _mm512_storeu_si512(d + (size_t)(0 + c) * GEMM_NR, _mm512_shuffle_i32x4(e0, f0, 0x88));
-        _mm512_storeu_si512(d + (size_t)(4 + c) * GEMM_NR, _mm512_shuffle_i32x4(e0, f0, 0xdd));
-        _mm512_storeu_si512(d + (size_t)(8 + c) * GEMM_NR, _mm512_shuffle_i32x4(e1, f1, 0x88));
-        _mm512_storeu_si512(d + (size_t)(12 + c) * GEMM_NR, _mm512_shuffle_i32x4(e1, f1, 0xdd));
     }
 }
 
@@ -245,7 +215,11 @@ PACK_TARGET void gemm_pack_b_bf16(int trans_b, const float *B, int ldb, int k0, 
                 __m512i r[GEMM_NR];
                 for (int j = 0; j < GEMM_NR; j++)
                     r[j] = row_pairs(bq + (size_t)j * ldb + k, 32);
-                panel_transpose16(r, d + (size_t)(k / 2) * GEMM_NR);
+                /* 16 pair rows of the panel: word p * 16 + j = r[j]'s word p */
+                __m512i w[GEMM_NR];
+                simd_transpose16_epi32(r, w);
+                for (int p = 0; p < GEMM_NR; p++)
+                    _mm512_storeu_si512(d + (size_t)(k / 2 + p) * GEMM_NR, w[p]);
             }
         }
         if (k == k_hi)

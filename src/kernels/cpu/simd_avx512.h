@@ -1,6 +1,7 @@
 /* simd_avx512.h - AVX-512F building blocks shared by the *_avx512.c kernel
  * files: the vectorised exp of simd_avx2.h on 16 lanes, operation for
- * operation, so that each lane's result is bitwise the AVX2 one's. Include
+ * operation, so that each lane's result is bitwise the AVX2 one's, and a
+ * 16 x 16 transpose of 32-bit words (the bf16 packings'). Include
  * only from files whose functions carry target("avx512f") and are called
  * only on the avx512 kernel path. Header-only (static inline). */
 #ifndef TEMPO_SIMD_AVX512_H
@@ -41,6 +42,35 @@ SIMD_AVX512 __m512 simd_exp512(__m512 x)
 SIMD_AVX512 __mmask16 simd_tail_mask16(int n)
 {
     return (__mmask16)(n >= 16 ? 0xFFFF : (1u << n) - 1);
+}
+
+/* The 16 x 16 transpose of 32-bit words: lane j of out[p] = lane p of r[j].
+ * Interleaving words, then word pairs, gives t[4i + c]'s 128-bit lane L =
+ * rows 4i..4i+3 at word 4L + c; two lane shuffles gather word p = 4L + c's
+ * four lanes from t[c], t[4 + c], t[8 + c], t[12 + c]. */
+SIMD_AVX512 void simd_transpose16_epi32(const __m512i r[16], __m512i out[16])
+{
+    __m512i a[16], t[16];
+    for (int i = 0; i < 16; i += 2) {
+        a[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        a[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        t[i] = _mm512_unpacklo_epi64(a[i], a[i + 2]);
+        t[i + 1] = _mm512_unpackhi_epi64(a[i], a[i + 2]);
+        t[i + 2] = _mm512_unpacklo_epi64(a[i + 1], a[i + 3]);
+        t[i + 3] = _mm512_unpackhi_epi64(a[i + 1], a[i + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        __m512i e0 = _mm512_shuffle_i32x4(t[c], t[4 + c], 0x44);   /* lanes 0, 1 of each */
+        __m512i e1 = _mm512_shuffle_i32x4(t[c], t[4 + c], 0xee);   /* lanes 2, 3 */
+        __m512i f0 = _mm512_shuffle_i32x4(t[8 + c], t[12 + c], 0x44);
+        __m512i f1 = _mm512_shuffle_i32x4(t[8 + c], t[12 + c], 0xee);
+        out[c] = _mm512_shuffle_i32x4(e0, f0, 0x88);
+        out[4 + c] = _mm512_shuffle_i32x4(e0, f0, 0xdd);
+        out[8 + c] = _mm512_shuffle_i32x4(e1, f1, 0x88);
+        out[12 + c] = _mm512_shuffle_i32x4(e1, f1, 0xdd);
+    }
 }
 
 #endif
